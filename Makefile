@@ -1,0 +1,61 @@
+# furnace — two commands on a fresh machine: `make demo` and `make test`.
+# Each creates .venv if missing and installs what it needs (pinned by constraints.txt).
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+export FURNACE_HOME ?= $(CURDIR)/data
+# Keep every dependency off the network (see README, "Offline by default").
+export LITELLM_LOCAL_MODEL_COST_MAP := True
+export LITELLM_OFFLINE_MODE := true
+export MLFLOW_DISABLE_TELEMETRY := true
+export DO_NOT_TRACK := true
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: help setup browser demo test test-fast bench app clean
+
+help:
+	@echo "make demo   - set up .venv and run the demo experiment offline"
+	@echo "make test   - set up .venv (and chromium) and run the test suite"
+	@echo "make bench  - run the benchmarks (ratios measured in one run)"
+	@echo "make app    - start the Streamlit app on 127.0.0.1:8501"
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# CPU torch first: an unpinned torch would pull a multi-GB CUDA build.
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[embed,dask,dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# Debian chromium for the real-browser test (never `playwright install`).
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+	      || echo "warning: could not install chromium; browser tests will skip"; \
+	  else echo "note: /usr/bin/chromium missing and not root; browser tests will skip"; fi; \
+	fi
+
+demo: setup
+	$(BIN)/furnace demo
+
+test: setup browser
+	$(BIN)/python -m pytest
+
+test-fast: setup
+	$(BIN)/python -m pytest -m "not slow and not browser"
+
+bench: setup
+	$(BIN)/python -m bench
+
+app: setup
+	$(BIN)/furnace app
+
+clean:
+	rm -rf $(VENV) .pytest_cache

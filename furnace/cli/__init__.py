@@ -1,0 +1,81 @@
+"""The ``furnace`` command line.
+
+Each command group lives in its own module and is registered here. Errors
+raised as :class:`~furnace.errors.FurnaceError` print one line on stderr and
+exit 1; anything unexpected prints one line too (set ``FURNACE_DEBUG=1`` for
+the traceback). Every command accepts ``--json``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from furnace import offline_env
+
+offline_env.apply()
+
+from furnace.cli.context import CliContext  # noqa: E402
+from furnace.errors import FurnaceError  # noqa: E402
+
+_GROUPS = [
+    "furnace.cli.elixir_cmd",
+    "furnace.cli.fusion_cmd",
+    "furnace.cli.experiment_cmd",
+    "furnace.cli.content_cmd",
+    "furnace.cli.arena_cmd",
+    "furnace.cli.interop_cmd",
+    "furnace.cli.app_cmd",
+    "furnace.cli.ask_cmd",
+]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--home", type=click.Path(file_okay=False), default=None, help="Data folder (default $FURNACE_HOME or ./data).")
+@click.pass_context
+def cli(ctx: click.Context, home: str | None) -> None:
+    """furnace — breed LLM personas: elixirs, fusion, lineage, experiments."""
+    ctx.obj = CliContext.from_env(home=home)
+
+
+def _register() -> None:
+    import importlib
+
+    for name in _GROUPS:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as err:
+            if err.name == name:
+                continue  # not built yet
+            raise
+        module.register(cli)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI, turning errors into one clear line."""
+    try:
+        cli.main(args=argv, prog_name="furnace", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as err:
+        err.show()
+        sys.exit(err.exit_code)
+    except click.exceptions.Exit as err:
+        sys.exit(err.exit_code)
+    except FurnaceError as err:
+        click.echo(f"error: {err}", err=True)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except Exception as err:  # never a traceback for users
+        if os.environ.get("FURNACE_DEBUG"):
+            raise
+        click.echo(f"internal error: {err.__class__.__name__}: {err} (set FURNACE_DEBUG=1 for details)", err=True)
+        sys.exit(2)

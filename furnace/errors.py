@@ -1,0 +1,71 @@
+"""The furnace error tree.
+
+::
+
+    FurnaceError                      base of everything furnace raises on purpose
+    ├── InputError                    bad input from a user or a file (field + reason)
+    │   └── NotFound                  an id/version that does not exist
+    ├── ConflictError                 a hard persona conflict refused a fusion
+    ├── LineageError                  tampered lineage, or a withdrawn parent
+    ├── LLMError                      a model call failed after retries
+    │   ├── LLMRateLimit
+    │   ├── LLMTimeout
+    │   └── LLMMalformedOutput        output did not parse or match the schema
+    ├── StoreError                    the store could not do what was asked
+    └── BudgetExceeded                an experiment hit its budget
+
+Messages are written for the person at the terminal: one line, naming the
+field or record concerned, and never containing a secret.
+"""
+
+from __future__ import annotations
+
+
+class FurnaceError(Exception):
+    """Base class of every error furnace raises deliberately."""
+
+
+class InputError(FurnaceError, ValueError):
+    """Invalid input. ``field`` names the offending field (dotted path) when known."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class NotFound(InputError):
+    """A referenced record does not exist."""
+
+
+class ConflictError(FurnaceError):
+    """Two elixirs may never be fused (a hard ``conflicts_with`` conflict)."""
+
+
+class LineageError(FurnaceError):
+    """A lineage record does not verify, or depends on a withdrawn elixir."""
+
+
+class LLMError(FurnaceError):
+    """A model call failed. Carries no key, header or request body."""
+
+    transient: bool = False
+
+
+class LLMRateLimit(LLMError):
+    transient = True
+
+
+class LLMTimeout(LLMError):
+    transient = True
+
+
+class LLMMalformedOutput(LLMError):
+    transient = True
+
+
+class StoreError(FurnaceError):
+    """The store failed (lock held too long, corrupt row, migration problem)."""
+
+
+class BudgetExceeded(FurnaceError):
+    """An experiment or run would exceed its budget."""

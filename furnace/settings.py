@@ -1,0 +1,47 @@
+"""Settings, read once at the edges (CLI, flow entry, app start) and passed down.
+
+Every variable is ``FURNACE_<NAME>``. Core code never reads ``os.environ``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class FurnaceSettings(BaseSettings):
+    """Configuration for one furnace process."""
+
+    model_config = SettingsConfigDict(env_prefix="FURNACE_", extra="ignore")
+
+    home: Path = Field(default=Path("data"), description="folder holding furnace.duckdb, mlflow.db, caches")
+    model: str | None = Field(default=None, description="litellm model string; unset = offline engine")
+    api_base: str | None = Field(default=None, description="OpenAI-compatible base URL for the model")
+    api_key: SecretStr | None = Field(default=None, description="optional key; else the provider's usual variable")
+    timeout_s: float = 60.0
+    max_retries: int = 2
+    context_limit: int = 32_000
+    similarity_threshold: float = 0.75
+    ensemble_threshold: float = 0.8
+    synth_ttl_s: int = 30 * 24 * 3600
+    embedder: str = Field(default="auto", description="auto | minilm | hash")
+    mlflow_uri: str | None = None
+    app_host: str = "127.0.0.1"
+    app_port: int = 8501
+
+    @property
+    def db_path(self) -> Path:
+        return self.home.resolve() / "furnace.duckdb"
+
+    @property
+    def tracking_uri(self) -> str:
+        return self.mlflow_uri or f"sqlite:///{self.home.resolve() / 'mlflow.db'}"
+
+    @property
+    def model_name(self) -> str:
+        """The model in use, as shown to users (the offline engine when unset)."""
+        from furnace.llm import OFFLINE_MODEL_NAME
+
+        return self.model or OFFLINE_MODEL_NAME

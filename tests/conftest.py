@@ -1,0 +1,52 @@
+"""Test-wide setup: no network, no keys, a private FURNACE_HOME per test."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+_SESSION_DIR = Path(tempfile.mkdtemp(prefix="furnace-tests-"))
+
+# Before anything imports litellm, mlflow or prefect (their settings freeze at import).
+os.environ.update(
+    {
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "LITELLM_OFFLINE_MODE": "true",
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+        "DO_NOT_TRACK": "true",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+        "PREFECT_HOME": str(_SESSION_DIR / "prefect"),
+        "PREFECT_RESULTS_LOCAL_STORAGE_PATH": str(_SESSION_DIR / "prefect-results"),
+        "PREFECT_LOGGING_LEVEL": "WARNING",
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+)
+for _key in list(os.environ):
+    if _key.startswith("FURNACE_") or _key.endswith("_API_KEY"):
+        del os.environ[_key]
+
+import pytest  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+LIBRARY_DIR = REPO / "data" / "elixirs"
+SHARED = REPO.parent / "shared"
+
+
+@pytest.fixture()
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh FURNACE_HOME for one test."""
+    path = tmp_path / "home"
+    path.mkdir()
+    monkeypatch.setenv("FURNACE_HOME", str(path))
+    return path
+
+
+@pytest.fixture()
+def settings(home: Path):
+    from furnace.settings import FurnaceSettings
+
+    return FurnaceSettings(home=home)
