@@ -50,3 +50,12 @@ def settings(home: Path):
     from furnace.settings import FurnaceSettings
 
     return FurnaceSettings(home=home)
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    """One temporary Prefect API for the whole session (~13 s); use only in flow-level tests."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
