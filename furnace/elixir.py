@@ -17,7 +17,7 @@ import re
 import unicodedata
 from datetime import datetime
 from functools import cached_property
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -94,7 +94,7 @@ class Tone(_Frozen):
     humor: Unit = 0.5
     empathy: Unit = 0.5
 
-    DIMENSIONS: tuple[str, ...] = ("formality", "conciseness", "humor", "empathy")  # type: ignore[misc]
+    DIMENSIONS: ClassVar[tuple[str, ...]] = ("formality", "conciseness", "humor", "empathy")
 
 
 class Constraints(_Frozen):
@@ -234,6 +234,12 @@ class Elixir(_Frozen):
     def same_content(self, other: "Elixir") -> bool:
         return self.content_hash == other.content_hash
 
+    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "Elixir":
+        """A copy; the cached ``content_hash`` is dropped so a content update re-hashes."""
+        copy = super().model_copy(update=update, deep=deep)
+        copy.__dict__.pop("content_hash", None)
+        return copy
+
 
 def slugify(name: str) -> str:
     """A readable id from a name; non-Latin names fall back to a hash-based id."""
@@ -246,6 +252,11 @@ def slugify(name: str) -> str:
 
 def format_validation_error(err: ValidationError) -> str:
     """One readable line per problem: ``field.path reason``."""
+    return "; ".join(text for _, text in validation_problems(err))
+
+
+def validation_problems(err: ValidationError) -> list[tuple[str, str]]:
+    """Each problem as ``(dotted field, readable message)``, for showing next to a field."""
     lines = []
     for e in err.errors():
         loc = ".".join(str(p) for p in e["loc"] if p != "__root__") or "elixir"
@@ -268,8 +279,8 @@ def format_validation_error(err: ValidationError) -> str:
             text = f"{loc} must be {msg.removeprefix('Input should be ')}, got {e['input']!r}"
         else:
             text = f"{loc}: {msg}"
-        lines.append(text)
-    return "; ".join(lines)
+        lines.append((loc, text))
+    return lines
 
 
 def parse_elixir(data: Any) -> Elixir:
@@ -283,6 +294,7 @@ def parse_elixir(data: Any) -> Elixir:
         raise InputError(
             "invalid elixir: " + format_validation_error(err),
             field=".".join(str(p) for p in first) or None,
+            problems=validation_problems(err),
         ) from None
     except (TypeError, ValueError) as err:  # canonicalisation of odd values
         raise InputError(f"invalid elixir: {err}") from None

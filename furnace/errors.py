@@ -28,9 +28,13 @@ class FurnaceError(Exception):
 class InputError(FurnaceError, ValueError):
     """Invalid input. ``field`` names the offending field (dotted path) when known."""
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, field: str | None = None, problems: list[tuple[str, str]] | None = None
+    ) -> None:
         super().__init__(message)
         self.field = field
+        # every (field, message) pair when several fields are wrong at once
+        self.problems: list[tuple[str, str]] = problems or ([(field, message)] if field else [])
 
 
 class NotFound(InputError):

@@ -1,0 +1,41 @@
+"""``furnace app``: start the Streamlit app (127.0.0.1 unless told otherwise)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from furnace.cli.context import CliContext
+from furnace.errors import InputError
+
+APP_ENTRY = Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py"
+
+
+def app_command(entry: Path, *, host: str, port: int) -> list[str]:
+    """The streamlit command line for ``entry``."""
+    return [
+        sys.executable, "-m", "streamlit", "run", str(entry),
+        "--server.address", host, "--server.port", str(port),
+        "--server.headless", "true", "--browser.gatherUsageStats", "false",
+    ]
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("app")
+    @click.option("--host", default=None, help="Address to bind (default 127.0.0.1).")
+    @click.option("--port", type=int, default=None, help="Port (default 8501).")
+    @click.pass_obj
+    def app(obj: CliContext, host: str | None, port: int | None) -> None:
+        """Start the Streamlit app on the current FURNACE_HOME."""
+        if not APP_ENTRY.exists():
+            raise InputError(f"the app is not installed next to the package ({APP_ENTRY} missing)")
+        settings = obj.settings
+        env = dict(os.environ, FURNACE_HOME=str(settings.home.resolve()))
+        host = host or settings.app_host
+        port = port or settings.app_port
+        click.echo(f"furnace app on http://{host}:{port}  (data: {settings.home.resolve()}; Ctrl-C to stop)")
+        raise SystemExit(subprocess.call(app_command(APP_ENTRY, host=host, port=port), env=env))
