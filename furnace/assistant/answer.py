@@ -1,0 +1,279 @@
+"""The lab assistant: a question in plain words → scope + intent → a structured
+result shown directly, and a short lead (never the list retyped by a model).
+
+Each turn yields typed events: :class:`Status`, :class:`Meta` (scope and
+intent), :class:`Delta` (pieces of the lead) and :class:`Done` (the result).
+Rule-only questions make no model call: their lead is written by a template.
+The model is asked only when the rules cannot tell what is meant — first with
+the current message alone, then with the history (within the token-aware
+memory budget) — and a low-confidence answer becomes a clarifying question.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from furnace.assistant.intent import CLASSIFY_SCHEMA, INTENTS, Intent, IntentGuess, classify
+from furnace.assistant.leads import template_lead
+from furnace.assistant.queries import run_query
+from furnace.assistant.results import AssistData, StructuredResult
+from furnace.assistant.scope import Catalogue, Inferred, Scope, infer_scope, match_names, parse_command
+from furnace.errors import LLMError
+from furnace.llm import LLM, LLMRequest, Message, TaskKind
+from furnace.memory import build_context
+
+MIN_CONFIDENCE = 0.6
+LEAD_MAX_TOKENS = 80
+LEAD_SYSTEM = (
+    "You are furnace's lab assistant. The full result is already on the user's screen as a table. "
+    "Do not repeat, list or enumerate its rows. Write one or two sentences (at most 50 words) that "
+    "introduce it: what it shows and the one thing worth noticing."
+)
+CLASSIFY_SYSTEM = (
+    "Classify a researcher's question about furnace's data. Answer JSON: intent (one of "
+    + ", ".join(INTENTS)
+    + ", or null), persona and experiment (ids from the catalogue, or null), days (a time range, or null), "
+    "confidence in [0,1]. Use only the names in the catalogue; never invent one."
+)
+
+
+class Status(BaseModel):
+    type: Literal["status"] = "status"
+    text: str
+
+
+class Meta(BaseModel):
+    type: Literal["meta"] = "meta"
+    scope: Scope
+    scope_label: str
+    locked: bool
+    intent: str | None
+    intent_source: str
+
+
+class Delta(BaseModel):
+    type: Literal["delta"] = "delta"
+    text: str
+
+
+class Done(BaseModel):
+    type: Literal["done"] = "done"
+    lead: str
+    result: StructuredResult | None = None
+    clarify: bool = False
+    scope_label: str
+
+
+AnswerEvent = Status | Meta | Delta | Done
+
+
+class Turn(BaseModel):
+    question: str
+    answer: str
+
+
+class AssistantState(BaseModel):
+    """What persists between turns: only the locked scope, and the history."""
+
+    session_id: str = "default"
+    locked: Scope | None = None
+    history: list[Turn] = Field(default_factory=list)
+
+
+def _cap(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
+    """Cut ``text`` to ``max_tokens`` even if a provider ignored max_tokens."""
+    if count(text) <= max_tokens:
+        return text
+    pieces = re.findall(r"\S+\s*", text)
+    while pieces and count("".join(pieces) + "…") > max_tokens:
+        pieces.pop()
+    return "".join(pieces).rstrip() + "…"
+
+
+def _zh(text: str) -> bool:
+    return bool(re.search(r"[\u4e00-\u9fff]", text))
+
+
+class Assistant:
+    """Answers questions over furnace's own data through :class:`AssistData`."""
+
+    def __init__(
+        self,
+        data: AssistData,
+        llm: LLM | None = None,
+        *,
+        model_lead: bool = False,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC).replace(tzinfo=None),
+        context_limit: int = 32_000,
+        count_tokens: Callable[[str], int] | None = None,
+        limit: int = 50,
+    ) -> None:
+        self.data = data
+        self.llm = llm
+        self.model_lead = model_lead
+        self.now = now
+        self.context_limit = context_limit
+        self.count = count_tokens or (lambda text: max(1, len(text) // 4))
+        self.limit = limit
+
+    # --- one turn ---------------------------------------------------------
+
+    def ask(self, question: str, state: AssistantState) -> Iterator[AnswerEvent]:
+        """Answer one question; updates ``state`` (locked scope, history)."""
+        question = question.strip()
+        zh = _zh(question)
+        yield Status(text="正在理解问题…" if zh else "Reading the question…")
+        catalogue = self.data.catalogue()
+        command = parse_command(question)
+        if command is not None:
+            yield from self._command(command, question, state, catalogue, zh)
+            return
+
+        inferred = infer_scope(question, catalogue, self.now())
+        guess = classify(question)
+        if guess.intent is None or inferred.unresolved:
+            guess, inferred = self._ask_model(question, state, catalogue, guess, inferred)
+        clarify = self._clarification(guess, inferred, catalogue, zh)
+        if clarify:
+            yield from self._finish(state, question, clarify, None, state.locked or Scope(), clarify=True)
+            return
+
+        locked = state.locked or Scope()
+        scope = locked.overlaid(inferred.scope)  # this turn only; the lock itself is unchanged
+        yield Meta(scope=scope, scope_label=scope.label(), locked=state.locked is not None,
+                   intent=guess.intent, intent_source=guess.source)
+        yield Status(text="正在查询…" if zh else "Querying…")
+        assert guess.intent is not None
+        result = run_query(self.data, guess.intent, scope, limit=self.limit, zh=zh)
+        lead = self._lead(question, result, zh, used_model=guess.source != "rules")
+        yield from self._finish(state, question, lead, result, scope)
+
+    def _finish(self, state: AssistantState, question: str, lead: str, result: StructuredResult | None,
+                scope: Scope, *, clarify: bool = False) -> Iterator[AnswerEvent]:
+        for piece in re.findall(r"\S+\s*", lead):
+            yield Delta(text=piece)
+        state.history.append(Turn(question=question, answer=lead))
+        yield Done(lead=lead, result=result, clarify=clarify, scope_label=scope.label())
+
+    # --- scope commands -----------------------------------------------------
+
+    def _command(self, command: tuple[str, str], question: str, state: AssistantState, catalogue: Catalogue,
+                 zh: bool) -> Iterator[AnswerEvent]:
+        kind, target = command
+        if kind == "clear":
+            state.locked = None
+            text = "已清除范围：之后的问题覆盖全部数据。" if zh else "Scope cleared: questions now cover everything."
+            yield from self._finish(state, question, text, None, Scope())
+            return
+        inferred = infer_scope(target, catalogue, self.now())
+        if inferred.scope.is_empty():  # "only the coach" without the word persona
+            inferred = self._bare_name(target, catalogue)
+        clarify = self._clarification(IntentGuess(intent="personas", confidence=1, source="rules"),
+                                      inferred, catalogue, zh)
+        if clarify or inferred.scope.is_empty():
+            text = clarify or (f"我没能从“{target}”读出范围。" if zh else f"I could not read a scope from {target!r}.")
+            yield from self._finish(state, question, text, None, state.locked or Scope(), clarify=True)
+            return
+        state.locked = inferred.scope
+        yield Meta(scope=inferred.scope, scope_label=inferred.scope.label(), locked=True, intent=None,
+                   intent_source="rules")
+        text = (f"范围已锁定：{inferred.scope.label()}。" if zh else f"Scope locked: {inferred.scope.label()}.")
+        yield from self._finish(state, question, text, None, inferred.scope)
+
+    @staticmethod
+    def _bare_name(target: str, catalogue: Catalogue) -> Inferred:
+        words = [w for w in re.split(r"[\s,，]+", target) if w and w.casefold() not in {"the", "only"}]
+        for word in words:
+            for attr, names in (("persona", catalogue.personas), ("experiment", catalogue.experiments)):
+                hits = match_names(word, names)
+                if len(hits) == 1:
+                    return Inferred(scope=Scope(**{attr: hits[0]}))
+        return Inferred(unresolved=[f"name {target}"])
+
+    # --- the model, only when rules cannot tell -----------------------------
+
+    def _ask_model(self, question: str, state: AssistantState, catalogue: Catalogue, guess: IntentGuess,
+                   inferred: Inferred) -> tuple[IntentGuess, Inferred]:
+        if self.llm is None:
+            return guess, inferred
+        attempts: list[tuple[str, list[Turn]]] = [("model", [])]
+        if state.history:
+            attempts.append(("model+history", state.history))
+        for source, history in attempts:
+            parsed = self._classify_call(question, catalogue, history)
+            if parsed is None or float(parsed.get("confidence") or 0) < MIN_CONFIDENCE:
+                continue
+            intent = parsed.get("intent") if parsed.get("intent") in INTENTS else guess.intent
+            if intent is None:
+                continue
+            fields = {k: parsed.get(k) for k in ("persona", "experiment")}
+            fields = {k: v for k, v in fields.items() if v and v in (catalogue.personas if k == "persona"
+                                                                     else catalogue.experiments)}
+            since = self.now() - timedelta(days=parsed["days"]) if parsed.get("days") else None
+            model_scope = Scope(since=since, **fields)
+            unresolved = [u for u in inferred.unresolved if u.split(" ")[0] not in fields]
+            return (IntentGuess(intent=intent, confidence=float(parsed["confidence"]), source=source),  # type: ignore[arg-type]
+                    Inferred(scope=inferred.scope.overlaid(model_scope), unresolved=unresolved,
+                             ambiguous=inferred.ambiguous))
+        return guess, inferred
+
+    def _classify_call(self, question: str, catalogue: Catalogue, history: list[Turn]) -> dict[str, Any] | None:
+        assert self.llm is not None
+        system = CLASSIFY_SYSTEM + "\nCatalogue: " + str(catalogue.model_dump())
+        turns = [m for t in history for m in (Message(role="user", content=t.question),
+                                              Message(role="assistant", content=t.answer))]
+        context = build_context(system_prompt=system, user_message=question, history=turns,
+                                context_limit=self.context_limit, count=self.count, llm=self.llm)
+        request = LLMRequest(
+            task=TaskKind.ASSIST, messages=tuple(context.messages), temperature=0.0, seed=0, max_tokens=120,
+            json_schema=CLASSIFY_SCHEMA,
+            inputs={"mode": "classify", "question": question, "catalogue": catalogue.model_dump(),
+                    "history": [t.question for t in history]},
+        )
+        try:
+            parsed = self.llm.complete(request).parsed
+        except LLMError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
+
+    def _lead(self, question: str, result: StructuredResult, zh: bool, *, used_model: bool) -> str:
+        if self.llm is None or not (self.model_lead or used_model):
+            return template_lead(result, zh)
+        request = LLMRequest(
+            task=TaskKind.ASSIST,
+            messages=(Message(role="system", content=LEAD_SYSTEM),
+                      Message(role="user", content=f"Question: {question}\nResult summary: {result.summary()}")),
+            temperature=0.2, seed=0, max_tokens=LEAD_MAX_TOKENS,
+            inputs={"mode": "lead", "question": question, "result": result.summary(), "language": "zh" if zh else "en"},
+        )
+        try:
+            text = self.llm.complete(request).text.strip()
+        except LLMError:
+            return template_lead(result, zh)
+        return _cap(text, LEAD_MAX_TOKENS, self.count) or template_lead(result, zh)
+
+    # --- clarifying questions ------------------------------------------------
+
+    @staticmethod
+    def _clarification(guess: IntentGuess, inferred: Inferred, catalogue: Catalogue, zh: bool) -> str | None:
+        if inferred.ambiguous:
+            word, hits = next(iter(inferred.ambiguous.items()))
+            options = ", ".join(hits[:5])
+            return (f"“{word}”可能指多个记录：{options}。你指的是哪一个？" if zh
+                    else f"{word!r} could mean several records: {options}. Which one do you mean?")
+        if inferred.unresolved:
+            what, _, name = inferred.unresolved[0].partition(" ")
+            known = list((catalogue.personas if what == "persona" else catalogue.experiments))[:5]
+            hint = ", ".join(known) or "none yet"
+            return (f"我找不到名为“{name}”的{ '人设' if what == 'persona' else '实验'}。已有：{hint}。你指的是哪个？" if zh
+                    else f"I can't find a {what} called {name!r}. Known: {hint}. Which one do you mean?")
+        if guess.intent is None:
+            return ("我不确定你想看什么：最佳智能体、修订记录、学到的偏好、实验、人设还是花费？" if zh
+                    else "I'm not sure what you'd like to see: best agents, revisions, learned preferences, "
+                         "experiments, personas or costs?")
+        return None

@@ -1,0 +1,29 @@
+"""``furnace ask`` from the terminal: a scope line, a lead, a table; the lock persists per session."""
+
+from __future__ import annotations
+
+import json
+
+from furnace.cli import main
+
+
+def _run(capsys, *args: str) -> tuple[int, str, str]:
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_ask_locks_scope_across_invocations(home, capsys) -> None:
+    code, out, err = _run(capsys, "ask", "from now on only the coach persona")
+    assert code == 0, err
+    assert "I could not read a scope" in out or "can't find" in out  # empty library: nothing to lock to
+    code, out, _ = _run(capsys, "ask", "list the personas")
+    assert code == 0 and out.startswith("scope: everything")
+    code, out, _ = _run(capsys, "ask", "list the personas", "--json")
+    events = json.loads(out)
+    assert [e["type"] for e in events][0] == "status" and events[-1]["type"] == "done"
+    assert events[-1]["result"]["columns"][:2] == ["id", "name"]

@@ -1,0 +1,71 @@
+"""The assistant's DuckDB data layer: scoped, parameterised, limited to furnace's tables."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+
+import pytest
+
+from furnace.adapters.duckdb_assist import DuckDBAssistData
+from furnace.adapters.duckdb_db import Database
+from furnace.assistant.answer import Assistant, AssistantState
+from furnace.assistant.scope import Scope
+
+NOW = datetime(2026, 11, 30, 10, 0)
+
+
+@pytest.fixture()
+def data(tmp_path) -> DuckDBAssistData:
+    db = Database(tmp_path / "furnace.duckdb")
+    with db.transaction() as con:
+        for i, (pid, name) in enumerate([("empathetic-coach", "Empathetic Coach"), ("go-reviewer", "Go Reviewer")]):
+            body = {"name": name, "language": "en", "expertise": ["x"],
+                    "style_preferences": [{"dimension": "tone", "value": "lively", "count": 2 + i, "weight": 0.6}]}
+            con.execute("INSERT INTO elixir_versions VALUES (?, 1, 'library', ?, ?, ?, ?, NULL)",
+                        [pid, name, f"h{i}", json.dumps(body), NOW])
+        con.execute("INSERT INTO experiments (experiment_id, name, config, seed, model, created_at) "
+                    "VALUES ('exp-night', 'night', '{}', 1, 'offline', ?)", [NOW - timedelta(hours=12)])
+        for i in range(30):
+            con.execute(
+                "INSERT INTO experiment_individuals (experiment_id, generation, agent_id, slot, operator, parents,"
+                " elixir, system_prompt, fitness, objectives, failure_reasons, created_at)"
+                " VALUES ('exp-night', ?, ?, ?, 'crossover', ?, '{}', '', ?, '{}', '[]', ?)",
+                [i % 3, f"agt-{i:02d}", i, json.dumps(["empathetic-coach"]), i / 30, NOW - timedelta(hours=10)],
+            )
+        con.execute(
+            "INSERT INTO revisions VALUES ('rev-c1-v2', 'c1', 's1', 'empathetic-coach', 1, ?, 1, 2, 't', 'b', 't',"
+            " 'b2', 'offline', ?)", [json.dumps(["太正式了，活泼点"]), NOW - timedelta(days=1)])
+    return DuckDBAssistData(db)
+
+
+def test_catalogue_and_scoped_reads(data: DuckDBAssistData) -> None:
+    cat = data.catalogue()
+    assert set(cat.personas) == {"empathetic-coach", "go-reviewer"} and cat.experiments == {"exp-night": "night"}
+    top = data.top_agents(Scope(experiment="exp-night"), 5)
+    assert [r["agent_id"] for r in top] == ["agt-29", "agt-28", "agt-27", "agt-26", "agt-25"]
+    assert data.top_agents(Scope(since=NOW), 5) == []
+    revs = data.revisions(Scope(persona="empathetic-coach"), 10)
+    assert revs[0]["step"] == "V1→V2" and "活泼" in revs[0]["suggestion"]
+    assert data.revisions(Scope(persona="go-reviewer"), 10) == []
+    prefs = data.preferences(Scope(persona="go-reviewer"), 10)
+    assert [(p["dimension"], p["count"]) for p in prefs] == [("tone", 3)]
+
+
+def test_user_text_is_never_spliced_into_sql(data: DuckDBAssistData) -> None:
+    evil = "x' OR '1'='1'; DROP TABLE revisions; --"
+    assert data.revisions(Scope(persona=evil), 10) == []
+    assert data.top_agents(Scope(experiment=evil), 10) == []
+    assert len(data.revisions(Scope(), 10)) == 1  # the table is still there
+
+
+def test_end_to_end_with_sessions(data: DuckDBAssistData) -> None:
+    assistant = Assistant(data, None, now=lambda: NOW, limit=500)
+    state = data.load_state("s1")
+    list(assistant.ask("只看 experiment exp-night", state))
+    data.save_state(state)
+    again = data.load_state("s1")
+    assert again.locked == Scope(experiment="exp-night")
+    done = list(assistant.ask("which agents scored best?", again))[-1]
+    assert len(done.result.items) == 30 and done.result.items[0]["agent_id"] == "agt-29"
+    assert data.load_state("other") == AssistantState(session_id="other")
