@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from datetime import datetime
 from functools import cached_property
 from typing import Annotated, Any, ClassVar, Literal
@@ -25,12 +26,15 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
+    SerializerFunctionWrapHandler,
     computed_field,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
-from furnace.canonical import content_key
+from furnace.canonical import canonical_json, content_key
 from furnace.errors import InputError
 
 # Limits. Generous for real personas, small enough to keep prompts sane.
@@ -43,6 +47,7 @@ MAX_FEW_SHOT_TEXT = 4000
 MAX_STYLE_NOTES = 4000
 MAX_PREFERENCES = 50
 MAX_LENGTH_LIMIT = 100_000
+MAX_EXTENSIONS_CHARS = 4_000_000  # canonical JSON size of Elixir.extensions
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,79}$")
 TOOL_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$")
 
@@ -69,7 +74,9 @@ def _unit(value: float) -> float:
 
 Name = Annotated[str, _text(MAX_NAME)]
 Item = Annotated[str, _text(MAX_ITEM)]
-Unit = Annotated[float, AfterValidator(_unit)]
+# Strict: a bool or a numeric string is a wrong type, not a number (ints are fine).
+Unit = Annotated[float, Field(strict=True), AfterValidator(_unit)]
+StrictInt = Annotated[int, Field(strict=True)]
 
 
 def _unique(items: list[str], what: str) -> list[str]:
@@ -100,9 +107,9 @@ class Tone(_Frozen):
 class Constraints(_Frozen):
     """Hard constraints the persona must respect."""
 
-    max_length: Annotated[int, Field(gt=0, le=MAX_LENGTH_LIMIT)] | None = None
+    max_length: Annotated[StrictInt, Field(gt=0, le=MAX_LENGTH_LIMIT)] | None = None
     forbidden_topics: Annotated[list[Item], Field(max_length=MAX_LIST)] = []
-    must_use_markdown: bool = False
+    must_use_markdown: Annotated[bool, Field(strict=True)] = False
 
     @field_validator("forbidden_topics")
     @classmethod
@@ -124,8 +131,8 @@ class StylePreference(_Frozen):
     value: Annotated[str, _text(200)]
     evidence: Annotated[str, _text(1000, allow_empty=True)] = ""
     source_revision: str | None = None
-    weight: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
-    count: Annotated[int, Field(ge=1)] = 1
+    weight: Annotated[float, Field(strict=True, ge=0.0, le=1.0)] = 0.5
+    count: Annotated[StrictInt, Field(ge=1)] = 1
 
 
 class ElixirRef(_Frozen):
@@ -143,7 +150,7 @@ class Elixir(_Frozen):
     """A persona: structured, versioned, immutable."""
 
     id: str
-    version: Annotated[int, Field(ge=1)] = 1
+    version: Annotated[StrictInt, Field(ge=1)] = 1
     name: Name
     language: Literal["zh", "en"] = "en"
     identity: Annotated[str, _text(MAX_IDENTITY)]
@@ -153,10 +160,14 @@ class Elixir(_Frozen):
     constraints: Constraints = Constraints()
     few_shots: Annotated[list[FewShot], Field(max_length=MAX_FEW_SHOTS)] = []
     tools: Annotated[list[str], Field(max_length=MAX_LIST)] = []
-    priority: Annotated[int, Field(ge=0, le=10_000)] = 100
+    priority: Annotated[StrictInt, Field(ge=0, le=10_000)] = 100
     conflicts_with: Annotated[list[str], Field(max_length=MAX_LIST)] = []
     style_notes: Annotated[str, _text(MAX_STYLE_NOTES, allow_empty=True)] = ""
     style_preferences: Annotated[list[StylePreference], Field(max_length=MAX_PREFERENCES)] = []
+    # Data kept from other formats for faithful re-export (e.g. ``card``: the original
+    # Character Card). Never rendered into prompts; part of the content hash when
+    # non-empty, omitted from dumps (and so from the hash) when empty.
+    extensions: dict[str, Any] = {}
     created_at: datetime | None = None
     deleted_at: datetime | None = None
 
@@ -192,6 +203,24 @@ class Elixir(_Frozen):
                 raise ValueError(f"has an invalid tool name {tool!r}")
         return _unique(v, "tool")
 
+    @field_validator("extensions")
+    @classmethod
+    def _check_extensions(cls, v: dict[str, Any]) -> dict[str, Any]:
+        try:
+            size = len(canonical_json(v))
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"must be plain JSON data ({err})") from None
+        if size > MAX_EXTENSIONS_CHARS:
+            raise ValueError(f"is too large ({size} characters of JSON, at most {MAX_EXTENSIONS_CHARS})")
+        return v
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_extensions(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("extensions"):
+            data.pop("extensions", None)
+        return data
+
     @field_validator("few_shots")
     @classmethod
     def _unique_shots(cls, v: list[FewShot]) -> list[FewShot]:
@@ -203,13 +232,15 @@ class Elixir(_Frozen):
             seen.add(key)
         return v
 
-    @model_validator(mode="after")
-    def _no_self_conflict(self) -> "Elixir":
-        names = {self.id.casefold(), self.name.casefold()}
-        for other in self.conflicts_with:
-            if other.strip().casefold() in names:
-                raise ValueError(f"conflicts_with names the elixir itself ({other!r})")
-        return self
+    @field_validator("conflicts_with")
+    @classmethod
+    def _no_self_conflict(cls, v: list[str], info: ValidationInfo) -> list[str]:
+        # A field validator (not a model one) so the error names ``conflicts_with``.
+        names = {str(info.data[k]).casefold() for k in ("id", "name") if k in info.data}
+        for other in v:
+            if unicodedata.normalize("NFC", other.strip()).casefold() in names:
+                raise ValueError(f"names the elixir itself ({other!r})")
+        return v
 
     # --- derived -------------------------------------------------------
 
@@ -234,7 +265,7 @@ class Elixir(_Frozen):
     def same_content(self, other: "Elixir") -> bool:
         return self.content_hash == other.content_hash
 
-    def model_copy(self, *, update: dict[str, Any] | None = None, deep: bool = False) -> "Elixir":
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> "Elixir":
         """A copy; the cached ``content_hash`` is dropped so a content update re-hashes."""
         copy = super().model_copy(update=update, deep=deep)
         copy.__dict__.pop("content_hash", None)
@@ -255,10 +286,38 @@ def format_validation_error(err: ValidationError) -> str:
     return "; ".join(text for _, text in validation_problems(err))
 
 
+_EXPECTED = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "a whole number",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+}
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 40 else text[:39] + '…'}"
+
+
+def _relevant(errors: list[Any]) -> list[Any]:
+    # A missing id is only derived noise when the name it derives from is itself invalid.
+    if any(e["loc"][:1] == ("name",) for e in errors):
+        errors = [e for e in errors if not (e["type"] == "missing" and tuple(e["loc"]) == ("id",))]
+    return errors
+
+
 def validation_problems(err: ValidationError) -> list[tuple[str, str]]:
     """Each problem as ``(dotted field, readable message)``, for showing next to a field."""
     lines = []
-    for e in err.errors():
+    for e in _relevant(err.errors()):
         loc = ".".join(str(p) for p in e["loc"] if p != "__root__") or "elixir"
         typ, msg, ctx = e["type"], e["msg"], e.get("ctx") or {}
         if typ == "missing":
@@ -267,8 +326,8 @@ def validation_problems(err: ValidationError) -> list[tuple[str, str]]:
             text = f"{loc} is not a known field"
         elif typ == "value_error":
             text = f"{loc} {msg.removeprefix('Value error, ')}"
-        elif typ in ("too_short", "too_long") and "min_length" in str(ctx) or "max_length" in str(ctx):
-            n = len(e["input"]) if hasattr(e["input"], "__len__") else "?"
+        elif typ in ("too_short", "too_long"):
+            n = ctx.get("actual_length", len(e["input"]) if hasattr(e["input"], "__len__") else "?")
             if typ == "too_short":
                 text = f"{loc} needs at least {ctx.get('min_length')} item(s), got {n}"
             else:
@@ -277,6 +336,8 @@ def validation_problems(err: ValidationError) -> list[tuple[str, str]]:
             text = f"{loc} must be {msg.removeprefix('Input should be ')}, got {e['input']!r}"
         elif typ == "literal_error":
             text = f"{loc} must be {msg.removeprefix('Input should be ')}, got {e['input']!r}"
+        elif typ in _EXPECTED:
+            text = f"{loc} must be {_EXPECTED[typ]}, got {_describe(e['input'])}"
         else:
             text = f"{loc}: {msg}"
         lines.append((loc, text))
@@ -290,7 +351,8 @@ def parse_elixir(data: Any) -> Elixir:
     try:
         return Elixir.model_validate(data)
     except ValidationError as err:
-        first = err.errors()[0]["loc"] if err.errors() else ()
+        relevant = _relevant(err.errors())
+        first = relevant[0]["loc"] if relevant else ()
         raise InputError(
             "invalid elixir: " + format_validation_error(err),
             field=".".join(str(p) for p in first) or None,

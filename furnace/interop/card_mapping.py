@@ -1,0 +1,270 @@
+"""The field mapping between a card's visible fields and an elixir's.
+
+``encode_visible`` writes an elixir's mapped fields the way a card tool shows
+them; ``derive_fields`` reads them back from any card (furnace's or another
+tool's) with forgiving rules, always producing values within the elixir
+limits:
+
+=====================  ============================================  ==============================
+elixir                 card (``data.*``)                             derived from a foreign card
+=====================  ============================================  ==============================
+name                   ``name``                                      the name (cut to 120)
+identity               ``description``                               first paragraph, cut at a sentence
+principles             ``personality`` as ``- `` bullets             bullets / lines of ``system_prompt``
+                       (+ ``system_prompt`` = the rendered prompt)   and ``personality``; prose becomes
+                                                                     "Embody this personality: …" etc.
+few_shots              ``mes_example`` (``<START>`` blocks)           ``{{user}}:`` / ``{{char}}:`` pairs
+expertise              ``tags``                                      tags (fallback: role-play as NAME)
+=====================  ============================================  ==============================
+
+``{{char}}``/``<BOT>`` become the character's name (or nickname) and
+``{{user}}``/``<USER>`` "the user" in derived text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from furnace.canonical import content_key
+from furnace.elixir import (
+    MAX_FEW_SHOT_TEXT,
+    MAX_FEW_SHOTS,
+    MAX_IDENTITY,
+    MAX_ITEM,
+    MAX_LIST,
+    MAX_NAME,
+    Elixir,
+)
+
+MAPPED = ("name", "identity", "principles", "few_shots", "expertise")
+# The card fields each mapped elixir field is derived from (guards for exact values).
+SOURCES: dict[str, tuple[str, ...]] = {
+    "name": ("name",),
+    "identity": ("name", "nickname", "description", "personality"),
+    "principles": ("name", "nickname", "description", "personality", "scenario", "system_prompt"),
+    "few_shots": ("name", "nickname", "mes_example"),
+    "expertise": ("name", "nickname", "tags"),
+}
+
+_CHAR = re.compile(r"\{\{char\}\}|<bot>", re.IGNORECASE)
+_USER = re.compile(r"\{\{user\}\}|<user>", re.IGNORECASE)
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+")
+_START = re.compile(r"^\s*<start>\s*$", re.IGNORECASE)
+_TURN = re.compile(r"^\s*(\{\{user\}\}|<user>|\{\{char\}\}|<bot>)\s*:\s?(.*)$", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+_WORDS = {
+    "en": {
+        "user": "the user",
+        "personality": "Embody this personality: {}",
+        "background": "Stay true to the character's background: {}",
+        "scenario": "Keep to the scenario: {}",
+        "default_principle": "Stay in character as {}.",
+        "default_expertise": "role-play as {}",
+    },
+    "zh": {
+        "user": "用户",
+        "personality": "保持这种性格：{}",
+        "background": "忠于角色背景：{}",
+        "scenario": "遵循场景设定：{}",
+        "default_principle": "始终以{}的身份说话。",
+        "default_expertise": "扮演{}",
+    },
+}
+
+
+def guard(data: dict[str, Any], field: str) -> str:
+    """A hash of the card fields ``field`` is derived from (detects later edits)."""
+    return content_key({key: data.get(key) for key in SOURCES[field]})
+
+
+def detect_language(data: dict[str, Any]) -> str:
+    """``zh`` when Chinese characters outnumber Latin letters in the main text fields."""
+    text = " ".join(str(data.get(k) or "") for k in ("name", "description", "personality", "first_mes"))
+    return "zh" if len(_CJK.findall(text)) > len(_LATIN.findall(text)) else "en"
+
+
+def _clip(text: str, limit: int) -> str:
+    """Cut ``text`` to ``limit`` characters, at a sentence end or word boundary when possible."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    ends = [m.start() for m in _SENTENCE_END.finditer(head) if m.start() > limit // 3]
+    if ends:
+        return head[: ends[-1]].strip()
+    cut = head[: limit - 1]
+    if " " in cut[limit // 2 :]:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip() + "…"
+
+
+class _Macros:
+    def __init__(self, data: dict[str, Any], language: str) -> None:
+        self.char = (data.get("nickname") or "").strip() or str(data.get("name", "")).strip()
+        self.user = _WORDS[language]["user"]
+
+    def __call__(self, text: str) -> str:
+        return _USER.sub(self.user, _CHAR.sub(self.char, text))
+
+
+def _paragraphs(text: str) -> list[str]:
+    return [p.strip() for p in re.split(r"\n\s*\n", text.replace("\r\n", "\n")) if p.strip()]
+
+
+def _bullets(text: str) -> list[str] | None:
+    """Items of a bullet list (``- a`` with two-space continuation lines), or None if not a list."""
+    items: list[list[str]] = []
+    for line in text.replace("\r\n", "\n").split("\n"):
+        if _BULLET.match(line):
+            items.append([_BULLET.sub("", line, count=1)])
+        elif items and (line.startswith("  ") or not line.strip()):
+            items[-1].append(line[2:])
+        elif line.strip():
+            return None
+    return ["\n".join(item).strip() for item in items if "\n".join(item).strip()] or None
+
+
+def _lines(text: str) -> list[str]:
+    listed = _bullets(text)
+    if listed is not None:
+        return listed
+    return [_BULLET.sub("", line).strip() for line in text.replace("\r\n", "\n").split("\n") if line.strip()]
+
+
+def _add_unique(out: list[str], item: str, limit: int = MAX_LIST) -> None:
+    item = _clip(item, MAX_ITEM)
+    if item and len(out) < limit and item.casefold() not in {o.casefold() for o in out}:
+        out.append(item)
+
+
+def derive_identity(data: dict[str, Any], language: str) -> tuple[str, str]:
+    """The identity sentence and the rest of the description (background)."""
+    macros = _Macros(data, language)
+    paras = _paragraphs(macros(data.get("description") or ""))
+    if paras:
+        first = " ".join(paras[0].split())
+        identity = _clip(first, MAX_IDENTITY)
+        cut = len(identity) - 1 if identity.endswith("…") and not first.endswith("…") else len(identity)
+        rest = "\n\n".join(p for p in [first[cut:].strip(), *paras[1:]] if p)
+        return identity, rest
+    personality = _paragraphs(macros(data.get("personality") or ""))
+    if personality:
+        return _clip(personality[0], MAX_IDENTITY), ""
+    return _clip(macros(str(data["name"])).strip() + ("。" if language == "zh" else "."), MAX_IDENTITY), ""
+
+
+def derive_principles(data: dict[str, Any], language: str, *, generated_prompt: bool) -> list[str]:
+    """Principles from the system prompt (unless furnace generated it), personality and background."""
+    words, macros = _WORDS[language], _Macros(data, language)
+    out: list[str] = []
+    if not generated_prompt:
+        for line in _lines(macros(data.get("system_prompt") or "")):
+            _add_unique(out, line)
+    personality = macros(data.get("personality") or "").strip()
+    listed = _bullets(personality)
+    if listed is not None:
+        for item in listed:
+            _add_unique(out, item)
+    elif personality:
+        _add_unique(out, words["personality"].format(" ".join(personality.split())))
+    _, background = derive_identity(data, language)
+    if background:
+        _add_unique(out, words["background"].format(" ".join(background.split())))
+    scenario = macros(data.get("scenario") or "").strip()
+    if scenario:
+        _add_unique(out, words["scenario"].format(" ".join(scenario.split())))
+    if not out:
+        out.append(words["default_principle"].format(macros(str(data["name"])).strip()))
+    return out
+
+
+def derive_few_shots(data: dict[str, Any], language: str) -> list[dict[str, str]]:
+    """``{{user}}:`` → ``{{char}}:`` pairs from the ``<START>`` blocks of ``mes_example``."""
+    macros = _Macros(data, language)
+    shots: list[dict[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    blocks: list[list[tuple[str, list[str]]]] = [[]]
+    for line in (data.get("mes_example") or "").replace("\r\n", "\n").split("\n"):
+        if _START.match(line):
+            blocks.append([])
+            continue
+        turn = _TURN.match(line)
+        if turn:
+            role = "user" if turn.group(1).lower() in ("{{user}}", "<user>") else "char"
+            blocks[-1].append((role, [turn.group(2)]))
+        elif blocks[-1]:
+            blocks[-1][-1][1].append(line)
+    for block in blocks:
+        for (role, text), (next_role, next_text) in zip(block, block[1:]):
+            if role != "user" or next_role != "char":
+                continue
+            shot = {"input": macros("\n".join(text)).strip(), "output": macros("\n".join(next_text)).strip()}
+            key = (shot["input"].casefold(), shot["output"].casefold())
+            if (shot["input"] and shot["output"] and key not in seen and len(shots) < MAX_FEW_SHOTS
+                    and max(len(shot["input"]), len(shot["output"])) <= MAX_FEW_SHOT_TEXT):
+                seen.add(key)
+                shots.append(shot)
+    return shots
+
+
+def derive_expertise(data: dict[str, Any], language: str) -> list[str]:
+    """The card's tags (de-duplicated), or "role-play as NAME" when it has none."""
+    macros = _Macros(data, language)
+    out: list[str] = []
+    for tag in data.get("tags") or []:
+        _add_unique(out, macros(tag))
+    if not out:
+        out.append(_WORDS[language]["default_expertise"].format(macros(str(data["name"])).strip()))
+    return out
+
+
+def derive_fields(data: dict[str, Any], language: str, *, generated_prompt: bool = False) -> dict[str, Any]:
+    """Every mapped elixir field, derived from a card's ``data`` object."""
+    return {
+        "name": _clip(" ".join(str(data["name"]).split()), MAX_NAME),
+        "identity": derive_identity(data, language)[0],
+        "principles": derive_principles(data, language, generated_prompt=generated_prompt),
+        "few_shots": derive_few_shots(data, language),
+        "expertise": derive_expertise(data, language),
+    }
+
+
+def encode_principles(principles: list[str]) -> str:
+    """Principles as ``- `` bullets; inner lines indented two spaces so they stay one item."""
+    return "\n".join("- " + p.replace("\n", "\n  ") for p in principles)
+
+
+def encode_few_shots(few_shots: list[dict[str, str]]) -> str:
+    """Few-shots in the ``<START>`` / ``{{user}}:`` / ``{{char}}:`` example format."""
+    return "\n".join(f"<START>\n{{{{user}}}}: {s['input']}\n{{{{char}}}}: {s['output']}" for s in few_shots)
+
+
+def mapped_values(elixir: Elixir) -> dict[str, Any]:
+    """The mapped fields of ``elixir`` as JSON data (comparable with :func:`derive_fields`)."""
+    data = elixir.model_dump(mode="json", include=set(MAPPED))
+    return {key: data[key] for key in MAPPED}
+
+
+def encode_visible(values: dict[str, Any]) -> dict[str, Any]:
+    """Card ``data`` fields for the mapped elixir values (``system_prompt`` is set by the caller)."""
+    return {
+        "name": values["name"],
+        "description": values["identity"],
+        "personality": encode_principles(values["principles"]),
+        "mes_example": encode_few_shots(values["few_shots"]),
+        "tags": list(values["expertise"]),
+    }
+
+
+# Which card fields each mapped value is written to.
+WRITES: dict[str, tuple[str, ...]] = {
+    "name": ("name",),
+    "identity": ("description",),
+    "principles": ("personality",),
+    "few_shots": ("mes_example",),
+    "expertise": ("tags",),
+}
