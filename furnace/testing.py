@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -136,3 +137,98 @@ class FlakyLLM:
                 self.failures += 1
             raise LLMTimeout(f"injected transient failure ({request.task.value})")
         return self.inner.complete(request)
+
+
+class ReplayMiss(AssertionError):
+    """A replayed test asked for a completion that was never recorded.
+
+    An ``AssertionError`` on purpose: it fails the test and is not swallowed by
+    code that handles :class:`~furnace.errors.LLMError` as a per-call failure.
+    """
+
+
+REPLAY_FORMAT = "furnace-replay/1"
+
+
+class ReplayLLM:
+    """Record a real model's completions once; replay them by content key.
+
+    - **Record**: ``ReplayLLM(path, inner=real_model)`` serves keys already in
+      the file and calls ``inner`` for new ones, saving each new completion
+      (atomically) to ``path``.
+    - **Replay**: ``ReplayLLM(path)`` serves only what was recorded; an unseen
+      request raises :class:`ReplayMiss` naming its task and a hint of its text.
+
+    Keys are ``request.cache_key(model)`` with the recorded model's name, so a
+    replay matches exactly when the request's content (messages, params, schema,
+    seed, inputs, sample index) is unchanged. The file is JSON:
+    ``{"format", "model", "completions": {key: {"task", "hint", "completion"}}}``.
+    """
+
+    def __init__(self, path: Any, inner: Any | None = None, *, model_name: str | None = None) -> None:
+        from pathlib import Path
+
+        self.path = Path(path)
+        self.inner = inner
+        self.mode = "record" if inner is not None else "replay"
+        self._lock = threading.Lock()
+        self._entries: dict[str, dict[str, Any]] = {}
+        recorded_model: str | None = None
+        if self.path.exists():
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if data.get("format") != REPLAY_FORMAT:
+                raise ValueError(f"{self.path} is not a furnace replay file ({REPLAY_FORMAT})")
+            recorded_model = data.get("model")
+            self._entries = dict(data.get("completions") or {})
+        elif self.mode == "replay":
+            raise ReplayMiss(f"no recording at {self.path}; record one with ReplayLLM(path, inner=model)")
+        self.model_name: str = model_name or (inner.model_name if inner is not None else recorded_model) or "replay"
+        if recorded_model and inner is not None and recorded_model != self.model_name:
+            raise ValueError(f"{self.path} was recorded with {recorded_model!r}, not {self.model_name!r}")
+        self.calls: list[LLMRequest] = []
+        self.recorded = 0
+        self.misses: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def complete(self, request: LLMRequest) -> Completion:
+        key = request.cache_key(self.model_name)
+        with self._lock:
+            self.calls.append(request)
+            entry = self._entries.get(key)
+        if entry is not None:
+            return Completion.model_validate(entry["completion"])
+        if self.inner is None:
+            hint = _hint(request)
+            with self._lock:
+                self.misses.append(key)
+            raise ReplayMiss(
+                f"no recorded completion for task {request.task.value!r} ({hint!r}, key {key[:12]}) in {self.path};"
+                " re-record with ReplayLLM(path, inner=model)"
+            )
+        completion = self.inner.complete(request).model_copy(update={"cached": False})
+        with self._lock:
+            self._entries[key] = {
+                "task": request.task.value,
+                "hint": _hint(request),
+                "completion": completion.model_dump(mode="json"),
+            }
+            self.recorded += 1
+            self._save()
+        return completion
+
+    def _save(self) -> None:
+        import os
+
+        data = {"format": REPLAY_FORMAT, "model": self.model_name, "completions": self._entries}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, self.path)
+
+
+def _hint(request: LLMRequest, size: int = 60) -> str:
+    text = request.messages[-1].content if request.messages else ""
+    text = " ".join(text.split())
+    return text if len(text) <= size else text[: size - 1] + "…"

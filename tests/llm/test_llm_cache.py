@@ -1,0 +1,173 @@
+"""CachedLLM: response cache, single-flight and accounting, on memory and DuckDB storage."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from furnace.adapters.duckdb_db import Database
+from furnace.adapters.duckdb_llm import DuckDBCallLedger, DuckDBResponseCache
+from furnace.errors import LLMError, LLMTimeout
+from furnace.llm import LLM, Completion, TaskKind, Usage, system_user
+from furnace.llm_cache import CachedLLM, CallTotals, MemoryCallLedger, MemoryResponseCache
+from furnace.testing import FakeLLM, SlowLLM
+
+
+def priced(text: str) -> Completion:
+    return Completion(text=text, usage=Usage(prompt_tokens=10, completion_tokens=4), cost_usd=0.002, model="fake")
+
+
+@pytest.fixture(params=["memory", "duckdb"])
+def storage(request, tmp_path):
+    if request.param == "memory":
+        return MemoryResponseCache(), MemoryCallLedger()
+    db = Database(tmp_path / "f.duckdb")
+    return DuckDBResponseCache(db), DuckDBCallLedger(db)
+
+
+def ask(user: str = "hello", **kwargs):
+    return system_user(TaskKind.REPLY, "sys", user, **kwargs)
+
+
+def test_repeat_is_served_from_cache_without_inner_call(storage):
+    inner = FakeLLM(respond=lambda r: priced("answer"))
+    llm = CachedLLM(inner, *storage)
+    assert isinstance(llm, LLM) and llm.model_name == "fake"
+
+    first = llm.complete(ask(seed=1))
+    second = llm.complete(ask(seed=1))
+
+    assert len(inner.calls) == 1
+    assert (first.cached, second.cached) == (False, True)
+    assert second.text == first.text == "answer"
+    assert (first.cost_usd, second.cost_usd) == (0.002, 0.0)
+    totals = llm.totals()
+    assert totals == CallTotals(
+        calls=2, cached_calls=1, prompt_tokens=10, completion_tokens=4, cost_usd=0.002,
+        latency_s=totals.latency_s, failed_calls=0,
+    )
+    assert totals.hit_rate == 0.5 and totals.model_calls == 1
+
+
+def test_any_content_change_is_a_miss(storage):
+    inner = FakeLLM(respond=lambda r: f"n{len(inner.calls)}")
+    llm = CachedLLM(inner, *storage)
+    llm.complete(ask(seed=1))
+    llm.complete(ask(seed=2))
+    llm.complete(ask(seed=1, sample_index=1))
+    llm.complete(ask("other", seed=1))
+    llm.complete(ask(seed=1, temperature=0.1))
+    llm.complete(ask(seed=1, run_id="someone-else"))  # run_id is not content: a hit
+    assert len(inner.calls) == 5
+
+
+def test_calls_are_attributed_to_runs(storage):
+    inner = FakeLLM(respond=lambda r: priced("x"))
+    llm = CachedLLM(inner, *storage)
+    run_a, run_b = llm.for_run("run-a"), llm.for_run("run-b")
+    run_a.complete(ask("1"))
+    run_a.complete(ask("2"))
+    run_b.complete(ask("1"))  # cached: served to run b at no cost
+    run_b.complete(ask("3", run_id="run-c"))  # the request's own run id wins
+    a, b, c = llm.totals("run-a"), llm.totals("run-b"), llm.totals("run-c")
+    assert (a.calls, a.cached_calls, a.prompt_tokens, a.cost_usd) == (2, 0, 20, pytest.approx(0.004))
+    assert (b.calls, b.cached_calls, b.prompt_tokens, b.cost_usd) == (1, 1, 0, 0.0)
+    assert c.calls == 1 and llm.totals().calls == 4
+    assert [r.run_id for r in llm.ledger.calls("run-a")] == ["run-a", "run-a"]
+
+
+def test_failures_are_not_cached_and_are_accounted(storage):
+    inner = FakeLLM([LLMTimeout("slow"), "fine"])
+    llm = CachedLLM(inner, *storage)
+    with pytest.raises(LLMTimeout):
+        llm.complete(ask())
+    assert llm.complete(ask()).text == "fine"
+    assert len(inner.calls) == 2
+    totals = llm.totals()
+    assert (totals.calls, totals.failed_calls, totals.cached_calls) == (3 - 1, 1, 0)
+    assert [r.status for r in llm.ledger.calls()] == ["LLMTimeout", "ok"]
+
+
+def test_single_flight_calls_inner_once(storage):
+    inner = SlowLLM(FakeLLM(respond=lambda r: "shared"), latency_s=0.3)
+    llm = CachedLLM(inner, *storage)
+    barrier = threading.Barrier(16)
+
+    def go(_):
+        barrier.wait()
+        return llm.complete(ask("same"))
+
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(go, range(16)))
+    assert inner.calls == 1
+    assert {r.text for r in results} == {"shared"}
+    assert sum(not r.cached for r in results) == 1
+    assert llm.totals().calls == 16 and llm.totals().cached_calls == 15
+
+
+def test_single_flight_shares_the_error(storage):
+    def boom(request):
+        raise LLMError("down")
+
+    inner = SlowLLM(FakeLLM(respond=boom), latency_s=0.0)
+    gate = threading.Event()
+    inner.inner = FakeLLM(respond=lambda r: (gate.wait(2), boom(r)))
+    llm = CachedLLM(inner, *storage)
+    errors: list[BaseException] = []
+
+    def go():
+        try:
+            llm.complete(ask("same"))
+        except LLMError as err:
+            errors.append(err)
+
+    threads = [threading.Thread(target=go) for _ in range(6)]
+    for t in threads:
+        t.start()
+    gate.set()
+    for t in threads:
+        t.join(5)
+    assert len(errors) == 6 and inner.calls == 1
+    assert llm.totals().failed_calls == 6
+    assert llm.cache.get(ask("same").cache_key("fake")) is None
+
+
+def test_duckdb_cache_survives_a_new_process_view(tmp_path):
+    path = tmp_path / "f.duckdb"
+    first_inner = FakeLLM(respond=lambda r: {"score": 0.5})
+    llm = CachedLLM(first_inner, DuckDBResponseCache(Database(path)), DuckDBCallLedger(Database(path)))
+    made = llm.complete(ask(json_schema={"type": "object"}))
+    assert made.parsed == {"score": 0.5}
+    llm.ledger.flush()  # what the first process does at exit
+
+    # A fresh Database and CachedLLM on the same file: no inner call at all.
+    again_inner = FakeLLM()
+    again = CachedLLM(again_inner, DuckDBResponseCache(Database(path)), DuckDBCallLedger(Database(path)))
+    served = again.complete(ask(json_schema={"type": "object"}))
+    assert served.cached and served.parsed == {"score": 0.5} and again_inner.calls == []
+    assert again.totals().calls == 2  # both processes' rows are in one ledger
+
+
+def test_duckdb_put_is_insert_if_absent(tmp_path):
+    db = Database(tmp_path / "f.duckdb")
+    cache = DuckDBResponseCache(db)
+    assert cache.put("k", priced("first"), task="reply") is True
+    other = DuckDBResponseCache(db)  # another process's view, with its own memory
+    assert other.put("k", priced("second")) is False
+    assert other.get("k").text == "first" and cache.get("k").text == "first"
+    assert db.query("SELECT count(*), any_value(task) FROM llm_responses") == [(1, "reply")]
+
+
+def test_duckdb_ledger_rows_and_batching(tmp_path):
+    db = Database(tmp_path / "f.duckdb")
+    ledger = DuckDBCallLedger(db, batch=100, flush_interval_s=3600)
+    llm = CachedLLM(FakeLLM(respond=lambda r: priced("x")), MemoryResponseCache(), ledger).for_run("r1")
+    for i in range(5):
+        llm.complete(ask(str(i)))
+    assert db.query("SELECT count(*) FROM llm_calls") == [(0,)]  # buffered
+    assert ledger.totals("r1").calls == 5  # a read flushes first
+    rows = db.query_dicts("SELECT * FROM llm_calls ORDER BY created_at")
+    assert {r["run_id"] for r in rows} == {"r1"} and {r["task"] for r in rows} == {"reply"}
+    assert all(r["prompt_tokens"] == 10 and r["status"] == "ok" and len(r["cache_key"]) == 64 for r in rows)

@@ -1,0 +1,101 @@
+"""The shipped test doubles, ReplayLLM in particular."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from furnace.errors import LLMError, LLMTimeout
+from furnace.llm import LLM, TaskKind, system_user
+from furnace.offline import OfflineEngine
+from furnace.testing import EchoLLM, FakeLLM, FlakyLLM, ReplayLLM, ReplayMiss, SlowLLM
+
+
+def ask(user: str, **kwargs):
+    return system_user(TaskKind.REPLY, "sys", user, **kwargs)
+
+
+def test_replay_records_once_then_replays_without_the_model(tmp_path):
+    path = tmp_path / "rec" / "chat.json"
+    real = FakeLLM(respond=lambda r: f"answer to {r.messages[-1].content}", model_name="real-model")
+    recorder = ReplayLLM(path, inner=real)
+    assert isinstance(recorder, LLM) and recorder.mode == "record"
+    first = recorder.complete(ask("one", seed=1))
+    recorder.complete(ask("two", seed=1))
+    recorder.complete(ask("one", seed=1))  # already recorded: no second model call
+    assert len(real.calls) == 2 and recorder.recorded == 2
+
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert data["model"] == "real-model" and len(data["completions"]) == 2
+
+    replay = ReplayLLM(path)
+    assert replay.mode == "replay" and replay.model_name == "real-model"
+    again = replay.complete(ask("one", seed=1))
+    assert again.text == first.text == "answer to one"
+    assert again.model == "real-model"
+
+
+def test_replay_unseen_key_fails_clearly(tmp_path):
+    path = tmp_path / "chat.json"
+    ReplayLLM(path, inner=FakeLLM(respond=lambda r: "x")).complete(ask("seen"))
+    replay = ReplayLLM(path)
+    with pytest.raises(ReplayMiss, match="no recorded completion for task 'reply'.*unseen question"):
+        replay.complete(ask("unseen question"))
+    with pytest.raises(ReplayMiss):
+        replay.complete(ask("seen", seed=99))  # any content change is a new key
+    assert len(replay.misses) == 2
+    assert not issubclass(ReplayMiss, LLMError)  # never swallowed as a per-call model failure
+
+
+def test_replay_without_recording_fails(tmp_path):
+    with pytest.raises(ReplayMiss, match="no recording"):
+        ReplayLLM(tmp_path / "missing.json")
+
+
+def test_replay_of_the_offline_engine_is_faithful(tmp_path):
+    path = tmp_path / "offline.json"
+    engine = OfflineEngine()
+    request = system_user(
+        TaskKind.REPLY,
+        "sys",
+        "hi",
+        inputs={
+            "persona": {
+                "name": "Ada",
+                "language": "en",
+                "identity": "A careful engineer.",
+                "expertise": ["testing"],
+                "principles": ["Be precise."],
+            },
+            "message": "How should I test?",
+        },
+    )
+    recorded = ReplayLLM(path, inner=engine).complete(request)
+    replayed = ReplayLLM(path).complete(request)
+    assert replayed.text == recorded.text and replayed.model == engine.model_name
+
+
+def test_fake_echo_slow_flaky_basics():
+    fake = FakeLLM(["a", {"k": 1}, LLMTimeout("t")])
+    assert fake.complete(ask("1")).text == "a"
+    assert fake.complete(ask("2")).parsed == {"k": 1}
+    with pytest.raises(LLMTimeout):
+        fake.complete(ask("3"))
+    assert len(fake.calls) == 3
+
+    echo = EchoLLM()
+    assert echo.complete(ask("hello")).text == "system: sys\nuser: hello"
+
+    slow = SlowLLM(EchoLLM(), latency_s=0.02)
+    assert slow.complete(ask("x")).latency_s >= 0.02 and slow.calls == 1
+
+    flaky = FlakyLLM(EchoLLM(), rate=0.5, seed=3)
+    outcomes = []
+    for i in range(40):
+        try:
+            flaky.complete(ask(str(i)))
+            outcomes.append(True)
+        except LLMTimeout:
+            outcomes.append(False)
+    assert 5 < outcomes.count(False) < 35 and flaky.failures == outcomes.count(False)
