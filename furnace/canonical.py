@@ -34,7 +34,10 @@ def normalise(value: Any) -> Any:
             return int(rounded)
         return float(repr(rounded))
     if isinstance(value, dict):
-        return {normalise(str(k)): normalise(v) for k, v in value.items()}
+        out = {normalise(str(k)): normalise(v) for k, v in value.items()}
+        if len(out) != len(value):  # e.g. NFC and NFD spellings of one key: no single canonical form
+            raise ValueError("two keys are the same after normalisation")
+        return out
     if isinstance(value, (list, tuple)):
         return [normalise(v) for v in value]
     raise TypeError(f"cannot canonicalise {type(value).__name__}")

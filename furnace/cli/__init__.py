@@ -29,6 +29,7 @@ _GROUPS = [
     "furnace.cli.interop_cmd",
     "furnace.cli.app_cmd",
     "furnace.cli.ask_cmd",
+    "furnace.cli.demo_cmd",
 ]
 
 

@@ -1,0 +1,88 @@
+"""Render + hash throughput for 10,000 elixirs, against plain ``json.dumps`` of the same dicts.
+
+Run: ``python -m bench render``. The elixirs are the sample library varied
+deterministically (names, tone, an extra principle), so zh and en templates,
+few-shots, constraints and preferences are all exercised.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from furnace.canonical import content_key
+from furnace.elixir import Elixir, parse_elixir
+from furnace.importers import load_elixir_file
+from furnace.render import render_prompt
+
+N = 10_000
+TARGET_PER_S = 2_000  # render + hash; a generation of a large population renders in well under a second
+LIBRARY = Path(__file__).resolve().parent.parent / "data" / "elixirs"
+
+
+def build(n: int = N, seed: int = 0) -> list[Elixir]:
+    """``n`` distinct, valid elixirs derived from the sample library."""
+    rng = random.Random(seed)
+    base = [e.model_dump(mode="json", exclude={"content_hash"}) for p in sorted(LIBRARY.glob("*.yaml")) for e in load_elixir_file(p)]
+    out = []
+    for i in range(n):
+        data: dict[str, Any] = json.loads(json.dumps(base[i % len(base)]))
+        data["id"] = f"{data['id']}-{i}"
+        data["name"] = f"{data['name']} #{i}"
+        data["tone"] = {k: round(rng.random(), 3) for k in ("formality", "conciseness", "humor", "empathy")}
+        data["principles"] = [*data["principles"], f"Variant rule {i}: keep answer {i % 7 + 1} under control."]
+        data["conflicts_with"] = []
+        out.append(parse_elixir(data))
+    return out
+
+
+def _best(fn: Any, repeats: int = 3) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def run() -> bool:
+    """Print elixirs/s for render+hash, render alone, hash alone, and the json.dumps baseline."""
+    started = time.perf_counter()
+    elixirs = build()
+    build_s = time.perf_counter() - started
+    dicts = [e.content() for e in elixirs]
+
+    def render_and_hash() -> None:
+        for e in elixirs:
+            render_prompt(e)
+            content_key(e.content())
+
+    def render_only() -> None:
+        for e in elixirs:
+            render_prompt(e)
+
+    def hash_only() -> None:
+        for e in elixirs:
+            content_key(e.content())
+
+    def baseline() -> None:
+        for d in dicts:
+            json.dumps(d, sort_keys=True)
+
+    both, render_s, hash_s, base_s = (_best(f) for f in (render_and_hash, render_only, hash_only, baseline))
+    rate = N / both
+    print(f"   built+validated {N} elixirs in {build_s:.2f}s ({N / build_s:,.0f}/s)")
+    print(f"   render + hash : {rate:>10,.0f} elixirs/s  ({both * 1000:.0f} ms)")
+    print(f"   render only   : {N / render_s:>10,.0f} elixirs/s")
+    print(f"   hash only     : {N / hash_s:>10,.0f} elixirs/s")
+    print(f"   json.dumps    : {N / base_s:>10,.0f} dicts/s   (baseline, same content)")
+    print(f"   ratio render+hash / json.dumps time: {both / base_s:.1f}x; target ≥ {TARGET_PER_S:,} elixirs/s: "
+          + ("met" if rate >= TARGET_PER_S else "MISSED"))
+    return rate >= TARGET_PER_S
+
+
+if __name__ == "__main__":
+    run()
