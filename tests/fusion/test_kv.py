@@ -1,0 +1,108 @@
+"""MemoryKV and DuckDBKV: insert-if-absent, TTL, and two processes racing on one key."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from furnace.adapters.duckdb_db import Database
+from furnace.adapters.duckdb_kv import DuckDBKV
+from furnace.synthesis import MemoryKV, SubResultCache, SynthesisCache
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(params=["memory", "duckdb"])
+def kv_and_clock(request, tmp_path):
+    clock = Clock()
+    if request.param == "memory":
+        return MemoryKV(clock=clock), clock
+    return DuckDBKV(Database(tmp_path / "kv.duckdb"), clock=clock), clock
+
+
+def test_put_if_absent_returns_the_winner_and_expires(kv_and_clock) -> None:
+    kv, clock = kv_and_clock
+    assert kv.get("k") is None
+    assert kv.put_if_absent("k", {"v": 1}, ttl_s=60) == {"v": 1}
+    assert kv.put_if_absent("k", {"v": 2}, ttl_s=60) == {"v": 1}
+    assert kv.get("k") == {"v": 1}
+    clock.now += 61
+    assert kv.get("k") is None
+    assert kv.put_if_absent("k", {"v": 3}, ttl_s=None) == {"v": 3}
+    clock.now += 10**9
+    assert kv.get("k") == {"v": 3}
+
+
+def test_sub_results_are_cached_by_content(kv_and_clock) -> None:
+    kv, _ = kv_and_clock
+    sub = SubResultCache(kv)
+    calls = []
+    for _ in range(3):
+        assert sub.get_or_compute("identity", {"parents": ["a", "b"]}, lambda: calls.append(1) or "You are X.") == "You are X."
+    assert len(calls) == 1 and sub.hits == 2
+    assert sub.get_or_compute("identity", {"parents": ["a", "c"]}, lambda: "Y") == "Y"
+
+
+def test_synthesis_cache_on_duckdb_survives_a_new_cache_object(tmp_path) -> None:
+    db = Database(tmp_path / "s.duckdb")
+    built = []
+    value, hit = SynthesisCache(DuckDBKV(db)).get_or_build("h1", lambda: built.append(1) or {"prompt": "p"})
+    assert not hit and value["prompt"] == "p" and value["lineage_hash"] == "h1" and "built_at" in value
+    value2, hit2 = SynthesisCache(DuckDBKV(db)).get_or_build("h1", lambda: built.append(1) or {"prompt": "q"})
+    assert hit2 and value2 == value and built == [1]
+    row = db.query_dicts("SELECT key, created_at, expires_at FROM kv")
+    assert row[0]["key"] == "synth:h1" and row[0]["expires_at"] > row[0]["created_at"]
+
+
+RACER = textwrap.dedent(
+    """
+    import json, os, sys, time
+    from furnace.adapters.duckdb_db import Database
+    from furnace.adapters.duckdb_kv import DuckDBKV
+    from furnace.synthesis import SynthesisCache
+    db = Database(sys.argv[1])
+    open(sys.argv[2] + ".ready.%d" % os.getpid(), "w").close()
+    while not os.path.exists(sys.argv[2]):  # both racers start together
+        time.sleep(0.001)
+    cache = SynthesisCache(DuckDBKV(db))
+    value, hit = cache.get_or_build("race", lambda: {"prompt": "built by %d" % os.getpid(), "pid": os.getpid()})
+    print(json.dumps({"pid": os.getpid(), "value": value, "hit": hit, "builds": cache.builds}))
+    """
+)
+
+
+def test_two_processes_racing_on_one_key_agree_on_one_winner(tmp_path: Path) -> None:
+    path = tmp_path / "race.duckdb"
+    Database(path)  # migrate once up front
+    go = tmp_path / "go"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", RACER, str(path), str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    deadline = time.time() + 60
+    while len(list(tmp_path.glob("go.ready.*"))) < 2 and time.time() < deadline:
+        time.sleep(0.01)
+    go.touch()
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        outs.append(json.loads(out.strip().splitlines()[-1]))
+    values = [o["value"] for o in outs]
+    assert values[0] == values[1]
+    winner = values[0]["pid"]
+    assert winner in {o["pid"] for o in outs}
+    assert DuckDBKV(Database(path)).get("synth:race")["pid"] == winner
+    assert len(Database(path).query("SELECT key FROM kv WHERE key = 'synth:race'")) == 1

@@ -1,0 +1,167 @@
+"""Operators field by field: tone arithmetic, principles, constraints, mutation, ensemble."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from furnace.elixir import Tone
+from furnace.errors import InputError
+from furnace.memory_store import MemoryStore
+from furnace.offline.engine import OfflineEngine
+from furnace.operators import OPERATORS, OperatorContext, expertise_distance, route
+from furnace.operators.base import weighted_tone
+from furnace.operators.conflicts import contradiction
+from furnace.testing import FakeLLM
+
+from .conftest import COACH, WIT, counting, make_elixir
+
+
+class TableEmbedder:
+    """Vectors from a table (unknown texts get a unique axis): makes similarity explicit."""
+
+    name = "table"
+
+    def __init__(self, groups: list[list[str]]) -> None:
+        self.index = {t: i for i, g in enumerate(groups) for t in g}
+
+    def embed(self, texts):
+        out = []
+        for t in texts:
+            i = self.index.setdefault(t, len(self.index) + 100)
+            vec = [0.0] * 400
+            vec[i] = 1.0
+            out.append(vec)
+        return out
+
+
+def ctx(llm=None, embedder=None, **params) -> OperatorContext:
+    base = {"seed": 0, "similarity_threshold": 0.55, "temperature": 0.4, "rate": 0.25}
+    base.update(params)
+    return OperatorContext(
+        llm=llm or OfflineEngine(), embedder=embedder or TableEmbedder([]), rng=random.Random(base["seed"]),
+        params=base, child_id="agt-test",
+    )
+
+
+def test_tone_is_the_exact_priority_weighted_mean() -> None:
+    a = make_elixir("A", tone={"formality": 0.8, "conciseness": 0.1, "humor": 0.2, "empathy": 1.0}, priority=300)
+    b = make_elixir("B", tone={"formality": 0.4, "conciseness": 0.3, "humor": 0.9, "empathy": 0.0}, priority=100)
+    tone = weighted_tone([a, b])
+    assert tone == Tone(formality=0.7, conciseness=0.15, humor=0.375, empathy=0.75)
+    assert tone.formality == 0.7  # exactly the float nearest 0.7, not 0.7000000000000001
+    equal = weighted_tone([make_elixir("C", tone={"humor": 0.1}, priority=0), make_elixir("D", tone={"humor": 0.2}, priority=0)])
+    assert equal.humor == 0.15
+    child = OPERATORS["crossover"].apply([a, b], ctx()).child
+    assert child.tone == tone
+
+
+def test_crossover_collapses_same_meaning_to_higher_priority_wording() -> None:
+    a = make_elixir("A", principles=["Keep your answers short.", "Cite sources."], priority=100)
+    b = make_elixir("B", principles=["Answer briefly.", "Use examples."], priority=200)
+    emb = TableEmbedder([["Answer briefly.", "Keep your answers short."]])
+    result = OPERATORS["crossover"].apply([a, b], ctx(embedder=emb))
+    assert result.child.principles == ["Answer briefly.", "Use examples.", "Cite sources."]
+    note = next(n for n in result.notes if n.field == "principles")
+    assert note.chose == "Answer briefly." and "means the same" in note.reason and "B" in note.reason
+
+
+def test_contradiction_on_a_priority_tie_goes_to_adjudicate() -> None:
+    a = make_elixir("A", principles=["Answer briefly."], priority=100)
+    b = make_elixir("B", principles=["Give detailed, thorough explanations."], priority=100)
+    llm = counting()
+    result = OPERATORS["crossover"].apply([a, b], ctx(llm=llm))
+    tasks = [c.task.value for c in llm.calls]
+    assert tasks.count("adjudicate") == 1 and tasks.count("identity") == 1
+    assert result.child.principles == ["Give detailed, thorough explanations."]  # rule: the more specific wording
+    note = next(n for n in result.notes if n.field == "principles")
+    assert "length" in note.reason and "adjudicated" in note.reason
+
+
+def test_contradiction_detector() -> None:
+    assert contradiction("Use formal language.", "Be casual and playful.") == "formality"
+    assert contradiction("Use markdown headings.", "Never use markdown.") == "markdown"
+    assert contradiction("Avoid jargon.", "Use jargon freely.") == "negation"
+    assert contradiction("回答要简短。", "请详细解释。") == "length"
+    assert contradiction("Answer briefly.", "Keep your answers short.") is None
+    assert contradiction("Cite sources.", "Use examples.") is None
+
+
+def test_crossover_unions_and_resolves_constraints() -> None:
+    a, b = make_elixir("Data Coach", **COACH), make_elixir("Travel Wit", **WIT)
+    child = OPERATORS["crossover"].apply([b, a], ctx()).child  # order given does not beat priority
+    assert child.expertise == ["statistics", "python data analysis", "travel writing"]
+    assert child.tools == ["python", "sql", "maps"]
+    assert child.constraints.forbidden_topics == ["gambling", "politics"]
+    assert child.constraints.max_length == 200 and child.constraints.must_use_markdown is False
+    assert [s.input for s in child.few_shots] == ["q1", "q3"]
+    assert child.identity == "You are a seasoned data scientist and a witty travel writer in one voice."
+    assert child.priority == 300 and child.language == "en"
+
+
+def test_constraint_ties_use_the_stated_rules() -> None:
+    a = make_elixir("A", constraints={"max_length": 300, "must_use_markdown": True})
+    b = make_elixir("B", constraints={"max_length": 150})
+    result = OPERATORS["crossover"].apply([a, b], ctx())
+    assert result.child.constraints.max_length == 150
+    assert result.child.constraints.must_use_markdown is False
+    notes = {n.field: n for n in result.notes}
+    assert "stricter" in notes["constraints.max_length"].reason
+    assert "adjudicated" in notes["constraints.must_use_markdown"].reason
+
+
+def test_mutation_is_seeded_and_rate_bounded() -> None:
+    parent = make_elixir("Data Coach", **COACH)
+    op = OPERATORS["mutation"]
+    one = op.apply([parent], ctx(seed=7)).child
+    again = op.apply([parent], ctx(seed=7)).child
+    assert one == again
+    children = [op.apply([parent], ctx(seed=s, rate=0.05)).child for s in range(12)]
+    assert len({c.content_hash for c in children}) > 1
+    for child in children:
+        changed = [d for d in Tone.DIMENSIONS if getattr(child.tone, d) != getattr(parent.tone, d)]
+        assert len(changed) <= 1
+        for d in changed:
+            assert abs(getattr(child.tone, d) - getattr(parent.tone, d)) <= 0.05 + 1e-9
+            assert 0.0 <= getattr(child.tone, d) <= 1.0
+        assert sum(a != b for a, b in zip(child.principles, parent.principles)) == 1
+        assert child.constraints != parent.constraints
+    with pytest.raises(InputError, match="rate"):
+        op.apply([parent], ctx(rate=1.5))
+
+
+def test_mutation_clamps_at_bounds() -> None:
+    parent = make_elixir("Edge", tone={"formality": 1.0, "conciseness": 1.0, "humor": 1.0, "empathy": 1.0})
+    for seed in range(10):
+        child = OPERATORS["mutation"].apply([parent], ctx(seed=seed, rate=1.0)).child
+        assert all(0.0 <= getattr(child.tone, d) <= 1.0 for d in Tone.DIMENSIONS)
+
+
+def test_ensemble_members_and_routing() -> None:
+    store = MemoryStore()
+    a = store.get_by_ref(store.save_elixir(make_elixir("Data Coach", **COACH)))
+    b = store.get_by_ref(store.save_elixir(make_elixir("Travel Wit", **WIT)))
+    result = OPERATORS["ensemble"].apply([a, b], ctx())
+    assert result.members == (a.ref, b.ref)
+    from furnace.agent import Agent
+    from furnace.lineage import Lineage
+
+    agent = Agent(
+        id="agt-x", elixir=result.child, system_prompt="p", members=result.members,
+        lineage=Lineage(parents=result.members, operator="ensemble", op_version="1"),
+    )
+    llm = counting()
+    assert route(agent, "Which statistics test fits?", llm) == a.ref
+    assert route(agent, "Tips for travel writing in Lisbon?", llm) == b.ref
+    assert len(llm.calls) == 2 and {c.task.value for c in llm.calls} == {"route"}
+    bad = FakeLLM([{"member": "nobody@9", "reason": "?"}])
+    assert route(agent, "anything", bad) == a.ref  # invalid answer: the first member leads
+
+
+def test_expertise_distance() -> None:
+    a = make_elixir("A", expertise=["python data analysis"])
+    b = make_elixir("B", expertise=["data analysis with python"])
+    c = make_elixir("C", expertise=["classical poetry"])
+    assert expertise_distance([a, b]) == pytest.approx(0.0)
+    assert expertise_distance([a, c]) == 1.0
