@@ -1,0 +1,100 @@
+"""Arena orchestration overhead: a 4-speaker turn vs the model's own latency.
+
+The model is ``SlowLLM(OfflineEngine(), 0.05)``. Baseline, measured in the same
+run: the very same model requests called back to back with nothing around them.
+Overhead = (turn wall time − baseline) / baseline; target < 10 % with the
+in-memory arena store. The DuckDB-backed figure is printed for information
+(each checkpoint is one short-lived DuckDB transaction, ~tens of ms).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from furnace.arena.runner import Arena
+from furnace.arena.store import InMemoryArenaStore
+from furnace.elixir import Elixir
+from furnace.llm import Completion, LLMRequest
+from furnace.memory_store import MemoryStore
+from furnace.offline import OfflineEngine
+from furnace.testing import SlowLLM
+
+TARGET = 0.10
+ROUNDS = 4
+MEMBERS = [
+    dict(id="ada", name="Ada", language="en", identity="A data engineer.", expertise=["databases"],
+         principles=["Measure first."]),
+    dict(id="bo", name="Bo", language="en", identity="A travel writer.", expertise=["travel", "food"],
+         principles=["One vivid detail."]),
+    dict(id="cy", name="小周", language="zh", identity="一位财务顾问。", expertise=["理财"], principles=["先讲风险。"]),
+    dict(id="dee", name="Dee", language="zh", identity="一位健身教练。", expertise=["健身"], principles=["只给一个建议。"]),
+]
+MESSAGES = ["@全体成员 全体都有！报数！", "@all count off!", "@all what did you do today?", "Any tips for a food trip?"]
+
+
+class Recording:
+    """Records the requests an arena turn makes (to replay them as the baseline)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.model_name = inner.model_name
+        self.requests: list[LLMRequest] = []
+
+    def complete(self, request: LLMRequest) -> Completion:
+        self.requests.append(request)
+        return self.inner.complete(request)
+
+
+def _library() -> MemoryStore:
+    store = MemoryStore()
+    for data in MEMBERS:
+        store.save_elixir(Elixir.model_validate(data))
+    return store
+
+
+def _measure(store_factory: Any) -> tuple[float, float, int]:
+    """(turn seconds, baseline seconds, model calls) summed over all rounds and messages."""
+    model = SlowLLM(OfflineEngine(), 0.05)
+    recording = Recording(model)
+    arena = Arena(store_factory(), _library(), recording)
+    session = arena.create_session([m["id"] for m in MEMBERS])
+    arena.say(session.id, "warm-up")  # imports, first-call costs
+    turn = baseline = 0.0
+    calls = 0
+    for _ in range(ROUNDS):
+        for message in MESSAGES:
+            recording.requests.clear()
+            started = time.perf_counter()
+            outcome = arena.say(session.id, message)
+            turn += time.perf_counter() - started
+            assert len(outcome.replies) == 4, "a 4-speaker turn must give 4 replies"
+            requests = list(recording.requests)
+            calls += len(requests)
+            started = time.perf_counter()
+            for request in requests:
+                model.complete(request)
+            baseline += time.perf_counter() - started
+    return turn, baseline, calls
+
+
+def run() -> bool:
+    """Print the overhead figures; True when the in-memory overhead is under 10 %."""
+    turn, baseline, calls = _measure(InMemoryArenaStore)
+    overhead = (turn - baseline) / baseline
+    turns = ROUNDS * len(MESSAGES)
+    print(f"   model: SlowLLM(OfflineEngine(), 0.05); {turns} turns x 4 speakers, {calls} model calls")
+    print(f"   baseline (same requests, bare model): {baseline / turns * 1000:.1f} ms per turn")
+    print(f"   arena turn (in-memory store):         {turn / turns * 1000:.1f} ms per turn")
+    print(f"   orchestration overhead: {overhead:.1%} (target < {TARGET:.0%})")
+
+    from furnace.adapters.duckdb_arena import DuckDBArenaStore
+    from furnace.adapters.duckdb_db import Database
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db_turn, db_base, _ = _measure(lambda: DuckDBArenaStore(Database(Path(tmp) / "bench.duckdb")))
+    print(f"   arena turn (DuckDB store, informational): {db_turn / turns * 1000:.1f} ms per turn, "
+          f"overhead {(db_turn - db_base) / db_base:.1%} (checkpoint persistence per speaker)")
+    return overhead < TARGET

@@ -1,0 +1,346 @@
+"""The arena: sessions, user turns as resumable runs, events.
+
+:class:`Arena` is what the CLI and the app call::
+
+    arena = Arena(arena_store, elixir_store, llm)
+    session = arena.create_session(["ada", "bo", "cy", "di"])
+    for event in arena.stream(session.id, "@all count off!"):
+        ...                                  # typed events (furnace.arena.events)
+    arena.resume(run_id)                     # finish an interrupted turn
+    arena.cancel(run_id)                     # lands before the next speaker
+    arena.messages(session.id)               # the transcript
+
+A turn: classify the message (code) → plan (router, or the supervisor for open
+discussion) stored once → each speaker through the persona pipeline, retried at
+most ``max_retries`` times, then a checkpoint → ``RunFinished``. A resumed run
+loads its stored plan, skips checkpointed speakers and writes replies by their
+deterministic ids, so nothing is repeated or duplicated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from furnace.arena.directives import Directive, DirectiveKind, MemberName, classify
+from furnace.arena.events import (
+    ArenaEvent,
+    Delta,
+    FinalReply,
+    PlanCreated,
+    RunCancelled,
+    RunFinished,
+    RunStarted,
+    SpeakerFailed,
+    SpeakerStarted,
+)
+from furnace.arena.models import (
+    MAX_MEMBERS,
+    ArenaMessage,
+    ArenaSession,
+    Checkpoint,
+    Plan,
+    ReplyRecord,
+    RunRecord,
+    SpeakerTask,
+    new_run_id,
+    new_session_id,
+    reply_id_for,
+)
+from furnace.arena.router import route
+from furnace.arena.store import ArenaStore
+from furnace.arena.supervisor import plan_open_discussion
+from furnace.errors import InputError
+from furnace.llm import LLM
+from furnace.persona_pipeline import ContextBuilder, HistoryTurn, Persona, SpokenReply, resolve_persona, speak
+from furnace.store import ElixirStore
+
+CheckpointHook = Callable[[str, int], None]
+
+
+@dataclass
+class RunOutcome:
+    """Everything one call to :meth:`Arena.say` / :meth:`Arena.resume` emitted."""
+
+    run_id: str | None
+    events: list[ArenaEvent] = field(default_factory=list)
+
+    @property
+    def replies(self) -> list[FinalReply]:
+        return [e for e in self.events if isinstance(e, FinalReply)]
+
+    @property
+    def failures(self) -> list[SpeakerFailed]:
+        return [e for e in self.events if isinstance(e, SpeakerFailed)]
+
+    @property
+    def cancelled(self) -> bool:
+        return any(isinstance(e, RunCancelled) for e in self.events)
+
+    @property
+    def plan(self) -> Plan | None:
+        return next((e.plan for e in self.events if isinstance(e, PlanCreated)), None)
+
+
+class Arena:
+    """Group chat (and single chat) over an arena store, an elixir store and a model."""
+
+    def __init__(
+        self,
+        store: ArenaStore,
+        elixirs: ElixirStore,
+        llm: LLM,
+        *,
+        llm_for_model: Callable[[str], LLM] | None = None,
+        context: ContextBuilder | None = None,
+        max_retries: int = 2,
+        seed: int = 0,
+        after_checkpoint: CheckpointHook | None = None,
+    ) -> None:
+        self.store = store
+        self.elixirs = elixirs
+        self.llm = llm
+        self.llm_for_model = llm_for_model
+        self.context = context
+        self.max_retries = max_retries
+        self.seed = seed
+        self.after_checkpoint = after_checkpoint
+
+    # --- sessions ------------------------------------------------------------
+
+    def create_session(
+        self, members: Sequence[str], *, model: str | None = None, title: str = "", session_id: str | None = None
+    ) -> ArenaSession:
+        """A session of 1–8 distinct, existing members (agent or elixir ids); the first is primary."""
+        ids = [m.strip() for m in members if m.strip()]
+        if not 1 <= len(ids) <= MAX_MEMBERS:
+            raise InputError(f"a session needs 1 to {MAX_MEMBERS} members, got {len(ids)}", field="members")
+        dupes = sorted({m for m in ids if ids.count(m) > 1})
+        if dupes:
+            raise InputError(f"members are repeated: {', '.join(dupes)}", field="members")
+        for member in ids:
+            resolve_persona(self.elixirs, member)  # NotFound names the member
+        session = ArenaSession(
+            id=session_id or new_session_id(), members=tuple(ids), model=model or self.llm.model_name, title=title
+        )
+        self.store.save_session(session)
+        return self.store.get_session(session.id)
+
+    def personas(self, session: ArenaSession) -> dict[str, Persona]:
+        """The session's members resolved to personas (latest versions), in member order."""
+        return {m: resolve_persona(self.elixirs, m) for m in session.members}
+
+    def messages(self, session_id: str) -> list[ArenaMessage]:
+        """The transcript: each user turn followed by its replies in speaker order."""
+        replies = self.store.replies(session_id=session_id)
+        out: list[ArenaMessage] = []
+        for run in self.store.list_runs(session_id):
+            out.append(ArenaMessage(run_id=run.run_id, role="user", text=run.message))
+            out.extend(
+                ArenaMessage(
+                    run_id=r.run_id, role="member", text=r.text, member_id=r.member_id, member_name=r.member_name,
+                    speaker_index=r.speaker_index, reply_id=r.reply_id,
+                )
+                for r in replies
+                if r.run_id == run.run_id
+            )
+        return out
+
+    def sessions(self) -> list[ArenaSession]:
+        """Every session, newest first."""
+        return self.store.list_sessions()
+
+    def runs(self, session_id: str) -> list[RunRecord]:
+        """The runs (user turns) of a session, oldest first, with plan and status."""
+        return self.store.list_runs(session_id)
+
+    def plan_of(self, run_id: str) -> Plan | None:
+        """The stored plan of a run (None before planning)."""
+        return self.store.get_run(run_id).plan
+
+    def cancel(self, run_id: str) -> None:
+        """Request a cancel; it lands before the run's next speaker."""
+        self.store.request_cancel(run_id)
+
+    # --- turns -----------------------------------------------------------------
+
+    def say(
+        self, session_id: str, message: str, *, run_id: str | None = None,
+        on_event: Callable[[ArenaEvent], None] | None = None,
+    ) -> RunOutcome:
+        """Run one user turn to the end, calling ``on_event`` for each event."""
+        return self._collect(self.stream(session_id, message, run_id=run_id), on_event)
+
+    def resume(self, run_id: str, *, on_event: Callable[[ArenaEvent], None] | None = None) -> RunOutcome:
+        """Finish an interrupted or cancelled run (the remaining speakers only)."""
+        return self._collect(self.stream_resume(run_id), on_event)
+
+    def stream(self, session_id: str, message: str, *, run_id: str | None = None) -> Iterator[ArenaEvent]:
+        """Events of one user turn, as they happen."""
+        message = message.strip()
+        if not message:
+            raise InputError("the message is empty", field="message")
+        session = self.store.get_session(session_id)
+        personas = self.personas(session)
+        directive = classify(message, [MemberName(id=m, name=p.name) for m, p in personas.items()])
+        if directive.kind is DirectiveKind.STOP:
+            yield from self._stop(session)
+            return
+        if directive.kind is DirectiveKind.CONTINUE:
+            target = self._latest(session, ("running", "cancelled"))
+            if target is not None:
+                yield from self.stream_resume(target.run_id)
+            return
+        run = self.store.start_run(
+            RunRecord(run_id=run_id or new_run_id(), session_id=session.id, turn=0, message=message,
+                      directive=directive.kind.value)
+        )
+        yield from self._drive(run, session, personas, directive, resumed=False)
+
+    def stream_resume(self, run_id: str) -> Iterator[ArenaEvent]:
+        """Events of a resumed run: its stored plan, remaining speakers only."""
+        run = self.store.get_run(run_id)
+        session = self.store.get_session(run.session_id)
+        personas = self.personas(session)
+        if run.status == "cancelled" or run.cancel_requested:
+            self.store.set_status(run_id, "running", clear_cancel=True)
+        directive = classify(run.message, [MemberName(id=m, name=p.name) for m, p in personas.items()])
+        yield from self._drive(self.store.get_run(run_id), session, personas, directive, resumed=True)
+
+    # --- internals -------------------------------------------------------------
+
+    def _collect(self, events: Iterator[ArenaEvent], on_event: Callable[[ArenaEvent], None] | None) -> RunOutcome:
+        outcome = RunOutcome(run_id=None)
+        for event in events:
+            outcome.run_id = outcome.run_id or event.run_id
+            outcome.events.append(event)
+            if on_event is not None:
+                on_event(event)
+        return outcome
+
+    def _latest(self, session: ArenaSession, statuses: tuple[str, ...]) -> RunRecord | None:
+        runs = [r for r in self.store.list_runs(session.id) if r.status in statuses]
+        return runs[-1] if runs else None
+
+    def _stop(self, session: ArenaSession) -> Iterator[ArenaEvent]:
+        target = self._latest(session, ("running",))
+        if target is None:
+            return
+        self.store.request_cancel(target.run_id)
+        done = len(self.store.checkpoints(target.run_id))
+        total = len(target.plan.speakers) if target.plan else 0
+        yield RunCancelled(run_id=target.run_id, session_id=session.id, completed=done, remaining=max(0, total - done))
+
+    def _history(self, session: ArenaSession, run: RunRecord) -> list[HistoryTurn]:
+        turns: list[HistoryTurn] = []
+        replies = self.store.replies(session_id=session.id)
+        for past in self.store.list_runs(session.id):
+            if past.turn > run.turn:
+                break
+            if past.run_id != run.run_id:
+                turns.append(HistoryTurn(text=past.message))
+            turns.extend(
+                HistoryTurn(text=r.text, speaker_id=r.member_id, speaker_name=r.member_name)
+                for r in replies
+                if r.run_id == past.run_id
+            )
+        return turns
+
+    def _plan(self, run: RunRecord, session: ArenaSession, personas: dict[str, Persona], directive: Directive, llm: LLM) -> Plan:
+        plan = route(directive, session.members, run.message)
+        if plan is None:
+            plan = plan_open_discussion(
+                run.message, [p.elixir.model_copy(update={"id": m}) for m, p in personas.items()], directive,
+                llm=llm, seed=self.seed, run_id=run.run_id,
+            )
+        if not self.store.set_plan(run.run_id, plan):
+            stored = self.store.get_run(run.run_id).plan
+            assert stored is not None
+            return stored
+        return plan
+
+    def _attempts(
+        self, persona: Persona, task: SpeakerTask, run: RunRecord, llm: LLM, *,
+        history: list[HistoryTurn], group: list[str], max_tokens: int,
+    ) -> tuple[SpokenReply | None, str, int]:
+        """One speaker, retried at most ``max_retries`` times: (reply or None, last error, attempts)."""
+        error = ""
+        for attempt in range(self.max_retries + 1):
+            try:
+                spoken = speak(
+                    persona, run.message, llm=llm, instruction=task.task, ordinal=task.ordinal, history=history,
+                    context=self.context, group=group, max_tokens=max_tokens, seed=self.seed, attempt=attempt,
+                    run_id=run.run_id,
+                )
+                return spoken, "", attempt + 1
+            except Exception as err:  # a failing speaker is data, never the end of the run
+                error = f"{err.__class__.__name__}: {err}"
+        return None, error, self.max_retries + 1
+
+    def _drive(
+        self, run: RunRecord, session: ArenaSession, personas: dict[str, Persona], directive: Directive, *, resumed: bool
+    ) -> Iterator[ArenaEvent]:
+        ids: dict[str, Any] = {"run_id": run.run_id, "session_id": session.id}
+        base = self.llm_for_model(session.model) if self.llm_for_model else self.llm
+        llm = base.for_run(run.run_id) if hasattr(base, "for_run") else base
+        yield RunStarted(**ids, message=run.message, directive=run.directive, resumed=resumed)
+        cancel = run.cancel_requested
+        if run.plan is None:
+            plan = self._plan(run, session, personas, directive, llm)
+            if plan.source != "directive":  # the supervisor took a model call: a cancel may have come in
+                cancel = self.store.cancel_requested(run.run_id)
+            yield PlanCreated(**ids, plan=plan, reused=False)
+        else:
+            plan = run.plan
+            yield PlanCreated(**ids, plan=plan, reused=True)
+        # A fresh run has no checkpoints; a resumed one (or a reused run id) may.
+        done = self.store.checkpoints(run.run_id) if resumed or run.plan is not None else {}
+        history = self._history(session, run)
+        group = [p.name for p in personas.values()]
+        replied = failed = 0
+        for index, task in enumerate(plan.speakers):
+            if index in done:
+                continue
+            if cancel:
+                self.store.set_status(run.run_id, "cancelled")
+                finished = len(self.store.checkpoints(run.run_id))
+                yield RunCancelled(**ids, completed=finished, remaining=len(plan.speakers) - finished)
+                return
+            persona = personas[task.member_id]
+            yield SpeakerStarted(
+                **ids, index=index, member_id=task.member_id, name=persona.name, task=task.task, ordinal=task.ordinal
+            )
+            spoken, error, attempts = self._attempts(
+                persona, task, run, llm, history=history, group=group, max_tokens=plan.budget.max_tokens
+            )
+            if spoken is None:
+                cancel = self.store.record_speaker(
+                    Checkpoint(run_id=run.run_id, speaker_index=index, status="failed", error=error[:500], attempts=attempts),
+                    None,
+                )
+                failed += 1
+                yield SpeakerFailed(
+                    **ids, index=index, member_id=task.member_id, name=persona.name, error=error, attempts=attempts
+                )
+            else:
+                yield Delta(**ids, index=index, member_id=task.member_id, text=spoken.text)
+                reply = ReplyRecord(
+                    reply_id=reply_id_for(run.run_id, index), run_id=run.run_id, session_id=session.id,
+                    speaker_index=index, member_id=task.member_id, member_name=persona.name,
+                    member_version=persona.version, text=spoken.text, ordinal=task.ordinal, corrected=spoken.corrected,
+                )
+                cancel = self.store.record_speaker(
+                    Checkpoint(run_id=run.run_id, speaker_index=index, status="done", reply_id=reply.reply_id, attempts=attempts),
+                    reply,
+                )
+                history.append(HistoryTurn(text=spoken.text, speaker_id=task.member_id, speaker_name=persona.name))
+                replied += 1
+                yield FinalReply(
+                    **ids, index=index, member_id=task.member_id, name=persona.name, reply_id=reply.reply_id,
+                    text=spoken.text, ordinal=task.ordinal, corrected=spoken.corrected,
+                )
+            if self.after_checkpoint is not None:
+                self.after_checkpoint(run.run_id, len(done) + replied + failed)
+        self.store.set_status(run.run_id, "finished")
+        yield RunFinished(**ids, replies=replied, failed=failed, skipped_done=len(done))

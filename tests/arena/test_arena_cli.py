@@ -1,0 +1,119 @@
+"""The CLI end to end (offline engine, DuckDB): count-off, show, and crash + resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from furnace.adapters.duckdb_db import Database
+from furnace.adapters.duckdb_arena import build_arena
+from furnace.adapters.duckdb_store import DuckDBStore
+from furnace.cli import cli, main
+from furnace.elixir import Elixir
+from furnace.offline import OfflineEngine
+from furnace.settings import FurnaceSettings
+from furnace.testing import FakeLLM
+
+from .helpers import IDS, MEMBERS, numbers
+
+
+def _seed_library(home: Path) -> None:
+    store = DuckDBStore(Database(home / "furnace.duckdb"))
+    for data in MEMBERS:
+        store.save_elixir(Elixir.model_validate(data))
+
+
+def _invoke(home: Path, *args: str) -> str:
+    result = CliRunner().invoke(cli, ["--home", str(home), *args], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _new_session(home: Path) -> str:
+    return json.loads(_invoke(home, "arena", "new", "--members", ",".join(IDS), "--json"))["id"]
+
+
+def _events(output: str) -> list[dict]:
+    return [json.loads(line) for line in output.splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+def test_count_off_from_the_cli(home: Path) -> None:
+    _seed_library(home)
+    session = _new_session(home)
+    out = _invoke(home, "arena", "say", session, "@全体成员 全体都有！报数！")
+    lines = out.splitlines()
+    replies = [line for line in lines if line.split(":")[0] in {m["name"] for m in MEMBERS}]
+    assert [r.split(":")[0] for r in replies] == [m["name"] for m in MEMBERS]
+    assert [set(numbers(r.split(":", 1)[1])) for r in replies] == [{1}, {2}, {3}, {4}]
+    assert lines[-1] == "done: 4 replies, 0 failed"
+
+    events = _events(_invoke(home, "arena", "say", session, "@all count off!", "--json"))
+    finals = [e for e in events if e["type"] == "final_reply"]
+    assert [e["member_id"] for e in finals] == IDS and [e["ordinal"] for e in finals] == [1, 2, 3, 4]
+    assert events[0]["type"] == "run_started" and events[-1]["type"] == "run_finished"
+
+    shown = json.loads(_invoke(home, "arena", "show", session, "--json"))
+    assert [m["role"] for m in shown["messages"]].count("member") == 8
+    text = _invoke(home, "arena", "show", session, "--plans")
+    assert "plan 4. dee" in text
+
+
+def test_unknown_member_is_one_clear_error(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _seed_library(home)
+    with pytest.raises(SystemExit) as exit_:
+        main(["--home", str(home), "arena", "new", "--members", "ada,ghost"])
+    assert exit_.value.code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "ghost" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_killed_after_speaker_two_resumes_speakers_three_and_four(home: Path) -> None:
+    _seed_library(home)
+    session = _new_session(home)
+    env = {**os.environ, "FURNACE_HOME": str(home), "FURNACE_ARENA_KILL_AFTER": "2"}
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "furnace"), "arena", "say", session,
+         "Any tips for a food trip to Rome on a budget?", "--json"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    before = _events(proc.stdout)
+    run_id = before[0]["run_id"]
+    [plan_event] = [e for e in before if e["type"] == "plan_created"]
+    planned = [s["member_id"] for s in plan_event["plan"]["speakers"]]
+    assert len(planned) == 4 and plan_event["plan"]["source"] == "supervisor"
+    assert [e["member_id"] for e in before if e["type"] == "final_reply"] == planned[:2]
+    assert not [e for e in before if e["type"] == "run_finished"]
+
+    db = Database(home / "furnace.duckdb")
+    assert db.query("SELECT status FROM arena_runs WHERE run_id = ?", [run_id]) == [("running",)]
+
+    # Resume through the same API the CLI uses, with every model call counted.
+    engine = OfflineEngine()
+    llm = FakeLLM(respond=engine.complete, model_name=engine.model_name)
+    arena = build_arena(FurnaceSettings(home=home), db=db, llm=llm, store=DuckDBStore(db))
+    after = [json.loads(e.model_dump_json()) for e in arena.resume(run_id).events]
+    assert after[0]["resumed"] is True
+    assert [e["reused"] for e in after if e["type"] == "plan_created"] == [True]
+    assert [e["member_id"] for e in after if e["type"] == "final_reply"] == planned[2:]
+    assert after[-1] == {**after[-1], "type": "run_finished", "replies": 2, "skipped_done": 2}
+
+    rows = db.query("SELECT speaker_index, member_id FROM arena_replies WHERE run_id = ? ORDER BY 1", [run_id])
+    assert rows == list(enumerate(planned))
+    assert db.query("SELECT count(*) FROM arena_checkpoints WHERE run_id = ?", [run_id]) == [(4,)]
+    assert db.query("SELECT status FROM arena_runs WHERE run_id = ?", [run_id]) == [("finished",)]
+    assert [c.task.value for c in llm.calls] == ["reply", "reply"]  # no second plan; 1 and 2 not asked again
+    assert {c.inputs["persona"]["id"] for c in llm.calls} == set(planned[2:])
+
+    again = _events(_invoke(home, "arena", "resume", run_id, "--json"))
+    assert [e for e in again if e["type"] == "final_reply"] == []
+    assert db.query("SELECT count(*) FROM arena_replies WHERE run_id = ?", [run_id]) == [(4,)]
