@@ -16,14 +16,29 @@ Rules every implementation keeps:
 - **Lineage verified on read.** ``get_agent`` recomputes the lineage hash and
   raises :class:`LineageError` on a mismatch.
 - **Idempotent writes.** Saving the same agent twice writes nothing new.
+- **An id's origin is fixed by its first save** (later saves keep it).
+- **Deleted ids stay deleted.** ``save_elixir`` under a deleted id raises
+  :class:`InputError`; ``delete_elixir`` of a deleted id is a no-op.
+- **Agents.** ``save_agent`` stores the child elixir under the agent's id
+  (``origin='agent'``, whatever id the passed child carries) and one edge
+  per lineage parent (``parent_version`` = the parent ref's version).
+  ``get_agent`` also checks that an ``agt-`` id matches its lineage hash and
+  that each parent ref's ``content_hash`` matches the stored version.
+- **Lineage queries** exclude the start node, return ``[]`` for an unknown
+  id, and sort by (depth, id); ``via``/``operator`` are those of the smallest
+  neighbour id at the shortest depth. ``parent_version=None`` is stored as 0.
 """
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any, Literal, Protocol
 
-from furnace.agent import Agent, LineageNode
-from furnace.elixir import Elixir, ElixirRef
+from furnace.agent import AGENT_PREFIX, Agent, LineageNode, agent_id_for
+from furnace.elixir import Elixir, ElixirRef, parse_elixir
+from furnace.errors import InputError, LineageError
+from furnace.lineage import Lineage, verify_lineage
 
 Origin = Literal["library", "agent"]
 
@@ -94,3 +109,68 @@ class ElixirStore(Protocol):
     def same_blood(self, a: str, b: str) -> bool:
         """True when one descends from the other or they share an ancestor."""
         ...
+
+
+# --- helpers shared by every implementation (not part of the protocol) -------
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware UTC (what stores stamp on save)."""
+    return datetime.now(timezone.utc)
+
+
+def as_stored(elixir: Elixir, *, version: int, created_at: datetime, id: str | None = None) -> Elixir:
+    """A re-validated copy carrying the store-assigned id, version and timestamp.
+
+    Re-validating (rather than ``model_copy``) means a value assembled without
+    validation can never reach the store, and its ``content_hash`` is fresh.
+    """
+    data = elixir.model_dump(mode="json", exclude={"content_hash", "version", "created_at", "deleted_at"})
+    data.update(version=version, created_at=created_at, deleted_at=None)
+    if id is not None:
+        data["id"] = id
+    return parse_elixir(data)
+
+
+def withdrawn_error(elixir: Elixir) -> LineageError:
+    """The error for fusing from a soft-deleted elixir."""
+    return LineageError(f"agent depends on withdrawn elixir {elixir.id} v{elixir.version}")
+
+
+def deleted_id_error(id: str) -> InputError:
+    """The error for saving under an id that was deleted."""
+    return InputError(f"elixir {id!r} was deleted; save it under a new id", field="id")
+
+
+def matches_query(elixir: Elixir, query: str | None) -> bool:
+    """Case-insensitive substring match on name, id or any expertise entry."""
+    if not query:
+        return True
+    q = query.strip().lower()
+    return any(q in text.lower() for text in (elixir.id, elixir.name, *elixir.expertise))
+
+
+def verify_agent_lineage(
+    agent_id: str, data: dict[str, Any], stored_hash: Callable[[str, int], str | None]
+) -> Lineage:
+    """Verify an agent's stored lineage record.
+
+    Checks the ``lineage_hash`` (see :func:`furnace.lineage.verify_lineage`),
+    that a derived agent id still matches it, and that every parent ref's
+    ``content_hash`` equals the stored elixir version's (``stored_hash(id, v)``
+    returns None when that version is not in this store).
+    """
+    what = f"agent {agent_id}"
+    lineage = verify_lineage(data, what=what)
+    if agent_id.startswith(AGENT_PREFIX) and agent_id != agent_id_for(lineage.lineage_hash):
+        raise LineageError(
+            f"{what}: id does not match its lineage_hash {lineage.lineage_hash[:12]}…: the record was altered"
+        )
+    for parent in lineage.parents:
+        actual = stored_hash(parent.id, parent.version)
+        if actual is not None and actual != parent.content_hash:
+            raise LineageError(
+                f"{what}: parent {parent} content_hash mismatch — lineage says "
+                f"{parent.content_hash[:12]}…, the store holds {actual[:12]}…"
+            )
+    return lineage
