@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -47,6 +47,16 @@ class MemoryStore:
         """Store new content as the next version; identical content is a no-op."""
         with self._lock:
             return self._save_elixir(elixir, origin, elixir.id)
+
+    def save_elixirs(self, elixirs: Sequence[Elixir], *, origin: Origin = "library") -> list[ElixirRef]:
+        """Save several elixirs all-or-nothing (one transaction)."""
+        with self._lock:
+            backup = ({k: list(v) for k, v in self._versions.items()}, dict(self._origin))
+            try:
+                return [self._save_elixir(e, origin, e.id) for e in elixirs]
+            except BaseException:
+                self._versions, self._origin = backup
+                raise
 
     def _save_elixir(self, elixir: Elixir, origin: Origin, id: str) -> ElixirRef:
         versions = self._versions.get(id, [])

@@ -31,7 +31,7 @@ Rules every implementation keeps:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any, Literal, Protocol
 
@@ -48,6 +48,10 @@ class ElixirStore(Protocol):
 
     def save_elixir(self, elixir: Elixir, *, origin: Origin = "library") -> ElixirRef:
         """Store new content as the next version; identical content is a no-op."""
+        ...
+
+    def save_elixirs(self, elixirs: Sequence[Elixir], *, origin: Origin = "library") -> list[ElixirRef]:
+        """Save several elixirs all-or-nothing (one transaction); each as ``save_elixir`` would."""
         ...
 
     def get_elixir(self, id: str, version: int | None = None) -> Elixir:

@@ -148,6 +148,10 @@ class DuckDBStore:
         """Store new content as the next version; identical content is a no-op."""
         return self._write(lambda con: self._save_elixir(con, elixir, origin, elixir.id))
 
+    def save_elixirs(self, elixirs: Sequence[Elixir], *, origin: Origin = "library") -> list[ElixirRef]:
+        """Save several elixirs all-or-nothing, in one transaction."""
+        return self._write(lambda con: [self._save_elixir(con, e, origin, e.id) for e in elixirs])
+
     def get_elixir(self, id: str, version: int | None = None) -> Elixir:
         """One version (latest when ``version`` is None); raises NotFound."""
         with self.db.connect() as con:

@@ -147,13 +147,15 @@ def import_elixirs(
         else:
             todo.append(elixir)
     report.skipped.sort()
+    to_write = []
     for elixir in todo:
         current = latest.get(elixir.id)
         if current is not None and (keep_existing or current.content_hash == elixir.content_hash):
             report.unchanged.append(current.ref)  # the store's no-op, without a write
-            continue
-        ref = store.save_elixir(elixir)
-        (report.created if current is None else report.updated).append(ref)
+        else:
+            to_write.append(elixir)
+    for ref in store.save_elixirs(to_write):  # one transaction: all or nothing
+        (report.created if latest.get(ref.id) is None else report.updated).append(ref)
     return report
 
 

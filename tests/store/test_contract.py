@@ -147,6 +147,18 @@ def test_soft_delete(store: Any) -> None:
     store.delete_elixir("editor")  # again: no-op
 
 
+def test_save_elixirs_is_all_or_nothing(store: Any) -> None:
+    refs = store.save_elixirs([make_elixir("Alpha"), make_elixir("Beta")])
+    assert [(r.id, r.version) for r in refs] == [("alpha", 1), ("beta", 1)]
+    store.delete_elixir("beta")
+    changed = edit(make_elixir("Alpha"), identity="You are a changed alpha.")
+    with pytest.raises(InputError):
+        store.save_elixirs([changed, make_elixir("Gamma"), make_elixir("Beta")])
+    assert store.get_elixir("alpha").version == 1  # the batch left nothing behind
+    with pytest.raises(NotFound):
+        store.get_elixir("gamma")
+
+
 def test_saving_a_deleted_id_is_refused(store: Any) -> None:
     store.save_elixir(make_elixir("Editor"))
     store.delete_elixir("editor")
@@ -405,7 +417,7 @@ def test_implementations_match_the_protocol_signatures() -> None:
     from furnace.store import ElixirStore
 
     methods = [n for n, v in vars(ElixirStore).items() if callable(v) and not n.startswith("_")]
-    assert len(methods) == 15
+    assert len(methods) == 16
     for cls in (MemoryStore, DuckDBStore):
         for name in methods:
             want = inspect.signature(getattr(ElixirStore, name))
