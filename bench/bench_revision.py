@@ -1,0 +1,98 @@
+"""Revision round overhead beyond the model's latency (target < 10 %).
+
+One round = save the user message, edit (REVISE call), record + new version +
+reply (one commit), extract preferences (EXTRACT_PREFERENCES call), persist
+the new persona version and the processed mark. The model is
+``SlowLLM(OfflineEngine(), 0.05)``. The baseline, measured in the same run, is
+the same model calls made directly (the recorded requests replayed through the
+same slow model), so the ratio is pure furnace overhead. In-memory stores are
+the target configuration; the DuckDB figure is printed for information
+(every short-lived connection costs ~20–35 ms on its own).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from furnace.content import generate_content
+from furnace.content_memory import MemoryContentStore
+from furnace.elixir import parse_elixir
+from furnace.memory_store import MemoryStore
+from furnace.offline import OfflineEngine
+from furnace.revision import revise
+from furnace.testing import SlowLLM
+
+LATENCY_S = 0.05
+ROUNDS = 12
+TARGET = 0.10
+PERSONA = {
+    "id": "bench-writer", "name": "Bench Writer", "language": "zh",
+    "identity": "一位写生活方式文章的博主。", "expertise": ["护肤", "防晒"],
+    "principles": ["推荐前先说明适用肤质", "不夸大产品功效"], "tone": {"formality": 0.8},
+}
+# Alternating edits so that every round really changes the text.
+SUGGESTIONS = ["加一个 emoji", "第三段长一点", "去掉 emoji", "第三段太长，缩短一点"]
+
+
+class Recorder:
+    """Keeps the requests a round sends, to replay them as the baseline."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.model_name = inner, inner.model_name
+        self.requests: list[Any] = []
+
+    def complete(self, request: Any) -> Any:
+        self.requests.append(request)
+        return self.inner.complete(request)
+
+
+def _rounds(store: Any, contents: Any, llm: Any) -> tuple[float, list[Any]]:
+    content, _ = generate_content(store, contents, OfflineEngine(), persona_id="bench-writer", topic="夏季防晒推荐")
+    recorder = Recorder(llm)
+    started = time.perf_counter()
+    for i in range(ROUNDS):
+        out = revise(store, contents, recorder, content.id, SUGGESTIONS[i % len(SUGGESTIONS)])
+        assert out.status == "revised", out.reply.content
+    return time.perf_counter() - started, recorder.requests
+
+
+def _baseline(llm: Any, requests: list[Any]) -> float:
+    started = time.perf_counter()
+    for request in requests:
+        llm.complete(request)
+    return time.perf_counter() - started
+
+
+def measure(make_stores: Any) -> tuple[float, float, int]:
+    """(round time, model-only time, model calls) for ROUNDS rounds."""
+    store, contents = make_stores()
+    store.save_elixir(parse_elixir(PERSONA))
+    slow = SlowLLM(OfflineEngine(), LATENCY_S)
+    total, requests = _rounds(store, contents, slow)
+    return total, _baseline(slow, requests), len(requests)
+
+
+def run() -> bool:
+    """Print the overhead figures; True when the in-memory overhead is under 10 %."""
+    measure(lambda: (MemoryStore(), MemoryContentStore()))  # warm-up (imports, template caches)
+    total, base, calls = measure(lambda: (MemoryStore(), MemoryContentStore()))
+    overhead = (total - base) / base
+    print(f"   memory stores: {ROUNDS} rounds, {calls} model calls, {total:.3f}s vs model-only {base:.3f}s "
+          f"→ overhead {overhead:+.1%} (target < {TARGET:.0%})")
+    with tempfile.TemporaryDirectory() as tmp:
+        from furnace.adapters.duckdb_content import DuckDBContentStore
+        from furnace.adapters.duckdb_db import Database
+        from furnace.adapters.duckdb_store import DuckDBStore
+
+        db = Database(Path(tmp) / "bench.duckdb")
+        d_total, d_base, _ = measure(lambda: (DuckDBStore(db), DuckDBContentStore(db)))
+        print(f"   duckdb stores (info): {d_total:.3f}s vs model-only {d_base:.3f}s "
+              f"→ overhead {(d_total - d_base) / d_base:+.1%} ({db.lock_retries} lock retries)")
+    return overhead < TARGET
+
+
+if __name__ == "__main__":
+    raise SystemExit(0 if run() else 1)

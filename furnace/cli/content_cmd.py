@@ -1,0 +1,205 @@
+"""``furnace content ...``, ``furnace revise`` and ``furnace prefs``: content and the revision chat."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from furnace.cli.context import CliContext, emit, json_option
+from furnace.content import ContentVersion, generate_content
+from furnace.elixir import Elixir
+from furnace.revision import diff_versions, rollback
+
+
+def _content_store(ctx: CliContext) -> Any:
+    from furnace.adapters.factory import build_content_store
+
+    return ctx._get("content_store", lambda s: build_content_store(s, db=ctx.db))
+
+
+def version_data(v: ContentVersion) -> dict[str, Any]:
+    """A version as JSON data."""
+    return v.model_dump(mode="json")
+
+
+def version_text(v: ContentVersion, *, head: str = "", language: str = "en") -> str:
+    """A version as readable text: header line, title, body (zh counts characters)."""
+    unit = "字" if language == "zh" else "words"
+    line = f"{head}V{v.version}  {v.word_count} {unit}  ({v.source}{', ' + v.note if v.note else ''})"
+    return f"{line}\n\n{v.title}\n\n{v.body}"
+
+
+def prefs_data(elixir: Elixir) -> dict[str, Any]:
+    """A persona's learned preferences as JSON data."""
+    return {"persona": elixir.id, "version": elixir.version,
+            "preferences": [p.model_dump(mode="json") for p in elixir.style_preferences]}
+
+
+def prefs_text(elixir: Elixir) -> str:
+    """A persona's learned preferences, one line each."""
+    lines = [f"{elixir.id}@{elixir.version}: {len(elixir.style_preferences)} learned preference(s)"]
+    for p in elixir.style_preferences:
+        lines.append(f"  {p.dimension} = {p.value}  (weight {p.weight:.2f}, seen {p.count}x, from {p.source_revision})")
+        if p.evidence:
+            lines.append(f"      {p.evidence}")
+    return "\n".join(lines)
+
+
+def run_revision_demo(store: Any, content_store: Any, llm: Any, *, persona: str, topic: str,
+                      suggestions: list[str]) -> dict[str, Any]:
+    """The preference loop end to end: write, revise each suggestion, write again with what was learned."""
+    from furnace.revision import revise
+
+    content, first = generate_content(store, content_store, llm, persona_id=persona, topic=topic)
+    outcomes = [revise(store, content_store, llm, content.id, s) for s in suggestions]
+    learned = store.get_elixir(persona)
+    again, next_first = generate_content(store, content_store, llm, persona_id=persona, topic=topic)
+    return {"content": content, "first": first, "outcomes": outcomes, "persona": learned,
+            "next_content": again, "next_first": next_first}
+
+
+def register(cli: click.Group) -> None:
+    """Add ``content``, ``revise`` and ``prefs`` to the CLI."""
+
+    @cli.group("content")
+    def content_group() -> None:
+        """Persona-written content with a version chain (V1, V2, ...)."""
+
+    @content_group.command("new")
+    @click.option("--persona", "persona_id", required=True, help="Elixir or agent id that writes the piece.")
+    @click.option("--topic", required=True, help="What the piece is about.")
+    @click.option("--seed", type=int, default=0, show_default=True)
+    @json_option
+    @click.pass_obj
+    def content_new(ctx: CliContext, persona_id: str, topic: str, seed: int, as_json: bool) -> None:
+        """Write V1 of a new piece in the persona's voice (learned preferences included)."""
+        content, v1 = generate_content(ctx.store, _content_store(ctx), ctx.llm, persona_id=persona_id, topic=topic,
+                                       seed=seed)
+        emit({"content": content.model_dump(mode="json"), "version": version_data(v1)}, as_json=as_json,
+             human=version_text(v1, head=f"{content.id}  by {content.persona_id}@{content.persona_version}  ",
+                                language=content.language))
+
+    @content_group.command("list")
+    @click.option("--persona", "persona_id", default=None)
+    @json_option
+    @click.pass_obj
+    def content_list(ctx: CliContext, persona_id: str | None, as_json: bool) -> None:
+        """Content items, newest first."""
+        cs = _content_store(ctx)
+        items = cs.list_contents(persona_id=persona_id)
+        rows = [{**c.model_dump(mode="json"), "latest": cs.get_version(c.id).version} for c in items]
+        emit(rows, as_json=as_json,
+             human="\n".join(f"{r['id']}  V{r['latest']}  {r['persona_id']}  {r['topic']}" for r in rows)
+             or "no content yet")
+
+    @content_group.command("show")
+    @click.argument("content_id")
+    @click.option("--version", "version", type=int, default=None, help="Default: the latest.")
+    @json_option
+    @click.pass_obj
+    def content_show(ctx: CliContext, content_id: str, version: int | None, as_json: bool) -> None:
+        """Show one version of a piece."""
+        cs = _content_store(ctx)
+        v = cs.get_version(content_id, version)
+        emit(version_data(v), as_json=as_json,
+             human=version_text(v, head=f"{content_id}  ", language=cs.get_content(content_id).language))
+
+    @content_group.command("history")
+    @click.argument("content_id")
+    @json_option
+    @click.pass_obj
+    def content_history(ctx: CliContext, content_id: str, as_json: bool) -> None:
+        """The version chain and the revision chat of a piece."""
+        cs = _content_store(ctx)
+        versions = cs.versions(content_id)
+        if not versions:
+            cs.get_content(content_id)  # raises NotFound
+        session = cs.get_session(content_id)
+        messages = cs.messages(session.id) if session else []
+        data = {"content_id": content_id,
+                "versions": [{k: v for k, v in version_data(x).items() if k not in ("body",)} for x in versions],
+                "messages": [m.model_dump(mode="json") for m in messages]}
+        unit = "字" if cs.get_content(content_id).language == "zh" else "words"
+        lines = [f"V{v.version}  {v.word_count:>5} {unit}  {v.source:<8} {v.title}" for v in versions]
+        if messages:
+            lines.append("")
+            lines += [f"[{m.role}] {m.content}" for m in messages]
+        emit(data, as_json=as_json, human="\n".join(lines))
+
+    @content_group.command("diff")
+    @click.argument("content_id")
+    @click.argument("a", type=int)
+    @click.argument("b", type=int)
+    @json_option
+    @click.pass_obj
+    def content_diff(ctx: CliContext, content_id: str, a: int, b: int, as_json: bool) -> None:
+        """Word-level diff of two versions (zh: character-level)."""
+        cs = _content_store(ctx)
+        content = cs.get_content(content_id)
+        diff = diff_versions(cs.get_version(content_id, a), cs.get_version(content_id, b), content.language)
+        emit(diff.model_dump(mode="json"), as_json=as_json, human=diff.render())
+
+    @content_group.command("rollback")
+    @click.argument("content_id")
+    @click.argument("version", type=int)
+    @json_option
+    @click.pass_obj
+    def content_rollback(ctx: CliContext, content_id: str, version: int, as_json: bool) -> None:
+        """Make an old version current again (as a new version; nothing is deleted)."""
+        v = rollback(_content_store(ctx), content_id, version)
+        emit(version_data(v), as_json=as_json, human=f"{content_id}: V{v.version} = V{version} (rollback)")
+
+    @cli.command("revise")
+    @click.argument("content_id")
+    @click.argument("suggestion")
+    @click.option("--regenerate/--no-regenerate", default=True, show_default=True,
+                  help="--no-regenerate only records the suggestion; the next edit applies all pending ones.")
+    @click.option("--seed", type=int, default=0, show_default=True)
+    @json_option
+    @click.pass_obj
+    def revise_cmd(ctx: CliContext, content_id: str, suggestion: str, regenerate: bool, seed: int,
+                   as_json: bool) -> None:
+        """Send a suggestion to a piece's revision chat."""
+        from furnace.revision import revise
+
+        out = revise(ctx.store, _content_store(ctx), ctx.llm, content_id, suggestion, regenerate=regenerate,
+                     seed=seed)
+        data: dict[str, Any] = {
+            "status": out.status, "reply": out.reply.content, "steps": [s.value for s in out.steps],
+            "pending": list(out.pending),
+            "version": version_data(out.version) if out.version else None,
+            "revision_id": out.revision.id if out.revision else None,
+            "learned": [p.model_dump(mode="json") for p in out.learned.learned] if out.learned else [],
+            "persona_version": out.learned.persona_ref.version if out.learned and out.learned.persona_ref else None,
+        }
+        human = out.reply.content
+        if out.learned and out.learned.learned:
+            ref = out.learned.persona_ref
+            where = f" → {ref.id}@{ref.version}" if ref else ""
+            human += "\nlearned: " + ", ".join(f"{p.dimension}={p.value}" for p in out.learned.learned) + where
+        emit(data, as_json=as_json, human=human)
+        if out.status == "failed":
+            raise click.exceptions.Exit(1)
+
+    @cli.command("prefs")
+    @click.argument("persona_id")
+    @click.option("--learn-pending", is_flag=True,
+                  help="First learn from every revision not processed yet (what the preference flow does).")
+    @json_option
+    @click.pass_obj
+    def prefs_cmd(ctx: CliContext, persona_id: str, learn_pending: bool, as_json: bool) -> None:
+        """A persona's learned style preferences (latest version)."""
+        report = None
+        if learn_pending:
+            from furnace.preferences import process_unprocessed
+
+            report = process_unprocessed(ctx.store, _content_store(ctx), ctx.llm)
+        elixir = ctx.store.get_elixir(persona_id)
+        data = prefs_data(elixir)
+        human = prefs_text(elixir)
+        if report is not None:
+            data["batch"] = report.as_dict()
+            human = (f"learned from {report.processed} pending revision(s) ({report.learned} with preferences, "
+                     f"{report.failed} failed)\n") + human
+        emit(data, as_json=as_json, human=human)
