@@ -23,6 +23,7 @@ from furnace.errors import FurnaceError  # noqa: E402
 _GROUPS = [
     "furnace.cli.elixir_cmd",
     "furnace.cli.fusion_cmd",
+    "furnace.cli.registry_cmd",
     "furnace.cli.experiment_cmd",
     "furnace.cli.content_cmd",
     "furnace.cli.arena_cmd",

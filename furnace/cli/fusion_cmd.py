@@ -125,6 +125,9 @@ def register(cli: click.Group) -> None:
         ref = promote(obj.store, agent_id, name)
         emit(ref.model_dump() | {"from_agent": agent_id}, as_json=as_json,
              human=f"promoted {agent_id} → {ref.id} v{ref.version} ({ref.content_hash[:12]})")
+        from furnace.cli.registry_cmd import register_promoted  # the prompt registry part (issue 8)
+
+        register_promoted(obj, agent_id, ref, quiet=as_json)
 
     @cli.command("lineage")
     @click.argument("node_id")

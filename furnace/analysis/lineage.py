@@ -1,0 +1,126 @@
+"""Lineage and experiment analysis over DataFrames (pure pandas, no I/O).
+
+Inputs are the frames of :mod:`furnace.adapters.duckdb_analysis` (or any frame
+with the same columns): ``edges`` (parent, child, operator, ...) and
+``individuals`` (experiment_id, generation, agent_id, operator, parents,
+fitness, ...). Hand-built frames work the same, which is how the tests use them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pandas as pd
+
+from furnace.errors import InputError
+
+SEED_OPERATOR = "seed"
+
+
+def ancestry(edges: pd.DataFrame, node: str, *, max_depth: int | None = None) -> pd.DataFrame:
+    """The ancestors of ``node`` as rows (id, depth, via, operator), breadth first.
+
+    Each ancestor keeps its shortest depth; ``via`` is the (smallest) descendant
+    it was reached through and ``operator`` the operator of that edge — the same
+    answer as :meth:`furnace.store.ElixirStore.ancestors`.
+    """
+    by_child: dict[str, list[tuple[str, str]]] = {}
+    for parent, child, op in edges[["parent", "child", "operator"]].itertuples(index=False):
+        by_child.setdefault(child, []).append((parent, op))
+    seen = {node}
+    rows: list[dict[str, object]] = []
+    frontier, depth = [node], 0
+    while frontier and (max_depth is None or depth < max_depth):
+        depth += 1
+        found: dict[str, tuple[str, str]] = {}
+        for child in sorted(frontier):
+            for parent, op in sorted(by_child.get(child, [])):
+                if parent not in seen and (parent not in found or (child, op) < found[parent]):
+                    found[parent] = (child, op)
+        for parent in sorted(found):
+            seen.add(parent)
+            rows.append({"id": parent, "depth": depth, "via": found[parent][0], "operator": found[parent][1]})
+        frontier = list(found)
+    return pd.DataFrame(rows, columns=["id", "depth", "via", "operator"])
+
+
+def ancestor_pairs(edges: pd.DataFrame, nodes: Iterable[str] | None = None) -> pd.DataFrame:
+    """Every (descendant, ancestor, depth) pair for ``nodes`` (default: every child in ``edges``)."""
+    targets = sorted(set(edges["child"]) if nodes is None else set(nodes))
+    frames = []
+    for node in targets:
+        anc = ancestry(edges, node)
+        if not anc.empty:
+            frames.append(pd.DataFrame({"descendant": node, "ancestor": anc["id"], "depth": anc["depth"]}))
+    if not frames:
+        return pd.DataFrame(columns=["descendant", "ancestor", "depth"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def first_records(individuals: pd.DataFrame) -> pd.DataFrame:
+    """One row per (experiment, agent): its earliest evaluation (a child bred again later is the same agent)."""
+    ordered = individuals.sort_values(["experiment_id", "generation", "agent_id"], kind="stable")
+    return ordered.drop_duplicates(["experiment_id", "agent_id"], keep="first").reset_index(drop=True)
+
+
+def best_agent(individuals: pd.DataFrame, experiment_id: str | None = None, *, bred_only: bool = False) -> pd.Series:
+    """The fittest individual (ties: earlier generation, then smaller agent id); ``bred_only``
+    leaves out the seeds (library elixirs), e.g. to pick an agent for the prompt registry."""
+    frame = individuals if experiment_id is None else individuals[individuals["experiment_id"] == experiment_id]
+    if bred_only:
+        frame = frame[frame["operator"] != SEED_OPERATOR]
+    if frame.empty:
+        raise InputError("no individuals to rank" + (f" in {experiment_id}" if experiment_id else ""))
+    ranked = frame.sort_values(["fitness", "generation", "agent_id"], ascending=[False, True, True], kind="stable")
+    return ranked.iloc[0]
+
+
+def with_parent_fitness(individuals: pd.DataFrame) -> pd.DataFrame:
+    """Bred individuals (not seeds) with ``parent_best`` (the fittest parent's fitness),
+    ``gain`` (child minus that) and ``success`` (child strictly fitter than every parent)."""
+    firsts = first_records(individuals)
+    fitness = {(e, a): f for e, a, f in firsts[["experiment_id", "agent_id", "fitness"]].itertuples(index=False)}
+    bred = firsts[firsts["operator"] != SEED_OPERATOR].copy()
+    bred["parent_best"] = [
+        max((fitness.get((exp, p), 0.0) for p in parents), default=0.0)
+        for exp, parents in bred[["experiment_id", "parents"]].itertuples(index=False)
+    ]
+    bred["gain"] = bred["fitness"] - bred["parent_best"]
+    bred["success"] = bred["gain"] > 0
+    return bred.reset_index(drop=True)
+
+
+def operator_success(individuals: pd.DataFrame) -> pd.DataFrame:
+    """Per operator: children bred, successes (child fitter than its parents), success rate, mean gain."""
+    bred = with_parent_fitness(individuals)
+    cols = ["operator", "children", "successes", "success_rate", "mean_gain"]
+    if bred.empty:
+        return pd.DataFrame(columns=cols)
+    out = bred.groupby("operator", sort=True).agg(
+        children=("agent_id", "size"), successes=("success", "sum"), mean_gain=("gain", "mean"))
+    out["success_rate"] = out["successes"] / out["children"]
+    out["successes"] = out["successes"].astype(int)
+    return out.reset_index()[cols]
+
+
+def fitness_by_generation(individuals: pd.DataFrame) -> pd.DataFrame:
+    """Per experiment and generation: individuals evaluated, best, mean and worst fitness."""
+    out = individuals.groupby(["experiment_id", "generation"], sort=True)["fitness"].agg(
+        count="size", best="max", mean="mean", worst="min")
+    return out.reset_index()
+
+
+def fitness_by_operator(individuals: pd.DataFrame) -> pd.DataFrame:
+    """Per operator (``seed`` = the initial population): count, mean and best fitness of first evaluations."""
+    out = first_records(individuals).groupby("operator", sort=True)["fitness"].agg(
+        count="size", mean="mean", best="max")
+    return out.reset_index()
+
+
+def lineage_layout(individuals: pd.DataFrame, experiment_id: str) -> pd.DataFrame:
+    """Plot positions for an experiment's DAG: x = first generation, y = rank within it (fittest on top)."""
+    firsts = first_records(individuals[individuals["experiment_id"] == experiment_id])
+    firsts = firsts.sort_values(["generation", "fitness", "agent_id"], ascending=[True, False, True])
+    firsts["x"] = firsts["generation"].astype(float)
+    firsts["y"] = -firsts.groupby("generation").cumcount().astype(float)
+    return firsts[["agent_id", "generation", "operator", "fitness", "parents", "x", "y"]].reset_index(drop=True)

@@ -1,0 +1,62 @@
+"""A small DuckDB home for the reader and registry tests: two library elixirs and three agents."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+LIBRARY_DIR = Path(__file__).resolve().parents[2] / "data" / "elixirs"
+
+
+@dataclass
+class Lab:
+    settings: Any
+    db: Any
+    store: Any
+    llm: Any
+    crossover: Any
+    mutant: Any
+    grandchild: Any
+
+
+@pytest.fixture()
+def lab(settings) -> Lab:
+    from furnace.adapters.duckdb_kv import DuckDBKV
+    from furnace.adapters.factory import build_db, build_llm, build_store
+    from furnace.embedding import HashEmbedder
+    from furnace.fusion import fuse
+    from furnace.importers import import_file
+    from furnace.synthesis import SynthesisCache
+
+    db = build_db(settings)
+    store = build_store(settings, db=db)
+    for name in ("data-science-mentor", "viral-copywriter"):
+        import_file(LIBRARY_DIR / f"{name}.yaml", store)
+    llm = build_llm(settings, db=db)
+    kw = dict(llm=llm, embedder=HashEmbedder(), cache=SynthesisCache(DuckDBKV(db)), settings=settings)
+    cross = fuse(store, ["data-science-mentor", "viral-copywriter"], operator="crossover", **kw).agent
+    mutant = fuse(store, ["data-science-mentor"], operator="mutation", seed=3, **kw).agent
+    grandchild = fuse(store, [cross.id], operator="mutation", seed=5, **kw).agent
+    return Lab(settings, db, store, llm, cross, mutant, grandchild)
+
+
+@pytest.fixture(scope="session")
+def _mlflow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An initialised, empty MLflow sqlite store (creating the tables costs ~3 s; copying it, nothing)."""
+    from mlflow import MlflowClient
+
+    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
+    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
+    return path
+
+
+@pytest.fixture()
+def mlflow_ready(settings, _mlflow_template: Path) -> str:
+    """The test home's tracking URI, backed by a copy of the initialised template store."""
+    import shutil
+
+    shutil.copyfile(_mlflow_template, settings.home / "mlflow.db")
+    return settings.tracking_uri

@@ -1,0 +1,114 @@
+"""furnace.analysis.lineage on a small hand-built DAG and experiment (exact values)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import furnace.analysis as fa
+from furnace.errors import InputError
+
+EDGES = pd.DataFrame(
+    [("a", "c", "crossover"), ("b", "c", "crossover"), ("a", "d", "mutation"),
+     ("c", "e", "crossover"), ("d", "e", "crossover"), ("c", "f", "mutation")],
+    columns=["parent", "child", "operator"],
+)
+
+
+def individuals() -> pd.DataFrame:
+    rows = [
+        (0, "a", "seed", [], 0.5), (0, "b", "seed", [], 0.7),
+        (1, "c", "crossover", ["a", "b"], 0.8), (1, "d", "mutation", ["a"], 0.4),
+        (2, "e", "crossover", ["c", "d"], 0.75), (2, "c", "crossover", ["a", "b"], 0.8),
+        (2, "f", "mutation", ["c"], 0.9),
+    ]
+    return pd.DataFrame([("exp", g, a, op, p, f) for g, a, op, p, f in rows],
+                        columns=["experiment_id", "generation", "agent_id", "operator", "parents", "fitness"])
+
+
+def test_ancestry_is_breadth_first_with_shortest_depth_and_smallest_via() -> None:
+    anc = fa.ancestry(EDGES, "e")
+    assert anc.to_dict("records") == [
+        {"id": "c", "depth": 1, "via": "e", "operator": "crossover"},
+        {"id": "d", "depth": 1, "via": "e", "operator": "crossover"},
+        {"id": "a", "depth": 2, "via": "c", "operator": "crossover"},
+        {"id": "b", "depth": 2, "via": "c", "operator": "crossover"},
+    ]
+    assert list(fa.ancestry(EDGES, "e", max_depth=1)["id"]) == ["c", "d"]
+    assert list(fa.ancestry(EDGES, "f")[["id", "depth"]].itertuples(index=False, name=None)) == [
+        ("c", 1), ("a", 2), ("b", 2)]
+    assert fa.ancestry(EDGES, "a").empty
+
+
+def test_ancestor_pairs_cover_every_child() -> None:
+    pairs = fa.ancestor_pairs(EDGES)
+    assert len(pairs) == 10
+    assert sorted(pairs[pairs["descendant"] == "f"]["ancestor"]) == ["a", "b", "c"]
+    assert set(pairs["descendant"]) == {"c", "d", "e", "f"}
+    assert fa.ancestor_pairs(EDGES, nodes=["a"]).empty
+
+
+def test_best_agent_and_ties() -> None:
+    assert fa.best_agent(individuals())["agent_id"] == "f"
+    tied = pd.DataFrame({"experiment_id": ["x", "x", "x"], "generation": [2, 1, 1], "agent_id": ["p", "r", "q"],
+                         "operator": ["mutation", "crossover", "seed"], "fitness": [0.9, 0.9, 0.95]})
+    assert fa.best_agent(tied)["agent_id"] == "q"
+    assert fa.best_agent(tied, bred_only=True)["agent_id"] == "r"  # earlier generation wins the tie
+    with pytest.raises(InputError):
+        fa.best_agent(tied, "nope")
+
+
+def test_operator_success_counts_each_child_once() -> None:
+    out = fa.operator_success(individuals()).set_index("operator")
+    assert out.loc["crossover", "children"] == 2 and out.loc["crossover", "successes"] == 1
+    assert out.loc["crossover", "success_rate"] == 0.5
+    assert out.loc["crossover", "mean_gain"] == pytest.approx(((0.8 - 0.7) + (0.75 - 0.8)) / 2)
+    assert out.loc["mutation", "children"] == 2 and out.loc["mutation", "successes"] == 1
+    assert out.loc["mutation", "mean_gain"] == pytest.approx(0.0)
+    bred = fa.with_parent_fitness(individuals()).set_index("agent_id")
+    assert bred.loc["e", "parent_best"] == 0.8 and not bred.loc["e", "success"]
+    assert bred.loc["f", "success"]
+
+
+def test_fitness_by_generation_and_operator() -> None:
+    gen = fa.fitness_by_generation(individuals())
+    assert list(gen["count"]) == [2, 2, 3]
+    assert list(gen["best"]) == [0.7, 0.8, 0.9] and list(gen["worst"]) == [0.5, 0.4, 0.75]
+    assert gen["mean"].tolist() == pytest.approx([0.6, 0.6, (0.75 + 0.8 + 0.9) / 3])
+    ops = fa.fitness_by_operator(individuals()).set_index("operator")
+    assert ops["count"].to_dict() == {"crossover": 2, "mutation": 2, "seed": 2}
+    assert ops["mean"].to_dict() == pytest.approx({"crossover": 0.775, "mutation": 0.65, "seed": 0.6})
+    assert ops["best"].to_dict() == {"crossover": 0.8, "mutation": 0.9, "seed": 0.7}
+
+
+def test_lineage_layout_ranks_within_first_generation() -> None:
+    layout = fa.lineage_layout(individuals(), "exp").set_index("agent_id")
+    assert layout[["x", "y"]].to_dict("index") == {
+        "b": {"x": 0.0, "y": 0.0}, "a": {"x": 0.0, "y": -1.0}, "c": {"x": 1.0, "y": 0.0},
+        "d": {"x": 1.0, "y": -1.0}, "f": {"x": 2.0, "y": 0.0}, "e": {"x": 2.0, "y": -1.0}}
+
+
+def test_plot_lineage_draws_every_agent() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from furnace.analysis.plots import plot_lineage
+
+    ax = plot_lineage(fa.lineage_layout(individuals(), "exp"), highlight={"f", "c", "a", "b"})
+    dots = sum(len(c.get_offsets()) for c in ax.collections)
+    assert dots == 6 + 4  # every agent, plus a ring around each highlighted one
+    assert len(ax.lines) == 6  # one line per parent link of each first evaluation
+    plt.close("all")
+
+
+def test_all_lists_every_public_analysis_function() -> None:
+    import inspect
+
+    from furnace.analysis import distance, lineage, revisions, runs
+
+    public = {name for module in (distance, lineage, revisions, runs)
+              for name, obj in vars(module).items()
+              if inspect.isfunction(obj) and obj.__module__ == module.__name__ and not name.startswith("_")}
+    assert public - {"as_elixir"} == set(fa.__all__)
