@@ -1,0 +1,138 @@
+"""Evolution benchmark: concurrency vs the ideal and a sequential loop, re-run cost, search quality.
+
+All with the offline engine behind the latency-injected fake (50 ms per model call), the
+in-memory store and caches, and the hash embedder; baselines are measured in the same run.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from furnace.elixir import Elixir, parse_elixir
+from furnace.evolution.config import parse_config
+from furnace.evolution.local import memory_evolution
+from furnace.llm import Completion, LLMRequest
+from furnace.llm_cache import CachedLLM
+from furnace.offline import OfflineEngine
+from furnace.scoring.brief import brief_fit
+from furnace.scoring.probes import load_probe_set
+from furnace.testing import SlowLLM
+
+LATENCY = 0.05
+REPO = Path(__file__).resolve().parents[1]
+BASE = {
+    "name": "bench", "seed": 5, "population": 16, "generations": 4, "concurrency": 8,
+    "seeds": {"language": "en"}, "selection": {"tournament_size": 3, "elitism": 1},
+    "probes": {"set": "writing-en", "limit": 4},
+    "scorers": {"constraints": 0.2, "fidelity": 0.2, "brief_fit": 0.5, "diversity": 0.1},
+}
+
+
+def _library() -> list[Elixir]:
+    found = [parse_elixir(yaml.safe_load(p.read_text(encoding="utf-8")))
+             for p in sorted((REPO / "data" / "elixirs").glob("*.yaml"))]
+    return [e for e in found if e.language == "en"]
+
+
+class _Recorder:
+    """Records the requests that reach the (slow) model, to replay them sequentially."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.model_name = inner, inner.model_name
+        self.requests: list[LLMRequest] = []
+        self._lock = threading.Lock()
+
+    def complete(self, request: LLMRequest) -> Completion:
+        with self._lock:
+            self.requests.append(request)
+        return self.inner.complete(request)
+
+
+def _concurrency_and_rerun() -> bool:
+    from furnace.adapters.duckdb_db import Database
+    from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+
+    seeds = _library()
+    config = parse_config(BASE)
+    recorder = _Recorder(SlowLLM(OfflineEngine(), LATENCY))
+    folder = Path(tempfile.mkdtemp(prefix="furnace-bench-"))
+    results = DuckDBExperimentResults(Database(folder / "furnace.duckdb"))  # records as in a real run
+    evo = memory_evolution(config, seeds, llm=CachedLLM(recorder), results=results)
+    started = time.perf_counter()
+    report = evo.run()
+    wall = time.perf_counter() - started
+    calls = len(recorder.requests)
+    ideal = calls * LATENCY / config.concurrency
+    print(f"   evolution: {calls} model calls, wall {wall:.2f}s, ideal {ideal:.2f}s "
+          f"(calls x {LATENCY * 1000:.0f}ms / {config.concurrency}) -> {wall / ideal:.2f}x ideal (target <= 1.25x)")
+
+    slow = SlowLLM(OfflineEngine(), LATENCY)
+    started = time.perf_counter()
+    for request in recorder.requests:  # what a user would write by hand: one call after another
+        slow.complete(request)
+    sequential = time.perf_counter() - started
+    print(f"   sequential loop of the same calls: {sequential:.2f}s -> evolution {sequential / wall:.1f}x faster "
+          "(target >= 5x)")
+
+    again = memory_evolution(config, seeds, llm=CachedLLM(recorder),
+                             results=DuckDBExperimentResults(Database(folder / "furnace.duckdb")),
+                             store=evo.breeder.store)  # type: ignore[attr-defined]
+    before = len(recorder.requests)
+    started = time.perf_counter()
+    rerun = again.run()
+    rerun_wall = time.perf_counter() - started
+    rerun_calls = len(recorder.requests) - before
+    same = rerun.result_signature() == report.result_signature()
+    print(f"   re-run of the finished experiment (records read back from DuckDB): {rerun_calls} model calls, wall {rerun_wall:.2f}s = "
+          f"{rerun_wall / wall:.0%} of the first (target 0 calls, <= 15%); same result: {same}")
+    shutil.rmtree(folder, ignore_errors=True)
+    return wall / ideal <= 1.25 and sequential / wall >= 5 and rerun_calls == 0 and rerun_wall <= 0.15 * wall and same
+
+
+def _search_quality(seed: int) -> tuple[float, float, int]:
+    """Best brief fit found by evolution vs by random fusions with the same number of model calls."""
+    seeds = _library()
+    probes = load_probe_set("writing-en").head(1)
+    brief = probes.brief
+    assert brief is not None
+    config = parse_config({**BASE, "seed": seed, "population": 8, "generations": 4, "concurrency": 4,
+                           "probes": {"set": "writing-en", "limit": 1}, "scorers": {"brief_fit": 1.0}})
+    evo = memory_evolution(config, seeds, llm=CachedLLM(OfflineEngine()), probes=probes)
+    report = evo.run()
+    budget = evo.metered.meter.calls
+    evolved = report.leaderboard[0]["objectives"]["brief_fit"]
+
+    rng = random.Random(seed)
+    rand = memory_evolution(config, seeds, llm=CachedLLM(OfflineEngine()), probes=probes)
+    best = max(brief_fit(e, brief).value for e in seeds)
+    while rand.metered.meter.calls < budget:
+        operator = rng.choice(["crossover", "mutation"])
+        parents = rng.sample(seeds, 2 if operator == "crossover" else 1)
+        try:
+            child = rand.breeder([p.ref for p in parents], operator, rng.randrange(2**31),
+                                 {"rate": 0.25} if operator == "mutation" else {}, rand.metered)
+        except Exception:  # a refused fusion still cost its calls
+            continue
+        best = max(best, brief_fit(child.elixir, brief).value)
+    return evolved, best, budget
+
+
+def run() -> bool:
+    """Print the figures and ratios; True when every target is met."""
+    ok = _concurrency_and_rerun()
+    results = [_search_quality(s) for s in range(1, 6)]
+    evo_median = statistics.median(r[0] for r in results)
+    rand_median = statistics.median(r[1] for r in results)
+    print(f"   search quality (best brief fit, median of 5 seeds, ~{results[0][2]} model calls each): "
+          f"evolution {evo_median:.3f} vs random fusions {rand_median:.3f} "
+          f"({'evolution wins' if evo_median > rand_median else 'evolution does NOT win'})")
+    return ok and evo_median > rand_median

@@ -1,0 +1,243 @@
+"""``furnace experiment run|list|show``, ``furnace sweep`` and ``furnace serve``.
+
+The plain ``experiment run`` runs the evolution loop in-process (no Prefect
+server needed, so ``make demo`` stays fast); ``--prefect`` runs the same work
+as a Prefect flow instead.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from furnace.cli.context import CliContext, emit, json_option
+from furnace.errors import BudgetExceeded, InputError, NotFound
+
+
+def flows_module(name: str) -> Any:
+    """Import ``flows.<name>`` (the flows live next to the package in the repository)."""
+    import importlib
+    import sys
+
+    root = str(Path(__file__).resolve().parents[2])
+    if (Path(root) / "flows").is_dir() and root not in sys.path:
+        sys.path.append(root)
+    try:
+        return importlib.import_module(f"flows.{name}")
+    except ModuleNotFoundError as err:
+        raise InputError(f"the Prefect flows are not available ({err}); run from a furnace checkout") from None
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr (silent when stderr is not wanted)."""
+
+    def __init__(self, enabled: bool = True, width: int = 24) -> None:
+        self.enabled, self.width = enabled, width
+        self._last = ""
+        self._started = time.perf_counter()
+
+    def __call__(self, p: Any) -> None:
+        if not self.enabled:
+            return
+        filled = int(self.width * p.done / p.total) if p.total else self.width
+        line = (f"\rgeneration {p.generation}/{p.generations} [{'#' * filled}{'.' * (self.width - filled)}] "
+                f"{p.done}/{p.total}  best {p.best:.3f}  {time.perf_counter() - self._started:5.1f}s")
+        if line != self._last:
+            self._last = line
+            click.echo(line, nl=p.done == p.total, err=True)
+
+
+@dataclass
+class Prepared:
+    """A ready-to-run experiment and what the CLI needs around it."""
+
+    evolution: Any
+    estimate: Any
+    llm: Any
+
+
+def prepare(ctx: CliContext, config: Any, *, progress: Any = None, track: bool = True,
+            probes_dir: Path | None = None) -> Prepared:
+    """Build the experiment's collaborators from settings (the only place adapters are built)."""
+    from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+    from furnace.adapters.duckdb_kv import DuckDBKV
+    from furnace.adapters.factory import build_llm
+    from furnace.evolution.breeding import FusionBreeder
+    from furnace.evolution.engine import Evolution, experiment_inputs
+    from furnace.evolution.estimate import estimate
+    from furnace.evolution.seeds import select_seeds
+    from furnace.evolution.tracker import NullTracker
+    from furnace.scoring.probes import load_probe_set
+    from furnace.synthesis import SynthesisCache
+
+    settings = ctx.settings
+    if config.model and config.model != settings.model:
+        settings = settings.model_copy(update={"model": config.model})
+        llm = build_llm(settings, db=ctx.db)
+    else:
+        llm = ctx.llm
+    probes = load_probe_set(config.probes.set, search_dir=probes_dir).head(config.probes.limit)
+    seeds = select_seeds(ctx.store, config)
+    experiment_id = config.experiment_id(llm.model_name, experiment_inputs(seeds[: config.population], probes))
+    run_llm = llm.for_run(experiment_id) if hasattr(llm, "for_run") else llm
+    if track:
+        from furnace.adapters.mlflow_tracker import MLflowTracker
+
+        tracker: Any = MLflowTracker(settings.tracking_uri)
+    else:
+        tracker = NullTracker()
+    breeder = FusionBreeder(ctx.store, embedder=ctx.embedder,
+                            cache=SynthesisCache(DuckDBKV(ctx.db), ttl_s=settings.synth_ttl_s), settings=settings)
+    evo = Evolution(config, probes, seeds, run_llm, breeder, DuckDBExperimentResults(ctx.db),
+                    embedder=ctx.embedder, tracker=tracker, progress=progress)
+    return Prepared(evo, estimate(config, len(probes.probes)), llm)
+
+
+def check_budget(prepared: Prepared, *, yes: bool, as_json: bool) -> None:
+    """Print the estimate; refuse when it exceeds the budget unless ``yes``."""
+    est, cfg = prepared.estimate, prepared.evolution.config
+    usd = f", ~${est.usd:.2f}" if est.usd else (", $0 (offline engine)" if "offline" in prepared.llm.model_name else "")
+    if not as_json:
+        click.echo(f"estimate: ~{est.calls} model calls (~{est.calls_per_generation}/generation), "
+                   f"~{est.tokens:,} tokens{usd}; cached calls are free", err=True)
+    over = est.over_budget(cfg)
+    if over and not yes:
+        raise BudgetExceeded("estimate exceeds the budget: " + "; ".join(over) + " (run with --yes to start anyway;"
+                             " the run still stops at the budget)")
+
+
+def run_experiment_file(ctx: CliContext, file: str, *, yes: bool = False, as_json: bool = False,
+                        track: bool = True, quiet: bool = False) -> Any:
+    """Load, estimate, run and return the report of one experiment file."""
+    from furnace.evolution.config import load_config
+
+    config = load_config(file)
+    bar = ProgressBar(enabled=not quiet and not as_json)
+    prepared = prepare(ctx, config, progress=bar, track=track, probes_dir=Path(file).resolve().parent.parent / "probes")
+    check_budget(prepared, yes=yes, as_json=as_json)
+    return prepared.evolution.run()
+
+
+def register(cli: click.Group) -> None:
+    """Add the experiment commands."""
+
+    @cli.group("experiment")
+    def experiment_group() -> None:
+        """Evolution experiments: run, list, show."""
+
+    @experiment_group.command("run")
+    @click.argument("file", type=click.Path(exists=True, dir_okay=False))
+    @click.option("--yes", is_flag=True, help="Start even when the estimate exceeds the budget.")
+    @click.option("--no-mlflow", is_flag=True, help="Do not log to MLflow.")
+    @click.option("--prefect", is_flag=True, help="Run as a Prefect flow (needs a server or starts a temporary one).")
+    @click.option("--runner", type=click.Choice(["threads", "dask"]), default="threads", help="Prefect task runner.")
+    @json_option
+    @click.pass_obj
+    def run_cmd(obj: CliContext, file: str, yes: bool, no_mlflow: bool, prefect: bool, runner: str, as_json: bool) -> None:
+        """Run (or resume) the experiment in FILE and print its report."""
+        from furnace.evolution.report import render_report
+
+        if prefect:
+            data = flows_module("evolution").evolution_flow(str(Path(file).resolve()), home=str(obj.settings.home), yes=yes,
+                                  track=not no_mlflow, runner=runner)
+            emit(data, as_json=as_json, human=data.get("text"))
+            return
+        report = run_experiment_file(obj, file, yes=yes, as_json=as_json, track=not no_mlflow)
+        emit(report.as_dict(), as_json=as_json, human=render_report(report))
+
+    @experiment_group.command("list")
+    @json_option
+    @click.pass_obj
+    def list_cmd(obj: CliContext, as_json: bool) -> None:
+        """Experiments recorded in DuckDB, newest first."""
+        from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+
+        rows: list[dict[str, Any]] = [{"experiment_id": e.experiment_id, "name": e.name, "model": e.model, "status": e.status,
+                 "best_agent": e.summary.get("best_agent"), "best_fitness": e.summary.get("best_fitness"),
+                 "generations": e.summary.get("generations")}
+                for e in DuckDBExperimentResults(obj.db).list_experiments()]
+        lines = [f"{r['experiment_id']:<32} {r['status'][:30]:<30} best {r['best_fitness'] or 0:.3f} "
+                 f"{r['best_agent'] or '-'}" for r in rows] or ["no experiments yet (furnace experiment run FILE)"]
+        emit(rows, as_json=as_json, human="\n".join(lines))
+
+    @experiment_group.command("show")
+    @click.argument("experiment_id")
+    @json_option
+    @click.pass_obj
+    def show_cmd(obj: CliContext, experiment_id: str, as_json: bool) -> None:
+        """Generations, leaderboard and failures of one experiment."""
+        from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+
+        results = DuckDBExperimentResults(obj.db)
+        exp = results.get_experiment(experiment_id)
+        if exp is None:
+            raise NotFound(f"no experiment {experiment_id!r} (see furnace experiment list)")
+        gens = results.generations(experiment_id)
+        individuals = results.individuals(experiment_id)
+        unique: dict[str, Any] = {}
+        for r in individuals:
+            unique.setdefault(r.agent_id, r)
+        board = sorted(unique.values(), key=lambda r: (-r.fitness, r.agent_id))[:10]
+        failures: list[dict[str, Any]] = [
+            {"agent_id": r.agent_id, "generation": r.generation, "reasons": list(r.failure_reasons)}
+                    for r in individuals if r.failures]
+        data: dict[str, Any] = {"experiment_id": exp.experiment_id, "name": exp.name, "model": exp.model, "status": exp.status,
+                "summary": exp.summary, "config": exp.config,
+                "generations": [{"generation": g.generation, "best_fitness": g.best_fitness, "mean_fitness": g.mean_fitness,
+                                 "calls": g.calls, "cached_calls": g.cached_calls, "weights": g.operator_weights}
+                                for g in gens],
+                "leaderboard": [{"agent_id": r.agent_id, "generation": r.generation, "operator": r.operator,
+                                 "fitness": r.fitness, "objectives": r.objectives} for r in board],
+                "failures": failures}
+        lines = [f"{exp.experiment_id} ({exp.name}) — {exp.status}; model {exp.model}", "generation  best    mean   calls"]
+        lines += [f"{g.generation:>10}  {g.best_fitness:.3f}  {g.mean_fitness:.3f}  {g.calls:>5}" for g in gens]
+        lines += ["leaderboard"] + [f"  {r.agent_id:<26} gen {r.generation} {r.operator:<9} {r.fitness:.3f}" for r in board]
+        if failures:
+            lines.append(f"{len(failures)} individual(s) with failure scores, e.g. "
+                         f"{failures[0]['agent_id']}: {(failures[0]['reasons'] or ['?'])[0]}")
+        emit(data, as_json=as_json, human="\n".join(lines))
+
+    @cli.command("sweep")
+    @click.argument("base_id")
+    @click.option("--rates", default="0.1,0.2,0.3", show_default=True, help="Comma-separated mutation rates.")
+    @click.option("--seeds", "seeds", default="1,2", show_default=True, help="Comma-separated seeds.")
+    @click.option("--probes", "probe_set", default="writing-en", show_default=True, help="Probe set name.")
+    @click.option("--limit", type=int, default=3, show_default=True, help="Probes used.")
+    @json_option
+    @click.pass_obj
+    def sweep_cmd(obj: CliContext, base_id: str, rates: str, seeds: str, probe_set: str, limit: int, as_json: bool) -> None:
+        """Mutation sweep: BASE_ID x rates x seeds, each variant scored, one table."""
+        from furnace.adapters.duckdb_kv import DuckDBKV
+        from furnace.evolution.breeding import FusionBreeder
+        from furnace.evolution.sweep import mutation_sweep
+        from furnace.scoring.probes import load_probe_set
+        from furnace.synthesis import SynthesisCache
+
+        try:
+            rate_list = [float(r) for r in rates.split(",") if r.strip()]
+            seed_list = [int(s) for s in seeds.split(",") if s.strip()]
+        except ValueError:
+            raise InputError("--rates must be numbers and --seeds integers, comma-separated", field="rates") from None
+        breeder = FusionBreeder(obj.store, embedder=obj.embedder, settings=obj.settings,
+                                cache=SynthesisCache(DuckDBKV(obj.db), ttl_s=obj.settings.synth_ttl_s))
+        rows = mutation_sweep(obj.store.get_elixir(base_id), rate_list, seed_list, breeder=breeder, llm=obj.llm,
+                              probes=load_probe_set(probe_set).head(limit))
+        lines = [f"{'rate':>5} {'seed':>5}  {'agent':<26} fitness"] + [
+            f"{r['rate']:>5.2f} {r['seed']:>5}  {r['agent_id']:<26} {r['fitness']:.3f}" for r in rows]
+        emit(rows, as_json=as_json, human="\n".join(lines))
+
+    @cli.command("serve")
+    @click.argument("file", type=click.Path(exists=True, dir_okay=False))
+    @click.option("--cron", default="0 3 * * *", show_default=True, help="Cron schedule.")
+    @click.option("--name", default=None, help="Deployment name (default: furnace-<experiment name>).")
+    @click.pass_obj
+    def serve_cmd(obj: CliContext, file: str, cron: str, name: str | None) -> None:
+        """Serve the evolution flow for FILE on a cron schedule (needs `prefect server start`)."""
+        serve = flows_module("evolution").serve
+        click.echo(f"serving {file} on '{cron}' — needs a Prefect server (PREFECT_API_URL); Ctrl-C to stop", err=True)
+        serve(str(Path(file).resolve()), home=str(obj.settings.home), cron=cron, name=name)
+

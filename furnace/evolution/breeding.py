@@ -1,0 +1,39 @@
+"""The breeder that makes children through the furnace (``furnace.fusion.fuse``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from furnace.elixir import ElixirRef
+from furnace.errors import FurnaceError, StoreError
+from furnace.evolution.engine import Bred
+from furnace.llm import LLM
+from furnace.settings import FurnaceSettings
+
+
+class FusionBreeder:
+    """Calls ``fuse(store, parents, operator=..., seed=..., params=...)`` with the run's
+    metered model, so fusion calls count against the budget and hit the caches."""
+
+    retries = 3
+
+    def __init__(self, store: Any, *, embedder: Any, cache: Any, settings: FurnaceSettings | None = None) -> None:
+        self.store, self.embedder, self.cache, self.settings = store, embedder, cache, settings
+
+    def __call__(self, parents: Sequence[ElixirRef], operator: str, seed: int, params: dict[str, Any], llm: LLM) -> Bred:
+        from furnace.fusion import fuse
+
+        for attempt in range(self.retries + 1):
+            try:
+                result = fuse(self.store, list(parents), llm=llm, embedder=self.embedder, cache=self.cache,
+                              operator=operator, seed=seed, params=params, settings=self.settings)
+                break
+            except FurnaceError:
+                raise
+            except Exception as err:  # a storage race between threads: fuse is idempotent, so retry
+                if attempt == self.retries:
+                    raise StoreError(f"fusion storage failed after {attempt + 1} attempts: "
+                                     f"{err.__class__.__name__}: {str(err)[:160]}") from None
+        agent = result.agent
+        return Bred(agent.id, agent.elixir, agent.system_prompt, agent.lineage_hash)

@@ -1,0 +1,145 @@
+"""Experiment configuration: the YAML file, validated with errors that name the field.
+
+See ``data/experiments/demo.yaml`` for an annotated example. The experiment id
+is derived from the config's content and the model, so running the same file
+against the same model resumes the same experiment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from furnace.canonical import content_key
+from furnace.elixir import format_validation_error
+from furnace.errors import InputError, NotFound
+from furnace.scoring.fitness import SCORERS
+
+KNOWN_OPERATORS = ("crossover", "mutation", "ensemble")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Selection(_Strict):
+    """Tournament selection with elitism."""
+
+    tournament_size: int = Field(default=3, ge=1, le=64)
+    elitism: int = Field(default=1, ge=0)
+
+
+class Budget(_Strict):
+    """Hard limits on the model calls of one run (non-cached calls; cached ones are free)."""
+
+    max_calls: int | None = Field(default=None, gt=0)
+    max_tokens: int | None = Field(default=None, gt=0)
+    max_usd: float | None = Field(default=None, ge=0)
+    usd_per_1k_tokens: float = Field(default=0.0, ge=0, description="price used by the estimate")
+
+
+class ProbeChoice(_Strict):
+    """Which probe set to use and how many of its probes."""
+
+    set: str = "writing-en"
+    limit: int | None = Field(default=None, gt=0)
+
+
+class Seeds(_Strict):
+    """The initial population: library elixirs by id, or matching a query (first N by id)."""
+
+    ids: list[str] = []
+    query: str | None = None
+    language: str | None = None
+
+
+class ExperimentConfig(_Strict):
+    """One evolution experiment."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,59}$")
+    seed: int = 0
+    population: int = Field(default=8, ge=2, le=512)
+    generations: int = Field(default=3, ge=0, le=200)
+    seeds: Seeds = Seeds()
+    operators: dict[str, float] = Field(default_factory=lambda: {"crossover": 0.6, "mutation": 0.4})
+    mutation_rate: float = Field(default=0.25, gt=0, le=1)
+    adapt_operators: bool = True
+    selection: Selection = Selection()
+    probes: ProbeChoice = ProbeChoice()
+    scorers: dict[str, float] = Field(
+        default_factory=lambda: {"constraints": 0.2, "fidelity": 0.2, "tone": 0.2, "brief_fit": 0.3, "diversity": 0.1}
+    )
+    model: str | None = Field(default=None, description="litellm model string; unset = FURNACE_MODEL / offline")
+    concurrency: int = Field(default=4, ge=1, le=256)
+    budget: Budget = Budget()
+
+    @field_validator("operators")
+    @classmethod
+    def _check_operators(cls, v: dict[str, float]) -> dict[str, float]:
+        for name, weight in v.items():
+            if name not in KNOWN_OPERATORS:
+                raise ValueError(f"unknown operator {name!r} (known: {', '.join(KNOWN_OPERATORS)})")
+            if weight < 0:
+                raise ValueError(f"weight of {name} must be >= 0, got {weight}")
+        if not any(w > 0 for w in v.values()):
+            raise ValueError("at least one operator needs a positive weight")
+        return v
+
+    @field_validator("scorers")
+    @classmethod
+    def _check_scorers(cls, v: dict[str, float]) -> dict[str, float]:
+        for name, weight in v.items():
+            if name not in SCORERS:
+                raise ValueError(f"unknown scorer {name!r} (known: {', '.join(SCORERS)})")
+            if weight < 0:
+                raise ValueError(f"weight of {name} must be >= 0, got {weight}")
+        if not any(w > 0 for w in v.values()):
+            raise ValueError("at least one scorer needs a positive weight")
+        return v
+
+    @model_validator(mode="after")
+    def _check_elitism(self) -> "ExperimentConfig":
+        if self.selection.elitism >= self.population:
+            raise ValueError(
+                f"selection.elitism ({self.selection.elitism}) must be smaller than population ({self.population})"
+            )
+        return self
+
+    # --- derived ---------------------------------------------------------
+
+    @property
+    def children_per_generation(self) -> int:
+        return self.population - self.selection.elitism
+
+    def experiment_id(self, model_name: str, inputs: Any = None) -> str:
+        """Stable id: the name plus a hash of the config, the model and ``inputs`` (the seed
+        elixirs' content hashes and the probe set), so changed inputs never resume old records."""
+        digest = content_key({"config": self.model_dump(mode="json"), "model": self.model or model_name,
+                              "inputs": inputs})
+        return f"exp-{self.name.lower()}-{digest[:10]}"
+
+
+def parse_config(data: Any, *, source: str = "experiment") -> ExperimentConfig:
+    """Validate untrusted data; every problem becomes an :class:`InputError` naming the field."""
+    if not isinstance(data, dict):
+        raise InputError(f"{source}: an experiment file must be a mapping of fields")
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as err:
+        loc = ".".join(str(p) for p in err.errors()[0]["loc"])
+        raise InputError(f"{source}: {format_validation_error(err)}", field=loc or None) from None
+
+
+def load_config(path: str | Path) -> ExperimentConfig:
+    """Read and validate an experiment YAML file."""
+    path = Path(path)
+    if not path.exists():
+        raise NotFound(f"experiment file {path} not found")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise InputError(f"{path.name}: not valid YAML ({str(err).splitlines()[0]})") from None
+    return parse_config(data, source=path.name)

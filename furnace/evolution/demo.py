@@ -1,0 +1,65 @@
+"""The experiment part of ``furnace demo`` (the main job of ``make demo``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO_FILE = REPO / "data" / "experiments" / "demo.yaml"
+CHAMPION = "demo-champion"
+
+
+def _promote_and_register(ctx: Any, report: Any) -> str | None:
+    """Promote the best agent into the library and register its prompt in MLflow's Prompt Registry."""
+    best = report.best
+    if not best or not best["agent_id"].startswith("agt-"):
+        return None
+    from furnace.errors import FurnaceError
+    from furnace.fusion import promote
+
+    try:
+        ref = promote(ctx.store, best["agent_id"], name=CHAMPION)
+    except FurnaceError as err:  # e.g. a champion of another experiment holds the name
+        click.echo(f"note: best agent not promoted ({err})", err=True)
+        return None
+    try:
+        from furnace.adapters.mlflow_tracker import MLflowTracker
+
+        tracker = MLflowTracker(ctx.settings.tracking_uri)
+        lineage_hash = next((n["lineage_hash"] for n in report.lineage if n["agent_id"] == best["agent_id"]), "")
+        tracker.register_prompt(
+            f"furnace-{CHAMPION}", report.best_prompt,
+            {"furnace.agent_id": best["agent_id"], "furnace.lineage_hash": lineage_hash or "",
+             "furnace.experiment_id": report.experiment_id, "furnace.elixir": str(ref)},
+            message=f"best of {report.experiment_id}", skip_if_same=True)
+    except Exception as err:  # the registry is a convenience; the demo result stands without it
+        click.echo(f"note: prompt registry skipped ({err.__class__.__name__})", err=True)
+    return str(ref)
+
+
+def run_demo(ctx: Any, *, file: Path = DEMO_FILE) -> Any:
+    """Run the demo experiment offline, print the report and where to look next."""
+    from furnace.cli.experiment_cmd import run_experiment_file
+    from furnace.evolution.report import render_report
+
+    click.echo("\n5. Evolution experiment " + f"({file.relative_to(REPO) if file.is_relative_to(REPO) else file})")
+    report = run_experiment_file(ctx, str(file), yes=True)
+    click.echo(render_report(report))
+    promoted = _promote_and_register(ctx, report)
+    home = ctx.settings.home.resolve()
+    lines = ["", "Where to look next:"]
+    if promoted:
+        lines.append(f"  best agent promoted to the library as {promoted}: furnace elixir show {CHAMPION}")
+    lines += [
+        f"  furnace experiment show {report.experiment_id}",
+        "  furnace app                                   # dashboards, lineage explorer, arena",
+        f"  mlflow ui --backend-store-uri {ctx.settings.tracking_uri}",
+        f"  DuckDB: {home / 'furnace.duckdb'} (tables experiments, experiment_generations,"
+        " experiment_individuals, experiment_scores)",
+        "  notebooks/                                    # lineage, revisions, MLflow comparison",
+    ]
+    click.echo("\n".join(lines))
+    return report

@@ -1,0 +1,158 @@
+"""Experiment records and the protocol of their storage.
+
+Implementations: :class:`MemoryResults` (tests) and
+``furnace.adapters.duckdb_experiments.DuckDBExperimentResults``. Writes are
+idempotent by natural keys: experiment id; (experiment, generation);
+(experiment, generation, agent); (experiment, generation, agent, probe, scorer).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    """One scorer's verdict on one probe answer (probe ``*`` for per-agent scorers)."""
+
+    probe: str
+    scorer: str
+    value: float
+    reason: str
+    failed: bool = False
+
+
+@dataclass(frozen=True)
+class IndividualRecord:
+    """One evaluated member of a generation."""
+
+    experiment_id: str
+    generation: int
+    agent_id: str
+    slot: int
+    operator: str
+    parents: tuple[str, ...]
+    lineage_hash: str | None
+    elixir: dict[str, Any]
+    system_prompt: str
+    fitness: float
+    objectives: dict[str, float]
+    scores: tuple[ScoreRow, ...] = ()
+    failures: int = 0
+    failure_reasons: tuple[str, ...] = ()
+    calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class GenerationRecord:
+    """A finished generation: survivors and figures."""
+
+    experiment_id: str
+    generation: int
+    survivors: tuple[str, ...]
+    best_fitness: float
+    mean_fitness: float
+    operator_weights: dict[str, float] = field(default_factory=dict)
+    calls: int = 0
+    cached_calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class ExperimentRecord:
+    """An experiment: its config and status."""
+
+    experiment_id: str
+    name: str
+    config: dict[str, Any]
+    seed: int
+    model: str
+    status: str = "running"
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+class ExperimentResults(Protocol):
+    """Where experiment facts are kept (the system of record is DuckDB)."""
+
+    def start_experiment(self, record: ExperimentRecord) -> None:
+        """Insert the experiment if new (a re-run keeps the existing row, status back to running)."""
+        ...
+
+    def finish_experiment(self, experiment_id: str, status: str, summary: dict[str, Any]) -> None:
+        """Set the final status and summary."""
+        ...
+
+    def get_experiment(self, experiment_id: str) -> ExperimentRecord | None: ...
+
+    def list_experiments(self) -> list[ExperimentRecord]: ...
+
+    def save_individual(self, record: IndividualRecord) -> None:
+        """Insert the individual and its scores (no-op for existing keys)."""
+        ...
+
+    def individual_by_slot(self, experiment_id: str, generation: int, slot: int) -> IndividualRecord | None: ...
+
+    def individual(self, experiment_id: str, generation: int, agent_id: str) -> IndividualRecord | None: ...
+
+    def individuals(self, experiment_id: str, generation: int | None = None) -> list[IndividualRecord]: ...
+
+    def save_generation(self, record: GenerationRecord) -> None: ...
+
+    def generations(self, experiment_id: str) -> list[GenerationRecord]: ...
+
+
+class MemoryResults:
+    """In-memory :class:`ExperimentResults` (same semantics, for tests)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.experiments: dict[str, ExperimentRecord] = {}
+        self._individuals: dict[tuple[str, int, str], IndividualRecord] = {}
+        self._generations: dict[tuple[str, int], GenerationRecord] = {}
+
+    def start_experiment(self, record: ExperimentRecord) -> None:
+        with self._lock:
+            old = self.experiments.get(record.experiment_id)
+            self.experiments[record.experiment_id] = (
+                record if old is None else ExperimentRecord(**{**old.__dict__, "status": "running"})
+            )
+
+    def finish_experiment(self, experiment_id: str, status: str, summary: dict[str, Any]) -> None:
+        with self._lock:
+            old = self.experiments[experiment_id]
+            self.experiments[experiment_id] = ExperimentRecord(**{**old.__dict__, "status": status, "summary": summary})
+
+    def get_experiment(self, experiment_id: str) -> ExperimentRecord | None:
+        return self.experiments.get(experiment_id)
+
+    def list_experiments(self) -> list[ExperimentRecord]:
+        return sorted(self.experiments.values(), key=lambda r: r.experiment_id)
+
+    def save_individual(self, record: IndividualRecord) -> None:
+        with self._lock:
+            self._individuals.setdefault((record.experiment_id, record.generation, record.agent_id), record)
+
+    def individual_by_slot(self, experiment_id: str, generation: int, slot: int) -> IndividualRecord | None:
+        return next((r for (e, g, _), r in self._individuals.items()
+                     if e == experiment_id and g == generation and r.slot == slot), None)
+
+    def individual(self, experiment_id: str, generation: int, agent_id: str) -> IndividualRecord | None:
+        return self._individuals.get((experiment_id, generation, agent_id))
+
+    def individuals(self, experiment_id: str, generation: int | None = None) -> list[IndividualRecord]:
+        rows = [r for (e, g, _), r in self._individuals.items()
+                if e == experiment_id and (generation is None or g == generation)]
+        return sorted(rows, key=lambda r: (r.generation, r.slot, r.agent_id))
+
+    def save_generation(self, record: GenerationRecord) -> None:
+        with self._lock:
+            self._generations.setdefault((record.experiment_id, record.generation), record)
+
+    def generations(self, experiment_id: str) -> list[GenerationRecord]:
+        return sorted((r for (e, _), r in self._generations.items() if e == experiment_id),
+                      key=lambda r: r.generation)

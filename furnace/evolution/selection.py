@@ -1,0 +1,103 @@
+"""Parent selection, adaptive operator weights and survivor selection (seeded, pure)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+
+class Ranked(Protocol):
+    """Anything with an id and a fitness (population members)."""
+
+    @property
+    def agent_id(self) -> str: ...
+
+    @property
+    def fitness(self) -> float: ...
+
+
+R = TypeVar("R", bound=Ranked)
+
+
+def rank_key(ind: Ranked) -> tuple[float, str]:
+    """Sort key: fitter first, then by id (deterministic ties)."""
+    return (-ind.fitness, ind.agent_id)
+
+
+def tournament(population: Sequence[R], size: int, rng: random.Random) -> R:
+    """The fittest of ``size`` members drawn without replacement."""
+    entrants = rng.sample(list(population), min(size, len(population)))
+    return min(entrants, key=rank_key)
+
+
+def choose_operator(weights: Mapping[str, float], rng: random.Random) -> str:
+    """An operator drawn by weight (names sorted so the draw is order-independent)."""
+    names = sorted(n for n, w in weights.items() if w > 0)
+    return rng.choices(names, weights=[weights[n] for n in names], k=1)[0]
+
+
+@dataclass
+class OperatorStats:
+    """Children made and successes (child fitter than its best parent) of one operator."""
+
+    children: int = 0
+    successes: int = 0
+    failures: int = 0
+    fitness_sum: float = 0.0
+
+    @property
+    def success_rate(self) -> float:
+        return self.successes / self.children if self.children else 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        return {"children": self.children, "successes": self.successes, "failures": self.failures,
+                "success_rate": round(self.success_rate, 4),
+                "mean_fitness": round(self.fitness_sum / self.children, 4) if self.children else 0.0}
+
+
+@dataclass
+class OperatorBoard:
+    """Tracks each operator's success and adapts the draw weights to it."""
+
+    base: dict[str, float]
+    adapt: bool = True
+    stats: dict[str, OperatorStats] = field(default_factory=dict)
+
+    def record(self, operator: str, child_fitness: float, parent_fitness: float, *, failed: bool) -> None:
+        s = self.stats.setdefault(operator, OperatorStats())
+        s.children += 1
+        s.fitness_sum += child_fitness
+        s.failures += int(failed)
+        s.successes += int(not failed and child_fitness > parent_fitness)
+
+    def weights(self) -> dict[str, float]:
+        """Base weight × (0.5 + smoothed success rate), normalised to sum 1."""
+        raw = {}
+        for name, w in self.base.items():
+            s = self.stats.get(name, OperatorStats())
+            factor = 0.5 + (s.successes + 1) / (s.children + 2) if self.adapt else 1.0
+            raw[name] = w * factor
+        total = sum(raw.values()) or 1.0
+        return {n: round(v / total, 6) for n, v in raw.items()}
+
+
+def survivors(old: Sequence[R], children: Sequence[R], size: int, elitism: int) -> list[R]:
+    """Elites of ``old``, then children (best first), then the rest of ``old`` to fill ``size``."""
+    chosen: list[R] = []
+    seen: set[str] = set()
+
+    def take(items: Sequence[R], limit: int) -> None:
+        for ind in items:
+            if len(chosen) >= limit:
+                return
+            if ind.agent_id not in seen:
+                seen.add(ind.agent_id)
+                chosen.append(ind)
+
+    ranked_old = sorted(old, key=rank_key)
+    take(ranked_old[:elitism], size)
+    take(sorted(children, key=rank_key), size)
+    take(ranked_old, size)
+    return sorted(chosen, key=rank_key)

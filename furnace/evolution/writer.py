@@ -1,0 +1,70 @@
+"""A background writer: records are saved in batches while the next units run."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import Any
+
+
+class RecordWriter:
+    """Saves records (individuals and generations, in the order put) on one background thread,
+    batching consecutive individuals into one ``save_individuals`` call (one transaction) when the
+    results store offers it. ``flush()`` waits until everything put so far is written and
+    re-raises a write error."""
+
+    def __init__(self, results: Any) -> None:
+        self.results = results
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def put(self, record: Any) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="furnace-writer", daemon=True)
+            self._thread.start()
+        self._queue.put(record)
+
+    def _loop(self) -> None:
+        while True:
+            batch = [self._queue.get()]
+            while True:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                if self._error is None:
+                    self._save(batch)
+            except BaseException as err:  # surfaced by flush()
+                self._error = err
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
+
+    def _save(self, batch: list[Any]) -> None:
+        """Consecutive individuals go in one call; a generation record is saved after them."""
+        from furnace.evolution.records import GenerationRecord
+
+        run: list[Any] = []
+        for item in [*batch, None]:
+            if item is None or isinstance(item, GenerationRecord):
+                if run:
+                    many = getattr(self.results, "save_individuals", None)
+                    if callable(many):
+                        many(run)
+                    else:
+                        for record in run:
+                            self.results.save_individual(record)
+                    run = []
+                if item is not None:
+                    self.results.save_generation(item)
+            else:
+                run.append(item)
+
+    def flush(self) -> None:
+        """Block until every record put so far is saved."""
+        self._queue.join()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error

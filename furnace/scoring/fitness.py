@@ -1,0 +1,54 @@
+"""The scorer registry, weighted fitness and the Pareto front."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from furnace.scoring.judge import JUDGE_VERSION
+
+Kind = Literal["rule", "judge", "brief", "diversity"]
+
+
+@dataclass(frozen=True)
+class ScorerSpec:
+    """What a scorer needs and costs. ``calls_per_probe`` feeds the budget estimate."""
+
+    name: str
+    kind: Kind
+    version: str
+    calls_per_probe: int = 0
+    per_probe: bool = True
+
+
+SCORERS: dict[str, ScorerSpec] = {
+    s.name: s
+    for s in (
+        ScorerSpec("constraints", "rule", "rules-v1"),
+        ScorerSpec("fidelity", "judge", JUDGE_VERSION, calls_per_probe=1),
+        ScorerSpec("preference", "judge", JUDGE_VERSION, calls_per_probe=1),
+        ScorerSpec("tone", "judge", JUDGE_VERSION, calls_per_probe=1),
+        ScorerSpec("brief_fit", "brief", "brief-v1"),
+        ScorerSpec("diversity", "diversity", "diversity-v1", per_probe=False),
+    )
+}
+
+
+def weighted_fitness(objectives: Mapping[str, float], weights: Mapping[str, float]) -> float:
+    """Weighted mean of the objectives (missing objectives count as 0)."""
+    total = sum(w for w in weights.values() if w > 0)
+    if total <= 0:
+        return 0.0
+    return round(sum(w * objectives.get(k, 0.0) for k, w in weights.items() if w > 0) / total, 9)
+
+
+def dominates(a: Mapping[str, float], b: Mapping[str, float], keys: Sequence[str]) -> bool:
+    """``a`` is at least as good as ``b`` everywhere and better somewhere."""
+    return all(a.get(k, 0) >= b.get(k, 0) for k in keys) and any(a.get(k, 0) > b.get(k, 0) for k in keys)
+
+
+def pareto_front(items: Mapping[str, Mapping[str, float]], keys: Sequence[str]) -> list[str]:
+    """Ids of the non-dominated items over ``keys``, in input order."""
+    ids = list(items)
+    return [i for i in ids if not any(dominates(items[j], items[i], keys) for j in ids if j != i)]

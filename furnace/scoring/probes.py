@@ -1,0 +1,95 @@
+"""Probe sets: user messages an agent answers, optionally with a target brief.
+
+File format (``data/probes/<name>.yaml``)::
+
+    name: writing-en
+    language: en
+    brief:                # optional target brief for every probe of the set
+      expertise: [copywriting, storytelling]
+      tone: {formality: 0.3, humor: 0.7}
+      constraints: {max_length: 800, must_use_markdown: true}
+    probes:
+      - id: launch
+        message: Write a short launch note for our new tea brand.
+        brief: {...}      # optional, overrides the set's brief
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from furnace.elixir import format_validation_error
+from furnace.errors import InputError, NotFound
+from furnace.scoring.brief import Brief
+
+PROBES_DIR = Path(__file__).resolve().parents[2] / "data" / "probes"
+
+
+class Probe(BaseModel):
+    """One user message; ``brief`` is the target the answerer should fit (optional)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str = Field(pattern=r"^[A-Za-z0-9._-]{1,60}$")
+    message: str = Field(min_length=1, max_length=4000)
+    brief: Brief | None = None
+
+
+class ProbeSet(BaseModel):
+    """A named list of probes with an optional set-wide brief."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    language: Literal["zh", "en"] = "en"
+    brief: Brief | None = None
+    probes: list[Probe] = Field(min_length=1, max_length=200)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> "ProbeSet":
+        ids = [p.id for p in self.probes]
+        if len(ids) != len(set(ids)):
+            raise ValueError("probe ids must be unique")
+        return self
+
+    def brief_for(self, probe: Probe) -> Brief | None:
+        """The probe's own brief, else the set's."""
+        return probe.brief or self.brief
+
+    def head(self, n: int | None) -> "ProbeSet":
+        """The first ``n`` probes (all when ``n`` is None)."""
+        return self if n is None else self.model_copy(update={"probes": self.probes[:n]})
+
+
+def parse_probe_set(data: Any, *, source: str = "probe set") -> ProbeSet:
+    """Validate untrusted data into a :class:`ProbeSet` or raise :class:`InputError`."""
+    if not isinstance(data, dict):
+        raise InputError(f"{source}: must be a mapping with 'name' and 'probes'")
+    try:
+        return ProbeSet.model_validate(data)
+    except ValidationError as err:
+        loc = ".".join(str(p) for p in err.errors()[0]["loc"])
+        raise InputError(f"{source}: {format_validation_error(err)}", field=loc or None) from None
+
+
+def load_probe_set(name_or_path: str | Path, *, search_dir: Path | None = None) -> ProbeSet:
+    """Load a probe set by file path or by name from ``data/probes/``."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        for base in [d for d in (search_dir, PROBES_DIR) if d is not None]:
+            candidate = base / f"{name_or_path}.yaml"
+            if candidate.exists():
+                path = candidate
+                break
+    if not path.exists():
+        raise NotFound(f"probe set {str(name_or_path)!r} not found (looked in {search_dir or PROBES_DIR})",
+                       field="probes")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as err:
+        raise InputError(f"{path.name}: not valid YAML ({str(err).splitlines()[0]})") from None
+    return parse_probe_set(data, source=path.name)

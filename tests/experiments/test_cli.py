@@ -1,0 +1,77 @@
+"""`furnace experiment run|list|show` and `furnace sweep` in-process (hash embedder, no MLflow)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from furnace.cli import main
+
+CONFIG = Path(__file__).parent / "data" / "small.yaml"
+
+
+@pytest.fixture()
+def library_home(home, monkeypatch):
+    monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
+    from furnace.adapters.factory import build_store
+    from furnace.cli.elixir_cmd import LIBRARY_DIR
+    from furnace.importers import import_library
+    from furnace.settings import FurnaceSettings
+
+    import_library(LIBRARY_DIR, build_store(FurnaceSettings()), keep_existing=True)
+    return home
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_over_budget_estimate_refuses_unless_yes(library_home, tmp_path, capsys):
+    cfg = tmp_path / "tight.yaml"
+    cfg.write_text(CONFIG.read_text().replace("max_calls: 500", "max_calls: 20"))
+    code, out, err = run(capsys, "experiment", "run", str(cfg), "--no-mlflow")
+    assert code == 1 and "estimate exceeds the budget" in err and "--yes" in err
+    code, out, err = run(capsys, "experiment", "run", str(cfg), "--no-mlflow", "--yes", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["status"].startswith("stopped") and report["leaderboard"]
+
+
+def test_run_list_show(library_home, capsys):
+    code, out, err = run(capsys, "experiment", "run", str(CONFIG), "--no-mlflow")
+    assert code == 0, err
+    assert "leaderboard" in out and "best agent's lineage" in out and "pareto front" in out
+    assert "estimate: ~" in err and "generation 3/3" in err
+    code, out, _ = run(capsys, "experiment", "list", "--json")
+    rows = json.loads(out)
+    assert len(rows) == 1 and rows[0]["status"] == "finished"
+    code, out, _ = run(capsys, "experiment", "show", rows[0]["experiment_id"], "--json")
+    shown = json.loads(out)
+    assert [g["generation"] for g in shown["generations"]] == [0, 1, 2, 3]
+    assert shown["leaderboard"][0]["fitness"] == pytest.approx(rows[0]["best_fitness"], abs=1e-6)
+    code, _, err = run(capsys, "experiment", "show", "exp-nope")
+    assert code == 1 and "no experiment" in err
+
+
+def test_invalid_file_names_the_field(library_home, tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\npopulation: 1\n")
+    code, _, err = run(capsys, "experiment", "run", str(bad))
+    assert code == 1 and "population" in err
+
+
+def test_sweep_scores_a_grid(library_home, capsys):
+    code, out, err = run(capsys, "sweep", "viral-copywriter", "--rates", "0.1,0.3", "--seeds", "1,2",
+                         "--limit", "1", "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert [(r["rate"], r["seed"]) for r in rows] == [(0.0, 0), (0.1, 1), (0.1, 2), (0.3, 1), (0.3, 2)]
+    assert len({r["agent_id"] for r in rows}) == 5 and all(0 <= r["fitness"] <= 1 for r in rows)

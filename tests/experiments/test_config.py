@@ -1,0 +1,60 @@
+"""Experiment files: validation naming the field, estimate, budget refusal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from furnace.errors import InputError
+from furnace.evolution.config import load_config, parse_config
+from furnace.evolution.estimate import estimate
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_demo_config_ships_and_is_valid():
+    cfg = load_config(REPO / "data" / "experiments" / "demo.yaml")
+    assert cfg.name == "demo" and cfg.population > cfg.selection.elitism
+    est = estimate(cfg, 3)
+    assert est.calls > 0 and not est.over_budget(cfg)
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"population": 1}, "population"),
+        ({"operators": {"splice": 1.0}}, "operators"),
+        ({"scorers": {"vibes": 1.0}}, "scorers"),
+        ({"selection": {"tournament_size": 0}}, "selection.tournament_size"),
+        ({"budget": {"max_calls": -3}}, "budget.max_calls"),
+        ({"concurency": 3}, "concurency"),
+    ],
+)
+def test_validation_errors_name_the_field(change, field):
+    with pytest.raises(InputError) as err:
+        parse_config({"name": "x", **change})
+    assert field in str(err.value)
+    assert err.value.field == field
+
+
+def test_elitism_must_leave_room_for_children():
+    with pytest.raises(InputError, match="elitism"):
+        parse_config({"name": "x", "population": 3, "selection": {"elitism": 3}})
+
+
+def test_estimate_counts_judges_and_exceeds_small_budgets():
+    cfg = parse_config({"name": "x", "population": 4, "generations": 2,
+                        "scorers": {"fidelity": 1, "tone": 1, "brief_fit": 1}, "budget": {"max_calls": 10}})
+    est = estimate(cfg, 2)
+    # generation 0: 4 x 2 probes x (1 reply + 2 judges); then 3 children x (1 fusion + 6) per generation
+    assert est.calls == 4 * 2 * 3 + 2 * 3 * 7
+    assert est.over_budget(cfg) and "max_calls" in est.over_budget(cfg)[0]
+
+
+def test_experiment_id_depends_on_config_model_and_inputs():
+    a = parse_config({"name": "x"})
+    assert a.experiment_id("m") == parse_config({"name": "x"}).experiment_id("m")
+    assert a.experiment_id("m") != a.experiment_id("other")
+    assert a.experiment_id("m") != parse_config({"name": "x", "seed": 1}).experiment_id("m")
+    assert a.experiment_id("m", {"seeds": ["h1"]}) != a.experiment_id("m", {"seeds": ["h2"]})

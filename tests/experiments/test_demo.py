@@ -1,0 +1,33 @@
+"""`furnace demo` runs the demo experiment to the end: report, DuckDB, MLflow, promotion."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.mark.slow
+def test_demo_experiment_end_to_end(home, monkeypatch, capsys):
+    monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
+    from furnace.cli import main
+
+    try:
+        main(["demo"])
+    except SystemExit as exit_:
+        assert not exit_.code
+    out, err = capsys.readouterr()
+    assert "5. Evolution experiment" in out and "— finished" in out
+    assert "best agent promoted to the library as demo-champion@1" in out
+    assert "mlflow ui --backend-store-uri sqlite:///" in out and "furnace app" in out
+    assert (home / "furnace.duckdb").exists() and (home / "mlflow.db").exists()
+
+    from furnace.adapters.duckdb_db import Database
+    from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+    from furnace.adapters.mlflow_tracker import run_summary
+    from furnace.settings import FurnaceSettings
+
+    results = DuckDBExperimentResults(Database(home / "furnace.duckdb"))
+    (exp,) = results.list_experiments()
+    gens = results.generations(exp.experiment_id)
+    assert len(gens) == 5 and gens[-1].best_fitness > gens[0].best_fitness  # evolution improved on the seeds
+    summary = run_summary(FurnaceSettings(home=home).tracking_uri, exp.experiment_id)
+    assert summary and summary["status"] == "FINISHED" and len(summary["best_fitness_steps"]) == 5

@@ -1,0 +1,157 @@
+"""The evolution loop: reproducible, resumable, budgeted, failure-tolerant."""
+
+from __future__ import annotations
+
+import pytest
+
+from furnace.evolution.config import parse_config
+from furnace.evolution.engine import Evolution
+from furnace.evolution.records import MemoryResults
+from furnace.scoring.probes import load_probe_set
+from furnace.testing import FlakyLLM
+
+from experiments.helpers import PureBreeder, library, scripted_llm
+
+CONFIG = {
+    "name": "t", "seed": 3, "population": 6, "generations": 3,
+    "selection": {"tournament_size": 2, "elitism": 1},
+    "probes": {"set": "writing-en", "limit": 2},
+    "scorers": {"constraints": 0.2, "fidelity": 0.2, "brief_fit": 0.5, "diversity": 0.1},
+    "concurrency": 3,
+}
+
+
+class Embed:
+    name = "bag"
+
+    def embed(self, texts):
+        return [[float(t.count(ch)) for ch in "aeiou#-"] for t in texts]
+
+
+def make(results=None, llm=None, breeder=None, **overrides):
+    cfg = parse_config({**CONFIG, **overrides})
+    seeds = library()
+    return Evolution(cfg, load_probe_set(cfg.probes.set).head(cfg.probes.limit), seeds, llm or scripted_llm(),
+                     breeder or PureBreeder(seeds), results if results is not None else MemoryResults(), Embed())
+
+
+def test_run_produces_a_report_with_every_part():
+    report = make().run()
+    assert report.status == "finished"
+    assert [g["generation"] for g in report.generations] == [0, 1, 2, 3]
+    assert report.leaderboard and report.leaderboard[0]["fitness"] >= report.leaderboard[-1]["fitness"]
+    assert report.lineage[0]["agent_id"] == report.leaderboard[0]["agent_id"]
+    assert set(report.operators) <= {"crossover", "mutation"} and report.operators
+    assert report.pareto
+    assert report.totals["calls"] > 0
+    best_per_gen = [g["best_fitness"] for g in report.generations]
+    assert best_per_gen == sorted(best_per_gen)  # elitism: never worse
+
+
+def test_same_seed_same_result_and_other_seed_differs():
+    a, b = make().run(), make().run()
+    assert a.result_signature() == b.result_signature()
+    c = make(seed=4).run()
+    assert c.result_signature() != a.result_signature()
+
+
+class Boom(Exception):
+    pass
+
+
+def test_interrupted_run_resumes_to_the_same_result_without_repeating_work():
+    full = make().run()
+    results = MemoryResults()
+    seeds = library()
+    inner = PureBreeder(seeds)
+    made = {"n": 0}
+
+    def dying(parents, operator, seed, params, llm):
+        made["n"] += 1
+        if made["n"] == 8:  # in generation 2 (5 children per generation)
+            raise Boom()
+        return inner(parents, operator, seed, params, llm)
+
+    with pytest.raises(Boom):
+        make(results, breeder=dying).run()
+    saved = len(results.individuals(make().experiment_id))
+    llm = scripted_llm()
+    resumed = make(results, llm=llm, breeder=inner).run()  # the store (here: the breeder) keeps agents
+    assert resumed.result_signature() == full.result_signature()
+    # finished individuals were read back: only the rest was evaluated
+    assert len(results.individuals(resumed.experiment_id)) == len(
+        {(r.generation, r.agent_id) for r in results.individuals(resumed.experiment_id)})
+    assert saved >= 6 + 5
+    assert len(llm.calls) < 0.6 * full.totals["calls"]
+    again = scripted_llm()
+    make(results, llm=again, breeder=inner).run()
+    assert again.calls == []  # a finished experiment costs nothing
+
+
+def test_budget_stops_cleanly_with_the_best_so_far():
+    report = make(budget={"max_calls": 40}).run()
+    assert report.status.startswith("stopped")
+    assert "max_calls" in report.status
+    assert report.leaderboard  # the best so far
+    assert report.totals["calls"] <= 40  # calls in flight count against the limit: never overshot
+
+
+def test_flaky_model_completes_and_records_failures_per_individual():
+    results = MemoryResults()
+    report = make(results, llm=FlakyLLM(scripted_llm(), rate=0.3, seed=1)).run()
+    assert report.status == "finished"
+    assert report.failures > 0
+    records = results.individuals(report.experiment_id)
+    failing = [r for r in records if r.failures]
+    assert failing and all(r.failure_reasons for r in failing)
+    assert any("injected transient failure" in reason for r in failing for reason in r.failure_reasons)
+
+
+def test_duckdb_results_resume_without_duplicates(settings):
+    from furnace.adapters.duckdb_db import Database
+    from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+
+    db = Database(settings.db_path)
+    results = DuckDBExperimentResults(db)
+    seeds = library()
+    breeder = PureBreeder(seeds)
+    first = make(results, breeder=breeder, generations=2).run()
+    counts = results.count_rows(first.experiment_id)
+    assert counts["experiment_generations"] == 3
+    assert counts["experiment_scores"] > counts["experiment_individuals"]
+    llm = scripted_llm()
+    second = make(DuckDBExperimentResults(db), llm=llm, breeder=breeder, generations=2).run()
+    assert llm.calls == []
+    assert results.count_rows(first.experiment_id) == counts
+    assert second.result_signature() == first.result_signature()
+    assert results.get_experiment(first.experiment_id).status == "finished"
+    memory = make(breeder=PureBreeder(seeds), generations=2).run()
+    assert memory.result_signature() == first.result_signature()
+
+
+def test_flaky_failures_are_recorded_in_duckdb_per_individual(settings):
+    from furnace.adapters.duckdb_db import Database
+    from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+
+    results = DuckDBExperimentResults(Database(settings.db_path))
+    report = make(results, llm=FlakyLLM(scripted_llm(), rate=0.3, seed=2), generations=2).run()
+    assert report.status == "finished"
+    failing = [r for r in results.individuals(report.experiment_id) if r.failures]
+    assert failing and all(len(r.failure_reasons) == r.failures for r in failing)
+    failed_scores = [s for r in failing for s in r.scores if s.failed]
+    assert failed_scores and all(s.value == 0.0 and s.reason for s in failed_scores)
+
+
+def test_metered_llm_enforces_the_token_budget():
+    from furnace.errors import BudgetExceeded
+    from furnace.evolution.config import Budget
+    from furnace.evolution.metering import MeteredLLM
+    from furnace.llm import TaskKind, system_user
+
+    req = system_user(TaskKind.REPLY, "s", "u", inputs={"persona": {"name": "p", "expertise": ["x"]}, "message": "m"})
+    llm = MeteredLLM(scripted_llm(), concurrency=2, budget=Budget(max_tokens=2))
+    llm.complete(req)
+    assert llm.meter.tokens >= 2
+    with pytest.raises(BudgetExceeded, match="max_tokens"):
+        llm.complete(req)
+    assert llm.meter.calls == 1

@@ -1,0 +1,66 @@
+"""The Prefect flows (few, sharing the session harness; the loop itself is tested elsewhere)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+CONFIG = Path(__file__).parent / "data" / "small.yaml"
+
+
+@pytest.fixture()
+def library_home(home, monkeypatch):
+    monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
+    from furnace.adapters.factory import build_store
+    from furnace.cli.elixir_cmd import LIBRARY_DIR
+    from furnace.importers import import_library
+    from furnace.settings import FurnaceSettings
+
+    import_library(LIBRARY_DIR, build_store(FurnaceSettings()), keep_existing=True)
+    return home
+
+
+def test_unit_version_names_operator_and_scorer_versions():
+    from flows._common import unit_version
+    from furnace.evolution.config import load_config
+
+    version = unit_version(load_config(CONFIG))
+    assert "crossover:" in version and "brief_fit:brief-v1" in version
+
+
+def test_evolution_flow_matches_the_plain_run(library_home, prefect_harness, tmp_path):
+    from flows.evolution import evolution_flow
+    from furnace.cli.context import CliContext
+    from furnace.cli.experiment_cmd import run_experiment_file
+
+    flowed = evolution_flow(str(CONFIG), home=str(library_home), track=False)
+    assert flowed["status"] == "finished" and "leaderboard" in flowed["text"]
+    # the same experiment run directly reads every individual back: identical result, no model call
+    plain = run_experiment_file(CliContext.from_env(home=str(library_home)), str(CONFIG), track=False, quiet=True)
+    assert plain.totals["calls"] == 0
+    assert plain.leaderboard == flowed["leaderboard"] and plain.lineage == flowed["lineage"]
+
+
+@pytest.mark.slow
+def test_evolution_flow_on_a_local_dask_cluster(library_home, prefect_harness):
+    from flows.evolution import evolution_flow
+
+    result = evolution_flow(str(CONFIG), home=str(library_home), track=False, runner="dask")
+    assert result["status"] == "finished" and result["leaderboard"]
+
+
+def test_fusion_generation_and_mutation_sweep_flows(library_home, prefect_harness):
+    from flows.fusion_generation import fusion_generation
+    from flows.mutation_sweep import mutation_sweep
+
+    home = str(library_home)
+    row = fusion_generation(["viral-copywriter", "data-science-mentor"], operator="crossover", seed=1, limit=1,
+                            home=home, track=False)
+    assert row["agent_id"].startswith("agt-") and 0 <= row["fitness"] <= 1
+    again = fusion_generation(["viral-copywriter", "data-science-mentor"], operator="crossover", seed=1, limit=1,
+                              home=home, track=False)
+    assert again["from_cache"] and again["fitness"] == row["fitness"]
+    rows = mutation_sweep("viral-copywriter", [0.1, 0.3], [1, 2], limit=1, home=home)
+    assert sorted((r["rate"], r["seed"]) for r in rows) == [(0.1, 1), (0.1, 2), (0.3, 1), (0.3, 2)]
+    assert [r["fitness"] for r in rows] == sorted((r["fitness"] for r in rows), reverse=True)

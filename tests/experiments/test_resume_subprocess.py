@@ -1,0 +1,121 @@
+"""For real: SIGKILL `furnace experiment run` during generation 2, run it again."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = Path(__file__).parent / "data" / "small.yaml"
+FURNACE = [sys.executable, "-c", "from furnace.cli import main; main()"]
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("FURNACE_")}
+    env.update(FURNACE_HOME=str(home), FURNACE_EMBEDDER="hash", PYTHONUNBUFFERED="1")
+    return env
+
+
+def _prepare(home: Path) -> None:
+    home.mkdir()
+    code = ("from furnace.adapters.factory import build_store; from furnace.settings import FurnaceSettings;"
+            "from furnace.importers import import_library; from furnace.cli.elixir_cmd import LIBRARY_DIR;"
+            "import_library(LIBRARY_DIR, build_store(FurnaceSettings()), keep_existing=True)")
+    subprocess.run([sys.executable, "-c", code], env=_env(home), check=True, cwd=REPO, timeout=120)
+
+
+def _run(home: Path) -> dict:
+    out = subprocess.run([*FURNACE, "experiment", "run", str(CONFIG), "--json", "--no-mlflow"], env=_env(home),
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+def _model_calls(home: Path, experiment_id: str) -> int:
+    from furnace.adapters.duckdb_db import Database
+    from furnace.adapters.duckdb_llm import DuckDBCallLedger
+
+    return DuckDBCallLedger(Database(home / "furnace.duckdb")).totals(experiment_id).model_calls
+
+
+def _responses(home: Path) -> int:
+    from furnace.adapters.duckdb_db import Database
+
+    return int(Database(home / "furnace.duckdb").query("SELECT count(*) FROM llm_responses")[0][0])
+
+
+def _model_calls_since(home: Path, since: float) -> int:
+    from datetime import datetime, timezone
+
+    from furnace.adapters.duckdb_db import Database
+
+    stamp = datetime.fromtimestamp(since, tz=timezone.utc).replace(tzinfo=None)
+    rows = Database(home / "furnace.duckdb").query(
+        "SELECT count(*) FROM llm_calls WHERE NOT cached AND created_at >= ?", [stamp])
+    return int(rows[0][0])
+
+
+def _rows(home: Path, experiment_id: str) -> dict[str, int]:
+    from furnace.adapters.duckdb_db import Database
+    from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+
+    return DuckDBExperimentResults(Database(home / "furnace.duckdb")).count_rows(experiment_id)
+
+
+def _signature(report: dict) -> dict:
+    return {"leaderboard": report["leaderboard"], "lineage": report["lineage"],
+            "generations": [{k: g[k] for k in ("generation", "best_fitness", "mean_fitness", "survivors")}
+                            for g in report["generations"]], "pareto": report["pareto"]}
+
+
+@pytest.mark.slow
+def test_sigkill_in_generation_2_then_rerun_equals_uninterrupted(tmp_path: Path) -> None:
+    clean, killed = tmp_path / "clean", tmp_path / "killed"
+    _prepare(clean)
+    _prepare(killed)
+    reference = _run(clean)
+    exp_id = reference["experiment_id"]
+    reference_calls = _model_calls(clean, exp_id)
+    assert reference_calls > 0
+
+    proc = subprocess.Popen([*FURNACE, "experiment", "run", str(CONFIG), "--no-mlflow"], env=_env(killed), cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    seen = b""
+    deadline = time.monotonic() + 240
+    assert proc.stderr is not None
+    while time.monotonic() < deadline:
+        chunk = os.read(proc.stderr.fileno(), 4096)
+        if not chunk:
+            break
+        seen += chunk
+        tail = seen.rsplit(b"\r", 1)[-1]
+        if b"generation 2/3" in tail and b"] 0/" not in tail:  # at least one child of generation 2 saved
+            break
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert b"generation 2/3" in seen, seen[-500:]
+    partial = _rows(killed, exp_id)
+    assert 0 < partial["experiment_generations"] < 4
+    # The call ledger buffers rows (a SIGKILL loses the buffer); the response cache does not:
+    # its rows are the model calls that finished before the kill.
+    finished_before_kill = _responses(killed)
+    assert 0 < finished_before_kill < reference_calls
+
+    resume_started = time.time()
+    resumed = _run(killed)
+    assert _signature(resumed) == _signature(reference)
+    made_after = _model_calls_since(killed, resume_started)
+    assert made_after == resumed["totals"]["calls"]
+    assert finished_before_kill + made_after == reference_calls  # no finished model call was repeated
+    assert _responses(killed) == _responses(clean)
+    assert _rows(killed, exp_id) == _rows(clean, exp_id)  # and no row was written twice
+    again = _run(killed)
+    assert again["totals"]["calls"] == 0
+    assert _signature(again) == _signature(reference)

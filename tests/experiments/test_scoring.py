@@ -1,0 +1,124 @@
+"""Scorers: rules, brief fit, judge (prompt, parser, offline handler), diversity, Pareto."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from furnace.elixir import parse_elixir
+from furnace.errors import InputError, LLMTimeout
+from furnace.llm import TaskKind
+from furnace.offline.judge import judge
+from furnace.scoring import (
+    Brief,
+    Score,
+    brief_fit,
+    constraint_compliance,
+    diversity,
+    judge_answer,
+    load_probe_set,
+    pareto_front,
+    weighted_fitness,
+)
+from furnace.scoring.judge import build_judge_request, parse_verdict
+from furnace.scoring.probes import parse_probe_set
+from furnace.testing import FakeLLM
+
+BASE = {
+    "name": "Tea Marketer", "identity": "A marketer for tea brands.",
+    "expertise": ["product launches", "tea tasting"], "principles": ["Lead with the customer's benefit."],
+    "tone": {"formality": 0.3, "conciseness": 0.8, "humor": 0.6, "empathy": 0.7},
+    "constraints": {"max_length": 100, "forbidden_topics": ["health claims"], "must_use_markdown": True},
+}
+
+
+def persona(**changes):
+    return parse_elixir({**BASE, **changes})
+
+
+def test_constraints_rules_pass_and_fail_with_reasons():
+    e = persona()
+    ok = constraint_compliance(e, "## Oolong\n- fresh launch")
+    assert ok.value == 1.0 and "markdown present" in ok.reason
+    long = constraint_compliance(e, "## x\n" + "a" * 195)
+    assert long.value == pytest.approx((0.5 + 1 + 1) / 3) and "over" in long.reason
+    bad = constraint_compliance(e, "It cures colds — health claims galore")
+    assert bad.value == pytest.approx(1 / 3) and "health claims" in bad.reason and "markdown required" in bad.reason
+    failed = constraint_compliance(e, None, error="reply failed: timeout")
+    assert failed.failed and failed.value == 0 and "timeout" in failed.reason
+
+
+def test_brief_fit_rewards_structural_closeness_without_a_model():
+    brief = Brief(expertise=["product launches", "statistics"], tone={"formality": 0.3, "humor": 0.6},
+                  constraints={"max_length": 100, "must_use_markdown": True}, language="en")
+    close = brief_fit(persona(), brief)
+    far = brief_fit(persona(tone={"formality": 1.0, "humor": 0.0}, language="zh",
+                            constraints={"max_length": 4000}), brief)
+    assert 0 <= far.value < close.value <= 1
+    assert "expertise 1/2" in close.reason
+    assert brief_fit(persona(), Brief()).value == 1.0
+
+
+def test_judge_request_is_structured_and_parser_never_raises():
+    req = build_judge_request(persona(), "hi", "## hello", "tone", seed=3)
+    assert req.task == TaskKind.JUDGE and req.json_schema["required"] == ["score", "reason"]
+    assert req.inputs["rubric"] == "tone" and "created_at" not in req.inputs["persona"]
+    assert "## Answer to evaluate\n## hello" in req.messages[1].content
+    assert parse_verdict({"score": 0.4, "reason": "ok"}, "").value == 0.4
+    for parsed, text in [(None, "not json"), ({"score": 7}, ""), ({"reason": "x"}, ""), ({"score": "x"}, "")]:
+        s = parse_verdict(parsed, text)
+        assert s.failed and s.value == 0 and s.reason
+
+
+def test_judge_call_failure_is_a_failure_score():
+    s = judge_answer(FakeLLM([LLMTimeout("slow")]), persona(), "hi", "## x", "fidelity")
+    assert s.failed and "judge call failed" in s.reason
+    assert judge_answer(FakeLLM(), persona(), "hi", None, "tone", error="reply failed").failed
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_offline_judge_scores_from_evidence(lang):
+    e = persona(language=lang, expertise=["产品发布", "茶叶品鉴"] if lang == "zh" else BASE["expertise"])
+    good = "## 产品发布\n- 茶叶品鉴吧！" if lang == "zh" else "## Product launches\n- tea tasting, let's go!"
+    bad = "一般的回答。" * 40 if lang == "zh" else "Therefore, please consider the regarding. " * 10
+    for rubric in ("fidelity", "tone", "preference"):
+        req = build_judge_request(e, "msg", good, rubric)
+        text, parsed = judge(req, random.Random(0))
+        assert 0 <= parsed["score"] <= 1 and parsed["reason"]
+        assert judge(req, random.Random(9)) == (text, parsed)  # deterministic
+    fid_good = judge(build_judge_request(e, "m", good, "fidelity"), random.Random(0))[1]["score"]
+    fid_bad = judge(build_judge_request(e, "m", bad, "fidelity"), random.Random(0))[1]["score"]
+    tone_good = judge(build_judge_request(e, "m", good, "tone"), random.Random(0))[1]["score"]
+    tone_bad = judge(build_judge_request(e, "m", bad, "tone"), random.Random(0))[1]["score"]
+    assert fid_good > fid_bad and tone_good > tone_bad
+
+
+def test_offline_judge_checks_learned_preferences():
+    e = persona(style_preferences=[{"dimension": "emoji", "value": "more emoji"}])
+    with_emoji = judge(build_judge_request(e, "m", "Nice tea 🍵", "preference"), random.Random(0))[1]
+    without = judge(build_judge_request(e, "m", "Nice tea", "preference"), random.Random(0))[1]
+    assert with_emoji["score"] == 1.0 and without["score"] == 0.0 and "missed" in without["reason"]
+
+
+def test_diversity_and_pareto_and_weights():
+    assert diversity([1, 0], []).value == 1.0
+    assert diversity([1, 0], [[1, 0]]).value == 0.0
+    assert diversity([1, 0], [[0, 1]]).value == 1.0
+    items = {"a": {"x": 1, "y": 0}, "b": {"x": 0, "y": 1}, "c": {"x": 0.5, "y": 0.5}, "d": {"x": 0.4, "y": 0.4}}
+    assert pareto_front(items, ["x", "y"]) == ["a", "b", "c"]
+    assert weighted_fitness({"x": 1.0, "y": 0.0}, {"x": 3, "y": 1}) == 0.75
+    assert Score(1.7, "clamped").value == 1.0
+
+
+def test_probe_sets_ship_in_both_languages_and_validate():
+    en, zh = load_probe_set("writing-en"), load_probe_set("writing-zh")
+    assert en.language == "en" and zh.language == "zh" and en.brief and zh.brief
+    support = load_probe_set("support-en")
+    assert support.brief is None and support.brief_for(support.probes[2]) is not None
+    assert len(en.head(2).probes) == 2
+    with pytest.raises(InputError) as err:
+        parse_probe_set({"name": "x", "probes": [{"id": "a", "message": ""}]})
+    assert "probes.0.message" in str(err.value)
+    with pytest.raises(InputError):
+        load_probe_set("no-such-set")
