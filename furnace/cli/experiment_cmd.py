@@ -19,17 +19,10 @@ from furnace.errors import BudgetExceeded, InputError, NotFound
 
 
 def flows_module(name: str) -> Any:
-    """Import ``flows.<name>`` (the flows live next to the package in the repository)."""
+    """Import ``flows.<name>`` lazily (Prefect loads only when a flow is asked for)."""
     import importlib
-    import sys
 
-    root = str(Path(__file__).resolve().parents[2])
-    if (Path(root) / "flows").is_dir() and root not in sys.path:
-        sys.path.append(root)
-    try:
-        return importlib.import_module(f"flows.{name}")
-    except ModuleNotFoundError as err:
-        raise InputError(f"the Prefect flows are not available ({err}); run from a furnace checkout") from None
+    return importlib.import_module(f"flows.{name}")
 
 
 class ProgressBar:

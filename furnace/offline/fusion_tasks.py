@@ -53,6 +53,19 @@ def role_phrase(identity: str, language: str) -> str:
     return role
 
 
+_MAX_ROLES = 3
+_MAX_ROLE = 150
+
+
+def _fused_roles(role: str, language: str) -> list[str]:
+    """Split a role phrase that this rule composed earlier back into its roles."""
+    if language == "zh":
+        return [r for r in role.split("，同时也是") if r]
+    if role.endswith(" in one voice"):
+        return [r for r in re.split(r",\s+|\s+and\s+", role.removesuffix(" in one voice")) if r]
+    return [role]
+
+
 def identity(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
     """Compose the parents' role phrases, highest priority first."""
     language = request.inputs.get("language", "en")
@@ -60,8 +73,12 @@ def identity(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
     roles: list[str] = []
     for p in parents:
         role = role_phrase(str(p.get("identity") or p.get("name") or ""), language)
-        if role and role.casefold() not in {r.casefold() for r in roles}:
-            roles.append(role)
+        for part in _fused_roles(role, language):
+            if part and part.casefold() not in {r.casefold() for r in roles}:
+                roles.append(part)
+    # Repeated fusion would otherwise chain every ancestor's role into one ever-longer
+    # sentence: keep the three highest-priority roles, each within a sane length.
+    roles = [r if len(r) <= _MAX_ROLE else r[: _MAX_ROLE - 1].rstrip() + "…" for r in roles[:_MAX_ROLES]]
     if language == "zh":
         sentence = "你是" + ("，同时也是".join(roles) if roles else "一位融合型助手") + "。"
     else:

@@ -165,3 +165,24 @@ def test_expertise_distance() -> None:
     c = make_elixir("C", expertise=["classical poetry"])
     assert expertise_distance([a, b]) == pytest.approx(0.0)
     assert expertise_distance([a, c]) == 1.0
+
+
+def test_offline_identity_stays_short_under_repeated_crossover() -> None:
+    """Fusing children of children must not grow the identity past the elixir limit."""
+    import random
+
+    from furnace.elixir import MAX_IDENTITY
+    from furnace.llm import LLMRequest, Message, TaskKind
+    from furnace.offline.fusion_tasks import identity
+
+    sentence = "You are a meticulous academic editor who checks every citation."
+    for generation in range(8):
+        parents = [{"identity": sentence, "priority": 100},
+                   {"identity": f"You are a lively blogger number {generation} who loves long sunny walks.",
+                    "priority": 90}]
+        request = LLMRequest(task=TaskKind.IDENTITY, messages=(Message(role="user", content="x"),),
+                             inputs={"language": "en", "parents": parents})
+        sentence = identity(request, random.Random(0))[1]["identity"]
+        assert len(sentence) <= MAX_IDENTITY
+        assert sentence.count("in one voice") == 1 and sentence.count(" and ") <= 2
+    assert sentence.startswith("You are a meticulous academic editor")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -11,13 +10,10 @@ from furnace.elixir import parse_elixir
 
 from .conftest import EN_PERSONA
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
 def test_flow_processes_pending_revisions_once_and_logs_to_mlflow(settings, prefect_harness):
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
     from flows.preferences import preference_extraction
 
     from furnace.adapters.factory import build_content_store, build_db, build_llm, build_store
