@@ -14,6 +14,8 @@ import streamlit as st
 from furnace.errors import FurnaceError
 from furnace.settings import FurnaceSettings
 
+RECENT_AGENTS = 30  # agents offered in pickers (newest first); any other id can be typed or reached via lineage
+
 
 @dataclass
 class Services:
@@ -44,6 +46,31 @@ class Services:
         return self._get("llm", lambda: build_llm(self.settings, db=self.db))
 
     @property
+    def content_store(self) -> Any:
+        from furnace.adapters.factory import build_content_store
+
+        return self._get("content_store", lambda: build_content_store(self.settings, db=self.db))
+
+    @property
+    def synthesis_cache(self) -> Any:
+        from furnace.adapters.duckdb_kv import DuckDBKV
+        from furnace.synthesis import SynthesisCache
+
+        return self._get("synthesis_cache", lambda: SynthesisCache(DuckDBKV(self.db), ttl_s=self.settings.synth_ttl_s))
+
+    @property
+    def results(self) -> Any:
+        from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+
+        return self._get("results", lambda: DuckDBExperimentResults(self.db))
+
+    @property
+    def arena(self) -> Any:
+        from furnace.adapters.duckdb_arena import build_arena
+
+        return self._get("arena", lambda: build_arena(self.settings, db=self.db, llm=self.llm, store=self.store))
+
+    @property
     def embedder(self) -> Any:
         from furnace.adapters.factory import build_embedder
 
@@ -67,3 +94,20 @@ def show_error(err: Exception) -> None:
         st.error(str(err))
     else:
         st.error(f"Something went wrong: {err.__class__.__name__}: {err}")
+
+
+def picker(label: str, options: list[Any], *, key: str, pick_key: str, format_func: Any = str,
+           default: Any = None) -> Any:
+    """A selectbox that moves to ``st.session_state[pick_key]`` whenever that pick changes.
+
+    Other pages and actions (a save, a create, the assistant's "open" buttons)
+    set the pick; the widget keeps its own state otherwise.
+    """
+    pick = st.session_state.get(pick_key)
+    applied = f"_applied_{pick_key}"
+    if pick is not None and pick in options and st.session_state.get(applied) != pick:
+        st.session_state[key] = pick
+        st.session_state[applied] = pick
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default if default in options else options[0]
+    return st.selectbox(label, options, key=key, format_func=format_func)

@@ -13,17 +13,17 @@ offline_env.apply()
 
 import streamlit as st  # noqa: E402
 
-st.set_page_config(page_title="furnace", page_icon="⚗️", layout="wide")
+st.set_page_config(page_title="furnace", page_icon=":material/science:", layout="wide")
 
 HERE = Path(__file__).resolve().parent
 PAGES = [  # (file, title, icon)
-    ("pages/personas.py", "Personas", "🧪"),
-    ("pages/furnace.py", "Furnace", "🔥"),
-    ("pages/revision.py", "Revision chat", "✍️"),
-    ("pages/lineage.py", "Lineage", "🌳"),
-    ("pages/compare.py", "Compare", "📊"),
-    ("pages/arena.py", "Arena", "🏟️"),
-    ("pages/assistant.py", "Assistant", "🔎"),
+    ("screens/personas.py", "Personas", ":material/science:"),
+    ("screens/furnace.py", "Furnace", ":material/local_fire_department:"),
+    ("screens/revision.py", "Revision chat", ":material/edit_note:"),
+    ("screens/lineage.py", "Lineage", ":material/account_tree:"),
+    ("screens/compare.py", "Compare", ":material/bar_chart:"),
+    ("screens/arena.py", "Arena", ":material/forum:"),
+    ("screens/assistant.py", "Assistant", ":material/search:"),
 ]
 
 page = st.navigation(

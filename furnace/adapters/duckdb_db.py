@@ -12,6 +12,7 @@ in order inside a transaction and recorded in ``schema_version``.
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import threading
@@ -29,6 +30,18 @@ from furnace.errors import StoreError
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _migrated: set[str] = set()
 _migrate_lock = threading.Lock()
+
+# Fair turns between processes. DuckDB frees the file only when a process has no
+# connection open; a busy multi-threaded writer (an experiment) almost never gets
+# there, so a waiting process (the app) could retry for its whole timeout. A
+# process that meets the lock announces itself with a marker file
+# ``<db>.wait-<pid>`` (refreshed while it waits); a process about to open a
+# connection while it has none open, and seeing another's fresh marker, holds
+# back briefly so its open count can drop to zero and the waiter gets its turn.
+WAIT_MARKER_TTL_S = 2.0
+YIELD_MAX_S = 1.0
+_open_lock = threading.Lock()
+_open: dict[str, int] = {}
 
 
 def _is_lock_error(err: BaseException) -> bool:
@@ -76,20 +89,45 @@ class Database:
         """Open a connection for one short unit of work; retries the lock error."""
         deadline = time.monotonic() + self.lock_timeout_s
         delay = 0.01
-        while True:
-            try:
-                con = duckdb.connect(str(self.path), read_only=read_only and self.path.exists())
-                break
-            except duckdb.Error as err:
-                if not _is_lock_error(err) or time.monotonic() > deadline:
-                    raise StoreError(f"cannot open {self.path.name}: {_first_line(err)}") from None
-                self.lock_retries += 1
-                time.sleep(delay * (0.5 + self._rng.random()))
-                delay = min(delay * 2, 0.5)
+        self._give_way()
+        marker = self.path.with_name(f"{self.path.name}.wait-{os.getpid()}")
+        announced = False
+        try:
+            while True:
+                try:
+                    con = duckdb.connect(str(self.path), read_only=read_only and self.path.exists())
+                    break
+                except duckdb.Error as err:
+                    if not _is_lock_error(err) or time.monotonic() > deadline:
+                        raise StoreError(f"cannot open {self.path.name}: {_first_line(err)}") from None
+                    self.lock_retries += 1
+                    _touch(marker)
+                    announced = True
+                    time.sleep(delay * (0.5 + self._rng.random()))
+                    delay = min(delay * 2, 0.1)  # short: a yielding holder leaves only a brief window
+        finally:
+            if announced:
+                marker.unlink(missing_ok=True)
+        key = str(self.path)
+        with _open_lock:
+            _open[key] = _open.get(key, 0) + 1
         try:
             yield con
         finally:
             con.close()
+            with _open_lock:
+                _open[key] -= 1
+
+    def _give_way(self) -> None:
+        """Hold back (at most YIELD_MAX_S) while another process waits and this one has nothing open."""
+        until = time.monotonic() + YIELD_MAX_S
+        while time.monotonic() < until:
+            with _open_lock:
+                if _open.get(str(self.path), 0):
+                    return  # our own connections hold the file: waiting would not free it
+            if not _other_waiter(self.path):
+                return
+            time.sleep(0.01)
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -155,6 +193,30 @@ class Database:
                     current = version
             _migrated.add(key)
             return current
+
+
+def _touch(marker: Path) -> None:
+    try:
+        marker.touch()
+    except OSError:  # a read-only folder: no fairness, the retry still works
+        pass
+
+
+def _other_waiter(path: Path) -> bool:
+    """True when another process has a fresh ``<db>.wait-<pid>`` marker next to ``path``."""
+    own = f"{path.name}.wait-{os.getpid()}"
+    now = time.time()
+    try:
+        markers = [m for m in path.parent.iterdir() if m.name.startswith(path.name + ".wait-") and m.name != own]
+    except OSError:
+        return False
+    for marker in markers:
+        try:
+            if now - marker.stat().st_mtime < WAIT_MARKER_TTL_S:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _first_line(err: BaseException) -> str:

@@ -10,10 +10,11 @@ from furnace.diff import diff_elixirs, format_diff
 from furnace.elixir import Elixir, parse_elixir
 from furnace.errors import FurnaceError, InputError, NotFound
 from furnace.render import render_prompt
-from services import services, show_error
+from services import picker, services, show_error
 
-NEW = "➕ New persona"
+NEW = "+ New persona"
 ERRORS_KEY = "persona_errors"
+FLASH_KEY = "persona_flash"
 
 st.title("Personas")
 svc = services()
@@ -24,15 +25,26 @@ def _lines(text: str) -> list[str]:
 
 
 def _field_error(*fields: str) -> None:
-    """Show the validation messages of the last save next to the field."""
-    for name, message in st.session_state.get(ERRORS_KEY, []):
-        if any(name == f or name.startswith(f + ".") for f in fields):
-            st.error(message)
+    """Show the validation messages of the last failed save of this editor next to the field."""
+    editor, problems = st.session_state.get(ERRORS_KEY, ("", []))
+    if editor != st.session_state.get("persona_editor"):
+        return
+    for name, message in problems:
+        if any(name == f or name.startswith(f + ".") or name.startswith(f + "[") for f in fields):
+            st.error(message, icon=":material/error:")
+
+
+def _flash() -> None:
+    """The outcome of the save that triggered this rerun (shown once)."""
+    kind, text = st.session_state.pop(FLASH_KEY, (None, ""))
+    if kind:
+        getattr(st, kind)(text)
 
 
 def _editor(base: Elixir | None) -> dict[str, Any]:
     """Render the editor for ``base`` (None = new) and return the edited data."""
     key = f"ed-{base.id}-{base.version}" if base else "ed-new"
+    st.session_state["persona_editor"] = key
     b = base
     left, right = st.columns(2)
     with left:
@@ -111,6 +123,8 @@ def _rows(value: Any) -> list[dict[str, Any]]:
 
 
 def _save(data: dict[str, Any]) -> None:
+    """Validate and store; the outcome (and any field errors) shows after a rerun, next to the fields."""
+    editor = st.session_state.get("persona_editor")
     try:
         elixir = parse_elixir(data)
         try:
@@ -119,18 +133,19 @@ def _save(data: dict[str, Any]) -> None:
             previous = None
         ref = svc.store.save_elixir(elixir)
     except InputError as err:
-        st.session_state[ERRORS_KEY] = err.problems or [(err.field or "", str(err))]
-        st.error(f"Not saved: {err}")
-        return
+        st.session_state[ERRORS_KEY] = (editor, err.problems or [(err.field or "", str(err))])
+        st.session_state[FLASH_KEY] = ("error", f"Not saved: {err}")
+        st.rerun()
     except FurnaceError as err:
         show_error(err)
         return
-    st.session_state[ERRORS_KEY] = []
+    st.session_state[ERRORS_KEY] = ("", [])
     if previous == ref.version:
-        st.info(f"No change: {ref.id} v{ref.version} already has this content.")
+        st.session_state[FLASH_KEY] = ("info", f"No change: {ref.id} v{ref.version} already has this content.")
     else:
-        st.success(f"Saved {ref.id} v{ref.version} · content_hash {ref.content_hash[:16]}…")
+        st.session_state[FLASH_KEY] = ("success", f"Saved {ref.id} v{ref.version} · content_hash {ref.content_hash[:16]}…")
     st.session_state["persona_pick"] = ref.id
+    st.rerun()
 
 
 query = st.text_input("Search by name, id or expertise", key="persona_query")
@@ -142,14 +157,14 @@ except FurnaceError as err:
 
 labels = {e.id: f"{e.name} ({e.id}, v{e.version}, {e.language})" for e in library}
 options = [NEW, *labels]
-picked = st.session_state.get("persona_pick")
-choice = st.selectbox("Persona", options, index=options.index(picked) if picked in options else (1 if labels else 0),
-                      format_func=lambda o: labels.get(o, o), key="persona_select")
+choice = picker("Persona", options, key="persona_select", pick_key="persona_pick",
+                format_func=lambda o: labels.get(o, o), default=options[1] if labels else NEW)
 current = None if choice == NEW else svc.store.get_elixir(choice)
 st.caption(f"{len(library)} persona(s) in the library")
 
 edit_tab, history_tab = st.tabs(["Edit", "History & diff"])
 with edit_tab:
+    _flash()
     form_col, preview_col = st.columns([3, 2])
     with form_col:
         data = _editor(current)
@@ -162,7 +177,8 @@ with edit_tab:
                 try:
                     svc.store.delete_elixir(current.id)
                     st.session_state.pop("persona_pick", None)
-                    st.success(f"{current.id} withdrawn; its history stays readable.")
+                    st.session_state[FLASH_KEY] = ("success", f"{current.id} withdrawn; its history stays readable.")
+                    st.rerun()
                 except FurnaceError as err:
                     show_error(err)
     with preview_col:
@@ -187,7 +203,8 @@ with history_tab:
         )
         numbers = [v.version for v in versions]
         a_col, b_col = st.columns(2)
-        a = a_col.selectbox("From version", numbers, index=max(0, len(numbers) - 2), key="persona_diff_a")
-        b = b_col.selectbox("To version", numbers, index=len(numbers) - 1, key="persona_diff_b")
+        chain = f"{current.id}-{len(numbers)}"  # a new version resets the pair to the latest step
+        a = a_col.selectbox("From version", numbers, index=max(0, len(numbers) - 2), key=f"persona_diff_a-{chain}")
+        b = b_col.selectbox("To version", numbers, index=len(numbers) - 1, key=f"persona_diff_b-{chain}")
         changes = diff_elixirs(svc.store.get_elixir(current.id, a), svc.store.get_elixir(current.id, b))
         st.code(format_diff(changes) or "(no differences)", language="diff")

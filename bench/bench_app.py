@@ -1,0 +1,161 @@
+"""Every app page rendered (AppTest) with 1,000 personas and 10,000 lineage edges in the store.
+
+The store is filled in bulk (pandas frames into the DuckDB tables in one
+transaction each, rows shaped exactly as ``DuckDBStore`` writes them), not by
+thousands of ``save_*`` calls: 1,000 library personas (the 13 sample elixirs
+under new ids) and 5,000 agents over 25 generations, each made from two parents
+of the generation before (the first from the library) -- 10,000 edges. Each
+page is timed as one ``AppTest`` run after a warm-up run of the whole app
+(imports and the cached services are paid once, as in a live server). The
+baseline, measured in the same run, is the personas page on the 13-persona
+sample library. Target: every page under 2 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+APP = REPO / "app" / "streamlit_app.py"
+PERSONAS = 1_000
+GENERATIONS, PER_GENERATION = 25, 200  # 5,000 agents x 2 parents = 10,000 edges
+TARGET_S = 2.0
+REPEATS = 3
+PAGES = ["personas", "furnace", "revision", "lineage", "compare", "arena", "assistant"]
+
+
+def _rows(seed: int = 0) -> tuple[list[tuple], list[tuple], list[tuple], str]:
+    """(elixir rows, agent rows, edge rows, a mid-DAG agent id)."""
+    from furnace.agent import agent_id_for
+    from furnace.elixir import ElixirRef, parse_elixir
+    from furnace.importers import load_elixir_file
+    from furnace.lineage import Lineage
+    from furnace.store import as_stored
+
+    rng = random.Random(seed)
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    samples = [e for p in sorted((REPO / "data" / "elixirs").glob("*.yaml")) for e in load_elixir_file(p)]
+    exclude = {"id", "version", "created_at", "deleted_at", "content_hash"}
+    elixirs, agents, edges = [], [], []
+    library: list[ElixirRef] = []
+    for i in range(PERSONAS):
+        base = samples[i % len(samples)]
+        data = base.model_dump(mode="json", exclude={"content_hash"})
+        data.update(id=f"{base.id}-{i:04d}", name=f"{base.name} #{i}")
+        stored = as_stored(parse_elixir(data), version=1, created_at=now)
+        body = json.dumps(stored.model_dump(mode="json", exclude=exclude), ensure_ascii=False, sort_keys=True)
+        elixirs.append((stored.id, 1, "library", stored.name, stored.content_hash, body, now, None))
+        library.append(stored.ref)
+    previous: list[ElixirRef] = []
+    middle = ""
+    for g in range(GENERATIONS):
+        current = []
+        for j in range(PER_GENERATION):
+            first = rng.choice(previous) if previous else rng.choice(library)
+            second = rng.choice(library)
+            lineage = Lineage(parents=(first, second), operator="crossover" if j % 3 else "ensemble",
+                              params={"seed": g * PER_GENERATION + j}, op_version="1")
+            agent_id = agent_id_for(lineage.lineage_hash)
+            child_data = json.loads(elixirs[library.index(second)][5])
+            child_data.update(id=agent_id, name=f"gen {g} child {j}")
+            child = as_stored(parse_elixir(child_data), version=1, created_at=now)
+            body = json.dumps(child.model_dump(mode="json", exclude=exclude), ensure_ascii=False, sort_keys=True)
+            elixirs.append((agent_id, 1, "agent", child.name, child.content_hash, body, now, None))
+            agents.append((agent_id, lineage.model_dump_json(), lineage.lineage_hash, 1, f"prompt of {agent_id}",
+                           "[]", "[]", now))
+            edges.extend((p.id, agent_id, lineage.operator, "1", p.version) for p in lineage.parents)
+            current.append(child.ref)
+        if g == GENERATIONS // 2:
+            middle = current[0].id
+        previous = current
+    return elixirs, agents, edges, middle
+
+
+def _bulk(home: Path) -> tuple[int, int, str]:
+    import pandas as pd
+
+    from furnace.adapters.factory import build_db
+    from furnace.settings import FurnaceSettings
+
+    elixirs, agents, edges, middle = _rows()
+    db = build_db(FurnaceSettings(home=home))
+    frames = {
+        "elixir_versions": pd.DataFrame(elixirs, columns=["id", "version", "origin", "name", "content_hash", "body",
+                                                          "created_at", "deleted_at"]),
+        "agents": pd.DataFrame(agents, columns=["id", "lineage", "lineage_hash", "elixir_version", "system_prompt",
+                                                "tools", "members", "created_at"]),
+        "lineage_edges": pd.DataFrame(edges, columns=["parent", "child", "operator", "op_version", "parent_version"]),
+    }
+    with db.transaction() as con:
+        for table, frame in frames.items():
+            con.register("frame", frame)
+            con.execute(f"INSERT INTO {table} ({', '.join(frame.columns)}) SELECT * FROM frame")
+            con.unregister("frame")
+    return PERSONAS, len(edges), middle
+
+
+def _time_pages(home: Path, picks: dict[str, object]) -> dict[str, float]:
+    from streamlit.testing.v1 import AppTest
+
+    os.environ["FURNACE_HOME"] = str(home)
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.run()  # warm-up: imports, cached services, DuckDB file cache
+    for page in PAGES[1:]:
+        at.switch_page(f"screens/{page}.py").run()
+    times: dict[str, list[float]] = {p: [] for p in PAGES}
+    for _ in range(REPEATS):
+        for page in PAGES:
+            for key, value in picks.items():
+                at.session_state[key] = value
+            at.switch_page(f"screens/{page}.py")
+            started = time.perf_counter()
+            at.run()
+            times[page].append(time.perf_counter() - started)
+            if at.exception:
+                raise RuntimeError(f"{page}: {at.exception[0].value}")
+    return {p: statistics.median(v) for p, v in times.items()}
+
+
+def run() -> bool:
+    """Fill a home in bulk, time every page; True when each renders under 2 s."""
+    from furnace import offline_env
+
+    offline_env.apply()
+    os.environ.setdefault("FURNACE_EMBEDDER", "hash")
+    old_home = os.environ.get("FURNACE_HOME")
+    try:
+        with tempfile.TemporaryDirectory(prefix="furnace-bench-app-") as tmp:
+            small = Path(tmp) / "small"
+            small.mkdir()
+            from furnace.adapters.factory import build_store
+            from furnace.importers import import_library
+            from furnace.settings import FurnaceSettings
+
+            import_library(REPO / "data" / "elixirs", build_store(FurnaceSettings(home=small)))
+            baseline = _time_pages(small, {})["personas"]
+
+            big = Path(tmp) / "big"
+            big.mkdir()
+            started = time.perf_counter()
+            personas, edges, middle = _bulk(big)
+            print(f"   bulk-loaded {personas:,} personas, {GENERATIONS * PER_GENERATION:,} agents, {edges:,} edges "
+                  f"in {time.perf_counter() - started:.1f}s")
+            figures = _time_pages(big, {"lineage_pick": middle})
+    finally:
+        if old_home is None:
+            os.environ.pop("FURNACE_HOME", None)
+        else:
+            os.environ["FURNACE_HOME"] = old_home
+    print(f"   baseline: personas page on the 13-persona sample library {baseline * 1000:.0f} ms")
+    for page, seconds in figures.items():
+        mark = "ok" if seconds < TARGET_S else "SLOW"
+        print(f"   {page:<10} {seconds * 1000:7.0f} ms  ({seconds / baseline:4.1f}x baseline)  {mark}")
+    print(f"   target: every page < {TARGET_S:.0f} s (median of {REPEATS} AppTest runs; lineage page on {middle})")
+    return all(s < TARGET_S for s in figures.values())

@@ -1,0 +1,99 @@
+"""Agents side by side on the same probes: answers, scores per objective, prompts diffed.
+
+Works for agents (their stored system prompt) and library elixirs (their
+rendered prompt) alike. Answers and judge verdicts go through the given LLM,
+so with the response cache a second look costs no model call.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from furnace.agent import AGENT_PREFIX
+from furnace.elixir import Elixir
+from furnace.errors import InputError, LLMError
+from furnace.evolution.evaluate import evaluate_agent, reply
+from furnace.evolution.records import ScoreRow
+from furnace.llm import LLM
+from furnace.render import render_prompt
+from furnace.scoring.probes import ProbeSet
+from furnace.store import ElixirStore
+
+MIN_AGENTS, MAX_AGENTS = 2, 4
+DEFAULT_SCORERS: dict[str, float] = {"constraints": 0.25, "fidelity": 0.25, "tone": 0.25, "brief_fit": 0.25}
+
+
+@dataclass(frozen=True)
+class ProbeAnswer:
+    """One agent's answer to one probe (``error`` when the model call failed)."""
+
+    probe_id: str
+    message: str
+    answer: str
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class AgentCard:
+    """Everything one column of the comparison shows."""
+
+    id: str
+    name: str
+    kind: str  # "agent" | "elixir"
+    version: int
+    system_prompt: str
+    answers: tuple[ProbeAnswer, ...]
+    objectives: dict[str, float]
+    fitness: float
+    scores: tuple[ScoreRow, ...]
+
+
+def load_subject(store: ElixirStore, subject_id: str) -> tuple[Elixir, str, str]:
+    """(elixir, system prompt, kind) of an agent or a library elixir."""
+    if subject_id.startswith(AGENT_PREFIX):
+        agent = store.get_agent(subject_id)
+        return agent.elixir, agent.system_prompt, "agent"
+    elixir = store.get_elixir(subject_id)
+    return elixir, render_prompt(elixir), "elixir"
+
+
+def compare_agents(
+    store: ElixirStore, llm: LLM, subject_ids: Sequence[str], probes: ProbeSet, *,
+    scorers: Mapping[str, float] | None = None, seed: int = 0,
+) -> list[AgentCard]:
+    """Answer and score ``probes`` with each of 2–4 agents or elixirs."""
+    ids = list(dict.fromkeys(i.strip() for i in subject_ids if i.strip()))
+    if not MIN_AGENTS <= len(ids) <= MAX_AGENTS:
+        raise InputError(f"compare takes {MIN_AGENTS} to {MAX_AGENTS} distinct agents, got {len(ids)}", field="agents")
+    weights = dict(scorers or DEFAULT_SCORERS)
+    cards = []
+    for subject_id in ids:
+        elixir, prompt, kind = load_subject(store, subject_id)
+        answers = []
+        for probe in probes.probes:
+            try:
+                answers.append(ProbeAnswer(probe.id, probe.message, reply(llm, elixir, prompt, probe, seed=seed)))
+            except LLMError as err:
+                answers.append(ProbeAnswer(probe.id, probe.message, "", error=str(err)))
+        evaluation = evaluate_agent(llm, elixir, prompt, probes, weights, seed=seed)
+        cards.append(AgentCard(subject_id, elixir.name, kind, elixir.version, prompt, tuple(answers),
+                               evaluation.objectives, evaluation.fitness, evaluation.scores))
+    return cards
+
+
+def objective_rows(cards: Sequence[AgentCard]) -> list[dict[str, object]]:
+    """One row per objective, one column per agent (plus the weighted fitness)."""
+    keys = sorted({k for c in cards for k in c.objectives})
+    rows: list[dict[str, object]] = [{"objective": k, **{c.id: round(c.objectives.get(k, 0.0), 3) for c in cards}}
+                                     for k in keys]
+    rows.append({"objective": "fitness (weighted)", **{c.id: round(c.fitness, 3) for c in cards}})
+    return rows
+
+
+def prompt_diff(a: AgentCard, b: AgentCard) -> str:
+    """A unified diff of two agents' system prompts."""
+    lines = difflib.unified_diff(a.system_prompt.splitlines(), b.system_prompt.splitlines(),
+                                 fromfile=a.id, tofile=b.id, lineterm="", n=1)
+    return "\n".join(lines)

@@ -1,0 +1,144 @@
+"""The lineage neighbourhood of one node as a graph (nodes, labelled edges) and as DOT.
+
+Edges carry the operator and the parent version the child was made from
+(``crossover · v2``). The walk is the store's recursive ancestry/descendancy
+query; agents inside the neighbourhood add their full parent list (a crossover
+child shows both parents, not only the one the walk came through).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from furnace.agent import AGENT_PREFIX
+from furnace.errors import FurnaceError
+from furnace.store import ElixirStore
+
+MAX_NODES = 150  # beyond this the graph is unreadable; the table still lists everyone
+MAX_DETAILS = 40  # nodes whose name/version/parents are loaded (one store read each)
+DETAIL_THREADS = 8
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """One node: ``depth`` < 0 for ancestors, 0 for the root, > 0 for descendants."""
+
+    id: str
+    depth: int
+    kind: str  # "agent" | "elixir"
+    name: str = ""
+    version: int | None = None
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    """parent → child, made by ``operator`` from ``parent_version`` (None = not pinned)."""
+
+    parent: str
+    child: str
+    operator: str
+    parent_version: int | None = None
+
+    @property
+    def label(self) -> str:
+        return self.operator + (f" · v{self.parent_version}" if self.parent_version else "")
+
+
+@dataclass
+class LineageGraph:
+    """An agent's (or elixir's) ancestors and descendants with the edges between them."""
+
+    root: str
+    nodes: list[GraphNode] = field(default_factory=list)
+    edges: list[GraphEdge] = field(default_factory=list)
+    total_nodes: int = 0
+
+    @property
+    def truncated(self) -> bool:
+        return self.total_nodes > len(self.nodes)
+
+
+def lineage_graph(
+    store: ElixirStore, node_id: str, *, max_depth: int | None = None, max_nodes: int = MAX_NODES,
+    max_details: int = MAX_DETAILS,
+) -> LineageGraph:
+    """The neighbourhood of ``node_id``; raises NotFound for an unknown id."""
+    root = store.get_elixir(node_id)
+    ancestors = store.ancestors(node_id, max_depth=max_depth)
+    descendants = store.descendants(node_id, max_depth=max_depth)
+    walked = [(n, -n.depth) for n in ancestors] + [(n, n.depth) for n in descendants]
+    walked.sort(key=lambda item: (abs(item[1]), item[0].id))
+    kept = walked[: max(0, max_nodes - 1)]
+    ids = {node_id} | {n.id for n, _ in kept}
+    edges: dict[tuple[str, str], GraphEdge] = {}
+    for n, depth in kept:
+        if n.via is None:
+            continue
+        parent, child = (n.id, n.via) if depth < 0 else (n.via, n.id)
+        edges[(parent, child)] = GraphEdge(parent, child, n.operator or "?")
+    detailed = [node_id] + [n.id for n, _ in kept[:max_details]]
+    with ThreadPoolExecutor(max_workers=DETAIL_THREADS) as pool:  # each read is one short-lived connection
+        found = dict(zip(detailed, pool.map(lambda i: _detail(store, i, ids), detailed)))
+    for (name, version, pinned) in found.values():
+        edges.update({(e.parent, e.child): e for e in pinned})
+    nodes = [GraphNode(node_id, 0, _kind(node_id), root.name, root.version)]
+    for n, depth in kept:
+        name, version, _ = found.get(n.id, ("", None, []))
+        nodes.append(GraphNode(n.id, depth, _kind(n.id), name, version))
+    return LineageGraph(node_id, nodes, sorted(edges.values(), key=lambda e: (e.parent, e.child)),
+                        total_nodes=len(walked) + 1)
+
+
+def _kind(node_id: str) -> str:
+    return "agent" if node_id.startswith(AGENT_PREFIX) else "elixir"
+
+
+def _detail(store: ElixirStore, node_id: str, ids: set[str]) -> tuple[str, int | None, list[GraphEdge]]:
+    """Name and version of a node; for an agent, its pinned parents (inside ``ids``) as versioned edges."""
+    try:
+        if node_id.startswith(AGENT_PREFIX):
+            agent = store.get_agent(node_id)
+            lin = agent.lineage
+            pinned = [GraphEdge(p.id, node_id, lin.operator, p.version) for p in lin.parents if p.id in ids]
+            return agent.elixir.name, agent.elixir.version, pinned
+        elixir = store.get_elixir(node_id)
+        return elixir.name, elixir.version, []
+    except FurnaceError:  # a tampered or missing record stays a bare node (no name in the table)
+        return "", None, []
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
+
+
+def to_dot(graph: LineageGraph) -> str:
+    """Graphviz DOT: ancestors above, descendants below; the root highlighted."""
+    lines = ["digraph lineage {", "  rankdir=TB;", '  node [shape=box, style="rounded,filled", fontname="Helvetica",'
+             ' fontsize=10, fillcolor="#f5f5f5"];', '  edge [fontname="Helvetica", fontsize=9, color="#666666"];']
+    for n in graph.nodes:
+        title = n.name or n.id
+        sub = n.id if n.name and n.name != n.id else ""
+        version = f" v{n.version}" if n.version else ""
+        label = _quote(f"{title}{version}")[:-1] + (f"\\n{_quote(sub)[1:-1]}" if sub else "") + '"'
+        colour = "#ffd8a8" if n.depth == 0 else ("#d0ebff" if n.kind == "agent" else "#f5f5f5")
+        shape = ", shape=ellipse" if n.kind == "agent" else ""
+        lines.append(f"  {_quote(n.id)} [label={label},"
+                     f" fillcolor={_quote(colour)}{shape}];")
+    for e in graph.edges:
+        lines.append(f"  {_quote(e.parent)} -> {_quote(e.child)} [label={_quote(e.label)}];")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def graph_rows(graph: LineageGraph) -> list[dict[str, object]]:
+    """The graph as table rows: one per node with its relation and how it is linked."""
+    into: dict[str, list[str]] = {}
+    for e in graph.edges:
+        into.setdefault(e.child, []).append(f"{e.parent} ({e.label})")
+    rows: list[dict[str, object]] = []
+    for n in graph.nodes:
+        relation = "root" if n.depth == 0 else ("ancestor" if n.depth < 0 else "descendant")
+        rows.append({"id": n.id, "name": n.name, "version": n.version, "kind": n.kind, "relation": relation,
+                     "depth": abs(n.depth), "made from": ", ".join(sorted(into.get(n.id, [])))})
+    return rows

@@ -1,0 +1,31 @@
+"""App tests: one seeded FURNACE_HOME per module, driven through AppTest."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .helpers import APP, seed_home
+
+
+@pytest.fixture(scope="module")
+def app_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A seeded home shared by one test module (FURNACE_HOME points at it; hash embedder for speed)."""
+    home = seed_home(tmp_path_factory.mktemp("app") / "home")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("FURNACE_HOME", str(home))
+        mp.setenv("FURNACE_EMBEDDER", "hash")
+        yield home
+
+
+@pytest.fixture()
+def app(app_home: Path):
+    """A fresh AppTest of the whole app (first page rendered) on the module's home."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at

@@ -1,0 +1,66 @@
+"""A real browser against ``streamlit run``: edit and save a persona, send a revision, read the reply."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .browser import app_server, browser_missing, browser_page, settle
+from .helpers import REPO, seed_home
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+ARTIFACTS = REPO / "test-artifacts"
+
+
+@pytest.fixture()
+def seeded(tmp_path: Path) -> Path:
+    reason = browser_missing()
+    if reason:
+        pytest.skip(reason)
+    home = seed_home(tmp_path / "home")
+    from furnace.adapters.factory import build_content_store, build_db, build_llm, build_store
+    from furnace.content import generate_content
+    from furnace.settings import FurnaceSettings
+
+    settings = FurnaceSettings(home=home)
+    db = build_db(settings)
+    generate_content(build_store(settings, db=db), build_content_store(settings, db=db), build_llm(settings, db=db),
+                     persona_id="lifestyle-blogger-zh", topic="夏日防晒")
+    return home
+
+
+def test_edit_persona_and_revise_in_a_real_browser(seeded: Path) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    with app_server(seeded) as url, browser_page() as page:
+        page.goto(url)
+        page.get_by_role("heading", name="Personas").wait_for()
+        identity = page.get_by_label("Identity * (one sentence)")
+        identity.wait_for()
+        identity.fill("A meticulous academic editor who checks every claim twice.")
+        identity.press("Tab")
+        settle(page)
+        page.get_by_role("button", name="Save as new version").click()
+        saved = page.get_by_text("Saved academic-editor v2")
+        saved.wait_for()
+        page.screenshot(path=str(ARTIFACTS / "browser-personas-saved.png"), full_page=True)
+
+        page.goto(f"{url}/revision")
+        page.get_by_role("heading", name="Revision chat").wait_for()
+        box = page.get_by_test_id("stChatInputTextArea")
+        box.wait_for()
+        box.fill("太正式了，活泼一点，加一个 emoji")
+        box.press("Enter")
+        reply = page.get_by_text("V1→V2", exact=False).first
+        reply.wait_for()
+        settle(page)
+        page.screenshot(path=str(ARTIFACTS / "browser-revision-reply.png"), full_page=True)
+        assert "V1→V2" in reply.inner_text()
+
+    from furnace.adapters.factory import build_content_store, build_store
+    from furnace.settings import FurnaceSettings
+
+    settings = FurnaceSettings(home=seeded)
+    assert build_store(settings).get_elixir("academic-editor").version == 2
+    [content] = build_content_store(settings).list_contents()
+    assert len(build_content_store(settings).versions(content.id)) == 2

@@ -1,0 +1,160 @@
+"""Furnace, revision chat, lineage, compare, arena and assistant pages on one seeded home."""
+
+from __future__ import annotations
+
+import pytest
+
+from .helpers import no_errors, store_for
+
+A, B = "academic-editor", "data-science-mentor"
+
+
+@pytest.fixture(scope="module")
+def fused(app_home):
+    """A crossover agent of A and B, made through the furnace page's own function."""
+    from furnace.adapters.duckdb_kv import DuckDBKV
+    from furnace.adapters.factory import build_db, build_llm, build_store
+    from furnace.embedding import HashEmbedder
+    from furnace.fusion import fuse
+    from furnace.settings import FurnaceSettings
+    from furnace.synthesis import SynthesisCache
+
+    settings = FurnaceSettings(home=app_home)
+    db = build_db(settings)
+    result = fuse(build_store(settings, db=db), [A, B], llm=build_llm(settings, db=db), embedder=HashEmbedder(),
+                  cache=SynthesisCache(DuckDBKV(db)), operator="crossover", settings=settings)
+    return result.agent
+
+
+def test_furnace_fuses_two_personas_and_shows_the_child(app, app_home):
+    at = app.switch_page("screens/furnace.py").run()
+    no_errors(at)
+    at.multiselect(key="fuse_parents").select(A).select("go-reviewer").run()
+    at.selectbox(key="fuse_operator").set_value("crossover").run()
+    at.button(key="fuse_go").click().run()
+    no_errors(at)
+    titles = [h.value for h in at.subheader]
+    assert any(t.startswith("Child: ") for t in titles), titles
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Operator"].startswith("crossover") and metrics["From cache"] == "no"
+    agents = store_for(app_home).list_agents()
+    assert any({p.id for p in a.lineage.parents} == {A, "go-reviewer"} for a in agents)
+    # the same fusion again comes from the synthesis cache
+    at.button(key="fuse_go").click().run()
+    assert {m.label: m.value for m in at.metric}["From cache"] == "yes"
+
+
+def test_revision_chat_grows_the_version_chain(app, app_home):
+    at = app.switch_page("screens/revision.py").run()
+    no_errors(at)
+    at.selectbox(key="revision_persona").set_value("lifestyle-blogger-zh").run()
+    at.text_input(key="revision_topic").input("夏日防晒").run()
+    at.button(key="revision_create").click().run()
+    no_errors(at)
+    from furnace.adapters.factory import build_content_store
+    from furnace.settings import FurnaceSettings
+
+    contents = build_content_store(FurnaceSettings(home=app_home))
+    [content] = contents.list_contents()
+    assert [v.version for v in contents.versions(content.id)] == [1]
+    at.chat_input(key="revision_input").set_value("太正式了，活泼一点，加一个 emoji").run()
+    no_errors(at)
+    assert [v.version for v in contents.versions(content.id)] == [1, 2]
+    texts = [m.markdown[0].value for m in at.chat_message if m.markdown]
+    assert any("V1→V2" in t for t in texts), texts
+    assert any("V1 → V2" in c.value for c in at.code)  # the diff of the two versions
+    at.button(key="rev_rollback").click().run()
+    no_errors(at)
+    assert [v.source for v in contents.versions(content.id)] == ["generate", "revise", "rollback"]
+
+
+def test_lineage_page_renders_the_graph_for_an_agent(app, fused):
+    app.session_state["lineage_pick"] = fused.id
+    at = app.switch_page("screens/lineage.py").run()
+    no_errors(at)
+    [chart] = at.get("graphviz_chart")
+    dot = chart.proto.spec
+    assert f'"{A}" -> "{fused.id}"' in dot and f'"{B}" -> "{fused.id}"' in dot
+    assert "crossover · v1" in dot
+    assert {m.label: m.value for m in at.metric}["Ancestors"] == "2"
+    assert len(at.dataframe[0].value) == 3
+
+
+def test_compare_two_agents_renders_both_columns(app, app_home, fused):
+    app.session_state["compare_pick"] = [fused.id, A]
+    at = app.switch_page("screens/compare.py").run()
+    no_errors(at)
+    names = [h.value for h in at.subheader]
+    assert names == [fused.elixir.name, store_for(app_home).get_elixir(A).name], names
+    assert len([m for m in at.metric if m.label == "Fitness"]) == 2
+    table = at.dataframe[0].value
+    assert {fused.id, A} <= set(table.columns) and "fitness (weighted)" in list(table["objective"])
+
+
+def test_arena_count_off_gives_four_replies(app):
+    at = app.switch_page("screens/arena.py").run()
+    no_errors(at)
+    members = ["academic-editor", "go-reviewer", "home-chef-zh", "security-auditor"]
+    ms = at.multiselect(key="arena_members")
+    for m in members:
+        ms.select(m)
+    at.run()
+    at.button(key="arena_create").click().run()
+    no_errors(at)
+    at.chat_input(key="arena_input").set_value("@全体成员 全体都有！报数！").run()
+    no_errors(at)
+    replies = [m for m in at.chat_message if m.name == "assistant"]
+    assert len(replies) == 4
+    at.toggle(key="arena_show_plans").set_value(True).run()
+    assert any(e.label.startswith("plan (directive") for e in at.expander)
+
+
+def test_assistant_question_renders_a_table(app, fused):
+    at = app.switch_page("screens/assistant.py").run()
+    no_errors(at)
+    at.chat_input[0].set_value("list the personas").run()
+    no_errors(at)
+    assert at.dataframe, "the assistant answered without a table"
+
+
+def test_arena_stop_and_continue_an_interrupted_turn(app, app_home):
+    from furnace.adapters.duckdb_arena import build_arena
+    from furnace.arena.events import FinalReply
+    from furnace.settings import FurnaceSettings
+
+    arena = build_arena(FurnaceSettings(home=app_home))
+    session = arena.create_session(["go-reviewer", "academic-editor", "security-auditor", "viral-copywriter"],
+                                   title="interrupted")
+    events = arena.stream(session.id, "sound off")
+    replies = 0
+    for event in events:  # the process "dies" after two speakers: the run stays running
+        replies += isinstance(event, FinalReply)
+        if replies == 2:
+            break
+    events.close()
+    at = app.switch_page("screens/arena.py").run()
+    at.selectbox(key="arena_select").set_value(session.id).run()
+    no_errors(at)
+    assert len([m for m in at.chat_message if m.name == "assistant"]) == 2
+    at.button(key="arena_stop").click().run()
+    no_errors(at)
+    assert any("2 answered, 2 not started" in i.value for i in at.info)
+    at.button(key="arena_continue").click().run()
+    no_errors(at)
+    assert len([m for m in at.chat_message if m.name == "assistant"]) == 4
+    assert [r.status for r in arena.store.list_runs(session.id)] == ["finished"]
+
+
+def test_promote_the_fused_child(app, app_home):
+    at = app.switch_page("screens/furnace.py").run()
+    at.multiselect(key="fuse_parents").select("socratic-math-tutor").run()  # one parent: a mutation
+    at.button(key="fuse_go").click().run()
+    no_errors(at)
+    assert {m.label: m.value for m in at.metric}["Operator"].startswith("mutation")
+    at.text_input(key="promote_name").input("Tutor Mutant").run()
+    at.button(key="promote_go").click().run()
+    no_errors(at)
+    assert any(s.value.startswith("Promoted agt-") and "tutor-mutant v1" in s.value for s in at.success)
+    store = store_for(app_home)
+    assert store.get_elixir("tutor-mutant").name == "Tutor Mutant"
+    assert [n.operator for n in store.ancestors("tutor-mutant")][:1] == ["promote"]

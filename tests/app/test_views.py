@@ -1,0 +1,109 @@
+"""The app's read models (furnace.views): pure functions over in-memory stores."""
+
+from __future__ import annotations
+
+import pytest
+
+from furnace.agent import Agent, agent_id_for
+from furnace.elixir import Elixir
+from furnace.errors import InputError, NotFound
+from furnace.evolution.records import GenerationRecord, IndividualRecord, MemoryResults
+from furnace.lineage import Lineage
+from furnace.memory_store import MemoryStore
+from furnace.offline import OfflineEngine
+from furnace.render import render_prompt
+from furnace.scoring.probes import load_probe_set
+from furnace.views.compare import compare_agents, objective_rows, prompt_diff
+from furnace.views.experiments import generation_rows, leaderboard_rows, operator_rows
+from furnace.views.lineage import lineage_graph, to_dot
+
+
+def _elixir(id: str, name: str, expertise: str) -> Elixir:
+    return Elixir.model_validate(dict(id=id, name=name, language="en", identity=f"A careful {expertise} expert.",
+                                      expertise=[expertise], principles=[f"Explain {expertise} plainly."]))
+
+
+def _agent(store: MemoryStore, parents: list[str], operator: str = "crossover", name: str = "child") -> Agent:
+    refs = tuple(store.get_elixir(p).ref for p in parents)
+    lineage = Lineage(parents=refs, operator=operator, params={"seed": len(name)}, op_version="1")
+    child = _elixir("x", name, "fusion")
+    agent = Agent(id=agent_id_for(lineage.lineage_hash), elixir=child, lineage=lineage,
+                  system_prompt=render_prompt(child))
+    store.save_agent(agent)
+    return store.get_agent(agent.id)
+
+
+@pytest.fixture()
+def family() -> tuple[MemoryStore, Agent, Agent]:
+    """a + b (b at v2) → child; child + c → grandchild."""
+    store = MemoryStore()
+    for id_, name, topic in (("a", 'Ann "the" Analyst', "statistics"), ("b", "Bo", "baking"), ("c", "Cy", "chess")):
+        store.save_elixir(_elixir(id_, name, topic))
+    store.save_elixir(_elixir("b", "Bo", "bread"))  # v2
+    child = _agent(store, ["a", "b"], name="child")
+    grandchild = _agent(store, [child.id, "c"], operator="mutation", name="grandchild")
+    return store, child, grandchild
+
+
+def test_graph_has_every_parent_with_operator_and_version(family) -> None:
+    store, child, grandchild = family
+    graph = lineage_graph(store, child.id)
+    assert {n.id: n.depth for n in graph.nodes} == {child.id: 0, "a": -1, "b": -1, grandchild.id: 1}
+    labels = {(e.parent, e.child): e.label for e in graph.edges}
+    assert labels[("a", child.id)] == "crossover · v1"
+    assert labels[("b", child.id)] == "crossover · v2"  # the pinned parent version, not the latest only
+    assert labels[(child.id, grandchild.id)] == "mutation · v1"
+    assert not graph.truncated
+
+
+def test_graph_is_cut_to_the_nearest_nodes(family) -> None:
+    store, child, _ = family
+    graph = lineage_graph(store, child.id, max_nodes=2)
+    assert len(graph.nodes) == 2 and graph.truncated and graph.total_nodes == 4
+
+
+def test_dot_quotes_names_and_marks_the_root(family) -> None:
+    store, child, grandchild = family
+    dot = to_dot(lineage_graph(store, grandchild.id))
+    assert dot.startswith("digraph lineage {") and dot.rstrip().endswith("}")
+    assert '"a" [label="Ann \\"the\\" Analyst v1\\na"' in dot  # quotes escaped, id on a second line
+    assert f'"{grandchild.id}" [label=' in dot and '"#ffd8a8"' in dot
+    assert f'"{child.id}" -> "{grandchild.id}" [label="mutation · v1"];' in dot
+
+
+def test_unknown_id_is_not_found() -> None:
+    with pytest.raises(NotFound):
+        lineage_graph(MemoryStore(), "nobody")
+
+
+def test_compare_two_agents_on_the_same_probes(family) -> None:
+    store, child, _ = family
+    probes = load_probe_set("writing-en").head(2)
+    cards = compare_agents(store, OfflineEngine(), [child.id, "a"], probes)
+    assert [c.id for c in cards] == [child.id, "a"] and [c.kind for c in cards] == ["agent", "elixir"]
+    assert all(len(c.answers) == 2 and all(a.answer for a in c.answers) for c in cards)
+    assert all(set(c.objectives) == {"brief_fit", "constraints", "fidelity", "tone"} for c in cards)
+    rows = objective_rows(cards)
+    assert rows[-1]["objective"] == "fitness (weighted)" and rows[-1][child.id] == round(cards[0].fitness, 3)
+    diff = prompt_diff(cards[0], cards[1])
+    assert diff.startswith(f"--- {child.id}\n+++ a") and "statistics" in diff
+    with pytest.raises(InputError):
+        compare_agents(store, OfflineEngine(), ["a"], probes)
+
+
+def _ind(gen: int, agent: str, fitness: float, parents: tuple[str, ...] = (), op: str = "seed") -> IndividualRecord:
+    return IndividualRecord("x", gen, agent, 0, op, parents, None, {}, "", fitness, {"tone": fitness})
+
+
+def test_experiment_rows() -> None:
+    results = MemoryResults()
+    for record in (_ind(0, "p", 0.5), _ind(0, "q", 0.6), _ind(1, "r", 0.7, ("p", "q"), "crossover"),
+                   _ind(1, "s", 0.4, ("q",), "mutation"), _ind(1, "q", 0.6)):
+        results.save_individual(record)
+    results.save_generation(GenerationRecord("x", 0, ("p", "q"), 0.6, 0.55, {"crossover": 0.5}, calls=10))
+    results.save_generation(GenerationRecord("x", 1, ("r", "q"), 0.7, 0.65, {"crossover": 0.6}, calls=8))
+    assert [(g["generation"], g["best_fitness"], g["calls"]) for g in generation_rows(results, "x")] == [
+        (0, 0.6, 10), (1, 0.7, 8)]
+    ops = {(r["operator"], r["generation"]): (r["children"], r["fitter_than_parents"]) for r in operator_rows(results, "x")}
+    assert ops == {("crossover", 1): (1, 1), ("mutation", 1): (1, 0)}
+    assert [r["agent_id"] for r in leaderboard_rows(results, "x")] == ["r", "q", "p", "s"]

@@ -1,0 +1,143 @@
+"""Take the README's screenshots of every page on the demo data (real browser).
+
+Run from the repo root: ``.venv/bin/python -m tests.app.tour [OUT_DIR]`` (default
+``docs/``). It runs ``furnace demo`` into a temporary FURNACE_HOME, adds a fused
+agent, a revised text and an arena session, starts ``streamlit run`` on
+127.0.0.1 and drives Debian chromium through each page.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .browser import app_server, browser_missing, browser_page, settle
+from .helpers import REPO
+
+EN_MEMBERS = ["academic-editor", "data-science-mentor", "go-reviewer", "security-auditor"]
+
+
+def prepare(home: Path) -> None:
+    """The demo data plus one of everything the pages show."""
+    env = {"FURNACE_HOME": str(home), "FURNACE_EMBEDDER": "hash", "PATH": "/usr/bin:/bin"}
+    subprocess.run([sys.executable, "-c", "from furnace.cli import main; main()", "demo"], cwd=REPO, env=env,
+                   check=True, stdout=subprocess.DEVNULL)
+    from furnace.adapters.duckdb_arena import build_arena
+    from furnace.adapters.duckdb_kv import DuckDBKV
+    from furnace.adapters.factory import build_content_store, build_db, build_llm, build_store
+    from furnace.content import generate_content
+    from furnace.embedding import HashEmbedder
+    from furnace.fusion import fuse
+    from furnace.revision import revise
+    from furnace.settings import FurnaceSettings
+    from furnace.synthesis import SynthesisCache
+
+    settings = FurnaceSettings(home=home, embedder="hash")
+    db = build_db(settings)
+    store, llm, contents = build_store(settings, db=db), build_llm(settings, db=db), build_content_store(settings, db=db)
+    fuse(store, ["academic-editor", "legal-plain-language"], llm=llm, embedder=HashEmbedder(),
+         cache=SynthesisCache(DuckDBKV(db)), operator="crossover", settings=settings)
+    content, _ = generate_content(store, contents, llm, persona_id="viral-copywriter", topic="summer sunscreen habits")
+    revise(store, contents, llm, content.id, "Too formal, make it livelier and add an emoji")
+    arena = build_arena(settings, db=db, llm=llm, store=store)
+    session = arena.create_session(EN_MEMBERS, title="Review board")
+    arena.say(session.id, "Sound off!")
+
+
+def _multiselect(page: Any, label: str, ids: list[str]) -> None:
+    """Pick options of a multiselect by the id shown in their label."""
+    box = page.get_by_label(label)
+    for ident in ids:
+        box.click()
+        box.fill(ident)
+        page.get_by_role("option").filter(has_text=f"({ident}").first.click()
+        settle(page)
+    page.keyboard.press("Escape")
+    settle(page)
+
+
+def shoot(url: str, out: Path) -> list[Path]:
+    """One screenshot per page."""
+    shots: list[Path] = []
+    with browser_page(1440, 1000) as page:
+        def snap(name: str) -> None:
+            settle(page)
+            path = out / f"app-{name}.png"
+            page.screenshot(path=str(path))
+            shots.append(path)
+
+        page.goto(url)
+        page.get_by_role("heading", name="Personas").wait_for()
+        page.get_by_label("Identity * (one sentence)").wait_for()
+        snap("personas")
+
+        page.goto(f"{url}/furnace")
+        page.get_by_role("heading", name="Furnace").wait_for()
+        _multiselect(page, "Parents (elixirs or agents)", ["data-science-mentor", "socratic-math-tutor"])
+        page.get_by_role("button", name="Fuse", exact=True).click()
+        page.get_by_text("Resolution notes").wait_for()
+        page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for()
+        snap("furnace")
+
+        page.goto(f"{url}/revision")
+        page.get_by_role("heading", name="Revision chat").wait_for()
+        page.get_by_text("V1→V2").first.wait_for()
+        snap("revision")
+
+        page.goto(f"{url}/lineage")
+        page.get_by_role("heading", name="Lineage").wait_for()
+        box = page.get_by_label("Agent or elixir id", exact=True).and_(page.get_by_role("textbox"))
+        box.fill("demo-champion")
+        box.press("Enter")
+        page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for()
+        snap("lineage")
+
+        page.goto(f"{url}/compare")
+        page.get_by_role("heading", name="Compare").wait_for()
+        _multiselect(page, "Agents or elixirs (2–4)", ["demo-champion", "data-science-mentor"])
+        page.get_by_role("button", name="Compare", exact=True).click()
+        page.get_by_test_id("stMetric").nth(1).wait_for()
+        snap("compare-agents")
+        page.get_by_role("tab", name="Experiments over generations").click()
+        page.get_by_text("Fitness per generation").wait_for()
+        page.locator('[data-testid="stVegaLiteChart"]').first.wait_for()
+        snap("compare-experiments")
+
+        page.goto(f"{url}/arena")
+        page.get_by_role("heading", name="Arena").wait_for()
+        page.get_by_text("Show plans").click()
+        page.get_by_text("plan (directive").first.wait_for()
+        snap("arena")
+
+        page.goto(f"{url}/assistant")
+        page.get_by_role("heading", name="Lab assistant").wait_for()
+        box = page.get_by_test_id("stChatInputTextArea")
+        box.fill("which agents scored best?")
+        box.press("Enter")
+        page.locator('[data-testid="stDataFrame"]').first.wait_for()
+        snap("assistant")
+    return shots
+
+
+def main(argv: list[str]) -> int:
+    reason = browser_missing()
+    if reason:
+        print(f"cannot take screenshots: {reason}", file=sys.stderr)
+        return 1
+    out = Path(argv[0]) if argv else REPO / "docs"
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="furnace-tour-") as tmp:
+        home = Path(tmp) / "home"
+        home.mkdir()
+        prepare(home)
+        with app_server(home) as url:
+            for path in shoot(url, out):
+                print(f"{path}  {path.stat().st_size // 1024} KB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
