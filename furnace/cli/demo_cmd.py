@@ -97,6 +97,38 @@ def demo(ctx: CliContext, as_json: bool) -> None:
     from furnace.evolution.demo import run_demo  # the evolution experiment (issue 4)
 
     run_demo(ctx)
+    click.echo(preference_demo_text(ctx))
+
+
+REVISION_PERSONA = "skincare-science-writer-zh"
+REVISION_TOPIC = "夏季防晒推荐"
+REVISION_SUGGESTIONS = ["太正式了，活泼点", "第三段太长，缩短一点", "加一个 emoji"]
+
+
+def preference_demo_text(ctx: CliContext) -> str:
+    """Step 6: write, revise by chat, learn preferences, and write again with them."""
+    from furnace.adapters.factory import build_content_store
+    from furnace.cli.content_cmd import run_revision_demo
+    from furnace.render import render_prompt
+
+    before = ctx.store.get_elixir(REVISION_PERSONA)
+    result = run_revision_demo(ctx.store, build_content_store(ctx.settings, db=ctx.db), ctx.llm,
+                               persona=REVISION_PERSONA, topic=REVISION_TOPIC, suggestions=REVISION_SUGGESTIONS)
+    first, persona, again = result["first"], result["persona"], result["next_first"]
+    lines = ["", f"6. Revision chat: {REVISION_PERSONA}@{before.version} writes “{REVISION_TOPIC}” "
+             f"(content {result['content'].id}, V1, {first.word_count} 字)"]
+    for suggestion, outcome in zip(REVISION_SUGGESTIONS, result["outcomes"]):
+        lines.append(f"   you: {suggestion}")
+        lines.append("   furnace: " + outcome.reply.content.replace("\n", " ")[:160])
+    prefs = ", ".join(f"{p.dimension}={p.value} (×{p.count})" for p in persona.style_preferences) or "none"
+    lines += [f"   learned preferences → {REVISION_PERSONA}@{persona.version}: {prefs}",
+              f"   the next piece is written with them (V1, {again.word_count} 字): {again.title}"]
+    learned = [line for line in render_prompt(persona).splitlines() if any(
+        p.value in line for p in persona.style_preferences)]
+    if learned:
+        lines.append("   its prompt now says: " + " / ".join(learned[:3]))
+    lines.append(f"   see it all: furnace content history {result['content'].id}; furnace prefs {REVISION_PERSONA}")
+    return "\n".join(lines)
 
 
 def register(cli: click.Group) -> None:

@@ -26,17 +26,14 @@ def _promote_and_register(ctx: Any, report: Any) -> str | None:
         click.echo(f"note: best agent not promoted ({err})", err=True)
         return None
     try:
-        from furnace.adapters.mlflow_tracker import MLflowTracker
+        from furnace.adapters.mlflow_prompts import register_agent_prompt
 
-        tracker = MLflowTracker(ctx.settings.tracking_uri)
-        lineage_hash = next((n["lineage_hash"] for n in report.lineage if n["agent_id"] == best["agent_id"]), "")
-        tracker.register_prompt(
-            f"furnace-{CHAMPION}", report.best_prompt,
-            {"furnace.agent_id": best["agent_id"], "furnace.lineage_hash": lineage_hash or "",
-             "furnace.experiment_id": report.experiment_id, "furnace.elixir": str(ref)},
-            message=f"best of {report.experiment_id}", skip_if_same=True)
+        registered = register_agent_prompt(ctx.store, best["agent_id"], tracking_uri=ctx.settings.tracking_uri,
+                                           name=f"furnace-{CHAMPION}", alias="champion", elixir_ref=str(ref),
+                                           message=f"best of {report.experiment_id}")
+        click.echo(f"registered prompts:/{registered.name}@champion (version {registered.version})")
     except Exception as err:  # the registry is a convenience; the demo result stands without it
-        click.echo(f"note: prompt registry skipped ({err.__class__.__name__})", err=True)
+        click.echo(f"note: prompt registry skipped ({err.__class__.__name__}: {err})", err=True)
     return str(ref)
 
 
@@ -55,6 +52,7 @@ def run_demo(ctx: Any, *, file: Path = DEMO_FILE) -> Any:
         lines.append(f"  best agent promoted to the library as {promoted}: furnace elixir show {CHAMPION}")
     lines += [
         f"  furnace experiment show {report.experiment_id}",
+        f"  furnace agent load prompts:/furnace-{CHAMPION}@champion",
         "  furnace app                                   # dashboards, lineage explorer, arena",
         f"  mlflow ui --backend-store-uri {ctx.settings.tracking_uri}",
         f"  DuckDB: {home / 'furnace.duckdb'} (tables experiments, experiment_generations,"

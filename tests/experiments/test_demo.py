@@ -31,3 +31,14 @@ def test_demo_experiment_end_to_end(home, monkeypatch, capsys):
     assert len(gens) == 5 and gens[-1].best_fitness > gens[0].best_fitness  # evolution improved on the seeds
     summary = run_summary(FurnaceSettings(home=home).tracking_uri, exp.experiment_id)
     assert summary and summary["status"] == "FINISHED" and len(summary["best_fitness_steps"]) == 5
+
+    # step 6: the preference loop — revise by chat, learn, write again with what was learned
+    assert "6. Revision chat: skincare-science-writer-zh@1" in out
+    assert "V1→V2" in out and "V3→V4" in out
+    from furnace.adapters.factory import build_store
+
+    persona = build_store(FurnaceSettings(home=home)).get_elixir("skincare-science-writer-zh")
+    learned = {(p.dimension, p.value) for p in persona.style_preferences}
+    assert {("tone", "lively"), ("emoji", "more")} <= learned
+    assert f"learned preferences → skincare-science-writer-zh@{persona.version}" in out
+    assert "prompts:/furnace-demo-champion@champion" in out
