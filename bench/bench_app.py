@@ -14,6 +14,7 @@ sample library. Target: every page under 2 s.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import random
 import statistics
@@ -129,6 +130,11 @@ def run() -> bool:
 
     offline_env.apply()
     os.environ.setdefault("FURNACE_EMBEDDER", "hash")
+    # AppTest runs pages outside a server; Streamlit warns about that on every run.
+    logging.getLogger("streamlit").setLevel(logging.ERROR)
+    for name in list(logging.root.manager.loggerDict):
+        if name.startswith("streamlit"):
+            logging.getLogger(name).setLevel(logging.ERROR)
     old_home = os.environ.get("FURNACE_HOME")
     try:
         with tempfile.TemporaryDirectory(prefix="furnace-bench-app-") as tmp:
