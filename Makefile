@@ -46,7 +46,7 @@ demo: setup
 	$(BIN)/furnace demo
 
 test: setup browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto
 
 test-fast: setup
 	$(BIN)/python -m pytest -m "not slow and not browser"

@@ -33,7 +33,6 @@ import pytest  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 LIBRARY_DIR = REPO / "data" / "elixirs"
-SHARED = REPO.parent / "shared"
 
 
 @pytest.fixture()
