@@ -15,12 +15,13 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help setup browser demo test test-fast bench app clean
+.PHONY: help setup browser demo test test-fast bench lint app clean
 
 help:
 	@echo "make demo   - set up .venv and run the demo experiment offline"
 	@echo "make test   - set up .venv (and chromium) and run the test suite"
 	@echo "make bench  - run the benchmarks (ratios measured in one run)"
+	@echo "make lint   - ruff (pyflakes rules) and mypy over furnace/"
 	@echo "make app    - start the Streamlit app on 127.0.0.1:8501"
 
 $(STAMP): pyproject.toml constraints.txt
@@ -53,6 +54,10 @@ test-fast: setup
 
 bench: setup
 	$(BIN)/python -m bench
+
+lint: setup
+	$(BIN)/ruff check --select F furnace app flows bench tests
+	$(BIN)/mypy furnace
 
 app: setup
 	$(BIN)/furnace app

@@ -10,7 +10,6 @@ item cannot both win. Message ``seq`` is assigned inside the transaction.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -47,15 +46,7 @@ class DuckDBContentStore:
         self._conflict_retries = conflict_retries
 
     def _write(self, work: Callable[[Con], T]) -> T:
-        for attempt in range(self._conflict_retries + 1):
-            try:
-                with self.db.transaction() as con:
-                    return work(con)
-            except duckdb.TransactionException as err:
-                if attempt == self._conflict_retries:
-                    raise StoreError(f"write conflict persisted after {attempt + 1} tries: {err}") from None
-                time.sleep(0.005 * (attempt + 1))
-        raise AssertionError("unreachable")
+        return self.db.write(work, retries=self._conflict_retries)
 
     # --- writes ----------------------------------------------------------
 

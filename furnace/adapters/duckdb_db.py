@@ -17,11 +17,11 @@ import random
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 
@@ -30,6 +30,8 @@ from furnace.errors import StoreError
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _migrated: set[str] = set()
 _migrate_lock = threading.Lock()
+CONFLICT_RETRIES = 5
+T = TypeVar("T")
 
 # Fair turns between processes. DuckDB frees the file only when a process has no
 # connection open; a busy multi-threaded writer (an experiment) almost never gets
@@ -141,6 +143,19 @@ class Database:
                 raise
             else:
                 con.execute("COMMIT")
+
+    def write(self, work: Callable[[duckdb.DuckDBPyConnection], T], *, retries: int = CONFLICT_RETRIES) -> T:
+        """Run ``work`` in one transaction, retrying when another thread of this process
+        committed a conflicting write first (DuckDB's optimistic concurrency)."""
+        for attempt in range(retries + 1):
+            try:
+                with self.transaction() as con:
+                    return work(con)
+            except (duckdb.TransactionException, duckdb.ConstraintException) as err:
+                if attempt == retries:
+                    raise StoreError(f"write conflict persisted after {attempt + 1} tries: {_first_line(err)}") from None
+                time.sleep(0.005 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> list[tuple]:
         """Run one read statement and return all rows."""

@@ -18,7 +18,6 @@ import duckdb
 
 from furnace.adapters.duckdb_db import Database
 
-_CONFLICT_RETRIES = 5
 
 
 def _ts(epoch: float) -> datetime:
@@ -44,23 +43,17 @@ class DuckDBKV:
         """Insert unless a live value exists; return the stored (winning) value."""
         now = self._clock()
         expires = None if ttl_s is None else _ts(now + ttl_s)
-        for attempt in range(_CONFLICT_RETRIES + 1):
-            try:
-                with self.db.transaction() as con:
-                    con.execute("DELETE FROM kv WHERE key = ? AND expires_at IS NOT NULL AND expires_at <= ?",
-                                [key, _ts(now)])
-                    con.execute(
-                        "INSERT INTO kv (key, value, created_at, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                        [key, json.dumps(value, ensure_ascii=False, sort_keys=True), _ts(now), expires],
-                    )
-                    rows = con.execute("SELECT value FROM kv WHERE key = ?", [key]).fetchall()
-                return json.loads(rows[0][0])
-            except (duckdb.TransactionException, duckdb.ConstraintException):
-                # Another thread of this process committed the same key first: read its value.
-                if attempt == _CONFLICT_RETRIES:
-                    raise
-                time.sleep(0.005 * (attempt + 1))
-        raise AssertionError("unreachable")
+        def work(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+            # A same-process thread that commits the same key first makes this retry, and the
+            # retry then reads the winner's value.
+            con.execute("DELETE FROM kv WHERE key = ? AND expires_at IS NOT NULL AND expires_at <= ?", [key, _ts(now)])
+            con.execute(
+                "INSERT INTO kv (key, value, created_at, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [key, json.dumps(value, ensure_ascii=False, sort_keys=True), _ts(now), expires],
+            )
+            return json.loads(con.execute("SELECT value FROM kv WHERE key = ?", [key]).fetchall()[0][0])
+
+        return self.db.write(work)
 
     def purge_expired(self) -> int:
         """Delete expired rows; returns how many went."""

@@ -14,7 +14,6 @@ keeps every node's shortest depth and visits each node once.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import Any, TypeVar
@@ -24,7 +23,7 @@ import duckdb
 from furnace.adapters.duckdb_db import Database
 from furnace.agent import Agent, LineageNode
 from furnace.elixir import Elixir, ElixirRef
-from furnace.errors import LineageError, NotFound, StoreError
+from furnace.errors import LineageError, NotFound
 from furnace.store import (
     Origin,
     as_stored,
@@ -81,15 +80,7 @@ class DuckDBStore:
 
     def _write(self, work: Callable[[Con], T]) -> T:
         """Run ``work`` in one transaction, retrying same-process write conflicts."""
-        for attempt in range(self._conflict_retries + 1):
-            try:
-                with self.db.transaction() as con:
-                    return work(con)
-            except (duckdb.TransactionException, duckdb.ConstraintException) as err:
-                if attempt == self._conflict_retries:
-                    raise StoreError(f"write conflict persisted after {attempt + 1} tries: {err}") from None
-                time.sleep(0.005 * (attempt + 1))
-        raise AssertionError("unreachable")
+        return self.db.write(work, retries=self._conflict_retries)
 
     @staticmethod
     def _row_to_elixir(row: Sequence[Any]) -> Elixir:

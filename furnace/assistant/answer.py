@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from furnace.assistant.intent import CLASSIFY_SCHEMA, INTENTS, Intent, IntentGuess, classify
+from furnace.assistant.intent import CLASSIFY_SCHEMA, INTENTS, IntentGuess, classify
 from furnace.assistant.leads import template_lead
 from furnace.assistant.queries import run_query
 from furnace.assistant.results import AssistData, StructuredResult
@@ -192,7 +192,7 @@ class Assistant:
             for attr, names in (("persona", catalogue.personas), ("experiment", catalogue.experiments)):
                 hits = match_names(word, names)
                 if len(hits) == 1:
-                    return Inferred(scope=Scope(**{attr: hits[0]}))
+                    return Inferred(scope=Scope.model_validate({attr: hits[0]}))
         return Inferred(unresolved=[f"name {target}"])
 
     # --- the model, only when rules cannot tell -----------------------------

@@ -7,6 +7,7 @@ as a Prefect flow instead.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ class ProgressBar:
     def __init__(self, enabled: bool = True, width: int = 24, *, interactive: bool | None = None) -> None:
         self.enabled, self.width = enabled, width
         # On a terminal the bar redraws in place; in a log (CI, a file) one line per generation.
-        self.interactive = click.get_text_stream("stderr").isatty() if interactive is None else interactive
+        self.interactive = sys.stderr.isatty() if interactive is None else interactive
         self._last = ""
         self._started = time.perf_counter()
 

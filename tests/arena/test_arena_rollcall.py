@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from furnace.arena.events import FinalReply, PlanCreated, RunFinished, SpeakerStarted
+from furnace.arena.events import PlanCreated, RunFinished, SpeakerStarted
 from furnace.arena.ordinals import enforce_ordinal, find_numbers
 from furnace.llm import LLMRequest, TaskKind
 from furnace.offline import OfflineEngine
