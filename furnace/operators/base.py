@@ -135,8 +135,15 @@ def merge_preferences(parents: Sequence[Elixir]) -> list[StylePreference]:
 
 
 def joined_name(parents: Sequence[Elixir], sep: str) -> str:
-    """A child name from the parents' names (at most 120 characters)."""
-    name = sep.join(p.name for p in parents)
+    """A child name from the parents' names, each part once (at most 120 characters).
+
+    Children of children would otherwise repeat an ancestor ("A × B × B × C")."""
+    parts: list[str] = []
+    for parent in parents:
+        for part in parent.name.split(sep):
+            if part and part not in parts:
+                parts.append(part)
+    name = sep.join(parts)
     return name if len(name) <= 120 else name[:119] + "…"
 
 

@@ -186,3 +186,14 @@ def test_offline_identity_stays_short_under_repeated_crossover() -> None:
         assert len(sentence) <= MAX_IDENTITY
         assert sentence.count("in one voice") == 1 and sentence.count(" and ") <= 2
     assert sentence.startswith("You are a meticulous academic editor")
+
+
+def test_child_names_name_each_ancestor_once() -> None:
+    from furnace.elixir import parse_elixir
+    from furnace.operators.base import joined_name
+
+    def named(name: str):  # noqa: ANN202
+        return parse_elixir({"name": name, "identity": "x.", "expertise": ["x"], "principles": ["x."]})
+
+    child = joined_name([named("Coach × Mentor"), named("Mentor × Copywriter")], " × ")
+    assert child == "Coach × Mentor × Copywriter"
