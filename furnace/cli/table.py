@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+from datetime import datetime
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +15,8 @@ def _width(text: str) -> int:
 def _cell(value: Any, limit: int) -> str:
     if isinstance(value, float):
         text = f"{value:.4g}"
+    elif isinstance(value, datetime):
+        text = value.strftime("%Y-%m-%d %H:%M")
     elif value is None:
         text = ""
     else:
