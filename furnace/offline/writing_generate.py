@@ -49,7 +49,7 @@ _TEMPLATES: dict[tuple[str, str], dict[str, Any]] = {
         "fallback_principle": "把理由也讲清楚",
     },
     ("en", "formal"): {
-        "title": "{T}: A Practical Guide from a {E0} Perspective",
+        "title": "{T}: A Practical Guide from {aE0} Perspective",
         "paragraphs": [
             [
                 "{T} is a subject many readers care about.",
@@ -150,7 +150,8 @@ def generate(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
     if language == "en":
         p1 = _lower_first(p1)
     values = {"t": topic, "T": topic[:1].upper() + topic[1:], "e0": e0, "e1": e1,
-              "E0": e0[:1].upper() + e0[1:], "p0": p0, "p1": p1}
+              "E0": e0[:1].upper() + e0[1:], "aE0": ("an " if e0[:1].lower() in "aeiou" else "a ") + e0[:1].upper() + e0[1:],
+              "p0": p0, "p1": p1}
 
     conciseness = float((persona.get("tone") or {}).get("conciseness", 0.5))
     length_pref = preference(persona, "length")
