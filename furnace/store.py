@@ -136,6 +136,16 @@ def as_stored(elixir: Elixir, *, version: int, created_at: datetime, id: str | N
     return parse_elixir(data)
 
 
+def checked_ref(elixir: Elixir, ref: ElixirRef) -> Elixir:
+    """``elixir`` when it is the content ``ref`` pins; else a LineageError naming both hashes."""
+    if elixir.content_hash != ref.content_hash:
+        raise LineageError(
+            f"{ref}: content_hash mismatch — reference says {ref.content_hash[:12]}…, "
+            f"the store holds {elixir.content_hash[:12]}…"
+        )
+    return elixir
+
+
 def withdrawn_error(elixir: Elixir) -> LineageError:
     """The error for fusing from a soft-deleted elixir."""
     return LineageError(f"agent depends on withdrawn elixir {elixir.id} v{elixir.version}")

@@ -27,6 +27,7 @@ from furnace.errors import LineageError, NotFound
 from furnace.store import (
     Origin,
     as_stored,
+    checked_ref,
     deleted_id_error,
     utc_now,
     verify_agent_lineage,
@@ -150,13 +151,7 @@ class DuckDBStore:
 
     def get_by_ref(self, ref: ElixirRef) -> Elixir:
         """The exact version; raises LineageError if its content hash differs."""
-        elixir = self.get_elixir(ref.id, ref.version)
-        if elixir.content_hash != ref.content_hash:
-            raise LineageError(
-                f"{ref}: content_hash mismatch — reference says {ref.content_hash[:12]}…, "
-                f"the store holds {elixir.content_hash[:12]}…"
-            )
-        return elixir
+        return checked_ref(self.get_elixir(ref.id, ref.version), ref)
 
     def load_for_fusion(self, ref_or_id: ElixirRef | str) -> Elixir:
         """Like get, but a withdrawn elixir raises LineageError."""
