@@ -111,3 +111,16 @@ def picker(label: str, options: list[Any], *, key: str, pick_key: str, format_fu
     if st.session_state.get(key) not in options:
         st.session_state[key] = default if default in options else options[0]
     return st.selectbox(label, options, key=key, format_func=format_func)
+
+
+def subject_labels(svc: Services) -> dict[str, str]:
+    """Library elixirs and the newest agents, id → label, for parent/agent pickers (stops the page on error)."""
+    try:
+        library = svc.store.list_elixirs()
+        agents = svc.store.list_agents(limit=RECENT_AGENTS)
+    except FurnaceError as err:
+        show_error(err)
+        st.stop()
+    labels = {e.id: f"{e.name} ({e.id} v{e.version})" for e in library}
+    labels.update({a.id: f"{a.elixir.name} ({a.id}, {a.lineage.operator})" for a in agents})
+    return labels

@@ -9,21 +9,14 @@ from furnace.errors import FurnaceError
 from furnace.scoring.probes import PROBES_DIR, load_probe_set
 from furnace.views.compare import MAX_AGENTS, compare_agents, load_subject, objective_rows, prompt_diff
 from furnace.views.experiments import generation_rows, leaderboard_rows, operator_rows
-from services import RECENT_AGENTS, services, show_error
+from services import services, show_error, subject_labels
 
 st.title("Compare")
 svc = services()
 agents_tab, experiments_tab = st.tabs(["Agents side by side", "Experiments over generations"])
 
 with agents_tab:
-    try:
-        library = svc.store.list_elixirs()
-        agents = svc.store.list_agents(limit=RECENT_AGENTS)
-    except FurnaceError as err:
-        show_error(err)
-        st.stop()
-    labels = {a.id: f"{a.elixir.name} ({a.id})" for a in agents}
-    labels.update({e.id: f"{e.name} ({e.id} v{e.version})" for e in library})
+    labels = subject_labels(svc)
     for extra in st.session_state.get("compare_pick") or []:  # picked elsewhere (e.g. an older experiment's agents)
         if extra not in labels:
             try:

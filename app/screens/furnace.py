@@ -8,7 +8,7 @@ from furnace.errors import FurnaceError
 from furnace.fusion import fuse, promote
 from furnace.operators import OPERATORS
 from furnace.views.lineage import lineage_graph, to_dot
-from services import RECENT_AGENTS, services, show_error
+from services import services, show_error, subject_labels
 
 AUTO = "auto (mutation for one parent, ensemble when far apart, else crossover)"
 RESULT_KEY = "furnace_result"
@@ -16,15 +16,7 @@ RESULT_KEY = "furnace_result"
 st.title("Furnace")
 svc = services()
 
-try:
-    library = svc.store.list_elixirs()
-    agents = svc.store.list_agents(limit=RECENT_AGENTS)
-except FurnaceError as err:
-    show_error(err)
-    st.stop()
-
-labels = {e.id: f"{e.name} ({e.id} v{e.version})" for e in library}
-labels.update({a.id: f"{a.elixir.name} ({a.id}, {a.lineage.operator})" for a in agents})
+labels = subject_labels(svc)
 
 with st.container(border=True):
     parents = st.multiselect("Parents (elixirs or agents)", list(labels), format_func=lambda i: labels.get(i, i),

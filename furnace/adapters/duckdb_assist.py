@@ -15,6 +15,13 @@ from furnace.adapters.duckdb_db import Database
 from furnace.assistant.answer import AssistantState
 from furnace.assistant.scope import Catalogue, Scope
 
+# The latest, not withdrawn, version of every library elixir.
+_LATEST_LIBRARY = (
+    "FROM elixir_versions e WHERE origin = 'library' AND deleted_at IS NULL "
+    "AND version = (SELECT max(version) FROM elixir_versions x WHERE x.id = e.id)"
+)
+# An optional equality filter: binds the value twice (NULL = no filter).
+_EQ = "(CAST(? AS VARCHAR) IS NULL OR {col} = ?)"
 _TIME = "(CAST(? AS TIMESTAMP) IS NULL OR {col} >= ?) AND (CAST(? AS TIMESTAMP) IS NULL OR {col} < ?)"
 
 
@@ -33,8 +40,7 @@ class DuckDBAssistData:
 
     def catalogue(self) -> Catalogue:
         personas = self._rows(
-            "SELECT id, name FROM elixir_versions e WHERE origin = 'library' AND deleted_at IS NULL "
-            "AND version = (SELECT max(version) FROM elixir_versions x WHERE x.id = e.id)", [])
+            f"SELECT id, name {_LATEST_LIBRARY}", [])
         experiments = self._rows("SELECT experiment_id, name FROM experiments", [])
         return Catalogue(personas={r["id"]: r["name"] for r in personas},
                          experiments={r["experiment_id"]: r["name"] for r in experiments})
@@ -44,7 +50,7 @@ class DuckDBAssistData:
             "SELECT agent_id, experiment_id, max(fitness) AS fitness, min(generation) AS generation, "
             "any_value(operator) AS operator, min(created_at) AS created_at "
             "FROM experiment_individuals i "
-            "WHERE (CAST(? AS VARCHAR) IS NULL OR experiment_id = ?) "
+            "WHERE " + _EQ.format(col="experiment_id") + " "
             "AND (CAST(? AS VARCHAR) IS NULL OR CAST(parents AS VARCHAR) LIKE '%' || ? || '%') AND "
             + _TIME.format(col="created_at")
             + " GROUP BY agent_id, experiment_id ORDER BY fitness DESC, agent_id LIMIT ?"
@@ -55,7 +61,7 @@ class DuckDBAssistData:
     def revisions(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
         sql = (
             "SELECT id AS revision_id, content_id, persona_id, from_version, to_version, suggestions, created_at "
-            "FROM revisions WHERE (CAST(? AS VARCHAR) IS NULL OR persona_id = ?) AND "
+            "FROM revisions WHERE " + _EQ.format(col="persona_id") + " AND "
             + _TIME.format(col="created_at") + " ORDER BY created_at DESC, id LIMIT ?"
         )
         rows = self._rows(sql, [scope.persona, scope.persona, *self._t(scope), limit])
@@ -66,11 +72,7 @@ class DuckDBAssistData:
         return rows
 
     def preferences(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
-        sql = (
-            "SELECT id, body FROM elixir_versions e WHERE origin = 'library' AND deleted_at IS NULL "
-            "AND (CAST(? AS VARCHAR) IS NULL OR id = ?) "
-            "AND version = (SELECT max(version) FROM elixir_versions x WHERE x.id = e.id) ORDER BY id"
-        )
+        sql = f"SELECT id, body {_LATEST_LIBRARY} AND {_EQ.format(col='id')} ORDER BY id"
         out = []
         for row in self._rows(sql, [scope.persona, scope.persona]):
             body = json.loads(row["body"])
@@ -85,17 +87,13 @@ class DuckDBAssistData:
         sql = (
             "SELECT e.experiment_id, e.name, e.status, e.model, e.created_at, "
             "(SELECT max(best_fitness) FROM experiment_generations g WHERE g.experiment_id = e.experiment_id) "
-            "AS best_fitness FROM experiments e WHERE (CAST(? AS VARCHAR) IS NULL OR e.experiment_id = ?) AND "
+            "AS best_fitness FROM experiments e WHERE " + _EQ.format(col="e.experiment_id") + " AND "
             + _TIME.format(col="e.created_at") + " ORDER BY e.created_at DESC LIMIT ?"
         )
         return self._rows(sql, [scope.experiment, scope.experiment, *self._t(scope), limit])
 
     def personas(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
-        sql = (
-            "SELECT id, name, version, body FROM elixir_versions e WHERE origin = 'library' "
-            "AND deleted_at IS NULL AND (CAST(? AS VARCHAR) IS NULL OR id = ?) "
-            "AND version = (SELECT max(version) FROM elixir_versions x WHERE x.id = e.id) ORDER BY id LIMIT ?"
-        )
+        sql = f"SELECT id, name, version, body {_LATEST_LIBRARY} AND {_EQ.format(col='id')} ORDER BY id LIMIT ?"
         rows = self._rows(sql, [scope.persona, scope.persona, limit])
         for row in rows:
             body = json.loads(row.pop("body"))

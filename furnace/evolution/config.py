@@ -7,6 +7,7 @@ against the same model resumes the same experiment.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,19 @@ class Seeds(_Strict):
     language: str | None = None
 
 
+def _check_weights(weights: dict[str, float], known: Iterable[str], what: str) -> dict[str, float]:
+    """Named non-negative weights, every name known, at least one positive."""
+    known = list(known)
+    for name, weight in weights.items():
+        if name not in known:
+            raise ValueError(f"unknown {what} {name!r} (known: {', '.join(known)})")
+        if weight < 0:
+            raise ValueError(f"weight of {name} must be >= 0, got {weight}")
+    if not any(w > 0 for w in weights.values()):
+        raise ValueError(f"at least one {what} needs a positive weight")
+    return weights
+
+
 class ExperimentConfig(_Strict):
     """One evolution experiment."""
 
@@ -79,26 +93,12 @@ class ExperimentConfig(_Strict):
     @field_validator("operators")
     @classmethod
     def _check_operators(cls, v: dict[str, float]) -> dict[str, float]:
-        for name, weight in v.items():
-            if name not in KNOWN_OPERATORS:
-                raise ValueError(f"unknown operator {name!r} (known: {', '.join(KNOWN_OPERATORS)})")
-            if weight < 0:
-                raise ValueError(f"weight of {name} must be >= 0, got {weight}")
-        if not any(w > 0 for w in v.values()):
-            raise ValueError("at least one operator needs a positive weight")
-        return v
+        return _check_weights(v, KNOWN_OPERATORS, "operator")
 
     @field_validator("scorers")
     @classmethod
     def _check_scorers(cls, v: dict[str, float]) -> dict[str, float]:
-        for name, weight in v.items():
-            if name not in SCORERS:
-                raise ValueError(f"unknown scorer {name!r} (known: {', '.join(SCORERS)})")
-            if weight < 0:
-                raise ValueError(f"weight of {name} must be >= 0, got {weight}")
-        if not any(w > 0 for w in v.values()):
-            raise ValueError("at least one scorer needs a positive weight")
-        return v
+        return _check_weights(v, SCORERS, "scorer")
 
     @model_validator(mode="after")
     def _check_elitism(self) -> "ExperimentConfig":
