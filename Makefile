@@ -56,7 +56,7 @@ bench: setup
 	$(BIN)/python -m bench
 
 lint: setup
-	$(BIN)/ruff check --select F furnace app flows bench tests
+	$(BIN)/ruff check --select F furnace bench tests
 	$(BIN)/mypy furnace
 
 app: setup

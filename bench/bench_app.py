@@ -13,6 +13,7 @@ sample library. Target: every page under 2 s.
 
 from __future__ import annotations
 
+from furnace import resources
 import json
 import logging
 import os
@@ -24,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-APP = REPO / "app" / "streamlit_app.py"
+APP = REPO / "furnace" / "app" / "streamlit_app.py"
 PERSONAS = 1_000
 GENERATIONS, PER_GENERATION = 25, 200  # 5,000 agents x 2 parents = 10,000 edges
 TARGET_S = 2.0
@@ -34,15 +35,15 @@ PAGES = ["personas", "furnace", "revision", "lineage", "compare", "arena", "assi
 
 def _rows(seed: int = 0) -> tuple[list[tuple], list[tuple], list[tuple], str]:
     """(elixir rows, agent rows, edge rows, a mid-DAG agent id)."""
-    from furnace.agent import agent_id_for
-    from furnace.elixir import ElixirRef, parse_elixir
-    from furnace.importers import load_elixir_file
-    from furnace.lineage import Lineage
-    from furnace.store import as_stored
+    from furnace.domain.agent import agent_id_for
+    from furnace.domain.elixir import ElixirRef, parse_elixir
+    from furnace.interop.importers import load_elixir_file
+    from furnace.domain.lineage import Lineage
+    from furnace.storage.store import as_stored
 
     rng = random.Random(seed)
     now = datetime.now(timezone.utc).replace(tzinfo=None)
-    samples = [e for p in sorted((REPO / "data" / "elixirs").glob("*.yaml")) for e in load_elixir_file(p)]
+    samples = [e for p in sorted(resources.LIBRARY_DIR.glob("*.yaml")) for e in load_elixir_file(p)]
     exclude = {"id", "version", "created_at", "deleted_at", "content_hash"}
     elixirs, agents, edges = [], [], []
     library: list[ElixirRef] = []
@@ -141,10 +142,10 @@ def run() -> bool:
             small = Path(tmp) / "small"
             small.mkdir()
             from furnace.adapters.factory import build_store
-            from furnace.importers import import_library
+            from furnace.interop.importers import import_library
             from furnace.settings import FurnaceSettings
 
-            import_library(REPO / "data" / "elixirs", build_store(FurnaceSettings(home=small)))
+            import_library(resources.LIBRARY_DIR, build_store(FurnaceSettings(home=small)))
             baseline = _time_pages(small, {})["personas"]
 
             big = Path(tmp) / "big"

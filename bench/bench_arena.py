@@ -16,11 +16,11 @@ from typing import Any
 
 from furnace.arena.runner import Arena
 from furnace.arena.store import InMemoryArenaStore
-from furnace.elixir import Elixir
-from furnace.llm import Completion, LLMRequest
-from furnace.memory_store import MemoryStore
-from furnace.offline import OfflineEngine
-from furnace.testing import SlowLLM
+from furnace.domain.elixir import Elixir
+from furnace.llm.seam import Completion, LLMRequest
+from furnace.storage.memory import MemoryStore
+from furnace.llm.offline import OfflineEngine
+from furnace.llm.fakes import SlowLLM
 
 TARGET = 0.10
 ROUNDS = 4
@@ -90,8 +90,8 @@ def run() -> bool:
     print(f"   arena turn (in-memory store):         {turn / turns * 1000:.1f} ms per turn")
     print(f"   orchestration overhead: {overhead:.1%} (target < {TARGET:.0%})")
 
-    from furnace.adapters.duckdb_arena import DuckDBArenaStore
-    from furnace.adapters.duckdb_db import Database
+    from furnace.storage.duckdb.arena import DuckDBArenaStore
+    from furnace.storage.duckdb.db import Database
 
     with tempfile.TemporaryDirectory() as tmp:
         db_turn, db_base, _ = _measure(lambda: DuckDBArenaStore(Database(Path(tmp) / "bench.duckdb")))

@@ -12,10 +12,10 @@ from datetime import datetime, timedelta
 
 from furnace.assistant.answer import Assistant, AssistantState
 from furnace.assistant.scope import Catalogue, Scope
-from furnace.offline import OfflineEngine
-from furnace.offline.engine import estimate_tokens
-from furnace.llm import Completion, LLMRequest, Usage, system_user, TaskKind
-from furnace.testing import SlowLLM
+from furnace.llm.offline import OfflineEngine
+from furnace.llm.offline.engine import estimate_tokens
+from furnace.llm.seam import Completion, LLMRequest, Usage, system_user, TaskKind
+from furnace.llm.fakes import SlowLLM
 
 NOW = datetime(2026, 11, 30, 10)
 ROWS = [{"agent_id": f"agt-{i:03d}", "experiment_id": "exp-night", "generation": i % 4,

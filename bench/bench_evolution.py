@@ -6,6 +6,7 @@ in-memory store and caches, and the hash embedder; baselines are measured in the
 
 from __future__ import annotations
 
+from furnace import resources
 import random
 import shutil
 import statistics
@@ -17,15 +18,15 @@ from typing import Any
 
 import yaml
 
-from furnace.elixir import Elixir, parse_elixir
+from furnace.domain.elixir import Elixir, parse_elixir
 from furnace.evolution.config import parse_config
 from furnace.evolution.local import memory_evolution
-from furnace.llm import Completion, LLMRequest
-from furnace.llm_cache import CachedLLM
-from furnace.offline import OfflineEngine
+from furnace.llm.seam import Completion, LLMRequest
+from furnace.llm.cache import CachedLLM
+from furnace.llm.offline import OfflineEngine
 from furnace.scoring.brief import brief_fit
 from furnace.scoring.probes import load_probe_set
-from furnace.testing import SlowLLM
+from furnace.llm.fakes import SlowLLM
 
 LATENCY = 0.05
 REPO = Path(__file__).resolve().parents[1]
@@ -39,7 +40,7 @@ BASE = {
 
 def _library() -> list[Elixir]:
     found = [parse_elixir(yaml.safe_load(p.read_text(encoding="utf-8")))
-             for p in sorted((REPO / "data" / "elixirs").glob("*.yaml"))]
+             for p in sorted(resources.LIBRARY_DIR.glob("*.yaml"))]
     return [e for e in found if e.language == "en"]
 
 
@@ -58,8 +59,8 @@ class _Recorder:
 
 
 def _concurrency_and_rerun() -> bool:
-    from furnace.adapters.duckdb_db import Database
-    from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
     seeds = _library()
     config = parse_config(BASE)

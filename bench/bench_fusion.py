@@ -11,23 +11,24 @@ is printed for information (it is dominated by short-lived connections).
 
 from __future__ import annotations
 
+from furnace import resources
 import statistics
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from furnace.embedding import HashEmbedder
-from furnace.fusion import fuse
-from furnace.importers import load_elixir_file
-from furnace.memory_store import MemoryStore
-from furnace.offline.engine import OfflineEngine
+from furnace.fusion.embedding import HashEmbedder
+from furnace.fusion.fuse import fuse
+from furnace.interop.importers import load_elixir_file
+from furnace.storage.memory import MemoryStore
+from furnace.llm.offline.engine import OfflineEngine
 from furnace.settings import FurnaceSettings
-from furnace.synthesis import MemoryKV, SynthesisCache
-from furnace.testing import SlowLLM
+from furnace.fusion.synthesis import MemoryKV, SynthesisCache
+from furnace.llm.fakes import SlowLLM
 
 LATENCY_S = 0.05
-LIBRARY = Path(__file__).resolve().parent.parent / "data" / "elixirs"
+LIBRARY = resources.LIBRARY_DIR
 PARENTS = ["data-science-mentor", "socratic-math-tutor"]
 
 
@@ -100,9 +101,9 @@ def run() -> bool:
           f"cold fusion {cold_ms:.0f} ms -> {cold_ms / hit_ms:.0f}x faster (target well under 5 ms)")
 
     with tempfile.TemporaryDirectory() as tmp:
-        from furnace.adapters.duckdb_db import Database
-        from furnace.adapters.duckdb_kv import DuckDBKV
-        from furnace.adapters.duckdb_store import DuckDBStore
+        from furnace.storage.duckdb.db import Database
+        from furnace.storage.duckdb.kv import DuckDBKV
+        from furnace.storage.duckdb.store import DuckDBStore
 
         db = Database(Path(tmp) / "b.duckdb")
         dstore = DuckDBStore(db)

@@ -8,7 +8,7 @@ of one earlier experiment -- so a late agent's ancestry spans several
 experiments. Edges are bulk-inserted from a pandas frame in one transaction
 (never through ``save_agent``). The query is ``DuckDBStore.ancestors`` (one
 recursive ``USING KEY`` CTE, including opening and closing its connection);
-the baseline is ``furnace.memory_store.bfs`` over the same edges already in
+the baseline is ``furnace.storage.memory.bfs`` over the same edges already in
 memory. Target: ``DuckDBStore.ancestors`` is interactive -- median under 100 ms for
 the whole call (short-lived connection included), results equal to the BFS.
 """
@@ -59,9 +59,9 @@ def run() -> bool:
     """Build the DAG, time both walks, print figures; True when DuckDB is interactive."""
     import pandas as pd
 
-    from furnace.adapters.duckdb_db import Database
-    from furnace.adapters.duckdb_store import _ANCESTORS, DuckDBStore
-    from furnace.memory_store import adjacency, bfs
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.store import _ANCESTORS, DuckDBStore
+    from furnace.storage.memory import adjacency, bfs
 
     edges = build_edges()
     agents = EXPERIMENTS * GENERATIONS * POPULATION

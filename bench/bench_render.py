@@ -7,20 +7,21 @@ few-shots, constraints and preferences are all exercised.
 
 from __future__ import annotations
 
+from furnace import resources
 import json
 import random
 import time
 from pathlib import Path
 from typing import Any
 
-from furnace.canonical import content_key
-from furnace.elixir import Elixir, parse_elixir
-from furnace.importers import load_elixir_file
-from furnace.render import render_prompt
+from furnace.domain.canonical import content_key
+from furnace.domain.elixir import Elixir, parse_elixir
+from furnace.interop.importers import load_elixir_file
+from furnace.domain.render import render_prompt
 
 N = 10_000
 TARGET_PER_S = 2_000  # render + hash; a generation of a large population renders in well under a second
-LIBRARY = Path(__file__).resolve().parent.parent / "data" / "elixirs"
+LIBRARY = resources.LIBRARY_DIR
 
 
 def build(n: int = N, seed: int = 0) -> list[Elixir]:

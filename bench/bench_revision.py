@@ -17,13 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from furnace.content import generate_content
-from furnace.content_memory import MemoryContentStore
-from furnace.elixir import parse_elixir
-from furnace.memory_store import MemoryStore
-from furnace.offline import OfflineEngine
-from furnace.revision import revise
-from furnace.testing import SlowLLM
+from furnace.writing.content import generate_content
+from furnace.writing.content_memory import MemoryContentStore
+from furnace.domain.elixir import parse_elixir
+from furnace.storage.memory import MemoryStore
+from furnace.llm.offline import OfflineEngine
+from furnace.writing.revision import revise
+from furnace.llm.fakes import SlowLLM
 
 LATENCY_S = 0.05
 ROUNDS = 12
@@ -83,9 +83,9 @@ def run() -> bool:
     print(f"   memory stores: {ROUNDS} rounds, {calls} model calls, {total:.3f}s vs model-only {base:.3f}s "
           f"→ overhead {overhead:+.1%} (target < {TARGET:.0%})")
     with tempfile.TemporaryDirectory() as tmp:
-        from furnace.adapters.duckdb_content import DuckDBContentStore
-        from furnace.adapters.duckdb_db import Database
-        from furnace.adapters.duckdb_store import DuckDBStore
+        from furnace.storage.duckdb.content import DuckDBContentStore
+        from furnace.storage.duckdb.db import Database
+        from furnace.storage.duckdb.store import DuckDBStore
 
         db = Database(Path(tmp) / "bench.duckdb")
         d_total, d_base, _ = measure(lambda: (DuckDBStore(db), DuckDBContentStore(db)))

@@ -42,6 +42,6 @@ class FurnaceSettings(BaseSettings):
     @property
     def model_name(self) -> str:
         """The model in use, as shown to users (the offline engine when unset)."""
-        from furnace.llm import OFFLINE_MODEL_NAME
+        from furnace.llm.seam import OFFLINE_MODEL_NAME
 
         return self.model or OFFLINE_MODEL_NAME

@@ -22,7 +22,7 @@ import pandas as pd
 from IPython.display import display
 
 import furnace.analysis as fa
-from furnace.adapters import duckdb_analysis as q
+from furnace.storage.duckdb import analysis as q
 from furnace.adapters.factory import build_db
 from furnace.analysis.plots import use_cjk_font
 from furnace.analysis.sample import analysis_settings

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from furnace import resources
 import os
 import tempfile
 from pathlib import Path
@@ -32,7 +33,7 @@ for _key in list(os.environ):
 import pytest  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-LIBRARY_DIR = REPO / "data" / "elixirs"
+LIBRARY_DIR = resources.LIBRARY_DIR
 
 
 @pytest.fixture()

@@ -13,21 +13,21 @@ from furnace.settings import FurnaceSettings
 
 def build_db(settings: FurnaceSettings) -> Any:
     """The DuckDB database under ``settings.home`` (migrated)."""
-    from furnace.adapters.duckdb_db import Database
+    from furnace.storage.duckdb.db import Database
 
     return Database(settings.db_path)
 
 
 def build_store(settings: FurnaceSettings, *, db: Any | None = None) -> Any:
     """The elixir/agent/lineage store on DuckDB."""
-    from furnace.adapters.duckdb_store import DuckDBStore
+    from furnace.storage.duckdb.store import DuckDBStore
 
     return DuckDBStore(db or build_db(settings))
 
 
 def build_content_store(settings: FurnaceSettings, *, db: Any | None = None) -> Any:
     """Contents, revision chat and preference marks on DuckDB (owner: revision)."""
-    from furnace.adapters.duckdb_content import DuckDBContentStore
+    from furnace.storage.duckdb.content import DuckDBContentStore
 
     return DuckDBContentStore(db or build_db(settings))
 
@@ -37,10 +37,10 @@ def build_llm(settings: FurnaceSettings, *, db: Any | None = None) -> Any:
 
     ``settings.model`` unset: the offline rule engine; else a
     :class:`~furnace.adapters.litellm_client.LiteLLMClient`. Wrapped in a
-    :class:`~furnace.llm_cache.CachedLLM` storing responses and calls in DuckDB
+    :class:`~furnace.llm.cache.CachedLLM` storing responses and calls in DuckDB
     when ``db`` is given, in memory otherwise.
     """
-    from furnace.llm_cache import CachedLLM
+    from furnace.llm.cache import CachedLLM
 
     inner: Any
     if settings.model:
@@ -54,12 +54,12 @@ def build_llm(settings: FurnaceSettings, *, db: Any | None = None) -> Any:
             max_retries=settings.max_retries,
         )
     else:
-        from furnace.offline import OfflineEngine
+        from furnace.llm.offline import OfflineEngine
 
         inner = OfflineEngine()
     if db is None:
         return CachedLLM(inner)
-    from furnace.adapters.duckdb_llm import DuckDBCallLedger, DuckDBResponseCache
+    from furnace.storage.duckdb.llm_calls import DuckDBCallLedger, DuckDBResponseCache
 
     return CachedLLM(inner, DuckDBResponseCache(db), DuckDBCallLedger(db))
 
@@ -74,8 +74,8 @@ def build_embedder(settings: FurnaceSettings) -> Any:
     import warnings
 
     from furnace.adapters.minilm_embedder import MiniLMEmbedder, minilm_available
-    from furnace.embedding import HashEmbedder
-    from furnace.errors import InputError
+    from furnace.fusion.embedding import HashEmbedder
+    from furnace.domain.errors import InputError
 
     choice = (settings.embedder or "auto").strip().lower()
     if choice == "hash":
@@ -95,5 +95,5 @@ def build_embedder(settings: FurnaceSettings) -> Any:
         "which only merges near-identical wording (install the 'embed' extra for semantic merging)"
     )
     warnings.warn(message, RuntimeWarning, stacklevel=2)
-    logging.getLogger("furnace.embedding").warning(message)
+    logging.getLogger("furnace.fusion.embedding").warning(message)
     return HashEmbedder()

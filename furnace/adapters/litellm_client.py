@@ -10,13 +10,13 @@ OpenAI-compatible server with ``api_base=...``.
   connection trouble, output that does not parse or match the request's JSON
   schema), with a short exponential backoff. litellm's and the OpenAI SDK's own
   retries are switched off.
-- litellm exceptions become :mod:`furnace.errors` types. Their messages are
+- litellm exceptions become :mod:`furnace.domain.errors` types. Their messages are
   scrubbed of the key (and of any ``*_API_KEY`` value in the environment, of
   ``Bearer`` tokens and ``sk-...`` strings) and raised *outside* the ``except``
   block, so the original exception (which may hold request headers) is neither
   chained nor kept as context.
 - Usage, cost (``litellm.completion_cost``; 0.0 when the price is unknown) and
-  latency are recorded on the :class:`~furnace.llm.Completion`; when retries
+  latency are recorded on the :class:`~furnace.llm.seam.Completion`; when retries
   happened, tokens and cost add up over every attempt actually paid for.
 """
 
@@ -31,8 +31,8 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from furnace.errors import LLMError, LLMMalformedOutput, LLMRateLimit, LLMTimeout
-from furnace.llm import Completion, LLMRequest, Usage
+from furnace.domain.errors import LLMError, LLMMalformedOutput, LLMRateLimit, LLMTimeout
+from furnace.llm.seam import Completion, LLMRequest, Usage
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s'\",}]+")
 _SK = re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}")
@@ -42,7 +42,7 @@ _MIN_SECRET = 6
 
 
 class LiteLLMClient:
-    """A real model through litellm, implementing :class:`furnace.llm.LLM`."""
+    """A real model through litellm, implementing :class:`furnace.llm.seam.LLM`."""
 
     def __init__(
         self,

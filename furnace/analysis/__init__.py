@@ -1,7 +1,7 @@
 """Reusable analysis for the notebooks and the app: pure pandas over DataFrames.
 
 The readers that produce these frames from DuckDB are in
-:mod:`furnace.adapters.duckdb_analysis`, from MLflow in
+:mod:`furnace.storage.duckdb.analysis`, from MLflow in
 :mod:`furnace.adapters.mlflow_analysis`. :mod:`furnace.analysis.sample` builds a
 small offline data set for notebooks run on a fresh clone.
 """

@@ -1,6 +1,6 @@
 """How far descendants drift from their ancestors: field changes and embedding distance.
 
-Field distance counts :func:`furnace.diff.diff_elixirs` changes (and names the
+Field distance counts :func:`furnace.domain.diff.diff_elixirs` changes (and names the
 top-level fields touched); embedding distance is ``1 - cosine`` of the two
 rendered prompts under the embedder passed in (``HashEmbedder`` offline, or the
 real one from ``furnace.adapters.factory.build_embedder``).
@@ -13,10 +13,10 @@ from typing import Any
 
 import pandas as pd
 
-from furnace.diff import diff_elixirs
-from furnace.elixir import Elixir
-from furnace.embedding import Embedder, cosine
-from furnace.render import render_prompt
+from furnace.domain.diff import diff_elixirs
+from furnace.domain.elixir import Elixir
+from furnace.fusion.embedding import Embedder, cosine
+from furnace.domain.render import render_prompt
 
 DRIFT_COLUMNS = ["descendant", "ancestor", "depth", "field_changes", "fields", "embedding_distance"]
 

@@ -1,6 +1,6 @@
 """Lineage and experiment analysis over DataFrames (pure pandas, no I/O).
 
-Inputs are the frames of :mod:`furnace.adapters.duckdb_analysis` (or any frame
+Inputs are the frames of :mod:`furnace.storage.duckdb.analysis` (or any frame
 with the same columns): ``edges`` (parent, child, operator, ...) and
 ``individuals`` (experiment_id, generation, agent_id, operator, parents,
 fitness, ...). Hand-built frames work the same, which is how the tests use them.
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import pandas as pd
 
-from furnace.errors import InputError
+from furnace.domain.errors import InputError
 
 SEED_OPERATOR = "seed"
 
@@ -22,7 +22,7 @@ def ancestry(edges: pd.DataFrame, node: str, *, max_depth: int | None = None) ->
 
     Each ancestor keeps its shortest depth; ``via`` is the (smallest) descendant
     it was reached through and ``operator`` the operator of that edge — the same
-    answer as :meth:`furnace.store.ElixirStore.ancestors`.
+    answer as :meth:`furnace.storage.store.ElixirStore.ancestors`.
     """
     by_child: dict[str, list[tuple[str, str]]] = {}
     for parent, child, op in edges[["parent", "child", "operator"]].itertuples(index=False):

@@ -1,6 +1,6 @@
 """Revision and preference analysis over DataFrames (pure pandas, no I/O).
 
-Inputs are the frames of :mod:`furnace.adapters.duckdb_analysis`:
+Inputs are the frames of :mod:`furnace.storage.duckdb.analysis`:
 ``content_versions`` (content_id, version, word_count, source, ...),
 ``revisions`` (revision_id, suggestions, original_/revised_ title and body),
 ``processed_revisions`` and ``persona_preferences``.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from furnace.errors import InputError
+from furnace.domain.errors import InputError
 
 
 def differing_params(runs: pd.DataFrame, *, index: str = "run_id") -> pd.DataFrame:

@@ -9,6 +9,7 @@ three revision chats whose suggestions teach (and reinforce) preferences.
 
 from __future__ import annotations
 
+from furnace import resources
 import os
 import tempfile
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any, Literal
 from furnace.settings import FurnaceSettings
 
 REPO = Path(__file__).resolve().parents[2]
-LIBRARY_DIR = REPO / "data" / "elixirs"
+LIBRARY_DIR = resources.LIBRARY_DIR
 Need = Literal["experiments", "revisions", "mlflow"]
 
 SEED_IDS = ["viral-copywriter", "empathetic-coach", "data-science-mentor", "academic-editor"]
@@ -45,7 +46,7 @@ def sample_config(name: str, overrides: dict[str, Any]) -> dict[str, Any]:
 
 
 def _count(db_path: Path, table: str) -> int:
-    from furnace.adapters.duckdb_db import Database
+    from furnace.storage.duckdb.db import Database
 
     if not db_path.exists():
         return 0
@@ -75,7 +76,7 @@ def build_sample(home: Path, need: Need | None = None) -> dict[str, Any]:
     from furnace.cli.context import CliContext
     from furnace.cli.experiment_cmd import prepare
     from furnace.evolution.config import parse_config
-    from furnace.importers import import_library
+    from furnace.interop.importers import import_library
 
     home.mkdir(parents=True, exist_ok=True)
     ctx = CliContext(settings=FurnaceSettings(home=home, model=None, embedder="hash", mlflow_uri=None))
@@ -94,8 +95,8 @@ def build_sample(home: Path, need: Need | None = None) -> dict[str, Any]:
 
 def build_revision_sample(store: Any, content_store: Any, llm: Any) -> list[str]:
     """Write one piece per :data:`REVISION_SESSIONS` entry and revise it with each suggestion."""
-    from furnace.content import generate_content
-    from furnace.revision import revise
+    from furnace.writing.content import generate_content
+    from furnace.writing.revision import revise
 
     made = []
     for persona, topic, suggestions in REVISION_SESSIONS:

@@ -1,7 +1,7 @@
 """The group-chat arena (DESIGN §6): deterministic directives, a supervisor for
 open discussion, resumable speaker-level runs and typed events.
 
-Public surface (imported lazily so that :mod:`furnace.persona_pipeline` can use
+Public surface (imported lazily so that :mod:`furnace.arena.speaker` can use
 :mod:`furnace.arena.ordinals` without a cycle): :class:`Arena`, :class:`RunOutcome`,
 :class:`InMemoryArenaStore`, :func:`classify`, the records in
 :mod:`furnace.arena.models` and the events in :mod:`furnace.arena.events`.

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from furnace.canonical import content_key
+from furnace.domain.canonical import content_key
 
 MIN_MEMBERS = 1  # one member = single chat
 MAX_MEMBERS = 8

@@ -51,10 +51,10 @@ from furnace.arena.models import (
 from furnace.arena.router import route
 from furnace.arena.store import ArenaStore
 from furnace.arena.supervisor import plan_open_discussion
-from furnace.errors import InputError
-from furnace.llm import LLM
-from furnace.persona_pipeline import ContextBuilder, HistoryTurn, Persona, SpokenReply, resolve_persona, speak
-from furnace.store import ElixirStore
+from furnace.domain.errors import InputError
+from furnace.llm.seam import LLM
+from furnace.arena.speaker import ContextBuilder, HistoryTurn, Persona, SpokenReply, resolve_persona, speak
+from furnace.storage.store import ElixirStore
 
 CheckpointHook = Callable[[str, int], None]
 

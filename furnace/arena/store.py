@@ -1,7 +1,7 @@
 """Where arena sessions, runs, replies and checkpoints live.
 
 :class:`ArenaStore` is the protocol; :class:`InMemoryArenaStore` is the twin for
-unit tests and benchmarks; ``furnace.adapters.duckdb_arena.DuckDBArenaStore`` is
+unit tests and benchmarks; ``furnace.storage.duckdb.arena.DuckDBArenaStore`` is
 the system of record. Rules both keep:
 
 - a run's plan is set once (``set_plan`` on a run that has one is a no-op);
@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from typing import Protocol
 
 from furnace.arena.models import ArenaSession, Checkpoint, Plan, ReplyRecord, RunRecord, RunStatus
-from furnace.errors import NotFound
+from furnace.domain.errors import NotFound
 
 
 class ArenaStore(Protocol):

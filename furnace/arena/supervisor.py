@@ -21,9 +21,9 @@ from typing import Any
 from furnace.arena.directives import Directive
 from furnace.arena.models import MAX_MEMBERS, Plan, PlanBudget, SpeakerTask
 from furnace.arena.router import REPLY_TOKENS, fallback_plan, message_language
-from furnace.elixir import Elixir
-from furnace.errors import InputError
-from furnace.llm import LLM, LLMRequest, TaskKind, system_user
+from furnace.domain.elixir import Elixir
+from furnace.domain.errors import InputError
+from furnace.llm.seam import LLM, LLMRequest, TaskKind, system_user
 
 MAX_TASK_CHARS = 300
 

@@ -23,9 +23,9 @@ from furnace.assistant.leads import template_lead
 from furnace.assistant.queries import run_query
 from furnace.assistant.results import AssistData, StructuredResult
 from furnace.assistant.scope import Catalogue, Inferred, Scope, infer_scope, match_names, parse_command
-from furnace.errors import LLMError
-from furnace.llm import LLM, LLMRequest, Message, TaskKind
-from furnace.memory import build_context
+from furnace.domain.errors import LLMError
+from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
+from furnace.llm.context import build_context
 
 MIN_CONFIDENCE = 0.6
 LEAD_MAX_TOKENS = 80

@@ -1,7 +1,7 @@
 """The ``furnace`` command line.
 
 Each command group lives in its own module and is registered here. Errors
-raised as :class:`~furnace.errors.FurnaceError` print one line on stderr and
+raised as :class:`~furnace.domain.errors.FurnaceError` print one line on stderr and
 exit 1; anything unexpected prints one line too (set ``FURNACE_DEBUG=1`` for
 the traceback). Every command accepts ``--json``.
 """
@@ -18,7 +18,7 @@ from furnace import offline_env
 offline_env.apply()
 
 from furnace.cli.context import CliContext  # noqa: E402
-from furnace.errors import FurnaceError  # noqa: E402
+from furnace.domain.errors import FurnaceError  # noqa: E402
 
 _GROUPS = [
     "furnace.cli.elixir_cmd",

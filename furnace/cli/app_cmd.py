@@ -10,9 +10,9 @@ from pathlib import Path
 import click
 
 from furnace.cli.context import CliContext
-from furnace.errors import InputError
+from furnace.domain.errors import InputError
 
-APP_ENTRY = Path(__file__).resolve().parents[2] / "app" / "streamlit_app.py"
+APP_ENTRY = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
 
 
 def app_command(entry: Path, *, host: str, port: int) -> list[str]:

@@ -38,7 +38,7 @@ def _kill_hook() -> Any:
 
 
 def _arena(ctx: CliContext) -> Any:
-    from furnace.adapters.duckdb_arena import build_arena
+    from furnace.storage.duckdb.arena import build_arena
 
     return build_arena(ctx.settings, db=ctx.db, llm=ctx.llm, store=ctx.store, after_checkpoint=_kill_hook())
 

@@ -10,9 +10,9 @@ from furnace.cli.table import format_table
 
 def build_assistant(obj: CliContext, *, model_lead: bool = False):  # noqa: ANN201 - edge wiring
     """The assistant and its data layer on this CLI's store and model."""
-    from furnace.adapters.duckdb_assist import DuckDBAssistData
+    from furnace.storage.duckdb.assist import DuckDBAssistData
     from furnace.assistant.answer import Assistant
-    from furnace.memory import counter_for
+    from furnace.llm.context import counter_for
 
     data = DuckDBAssistData(obj.db)
     assistant = Assistant(data, obj.llm, model_lead=model_lead, context_limit=obj.settings.context_limit,

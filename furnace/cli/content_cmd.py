@@ -7,9 +7,9 @@ from typing import Any
 import click
 
 from furnace.cli.context import CliContext, emit, json_option
-from furnace.content import ContentVersion, generate_content
-from furnace.elixir import Elixir
-from furnace.revision import diff_versions, rollback
+from furnace.writing.content import ContentVersion, generate_content
+from furnace.domain.elixir import Elixir
+from furnace.writing.revision import diff_versions, rollback
 
 
 def _content_store(ctx: CliContext) -> Any:
@@ -49,7 +49,7 @@ def prefs_text(elixir: Elixir) -> str:
 def run_revision_demo(store: Any, content_store: Any, llm: Any, *, persona: str, topic: str,
                       suggestions: list[str]) -> dict[str, Any]:
     """The preference loop end to end: write, revise each suggestion, write again with what was learned."""
-    from furnace.revision import revise
+    from furnace.writing.revision import revise
 
     content, first = generate_content(store, content_store, llm, persona_id=persona, topic=topic)
     outcomes = [revise(store, content_store, llm, content.id, s) for s in suggestions]
@@ -161,7 +161,7 @@ def register(cli: click.Group) -> None:
     def revise_cmd(ctx: CliContext, content_id: str, suggestion: str, regenerate: bool, seed: int,
                    as_json: bool) -> None:
         """Send a suggestion to a piece's revision chat."""
-        from furnace.revision import revise
+        from furnace.writing.revision import revise
 
         out = revise(ctx.store, _content_store(ctx), ctx.llm, content_id, suggestion, regenerate=regenerate,
                      seed=seed)
@@ -192,7 +192,7 @@ def register(cli: click.Group) -> None:
         """A persona's learned style preferences (latest version)."""
         report = None
         if learn_pending:
-            from furnace.preferences import process_unprocessed
+            from furnace.writing.preferences import process_unprocessed
 
             report = process_unprocessed(ctx.store, _content_store(ctx), ctx.llm)
         elixir = ctx.store.get_elixir(persona_id)

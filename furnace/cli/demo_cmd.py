@@ -13,7 +13,7 @@ import click
 
 from furnace.cli.context import CliContext, emit, json_option
 from furnace.cli.elixir_cmd import LIBRARY_DIR, diff_payload
-from furnace.elixir import Elixir, edit
+from furnace.domain.elixir import Elixir, edit
 
 DEMO_PERSONA = "lifestyle-blogger-zh"
 DEMO_PRINCIPLE = "夏天的内容结尾都提醒读者：出门前涂防晒，每两小时补涂一次。"
@@ -30,8 +30,8 @@ def demo_edit(elixir: Elixir) -> Elixir:
 
 def run_library_demo(store: Any, *, persona: str = DEMO_PERSONA) -> dict[str, Any]:
     """Import, render (zh and en), edit into a new version, history and diff. Returns every result."""
-    from furnace.importers import import_library
-    from furnace.render import render_prompt
+    from furnace.interop.importers import import_library
+    from furnace.domain.render import render_prompt
 
     report = import_library(LIBRARY_DIR, store, keep_existing=True)
     current = store.get_elixir(persona)
@@ -94,7 +94,7 @@ def demo(ctx: CliContext, as_json: bool) -> None:
         "4. Diff " + result["diff_text"],
     ]
     click.echo("\n".join(lines))
-    from furnace.evolution.demo import run_demo  # the evolution experiment (issue 4)
+    from furnace.cli.demo_experiment import run_demo  # the evolution experiment (issue 4)
 
     run_demo(ctx)
     click.echo(preference_demo_text(ctx))
@@ -109,7 +109,7 @@ def preference_demo_text(ctx: CliContext) -> str:
     """Step 6: write, revise by chat, learn preferences, and write again with them."""
     from furnace.adapters.factory import build_content_store
     from furnace.cli.content_cmd import run_revision_demo
-    from furnace.render import render_prompt
+    from furnace.domain.render import render_prompt
 
     before = ctx.store.get_elixir(REVISION_PERSONA)
     result = run_revision_demo(ctx.store, build_content_store(ctx.settings, db=ctx.db), ctx.llm,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from furnace import resources
 from pathlib import Path
 from typing import Any
 
@@ -9,10 +10,10 @@ import click
 import yaml
 
 from furnace.cli.context import CliContext, emit, json_option
-from furnace.elixir import Elixir, ElixirRef
-from furnace.errors import InputError
+from furnace.domain.elixir import Elixir, ElixirRef
+from furnace.domain.errors import InputError
 
-LIBRARY_DIR = Path(__file__).resolve().parents[2] / "data" / "elixirs"
+LIBRARY_DIR = resources.LIBRARY_DIR
 
 
 def parse_ref(text: str) -> tuple[str, int | None]:
@@ -74,7 +75,7 @@ def report_lines(report: Any) -> str:
 
 def diff_payload(a: Elixir, b: Elixir) -> tuple[list[dict[str, Any]], str]:
     """The field changes from ``a`` to ``b`` as JSON data and as text."""
-    from furnace.diff import diff_elixirs, format_diff
+    from furnace.domain.diff import diff_elixirs, format_diff
 
     changes = diff_elixirs(a, b)
     data = [{"field": c.field, "kind": c.kind, "before": c.before, "after": c.after} for c in changes]
@@ -92,7 +93,7 @@ def elixir_group() -> None:
 @click.pass_obj
 def add(ctx: CliContext, file: Path, as_json: bool) -> None:
     """Add the elixir(s) in a YAML or JSON FILE (all validated before any is saved)."""
-    from furnace.importers import import_elixirs, load_elixir_file
+    from furnace.interop.importers import import_elixirs, load_elixir_file
 
     elixirs = load_elixir_file(file)
     report = import_elixirs([(file.name, e) for e in elixirs], ctx.store)
@@ -165,7 +166,7 @@ def diff(ctx: CliContext, a: str, b: str, as_json: bool) -> None:
 @click.pass_obj
 def render(ctx: CliContext, ref: str, lang: str | None, as_json: bool) -> None:
     """Print the system prompt of ID[@VERSION]."""
-    from furnace.render import render_prompt
+    from furnace.domain.render import render_prompt
 
     elixir = load(ctx.store, ref)
     prompt = render_prompt(elixir, lang)
@@ -186,12 +187,12 @@ def delete(ctx: CliContext, id: str, as_json: bool) -> None:
 
 @click.command("import")
 @click.argument("file", required=False, type=click.Path(path_type=Path))
-@click.option("--library", is_flag=True, help="Import every elixir file in data/elixirs (the sample library).")
+@click.option("--library", is_flag=True, help="Import every elixir file in furnace/resources/elixirs (the sample library).")
 @json_option
 @click.pass_obj
 def import_(ctx: CliContext, file: Path | None, library: bool, as_json: bool) -> None:
     """Import FILE (.yaml/.yml/.json elixirs, the awesome-chatgpt-prompts .csv, or a character card .json/.png)."""
-    from furnace.importers import import_file, import_library
+    from furnace.interop.importers import import_file, import_library
 
     if library and file is None:
         report = import_library(LIBRARY_DIR, ctx.store)

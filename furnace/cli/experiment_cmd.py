@@ -16,14 +16,14 @@ from typing import Any
 import click
 
 from furnace.cli.context import CliContext, emit, json_option
-from furnace.errors import BudgetExceeded, InputError, NotFound
+from furnace.domain.errors import BudgetExceeded, InputError, NotFound
 
 
 def flows_module(name: str) -> Any:
-    """Import ``flows.<name>`` lazily (Prefect loads only when a flow is asked for)."""
+    """Import ``furnace.flows.<name>`` lazily (Prefect loads only when a flow is asked for)."""
     import importlib
 
-    return importlib.import_module(f"flows.{name}")
+    return importlib.import_module(f"furnace.flows.{name}")
 
 
 class ProgressBar:
@@ -59,8 +59,8 @@ class Prepared:
 def prepare(ctx: CliContext, config: Any, *, progress: Any = None, track: bool = True,
             probes_dir: Path | None = None) -> Prepared:
     """Build the experiment's collaborators from settings (the only place adapters are built)."""
-    from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
-    from furnace.adapters.duckdb_kv import DuckDBKV
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+    from furnace.storage.duckdb.kv import DuckDBKV
     from furnace.adapters.factory import build_llm
     from furnace.evolution.breeding import FusionBreeder
     from furnace.evolution.engine import Evolution, experiment_inputs
@@ -68,7 +68,7 @@ def prepare(ctx: CliContext, config: Any, *, progress: Any = None, track: bool =
     from furnace.evolution.seeds import select_seeds
     from furnace.evolution.tracker import NullTracker
     from furnace.scoring.probes import load_probe_set
-    from furnace.synthesis import SynthesisCache
+    from furnace.fusion.synthesis import SynthesisCache
 
     settings = ctx.settings
     if config.model and config.model != settings.model:
@@ -150,7 +150,7 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def list_cmd(obj: CliContext, as_json: bool) -> None:
         """Experiments recorded in DuckDB, newest first."""
-        from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+        from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
         rows: list[dict[str, Any]] = [{"experiment_id": e.experiment_id, "name": e.name, "model": e.model, "status": e.status,
                  "best_agent": e.summary.get("best_agent"), "best_fitness": e.summary.get("best_fitness"),
@@ -166,7 +166,7 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def show_cmd(obj: CliContext, experiment_id: str, as_json: bool) -> None:
         """Generations, leaderboard and failures of one experiment."""
-        from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+        from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
         results = DuckDBExperimentResults(obj.db)
         exp = results.get_experiment(experiment_id)
@@ -207,11 +207,11 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def sweep_cmd(obj: CliContext, base_id: str, rates: str, seeds: str, probe_set: str, limit: int, as_json: bool) -> None:
         """Mutation sweep: BASE_ID x rates x seeds, each variant scored, one table."""
-        from furnace.adapters.duckdb_kv import DuckDBKV
+        from furnace.storage.duckdb.kv import DuckDBKV
         from furnace.evolution.breeding import FusionBreeder
         from furnace.evolution.sweep import mutation_sweep
         from furnace.scoring.probes import load_probe_set
-        from furnace.synthesis import SynthesisCache
+        from furnace.fusion.synthesis import SynthesisCache
 
         try:
             rate_list = [float(r) for r in rates.split(",") if r.strip()]

@@ -7,13 +7,13 @@ from typing import Any
 
 import click
 
-from furnace.agent import Agent, LineageNode
+from furnace.domain.agent import Agent, LineageNode
 from furnace.cli.context import emit, json_option
 
 
 def _cache(obj: Any) -> Any:
-    from furnace.adapters.duckdb_kv import DuckDBKV
-    from furnace.synthesis import SynthesisCache
+    from furnace.storage.duckdb.kv import DuckDBKV
+    from furnace.fusion.synthesis import SynthesisCache
 
     return SynthesisCache(DuckDBKV(obj.db), ttl_s=obj.settings.synth_ttl_s)
 
@@ -86,7 +86,7 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def fuse_cmd(obj: Any, parents: tuple[str, ...], operator: str | None, seed: int, rate: float | None, as_json: bool) -> None:
         """Fuse elixirs (ID or ID@VERSION) into an agent, through the synthesis cache."""
-        from furnace.fusion import fuse
+        from furnace.fusion.fuse import fuse
 
         params = {"rate": rate} if rate is not None else None
         result = fuse(
@@ -120,7 +120,7 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def promote_cmd(obj: Any, agent_id: str, name: str | None, as_json: bool) -> None:
         """Copy an agent into the library as an elixir, keeping the lineage link."""
-        from furnace.fusion import promote
+        from furnace.fusion.fuse import promote
 
         ref = promote(obj.store, agent_id, name)
         emit(ref.model_dump() | {"from_agent": agent_id}, as_json=as_json,

@@ -7,10 +7,10 @@ from typing import Any
 
 import click
 
-from furnace.agent import AGENT_PREFIX, Agent
+from furnace.domain.agent import AGENT_PREFIX, Agent
 from furnace.cli.context import CliContext, emit, json_option
-from furnace.elixir import Elixir
-from furnace.errors import InputError, NotFound
+from furnace.domain.elixir import Elixir
+from furnace.domain.errors import InputError, NotFound
 
 FORMATS = ("card-v2", "card-v3", "card-png", "skill", "skill-zip")
 

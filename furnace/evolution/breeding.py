@@ -1,14 +1,14 @@
-"""The breeder that makes children through the furnace (``furnace.fusion.fuse``)."""
+"""The breeder that makes children through the furnace (``furnace.fusion.fuse.fuse``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from furnace.elixir import ElixirRef
-from furnace.errors import FurnaceError, StoreError
+from furnace.domain.elixir import ElixirRef
+from furnace.domain.errors import FurnaceError, StoreError
 from furnace.evolution.engine import Bred
-from furnace.llm import LLM
+from furnace.llm.seam import LLM
 from furnace.settings import FurnaceSettings
 
 
@@ -22,7 +22,7 @@ class FusionBreeder:
         self.store, self.embedder, self.cache, self.settings = store, embedder, cache, settings
 
     def __call__(self, parents: Sequence[ElixirRef], operator: str, seed: int, params: dict[str, Any], llm: LLM) -> Bred:
-        from furnace.fusion import fuse
+        from furnace.fusion.fuse import fuse
 
         for attempt in range(self.retries + 1):
             try:

@@ -1,6 +1,6 @@
 """Experiment configuration: the YAML file, validated with errors that name the field.
 
-See ``data/experiments/demo.yaml`` for an annotated example. The experiment id
+See ``furnace/resources/experiments/demo.yaml`` for an annotated example. The experiment id
 is derived from the config's content and the model, so running the same file
 against the same model resumes the same experiment.
 """
@@ -14,9 +14,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from furnace.canonical import content_key
-from furnace.elixir import format_validation_error
-from furnace.errors import InputError, NotFound
+from furnace.domain.canonical import content_key
+from furnace.domain.elixir import format_validation_error
+from furnace.domain.errors import InputError, NotFound
 from furnace.scoring.fitness import SCORERS
 
 KNOWN_OPERATORS = ("crossover", "mutation", "ensemble")

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
-from furnace.elixir import Elixir, ElixirRef
-from furnace.errors import BudgetExceeded, FurnaceError
+from furnace.domain.elixir import Elixir, ElixirRef
+from furnace.domain.errors import BudgetExceeded, FurnaceError
 from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.evaluate import evaluate_agent, failed_evaluation
 from furnace.evolution.metering import Meter, MeteredLLM
@@ -32,9 +32,9 @@ from furnace.evolution.selection import OperatorBoard, choose_operator, survivor
 from furnace.evolution.tracker import NullTracker, Span, Tracker, start_trace
 from furnace.evolution.units import ThreadUnitRunner, Unit, UnitRunner
 from furnace.evolution.writer import RecordWriter
-from furnace.llm import LLM, Completion, LLMRequest
-from furnace.canonical import content_key
-from furnace.render import render_prompt
+from furnace.llm.seam import LLM, Completion, LLMRequest
+from furnace.domain.canonical import content_key
+from furnace.domain.render import render_prompt
 from furnace.scoring.fitness import SCORERS
 from furnace.scoring.probes import ProbeSet
 
@@ -178,7 +178,7 @@ class Evolution:
 
     def unit_key(self, generation: int, plan: Plan) -> str:
         """Content key of one unit: what is made and how it is scored (operator and scorer versions)."""
-        from furnace.operators import OPERATORS
+        from furnace.fusion.operators import OPERATORS
 
         op = OPERATORS.get(plan.operator)
         return content_key({

@@ -2,7 +2,7 @@
 
 This is the unit of work an experiment runs concurrently (and a Prefect task
 wraps). A failed answer or judge call becomes a failure score with its reason;
-only :class:`~furnace.errors.BudgetExceeded` propagates (the run must stop).
+only :class:`~furnace.domain.errors.BudgetExceeded` propagates (the run must stop).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from furnace.elixir import Elixir
-from furnace.errors import LLMError
-from furnace.llm import LLM, TaskKind, system_user
+from furnace.domain.elixir import Elixir
+from furnace.domain.errors import LLMError
+from furnace.llm.seam import LLM, TaskKind, system_user
 from furnace.scoring.base import Score, persona_inputs
 from furnace.scoring.brief import brief_fit
 from furnace.scoring.diversity import diversity

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from furnace.elixir import Elixir
+from furnace.domain.elixir import Elixir
 from furnace.evolution.breeding import FusionBreeder
 from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.engine import Evolution
 from furnace.evolution.records import ExperimentResults, MemoryResults
-from furnace.llm import LLM
+from furnace.llm.seam import LLM
 from furnace.scoring.probes import ProbeSet, load_probe_set
 
 
@@ -27,11 +27,11 @@ def memory_evolution(
 ) -> Evolution:
     """An :class:`Evolution` over a MemoryStore holding ``seeds``, the offline engine behind a
     memory response cache (unless ``llm`` is given), the hash embedder and a memory synthesis cache."""
-    from furnace.embedding import HashEmbedder
-    from furnace.llm_cache import CachedLLM
-    from furnace.memory_store import MemoryStore
-    from furnace.offline import OfflineEngine
-    from furnace.synthesis import SynthesisCache
+    from furnace.fusion.embedding import HashEmbedder
+    from furnace.llm.cache import CachedLLM
+    from furnace.storage.memory import MemoryStore
+    from furnace.llm.offline import OfflineEngine
+    from furnace.fusion.synthesis import SynthesisCache
 
     if store is None:
         store = MemoryStore()

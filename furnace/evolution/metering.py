@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from furnace.errors import BudgetExceeded
+from furnace.domain.errors import BudgetExceeded
 from furnace.evolution.config import Budget
-from furnace.llm import LLM, Completion, LLMRequest
+from furnace.llm.seam import LLM, Completion, LLMRequest
 
 
 @dataclass(frozen=True)

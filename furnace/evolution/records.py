@@ -1,7 +1,7 @@
 """Experiment records and the protocol of their storage.
 
 Implementations: :class:`MemoryResults` (tests) and
-``furnace.adapters.duckdb_experiments.DuckDBExperimentResults``. Writes are
+``furnace.storage.duckdb.experiments.DuckDBExperimentResults``. Writes are
 idempotent by natural keys: experiment id; (experiment, generation);
 (experiment, generation, agent); (experiment, generation, agent, probe, scorer).
 """

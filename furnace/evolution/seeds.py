@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from furnace.elixir import Elixir
-from furnace.errors import InputError
+from furnace.domain.elixir import Elixir
+from furnace.domain.errors import InputError
 from furnace.evolution.config import ExperimentConfig
 
 
@@ -26,5 +26,5 @@ def select_seeds(store: Any, config: ExperimentConfig) -> list[Elixir]:
     if len(found) < 2:
         raise InputError(
             f"seeds: the library has {len(found)} matching elixir(s), an experiment needs at least 2 "
-            "(import some: furnace import data/elixirs)", field="seeds")
+            "(import some: furnace import furnace/resources/elixirs)", field="seeds")
     return found

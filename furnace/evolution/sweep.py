@@ -6,11 +6,11 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from furnace.elixir import Elixir
+from furnace.domain.elixir import Elixir
 from furnace.evolution.engine import Breeder
 from furnace.evolution.evaluate import evaluate_agent
-from furnace.llm import LLM
-from furnace.render import render_prompt
+from furnace.llm.seam import LLM
+from furnace.domain.render import render_prompt
 from furnace.scoring.probes import ProbeSet
 
 DEFAULT_SCORERS = {"constraints": 0.3, "fidelity": 0.3, "tone": 0.2, "brief_fit": 0.2}

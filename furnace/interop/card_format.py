@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from furnace.errors import InputError
+from furnace.domain.errors import InputError
 from furnace.interop.png import is_png, text_chunks
 
 Spec = Literal["v2", "v3"]

@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from furnace.canonical import content_key
-from furnace.elixir import (
+from furnace.domain.canonical import content_key
+from furnace.domain.elixir import (
     MAX_FEW_SHOT_TEXT,
     MAX_FEW_SHOTS,
     MAX_IDENTITY,

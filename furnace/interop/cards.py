@@ -17,7 +17,7 @@ Round-trip guarantees:
   original card object is kept in ``Elixir.extensions["card"]`` and export
   starts from it, rewriting only the visible fields whose elixir value changed.
 
-Broken or oversized cards raise :class:`~furnace.errors.InputError` before
+Broken or oversized cards raise :class:`~furnace.domain.errors.InputError` before
 anything is built, so callers store nothing.
 """
 
@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from furnace.agent import Agent
-from furnace.canonical import content_key
-from furnace.elixir import Elixir, parse_elixir
-from furnace.errors import InputError
+from furnace.domain.agent import Agent
+from furnace.domain.canonical import content_key
+from furnace.domain.elixir import Elixir, parse_elixir
+from furnace.domain.errors import InputError
 from furnace.interop.card_format import (
     BACKFILL_NOTE,
     MAX_CARD_FILE_BYTES,
@@ -266,7 +266,7 @@ def card_for(target: Target, spec: Spec = "v3", *, backfill: bool = False) -> di
     ``backfill`` marks a V2 copy written next to a V3 one (PNG ``chara`` chunk): its
     ``creator_notes`` start with the spec's warning that it is a backfill.
     """
-    from furnace.render import render_prompt
+    from furnace.domain.render import render_prompt
 
     elixir, agent = _unpack(target)
     values = mapped_values(elixir)

@@ -13,7 +13,7 @@ import struct
 import zlib
 from collections.abc import Iterable, Iterator
 
-from furnace.errors import InputError
+from furnace.domain.errors import InputError
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 MAX_CHUNKS = 10_000

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from furnace.errors import InputError
+from furnace.domain.errors import InputError
 
 # (kind, pattern). Anchored on word boundaries so ordinary words ("task-force",
 # "desk-lamp") do not match.

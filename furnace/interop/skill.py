@@ -9,7 +9,7 @@ Layout::
 The zip has sorted entries, fixed timestamps (1980-01-01), fixed permissions
 and compression level, so the same elixir always gives the same bytes.
 Anything that looks like a secret (API keys, bearer tokens, credentials in
-URLs) refuses the export with an :class:`~furnace.errors.InputError` naming
+URLs) refuses the export with an :class:`~furnace.domain.errors.InputError` naming
 the field.
 """
 
@@ -25,9 +25,9 @@ from typing import Any
 
 import yaml
 
-from furnace.agent import Agent
-from furnace.elixir import Elixir
-from furnace.errors import InputError
+from furnace.domain.agent import Agent
+from furnace.domain.elixir import Elixir
+from furnace.domain.errors import InputError
 from furnace.interop.secrets import refuse_secrets
 
 FORMAT = "furnace.persona/1"
@@ -80,7 +80,7 @@ def _persona(elixir: Elixir, agent: Agent | None) -> dict[str, Any]:
 
 def build_skill(target: Elixir | Agent) -> SkillBundle:
     """The skill files for an elixir or agent; refuses secrets (InputError naming the field)."""
-    from furnace.render import render_prompt
+    from furnace.domain.render import render_prompt
 
     agent = target if isinstance(target, Agent) else None
     elixir = agent.elixir if agent else target

@@ -3,7 +3,7 @@
 Scorers never raise for one bad answer or judge call: they return a failure
 score (value 0) whose reason says what went wrong.
 
-- :mod:`furnace.scoring.probes` — probe sets (``data/probes/*.yaml``) and target briefs;
+- :mod:`furnace.scoring.probes` — probe sets (``furnace/resources/probes/*.yaml``) and target briefs;
 - :mod:`furnace.scoring.rules` — constraint compliance (pure rules);
 - :mod:`furnace.scoring.judge` — persona fidelity, preference adherence, tone match (JUDGE task);
 - :mod:`furnace.scoring.brief` — brief fit (structural distance, no model);

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from furnace.elixir import Elixir
+    from furnace.domain.elixir import Elixir
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from furnace.elixir import Elixir
+from furnace.domain.elixir import Elixir
 from furnace.scoring.base import Score
 
 _WEIGHTS = {"expertise": 0.4, "tone": 0.35, "constraints": 0.15, "language": 0.1}

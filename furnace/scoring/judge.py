@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from furnace.elixir import Elixir
-from furnace.errors import LLMError
-from furnace.llm import LLM, LLMRequest, TaskKind, system_user
-from furnace.render import render_prompt
+from furnace.domain.elixir import Elixir
+from furnace.domain.errors import LLMError
+from furnace.llm.seam import LLM, LLMRequest, TaskKind, system_user
+from furnace.domain.render import render_prompt
 from furnace.scoring.base import Score, persona_inputs
 
 Rubric = Literal["fidelity", "preference", "tone"]

@@ -1,6 +1,6 @@
 """Probe sets: user messages an agent answers, optionally with a target brief.
 
-File format (``data/probes/<name>.yaml``)::
+File format (``furnace/resources/probes/<name>.yaml``)::
 
     name: writing-en
     language: en
@@ -16,17 +16,18 @@ File format (``data/probes/<name>.yaml``)::
 
 from __future__ import annotations
 
+from furnace import resources
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from furnace.elixir import format_validation_error
-from furnace.errors import InputError, NotFound
+from furnace.domain.elixir import format_validation_error
+from furnace.domain.errors import InputError, NotFound
 from furnace.scoring.brief import Brief
 
-PROBES_DIR = Path(__file__).resolve().parents[2] / "data" / "probes"
+PROBES_DIR = resources.PROBES_DIR
 
 
 class Probe(BaseModel):
@@ -77,7 +78,7 @@ def parse_probe_set(data: Any, *, source: str = "probe set") -> ProbeSet:
 
 
 def load_probe_set(name_or_path: str | Path, *, search_dir: Path | None = None) -> ProbeSet:
-    """Load a probe set by file path or by name from ``data/probes/``."""
+    """Load a probe set by file path or by name from ``furnace/resources/probes/``."""
     path = Path(name_or_path)
     if not path.suffix:
         for base in [d for d in (search_dir, PROBES_DIR) if d is not None]:

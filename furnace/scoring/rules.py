@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from furnace.elixir import Elixir
+from furnace.domain.elixir import Elixir
 from furnace.scoring.base import Score
 
 _MARKDOWN = re.compile(r"(^\s{0,3}#{1,6}\s)|(^\s*[-*+]\s)|(^\s*\d+\.\s)|(\*\*[^*]+\*\*)|(^```)|(^\|.*\|\s*$)", re.M)

@@ -11,15 +11,15 @@ import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from furnace.agent import AGENT_PREFIX
-from furnace.elixir import Elixir
-from furnace.errors import InputError, LLMError
+from furnace.domain.agent import AGENT_PREFIX
+from furnace.domain.elixir import Elixir
+from furnace.domain.errors import InputError, LLMError
 from furnace.evolution.evaluate import evaluate_agent, reply
 from furnace.evolution.records import ScoreRow
-from furnace.llm import LLM
-from furnace.render import render_prompt
+from furnace.llm.seam import LLM
+from furnace.domain.render import render_prompt
 from furnace.scoring.probes import ProbeSet
-from furnace.store import ElixirStore
+from furnace.storage.store import ElixirStore
 
 MIN_AGENTS, MAX_AGENTS = 2, 4
 DEFAULT_SCORERS: dict[str, float] = {"constraints": 0.25, "fidelity": 0.25, "tone": 0.25, "brief_fit": 0.25}

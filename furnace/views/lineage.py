@@ -11,9 +11,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from furnace.agent import AGENT_PREFIX
-from furnace.errors import FurnaceError
-from furnace.store import ElixirStore
+from furnace.domain.agent import AGENT_PREFIX
+from furnace.domain.errors import FurnaceError
+from furnace.storage.store import ElixirStore
 
 MAX_NODES = 150  # beyond this the graph is unreadable; the table still lists everyone
 MAX_DETAILS = 40  # nodes whose name/version/parents are loaded (one store read each)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from furnace import resources
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-LIBRARY_DIR = Path(__file__).resolve().parents[2] / "data" / "elixirs"
+LIBRARY_DIR = resources.LIBRARY_DIR
 
 
 @dataclass
@@ -24,12 +25,12 @@ class Lab:
 
 @pytest.fixture()
 def lab(settings) -> Lab:
-    from furnace.adapters.duckdb_kv import DuckDBKV
+    from furnace.storage.duckdb.kv import DuckDBKV
     from furnace.adapters.factory import build_db, build_llm, build_store
-    from furnace.embedding import HashEmbedder
-    from furnace.fusion import fuse
-    from furnace.importers import import_file
-    from furnace.synthesis import SynthesisCache
+    from furnace.fusion.embedding import HashEmbedder
+    from furnace.fusion.fuse import fuse
+    from furnace.interop.importers import import_file
+    from furnace.fusion.synthesis import SynthesisCache
 
     db = build_db(settings)
     store = build_store(settings, db=db)

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 import furnace.analysis as fa
-from furnace.elixir import Elixir, edit
-from furnace.embedding import HashEmbedder, cosine
-from furnace.render import render_prompt
+from furnace.domain.elixir import Elixir, edit
+from furnace.fusion.embedding import HashEmbedder, cosine
+from furnace.domain.render import render_prompt
 
 BASE = Elixir(id="base", name="Base", identity="A careful editor.", expertise=["editing"],
               principles=["Cut every needless word."])

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import furnace.analysis as fa
-from furnace.errors import InputError
+from furnace.domain.errors import InputError
 
 EDGES = pd.DataFrame(
     [("a", "c", "crossover"), ("b", "c", "crossover"), ("a", "d", "mutation"),

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from furnace.errors import InputError, LineageError, NotFound
+from furnace.domain.errors import InputError, LineageError, NotFound
 
 
 def test_register_reuse_alias_and_load(lab, mlflow_ready) -> None:

@@ -1,9 +1,9 @@
-"""furnace.adapters.duckdb_analysis: the DuckDB tables as DataFrames."""
+"""furnace.storage.duckdb.analysis: the DuckDB tables as DataFrames."""
 
 from __future__ import annotations
 
 import furnace.analysis as fa
-from furnace.adapters import duckdb_analysis as q
+from furnace.storage.duckdb import analysis as q
 
 
 def test_lineage_readers_and_ancestry_match_the_store(lab) -> None:
@@ -23,7 +23,7 @@ def test_lineage_readers_and_ancestry_match_the_store(lab) -> None:
 
 
 def test_experiment_readers_decode_json_and_filter(lab) -> None:
-    from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
     from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord, ScoreRow
 
     results = DuckDBExperimentResults(lab.db)
@@ -46,8 +46,8 @@ def test_experiment_readers_decode_json_and_filter(lab) -> None:
 
 def test_revision_readers(lab) -> None:
     from furnace.adapters.factory import build_content_store
-    from furnace.content import generate_content
-    from furnace.revision import revise
+    from furnace.writing.content import generate_content
+    from furnace.writing.revision import revise
 
     cs = build_content_store(lab.settings, db=lab.db)
     content, _ = generate_content(lab.store, cs, lab.llm, persona_id="viral-copywriter", topic="tea")

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import furnace.analysis as fa
-from furnace.errors import InputError
+from furnace.domain.errors import InputError
 
 
 def test_revision_chains_mark_rollbacks_and_word_change() -> None:

@@ -25,7 +25,7 @@ def test_empty_home_falls_back_to_a_fresh_sample_home(tmp_path, monkeypatch) -> 
 
 
 def test_a_home_with_data_is_used_as_it_is(lab, monkeypatch) -> None:
-    from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
     from furnace.evolution.records import IndividualRecord
 
     home = str(lab.settings.home)

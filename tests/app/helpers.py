@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from furnace import resources
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-APP = REPO / "app" / "streamlit_app.py"
-LIBRARY_DIR = REPO / "data" / "elixirs"
+APP = REPO / "furnace" / "app" / "streamlit_app.py"
+LIBRARY_DIR = resources.LIBRARY_DIR
 
 
 def seed_home(path: Path) -> Path:
     """A FURNACE_HOME holding the sample library (``data/elixirs``)."""
     from furnace.adapters.factory import build_store
-    from furnace.importers import import_library
+    from furnace.interop.importers import import_library
     from furnace.settings import FurnaceSettings
 
     path.mkdir(parents=True, exist_ok=True)

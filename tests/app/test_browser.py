@@ -20,7 +20,7 @@ def seeded(tmp_path: Path) -> Path:
         pytest.skip(reason)
     home = seed_home(tmp_path / "home")
     from furnace.adapters.factory import build_content_store, build_db, build_llm, build_store
-    from furnace.content import generate_content
+    from furnace.writing.content import generate_content
     from furnace.settings import FurnaceSettings
 
     settings = FurnaceSettings(home=home)

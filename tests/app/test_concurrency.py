@@ -3,7 +3,7 @@
 ``furnace experiment run`` runs in a subprocess (its own DuckDB connections)
 while AppTest saves personas on the same FURNACE_HOME: every save succeeds
 (no lock error reaches the user) within a bounded time (the busy writer gives
-the app its turn, see ``furnace.adapters.duckdb_db``), every version is
+the app its turn, see ``furnace.storage.duckdb.db``), every version is
 stored, and the experiment finishes with all its rows.
 """
 
@@ -48,7 +48,7 @@ def test_app_saves_while_an_experiment_runs(app_home: Path, tmp_path: Path) -> N
     env = dict(os.environ, FURNACE_HOME=str(app_home), FURNACE_EMBEDDER="hash")
     cmd = [sys.executable, "-c", "from furnace.cli import main; main()", "experiment", "run", str(config),
            "--yes", "--no-mlflow", "--json"]
-    from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
     from furnace.adapters.factory import build_db
     from furnace.settings import FurnaceSettings
 

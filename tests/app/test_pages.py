@@ -12,12 +12,12 @@ A, B = "academic-editor", "data-science-mentor"
 @pytest.fixture(scope="module")
 def fused(app_home):
     """A crossover agent of A and B, made through the furnace page's own function."""
-    from furnace.adapters.duckdb_kv import DuckDBKV
+    from furnace.storage.duckdb.kv import DuckDBKV
     from furnace.adapters.factory import build_db, build_llm, build_store
-    from furnace.embedding import HashEmbedder
-    from furnace.fusion import fuse
+    from furnace.fusion.embedding import HashEmbedder
+    from furnace.fusion.fuse import fuse
     from furnace.settings import FurnaceSettings
-    from furnace.synthesis import SynthesisCache
+    from furnace.fusion.synthesis import SynthesisCache
 
     settings = FurnaceSettings(home=app_home)
     db = build_db(settings)
@@ -118,7 +118,7 @@ def test_assistant_question_renders_a_table(app, fused):
 
 
 def test_arena_stop_and_continue_an_interrupted_turn(app, app_home):
-    from furnace.adapters.duckdb_arena import build_arena
+    from furnace.storage.duckdb.arena import build_arena
     from furnace.arena.events import FinalReply
     from furnace.settings import FurnaceSettings
 

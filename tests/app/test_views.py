@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from furnace.agent import Agent, agent_id_for
-from furnace.elixir import Elixir
-from furnace.errors import InputError, NotFound
+from furnace.domain.agent import Agent, agent_id_for
+from furnace.domain.elixir import Elixir
+from furnace.domain.errors import InputError, NotFound
 from furnace.evolution.records import GenerationRecord, IndividualRecord, MemoryResults
-from furnace.lineage import Lineage
-from furnace.memory_store import MemoryStore
-from furnace.offline import OfflineEngine
-from furnace.render import render_prompt
+from furnace.domain.lineage import Lineage
+from furnace.storage.memory import MemoryStore
+from furnace.llm.offline import OfflineEngine
+from furnace.domain.render import render_prompt
 from furnace.scoring.probes import load_probe_set
 from furnace.views.compare import compare_agents, objective_rows, prompt_diff
 from furnace.views.experiments import generation_rows, leaderboard_rows, operator_rows

@@ -25,15 +25,15 @@ def prepare(home: Path) -> None:
     env = {"FURNACE_HOME": str(home), "FURNACE_EMBEDDER": "hash", "PATH": "/usr/bin:/bin"}
     subprocess.run([sys.executable, "-c", "from furnace.cli import main; main()", "demo"], cwd=REPO, env=env,
                    check=True, stdout=subprocess.DEVNULL)
-    from furnace.adapters.duckdb_arena import build_arena
-    from furnace.adapters.duckdb_kv import DuckDBKV
+    from furnace.storage.duckdb.arena import build_arena
+    from furnace.storage.duckdb.kv import DuckDBKV
     from furnace.adapters.factory import build_content_store, build_db, build_llm, build_store
-    from furnace.content import generate_content
-    from furnace.embedding import HashEmbedder
-    from furnace.fusion import fuse
-    from furnace.revision import revise
+    from furnace.writing.content import generate_content
+    from furnace.fusion.embedding import HashEmbedder
+    from furnace.fusion.fuse import fuse
+    from furnace.writing.revision import revise
     from furnace.settings import FurnaceSettings
-    from furnace.synthesis import SynthesisCache
+    from furnace.fusion.synthesis import SynthesisCache
 
     settings = FurnaceSettings(home=home, embedder="hash")
     db = build_db(settings)

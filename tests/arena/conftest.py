@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from furnace.arena.store import InMemoryArenaStore
-from furnace.memory_store import MemoryStore
+from furnace.storage.memory import MemoryStore
 
 from .helpers import make_store
 

@@ -6,9 +6,9 @@ import re
 
 from furnace.arena.runner import Arena
 from furnace.arena.store import InMemoryArenaStore
-from furnace.elixir import Elixir
-from furnace.llm import LLMRequest, TaskKind
-from furnace.memory_store import MemoryStore
+from furnace.domain.elixir import Elixir
+from furnace.llm.seam import LLMRequest, TaskKind
+from furnace.storage.memory import MemoryStore
 
 MEMBERS = [
     dict(id="ada", name="Ada", language="en", identity="A meticulous data engineer.",

@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from furnace.adapters.duckdb_db import Database
-from furnace.adapters.duckdb_arena import build_arena
-from furnace.adapters.duckdb_store import DuckDBStore
+from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.arena import build_arena
+from furnace.storage.duckdb.store import DuckDBStore
 from furnace.cli import cli, main
-from furnace.elixir import Elixir
-from furnace.offline import OfflineEngine
+from furnace.domain.elixir import Elixir
+from furnace.llm.offline import OfflineEngine
 from furnace.settings import FurnaceSettings
-from furnace.testing import FakeLLM
+from furnace.llm.fakes import FakeLLM
 
 from .helpers import IDS, MEMBERS, numbers
 

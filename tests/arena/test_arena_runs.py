@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from furnace.adapters.duckdb_arena import DuckDBArenaStore
-from furnace.adapters.duckdb_db import Database
+from furnace.storage.duckdb.arena import DuckDBArenaStore
+from furnace.storage.duckdb.db import Database
 from furnace.arena.events import ArenaEventAdapter, FinalReply, PlanCreated, RunCancelled, SpeakerFailed
 from furnace.arena.models import Checkpoint, ReplyRecord, reply_id_for
 from furnace.arena.store import InMemoryArenaStore
-from furnace.errors import LLMTimeout, NotFound
-from furnace.llm import TaskKind
-from furnace.testing import FakeLLM
+from furnace.domain.errors import LLMTimeout, NotFound
+from furnace.llm.seam import TaskKind
+from furnace.llm.fakes import FakeLLM
 
 from .helpers import IDS, count, make_arena
 

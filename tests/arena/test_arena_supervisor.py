@@ -6,10 +6,10 @@ import pytest
 
 from furnace.arena.directives import Directive, DirectiveKind
 from furnace.arena.supervisor import PLAN_SCHEMA, build_plan_request, parse_plan
-from furnace.errors import InputError, LLMTimeout
-from furnace.llm import TaskKind
-from furnace.offline import OfflineEngine
-from furnace.testing import FakeLLM
+from furnace.domain.errors import InputError, LLMTimeout
+from furnace.llm.seam import TaskKind
+from furnace.llm.offline import OfflineEngine
+from furnace.llm.fakes import FakeLLM
 
 from .helpers import IDS, count, make_arena, make_store
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from furnace.elixir import Elixir
-from furnace.errors import LLMMalformedOutput
+from furnace.domain.elixir import Elixir
+from furnace.domain.errors import LLMMalformedOutput
 from furnace.adapters.tokens import count_tokens
-from furnace.llm import Message, TaskKind
-from furnace.persona_pipeline import (
+from furnace.llm.seam import Message, TaskKind
+from furnace.arena.speaker import (
     HistoryTurn,
     persona_from_elixir,
     resolve_persona,
@@ -16,8 +16,8 @@ from furnace.persona_pipeline import (
     token_aware_context,
     validate_reply,
 )
-from furnace.render import render_prompt
-from furnace.testing import EchoLLM, FakeLLM
+from furnace.domain.render import render_prompt
+from furnace.llm.fakes import EchoLLM, FakeLLM
 
 from .helpers import MEMBERS, make_store
 
@@ -88,7 +88,7 @@ def test_validation() -> None:
 def test_resolve_persona_for_elixirs_and_unknown_ids() -> None:
     store = make_store()
     assert resolve_persona(store, "bo").name == "Bo"
-    from furnace.errors import NotFound
+    from furnace.domain.errors import NotFound
 
     with pytest.raises(NotFound):
         resolve_persona(store, "agt-nope")
@@ -101,8 +101,8 @@ def test_speak_reports_the_delta_once() -> None:
 
 
 def test_an_agent_member_speaks_with_its_synthesised_prompt() -> None:
-    from furnace.agent import Agent, agent_id_for
-    from furnace.lineage import Lineage
+    from furnace.domain.agent import Agent, agent_id_for
+    from furnace.domain.lineage import Lineage
 
     store = make_store()
     parent = store.get_elixir("ada")

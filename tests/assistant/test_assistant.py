@@ -9,9 +9,9 @@ import pytest
 
 from furnace.assistant.answer import Assistant, AssistantState, Done, Meta
 from furnace.assistant.scope import Catalogue, Scope
-from furnace.errors import LLMError
-from furnace.offline import OfflineEngine
-from furnace.testing import FakeLLM
+from furnace.domain.errors import LLMError
+from furnace.llm.offline import OfflineEngine
+from furnace.llm.fakes import FakeLLM
 
 NOW = datetime(2026, 11, 30, 10, 0)
 

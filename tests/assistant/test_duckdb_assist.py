@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from furnace.adapters.duckdb_assist import DuckDBAssistData
-from furnace.adapters.duckdb_db import Database
+from furnace.storage.duckdb.assist import DuckDBAssistData
+from furnace.storage.duckdb.db import Database
 from furnace.assistant.answer import Assistant, AssistantState
 from furnace.assistant.scope import Scope
 

@@ -9,7 +9,7 @@ import pytest
 
 from furnace.cli import main
 from furnace.cli.demo_cmd import DEMO_PERSONA, DEMO_PRINCIPLE, run_library_demo
-from furnace.memory_store import MemoryStore
+from furnace.storage.memory import MemoryStore
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> str:

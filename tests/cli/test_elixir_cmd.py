@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from furnace.cli import main
-from furnace.elixir import parse_elixir
-from furnace.render import render_prompt
+from furnace.domain.elixir import parse_elixir
+from furnace.domain.render import render_prompt
 
 ADA: dict[str, Any] = {
     "id": "ada",

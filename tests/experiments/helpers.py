@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from furnace import resources
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -9,20 +10,20 @@ from typing import Any
 
 import yaml
 
-from furnace.canonical import content_key
-from furnace.elixir import Elixir, ElixirRef, parse_elixir
+from furnace.domain.canonical import content_key
+from furnace.domain.elixir import Elixir, ElixirRef, parse_elixir
 from furnace.evolution.engine import Bred
-from furnace.llm import LLM, LLMRequest, TaskKind
-from furnace.offline.judge import judge
-from furnace.render import render_prompt
-from furnace.testing import FakeLLM
+from furnace.llm.seam import LLM, LLMRequest, TaskKind
+from furnace.llm.offline.judge import judge
+from furnace.domain.render import render_prompt
+from furnace.llm.fakes import FakeLLM
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def library() -> list[Elixir]:
     """The shipped sample library."""
-    return [parse_elixir(yaml.safe_load(p.read_text())) for p in sorted((REPO / "data" / "elixirs").glob("*.yaml"))]
+    return [parse_elixir(yaml.safe_load(p.read_text())) for p in sorted(resources.LIBRARY_DIR.glob("*.yaml"))]
 
 
 class PureBreeder:
@@ -32,7 +33,7 @@ class PureBreeder:
         self.known: dict[str, Elixir] = {e.content_hash: e for e in seeds}
 
     def __call__(self, parents: Sequence[ElixirRef], operator: str, seed: int, params: dict[str, Any], llm: LLM) -> Bred:
-        from furnace.llm import system_user
+        from furnace.llm.seam import system_user
 
         ps = [self.known[r.content_hash] for r in parents]
         rng = random.Random(seed)

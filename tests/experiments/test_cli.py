@@ -17,7 +17,7 @@ def library_home(home, monkeypatch):
     monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
     from furnace.adapters.factory import build_store
     from furnace.cli.elixir_cmd import LIBRARY_DIR
-    from furnace.importers import import_library
+    from furnace.interop.importers import import_library
     from furnace.settings import FurnaceSettings
 
     import_library(LIBRARY_DIR, build_store(FurnaceSettings()), keep_existing=True)

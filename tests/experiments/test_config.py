@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from furnace import resources
 from pathlib import Path
 
 import pytest
 
-from furnace.errors import InputError
+from furnace.domain.errors import InputError
 from furnace.evolution.config import load_config, parse_config
 from furnace.evolution.estimate import estimate
 
@@ -14,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_demo_config_ships_and_is_valid():
-    cfg = load_config(REPO / "data" / "experiments" / "demo.yaml")
+    cfg = load_config(resources.DEMO_EXPERIMENT)
     assert cfg.name == "demo" and cfg.population > cfg.selection.elitism
     est = estimate(cfg, 3)
     assert est.calls > 0 and not est.over_budget(cfg)

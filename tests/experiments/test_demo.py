@@ -20,8 +20,8 @@ def test_demo_experiment_end_to_end(home, monkeypatch, capsys):
     assert "mlflow ui --backend-store-uri sqlite:///" in out and "furnace app" in out
     assert (home / "furnace.duckdb").exists() and (home / "mlflow.db").exists()
 
-    from furnace.adapters.duckdb_db import Database
-    from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
     from furnace.adapters.mlflow_tracker import run_summary
     from furnace.settings import FurnaceSettings
 

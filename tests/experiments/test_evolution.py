@@ -8,7 +8,7 @@ from furnace.evolution.config import parse_config
 from furnace.evolution.engine import Evolution
 from furnace.evolution.records import MemoryResults
 from furnace.scoring.probes import load_probe_set
-from furnace.testing import FlakyLLM
+from furnace.llm.fakes import FlakyLLM
 
 from experiments.helpers import PureBreeder, library, scripted_llm
 
@@ -108,8 +108,8 @@ def test_flaky_model_completes_and_records_failures_per_individual():
 
 
 def test_duckdb_results_resume_without_duplicates(settings):
-    from furnace.adapters.duckdb_db import Database
-    from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
     db = Database(settings.db_path)
     results = DuckDBExperimentResults(db)
@@ -130,8 +130,8 @@ def test_duckdb_results_resume_without_duplicates(settings):
 
 
 def test_flaky_failures_are_recorded_in_duckdb_per_individual(settings):
-    from furnace.adapters.duckdb_db import Database
-    from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
     results = DuckDBExperimentResults(Database(settings.db_path))
     report = make(results, llm=FlakyLLM(scripted_llm(), rate=0.3, seed=2), generations=2).run()
@@ -143,10 +143,10 @@ def test_flaky_failures_are_recorded_in_duckdb_per_individual(settings):
 
 
 def test_metered_llm_enforces_the_token_budget():
-    from furnace.errors import BudgetExceeded
+    from furnace.domain.errors import BudgetExceeded
     from furnace.evolution.config import Budget
     from furnace.evolution.metering import MeteredLLM
-    from furnace.llm import TaskKind, system_user
+    from furnace.llm.seam import TaskKind, system_user
 
     req = system_user(TaskKind.REPLY, "s", "u", inputs={"persona": {"name": "p", "expertise": ["x"]}, "message": "m"})
     llm = MeteredLLM(scripted_llm(), concurrency=2, budget=Budget(max_tokens=2))

@@ -14,7 +14,7 @@ def library_home(home, monkeypatch):
     monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
     from furnace.adapters.factory import build_store
     from furnace.cli.elixir_cmd import LIBRARY_DIR
-    from furnace.importers import import_library
+    from furnace.interop.importers import import_library
     from furnace.settings import FurnaceSettings
 
     import_library(LIBRARY_DIR, build_store(FurnaceSettings()), keep_existing=True)
@@ -22,7 +22,7 @@ def library_home(home, monkeypatch):
 
 
 def test_unit_version_names_operator_and_scorer_versions():
-    from flows._common import unit_version
+    from furnace.flows._common import unit_version
     from furnace.evolution.config import load_config
 
     version = unit_version(load_config(CONFIG))
@@ -30,7 +30,7 @@ def test_unit_version_names_operator_and_scorer_versions():
 
 
 def test_evolution_flow_matches_the_plain_run(library_home, prefect_harness, tmp_path):
-    from flows.evolution import evolution_flow
+    from furnace.flows.evolution import evolution_flow
     from furnace.cli.context import CliContext
     from furnace.cli.experiment_cmd import run_experiment_file
 
@@ -44,15 +44,15 @@ def test_evolution_flow_matches_the_plain_run(library_home, prefect_harness, tmp
 
 @pytest.mark.slow
 def test_evolution_flow_on_a_local_dask_cluster(library_home, prefect_harness):
-    from flows.evolution import evolution_flow
+    from furnace.flows.evolution import evolution_flow
 
     result = evolution_flow(str(CONFIG), home=str(library_home), track=False, runner="dask")
     assert result["status"] == "finished" and result["leaderboard"]
 
 
 def test_fusion_generation_and_mutation_sweep_flows(library_home, prefect_harness):
-    from flows.fusion_generation import fusion_generation
-    from flows.mutation_sweep import mutation_sweep
+    from furnace.flows.fusion_generation import fusion_generation
+    from furnace.flows.mutation_sweep import mutation_sweep
 
     home = str(library_home)
     row = fusion_generation(["viral-copywriter", "data-science-mentor"], operator="crossover", seed=1, limit=1,

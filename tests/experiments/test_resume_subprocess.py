@@ -26,7 +26,7 @@ def _env(home: Path) -> dict[str, str]:
 def _prepare(home: Path) -> None:
     home.mkdir()
     code = ("from furnace.adapters.factory import build_store; from furnace.settings import FurnaceSettings;"
-            "from furnace.importers import import_library; from furnace.cli.elixir_cmd import LIBRARY_DIR;"
+            "from furnace.interop.importers import import_library; from furnace.cli.elixir_cmd import LIBRARY_DIR;"
             "import_library(LIBRARY_DIR, build_store(FurnaceSettings()), keep_existing=True)")
     subprocess.run([sys.executable, "-c", code], env=_env(home), check=True, cwd=REPO, timeout=120)
 
@@ -39,14 +39,14 @@ def _run(home: Path) -> dict:
 
 
 def _model_calls(home: Path, experiment_id: str) -> int:
-    from furnace.adapters.duckdb_db import Database
-    from furnace.adapters.duckdb_llm import DuckDBCallLedger
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.llm_calls import DuckDBCallLedger
 
     return DuckDBCallLedger(Database(home / "furnace.duckdb")).totals(experiment_id).model_calls
 
 
 def _responses(home: Path) -> int:
-    from furnace.adapters.duckdb_db import Database
+    from furnace.storage.duckdb.db import Database
 
     return int(Database(home / "furnace.duckdb").query("SELECT count(*) FROM llm_responses")[0][0])
 
@@ -54,7 +54,7 @@ def _responses(home: Path) -> int:
 def _model_calls_since(home: Path, since: float) -> int:
     from datetime import datetime, timezone
 
-    from furnace.adapters.duckdb_db import Database
+    from furnace.storage.duckdb.db import Database
 
     stamp = datetime.fromtimestamp(since, tz=timezone.utc).replace(tzinfo=None)
     rows = Database(home / "furnace.duckdb").query(
@@ -63,8 +63,8 @@ def _model_calls_since(home: Path, since: float) -> int:
 
 
 def _rows(home: Path, experiment_id: str) -> dict[str, int]:
-    from furnace.adapters.duckdb_db import Database
-    from furnace.adapters.duckdb_experiments import DuckDBExperimentResults
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
     return DuckDBExperimentResults(Database(home / "furnace.duckdb")).count_rows(experiment_id)
 

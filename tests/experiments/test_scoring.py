@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from furnace.elixir import parse_elixir
-from furnace.errors import InputError, LLMTimeout
-from furnace.llm import TaskKind
-from furnace.offline.judge import judge
+from furnace.domain.elixir import parse_elixir
+from furnace.domain.errors import InputError, LLMTimeout
+from furnace.llm.seam import TaskKind
+from furnace.llm.offline.judge import judge
 from furnace.scoring import (
     Brief,
     Score,
@@ -23,7 +23,7 @@ from furnace.scoring import (
 )
 from furnace.scoring.judge import build_judge_request, parse_verdict
 from furnace.scoring.probes import parse_probe_set
-from furnace.testing import FakeLLM
+from furnace.llm.fakes import FakeLLM
 
 BASE = {
     "name": "Tea Marketer", "identity": "A marketer for tea brands.",

@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from furnace.elixir import Elixir, parse_elixir
-from furnace.embedding import HashEmbedder
-from furnace.memory_store import MemoryStore
-from furnace.offline.engine import OfflineEngine
+from furnace.domain.elixir import Elixir, parse_elixir
+from furnace.fusion.embedding import HashEmbedder
+from furnace.storage.memory import MemoryStore
+from furnace.llm.offline.engine import OfflineEngine
 from furnace.settings import FurnaceSettings
-from furnace.synthesis import MemoryKV, SynthesisCache
-from furnace.testing import FakeLLM
+from furnace.fusion.synthesis import MemoryKV, SynthesisCache
+from furnace.llm.fakes import FakeLLM
 
 
 def make_elixir(name: str, **fields: Any) -> Elixir:

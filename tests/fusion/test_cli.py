@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from furnace import resources
 import json
 
 import pytest
@@ -10,7 +11,7 @@ from click.testing import CliRunner
 from furnace.cli import cli
 from pathlib import Path
 
-LIBRARY_DIR = Path(__file__).resolve().parents[2] / "data" / "elixirs"
+LIBRARY_DIR = resources.LIBRARY_DIR
 
 
 @pytest.fixture()
@@ -93,7 +94,7 @@ def test_two_cli_processes_fusing_at_once_agree(runner, home) -> None:
         assert p.returncode == 0, err
         outs.append(json.loads(out))
     assert outs[0]["id"] == outs[1]["id"] and outs[0]["lineage_hash"] == outs[1]["lineage_hash"]
-    from furnace.adapters.duckdb_db import Database
+    from furnace.storage.duckdb.db import Database
 
     db = Database(home / "furnace.duckdb")
     key = "synth:" + outs[0]["lineage_hash"]

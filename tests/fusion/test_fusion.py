@@ -7,14 +7,14 @@ import threading
 
 import pytest
 
-from furnace.agent import agent_id_for
-from furnace.errors import ConflictError, InputError, LineageError
-from furnace.fusion import fuse, prewarm, promote
-from furnace.memory_store import MemoryStore
-from furnace.offline.engine import OfflineEngine
-from furnace.operators import OPERATORS
-from furnace.synthesis import MemoryKV, SynthesisCache, synth_key
-from furnace.testing import SlowLLM
+from furnace.domain.agent import agent_id_for
+from furnace.domain.errors import ConflictError, InputError, LineageError
+from furnace.fusion.fuse import fuse, prewarm, promote
+from furnace.storage.memory import MemoryStore
+from furnace.llm.offline.engine import OfflineEngine
+from furnace.fusion.operators import OPERATORS
+from furnace.fusion.synthesis import MemoryKV, SynthesisCache, synth_key
+from furnace.llm.fakes import SlowLLM
 
 from .conftest import COACH, WIT, counting, make_elixir
 
@@ -22,7 +22,7 @@ PAIR = ["data-coach", "travel-wit"]
 
 
 def run(store, cache, llm=None, embedder=None, settings=None, **kw):
-    from furnace.embedding import HashEmbedder
+    from furnace.fusion.embedding import HashEmbedder
 
     return fuse(store, kw.pop("parents", PAIR), llm=llm or counting(), embedder=embedder or HashEmbedder(),
                 cache=cache, settings=settings, **kw)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from furnace.adapters.duckdb_db import Database
-from furnace.adapters.duckdb_kv import DuckDBKV
-from furnace.synthesis import MemoryKV, SubResultCache, SynthesisCache
+from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.kv import DuckDBKV
+from furnace.fusion.synthesis import MemoryKV, SubResultCache, SynthesisCache
 
 
 class Clock:
@@ -69,9 +69,9 @@ def test_synthesis_cache_on_duckdb_survives_a_new_cache_object(tmp_path) -> None
 RACER = textwrap.dedent(
     """
     import json, os, sys, time
-    from furnace.adapters.duckdb_db import Database
-    from furnace.adapters.duckdb_kv import DuckDBKV
-    from furnace.synthesis import SynthesisCache
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.kv import DuckDBKV
+    from furnace.fusion.synthesis import SynthesisCache
     db = Database(sys.argv[1])
     open(sys.argv[2] + ".ready.%d" % os.getpid(), "w").close()
     while not os.path.exists(sys.argv[2]):  # both racers start together

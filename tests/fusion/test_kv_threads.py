@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 
-from furnace.adapters.duckdb_db import Database
-from furnace.adapters.duckdb_kv import DuckDBKV
+from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.kv import DuckDBKV
 
 
 def test_threads_racing_on_one_key_agree_on_the_winner(tmp_path) -> None:

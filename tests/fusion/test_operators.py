@@ -6,14 +6,14 @@ import random
 
 import pytest
 
-from furnace.elixir import Tone
-from furnace.errors import InputError
-from furnace.memory_store import MemoryStore
-from furnace.offline.engine import OfflineEngine
-from furnace.operators import OPERATORS, OperatorContext, expertise_distance, route
-from furnace.operators.base import weighted_tone
-from furnace.operators.conflicts import contradiction
-from furnace.testing import FakeLLM
+from furnace.domain.elixir import Tone
+from furnace.domain.errors import InputError
+from furnace.storage.memory import MemoryStore
+from furnace.llm.offline.engine import OfflineEngine
+from furnace.fusion.operators import OPERATORS, OperatorContext, expertise_distance, route
+from furnace.fusion.operators.base import weighted_tone
+from furnace.fusion.operators.conflicts import contradiction
+from furnace.llm.fakes import FakeLLM
 
 from .conftest import COACH, WIT, counting, make_elixir
 
@@ -144,8 +144,8 @@ def test_ensemble_members_and_routing() -> None:
     b = store.get_by_ref(store.save_elixir(make_elixir("Travel Wit", **WIT)))
     result = OPERATORS["ensemble"].apply([a, b], ctx())
     assert result.members == (a.ref, b.ref)
-    from furnace.agent import Agent
-    from furnace.lineage import Lineage
+    from furnace.domain.agent import Agent
+    from furnace.domain.lineage import Lineage
 
     agent = Agent(
         id="agt-x", elixir=result.child, system_prompt="p", members=result.members,
@@ -171,9 +171,9 @@ def test_offline_identity_stays_short_under_repeated_crossover() -> None:
     """Fusing children of children must not grow the identity past the elixir limit."""
     import random
 
-    from furnace.elixir import MAX_IDENTITY
-    from furnace.llm import LLMRequest, Message, TaskKind
-    from furnace.offline.fusion_tasks import identity
+    from furnace.domain.elixir import MAX_IDENTITY
+    from furnace.llm.seam import LLMRequest, Message, TaskKind
+    from furnace.llm.offline.fusion_tasks import identity
 
     sentence = "You are a meticulous academic editor who checks every citation."
     for generation in range(8):
@@ -189,8 +189,8 @@ def test_offline_identity_stays_short_under_repeated_crossover() -> None:
 
 
 def test_child_names_name_each_ancestor_once() -> None:
-    from furnace.elixir import parse_elixir
-    from furnace.operators.base import joined_name
+    from furnace.domain.elixir import parse_elixir
+    from furnace.fusion.operators.base import joined_name
 
     def named(name: str):  # noqa: ANN202
         return parse_elixir({"name": name, "identity": "x.", "expertise": ["x"], "principles": ["x."]})

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from furnace.errors import LLMMalformedOutput
-from furnace.llm import Completion, LLMRequest
-from furnace.offline import fusion_tasks
-from furnace.offline.engine import OfflineEngine
-from furnace.operators import prompts
+from furnace.domain.errors import LLMMalformedOutput
+from furnace.llm.seam import Completion, LLMRequest
+from furnace.llm.offline import fusion_tasks
+from furnace.llm.offline.engine import OfflineEngine
+from furnace.fusion.operators import prompts
 
 from .conftest import COACH, WIT, make_elixir
 

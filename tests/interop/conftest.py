@@ -9,9 +9,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from furnace.agent import Agent, agent_id_for  # noqa: E402
-from furnace.elixir import Elixir, parse_elixir  # noqa: E402
-from furnace.lineage import Lineage  # noqa: E402
+from furnace.domain.agent import Agent, agent_id_for  # noqa: E402
+from furnace.domain.elixir import Elixir, parse_elixir  # noqa: E402
+from furnace.domain.lineage import Lineage  # noqa: E402
 
 
 def make_native() -> Elixir:
@@ -48,7 +48,7 @@ def make_native() -> Elixir:
 
 def make_agent(child: Elixir, parent: Elixir) -> Agent:
     """An agent whose lineage names ``parent``."""
-    from furnace.render import render_prompt
+    from furnace.domain.render import render_prompt
 
     lineage = Lineage(parents=(parent.ref,), operator="mutation", params={"rate": 0.2, "seed": 7}, op_version="mutation/1")
     return Agent(id=agent_id_for(lineage.lineage_hash), elixir=child, lineage=lineage, system_prompt=render_prompt(child))

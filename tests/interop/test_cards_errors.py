@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from cards_data import V2_CARD, V3_CARD, card
 
-from furnace.errors import InputError
-from furnace.importers import import_file
+from furnace.domain.errors import InputError
+from furnace.interop.importers import import_file
 from furnace.interop import card_format
 from furnace.interop.card_format import encode_chunk
 from furnace.interop.cards import export_card_png, import_card_file, is_card_file, read_card_bytes, read_card_file
 from furnace.interop.png import write_png
-from furnace.memory_store import MemoryStore
+from furnace.storage.memory import MemoryStore
 
 
 def _png(keyword: str, text: str) -> bytes:

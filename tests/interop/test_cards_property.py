@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from furnace.elixir import Elixir, parse_elixir
-from furnace.errors import InputError
+from furnace.domain.elixir import Elixir, parse_elixir
+from furnace.domain.errors import InputError
 from furnace.interop.cards import card_for, elixir_from_card, export_card_png, read_card_bytes
 
 # Fragments chosen to collide with the card text formats (bullets, speakers, <START>, macros, paragraphs).

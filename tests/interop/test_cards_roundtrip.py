@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from furnace import resources
 import copy
 import json
 
@@ -9,7 +10,7 @@ import pytest
 from cards_data import V2_CARD, V3_CARD, ZH_CARD, card
 from conftest import make_agent
 
-from furnace.elixir import Elixir, edit
+from furnace.domain.elixir import Elixir, edit
 from furnace.interop.card_format import decode_card_bytes
 from furnace.interop.cards import (
     card_for,
@@ -246,10 +247,10 @@ def test_v1_mirrors_follow_edits_and_public_api_is_complete() -> None:
 def test_sample_library_round_trips_in_every_format() -> None:
     from pathlib import Path
 
-    from furnace.importers import load_elixir_file
+    from furnace.interop.importers import load_elixir_file
     from furnace.interop.skill import skill_zip_bytes
 
-    library = Path(__file__).resolve().parents[2] / "data" / "elixirs"
+    library = resources.LIBRARY_DIR
     elixirs = [e for path in sorted(library.glob("*.yaml")) for e in load_elixir_file(path)]
     if not elixirs:
         pytest.skip("sample library not present")

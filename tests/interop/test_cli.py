@@ -11,8 +11,8 @@ from cards_data import V2_CARD, card
 from click.testing import CliRunner
 from conftest import make_agent
 
-from furnace.elixir import Elixir, edit
-from furnace.errors import InputError, NotFound
+from furnace.domain.elixir import Elixir, edit
+from furnace.domain.errors import InputError, NotFound
 from furnace.interop.cards import read_card_file
 
 

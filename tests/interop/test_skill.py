@@ -13,13 +13,13 @@ import yaml
 from cards_data import V3_CARD, card
 from conftest import make_agent, make_native
 
-from furnace.elixir import Elixir, edit, parse_elixir
-from furnace.errors import InputError
+from furnace.domain.elixir import Elixir, edit, parse_elixir
+from furnace.domain.errors import InputError
 from furnace.interop.cards import elixir_from_card
 from furnace.interop.secrets import find_secret
 from furnace.interop.skill import build_skill, skill_zip_bytes, write_skill_folder
-from furnace.memory_store import MemoryStore
-from furnace.render import render_prompt
+from furnace.storage.memory import MemoryStore
+from furnace.domain.render import render_prompt
 
 
 def _front_matter(text: str) -> tuple[dict, str]:

@@ -7,13 +7,13 @@ import sys
 
 from pydantic import SecretStr
 
-from furnace.adapters.duckdb_db import Database
-from furnace.adapters.duckdb_llm import DuckDBCallLedger, DuckDBResponseCache
+from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.llm_calls import DuckDBCallLedger, DuckDBResponseCache
 from furnace.adapters.factory import build_llm
 from furnace.adapters.litellm_client import LiteLLMClient
-from furnace.llm import OFFLINE_MODEL_NAME, TaskKind, system_user
-from furnace.llm_cache import CachedLLM, MemoryCallLedger, MemoryResponseCache
-from furnace.offline import OfflineEngine
+from furnace.llm.seam import OFFLINE_MODEL_NAME, TaskKind, system_user
+from furnace.llm.cache import CachedLLM, MemoryCallLedger, MemoryResponseCache
+from furnace.llm.offline import OfflineEngine
 from furnace.settings import FurnaceSettings
 
 PERSONA = {"name": "Ada", "language": "en", "identity": "x", "expertise": ["testing"], "principles": ["Be precise."]}
@@ -53,7 +53,7 @@ def test_model_setting_builds_litellm_client(home):
 
 def test_importing_the_seam_does_not_import_litellm():
     code = (
-        "import sys, furnace.adapters.factory, furnace.adapters.litellm_client, furnace.llm_cache, furnace.offline;"
+        "import sys, furnace.adapters.factory, furnace.adapters.litellm_client, furnace.llm.cache, furnace.llm.offline;"
         "from furnace.settings import FurnaceSettings;"
         "furnace.adapters.factory.build_llm(FurnaceSettings());"
         "print('litellm' in sys.modules)"

@@ -6,8 +6,8 @@ import pytest
 from pydantic import SecretStr
 
 from furnace.adapters.litellm_client import LiteLLMClient
-from furnace.errors import LLMError, LLMMalformedOutput, LLMTimeout
-from furnace.llm import LLM, TaskKind, system_user
+from furnace.domain.errors import LLMError, LLMMalformedOutput, LLMTimeout
+from furnace.llm.seam import LLM, TaskKind, system_user
 
 from .stub_server import Reply, chat_body, error_body
 

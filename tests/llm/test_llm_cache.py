@@ -7,12 +7,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from furnace.adapters.duckdb_db import Database
-from furnace.adapters.duckdb_llm import DuckDBCallLedger, DuckDBResponseCache
-from furnace.errors import LLMError, LLMTimeout
-from furnace.llm import LLM, Completion, TaskKind, Usage, system_user
-from furnace.llm_cache import CachedLLM, CallTotals, MemoryCallLedger, MemoryResponseCache
-from furnace.testing import FakeLLM, SlowLLM
+from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.llm_calls import DuckDBCallLedger, DuckDBResponseCache
+from furnace.domain.errors import LLMError, LLMTimeout
+from furnace.llm.seam import LLM, Completion, TaskKind, Usage, system_user
+from furnace.llm.cache import CachedLLM, CallTotals, MemoryCallLedger, MemoryResponseCache
+from furnace.llm.fakes import FakeLLM, SlowLLM
 
 
 def priced(text: str) -> Completion:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from furnace.errors import LLMError
-from furnace.llm import LLM, OFFLINE_MODEL_NAME, TaskKind, system_user
-from furnace.offline import OfflineEngine
-from furnace.offline import engine as engine_module
+from furnace.domain.errors import LLMError
+from furnace.llm.seam import LLM, OFFLINE_MODEL_NAME, TaskKind, system_user
+from furnace.llm.offline import OfflineEngine
+from furnace.llm.offline import engine as engine_module
 
 PERSONA = {
     "name": "Ada",

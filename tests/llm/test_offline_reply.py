@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from furnace import resources
 import random
 import re
 from pathlib import Path
@@ -9,12 +10,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from furnace.elixir import Elixir
-from furnace.llm import TaskKind, system_user
-from furnace.offline import OfflineEngine
-from furnace.offline.reply import compose, mentions, voice_of
+from furnace.domain.elixir import Elixir
+from furnace.llm.seam import TaskKind, system_user
+from furnace.llm.offline import OfflineEngine
+from furnace.llm.offline.reply import compose, mentions, voice_of
 
-LIBRARY = Path(__file__).resolve().parents[2] / "data" / "elixirs"
+LIBRARY = resources.LIBRARY_DIR
 MARKDOWN = re.compile(r"(^\s{0,3}#{1,6}\s)|(^\s*[-*+]\s)|(^\s*\d+\.\s)|(\*\*[^*]+\*\*)", re.M)
 CJK = re.compile(r"[\u4e00-\u9fff]")
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from furnace.adapters.duckdb_db import Database
+from furnace.storage.duckdb.db import Database
 from furnace.adapters.factory import build_llm
-from furnace.errors import LLMError
-from furnace.llm import TaskKind, system_user
-from furnace.llm_cache import CachedLLM
+from furnace.domain.errors import LLMError
+from furnace.llm.seam import TaskKind, system_user
+from furnace.llm.cache import CachedLLM
 from furnace.settings import FurnaceSettings
 
 from .stub_server import Reply, chat_body, error_body

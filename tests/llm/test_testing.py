@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from furnace.errors import LLMError, LLMTimeout
-from furnace.llm import LLM, TaskKind, system_user
-from furnace.offline import OfflineEngine
-from furnace.testing import EchoLLM, FakeLLM, FlakyLLM, ReplayLLM, ReplayMiss, SlowLLM
+from furnace.domain.errors import LLMError, LLMTimeout
+from furnace.llm.seam import LLM, TaskKind, system_user
+from furnace.llm.offline import OfflineEngine
+from furnace.llm.fakes import EchoLLM, FakeLLM, FlakyLLM, ReplayLLM, ReplayMiss, SlowLLM
 
 
 def ask(user: str, **kwargs):

@@ -1,0 +1,117 @@
+"""Compare: 2–4 agents side by side on the same probes; experiments over generations (DuckDB and MLflow)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from furnace.domain.errors import FurnaceError
+from furnace.scoring.probes import PROBES_DIR, load_probe_set
+from furnace.views.compare import MAX_AGENTS, compare_agents, load_subject, objective_rows, prompt_diff
+from furnace.views.experiments import generation_rows, leaderboard_rows, operator_rows
+from furnace.app.services import services, show_error, subject_labels
+
+st.title("Compare")
+svc = services()
+agents_tab, experiments_tab = st.tabs(["Agents side by side", "Experiments over generations"])
+
+with agents_tab:
+    labels = subject_labels(svc)
+    for extra in st.session_state.get("compare_pick") or []:  # picked elsewhere (e.g. an older experiment's agents)
+        if extra not in labels:
+            try:
+                labels[extra] = f"{load_subject(svc.store, extra)[0].name} ({extra})"
+            except FurnaceError:
+                pass
+    preset = [i for i in st.session_state.get("compare_pick") or [] if i in labels][:MAX_AGENTS]
+    chosen = st.multiselect("Agents or elixirs (2–4)", list(labels), default=preset, max_selections=MAX_AGENTS,
+                            format_func=lambda i: labels.get(i, i), key="compare_ids")
+    sets = sorted(p.stem for p in PROBES_DIR.glob("*.yaml"))
+    set_col, n_col = st.columns([3, 1])
+    probe_set = set_col.selectbox("Probe set", sets, index=sets.index("writing-en") if "writing-en" in sets else 0,
+                                 key="compare_probes")
+    limit = n_col.number_input("Probes", 1, 20, 3, key="compare_limit")
+    clicked = st.button("Compare", type="primary", key="compare_run", disabled=len(chosen) < 2)
+    shown = [c.id for c in st.session_state.get("compare_cards") or []]
+    if len(chosen) >= 2 and (clicked or (preset and chosen == preset and shown != chosen)):  # a pick from elsewhere runs at once
+        st.session_state["compare_pick"] = chosen
+        try:
+            probes = load_probe_set(probe_set).head(int(limit))
+            with st.spinner("Answering and scoring the probes…"):
+                st.session_state["compare_cards"] = compare_agents(svc.store, svc.llm, chosen, probes)
+        except FurnaceError as err:
+            show_error(err)
+    elif len(chosen) < 2:
+        st.info("Pick two to four agents or elixirs.")
+    cards = st.session_state.get("compare_cards") or []
+    if cards:
+        st.dataframe(objective_rows(cards), width="stretch", hide_index=True)
+        for col, card in zip(st.columns(len(cards)), cards):
+            with col:
+                st.subheader(card.name)
+                st.caption(f"{card.id} · {card.kind} v{card.version}")
+                st.metric("Fitness", f"{card.fitness:.3f}")
+                for answer in card.answers:
+                    with st.container(border=True):
+                        st.markdown(f"**{answer.probe_id}** — {answer.message}")
+                        if answer.error:
+                            st.error(answer.error)
+                        else:
+                            st.write(answer.answer)
+        with st.expander("System prompts diffed"):
+            for other in cards[1:]:
+                st.code(prompt_diff(cards[0], other) or "(identical)", language="diff")
+
+with experiments_tab:
+    try:
+        experiments = svc.results.list_experiments()
+    except FurnaceError as err:
+        show_error(err)
+        experiments = []
+    if not experiments:
+        st.info("No experiments yet: run `furnace experiment run furnace/resources/experiments/demo.yaml` (or `furnace demo`).")
+    else:
+        names = {e.experiment_id: f"{e.name} · {e.experiment_id} · {e.status}" for e in experiments}
+        exp_id = st.selectbox("Experiment", list(names), format_func=names.get, key="compare_experiment")
+        gens = pd.DataFrame(generation_rows(svc.results, exp_id))
+        if gens.empty:
+            st.info("This experiment has no finished generation yet.")
+        else:
+            fit_col, cost_col = st.columns(2)
+            with fit_col:
+                st.markdown("**Fitness per generation**")
+                st.line_chart(gens.set_index("generation")[["best_fitness", "mean_fitness"]])
+            with cost_col:
+                st.markdown("**Model calls per generation**")
+                st.bar_chart(gens.set_index("generation")[["calls", "cached_calls"]])
+                st.caption(f"total: {int(gens['calls'].sum())} calls ({int(gens['cached_calls'].sum())} cached), "
+                           f"{int(gens['tokens'].sum()):,} tokens, ${gens['cost_usd'].sum():.4f}")
+            ops = pd.DataFrame(operator_rows(svc.results, exp_id))
+            if not ops.empty:
+                st.markdown("**Operator success (children fitter than their fittest parent)**")
+                st.bar_chart(ops.pivot_table(index="generation", columns="operator", values="success_rate"), stack=False)
+            st.markdown("**Leaderboard**")
+            board = leaderboard_rows(svc.results, exp_id)
+            st.dataframe(board, width="stretch", hide_index=True)
+            if board and st.button("Compare the top two", key="compare_top"):
+                st.session_state["compare_pick"] = [r["agent_id"] for r in board[:2]]
+                st.session_state["compare_ids"] = st.session_state["compare_pick"]
+                st.rerun()
+            with st.expander("Generations table"):
+                st.dataframe(gens, width="stretch", hide_index=True)
+        with st.expander("MLflow run"):
+            try:
+                from furnace.adapters.mlflow_tracker import run_summary
+
+                summary = run_summary(svc.settings.tracking_uri, exp_id)
+            except Exception as err:  # MLflow is for comparison only; DuckDB above is the record
+                summary = None
+                st.caption(f"MLflow unavailable: {err.__class__.__name__}")
+            if summary:
+                st.caption(f"run {summary['run_id']} · {summary['status']} · {summary['children']} child run(s)")
+                steps = pd.DataFrame(summary["best_fitness_steps"], columns=["step", "best_fitness"])
+                if not steps.empty:
+                    st.line_chart(steps.set_index("step"))
+                st.json({"params": summary["params"], "artifacts": summary["artifacts"]}, expanded=False)
+            else:
+                st.caption("No MLflow run recorded for this experiment.")

@@ -1,0 +1,126 @@
+"""What every page shares: settings and adapters built once per app process.
+
+Only plain objects are cached (settings, the Database owner, which holds no
+open connection); DuckDB connections stay short-lived inside furnace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import streamlit as st
+
+from furnace.domain.errors import FurnaceError
+from furnace.settings import FurnaceSettings
+
+RECENT_AGENTS = 30  # agents offered in pickers (newest first); any other id can be typed or reached via lineage
+
+
+@dataclass
+class Services:
+    settings: FurnaceSettings
+    _built: dict[str, Any] = field(default_factory=dict)
+
+    def _get(self, name: str, build: Any) -> Any:
+        if name not in self._built:
+            self._built[name] = build()
+        return self._built[name]
+
+    @property
+    def db(self) -> Any:
+        from furnace.adapters.factory import build_db
+
+        return self._get("db", lambda: build_db(self.settings))
+
+    @property
+    def store(self) -> Any:
+        from furnace.adapters.factory import build_store
+
+        return self._get("store", lambda: build_store(self.settings, db=self.db))
+
+    @property
+    def llm(self) -> Any:
+        from furnace.adapters.factory import build_llm
+
+        return self._get("llm", lambda: build_llm(self.settings, db=self.db))
+
+    @property
+    def content_store(self) -> Any:
+        from furnace.adapters.factory import build_content_store
+
+        return self._get("content_store", lambda: build_content_store(self.settings, db=self.db))
+
+    @property
+    def synthesis_cache(self) -> Any:
+        from furnace.storage.duckdb.kv import DuckDBKV
+        from furnace.fusion.synthesis import SynthesisCache
+
+        return self._get("synthesis_cache", lambda: SynthesisCache(DuckDBKV(self.db), ttl_s=self.settings.synth_ttl_s))
+
+    @property
+    def results(self) -> Any:
+        from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+
+        return self._get("results", lambda: DuckDBExperimentResults(self.db))
+
+    @property
+    def arena(self) -> Any:
+        from furnace.storage.duckdb.arena import build_arena
+
+        return self._get("arena", lambda: build_arena(self.settings, db=self.db, llm=self.llm, store=self.store))
+
+    @property
+    def embedder(self) -> Any:
+        from furnace.adapters.factory import build_embedder
+
+        return self._get("embedder", lambda: build_embedder(self.settings))
+
+
+@st.cache_resource(show_spinner=False)
+def _services(home: str) -> Services:
+    return Services(settings=FurnaceSettings())
+
+
+def services() -> Services:
+    """The shared services for this app process (keyed by FURNACE_HOME)."""
+    settings = FurnaceSettings()
+    return _services(str(settings.home.resolve()))
+
+
+def show_error(err: Exception) -> None:
+    """Errors are caught at the page boundary and shown, never as a traceback."""
+    if isinstance(err, FurnaceError):
+        st.error(str(err))
+    else:
+        st.error(f"Something went wrong: {err.__class__.__name__}: {err}")
+
+
+def picker(label: str, options: list[Any], *, key: str, pick_key: str, format_func: Any = str,
+           default: Any = None) -> Any:
+    """A selectbox that moves to ``st.session_state[pick_key]`` whenever that pick changes.
+
+    Other pages and actions (a save, a create, the assistant's "open" buttons)
+    set the pick; the widget keeps its own state otherwise.
+    """
+    pick = st.session_state.get(pick_key)
+    applied = f"_applied_{pick_key}"
+    if pick is not None and pick in options and st.session_state.get(applied) != pick:
+        st.session_state[key] = pick
+        st.session_state[applied] = pick
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = default if default in options else options[0]
+    return st.selectbox(label, options, key=key, format_func=format_func)
+
+
+def subject_labels(svc: Services) -> dict[str, str]:
+    """Library elixirs and the newest agents, id → label, for parent/agent pickers (stops the page on error)."""
+    try:
+        library = svc.store.list_elixirs()
+        agents = svc.store.list_agents(limit=RECENT_AGENTS)
+    except FurnaceError as err:
+        show_error(err)
+        st.stop()
+    labels = {e.id: f"{e.name} ({e.id} v{e.version})" for e in library}
+    labels.update({a.id: f"{a.elixir.name} ({a.id}, {a.lineage.operator})" for a in agents})
+    return labels

@@ -1,0 +1,33 @@
+"""furnace — the Streamlit app. Start with ``furnace app`` (binds 127.0.0.1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from furnace import offline_env
+
+offline_env.apply()
+
+import streamlit as st  # noqa: E402
+
+st.set_page_config(page_title="furnace", page_icon=":material/science:", layout="wide")
+
+HERE = Path(__file__).resolve().parent
+PAGES = [  # (file, title, icon)
+    ("screens/personas.py", "Personas", ":material/science:"),
+    ("screens/furnace.py", "Furnace", ":material/local_fire_department:"),
+    ("screens/revision.py", "Revision chat", ":material/edit_note:"),
+    ("screens/lineage.py", "Lineage", ":material/account_tree:"),
+    ("screens/compare.py", "Compare", ":material/bar_chart:"),
+    ("screens/arena.py", "Arena", ":material/forum:"),
+    ("screens/assistant.py", "Assistant", ":material/search:"),
+]
+
+page = st.navigation(
+    [
+        st.Page(path, title=title, icon=icon, default=(i == 0))
+        for i, (path, title, icon) in enumerate(PAGES)
+        if (HERE / path).exists()
+    ]
+)
+page.run()

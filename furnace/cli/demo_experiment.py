@@ -1,0 +1,64 @@
+"""The experiment part of ``furnace demo`` (the main job of ``make demo``)."""
+
+from __future__ import annotations
+
+from furnace import resources
+from pathlib import Path
+from typing import Any
+
+import click
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO_FILE = resources.DEMO_EXPERIMENT
+CHAMPION = "demo-champion"
+
+
+def _promote_and_register(ctx: Any, report: Any) -> str | None:
+    """Promote the best agent into the library and register its prompt in MLflow's Prompt Registry."""
+    best = report.best
+    if not best or not best["agent_id"].startswith("agt-"):
+        return None
+    from furnace.domain.errors import FurnaceError
+    from furnace.fusion.fuse import promote
+
+    try:
+        ref = promote(ctx.store, best["agent_id"], name=CHAMPION)
+    except FurnaceError as err:  # e.g. a champion of another experiment holds the name
+        click.echo(f"note: best agent not promoted ({err})", err=True)
+        return None
+    try:
+        from furnace.adapters.mlflow_prompts import register_agent_prompt
+
+        registered = register_agent_prompt(ctx.store, best["agent_id"], tracking_uri=ctx.settings.tracking_uri,
+                                           name=f"furnace-{CHAMPION}", alias="champion", elixir_ref=str(ref),
+                                           message=f"best of {report.experiment_id}")
+        click.echo(f"registered prompts:/{registered.name}@champion (version {registered.version})")
+    except Exception as err:  # the registry is a convenience; the demo result stands without it
+        click.echo(f"note: prompt registry skipped ({err.__class__.__name__}: {err})", err=True)
+    return str(ref)
+
+
+def run_demo(ctx: Any, *, file: Path = DEMO_FILE) -> Any:
+    """Run the demo experiment offline, print the report and where to look next."""
+    from furnace.cli.experiment_cmd import run_experiment_file
+    from furnace.evolution.report import render_report
+
+    click.echo("\n5. Evolution experiment " + f"({file.relative_to(REPO) if file.is_relative_to(REPO) else file})")
+    report = run_experiment_file(ctx, str(file), yes=True)
+    click.echo(render_report(report))
+    promoted = _promote_and_register(ctx, report)
+    home = ctx.settings.home.resolve()
+    lines = ["", "Where to look next:"]
+    if promoted:
+        lines.append(f"  best agent promoted to the library as {promoted}: furnace elixir show {CHAMPION}")
+    lines += [
+        f"  furnace experiment show {report.experiment_id}",
+        f"  furnace agent load prompts:/furnace-{CHAMPION}@champion",
+        "  furnace app                                   # dashboards, lineage explorer, arena",
+        f"  mlflow ui --backend-store-uri {ctx.settings.tracking_uri}",
+        f"  DuckDB: {home / 'furnace.duckdb'} (tables experiments, experiment_generations,"
+        " experiment_individuals, experiment_scores)",
+        "  notebooks/                                    # lineage, revisions, MLflow comparison",
+    ]
+    click.echo("\n".join(lines))
+    return report

@@ -1,0 +1,135 @@
+"""The evolution experiment as a Prefect flow: one task per individual (fuse + probes + score).
+
+``furnace experiment run FILE --prefect [--runner dask]`` runs it; ``furnace serve FILE --cron``
+serves it as a deployment on a schedule (against ``prefect server start``). The loop itself is
+``furnace.evolution.engine.Evolution``; this module only swaps its unit runner for Prefect tasks.
+"""
+
+from __future__ import annotations
+
+from furnace.flows._common import context, resolve, unit_version
+
+from collections.abc import Iterator, Sequence  # noqa: E402
+from typing import Any  # noqa: E402
+
+from datetime import timedelta  # noqa: E402
+from functools import lru_cache  # noqa: E402
+
+from prefect import flow, task  # noqa: E402
+
+from furnace.evolution.units import Unit  # noqa: E402
+
+
+def _unit_cache_key(_context: Any, parameters: dict[str, Any]) -> str:
+    return f"furnace-unit-{parameters['key']}"
+
+
+def evaluate_individual(key: str, unit: Unit) -> Any:
+    """One individual: fuse (through the caches), answer every probe, score. Returns its record.
+    Cached on ``key`` (which includes the operator and scorer versions): a changed operator
+    re-runs, an unchanged one does not."""
+    return unit.run()
+
+
+@lru_cache(maxsize=32)
+def evaluation_task(version: str) -> Any:
+    """The per-individual task, versioned by the operator and scorer versions it runs."""
+    return task(name="evaluate-individual", version=version, cache_key_fn=_unit_cache_key,
+                cache_expiration=timedelta(days=30), persist_result=True, retries=0)(evaluate_individual)
+
+
+class PrefectUnitRunner:
+    """Submits each unit as a Prefect task (named and versioned by content and versions)."""
+
+    def __init__(self, version: str) -> None:
+        self.task = evaluation_task(version)
+
+    def __call__(self, units: Sequence[Unit]) -> Iterator[tuple[Unit, Any]]:
+        futures = [(u, self.task.with_options(task_run_name=f"slot-{u.slot}-{u.key[:8]}").submit(u.key, u))
+                   for u in units]
+        for unit, fut in futures:
+            yield unit, fut.result()
+
+
+def evaluate_remote(file: str, home: str | None, key: str, args: tuple[Any, ...]) -> Any:
+    """The same unit in a Dask worker: rebuild the experiment's collaborators there (once per
+    worker process) from plain data, then evaluate. Budget and totals are per worker here."""
+    return _worker_evolution(file, home).evaluate_unit(*args)
+
+
+@lru_cache(maxsize=8)
+def _worker_evolution(file: str, home: str | None) -> Any:
+    from furnace.cli.experiment_cmd import prepare
+    from furnace.evolution.config import load_config
+
+    return prepare(context(home), load_config(file), track=False).evolution
+
+
+class DaskUnitRunner(PrefectUnitRunner):
+    """Submits picklable unit inputs (no closures) so Dask can ship them to its workers."""
+
+    def __init__(self, version: str, file: str, home: str | None) -> None:
+        self.task = task(name="evaluate-individual", version=version, cache_key_fn=_unit_cache_key,
+                         cache_expiration=timedelta(days=30), persist_result=True)(evaluate_remote)
+        self.file, self.home = file, home
+
+    def __call__(self, units: Sequence[Unit]) -> Iterator[tuple[Unit, Any]]:
+        futures = [(u, self.task.with_options(task_run_name=f"slot-{u.slot}-{u.key[:8]}")
+                    .submit(self.file, self.home, u.key, u.args)) for u in units]
+        for unit, fut in futures:
+            yield unit, fut.result()
+
+
+def _task_runner(runner: str, concurrency: int) -> Any:
+    if runner == "dask":
+        from prefect_dask import DaskTaskRunner
+
+        return DaskTaskRunner(cluster_kwargs={"processes": False, "n_workers": 1,
+                                              "threads_per_worker": max(2, concurrency)})
+    from prefect.task_runners import ThreadPoolTaskRunner
+
+    return ThreadPoolTaskRunner(max_workers=max(2, concurrency * 2))
+
+
+def run_evolution(file: str, *, home: str | None = None, yes: bool = False, track: bool = True,
+                  runner: str = "threads") -> dict[str, Any]:
+    """The flow body: prepare the experiment as the CLI does, run it with Prefect tasks."""
+    from furnace.cli.experiment_cmd import check_budget, prepare
+    from furnace.evolution.config import load_config
+    from furnace.evolution.report import render_report
+
+    ctx = context(home)
+    config = load_config(file)
+    prepared = prepare(ctx, config, track=track)
+    check_budget(prepared, yes=yes, as_json=True)
+    version = unit_version(config)
+    prepared.evolution.unit_runner = (DaskUnitRunner(version, file, home) if runner == "dask"
+                                      else PrefectUnitRunner(version))
+    report = prepared.evolution.run()
+    return {**report.as_dict(), "text": render_report(report)}
+
+
+@flow(name="furnace-evolution", log_prints=False)
+def evolution(file: str, home: str | None = None, yes: bool = False, track: bool = True,
+              runner: str = "threads") -> dict[str, Any]:
+    """Run (or resume) the evolution experiment in ``file``."""
+    return run_evolution(file, home=home, yes=yes, track=track, runner=runner)
+
+
+def evolution_flow(file: str, *, home: str | None = None, yes: bool = False, track: bool = True,
+                   runner: str = "threads") -> dict[str, Any]:
+    """Run the flow with the chosen task runner (``threads`` or ``dask``)."""
+    from furnace.evolution.config import load_config
+
+    concurrency = load_config(file).concurrency
+    configured = evolution.with_options(task_runner=_task_runner(runner, concurrency))
+    return configured(resolve(file), home=home, yes=yes, track=track, runner=runner)
+
+
+def serve(file: str, *, home: str | None = None, cron: str = "0 3 * * *", name: str | None = None) -> None:
+    """Serve the flow for ``file`` as a deployment on ``cron`` (needs a Prefect server)."""
+    from furnace.evolution.config import load_config
+
+    config = load_config(file)
+    evolution.serve(name=name or f"furnace-{config.name}", cron=cron,
+                    parameters={"file": resolve(file), "home": home, "yes": True, "track": True})

@@ -1,0 +1,221 @@
+"""fuse() and promote(): the furnace's entry points.
+
+``fuse`` loads the parents (a withdrawn parent → :class:`LineageError`), refuses
+hard conflicts (:class:`ConflictError`, nothing stored), picks the operator
+(explicit; else mutation for one parent; else ensemble when the parents'
+expertise Jaccard distance exceeds ``ensemble_threshold``; else crossover),
+fixes the lineage params (everything that shapes the result), and only then
+looks in the synthesis cache under ``synth:{lineage_hash}``. A hit costs no
+model call; a miss runs the operator once (single-flight), renders the prompt,
+stores the value (insert-if-absent) and persists the agent and its edges.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from datetime import datetime, timezone
+from typing import Any
+
+from furnace.domain.agent import Agent, agent_id_for
+from furnace.domain.elixir import Elixir, ElixirRef, parse_elixir, slugify
+from furnace.fusion.embedding import Embedder
+from furnace.domain.errors import InputError, LineageError, NotFound
+from furnace.domain.lineage import Lineage
+from furnace.llm.seam import LLM
+from furnace.fusion.operators import OPERATORS, OperatorContext, expertise_distance
+from furnace.fusion.operators.conflicts import check_hard_conflicts
+from furnace.domain.render import render_prompt
+from furnace.settings import FurnaceSettings
+from furnace.storage.store import ElixirStore
+from furnace.fusion.synthesis import SubResultCache, SynthesisCache
+
+log = logging.getLogger("furnace.fusion.fuse")
+
+PROMOTE_OPERATOR = "promote"
+PROMOTE_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class FusionResult:
+    """The agent, whether it came from the synthesis cache, and the model calls it cost."""
+
+    agent: Agent
+    from_cache: bool
+    model_calls: int = 0
+
+
+def load_parents(store: ElixirStore, parents: Sequence[str | ElixirRef]) -> list[Elixir]:
+    """Load each parent for fusion (``id``, ``id@version`` or a ref); withdrawn → LineageError."""
+    loaded = []
+    for p in parents:
+        if isinstance(p, str) and "@" in p:
+            id_, _, version = p.rpartition("@")
+            if not version.isdigit():
+                raise InputError(f"bad parent reference {p!r} (expected id or id@version)", field="parents")
+            p = store.get_elixir(id_, int(version)).ref
+        loaded.append(store.load_for_fusion(p))
+    ids = [e.ref for e in loaded]
+    if len(set(ids)) != len(ids):
+        raise InputError("the same elixir version is listed twice as a parent", field="parents")
+    return loaded
+
+
+def choose_operator(parents: Sequence[Elixir], settings: FurnaceSettings) -> str:
+    """mutation for one parent; ensemble when expertise is far apart; else crossover."""
+    if len(parents) == 1:
+        return "mutation"
+    return "ensemble" if expertise_distance(parents) > settings.ensemble_threshold else "crossover"
+
+
+def lineage_params(
+    operator: str, *, llm: LLM, embedder: Embedder, seed: int, params: dict[str, Any] | None, settings: FurnaceSettings
+) -> dict[str, Any]:
+    """Every param that shapes the result (defaults filled in; unknown keys refused)."""
+    op = OPERATORS[operator]
+    base: dict[str, Any] = {"seed": int(seed), "model": llm.model_name}
+    if op.min_parents > 1:
+        base.update(
+            embedder=embedder.name,
+            similarity_threshold=settings.similarity_threshold,
+            ensemble_threshold=settings.ensemble_threshold,
+        )
+    base.update(op.param_defaults())
+    for key, value in (params or {}).items():
+        if key not in base or key in ("model", "embedder", "seed"):
+            allowed = sorted(set(base) - {"model", "embedder", "seed"})
+            raise InputError(f"unknown param {key!r} for {operator} (allowed: {', '.join(allowed) or 'none'})", field="params")
+        base[key] = value
+    return base
+
+
+def _value(agent: Agent) -> dict[str, Any]:
+    return {
+        "prompt": agent.system_prompt,
+        "tools": list(agent.tools),
+        "lineage_hash": agent.lineage_hash,
+        "op_version": agent.lineage.op_version,
+        "built_at": (agent.created_at or datetime.now(timezone.utc)).isoformat(),
+        "agent": agent.model_dump(mode="json"),
+    }
+
+
+def _agent_from_value(value: dict[str, Any], lineage_hash: str) -> Agent:
+    agent = Agent.model_validate(value["agent"])
+    if agent.lineage_hash != lineage_hash or agent.system_prompt != value.get("prompt"):
+        raise LineageError(f"synth:{lineage_hash[:12]}…: cached agent does not match its key (altered cache row)")
+    return agent
+
+
+def fuse(
+    store: ElixirStore,
+    parents: Sequence[str | ElixirRef],
+    *,
+    llm: LLM,
+    embedder: Embedder,
+    cache: SynthesisCache,
+    operator: str | None = None,
+    seed: int = 0,
+    params: dict[str, Any] | None = None,
+    settings: FurnaceSettings | None = None,
+) -> FusionResult:
+    """Fuse ``parents`` into an agent (through the synthesis cache) and persist it."""
+    settings = settings or FurnaceSettings.model_construct()  # defaults only: core code reads no environment
+    if not parents:
+        raise InputError("fuse needs at least one parent", field="parents")
+    loaded = load_parents(store, parents)
+    check_hard_conflicts(loaded)
+    name = operator or choose_operator(loaded, settings)
+    if name not in OPERATORS:
+        raise InputError(f"unknown operator {name!r} (have {', '.join(sorted(OPERATORS))})", field="operator")
+    op = OPERATORS[name]
+    if len(loaded) < op.min_parents or (op.max_parents is not None and len(loaded) > op.max_parents):
+        most = op.max_parents if op.max_parents is not None else "any"
+        raise InputError(f"{name} takes {op.min_parents}..{most} parents, got {len(loaded)}", field="parents")
+    fixed = lineage_params(name, llm=llm, embedder=embedder, seed=seed, params=params, settings=settings)
+    plan = Lineage(parents=tuple(p.ref for p in loaded), operator=name, params=fixed, op_version=op.op_version)
+    lineage_hash = plan.lineage_hash
+    agent_id = agent_id_for(lineage_hash)
+    calls = [0]
+
+    def build() -> dict[str, Any]:
+        try:
+            return _value(store.get_agent(agent_id))  # persisted earlier; the cache had expired
+        except NotFound:
+            pass
+        ctx = OperatorContext(
+            llm=llm,
+            embedder=embedder,
+            rng=random.Random(seed),
+            params=dict(fixed),
+            child_id=agent_id,
+            subcache=SubResultCache(cache.kv, cache.ttl_s),
+        )
+        result = op.apply(loaded, ctx)
+        calls[0] = ctx.model_calls
+        lineage = plan.model_copy(update={"resolution_notes": tuple(result.notes)})
+        agent = Agent(
+            id=agent_id,
+            elixir=result.child,
+            lineage=lineage,
+            system_prompt=render_prompt(result.child),
+            tools=tuple(result.child.tools),
+            members=result.members,
+            created_at=datetime.now(timezone.utc),
+        )
+        return _value(agent)
+
+    value, from_cache = cache.get_or_build(lineage_hash, build)
+    agent = _agent_from_value(value, lineage_hash)
+    if not cache.known_persisted(store, lineage_hash):  # make sure this store holds the agent
+        try:
+            agent = store.get_agent(agent_id)
+        except NotFound:
+            store.save_agent(agent)
+        cache.mark_persisted(store, lineage_hash)
+    return FusionResult(agent=agent, from_cache=from_cache, model_calls=calls[0])
+
+
+def promote(store: ElixirStore, agent_id: str, name: str | None = None) -> ElixirRef:
+    """Copy an agent's child elixir into the library (keeping a lineage edge)."""
+    agent = store.get_agent(agent_id)
+    name = (name or agent.elixir.name).strip()
+    new_id = slugify(name)
+    data = agent.elixir.model_dump(mode="json", exclude={"content_hash", "version", "created_at", "deleted_at"})
+    data.update(id=new_id, name=name)
+    elixir = parse_elixir(data)
+    try:
+        existing = store.get_elixir(new_id)
+    except NotFound:
+        existing = None
+    if existing is not None and existing.content_hash != elixir.content_hash:
+        lineage_ids = {n.id for n in store.ancestors(new_id)}
+        if agent_id not in lineage_ids:
+            raise InputError(f"an elixir named {new_id!r} already exists; choose another name (--name)", field="name")
+    ref = store.save_elixir(elixir, origin="library")
+    store.add_edge(agent_id, new_id, operator=PROMOTE_OPERATOR, op_version=PROMOTE_VERSION, parent_version=None)
+    return ref
+
+
+def prewarm(store: ElixirStore, agent_ids: Iterable[str], cache: SynthesisCache) -> threading.Thread:
+    """Fill the synthesis cache for stored agents in a background thread.
+
+    Never blocks the caller and never raises: each failure is logged and skipped.
+    """
+    ids = list(agent_ids)
+
+    def work() -> None:
+        for agent_id in ids:
+            try:
+                agent = store.get_agent(agent_id)
+                cache.get_or_build(agent.lineage_hash, partial(_value, agent))
+            except Exception as err:
+                log.warning("pre-warm of %s failed: %s: %s", agent_id, err.__class__.__name__, err)
+
+    thread = threading.Thread(target=work, name="furnace-prewarm", daemon=True)
+    thread.start()
+    return thread

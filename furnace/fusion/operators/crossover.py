@@ -1,0 +1,172 @@
+"""crossover: fuse two (or more) elixirs field by field.
+
+- tone: priority-weighted mean (exact decimal arithmetic);
+- principles: merged in priority order; a principle whose meaning another
+  parent already states (cosine ≥ ``similarity_threshold``) collapses into the
+  higher-priority wording; contradictions (:func:`conflicts.contradiction`) go
+  by priority, or to the ADJUDICATE task on a tie; each with a note;
+- few-shots: a share from each; expertise, tools, forbidden topics: unions;
+- constraints: :func:`conflicts.resolve_constraints`;
+- identity: one sentence from the IDENTITY task at ``temperature`` (0.4), cached
+  by the parents' content hashes, the op version and the model.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+from furnace.domain.elixir import MAX_LIST, Elixir, parse_elixir
+from furnace.domain.lineage import ResolutionNote
+from furnace.fusion.operators import prompts
+from furnace.fusion.operators.base import (
+    OperatorContext,
+    OperatorResult,
+    by_priority,
+    joined_name,
+    joined_notes,
+    merge_preferences,
+    share_few_shots,
+    union,
+    weighted_tone,
+)
+from furnace.fusion.operators.conflicts import contradiction, resolve_constraints
+
+
+def unit(vector: Sequence[float]) -> list[float]:
+    """``vector`` scaled to length 1 (so that a dot product is the cosine)."""
+    norm = math.sqrt(sum(map(operator.mul, vector, vector)))
+    return [x / norm for x in vector] if norm else list(vector)
+
+
+def dot(a: Sequence[float], b: Sequence[float]) -> float:
+    """Dot product (the cosine, for unit vectors)."""
+    return sum(map(operator.mul, a, b))
+
+
+def adjudicator(ctx: OperatorContext, language: str):
+    """An :data:`~furnace.fusion.operators.conflicts.Adjudicator` backed by the ADJUDICATE task."""
+
+    def adjudicate(field: str, options: list[dict[str, Any]], rule: str) -> tuple[int, str]:
+        request = prompts.build_adjudicate_request(field, options, rule=rule, language=language)
+        return prompts.parse_adjudicate(ctx.complete(request), len(options))
+
+    return adjudicate
+
+
+def merge_principles(
+    parents: Sequence[Elixir], ctx: OperatorContext, language: str
+) -> tuple[list[str], list[ResolutionNote]]:
+    """Principles of ``parents`` (highest priority first), de-duplicated and de-contradicted."""
+    threshold = float(ctx.params["similarity_threshold"])
+    items = [(text, i) for i, p in enumerate(parents) for text in p.principles]
+    vectors = [unit(v) for v in ctx.embedder.embed([t for t, _ in items])]
+    kept: list[tuple[str, int, list[float]]] = []
+    notes: list[ResolutionNote] = []
+    adjudicate = adjudicator(ctx, language)
+    for (text, owner), vec in zip(items, vectors):
+        verdict: tuple[str, int, Any] | None = None
+        for k, (other, other_owner, other_vec) in enumerate(kept):
+            if other_owner == owner:
+                continue  # a parent's own principles are its business
+            axis = contradiction(other, text)
+            if axis is not None:
+                verdict = ("contradiction", k, axis)
+                break
+            sim = dot(vec, other_vec)
+            if sim >= threshold:
+                verdict = ("same", k, sim)
+                break
+        if verdict is None:
+            kept.append((text, owner, vec))
+            continue
+        kind, k, detail = verdict
+        other, other_owner, other_vec = kept[k]
+        a, b = parents[other_owner], parents[owner]
+        if kind == "same":
+            notes.append(ResolutionNote(
+                field="principles",
+                chose=other,
+                reason=f"{text!r} ({b.name}) means the same (similarity {detail:.2f} ≥ {threshold:g}); "
+                f"kept the wording of {a.name} (priority {a.priority})",
+            ))
+        elif a.priority != b.priority:
+            notes.append(ResolutionNote(
+                field="principles",
+                chose=other,
+                reason=f"contradicts {text!r} ({b.name}) on {detail}; {a.name} has the higher priority "
+                f"({a.priority} > {b.priority})",
+            ))
+        else:
+            options = [
+                {"label": other, "value": other, "priority": a.priority, "source": a.name},
+                {"label": text, "value": text, "priority": b.priority, "source": b.name},
+            ]
+            index, why = adjudicate("principles", options, "specific")
+            loser = options[1 - index]["label"]
+            if index == 1:
+                kept[k] = (text, owner, vec)
+            notes.append(ResolutionNote(
+                field="principles",
+                chose=options[index]["label"],
+                reason=f"contradicts {loser!r} on {detail}; priorities tie ({a.priority}); adjudicated: {why}",
+            ))
+    return [t for t, _, _ in kept][:MAX_LIST], notes
+
+
+def synthesise_identity(parents: Sequence[Elixir], ctx: OperatorContext, language: str, op_version: str) -> str:
+    """The child's identity sentence (IDENTITY task, sub-result cached)."""
+    temperature = float(ctx.params.get("temperature", 0.4))
+    key = {
+        "parents": [p.content_hash for p in parents],
+        "op_version": op_version,
+        "model": ctx.llm.model_name,
+        "temperature": temperature,
+        "language": language,
+    }
+
+    def compute() -> str:
+        request = prompts.build_identity_request(parents, language=language, temperature=temperature)
+        return prompts.parse_identity(ctx.complete(request))
+
+    return str(ctx.cached("identity", key, compute))
+
+
+class Crossover:
+    """Field-by-field fusion of two or more elixirs."""
+
+    name = "crossover"
+    op_version = "1"
+    min_parents = 2
+    max_parents: int | None = 4
+
+    def param_defaults(self) -> dict[str, Any]:
+        """Identity temperature."""
+        return {"temperature": 0.4}
+
+    def apply(self, parents: Sequence[Elixir], ctx: OperatorContext) -> OperatorResult:
+        """The crossover child of ``parents``."""
+        ordered = by_priority(parents)
+        language = ordered[0].language
+        principles, notes = merge_principles(ordered, ctx, language)
+        constraints, constraint_notes = resolve_constraints(ordered, adjudicator(ctx, language))
+        identity = synthesise_identity(ordered, ctx, language, self.op_version)
+        child = parse_elixir({
+            "id": ctx.child_id,
+            "name": joined_name(ordered, " × "),
+            "language": language,
+            "identity": identity,
+            "expertise": union(p.expertise for p in ordered),
+            "principles": principles,
+            "tone": weighted_tone(ordered).model_dump(),
+            "constraints": constraints.model_dump(),
+            "few_shots": [s.model_dump() for s in share_few_shots(ordered)],
+            "tools": union(p.tools for p in ordered),
+            "priority": max(p.priority for p in ordered),
+            "conflicts_with": union(p.conflicts_with for p in ordered),
+            "style_notes": joined_notes(ordered),
+            "style_preferences": [s.model_dump() for s in merge_preferences(ordered)],
+        })
+        return OperatorResult(child=child, notes=notes + constraint_notes)

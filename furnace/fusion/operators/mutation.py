@@ -1,0 +1,144 @@
+"""mutation: a small, seeded, rate-bounded perturbation of one elixir.
+
+Three changes, all drawn from the one seeded ``random.Random``:
+
+1. one tone dimension shifts by at most ``min(0.2, rate)``, clamped to [0, 1];
+2. one principle is reworded by the REWRITE task (sub-result cached by the
+   principle, language, seed, temperature, model and op version);
+3. one constraint is added or dropped (a length limit, a forbidden topic, or
+   the markdown requirement).
+
+The same parent, seed and params always give the same child.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from furnace.domain.elixir import Elixir, Tone, parse_elixir
+from furnace.domain.errors import InputError
+from furnace.domain.lineage import ResolutionNote
+from furnace.fusion.operators import prompts
+from furnace.fusion.operators.base import OperatorContext, OperatorResult
+
+MAX_TONE_SHIFT = 0.2
+LENGTH_CHOICES = (120, 200, 300, 500)
+TOPIC_POOL = {
+    "en": ("politics", "medical diagnoses", "legal advice", "gambling", "personal investment advice"),
+    "zh": ("政治", "医疗诊断", "法律意见", "赌博", "个人投资建议"),
+}
+
+
+def shift_tone(tone: Tone, rng: random.Random, rate: float) -> tuple[Tone, ResolutionNote]:
+    """Shift one seeded dimension by at most ``min(0.2, rate)``, clamped to [0, 1]."""
+    bound = min(MAX_TONE_SHIFT, rate)
+    dim = rng.choice(Tone.DIMENSIONS)
+    delta = round(rng.uniform(-bound, bound), 3)
+    old = getattr(tone, dim)
+    new = round(min(1.0, max(0.0, old + delta)), 3)
+    if new == old and delta:  # pinned at a bound: shift the other way
+        new = round(min(1.0, max(0.0, old - delta)), 3)
+    note = ResolutionNote(
+        field=f"tone.{dim}", chose=f"{old:g} → {new:g}", reason=f"seeded shift {delta:+.3f} (|Δ| ≤ {bound:g}), clamped to [0, 1]"
+    )
+    return tone.model_copy(update={dim: new}), note
+
+
+def change_constraint(parent: Elixir, rng: random.Random) -> tuple[dict[str, Any], ResolutionNote]:
+    """Add or drop one constraint; returns the new constraints data and a note."""
+    c = parent.constraints.model_dump()
+    options: list[tuple[str, Any]] = []
+    options.append(("drop_length", None) if c["max_length"] else ("add_length", rng.choice(LENGTH_CHOICES)))
+    if c["forbidden_topics"]:
+        options.append(("drop_topic", rng.choice(c["forbidden_topics"])))
+    taken = {t.casefold() for t in c["forbidden_topics"]}
+    pool = [t for t in TOPIC_POOL.get(parent.language, TOPIC_POOL["en"]) if t.casefold() not in taken]
+    if pool and len(c["forbidden_topics"]) < 40:
+        options.append(("add_topic", rng.choice(pool)))
+    options.append(("drop_markdown", None) if c["must_use_markdown"] else ("add_markdown", None))
+    kind, value = rng.choice(options)
+    if kind == "add_length":
+        c["max_length"] = value
+        note = ResolutionNote(field="constraints.max_length", chose=str(value), reason="mutation added a length limit")
+    elif kind == "drop_length":
+        note = ResolutionNote(field="constraints.max_length", chose="none", reason=f"mutation dropped the limit {c['max_length']}")
+        c["max_length"] = None
+    elif kind == "add_topic":
+        c["forbidden_topics"] = [*c["forbidden_topics"], value]
+        note = ResolutionNote(field="constraints.forbidden_topics", chose=f"+{value}", reason="mutation added a forbidden topic")
+    elif kind == "drop_topic":
+        c["forbidden_topics"] = [t for t in c["forbidden_topics"] if t != value]
+        note = ResolutionNote(field="constraints.forbidden_topics", chose=f"-{value}", reason="mutation dropped a forbidden topic")
+    else:
+        c["must_use_markdown"] = kind == "add_markdown"
+        note = ResolutionNote(
+            field="constraints.must_use_markdown",
+            chose="markdown" if c["must_use_markdown"] else "no markdown",
+            reason="mutation " + ("added" if c["must_use_markdown"] else "dropped") + " the markdown requirement",
+        )
+    return c, note
+
+
+class Mutation:
+    """Seeded perturbation of one elixir (tone, one principle's wording, one constraint)."""
+
+    name = "mutation"
+    op_version = "1"
+    min_parents = 1
+    max_parents: int | None = 1
+
+    def param_defaults(self) -> dict[str, Any]:
+        """Rate 0.25 keeps the child recognisable; rewrite temperature 0.7."""
+        return {"rate": 0.25, "temperature": 0.7}
+
+    def apply(self, parents: Sequence[Elixir], ctx: OperatorContext) -> OperatorResult:
+        """The mutant of the single parent."""
+        (parent,) = parents
+        rate = float(ctx.params["rate"])
+        if not 0.0 < rate <= 1.0:
+            raise InputError(f"rate must be in (0, 1], got {rate:g}", field="rate")
+        rng = ctx.rng
+        tone, tone_note = shift_tone(parent.tone, rng, rate)
+        index = rng.randrange(len(parent.principles))
+        original = parent.principles[index]
+        reworded = self._rewrite(original, parent.language, ctx)
+        principles = list(parent.principles)
+        others = {p.casefold() for i, p in enumerate(principles) if i != index}
+        if reworded.casefold() in others:
+            reworded = original  # the new wording would duplicate another principle
+        principles[index] = reworded
+        constraints, constraint_note = change_constraint(parent, rng)
+        data = parent.model_dump(mode="json", exclude={"content_hash", "version", "created_at", "deleted_at"})
+        data.update(
+            id=ctx.child_id,
+            name=(parent.name + f" ~{ctx.params.get('seed', 0)}")[:120],
+            tone=tone.model_dump(),
+            principles=principles,
+            constraints=constraints,
+        )
+        notes = [
+            tone_note,
+            ResolutionNote(field=f"principles[{index}]", chose=reworded, reason=f"reworded {original!r} (REWRITE)"),
+            constraint_note,
+        ]
+        return OperatorResult(child=parse_elixir(data), notes=notes)
+
+    def _rewrite(self, principle: str, language: str, ctx: OperatorContext) -> str:
+        seed = int(ctx.params.get("seed", 0))
+        temperature = float(ctx.params["temperature"])
+        key = {
+            "principle": principle,
+            "language": language,
+            "seed": seed,
+            "temperature": temperature,
+            "model": ctx.llm.model_name,
+            "op_version": self.op_version,
+        }
+
+        def compute() -> str:
+            request = prompts.build_rewrite_request(principle, language=language, temperature=temperature, seed=seed)
+            return prompts.parse_rewrite(ctx.complete(request))
+
+        return str(ctx.cached("rewrite", key, compute))

@@ -1,0 +1,229 @@
+"""The synthesis cache: rendered agents content-addressed by lineage hash.
+
+``synth:{lineage_hash}`` → ``{prompt, tools, lineage_hash, built_at, op_version,
+agent}`` (``agent`` is the full agent record, so a hit never needs the model).
+Invalidation is by construction: a new parent version, other params or a bumped
+``op_version`` give another lineage hash, hence another key; old keys expire by
+TTL.
+
+Concurrency:
+
+- **in process**, :meth:`SynthesisCache.get_or_build` is single-flight: 64 threads
+  asking for one missing key run the build once; the others wait for it;
+- **across processes**, the value is written with ``kv.put_if_absent``, so when
+  two processes both build, the first write wins and both return that value.
+
+Sub-results (identity sentences, principle rewrites) go through the same KV
+under their own content keys (:class:`SubResultCache`).
+
+The KV protocol is tiny: ``get(key) -> dict | None`` and
+``put_if_absent(key, value, ttl_s) -> dict`` (returns the winning value).
+:class:`MemoryKV` lives here; ``furnace.storage.duckdb.kv.DuckDBKV`` persists.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from furnace.domain.canonical import content_key
+
+log = logging.getLogger("furnace.fusion.synthesis")
+
+DEFAULT_TTL_S = 30 * 24 * 3600
+
+
+class KV(Protocol):
+    """A JSON key-value store with insert-if-absent and expiry."""
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The live value under ``key`` (None when absent or expired)."""
+        ...
+
+    def put_if_absent(self, key: str, value: dict[str, Any], ttl_s: float | None = None) -> dict[str, Any]:
+        """Store ``value`` unless a live value exists; return the value that is stored."""
+        ...
+
+
+class MemoryKV:
+    """An in-process KV with TTL (``clock`` is injectable for tests)."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._data: dict[str, tuple[dict[str, Any], float | None]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The live value under ``key``."""
+        with self._lock:
+            item = self._data.get(key)
+            if item is None:
+                return None
+            value, expires = item
+            if expires is not None and expires <= self._clock():
+                del self._data[key]
+                return None
+            return value
+
+    def put_if_absent(self, key: str, value: dict[str, Any], ttl_s: float | None = None) -> dict[str, Any]:
+        """Insert unless a live value exists; return the stored value."""
+        with self._lock:
+            item = self._data.get(key)
+            now = self._clock()
+            if item is not None and (item[1] is None or item[1] > now):
+                return item[0]
+            self._data[key] = (value, None if ttl_s is None else now + ttl_s)
+            return value
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def synth_key(lineage_hash: str) -> str:
+    """The cache key of one agent's rendered prompt."""
+    return f"synth:{lineage_hash}"
+
+
+class _Flight:
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.value: dict[str, Any] | None = None
+        self.error: BaseException | None = None
+
+
+class SynthesisCache:
+    """Rendered agents by lineage hash, single-flight in process, insert-if-absent across."""
+
+    def __init__(self, kv: KV | None = None, ttl_s: float | None = DEFAULT_TTL_S) -> None:
+        self.kv: KV = kv if kv is not None else MemoryKV()
+        self.ttl_s = ttl_s
+        self.builds = 0  # how many times a build function actually ran (tests, benchmarks)
+        self._persisted: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+        self._flights: dict[str, _Flight] = {}
+        self._lock = threading.Lock()
+        # Values are immutable per key, so a small in-process memo in front of the KV is
+        # safe; entries leave it when their TTL (from built_at) runs out.
+        self._memo: OrderedDict[str, tuple[dict[str, Any], float]] = OrderedDict()
+        self.memo_size = 1024
+
+    def _remember(self, key: str, value: dict[str, Any]) -> dict[str, Any]:
+        expires = float("inf")
+        if self.ttl_s is not None:
+            try:
+                expires = datetime.fromisoformat(value["built_at"]).timestamp() + self.ttl_s
+            except (KeyError, TypeError, ValueError):
+                expires = time.time() + self.ttl_s
+        with self._lock:
+            self._memo[key] = (value, expires)
+            self._memo.move_to_end(key)
+            while len(self._memo) > self.memo_size:
+                self._memo.popitem(last=False)
+        return value
+
+    def _lookup(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            item = self._memo.get(key)
+            if item is not None and item[1] > time.time():
+                return item[0]
+            self._memo.pop(key, None)
+        hit = self.kv.get(key)
+        return self._remember(key, hit) if hit is not None else None
+
+    def known_persisted(self, store: Any, lineage_hash: str) -> bool:
+        """True when this process already made sure ``store`` holds the agent."""
+        try:
+            return lineage_hash in self._persisted.get(store, ())
+        except TypeError:  # a store that cannot be weakly referenced: always check
+            return False
+
+    def mark_persisted(self, store: Any, lineage_hash: str) -> None:
+        """Remember that ``store`` holds the agent for ``lineage_hash``."""
+        try:
+            with self._lock:
+                self._persisted.setdefault(store, set()).add(lineage_hash)
+        except TypeError:
+            pass
+
+    def get(self, lineage_hash: str) -> dict[str, Any] | None:
+        """The cached value for ``lineage_hash``, if live."""
+        return self._lookup(synth_key(lineage_hash))
+
+    def get_or_build(
+        self, lineage_hash: str, build: Callable[[], dict[str, Any]]
+    ) -> tuple[dict[str, Any], bool]:
+        """``(value, from_cache)``. ``build`` runs at most once per key at a time in this
+        process; callers that joined a build in flight get its value with ``from_cache=True``."""
+        key = synth_key(lineage_hash)
+        hit = self._lookup(key)
+        if hit is not None:
+            return hit, True
+        with self._lock:
+            flight = self._flights.get(key)
+            leader = flight is None
+            if leader:
+                flight = self._flights[key] = _Flight()
+        assert flight is not None
+        if not leader:
+            flight.done.wait()
+            if flight.error is not None:
+                raise flight.error
+            assert flight.value is not None
+            return flight.value, True
+        try:
+            hit = self.kv.get(key)  # another flight may have finished just before ours began
+            if hit is not None:
+                flight.value = hit
+                return hit, True
+            with self._lock:
+                self.builds += 1
+            value = build()
+            value.setdefault("built_at", datetime.now(timezone.utc).isoformat())
+            value.setdefault("lineage_hash", lineage_hash)
+            flight.value = self._remember(key, self.kv.put_if_absent(key, value, self.ttl_s))
+            return flight.value, flight.value != value  # another process's build won the insert
+        except BaseException as err:
+            flight.error = err
+            raise
+        finally:
+            with self._lock:
+                self._flights.pop(key, None)
+            flight.done.set()
+
+    def prewarm(self, lineage_hash: str, build: Callable[[], dict[str, Any]]) -> threading.Thread:
+        """Build in a background daemon thread; failures are logged, never raised."""
+
+        def work() -> None:
+            try:
+                self.get_or_build(lineage_hash, build)
+            except Exception as err:  # a failed pre-warm must never hurt anyone
+                log.warning("pre-warm of synth:%s failed: %s: %s", lineage_hash[:12], err.__class__.__name__, err)
+
+        thread = threading.Thread(target=work, name=f"prewarm-{lineage_hash[:8]}", daemon=True)
+        thread.start()
+        return thread
+
+
+class SubResultCache:
+    """Intermediate results (identity sentences, rewrites) under their own content keys."""
+
+    def __init__(self, kv: KV, ttl_s: float | None = DEFAULT_TTL_S) -> None:
+        self.kv = kv
+        self.ttl_s = ttl_s
+        self.hits = 0
+        self.misses = 0
+
+    def get_or_compute(self, kind: str, key_parts: Any, compute: Callable[[], Any]) -> Any:
+        """The cached result for ``(kind, key_parts)``, computing and storing it on a miss."""
+        key = f"{kind}:{content_key(key_parts)}"
+        hit = self.kv.get(key)
+        if hit is not None:
+            self.hits += 1
+            return hit["result"]
+        self.misses += 1
+        return self.kv.put_if_absent(key, {"result": compute()}, self.ttl_s)["result"]

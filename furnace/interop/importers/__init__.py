@@ -1,0 +1,192 @@
+"""Importing elixirs from files into a store.
+
+- :func:`load_elixir_file` — a YAML/JSON elixir file (one elixir or a list).
+- :func:`import_csv` — the awesome-chatgpt-prompts CSV corpus, read into elixirs.
+- :func:`read_file` — dispatch on the file's type through :data:`READERS`
+  (other formats, e.g. character cards, register themselves with :func:`register_reader`).
+- :func:`import_file` — read and validate everything first, then write.
+
+Elixir files are all-or-nothing: one invalid elixir and nothing is written.
+The CSV corpus imports its valid rows and reports the rest as ``(row, reason)``.
+Importing the same file twice creates nothing new (the store's identical-content no-op).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from furnace.domain.elixir import Elixir
+from furnace.domain.errors import InputError, NotFound
+from furnace.interop.importers.corpus import read_corpus
+from furnace.interop.importers.files import JSON_SUFFIXES, YAML_SUFFIXES, load_elixir_file, parse_document, read_text
+from furnace.interop.importers.report import ImportReport, ReadResult
+from furnace.storage.store import ElixirStore
+
+__all__ = [
+    "READERS",
+    "ImportReport",
+    "ReadResult",
+    "Reader",
+    "import_csv",
+    "import_elixirs",
+    "import_file",
+    "import_library",
+    "load_elixir_file",
+    "read_file",
+    "register_reader",
+]
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A file format: ``detect(path)`` says whether it applies, ``read(path)`` parses it."""
+
+    name: str
+    detect: Callable[[Path], bool]
+    read: Callable[[Path], ReadResult]
+
+
+def import_csv(path: str | Path) -> ReadResult:
+    """Read the awesome-chatgpt-prompts CSV: TEXT rows as elixirs, the rest as ``(row, reason)``."""
+    path = Path(path)
+    return read_corpus(read_text(path), name=path.name)
+
+
+def _read_elixir_file(path: Path) -> ReadResult:
+    fmt = "json" if path.suffix.lower() in JSON_SUFFIXES else "yaml"
+    return ReadResult(elixirs=parse_document(path.name, read_text(path), fmt=fmt))
+
+
+def _suffix(*suffixes: str) -> Callable[[Path], bool]:
+    return lambda path: path.suffix.lower() in suffixes
+
+
+READERS: list[Reader] = [
+    Reader("csv corpus", _suffix(".csv"), import_csv),
+    Reader("elixir file", _suffix(*YAML_SUFFIXES, *JSON_SUFFIXES), _read_elixir_file),
+]
+
+
+def register_reader(reader: Reader, *, first: bool = True) -> None:
+    """Add a file format; ``first`` puts it ahead of the built-in ones (for content sniffing)."""
+    READERS[:] = [r for r in READERS if r.name != reader.name]
+    if first:
+        READERS.insert(0, reader)
+    else:
+        READERS.append(reader)
+
+
+def _is_card(path: Path) -> bool:
+    from furnace.interop.cards import is_card_file  # [interop]: Character Card V2/V3 JSON and PNG
+
+    return is_card_file(path)
+
+
+def _read_card(path: Path) -> ReadResult:
+    from furnace.interop.cards import import_card_file
+
+    return ReadResult(elixirs=[("card", import_card_file(path))])
+
+
+register_reader(Reader("character card (.json/.png)", _is_card, _read_card))
+
+
+def read_file(path: str | Path) -> ReadResult:
+    """Read and validate every elixir in ``path`` with the first reader that accepts it."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
+    for reader in READERS:
+        if reader.detect(path):
+            return reader.read(path)
+    known = ", ".join(r.name for r in READERS)
+    raise InputError(f"{path.name}: unknown file type {path.suffix or '(none)'!r} (can import: {known})")
+
+
+def _latest(store: ElixirStore, ids: list[str]) -> dict[str, Elixir]:
+    """The latest stored version of each of ``ids`` that exists (deleted ones included)."""
+    if len(ids) > 20:  # one query instead of one per id
+        wanted = set(ids)
+        return {e.id: e for e in store.list_elixirs(origin=None, include_deleted=True) if e.id in wanted}
+    found = {}
+    for id in ids:
+        try:
+            found[id] = store.get_elixir(id)
+        except NotFound:
+            pass
+    return found
+
+
+def import_elixirs(
+    elixirs: list[tuple[str, Elixir]],
+    store: ElixirStore,
+    *,
+    skipped: list[tuple[int, str]] | None = None,
+    row_wise: bool = False,
+    keep_existing: bool = False,
+) -> ImportReport:
+    """Save already-validated elixirs, reporting what was created, updated or unchanged.
+
+    An id that was deleted is refused before anything is written, or, when
+    ``row_wise``, its row is skipped with the reason. With ``keep_existing``,
+    ids already stored are left as they are (reported as unchanged), so that
+    seeding a library never reverts later edits.
+    """
+    report = ImportReport(skipped=list(skipped or []))
+    latest = _latest(store, [e.id for _, e in elixirs])
+    todo = []
+    for where, elixir in elixirs:
+        current = latest.get(elixir.id)
+        if current is not None and current.withdrawn and not keep_existing:
+            if not row_wise:
+                raise InputError(f"{where}: elixir {elixir.id!r} was deleted; give it a new id", field="id")
+            row = int(where.removeprefix("row ")) if where.startswith("row ") else 0
+            report.skipped.append((row, f"elixir {elixir.id!r} was deleted"))
+        else:
+            todo.append(elixir)
+    report.skipped.sort()
+    to_write = []
+    for elixir in todo:
+        current = latest.get(elixir.id)
+        if current is not None and (keep_existing or current.content_hash == elixir.content_hash):
+            report.unchanged.append(current.ref)  # the store's no-op, without a write
+        else:
+            to_write.append(elixir)
+    for ref in store.save_elixirs(to_write):  # one transaction: all or nothing
+        (report.created if latest.get(ref.id) is None else report.updated).append(ref)
+    return report
+
+
+def import_file(path: str | Path, store: ElixirStore) -> ImportReport:
+    """Import ``path`` into ``store``: validate everything first, then write.
+
+    Elixir files are all-or-nothing; row-wise files (the CSV corpus) import the
+    valid rows and report the others in ``ImportReport.skipped``.
+    """
+    result = read_file(path)
+    return import_elixirs(result.elixirs, store, skipped=result.skipped, row_wise=result.row_wise)
+
+
+def import_library(folder: str | Path, store: ElixirStore, *, keep_existing: bool = False) -> ImportReport:
+    """Import every ``*.yaml``/``*.yml``/``*.json`` elixir file in ``folder`` (sorted), all validated first.
+
+    ``keep_existing`` leaves ids already in the store untouched (see :func:`import_elixirs`).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputError(f"{folder}: no such folder")
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in YAML_SUFFIXES + JSON_SUFFIXES)
+    if not files:
+        raise InputError(f"{folder}: holds no elixir files")
+    elixirs: list[tuple[str, Elixir]] = []
+    seen: dict[str, str] = {}
+    for path in files:
+        for where, elixir in _read_elixir_file(path).elixirs:
+            label = f"{path.name}" + ("" if where == "file" else f" {where}")
+            if elixir.id in seen:
+                raise InputError(f"{label}: id {elixir.id!r} already used in {seen[elixir.id]}", field="id")
+            seen[elixir.id] = label
+            elixirs.append((label, elixir))
+    return import_elixirs(elixirs, store, keep_existing=keep_existing)

@@ -1,0 +1,54 @@
+"""What an import read and what it wrote."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from furnace.domain.elixir import Elixir, ElixirRef
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """Elixirs read (and validated) from one file, plus the rows that were skipped.
+
+    ``elixirs`` pairs each elixir with where it came from (``"row 12"``,
+    ``"item 2"``, ``"file"``); ``skipped`` holds ``(row number, reason)``.
+    ``row_wise`` formats (the CSV corpus) import their valid rows and report the
+    rest; the others are all-or-nothing.
+    """
+
+    elixirs: list[tuple[str, Elixir]] = field(default_factory=list)
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+    row_wise: bool = False
+
+
+@dataclass
+class ImportReport:
+    """The outcome of :func:`furnace.interop.importers.import_file`.
+
+    ``created``: new ids (version 1); ``updated``: existing ids that got a new
+    version; ``unchanged``: identical content already stored (the store's no-op);
+    ``skipped``: ``(row number, reason)`` for rows that could not be imported.
+    """
+
+    created: list[ElixirRef] = field(default_factory=list)
+    updated: list[ElixirRef] = field(default_factory=list)
+    unchanged: list[ElixirRef] = field(default_factory=list)
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, object]:
+        """Plain data for ``--json`` output."""
+        refs = lambda rs: [r.model_dump(mode="json") for r in rs]  # noqa: E731
+        return {
+            "created": refs(self.created),
+            "updated": refs(self.updated),
+            "unchanged": refs(self.unchanged),
+            "skipped": [{"row": row, "reason": reason} for row, reason in self.skipped],
+        }
+
+    def summary(self) -> str:
+        """One human line, e.g. ``created 12, updated 0, unchanged 0, skipped 2``."""
+        return (
+            f"created {len(self.created)}, updated {len(self.updated)}, "
+            f"unchanged {len(self.unchanged)}, skipped {len(self.skipped)}"
+        )

@@ -1,0 +1,298 @@
+"""Response cache and call accounting around any model.
+
+:class:`CachedLLM` wraps an :class:`~furnace.llm.seam.LLM`:
+
+- **Response cache.** Each request's content key (``request.cache_key(model)``:
+  model, task, messages, temperature, seed, max tokens, schema, inputs, sample
+  index) looks up a stored completion first. A hit is served with
+  ``cached=True`` and ``cost_usd=0.0`` and makes no inner call. Only
+  successful completions are stored (insert-if-absent, so two processes
+  racing on one key keep the first answer).
+- **Single-flight.** Concurrent identical requests in one process call the
+  inner model once; the others wait and are served the same completion
+  (as ``cached=True``) or the same error.
+- **Accounting.** Every call, hit or miss, failed or not, is one
+  :class:`CallRecord` in the ledger, attributed to the request's ``run_id`` or
+  to the wrapper's (``cached_llm.for_run(run_id)``). Token and cost figures in
+  the ledger are what was *spent*: a cache hit records zero tokens and zero
+  cost. :meth:`CallLedger.totals` sums them.
+
+Storage is pluggable: :class:`MemoryResponseCache` / :class:`MemoryCallLedger`
+here, ``DuckDBResponseCache`` / ``DuckDBCallLedger`` in
+:mod:`furnace.storage.duckdb.llm_calls`. Nothing stored contains a request's
+messages, a key or a header: the cache holds completions, the ledger numbers.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from furnace.llm.seam import LLM, Completion, LLMRequest
+
+
+class CallRecord(BaseModel):
+    """One model call as accounted: who asked, what it cost, whether it was served from cache."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    run_id: str | None = None
+    task: str
+    model: str
+    cache_key: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    cached: bool = False
+    status: str = "ok"  # "ok" or the error class name (never its message)
+    created_at: datetime
+
+
+class CallTotals(BaseModel):
+    """Sums over ledger rows (all rows, or one run's)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    failed_calls: int = 0
+
+    @property
+    def model_calls(self) -> int:
+        """Calls that reached the model (not served from cache)."""
+        return self.calls - self.cached_calls
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def hit_rate(self) -> float:
+        """Share of calls served from the cache (0.0 when there were none)."""
+        return self.cached_calls / self.calls if self.calls else 0.0
+
+
+class ResponseCache(Protocol):
+    """Completions by content key."""
+
+    def get(self, key: str) -> Completion | None:
+        """The stored completion for ``key``, or None."""
+        ...
+
+    def put(self, key: str, completion: Completion, *, task: str = "") -> bool:
+        """Store ``completion`` unless ``key`` is present; True when it was inserted.
+        ``task`` labels the row for people browsing the store."""
+        ...
+
+
+class CallLedger(Protocol):
+    """Append-only record of model calls."""
+
+    def record(self, call: CallRecord) -> None:
+        """Append one call."""
+        ...
+
+    def totals(self, run_id: str | None = None) -> CallTotals:
+        """Sums over every call, or over one run's calls."""
+        ...
+
+    def calls(self, run_id: str | None = None) -> list[CallRecord]:
+        """The calls (of one run), oldest first."""
+        ...
+
+
+def sum_calls(records: list[CallRecord]) -> CallTotals:
+    """Totals of ``records`` (shared by the in-memory ledger and tests)."""
+    return CallTotals(
+        calls=len(records),
+        cached_calls=sum(r.cached for r in records),
+        prompt_tokens=sum(r.prompt_tokens for r in records),
+        completion_tokens=sum(r.completion_tokens for r in records),
+        cost_usd=sum(r.cost_usd for r in records),
+        latency_s=sum(r.latency_s for r in records),
+        failed_calls=sum(r.status != "ok" for r in records),
+    )
+
+
+class MemoryResponseCache:
+    """A thread-safe in-process response cache."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, Completion] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Completion | None:
+        with self._lock:
+            return self._data.get(key)
+
+    def put(self, key: str, completion: Completion, *, task: str = "") -> bool:
+        with self._lock:
+            if key in self._data:
+                return False
+            self._data[key] = completion
+            return True
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._data)
+
+
+class MemoryCallLedger:
+    """A thread-safe in-process call ledger."""
+
+    def __init__(self) -> None:
+        self._rows: list[CallRecord] = []
+        self._lock = threading.Lock()
+
+    def record(self, call: CallRecord) -> None:
+        with self._lock:
+            self._rows.append(call)
+
+    def calls(self, run_id: str | None = None) -> list[CallRecord]:
+        with self._lock:
+            return [r for r in self._rows if run_id is None or r.run_id == run_id]
+
+    def totals(self, run_id: str | None = None) -> CallTotals:
+        return sum_calls(self.calls(run_id))
+
+
+@dataclass
+class _Flight:
+    done: threading.Event = field(default_factory=threading.Event)
+    result: Completion | None = None
+    error: BaseException | None = None
+
+
+class _Flights:
+    """In-process single-flight table shared by a CachedLLM and its ``for_run`` views."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._flights: dict[str, _Flight] = {}
+
+    def join(self, key: str) -> tuple[_Flight, bool]:
+        with self._lock:
+            flight = self._flights.get(key)
+            if flight is not None:
+                return flight, False
+            flight = self._flights[key] = _Flight()
+            return flight, True
+
+    def land(self, key: str, flight: _Flight) -> None:
+        with self._lock:
+            self._flights.pop(key, None)
+        flight.done.set()
+
+
+class CachedLLM:
+    """An LLM that serves repeats from a response cache and accounts every call."""
+
+    def __init__(
+        self,
+        inner: LLM,
+        cache: ResponseCache | None = None,
+        ledger: CallLedger | None = None,
+        *,
+        run_id: str | None = None,
+        _flights: _Flights | None = None,
+    ) -> None:
+        self.inner = inner
+        self.cache: ResponseCache = cache if cache is not None else MemoryResponseCache()
+        self.ledger: CallLedger = ledger if ledger is not None else MemoryCallLedger()
+        self.run_id = run_id
+        self.model_name = inner.model_name
+        self._flights = _flights or _Flights()
+
+    def __repr__(self) -> str:
+        return f"CachedLLM({self.inner!r}, run_id={self.run_id!r})"
+
+    def for_run(self, run_id: str | None) -> CachedLLM:
+        """A view that attributes its calls to ``run_id`` (same cache, ledger, single-flight)."""
+        return CachedLLM(self.inner, self.cache, self.ledger, run_id=run_id, _flights=self._flights)
+
+    def totals(self, run_id: str | None = None) -> CallTotals:
+        """The ledger's totals (shorthand)."""
+        return self.ledger.totals(run_id)
+
+    def complete(self, request: LLMRequest) -> Completion:
+        """Serve from cache, join an identical in-flight call, or call the inner model once."""
+        started = time.perf_counter()
+        key = request.cache_key(self.model_name)
+        flight, leader = self._flights.join(key)
+        if not leader:
+            flight.done.wait()
+            if flight.error is not None:
+                self._record(request, key, started, cached=True, error=flight.error)
+                raise flight.error
+            assert flight.result is not None
+            return self._served(request, key, flight.result, started)
+        try:
+            hit = self.cache.get(key)
+            if hit is not None:
+                flight.result = hit
+                return self._served(request, key, hit, started)
+            try:
+                fresh = self.inner.complete(request)
+            except BaseException as err:
+                flight.error = err
+                self._record(request, key, started, cached=False, error=err)
+                raise
+            result = fresh.model_copy(update={"cached": False})
+            self.cache.put(key, result, task=request.task.value)
+            flight.result = result
+            self._record(request, key, started, cached=False, completion=result)
+            return result
+        except BaseException as err:
+            if flight.result is None and flight.error is None:
+                flight.error = err  # e.g. the cache itself failed: followers see the same error
+            raise
+        finally:
+            self._flights.land(key, flight)
+
+    # --- internals ---------------------------------------------------------
+
+    def _served(self, request: LLMRequest, key: str, stored: Completion, started: float) -> Completion:
+        served = stored.model_copy(
+            update={"cached": True, "cost_usd": 0.0, "latency_s": time.perf_counter() - started}
+        )
+        self._record(request, key, started, cached=True, completion=served)
+        return served
+
+    def _record(
+        self,
+        request: LLMRequest,
+        key: str,
+        started: float,
+        *,
+        cached: bool,
+        completion: Completion | None = None,
+        error: BaseException | None = None,
+    ) -> None:
+        spent = completion is not None and not cached
+        row: dict[str, Any] = {
+            "id": uuid.uuid4().hex,
+            "run_id": request.run_id or self.run_id,
+            "task": request.task.value,
+            "model": completion.model if completion is not None else self.model_name,
+            "cache_key": key,
+            "prompt_tokens": completion.usage.prompt_tokens if spent and completion else 0,
+            "completion_tokens": completion.usage.completion_tokens if spent and completion else 0,
+            "cost_usd": completion.cost_usd if spent and completion else 0.0,
+            "latency_s": time.perf_counter() - started,
+            "cached": cached,
+            "status": "ok" if error is None else type(error).__name__,
+            "created_at": datetime.now(timezone.utc),
+        }
+        self.ledger.record(CallRecord(**row))

@@ -1,0 +1,330 @@
+"""Token-aware context for long chats (DESIGN §5), reused by the arena and the assistant.
+
+Budget arithmetic (integers, floors; :class:`ContextBudget`)::
+
+    total   = context_limit × 0.85 − fixed          fixed = tokens(system prompt) + tokens(user message)
+    profile ≤ total × 0.20                           long-lived memory (about the user / persona)
+    session ≤ total × 0.15                           memory of this session
+    history = total − profile used − session used    the conversation itself
+
+When the history does not fit, the older turns are compressed by the model
+(COMPRESS task) into a summary while the newest turns — at least the last 4 —
+stay verbatim. The summary is carried in a :class:`MemoryState` so the next
+turn only compresses what is new. Whatever the model returns, the summary is
+cut to its share: the context never exceeds the budget.
+
+Write-back happens after a turn without blocking it: :class:`MemoryWriter`
+runs writes in the background, serialised per session (in submission order).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Literal
+
+from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
+
+log = logging.getLogger(__name__)
+
+TokenCounter = Callable[[str], int]
+
+SAFETY_PERCENT = 85
+PROFILE_PERCENT = 20
+SESSION_PERCENT = 15
+KEEP_VERBATIM = 4
+SUMMARY_RESERVE_PERCENT = 20  # of the history budget, kept for the summary when turns are dropped
+
+_HEADERS = {
+    "en": ("\n\n## What I remember about you\n", "\n\n## Notes from this session\n", "\n\n## Earlier in this conversation (summary)\n"),
+    "zh": ("\n\n## 关于你的长期记忆\n", "\n\n## 本次会话笔记\n", "\n\n## 之前的对话（摘要）\n"),
+}
+
+
+def counter_for(model: str | None) -> TokenCounter:
+    """The token counter for ``model`` (litellm's offline counter; the engine's estimate offline)."""
+    from furnace.adapters.tokens import count_tokens  # no litellm import until a real model is counted
+
+    return lambda text: count_tokens(text, model)
+
+
+@dataclass(frozen=True)
+class ContextBudget:
+    """The token budget of one model call."""
+
+    context_limit: int
+    fixed_tokens: int
+
+    @property
+    def total(self) -> int:
+        """Tokens available for memory and history: ``limit × 0.85 − fixed`` (never negative)."""
+        return max(0, self.context_limit * SAFETY_PERCENT // 100 - self.fixed_tokens)
+
+    @property
+    def profile_cap(self) -> int:
+        return self.total * PROFILE_PERCENT // 100
+
+    @property
+    def session_cap(self) -> int:
+        return self.total * SESSION_PERCENT // 100
+
+    def history_budget(self, profile_used: int, session_used: int) -> int:
+        """What the history gets: the rest after the memories actually used."""
+        return max(0, self.total - profile_used - session_used)
+
+
+Turn = Message  # one chat message of the history (role user or assistant)
+
+
+@dataclass(frozen=True)
+class MemoryState:
+    """The running summary: ``summary`` covers ``history[:covered]``."""
+
+    summary: str = ""
+    covered: int = 0
+
+
+@dataclass(frozen=True)
+class BuiltContext:
+    """The messages of one model call and how the budget was spent."""
+
+    messages: list[Message]
+    budget: ContextBudget
+    profile_tokens: int
+    session_tokens: int
+    summary_tokens: int
+    history_tokens: int
+    verbatim_turns: int
+    state: MemoryState
+    summary_source: Literal["none", "model", "fallback", "previous"] = "none"
+
+    @property
+    def tokens_used(self) -> int:
+        """Memory + summary + verbatim history tokens (the fixed costs excluded)."""
+        return self.profile_tokens + self.session_tokens + self.summary_tokens + self.history_tokens
+
+
+def fit_tokens(text: str, cap: int, count: TokenCounter, *, keep: Literal["start", "end"] = "start") -> str:
+    """The longest prefix (``keep='start'``) or suffix of ``text`` within ``cap`` tokens."""
+    if cap <= 0 or not text:
+        return ""
+    if count(text) <= cap:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        part = text[:mid] if keep == "start" else text[len(text) - mid:]
+        if count(part) <= cap:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo] if keep == "start" else text[len(text) - lo:]
+
+
+def _section(header: str, text: str, cap: int, count: TokenCounter, keep: Literal["start", "end"]) -> tuple[str, int]:
+    """``header + text`` cut to ``cap`` tokens (empty when the text is empty or nothing fits)."""
+    if not text.strip():
+        return "", 0
+    room = cap - count(header)
+    body = fit_tokens(text.strip(), room, count, keep=keep) if room > 0 else ""
+    if not body:
+        return "", 0
+    section = header + body
+    while count(section) > cap and body:  # a counter that is not additive: trim until it fits
+        body = body[:-1] if keep == "start" else body[1:]
+        section = header + body
+    return (section, count(section)) if body else ("", 0)
+
+
+def compress_request(turns: Sequence[Message], *, target_tokens: int, previous_summary: str, language: str,
+                     seed: int = 0) -> LLMRequest:
+    """The COMPRESS request: summarise older turns (plus the previous summary) in ``target_tokens``."""
+    transcript = "\n".join(f"{t.role}: {t.content}" for t in turns)
+    if language == "zh":
+        system = f"把下面较早的对话压缩成不超过 {target_tokens} 个 token 的摘要，保留事实、决定和用户的偏好。"
+    else:
+        system = (f"Compress the earlier conversation below into a summary of at most {target_tokens} tokens, "
+                  "keeping facts, decisions and the user's preferences.")
+    user = (f"Previous summary:\n{previous_summary}\n\n" if previous_summary else "") + f"Turns:\n{transcript}"
+    return LLMRequest(
+        task=TaskKind.COMPRESS,
+        messages=(Message(role="system", content=system), Message(role="user", content=user)),
+        temperature=0.0, seed=seed, max_tokens=max(16, target_tokens),
+        inputs={"turns": [{"role": t.role, "content": t.content} for t in turns], "target_tokens": target_tokens,
+                "previous_summary": previous_summary, "language": language},
+    )
+
+
+def _summarise(older: Sequence[Message], state: MemoryState, target: int, *, llm: LLM | None, language: str,
+               seed: int) -> tuple[str, str]:
+    """A summary of ``older`` within ~``target`` tokens, reusing ``state`` when it covers a prefix."""
+    if state.summary and state.covered == len(older):
+        return state.summary, "previous"
+    previous, new = ("", older)
+    if state.summary and 0 < state.covered < len(older):
+        previous, new = state.summary, older[state.covered:]
+    request = compress_request(new, target_tokens=target, previous_summary=previous, language=language, seed=seed)
+    if llm is not None:
+        try:
+            text = llm.complete(request).text.strip()
+            if text:
+                return text, "model"
+        except Exception as err:  # the chat goes on with the extractive fallback
+            log.warning("memory compression failed, using the extractive fallback: %s", err)
+    from furnace.llm.offline.writing import compress
+
+    import random
+
+    return compress(request, random.Random(seed))[0], "fallback"
+
+
+def build_context(
+    *,
+    system_prompt: str,
+    user_message: str,
+    history: Sequence[Message],
+    context_limit: int,
+    count: TokenCounter,
+    profile_memory: str = "",
+    session_memory: str = "",
+    llm: LLM | None = None,
+    state: MemoryState | None = None,
+    language: str = "en",
+    keep_verbatim: int = KEEP_VERBATIM,
+    seed: int = 0,
+) -> BuiltContext:
+    """Assemble ``[system (+memories, summary), *verbatim turns, user]`` within the budget."""
+    state = state or MemoryState()
+    headers = _HEADERS.get(language, _HEADERS["en"])
+    budget = ContextBudget(context_limit, count(system_prompt) + count(user_message))
+    profile, profile_used = _section(headers[0], profile_memory, budget.profile_cap, count, "start")
+    session, session_used = _section(headers[1], session_memory, budget.session_cap, count, "end")
+    room = budget.history_budget(profile_used, session_used)
+
+    sizes = [count(t.content) for t in history]
+    summary_text, summary_used, source = "", 0, "none"
+    if sum(sizes) <= room:
+        start = 0
+        new_state = MemoryState()
+    else:
+        # The newest turns that fit next to a summary reserve; never fewer than keep_verbatim.
+        reserve = room * SUMMARY_RESERVE_PERCENT // 100
+        start, used = len(history), 0
+        while start > 0 and (len(history) - start < keep_verbatim or used + sizes[start - 1] <= room - reserve):
+            start -= 1
+            used += sizes[start]
+        turns_room = room - used
+        older = history[:start]
+        if older and turns_room > count(headers[2]):
+            target = turns_room - count(headers[2])
+            raw, source = _summarise(older, state, target, llm=llm, language=language, seed=seed)
+            summary_text, summary_used = _section(headers[2], raw, turns_room, count, "end")
+            new_state = MemoryState(summary=raw, covered=len(older))
+        else:
+            new_state = MemoryState()
+    verbatim = [Message(role=t.role, content=t.content) for t in history[start:]]
+    verbatim, history_used = _fit_verbatim(verbatim, sizes[start:], room - summary_used, count)
+    system = system_prompt + profile + session + summary_text
+    messages = [Message(role="system", content=system), *verbatim, Message(role="user", content=user_message)]
+    return BuiltContext(messages=messages, budget=budget, profile_tokens=profile_used, session_tokens=session_used,
+                        summary_tokens=summary_used, history_tokens=history_used, verbatim_turns=len(verbatim),
+                        state=new_state, summary_source=source)  # type: ignore[arg-type]
+
+
+def _fit_verbatim(turns: list[Message], sizes: list[int], room: int, count: TokenCounter) -> tuple[list[Message], int]:
+    """Only when even the last turns exceed the room: cut the oldest ones from their start."""
+    total = sum(sizes)
+    turns, sizes = list(turns), list(sizes)
+    while turns and total > room:
+        over = total - room
+        if sizes[0] <= over:
+            total -= sizes.pop(0)
+            turns.pop(0)
+            continue
+        text = fit_tokens(turns[0].content, sizes[0] - over, count, keep="end")
+        if not text:
+            total -= sizes.pop(0)
+            turns.pop(0)
+            continue
+        size = count(text)
+        turns[0] = Message(role=turns[0].role, content=text)
+        total += size - sizes[0]
+        sizes[0] = size
+    return turns, total
+
+
+# --- write-back ---------------------------------------------------------------
+
+
+class MemoryWriter:
+    """Background writes, serialised per key (session) in submission order; never blocks a turn."""
+
+    def __init__(self, *, max_workers: int = 2) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="furnace-memory")
+        self._lock = threading.Lock()
+        self._queues: dict[str, deque[tuple[Callable[[], object], Future]]] = {}
+        self._draining: set[str] = set()
+        self._pending: set[Future] = set()
+
+    def submit(self, key: str, write: Callable[[], object]) -> Future:
+        """Queue ``write`` for ``key``; returns at once with a Future of its result."""
+        future: Future = Future()
+        with self._lock:
+            self._queues.setdefault(key, deque()).append((write, future))
+            self._pending.add(future)
+            start = key not in self._draining
+            if start:
+                self._draining.add(key)
+        if start:
+            self._pool.submit(self._drain, key)
+        return future
+
+    def _drain(self, key: str) -> None:
+        while True:
+            with self._lock:
+                queue = self._queues.get(key)
+                if not queue:
+                    self._draining.discard(key)
+                    self._queues.pop(key, None)
+                    return
+                write, future = queue.popleft()
+            try:
+                future.set_result(write())
+            except Exception as err:  # a failed write-back is logged; the chat already moved on
+                log.warning("memory write-back for %s failed: %s", key, err)
+                future.set_exception(err)
+            finally:
+                with self._lock:
+                    self._pending.discard(future)
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every queued write has run."""
+        from concurrent.futures import wait
+
+        with self._lock:
+            pending = set(self._pending)
+        wait(pending, timeout=timeout)
+
+    def close(self) -> None:
+        """Finish queued writes and stop the workers."""
+        self.flush()
+        self._pool.shutdown(wait=True)
+
+
+@dataclass
+class InMemoryBank:
+    """Profile memory (per persona/user), session memory and summary state, in memory."""
+
+    profiles: dict[str, str] = field(default_factory=dict)
+    sessions: dict[str, str] = field(default_factory=dict)
+    states: dict[str, MemoryState] = field(default_factory=dict)
+
+    def remember(self, session_id: str, state: MemoryState, note: str | None = None) -> None:
+        """Write back after a turn: the summary state and an optional session note."""
+        self.states[session_id] = state
+        if note:
+            self.sessions[session_id] = (self.sessions.get(session_id, "") + "\n" + note).strip()

@@ -1,0 +1,234 @@
+"""Test doubles at furnace's own LLM seam (shipped, so users' tests can use them too).
+
+- :class:`FakeLLM` — answers from a queue (or a function), records every request.
+- :class:`EchoLLM` — echoes the prompt back; for asserting prompt assembly.
+- :class:`SlowLLM` — wraps another model and adds fixed latency; for benchmarks.
+- :class:`FlakyLLM` — wraps another model and fails a seeded share of calls.
+- :class:`ReplayLLM` — replays recorded completions by content key (see below).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from furnace.domain.errors import LLMError, LLMTimeout
+from furnace.llm.seam import Completion, LLMRequest, Usage
+
+
+def _completion(model: str, text: str, parsed: Any = None) -> Completion:
+    return Completion(
+        text=text,
+        parsed=parsed,
+        usage=Usage(prompt_tokens=0, completion_tokens=max(1, len(text) // 4)),
+        model=model,
+    )
+
+
+class FakeLLM:
+    """Answers from a queue of strings, dicts (parsed JSON), exceptions or callables.
+
+    ``FakeLLM(["a", {"x": 1}, LLMTimeout("slow")])``; ``enqueue(...)`` adds more;
+    ``respond=fn`` answers every call not covered by the queue. ``calls`` holds every
+    request seen, in order.
+    """
+
+    def __init__(
+        self,
+        responses: Iterable[Any] = (),
+        *,
+        respond: Callable[[LLMRequest], Any] | None = None,
+        model_name: str = "fake",
+    ) -> None:
+        self.model_name = model_name
+        self._queue: deque[Any] = deque(responses)
+        self._respond = respond
+        self._lock = threading.Lock()
+        self.calls: list[LLMRequest] = []
+
+    def enqueue(self, *responses: Any) -> None:
+        with self._lock:
+            self._queue.extend(responses)
+
+    def complete(self, request: LLMRequest) -> Completion:
+        with self._lock:
+            self.calls.append(request)
+            item = self._queue.popleft() if self._queue else None
+        if item is None:
+            if self._respond is None:
+                raise LLMError("FakeLLM: no response queued for task " + request.task.value)
+            item = self._respond(request)
+        if callable(item) and not isinstance(item, (str, dict, list)):
+            item = item(request)
+        if isinstance(item, BaseException):
+            raise item
+        if isinstance(item, Completion):
+            return item
+        if isinstance(item, (dict, list)):
+            import json
+
+            return _completion(self.model_name, json.dumps(item, ensure_ascii=False), item)
+        return _completion(self.model_name, str(item))
+
+
+class EchoLLM:
+    """Returns the request's messages as text (``role: content`` lines)."""
+
+    model_name = "echo"
+
+    def __init__(self) -> None:
+        self.calls: list[LLMRequest] = []
+
+    def complete(self, request: LLMRequest) -> Completion:
+        self.calls.append(request)
+        text = "\n".join(f"{m.role}: {m.content}" for m in request.messages)
+        return _completion(self.model_name, text)
+
+
+class SlowLLM:
+    """Adds ``latency_s`` per call (sleeping, so threads overlap) to ``inner``."""
+
+    def __init__(self, inner: Any, latency_s: float = 0.05, *, per_token_s: float = 0.0) -> None:
+        self.inner = inner
+        self.latency_s = latency_s
+        self.per_token_s = per_token_s
+        self.model_name = inner.model_name
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def complete(self, request: LLMRequest) -> Completion:
+        with self._lock:
+            self.calls += 1
+        started = time.perf_counter()
+        result = self.inner.complete(request)
+        time.sleep(self.latency_s + self.per_token_s * result.usage.completion_tokens)
+        return result.model_copy(update={"latency_s": time.perf_counter() - started})
+
+
+class FlakyLLM:
+    """Fails a seeded ``rate`` of calls with a transient :class:`LLMTimeout`.
+
+    Whether a call fails depends only on its cache key and the seed, so a retried
+    identical request fails again only by the same deterministic rule
+    (``attempt`` in the key makes retries independent).
+    """
+
+    def __init__(self, inner: Any, rate: float = 0.3, *, seed: int = 0) -> None:
+        self.inner = inner
+        self.rate = rate
+        self.seed = seed
+        self.model_name = inner.model_name
+        self.failures = 0
+        self._attempts: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def complete(self, request: LLMRequest) -> Completion:
+        key = request.cache_key(self.model_name)
+        with self._lock:
+            attempt = self._attempts.get(key, 0)
+            self._attempts[key] = attempt + 1
+        if random.Random(f"{self.seed}:{key}:{attempt}").random() < self.rate:
+            with self._lock:
+                self.failures += 1
+            raise LLMTimeout(f"injected transient failure ({request.task.value})")
+        return self.inner.complete(request)
+
+
+class ReplayMiss(AssertionError):
+    """A replayed test asked for a completion that was never recorded.
+
+    An ``AssertionError`` on purpose: it fails the test and is not swallowed by
+    code that handles :class:`~furnace.domain.errors.LLMError` as a per-call failure.
+    """
+
+
+REPLAY_FORMAT = "furnace-replay/1"
+
+
+class ReplayLLM:
+    """Record a real model's completions once; replay them by content key.
+
+    - **Record**: ``ReplayLLM(path, inner=real_model)`` serves keys already in
+      the file and calls ``inner`` for new ones, saving each new completion
+      (atomically) to ``path``.
+    - **Replay**: ``ReplayLLM(path)`` serves only what was recorded; an unseen
+      request raises :class:`ReplayMiss` naming its task and a hint of its text.
+
+    Keys are ``request.cache_key(model)`` with the recorded model's name, so a
+    replay matches exactly when the request's content (messages, params, schema,
+    seed, inputs, sample index) is unchanged. The file is JSON:
+    ``{"format", "model", "completions": {key: {"task", "hint", "completion"}}}``.
+    """
+
+    def __init__(self, path: Any, inner: Any | None = None, *, model_name: str | None = None) -> None:
+        from pathlib import Path
+
+        self.path = Path(path)
+        self.inner = inner
+        self.mode = "record" if inner is not None else "replay"
+        self._lock = threading.Lock()
+        self._entries: dict[str, dict[str, Any]] = {}
+        recorded_model: str | None = None
+        if self.path.exists():
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if data.get("format") != REPLAY_FORMAT:
+                raise ValueError(f"{self.path} is not a furnace replay file ({REPLAY_FORMAT})")
+            recorded_model = data.get("model")
+            self._entries = dict(data.get("completions") or {})
+        elif self.mode == "replay":
+            raise ReplayMiss(f"no recording at {self.path}; record one with ReplayLLM(path, inner=model)")
+        self.model_name: str = model_name or (inner.model_name if inner is not None else recorded_model) or "replay"
+        if recorded_model and inner is not None and recorded_model != self.model_name:
+            raise ValueError(f"{self.path} was recorded with {recorded_model!r}, not {self.model_name!r}")
+        self.calls: list[LLMRequest] = []
+        self.recorded = 0
+        self.misses: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def complete(self, request: LLMRequest) -> Completion:
+        key = request.cache_key(self.model_name)
+        with self._lock:
+            self.calls.append(request)
+            entry = self._entries.get(key)
+        if entry is not None:
+            return Completion.model_validate(entry["completion"])
+        if self.inner is None:
+            hint = _hint(request)
+            with self._lock:
+                self.misses.append(key)
+            raise ReplayMiss(
+                f"no recorded completion for task {request.task.value!r} ({hint!r}, key {key[:12]}) in {self.path};"
+                " re-record with ReplayLLM(path, inner=model)"
+            )
+        completion = self.inner.complete(request).model_copy(update={"cached": False})
+        with self._lock:
+            self._entries[key] = {
+                "task": request.task.value,
+                "hint": _hint(request),
+                "completion": completion.model_dump(mode="json"),
+            }
+            self.recorded += 1
+            self._save()
+        return completion
+
+    def _save(self) -> None:
+        import os
+
+        data = {"format": REPLAY_FORMAT, "model": self.model_name, "completions": self._entries}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        tmp.write_text(json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+        os.replace(tmp, self.path)
+
+
+def _hint(request: LLMRequest, size: int = 60) -> str:
+    text = request.messages[-1].content if request.messages else ""
+    text = " ".join(text.split())
+    return text if len(text) <= size else text[: size - 1] + "…"

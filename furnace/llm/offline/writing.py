@@ -1,0 +1,111 @@
+"""Offline writing tasks: GENERATE, REVISE, EXTRACT_PREFERENCES, COMPRESS.
+
+``generate`` and ``revise`` live in :mod:`writing_generate` and :mod:`writing_revise`
+(re-exported here, where the engine's registry points). This module holds the
+two small ones:
+
+- ``extract_preferences`` — inputs ``suggestions`` (list of str), ``before`` and
+  ``after`` (``{"title", "body"}``), optional ``language``. Maps each recognised
+  suggestion, checked against the observed change, to ``(dimension, value)``:
+  lively/formal → ``tone``; add/remove emoji → ``emoji`` more/fewer;
+  shorten/lengthen → ``length`` concise/detailed. Output
+  ``{"preferences": [{"dimension", "value", "evidence", "weight"}]}``.
+- ``compress`` — inputs ``turns`` (``[{"role", "content"}]``), ``target_tokens``,
+  optional ``previous_summary``. Extractive: the first sentence of each turn,
+  cut to the target (engine token estimate). Output text is the summary.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from furnace.llm.seam import LLMRequest
+from furnace.llm.offline.engine import estimate_tokens
+from furnace.llm.offline.writing_generate import generate
+from furnace.llm.offline.writing_revise import detect_intents, revise
+from furnace.llm.offline.writing_text import count_emoji, detect_language, first_sentence
+
+__all__ = ["generate", "revise", "extract_preferences", "compress"]
+
+_DIMENSION = {
+    "lively": ("tone", "lively"),
+    "formal": ("tone", "formal"),
+    "emoji_add": ("emoji", "more"),
+    "emoji_remove": ("emoji", "fewer"),
+    "shorten": ("length", "concise"),
+    "lengthen": ("length", "detailed"),
+}
+
+
+def _observed(kind: str, before: dict[str, str], after: dict[str, str], zh: bool) -> tuple[bool, str]:
+    """Whether the before/after change confirms the intent, and a short description."""
+    b_text, a_text = before.get("title", "") + before.get("body", ""), after.get("title", "") + after.get("body", "")
+    if kind.startswith("emoji"):
+        b, a = count_emoji(b_text), count_emoji(a_text)
+        return (a > b if kind == "emoji_add" else a < b), (f"emoji {b}→{a}")
+    if kind in ("shorten", "lengthen"):
+        b, a = len(before.get("body", "")), len(after.get("body", ""))
+        unit = "字" if zh else " characters"
+        return (a < b if kind == "shorten" else a > b), f"{b}→{a}{unit}"
+    changed = b_text != a_text
+    return changed, ("正文已改写" if zh else "text reworded") if changed else ("未改动" if zh else "unchanged")
+
+
+def extract_preferences(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
+    """(dimension, value) pairs from suggestions and the observed before/after change."""
+    suggestions = [str(s) for s in request.inputs.get("suggestions") or []]
+    before = dict(request.inputs.get("before") or {})
+    after = dict(request.inputs.get("after") or {})
+    language = request.inputs.get("language") or detect_language(" ".join(suggestions) + after.get("body", ""))
+    zh = language == "zh"
+    found: dict[str, dict[str, Any]] = {}
+    for suggestion in suggestions:
+        for intent in detect_intents(suggestion):
+            if intent.kind not in _DIMENSION:
+                continue
+            dimension, value = _DIMENSION[intent.kind]
+            confirmed, observed = _observed(intent.kind, before, after, zh)
+            evidence = (f"用户建议「{suggestion}」；{observed}" if zh else f'user asked "{suggestion}"; {observed}')
+            found[dimension] = {
+                "dimension": dimension,
+                "value": value,
+                "evidence": evidence,
+                "weight": 0.6 if confirmed else 0.4,
+            }
+    return "", {"preferences": list(found.values())}
+
+
+def compress(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
+    """Extractive summary: the first sentence of each turn, cut to ``target_tokens``."""
+    turns = request.inputs.get("turns") or []
+    target = max(1, int(request.inputs.get("target_tokens") or 200))
+    lines: list[str] = []
+    previous = str(request.inputs.get("previous_summary") or "").strip()
+    if previous:
+        lines.append(previous)
+    for turn in turns:
+        content = str(turn.get("content", "")).strip()
+        if content:
+            lines.append(f"{turn.get('role', 'user')}: {first_sentence(content)}")
+    summary = "\n".join(lines)
+    return cut_to_tokens(summary, target), None
+
+
+def cut_to_tokens(text: str, target: int) -> str:
+    """The newest part of ``text`` that fits ``target`` tokens: whole lines are
+    dropped from the front (the oldest material) first, then characters."""
+    if estimate_tokens(text) <= target:
+        return text
+    lines = text.split("\n")
+    while len(lines) > 1 and estimate_tokens("\n".join(lines)) > target:
+        lines.pop(0)
+    out = "\n".join(lines)
+    lo, hi = 0, len(out)
+    while lo < hi:  # binary search on a suffix length that fits
+        mid = (lo + hi + 1) // 2
+        if estimate_tokens(out[len(out) - mid:]) <= target:
+            lo = mid
+        else:
+            hi = mid - 1
+    return out[len(out) - lo:]

@@ -1,0 +1,198 @@
+"""The arena's records in DuckDB (tables: ``0006_arena.sql``).
+
+Each method is one short-lived connection (one transaction for writes), never
+held across a model call. Writes are idempotent by natural keys: sessions by
+id, runs by ``run_id``, replies by ``reply_id``, checkpoints by (run, speaker
+index); a run's plan is written only while it is NULL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from furnace.storage.duckdb.db import Database
+from furnace.arena.models import ArenaSession, Checkpoint, Plan, ReplyRecord, RunRecord, RunStatus
+from furnace.domain.errors import NotFound
+
+_RUN_COLS = "run_id, session_id, turn, message, directive, plan, status, cancel_requested, created_at"
+_REPLY_COLS = (
+    "reply_id, run_id, session_id, speaker_index, member_id, member_name, member_version, text, ordinal, "
+    "corrected, created_at"
+)
+
+
+def _run(row: dict[str, Any]) -> RunRecord:
+    plan = row.pop("plan")
+    return RunRecord(**row, plan=Plan.model_validate_json(plan) if plan else None)
+
+
+class DuckDBArenaStore:
+    """:class:`furnace.arena.store.ArenaStore` on a :class:`Database`."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # --- sessions --------------------------------------------------------------
+
+    def save_session(self, session: ArenaSession) -> None:
+        with self.db.transaction() as con:
+            con.execute(
+                "INSERT INTO arena_sessions (session_id, title, model) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                [session.id, session.title, session.model],
+            )
+            con.executemany(
+                "INSERT INTO arena_members (session_id, position, member_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                [[session.id, i, m] for i, m in enumerate(session.members)],
+            )
+
+    def _sessions(self, where: str = "", params: list[Any] | None = None) -> list[ArenaSession]:
+        with self.db.connect() as con:
+            heads = con.execute(
+                f"SELECT session_id, title, model, created_at FROM arena_sessions {where} ORDER BY created_at DESC, session_id",
+                params or [],
+            ).fetchall()
+            members = con.execute(
+                "SELECT session_id, member_id FROM arena_members ORDER BY session_id, position"
+            ).fetchall()
+        by_session: dict[str, list[str]] = {}
+        for sid, mid in members:
+            by_session.setdefault(sid, []).append(mid)
+        return [
+            ArenaSession(id=sid, title=title, model=model, created_at=created, members=tuple(by_session.get(sid, ())))
+            for sid, title, model, created in heads
+        ]
+
+    def get_session(self, session_id: str) -> ArenaSession:
+        found = self._sessions("WHERE session_id = ?", [session_id])
+        if not found:
+            raise NotFound(f"no arena session {session_id!r}", field="session")
+        return found[0]
+
+    def list_sessions(self) -> list[ArenaSession]:
+        return self._sessions()
+
+    # --- runs ------------------------------------------------------------------
+
+    def start_run(self, run: RunRecord) -> RunRecord:
+        with self.db.transaction() as con:
+            con.execute(
+                "INSERT INTO arena_runs (run_id, session_id, turn, message, directive, plan, status) "
+                "SELECT ?, ?, (SELECT count(*) FROM arena_runs WHERE session_id = ?), ?, ?, ?, ? "
+                "ON CONFLICT DO NOTHING",
+                [run.run_id, run.session_id, run.session_id, run.message, run.directive,
+                 run.plan.model_dump_json() if run.plan else None, run.status],
+            )
+            cur = con.execute(f"SELECT {_RUN_COLS} FROM arena_runs WHERE run_id = ?", [run.run_id])
+            cols = [d[0] for d in cur.description or []]
+            row = cur.fetchall()[0]
+        return _run(dict(zip(cols, row)))
+
+    def get_run(self, run_id: str) -> RunRecord:
+        rows = self.db.query_dicts(f"SELECT {_RUN_COLS} FROM arena_runs WHERE run_id = ?", [run_id])
+        if not rows:
+            raise NotFound(f"no arena run {run_id!r}", field="run")
+        return _run(rows[0])
+
+    def list_runs(self, session_id: str) -> list[RunRecord]:
+        rows = self.db.query_dicts(
+            f"SELECT {_RUN_COLS} FROM arena_runs WHERE session_id = ? ORDER BY turn, created_at", [session_id]
+        )
+        return [_run(r) for r in rows]
+
+    def set_plan(self, run_id: str, plan: Plan) -> bool:
+        with self.db.transaction() as con:
+            rows = con.execute(
+                "UPDATE arena_runs SET plan = ?, updated_at = current_timestamp "
+                "WHERE run_id = ? AND plan IS NULL RETURNING run_id",
+                [plan.model_dump_json(), run_id],
+            ).fetchall()
+        return bool(rows)
+
+    def set_status(self, run_id: str, status: RunStatus, *, clear_cancel: bool = False) -> None:
+        sql = "UPDATE arena_runs SET status = ?, updated_at = current_timestamp"
+        if clear_cancel:
+            sql += ", cancel_requested = false"
+        self.db.execute(sql + " WHERE run_id = ?", [status, run_id])
+
+    def request_cancel(self, run_id: str) -> None:
+        self.get_run(run_id)
+        self.db.execute(
+            "UPDATE arena_runs SET cancel_requested = true, updated_at = current_timestamp WHERE run_id = ?", [run_id]
+        )
+
+    def cancel_requested(self, run_id: str) -> bool:
+        rows = self.db.query("SELECT cancel_requested FROM arena_runs WHERE run_id = ?", [run_id])
+        return bool(rows and rows[0][0])
+
+    # --- speakers --------------------------------------------------------------
+
+    def record_speaker(self, checkpoint: Checkpoint, reply: ReplyRecord | None) -> bool:
+        with self.db.transaction() as con:
+            if reply is not None:
+                con.execute(
+                    f"INSERT INTO arena_replies ({_REPLY_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp) "
+                    "ON CONFLICT DO NOTHING",
+                    [reply.reply_id, reply.run_id, reply.session_id, reply.speaker_index, reply.member_id,
+                     reply.member_name, reply.member_version, reply.text, reply.ordinal, reply.corrected],
+                )
+            con.execute(
+                "INSERT INTO arena_checkpoints (run_id, speaker_index, status, reply_id, error, attempts) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [checkpoint.run_id, checkpoint.speaker_index, checkpoint.status, checkpoint.reply_id,
+                 checkpoint.error, checkpoint.attempts],
+            )
+            flag = con.execute("SELECT cancel_requested FROM arena_runs WHERE run_id = ?", [checkpoint.run_id]).fetchall()
+        return bool(flag and flag[0][0])
+
+    def checkpoints(self, run_id: str) -> dict[int, Checkpoint]:
+        rows = self.db.query_dicts(
+            "SELECT run_id, speaker_index, status, reply_id, error, attempts FROM arena_checkpoints "
+            "WHERE run_id = ? ORDER BY speaker_index",
+            [run_id],
+        )
+        return {r["speaker_index"]: Checkpoint(**r) for r in rows}
+
+    def replies(self, *, run_id: str | None = None, session_id: str | None = None) -> list[ReplyRecord]:
+        where, params = [], []
+        if run_id is not None:
+            where.append("p.run_id = ?")
+            params.append(run_id)
+        if session_id is not None:
+            where.append("p.session_id = ?")
+            params.append(session_id)
+        cols = ", ".join(f"p.{c.strip()}" for c in _REPLY_COLS.split(","))
+        rows = self.db.query_dicts(
+            f"SELECT {cols} FROM arena_replies p LEFT JOIN arena_runs r USING (run_id) "
+            f"{'WHERE ' + ' AND '.join(where) if where else ''} ORDER BY r.turn, p.run_id, p.speaker_index",
+            params,
+        )
+        return [ReplyRecord(**r) for r in rows]
+
+
+def build_arena(settings: Any, *, db: Database | None = None, llm: Any | None = None,
+                store: Any | None = None, after_checkpoint: Any | None = None) -> Any:
+    """An :class:`~furnace.arena.Arena` on the DuckDB file of ``settings`` (CLI and app entry)."""
+    from furnace.adapters import factory
+    from furnace.arena.runner import Arena
+
+    from furnace.llm.seam import OFFLINE_MODEL_NAME
+    from furnace.arena.speaker import token_aware_context
+
+    db = db or factory.build_db(settings)
+    if llm is None:
+        llm = factory.build_llm(settings, db=db)
+    built: dict[str, Any] = {llm.model_name: llm}
+
+    def llm_for_model(model: str) -> Any:
+        # A session keeps the model it was created with, even if FURNACE_MODEL changed since.
+        if model not in built:
+            other = settings.model_copy(update={"model": None if model == OFFLINE_MODEL_NAME else model})
+            built[model] = factory.build_llm(other, db=db)
+        return built[model]
+
+    context = token_aware_context(context_limit=settings.context_limit, model=settings.model_name, llm=llm)
+    return Arena(
+        DuckDBArenaStore(db), store or factory.build_store(settings, db=db), llm,
+        llm_for_model=llm_for_model, context=context, after_checkpoint=after_checkpoint,
+    )
+

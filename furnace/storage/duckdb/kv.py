@@ -1,0 +1,64 @@
+"""A DuckDB-backed KV for the synthesis cache (table ``kv``, migration 0003).
+
+``put_if_absent`` runs in one transaction: drop an expired row for the key,
+``INSERT ... ON CONFLICT DO NOTHING``, read back the row. DuckDB's file lock
+serialises writers across processes, so two processes racing on one key see
+one winner, and both return the winner's value.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+import duckdb
+
+from furnace.storage.duckdb.db import Database
+
+
+
+def _ts(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).replace(tzinfo=None)
+
+
+class DuckDBKV:
+    """JSON values by key with TTL in the furnace DuckDB file."""
+
+    def __init__(self, db: Database, *, clock: Callable[[], float] = time.time) -> None:
+        self.db = db
+        self._clock = clock
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The live value under ``key``."""
+        rows = self.db.query(
+            "SELECT value FROM kv WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)",
+            [key, _ts(self._clock())],
+        )
+        return json.loads(rows[0][0]) if rows else None
+
+    def put_if_absent(self, key: str, value: dict[str, Any], ttl_s: float | None = None) -> dict[str, Any]:
+        """Insert unless a live value exists; return the stored (winning) value."""
+        now = self._clock()
+        expires = None if ttl_s is None else _ts(now + ttl_s)
+        def work(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+            # A same-process thread that commits the same key first makes this retry, and the
+            # retry then reads the winner's value.
+            con.execute("DELETE FROM kv WHERE key = ? AND expires_at IS NOT NULL AND expires_at <= ?", [key, _ts(now)])
+            con.execute(
+                "INSERT INTO kv (key, value, created_at, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                [key, json.dumps(value, ensure_ascii=False, sort_keys=True), _ts(now), expires],
+            )
+            return json.loads(con.execute("SELECT value FROM kv WHERE key = ?", [key]).fetchall()[0][0])
+
+        return self.db.write(work)
+
+    def purge_expired(self) -> int:
+        """Delete expired rows; returns how many went."""
+        with self.db.transaction() as con:
+            rows = con.execute(
+                "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ? RETURNING key", [_ts(self._clock())]
+            ).fetchall()
+        return len(rows)

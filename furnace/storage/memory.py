@@ -1,0 +1,253 @@
+"""An in-memory :class:`~furnace.storage.store.ElixirStore` for tests and notebooks.
+
+Behaves exactly like :class:`furnace.storage.duckdb.store.DuckDBStore`
+(both pass ``tests/storage/``), but keeps everything in dicts. Agent records
+are kept as plain data (lineage as its JSON dict) and verified on every read,
+just as the DuckDB rows are.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence, Iterable
+from datetime import datetime
+from typing import Any
+
+from furnace.domain.agent import Agent, LineageNode
+from furnace.domain.elixir import Elixir, ElixirRef
+from furnace.domain.errors import NotFound
+from furnace.storage.store import (
+    Origin,
+    as_stored,
+    checked_ref,
+    deleted_id_error,
+    matches_query,
+    utc_now,
+    verify_agent_lineage,
+    withdrawn_error,
+)
+
+Edge = tuple[str, str, str, str, int]  # parent, child, operator, op_version, parent_version (0 = unpinned)
+
+
+class MemoryStore:
+    """The elixir library, agents and lineage DAG, in process memory."""
+
+    def __init__(self, *, clock: Callable[[], datetime] = utc_now) -> None:
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._versions: dict[str, list[Elixir]] = {}
+        self._origin: dict[str, Origin] = {}
+        self._agents: dict[str, dict[str, Any]] = {}
+        self._edges: set[Edge] = set()
+
+    # --- elixirs ---------------------------------------------------------
+
+    def save_elixir(self, elixir: Elixir, *, origin: Origin = "library") -> ElixirRef:
+        """Store new content as the next version; identical content is a no-op."""
+        with self._lock:
+            return self._save_elixir(elixir, origin, elixir.id)
+
+    def save_elixirs(self, elixirs: Sequence[Elixir], *, origin: Origin = "library") -> list[ElixirRef]:
+        """Save several elixirs all-or-nothing (one transaction)."""
+        with self._lock:
+            backup = ({k: list(v) for k, v in self._versions.items()}, dict(self._origin))
+            try:
+                return [self._save_elixir(e, origin, e.id) for e in elixirs]
+            except BaseException:
+                self._versions, self._origin = backup
+                raise
+
+    def _save_elixir(self, elixir: Elixir, origin: Origin, id: str) -> ElixirRef:
+        versions = self._versions.get(id, [])
+        if versions and versions[-1].withdrawn:
+            raise deleted_id_error(id)
+        if versions and versions[-1].content_hash == elixir.content_hash:
+            return versions[-1].ref
+        stored = as_stored(elixir, id=id, version=len(versions) + 1, created_at=self._clock())
+        self._versions.setdefault(id, []).append(stored)
+        self._origin.setdefault(id, origin)
+        return stored.ref
+
+    def get_elixir(self, id: str, version: int | None = None) -> Elixir:
+        """One version (latest when ``version`` is None); raises NotFound."""
+        versions = self._versions.get(id)
+        if not versions:
+            raise NotFound(f"no elixir {id!r}", field="id")
+        if version is None:
+            return versions[-1]
+        if not 1 <= version <= len(versions):
+            raise NotFound(f"elixir {id!r} has no version {version} (latest is {len(versions)})", field="version")
+        return versions[version - 1]
+
+    def get_by_ref(self, ref: ElixirRef) -> Elixir:
+        """The exact version; raises LineageError if its content hash differs."""
+        return checked_ref(self.get_elixir(ref.id, ref.version), ref)
+
+    def load_for_fusion(self, ref_or_id: ElixirRef | str) -> Elixir:
+        """Like get, but a withdrawn elixir raises LineageError."""
+        if isinstance(ref_or_id, ElixirRef):
+            elixir = self.get_by_ref(ref_or_id)
+        else:
+            elixir = self.get_elixir(ref_or_id)
+        if elixir.withdrawn:
+            raise withdrawn_error(elixir)
+        return elixir
+
+    def history(self, id: str) -> list[Elixir]:
+        """Every version of ``id``, oldest first."""
+        self.get_elixir(id)
+        return list(self._versions[id])
+
+    def list_elixirs(
+        self,
+        *,
+        query: str | None = None,
+        origin: Origin | None = "library",
+        include_deleted: bool = False,
+        limit: int | None = None,
+    ) -> list[Elixir]:
+        """Latest versions, sorted by id; ``query`` matches name, id or expertise."""
+        with self._lock:
+            items = sorted(self._versions.items())
+        found = [
+            versions[-1]
+            for id, versions in items
+            if (origin is None or self._origin[id] == origin)
+            and (include_deleted or not versions[-1].withdrawn)
+            and matches_query(versions[-1], query)
+        ]
+        return found[:limit] if limit is not None else found
+
+    def delete_elixir(self, id: str) -> None:
+        """Soft-delete every version of ``id``; raises NotFound."""
+        with self._lock:
+            self.get_elixir(id)
+            versions = self._versions[id]
+            if versions[-1].withdrawn:
+                return
+            now = self._clock()
+            self._versions[id] = [v.model_copy(update={"deleted_at": now}) for v in versions]
+
+    # --- agents ----------------------------------------------------------
+
+    def save_agent(self, agent: Agent) -> bool:
+        """Persist an agent, its child elixir and its lineage edges. Returns False if it existed."""
+        with self._lock:
+            if agent.id in self._agents:
+                return False
+            ref = self._save_elixir(agent.elixir, "agent", agent.id)
+            self._agents[agent.id] = {
+                "lineage": agent.lineage.model_dump(mode="json"),
+                "system_prompt": agent.system_prompt,
+                "tools": list(agent.tools),
+                "members": [m.model_dump(mode="json") for m in agent.members],
+                "elixir_version": ref.version,
+                "created_at": self._clock(),
+            }
+            for parent in agent.lineage.parents:
+                self._add_edge(parent.id, agent.id, agent.lineage.operator, agent.lineage.op_version, parent.version)
+            return True
+
+    def get_agent(self, id: str) -> Agent:
+        """Load and verify an agent; raises NotFound or LineageError."""
+        record = self._agents.get(id)
+        if record is None:
+            raise NotFound(f"no agent {id!r}", field="id")
+        lineage = verify_agent_lineage(id, record["lineage"], self._stored_hash)
+        return Agent(
+            id=id,
+            elixir=self.get_elixir(id, record["elixir_version"]),
+            lineage=lineage,
+            system_prompt=record["system_prompt"],
+            tools=tuple(record["tools"]),
+            members=tuple(ElixirRef.model_validate(m) for m in record["members"]),
+            created_at=record["created_at"],
+        )
+
+    def _stored_hash(self, id: str, version: int) -> str | None:
+        versions = self._versions.get(id, [])
+        return versions[version - 1].content_hash if 1 <= version <= len(versions) else None
+
+    def list_agents(self, *, limit: int | None = None) -> list[Agent]:
+        """Agents, newest first."""
+        with self._lock:
+            ids = sorted(self._agents, key=lambda i: (-self._agents[i]["created_at"].timestamp(), i))
+        return [self.get_agent(i) for i in ids[:limit]]
+
+    # --- lineage DAG -----------------------------------------------------
+
+    def add_edge(
+        self, parent: str, child: str, *, operator: str, op_version: str = "", parent_version: int | None = None
+    ) -> None:
+        """A lineage edge (idempotent)."""
+        with self._lock:
+            self._add_edge(parent, child, operator, op_version, parent_version)
+
+    def _add_edge(self, parent: str, child: str, operator: str, op_version: str, parent_version: int | None) -> None:
+        self._edges.add((parent, child, operator, op_version or "", parent_version or 0))
+
+    def ancestors(self, id: str, *, max_depth: int | None = None) -> list[LineageNode]:
+        """Every ancestor of ``id`` with its shortest depth (recursive)."""
+        return bfs(id, adjacency((e[1], e[0], e[2]) for e in self._edge_list()), max_depth)
+
+    def descendants(self, id: str, *, max_depth: int | None = None) -> list[LineageNode]:
+        """Every descendant of ``id`` with its shortest depth (recursive)."""
+        return bfs(id, adjacency((e[0], e[1], e[2]) for e in self._edge_list()), max_depth)
+
+    def _edge_list(self) -> list[Edge]:
+        with self._lock:
+            return list(self._edges)
+
+    def common_ancestors(self, a: str, b: str) -> list[str]:
+        """Ids that are ancestors of both."""
+        return sorted({n.id for n in self.ancestors(a)} & {n.id for n in self.ancestors(b)})
+
+    def same_blood(self, a: str, b: str) -> bool:
+        """True when one descends from the other or they share an ancestor."""
+        if a == b:
+            return True
+        anc_a = {n.id for n in self.ancestors(a)}
+        anc_b = {n.id for n in self.ancestors(b)}
+        return b in anc_a or a in anc_b or bool(anc_a & anc_b)
+
+
+Adjacency = dict[str, list[tuple[str, str]]]
+
+
+def adjacency(links: Iterable[tuple[str, str, str]]) -> Adjacency:
+    """``{from: [(to, operator), ...]}`` from ``(from, to, operator)`` links."""
+    out: Adjacency = {}
+    for src, dst, op in links:
+        out.setdefault(src, []).append((dst, op))
+    return out
+
+
+def bfs(start: str, links: Adjacency, max_depth: int | None = None) -> list[LineageNode]:
+    """Breadth-first walk from ``start`` over an :func:`adjacency` map.
+
+    Returns every reachable node (not ``start``) at its shortest depth, sorted
+    by (depth, id); ``via`` (and its ``operator``) is the smallest neighbour
+    id it was reached through at that depth. Also the in-memory baseline of
+    ``bench/bench_lineage.py``.
+    """
+    best: dict[str, LineageNode] = {}
+    frontier = deque([(start, 0)])
+    seen = {start}
+    while frontier:
+        node, depth = frontier.popleft()
+        if max_depth is not None and depth >= max_depth:
+            continue
+        for nxt, op in links.get(node, ()):
+            if nxt == start:
+                continue
+            known = best.get(nxt)
+            if known is None:
+                best[nxt] = LineageNode(id=nxt, depth=depth + 1, operator=op, via=node)
+            elif known.depth == depth + 1 and (node, op) < (known.via or "", known.operator or ""):
+                best[nxt] = LineageNode(id=nxt, depth=depth + 1, operator=op, via=node)
+            if nxt not in seen:
+                seen.add(nxt)
+                frontier.append((nxt, depth + 1))
+    return sorted(best.values(), key=lambda n: (n.depth, n.id))

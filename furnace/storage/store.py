@@ -1,0 +1,190 @@
+"""Store protocols for the elixir library, agents and lineage.
+
+Two implementations pass one contract suite (``tests/storage/``):
+``furnace.storage.memory.MemoryStore`` and
+``furnace.storage.duckdb.store.DuckDBStore``.
+
+Rules every implementation keeps:
+
+- **Immutable versions.** ``save_elixir`` of new content stores ``version + 1``
+  (version 1 for a new id); saving content identical to the latest version is
+  a no-op that returns the existing ref. The ``version`` on the passed value is
+  ignored; the store assigns it.
+- **Soft delete.** ``delete_elixir`` marks every version withdrawn.
+  ``get_elixir`` still returns withdrawn versions (history stays readable);
+  ``load_for_fusion`` refuses them with a :class:`LineageError`.
+- **Lineage verified on read.** ``get_agent`` recomputes the lineage hash and
+  raises :class:`LineageError` on a mismatch.
+- **Idempotent writes.** Saving the same agent twice writes nothing new.
+- **An id's origin is fixed by its first save** (later saves keep it).
+- **Deleted ids stay deleted.** ``save_elixir`` under a deleted id raises
+  :class:`InputError`; ``delete_elixir`` of a deleted id is a no-op.
+- **Agents.** ``save_agent`` stores the child elixir under the agent's id
+  (``origin='agent'``, whatever id the passed child carries) and one edge
+  per lineage parent (``parent_version`` = the parent ref's version).
+  ``get_agent`` also checks that an ``agt-`` id matches its lineage hash and
+  that each parent ref's ``content_hash`` matches the stored version.
+- **Lineage queries** exclude the start node, return ``[]`` for an unknown
+  id, and sort by (depth, id); ``via``/``operator`` are those of the smallest
+  neighbour id at the shortest depth. ``parent_version=None`` is stored as 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime, timezone
+from typing import Any, Literal, Protocol
+
+from furnace.domain.agent import AGENT_PREFIX, Agent, LineageNode, agent_id_for
+from furnace.domain.elixir import Elixir, ElixirRef, parse_elixir
+from furnace.domain.errors import InputError, LineageError
+from furnace.domain.lineage import Lineage, verify_lineage
+
+Origin = Literal["library", "agent"]
+
+
+class ElixirStore(Protocol):
+    """The elixir library, agents and the lineage DAG."""
+
+    def save_elixir(self, elixir: Elixir, *, origin: Origin = "library") -> ElixirRef:
+        """Store new content as the next version; identical content is a no-op."""
+        ...
+
+    def save_elixirs(self, elixirs: Sequence[Elixir], *, origin: Origin = "library") -> list[ElixirRef]:
+        """Save several elixirs all-or-nothing (one transaction); each as ``save_elixir`` would."""
+        ...
+
+    def get_elixir(self, id: str, version: int | None = None) -> Elixir:
+        """One version (latest when ``version`` is None); raises NotFound."""
+        ...
+
+    def get_by_ref(self, ref: ElixirRef) -> Elixir:
+        """The exact version; raises LineageError if its content hash differs."""
+        ...
+
+    def load_for_fusion(self, ref_or_id: ElixirRef | str) -> Elixir:
+        """Like get, but a withdrawn elixir raises LineageError
+        ("agent depends on withdrawn elixir X v3")."""
+        ...
+
+    def history(self, id: str) -> list[Elixir]:
+        """Every version of ``id``, oldest first."""
+        ...
+
+    def list_elixirs(
+        self, *, query: str | None = None, origin: Origin | None = "library", include_deleted: bool = False,
+        limit: int | None = None,
+    ) -> list[Elixir]:
+        """Latest versions, sorted by id; ``query`` matches name, id or expertise (case-insensitive)."""
+        ...
+
+    def delete_elixir(self, id: str) -> None:
+        """Soft-delete every version of ``id``; raises NotFound."""
+        ...
+
+    def save_agent(self, agent: Agent) -> bool:
+        """Persist an agent, its child elixir and its lineage edges. Returns False if it existed."""
+        ...
+
+    def get_agent(self, id: str) -> Agent:
+        """Load and verify an agent; raises NotFound or LineageError."""
+        ...
+
+    def list_agents(self, *, limit: int | None = None) -> list[Agent]:
+        """Agents, newest first."""
+        ...
+
+    def add_edge(self, parent: str, child: str, *, operator: str, op_version: str = "", parent_version: int | None = None) -> None:
+        """A lineage edge (idempotent)."""
+        ...
+
+    def ancestors(self, id: str, *, max_depth: int | None = None) -> list[LineageNode]:
+        """Every ancestor of ``id`` with its shortest depth (recursive)."""
+        ...
+
+    def descendants(self, id: str, *, max_depth: int | None = None) -> list[LineageNode]:
+        """Every descendant of ``id`` with its shortest depth (recursive)."""
+        ...
+
+    def common_ancestors(self, a: str, b: str) -> list[str]:
+        """Ids that are ancestors of both."""
+        ...
+
+    def same_blood(self, a: str, b: str) -> bool:
+        """True when one descends from the other or they share an ancestor."""
+        ...
+
+
+# --- helpers shared by every implementation (not part of the protocol) -------
+
+
+def utc_now() -> datetime:
+    """The current time, timezone-aware UTC (what stores stamp on save)."""
+    return datetime.now(timezone.utc)
+
+
+def as_stored(elixir: Elixir, *, version: int, created_at: datetime, id: str | None = None) -> Elixir:
+    """A re-validated copy carrying the store-assigned id, version and timestamp.
+
+    Re-validating (rather than ``model_copy``) means a value assembled without
+    validation can never reach the store, and its ``content_hash`` is fresh.
+    """
+    data = elixir.model_dump(mode="json", exclude={"content_hash", "version", "created_at", "deleted_at"})
+    data.update(version=version, created_at=created_at, deleted_at=None)
+    if id is not None:
+        data["id"] = id
+    return parse_elixir(data)
+
+
+def checked_ref(elixir: Elixir, ref: ElixirRef) -> Elixir:
+    """``elixir`` when it is the content ``ref`` pins; else a LineageError naming both hashes."""
+    if elixir.content_hash != ref.content_hash:
+        raise LineageError(
+            f"{ref}: content_hash mismatch — reference says {ref.content_hash[:12]}…, "
+            f"the store holds {elixir.content_hash[:12]}…"
+        )
+    return elixir
+
+
+def withdrawn_error(elixir: Elixir) -> LineageError:
+    """The error for fusing from a soft-deleted elixir."""
+    return LineageError(f"agent depends on withdrawn elixir {elixir.id} v{elixir.version}")
+
+
+def deleted_id_error(id: str) -> InputError:
+    """The error for saving under an id that was deleted."""
+    return InputError(f"elixir {id!r} was deleted; save it under a new id", field="id")
+
+
+def matches_query(elixir: Elixir, query: str | None) -> bool:
+    """Case-insensitive substring match on name, id or any expertise entry."""
+    if not query:
+        return True
+    q = query.strip().lower()
+    return any(q in text.lower() for text in (elixir.id, elixir.name, *elixir.expertise))
+
+
+def verify_agent_lineage(
+    agent_id: str, data: dict[str, Any], stored_hash: Callable[[str, int], str | None]
+) -> Lineage:
+    """Verify an agent's stored lineage record.
+
+    Checks the ``lineage_hash`` (see :func:`furnace.domain.lineage.verify_lineage`),
+    that a derived agent id still matches it, and that every parent ref's
+    ``content_hash`` equals the stored elixir version's (``stored_hash(id, v)``
+    returns None when that version is not in this store).
+    """
+    what = f"agent {agent_id}"
+    lineage = verify_lineage(data, what=what)
+    if agent_id.startswith(AGENT_PREFIX) and agent_id != agent_id_for(lineage.lineage_hash):
+        raise LineageError(
+            f"{what}: id does not match its lineage_hash {lineage.lineage_hash[:12]}…: the record was altered"
+        )
+    for parent in lineage.parents:
+        actual = stored_hash(parent.id, parent.version)
+        if actual is not None and actual != parent.content_hash:
+            raise LineageError(
+                f"{what}: parent {parent} content_hash mismatch — lineage says "
+                f"{parent.content_hash[:12]}…, the store holds {actual[:12]}…"
+            )
+    return lineage

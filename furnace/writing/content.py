@@ -1,0 +1,356 @@
+"""Persona-driven content: pieces (title + body) with a version chain V1, V2, ...
+
+A :class:`Content` item is written by one persona (a library elixir or an
+agent's child elixir) on a topic; its text lives in immutable
+:class:`ContentVersion` rows. Generation *creates* (GENERATE task, the persona's
+rendered prompt — learned preferences included — as the system message);
+revisions *edit* (:mod:`furnace.writing.revision`).
+
+Storage is a :class:`ContentStore` (``furnace.storage.duckdb.content`` on
+DuckDB, :class:`~furnace.writing.content_memory.MemoryContentStore` in memory).
+Diff and rollback of versions live in :mod:`furnace.writing.revision`. Its
+``commit`` writes a :class:`ContentBatch` atomically: a revision record, the
+new version and the assistant message land together or not at all.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from furnace.domain.agent import AGENT_PREFIX
+from furnace.domain.elixir import Elixir
+from furnace.domain.errors import InputError, LLMMalformedOutput
+from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
+from furnace.storage.store import ElixirStore, Origin
+
+Clock = Callable[[], datetime]
+VersionSource = Literal["generate", "revise", "rollback"]
+Role = Literal["system", "user", "assistant"]
+
+PIECE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"title": {"type": "string"}, "body": {"type": "string"}},
+    "required": ["title", "body"],
+}
+
+
+def utc_now() -> datetime:
+    """Naive UTC now (what the stores keep)."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class Content(_Frozen):
+    """One content item: who writes it, about what. Its text is in the versions."""
+
+    id: str
+    persona_id: str
+    persona_version: int
+    topic: str
+    language: Literal["zh", "en"] = "en"
+    created_at: datetime
+
+
+class ContentVersion(_Frozen):
+    """One immutable version of a content item's text."""
+
+    content_id: str
+    version: int = Field(ge=1)
+    title: str
+    body: str
+    word_count: int
+    source: VersionSource = "generate"
+    revision_id: str | None = None
+    note: str = ""
+    created_at: datetime
+
+    @property
+    def label(self) -> str:
+        return f"V{self.version}"
+
+
+class ChatSession(_Frozen):
+    """The revision chat of one content item (one session per item)."""
+
+    id: str
+    content_id: str
+    persona_id: str
+    created_at: datetime
+
+
+MessageKind = Literal["welcome", "suggestion", "noted", "revision", "unchanged", "failure", "rollback"]
+
+
+class ChatMessage(_Frozen):
+    """A light chat message; ``seq`` and ``id`` are assigned by the store on commit."""
+
+    session_id: str
+    role: Role
+    kind: MessageKind
+    content: str
+    revision_id: str | None = None
+    seq: int = 0
+    id: str = ""
+    created_at: datetime
+
+
+class RevisionRecord(_Frozen):
+    """A heavy revision record: the suggestion(s) and the exact text before and after."""
+
+    id: str
+    content_id: str
+    session_id: str
+    persona_id: str
+    persona_version: int
+    suggestions: tuple[str, ...]
+    from_version: int
+    to_version: int
+    original_title: str
+    original_body: str
+    revised_title: str
+    revised_body: str
+    model: str = ""
+    created_at: datetime
+
+    @property
+    def suggestion(self) -> str:
+        """All suggestions of this edit as one line."""
+        return " / ".join(self.suggestions)
+
+
+class ContentBatch(_Frozen):
+    """What one atomic ``ContentStore.commit`` writes (any subset)."""
+
+    content: Content | None = None
+    session: ChatSession | None = None
+    version: ContentVersion | None = None
+    revision: RevisionRecord | None = None
+    messages: tuple[ChatMessage, ...] = ()
+
+
+class ContentStore(Protocol):
+    """Contents, versions, chat sessions, messages (light) and revisions (heavy)."""
+
+    def commit(self, batch: ContentBatch) -> list[ChatMessage]:
+        """Write the batch in one transaction; returns the messages with ``seq``/``id``.
+
+        A new ``version`` must be exactly one above the stored latest (else
+        :class:`~furnace.domain.errors.StoreError`: someone else edited meanwhile).
+        Rows already stored under the same natural key are left as they are.
+        """
+        ...
+
+    def get_content(self, content_id: str) -> Content:
+        """The content item; raises NotFound."""
+        ...
+
+    def list_contents(self, *, persona_id: str | None = None) -> list[Content]:
+        """Content items, newest first."""
+        ...
+
+    def get_version(self, content_id: str, version: int | None = None) -> ContentVersion:
+        """One version (latest when None); raises NotFound."""
+        ...
+
+    def versions(self, content_id: str) -> list[ContentVersion]:
+        """Every version, oldest first."""
+        ...
+
+    def get_session(self, content_id: str) -> ChatSession | None:
+        """The content's chat session, if one was created."""
+        ...
+
+    def messages(self, session_id: str) -> list[ChatMessage]:
+        """The session's messages in order."""
+        ...
+
+    def get_revision(self, revision_id: str) -> RevisionRecord:
+        """One revision record (loaded on demand); raises NotFound."""
+        ...
+
+    def revisions(self, content_id: str) -> list[RevisionRecord]:
+        """The content's revision records, oldest first."""
+        ...
+
+    def unprocessed_revisions(self, *, limit: int | None = None) -> list[RevisionRecord]:
+        """Revisions whose preferences were not extracted yet, oldest first."""
+        ...
+
+    def mark_processed(self, revision_id: str, *, persona_id: str, persona_version: int | None,
+                       preferences: Sequence[dict[str, Any]], status: str) -> bool:
+        """Mark a revision as processed (idempotent); False when it already was."""
+        ...
+
+    def is_processed(self, revision_id: str) -> bool:
+        """Whether preference extraction already ran for this revision."""
+        ...
+
+
+# --- counting and ids -------------------------------------------------------
+
+_EN_WORD = re.compile(r"[A-Za-z0-9]+(?:['’-][A-Za-z0-9]+)*")
+
+
+def word_count(text: str, language: str) -> int:
+    """zh: characters that are not whitespace; en: words."""
+    if language == "zh":
+        return sum(1 for ch in text if not ch.isspace())
+    return len(_EN_WORD.findall(text))
+
+
+def session_id_for(content_id: str) -> str:
+    """The one chat session of a content item."""
+    return f"ses-{content_id}"
+
+
+def revision_id_for(content_id: str, to_version: int, edit_key: str = "") -> str:
+    """A revision's natural key: the version it produced and what the edit was.
+
+    ``edit_key`` (a digest of suggestions and revised text) tells two different
+    edits racing for the same version apart, while the very same write retried
+    keeps its id (and stays a no-op).
+    """
+    return f"rev-{content_id}-v{to_version}" + (f"-{edit_key[:8]}" if edit_key else "")
+
+
+def new_content_id() -> str:
+    """A fresh content id."""
+    return "cnt-" + uuid.uuid4().hex[:12]
+
+
+# --- personas ---------------------------------------------------------------
+
+
+def persona_origin(persona_id: str) -> Origin:
+    """Agents' child elixirs are stored under the agent id with origin ``agent``."""
+    return "agent" if persona_id.startswith(AGENT_PREFIX) else "library"
+
+
+def load_persona(store: ElixirStore, persona_id: str) -> Elixir:
+    """The latest version of a library elixir or an agent's child elixir (not a withdrawn one)."""
+    persona = store.get_elixir(persona_id)
+    if persona.withdrawn:
+        raise InputError(f"persona {persona_id} v{persona.version} is withdrawn; it cannot write new content",
+                         field="persona")
+    return persona
+
+
+# --- generation -------------------------------------------------------------
+
+
+def build_generate_request(persona: Elixir, topic: str, *, seed: int = 0) -> LLMRequest:
+    """The GENERATE request: the persona's rendered prompt creates a piece on ``topic``."""
+    from furnace.domain.render import render_prompt
+
+    if persona.language == "zh":
+        task = (f"请以你的身份写一篇关于「{topic}」的文章：一个标题，正文分若干段。"
+                "遵守上面的所有约束与习得偏好。以 JSON 返回 {\"title\": ..., \"body\": ...}，段落之间空一行。")
+    else:
+        task = (f"Write a piece on the topic \"{topic}\" in your voice: a title and a body of several "
+                "paragraphs. Keep every constraint and learned preference above. Answer as JSON "
+                "{\"title\": ..., \"body\": ...}, paragraphs separated by a blank line.")
+    return LLMRequest(
+        task=TaskKind.GENERATE,
+        messages=(Message(role="system", content=render_prompt(persona)), Message(role="user", content=task)),
+        temperature=0.7,
+        seed=seed,
+        json_schema=PIECE_SCHEMA,
+        inputs={"persona": persona.model_dump(mode="json"), "topic": topic, "language": persona.language},
+    )
+
+
+def parse_piece(parsed: Any, text: str = "") -> tuple[str, str]:
+    """Title and body from a structured answer; raises LLMMalformedOutput when unusable."""
+    if not isinstance(parsed, dict) and text:
+        import json
+
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+    if not isinstance(parsed, dict):
+        raise LLMMalformedOutput("the model did not return a {title, body} object")
+    title, body = parsed.get("title"), parsed.get("body")
+    if not isinstance(title, str) or not isinstance(body, str) or not title.strip() or not body.strip():
+        raise LLMMalformedOutput("the model returned an empty title or body")
+    return title.strip(), body.strip()
+
+
+def generate_content(
+    store: ElixirStore,
+    content_store: ContentStore,
+    llm: LLM,
+    *,
+    persona_id: str,
+    topic: str,
+    seed: int = 0,
+    content_id: str | None = None,
+    clock: Clock = utc_now,
+) -> tuple[Content, ContentVersion]:
+    """Write V1 of a new content item on ``topic`` in the persona's voice."""
+    topic = topic.strip()
+    if not topic:
+        raise InputError("topic must not be empty", field="topic")
+    persona = load_persona(store, persona_id)
+    completion = llm.complete(build_generate_request(persona, topic, seed=seed))
+    title, body = parse_piece(completion.parsed, completion.text)
+    now = clock()
+    content = Content(id=content_id or new_content_id(), persona_id=persona.id, persona_version=persona.version,
+                      topic=topic, language=persona.language, created_at=now)
+    version = ContentVersion(content_id=content.id, version=1, title=title, body=body,
+                             word_count=word_count(body, persona.language), source="generate", created_at=now)
+    content_store.commit(ContentBatch(content=content, version=version))
+    return content, version
+
+
+# --- chat sessions ----------------------------------------------------------
+
+_WELCOME = {
+    "zh": "你好！我是这篇《{title}》的修改助手。告诉我哪里想改（比如“太正式了，活泼点”），我会只改你说的地方。",
+    "en": "Hi! I'm the revision assistant for \"{title}\". Tell me what to change (e.g. \"too formal, make it "
+          "livelier\") and I'll change only that.",
+}
+
+
+def open_session(
+    content_store: ContentStore, content: Content, now: datetime
+) -> tuple[ChatSession, ChatSession | None, tuple[ChatMessage, ...]]:
+    """Get or create the content's chat session.
+
+    Returns ``(session, new_session, welcome)``: for an existing session
+    ``new_session`` is None and ``welcome`` empty; otherwise both are to be
+    written in the caller's batch (creation = session + system welcome message).
+    """
+    session = content_store.get_session(content.id)
+    if session is not None:
+        return session, None, ()
+    session = ChatSession(id=session_id_for(content.id), content_id=content.id, persona_id=content.persona_id,
+                          created_at=now)
+    title = content_store.get_version(content.id, 1).title
+    welcome = ChatMessage(session_id=session.id, role="system", kind="welcome",
+                          content=_WELCOME[content.language].format(title=title), created_at=now)
+    return session, session, (welcome,)
+
+
+# --- text helpers -----------------------------------------------------------
+
+
+def preview(text: str, limit: int = 200) -> str:
+    """The first ``limit`` characters of ``text`` on one line (… when cut)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit] + "…"
+
+
+__all__ = [
+    "ChatMessage", "ChatSession", "Content", "ContentBatch", "ContentStore", "ContentVersion", "RevisionRecord",
+    "build_generate_request", "generate_content", "open_session", "parse_piece", "preview", "word_count",
+]

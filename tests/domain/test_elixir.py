@@ -1,0 +1,394 @@
+"""The elixir model: every validation limit, content_hash stability, immutability."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from furnace.domain import elixir as elixir_module
+from furnace.domain.elixir import (
+    MAX_FEW_SHOT_TEXT,
+    MAX_FEW_SHOTS,
+    MAX_IDENTITY,
+    MAX_ITEM,
+    MAX_LENGTH_LIMIT,
+    MAX_LIST,
+    MAX_NAME,
+    MAX_PREFERENCES,
+    MAX_STYLE_NOTES,
+    Elixir,
+    Tone,
+    edit,
+    parse_elixir,
+    slugify,
+)
+from furnace.domain.errors import InputError
+
+BASE: dict[str, Any] = {
+    "id": "ada",
+    "name": "Ada",
+    "identity": "A careful helper.",
+    "expertise": ["python"],
+    "principles": ["Answer precisely."],
+}
+
+
+def make(**changes: Any) -> dict[str, Any]:
+    data = json.loads(json.dumps(BASE))
+    for key, value in changes.items():
+        if value is _DROP:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    return data
+
+
+_DROP = object()
+
+
+def rejects(data: Any, field: str | None, *fragments: str) -> InputError:
+    with pytest.raises(InputError) as info:
+        parse_elixir(data)
+    err = info.value
+    message = str(err)
+    assert "\n" not in message
+    if field is not None:
+        assert err.field == field, message
+        assert field in message
+    for fragment in fragments:
+        assert fragment in message, message
+    return err
+
+
+# --- validation --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dim", Tone.DIMENSIONS)
+@pytest.mark.parametrize("value", [1.7, -0.1, 1.0000001, float("nan"), float("inf")])
+def test_tone_out_of_range(dim: str, value: float) -> None:
+    rejects(make(tone={dim: value}), f"tone.{dim}", "must be between 0 and 1")
+
+
+def test_tone_message_is_the_documented_one() -> None:
+    err = rejects(make(tone={"humor": 1.7}), "tone.humor")
+    assert str(err) == "invalid elixir: tone.humor must be between 0 and 1, got 1.7"
+
+
+@pytest.mark.parametrize("value", [0, 1, 0.0, 1.0, 0.5])
+def test_tone_bounds_inclusive(value: float) -> None:
+    assert parse_elixir(make(tone={"empathy": value})).tone.empathy == value
+
+
+@pytest.mark.parametrize("identity", ["", "   ", "\n\t"])
+def test_empty_identity(identity: str) -> None:
+    rejects(make(identity=identity), "identity", "must not be empty")
+
+
+@pytest.mark.parametrize("field", ["identity", "expertise", "principles", "name"])
+def test_missing_required(field: str) -> None:
+    rejects(make(**{field: _DROP}), field, "is required")
+
+
+def test_id_derived_from_name_when_missing() -> None:
+    assert parse_elixir(make(id=_DROP, name="Terse Go Reviewer")).id == "terse-go-reviewer"
+    assert parse_elixir(make(id=_DROP, name="小夏")).id.startswith("elixir-")
+
+
+@pytest.mark.parametrize("field", ["expertise", "principles"])
+def test_required_lists_need_one_item(field: str) -> None:
+    rejects(make(**{field: []}), field, "needs at least 1 item")
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "fragment"),
+    [
+        ({"tone": {"humor": "high"}}, "tone.humor", "must be a number, got str"),
+        ({"tone": {"humor": True}}, "tone.humor", "must be a number, got bool"),
+        ({"tone": [0.5]}, "tone", "must be a mapping"),
+        ({"expertise": "python"}, "expertise", "must be a list, got str"),
+        ({"principles": [1]}, "principles.0", "must be a string, got int"),
+        ({"name": 5}, "name", "must be a string, got int"),
+        ({"constraints": {"max_length": "ten"}}, "constraints.max_length", "must be an integer"),
+        ({"constraints": {"max_length": 10.5}}, "constraints.max_length", "must be an integer"),
+        ({"constraints": {"max_length": True}}, "constraints.max_length", "must be an integer"),
+        ({"constraints": {"must_use_markdown": "yes"}}, "constraints.must_use_markdown", "true or false"),
+        ({"priority": "5"}, "priority", "must be an integer"),
+        ({"few_shots": "hello"}, "few_shots", "must be a list"),
+        ({"few_shots": [{"input": "a"}]}, "few_shots.0.output", "is required"),
+        ({"style_preferences": [{"dimension": "d", "value": "v", "weight": "heavy"}]}, "style_preferences.0.weight", "must be a number"),
+        ({"colour": "red"}, "colour", "is not a known field"),
+        ({"tone": {"warmth": 0.5}}, "tone.warmth", "is not a known field"),
+    ],
+)
+def test_wrong_types(changes: dict[str, Any], field: str, fragment: str) -> None:
+    rejects(make(**changes), field, fragment)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"name": "n" * (MAX_NAME + 1)}, "name"),
+        ({"identity": "i" * (MAX_IDENTITY + 1)}, "identity"),
+        ({"expertise": ["e" * (MAX_ITEM + 1)]}, "expertise.0"),
+        ({"principles": ["p" * (MAX_ITEM + 1)]}, "principles.0"),
+        ({"style_notes": "s" * (MAX_STYLE_NOTES + 1)}, "style_notes"),
+        ({"few_shots": [{"input": "q" * (MAX_FEW_SHOT_TEXT + 1), "output": "a"}]}, "few_shots.0.input"),
+        ({"constraints": {"forbidden_topics": ["t" * (MAX_ITEM + 1)]}}, "constraints.forbidden_topics.0"),
+    ],
+)
+def test_oversized_text(changes: dict[str, Any], field: str) -> None:
+    rejects(make(**changes), field, "is too long")
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "limit"),
+    [
+        ({"expertise": [f"e{i}" for i in range(MAX_LIST + 1)]}, "expertise", MAX_LIST),
+        ({"principles": [f"p{i}" for i in range(MAX_LIST + 1)]}, "principles", MAX_LIST),
+        ({"tools": [f"t{i}" for i in range(MAX_LIST + 1)]}, "tools", MAX_LIST),
+        ({"conflicts_with": [f"c{i}" for i in range(MAX_LIST + 1)]}, "conflicts_with", MAX_LIST),
+        ({"few_shots": [{"input": f"q{i}", "output": "a"} for i in range(MAX_FEW_SHOTS + 1)]}, "few_shots", MAX_FEW_SHOTS),
+        (
+            {"style_preferences": [{"dimension": f"d{i}", "value": "v"} for i in range(MAX_PREFERENCES + 1)]},
+            "style_preferences",
+            MAX_PREFERENCES,
+        ),
+    ],
+)
+def test_oversized_lists(changes: dict[str, Any], field: str, limit: int) -> None:
+    rejects(make(**changes), field, f"has too many items ({limit + 1}, at most {limit})")
+
+
+def test_limits_are_inclusive() -> None:
+    parse_elixir(
+        make(
+            name="n" * MAX_NAME,
+            identity="i" * MAX_IDENTITY,
+            expertise=[f"e{i}" for i in range(MAX_LIST)],
+            style_notes="s" * MAX_STYLE_NOTES,
+            constraints={"max_length": MAX_LENGTH_LIMIT},
+        )
+    )
+
+
+@pytest.mark.parametrize("value", [0, -5, MAX_LENGTH_LIMIT + 1])
+def test_max_length_range(value: int) -> None:
+    rejects(make(constraints={"max_length": value}), "constraints.max_length")
+
+
+def test_duplicate_few_shots() -> None:
+    shots = [{"input": "Hi", "output": "Hello"}, {"input": "hi ", "output": "HELLO"}]
+    rejects(make(few_shots=shots), "few_shots", "duplicate example")
+
+
+@pytest.mark.parametrize(("field", "items"), [("expertise", ["Go", "go"]), ("principles", ["Be brief.", "be brief."]), ("tools", ["grep", "grep"])])
+def test_duplicate_list_entries(field: str, items: list[str]) -> None:
+    rejects(make(**{field: items}), field, "duplicate")
+
+
+@pytest.mark.parametrize("language", ["fr", "ZH", "", "chinese"])
+def test_unknown_language(language: str) -> None:
+    rejects(make(language=language), "language", "must be 'zh' or 'en'")
+
+
+@pytest.mark.parametrize("other", ["ada", "Ada", " ADA ", unicodedata.normalize("NFD", "Ada")])
+def test_conflicts_with_naming_itself(other: str) -> None:
+    rejects(make(conflicts_with=["someone-else", other]), "conflicts_with", "names the elixir itself")
+
+
+def test_conflicts_with_itself_by_name() -> None:
+    rejects(make(id="x1", name="Café Critic", conflicts_with=[unicodedata.normalize("NFD", "café critic")]), "conflicts_with")
+
+
+@pytest.mark.parametrize("id", ["Bad Id", "-leading", "a" * 81, "ünïcode", "a/b"])
+def test_bad_ids(id: str) -> None:
+    rejects(make(id=id), "id", "must be lowercase")
+
+
+@pytest.mark.parametrize("tool", ["bad tool", "1abc", "a;rm"])
+def test_bad_tool_names(tool: str) -> None:
+    rejects(make(tools=[tool]), "tools", "invalid tool name")
+
+
+def test_priority_and_version_ranges() -> None:
+    rejects(make(priority=-1), "priority", "greater than or equal to 0")
+    rejects(make(priority=10_001), "priority")
+    rejects(make(version=0), "version")
+
+
+def test_not_a_mapping() -> None:
+    for data in (None, [], "x", 3):
+        with pytest.raises(InputError, match="must be a mapping"):
+            parse_elixir(data)
+
+
+def test_several_problems_in_one_line() -> None:
+    err = rejects(make(identity="", tone={"humor": 2}), None)
+    assert "identity must not be empty" in str(err) and "tone.humor must be between 0 and 1" in str(err)
+
+
+def test_content_hash_in_input_is_ignored() -> None:
+    e = parse_elixir(make(content_hash="0" * 64))
+    assert e.content_hash != "0" * 64 and e.content_hash == parse_elixir(make()).content_hash
+
+
+# --- content_hash ------------------------------------------------------------
+
+RICH = make(
+    tone={"formality": 0.3, "humor": 1, "conciseness": 0.25, "empathy": 0.9},
+    few_shots=[{"input": "q", "output": "a"}],
+    style_preferences=[{"dimension": "tone", "value": "lively", "weight": 0.7}],
+    style_notes="Café notes",
+)
+
+
+def _hash(data: dict[str, Any]) -> str:
+    return parse_elixir(data).content_hash
+
+
+def test_hash_stable_across_processes(tmp_path: Path) -> None:
+    script = (
+        "import json, sys; from furnace.domain.elixir import parse_elixir; "
+        "print(parse_elixir(json.load(sys.stdin)).content_hash)"
+    )
+    hashes = set()
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run(
+            [sys.executable, "-c", script], input=json.dumps(RICH), capture_output=True, text=True, env=env, check=True
+        )
+        hashes.add(out.stdout.strip())
+    assert hashes == {_hash(RICH)}
+
+
+def test_hash_is_sha256_of_the_documented_canonical_form() -> None:
+    """Pinned: changing the canonical form (and so every stored hash) must be deliberate."""
+    expected = (
+        '{"conflicts_with":[],"constraints":{"forbidden_topics":[],"max_length":null,"must_use_markdown":false},'
+        '"expertise":["python"],"few_shots":[],"identity":"A careful helper.","language":"en","name":"Ada",'
+        '"principles":["Answer precisely."],"priority":100,"style_notes":"","style_preferences":[],'
+        '"tone":{"conciseness":0.5,"empathy":0.5,"formality":0.5,"humor":0.5},"tools":[]}'
+    )
+    assert _hash(BASE) == hashlib.sha256(expected.encode("utf-8")).hexdigest()
+
+
+def test_hash_ignores_key_order() -> None:
+    reordered = dict(reversed(list(RICH.items())))
+    reordered["tone"] = dict(reversed(list(RICH["tone"].items())))
+    assert _hash(reordered) == _hash(RICH)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [(0.3, 0.1 + 0.2), (0.3, 0.30000000000000004), (1, 1.0), (0, 0.0), (0.7, 0.7000000000000001)],
+)
+def test_hash_normalises_floats(a: float, b: float) -> None:
+    assert _hash(make(tone={"humor": a})) == _hash(make(tone={"humor": b}))
+
+
+def test_hash_distinguishes_real_float_changes() -> None:
+    assert _hash(make(tone={"humor": 0.3})) != _hash(make(tone={"humor": 0.31}))
+
+
+@pytest.mark.parametrize("field", ["identity", "name", "style_notes"])
+def test_hash_normalises_unicode(field: str) -> None:
+    nfc = unicodedata.normalize("NFC", "Café – crème brûlée")
+    nfd = unicodedata.normalize("NFD", nfc)
+    assert nfc != nfd
+    assert _hash(make(**{field: nfc})) == _hash(make(**{field: nfd}))
+
+
+def test_hash_normalises_unicode_in_lists_and_nested() -> None:
+    nfc, nfd = "naïve", unicodedata.normalize("NFD", "naïve")
+    a = make(expertise=[nfc], few_shots=[{"input": nfc, "output": nfc}], conflicts_with=[nfc])
+    b = make(expertise=[nfd], few_shots=[{"input": nfd, "output": nfd}], conflicts_with=[nfd])
+    assert _hash(a) == _hash(b)
+
+
+def test_hash_ignores_non_content_fields() -> None:
+    base = _hash(RICH)
+    assert _hash({**RICH, "id": "other"}) == base
+    assert _hash({**RICH, "version": 9}) == base
+    assert _hash({**RICH, "created_at": "2020-01-01T00:00:00Z"}) == base
+    assert _hash({**RICH, "deleted_at": "2021-01-01T00:00:00Z"}) == base
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"name": "Ada 2"},
+        {"identity": "A different helper."},
+        {"expertise": ["python", "go"]},
+        {"principles": ["Answer briefly."]},
+        {"tone": {"humor": 0.9}},
+        {"constraints": {"max_length": 100}},
+        {"constraints": {"must_use_markdown": True}},
+        {"few_shots": [{"input": "q", "output": "a"}]},
+        {"tools": ["search"]},
+        {"priority": 101},
+        {"conflicts_with": ["other"]},
+        {"style_notes": "x"},
+        {"style_preferences": [{"dimension": "d", "value": "v"}]},
+        {"language": "zh"},
+    ],
+)
+def test_every_content_change_changes_the_hash(changes: dict[str, Any]) -> None:
+    assert _hash(make(**changes)) != _hash(BASE)
+
+
+def test_defaults_hash_like_explicit_defaults() -> None:
+    explicit = make(tone={"formality": 0.5, "conciseness": 0.5, "humor": 0.5, "empathy": 0.5}, priority=100, language="en")
+    assert _hash(explicit) == _hash(BASE)
+
+
+def test_whitespace_around_text_does_not_matter() -> None:
+    assert _hash(make(identity="  A careful helper.\n")) == _hash(BASE)
+
+
+# --- immutability and editing -------------------------------------------------
+
+
+def test_frozen() -> None:
+    e = parse_elixir(BASE)
+    with pytest.raises(Exception):
+        e.identity = "changed"  # type: ignore[misc]
+
+
+def test_edit_revalidates_and_rehashes() -> None:
+    e = parse_elixir(BASE)
+    changed = edit(e, tone={"humor": 0.9})
+    assert changed.content_hash != e.content_hash and changed.tone.humor == 0.9
+    assert e.tone.humor == 0.5
+    with pytest.raises(InputError, match="tone.humor"):
+        edit(e, tone={"humor": 9})
+
+
+def test_round_trip_through_json() -> None:
+    e = parse_elixir(RICH)
+    again = Elixir.model_validate_json(e.model_dump_json())
+    assert again == e and again.content_hash == e.content_hash
+
+
+def test_ref_and_slugify() -> None:
+    e = parse_elixir(BASE)
+    assert str(e.ref) == "ada@1" and e.ref.content_hash == e.content_hash
+    assert slugify("Rigorous Academic Editor!") == "rigorous-academic-editor"
+    assert slugify("小夏") == slugify(" 小夏 ")
+
+
+def test_tone_dimensions_is_not_a_field() -> None:
+    assert "DIMENSIONS" not in Tone.model_fields
+    assert "DIMENSIONS" not in parse_elixir(BASE).content()["tone"]
+    rejects(make(tone={"DIMENSIONS": ["x"]}), "tone.DIMENSIONS", "is not a known field")
+
+
+def test_limits_documented_in_module() -> None:
+    assert elixir_module.MAX_LIST == MAX_LIST

@@ -1,0 +1,43 @@
+"""The preference extraction flow, end to end on DuckDB + MLflow (one flow-level test)."""
+
+from __future__ import annotations
+
+
+import pytest
+
+from furnace.domain.elixir import parse_elixir
+
+from .conftest import EN_PERSONA
+
+
+
+@pytest.mark.slow
+def test_flow_processes_pending_revisions_once_and_logs_to_mlflow(settings, prefect_harness):
+    from furnace.flows.preferences import preference_extraction
+
+    from furnace.adapters.factory import build_content_store, build_db, build_llm, build_store
+    from furnace.writing.content import generate_content
+    from furnace.writing.revision import revise
+
+    db = build_db(settings)
+    store, contents, llm = build_store(settings, db=db), build_content_store(settings, db=db), build_llm(settings)
+    store.save_elixir(parse_elixir(EN_PERSONA))
+    content, _ = generate_content(store, contents, llm, persona_id="skin-advisor-en", topic="sunscreen")
+    for s in ["too formal, make it livelier", "add an emoji"]:
+        assert revise(store, contents, llm, content.id, s, learn=False).status == "revised"
+
+    first = preference_extraction(home=str(settings.home))
+    assert (first["processed"], first["learned"], first["failed"]) == (2, 2, 0)
+    persona = store.get_elixir("skin-advisor-en")
+    assert {p.dimension: p.value for p in persona.style_preferences} == {"tone": "lively", "emoji": "more"}
+    assert first["personas"] == {"skin-advisor-en": persona.version}
+
+    second = preference_extraction(home=str(settings.home))
+    assert second["processed"] == 0 and store.get_elixir("skin-advisor-en").version == persona.version
+
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=settings.tracking_uri)
+    run = client.get_run(first["mlflow_run_id"])
+    assert run.data.metrics["learned"] == 2.0
+    assert run.data.tags["furnace.persona.skin-advisor-en"] == str(persona.version)

@@ -1,0 +1,88 @@
+"""Preference extraction, merging and the idempotent batch."""
+
+from __future__ import annotations
+
+import pytest
+
+from furnace.writing.content import generate_content
+from furnace.domain.elixir import StylePreference
+from furnace.domain.errors import LLMMalformedOutput
+from furnace.writing.preferences import REINFORCE_STEP, merge_preferences, parse_preferences, process_unprocessed
+from furnace.writing.revision import revise
+from furnace.llm.fakes import FakeLLM
+
+
+def P(dim, value, weight=0.5, count=1, src="r1"):
+    return StylePreference(dimension=dim, value=value, weight=weight, count=count, source_revision=src)
+
+
+def test_merge_reinforces_same_value_and_replaces_another():
+    existing = [P("tone", "lively", 0.6), P("emoji", "more", 0.5)]
+    merged = merge_preferences(existing, [P("tone", "Lively", 0.4, src="r2"), P("emoji", "fewer", 0.6, src="r2"),
+                                          P("length", "concise", 0.6, src="r2")])
+    tone, emoji, length = merged
+    assert (tone.value, tone.count, tone.weight, tone.source_revision) == ("lively", 2, 0.6 + REINFORCE_STEP, "r2")
+    assert (emoji.value, emoji.count, emoji.weight) == ("fewer", 1, 0.6)
+    assert (length.dimension, length.count) == ("length", 1)
+    again = merge_preferences(merged, [P("tone", "lively", 0.95)])
+    assert again[0].weight == 1.0 and again[0].count == 3
+
+
+def test_parse_validates_and_skips_bad_items():
+    prefs = parse_preferences({"preferences": [{"dimension": "Tone", "value": "Lively", "weight": 3},
+                                               {"value": "no dimension"}, "junk"]}, revision_id="r9")
+    assert [(p.dimension, p.value, p.weight, p.source_revision) for p in prefs] == [("tone", "lively", 1.0, "r9")]
+    with pytest.raises(LLMMalformedOutput):
+        parse_preferences({"nope": []}, revision_id="r9")
+
+
+def test_batch_processes_unprocessed_revisions_once(store, contents, engine, clock):
+    content, _ = generate_content(store, contents, engine, persona_id="skin-advisor", topic="夏季防晒推荐", clock=clock)
+    for s in ["太正式了，活泼点", "加一个 emoji", "再加一个 emoji"]:
+        revise(store, contents, engine, content.id, s, learn=False, clock=clock)
+    assert len(contents.unprocessed_revisions()) == 3
+    calls = FakeLLM(respond=engine.complete, model_name=engine.model_name)
+    report = process_unprocessed(store, contents, calls)
+    assert (report.processed, report.learned, report.failed) == (3, 3, 0)
+    persona = store.get_elixir("skin-advisor")
+    prefs = {p.dimension: p for p in persona.style_preferences}
+    assert prefs["emoji"].count == 2 and prefs["tone"].count == 1
+    assert report.personas == {"skin-advisor": persona.version}
+    # idempotent: nothing left, no model call, no new version
+    n_calls = len(calls.calls)
+    again = process_unprocessed(store, contents, calls)
+    assert again.processed == 0 and len(calls.calls) == n_calls
+    assert store.get_elixir("skin-advisor").version == persona.version
+
+
+def test_batch_counts_failures_and_retries_them_later(store, contents, engine, clock):
+    content, _ = generate_content(store, contents, engine, persona_id="skin-advisor-en", topic="sunscreen",
+                                  clock=clock)
+    revise(store, contents, engine, content.id, "add an emoji", learn=False, clock=clock)
+    broken = FakeLLM(respond=lambda r: {"oops": 1})
+    report = process_unprocessed(store, contents, broken)
+    assert (report.processed, report.failed) == (0, 1)
+    assert len(contents.unprocessed_revisions()) == 1
+    assert process_unprocessed(store, contents, engine).learned == 1
+
+
+def test_crash_between_persona_save_and_mark_does_not_double_count(store, contents, engine, clock):
+    content, _ = generate_content(store, contents, engine, persona_id="skin-advisor", topic="夏季防晒推荐", clock=clock)
+    out = revise(store, contents, engine, content.id, "加一个 emoji", clock=clock)
+    version = store.get_elixir("skin-advisor").version
+    contents._processed.clear()  # as if the mark had never been written
+    report = process_unprocessed(store, contents, FakeLLM())  # no model call may happen
+    assert report.processed == 1 and report.learned == 0
+    assert store.get_elixir("skin-advisor").version == version
+    assert contents.is_processed(out.revision.id)
+
+
+def test_preferences_learned_for_an_agent_persona(store, contents, engine, clock):
+    from furnace.domain.elixir import edit
+
+    child = edit(store.get_elixir("skin-advisor"), id="agt-0123456789abcdef0123", name="融合体")
+    store.save_elixir(child, origin="agent")
+    content, _ = generate_content(store, contents, engine, persona_id=child.id, topic="夏季防晒推荐", clock=clock)
+    revise(store, contents, engine, content.id, "太正式了，活泼点", clock=clock)
+    latest = store.get_elixir(child.id)
+    assert latest.version == 2 and latest.style_preferences[0].value == "lively"
