@@ -13,7 +13,6 @@ sample library. Target: every page under 2 s.
 
 from __future__ import annotations
 
-from furnace import resources
 import json
 import logging
 import os
@@ -21,8 +20,10 @@ import random
 import statistics
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+
+from furnace import resources
 
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "furnace" / "app" / "streamlit_app.py"
@@ -37,12 +38,12 @@ def _rows(seed: int = 0) -> tuple[list[tuple], list[tuple], list[tuple], str]:
     """(elixir rows, agent rows, edge rows, a mid-DAG agent id)."""
     from furnace.domain.agent import agent_id_for
     from furnace.domain.elixir import ElixirRef, parse_elixir
-    from furnace.interop.importers import load_elixir_file
     from furnace.domain.lineage import Lineage
+    from furnace.interop.importers import load_elixir_file
     from furnace.storage.store import as_stored
 
     rng = random.Random(seed)
-    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    now = datetime.now(UTC).replace(tzinfo=None)
     samples = [e for p in sorted(resources.LIBRARY_DIR.glob("*.yaml")) for e in load_elixir_file(p)]
     exclude = {"id", "version", "created_at", "deleted_at", "content_hash"}
     elixirs, agents, edges = [], [], []
@@ -62,16 +63,21 @@ def _rows(seed: int = 0) -> tuple[list[tuple], list[tuple], list[tuple], str]:
         for j in range(PER_GENERATION):
             first = rng.choice(previous) if previous else rng.choice(library)
             second = rng.choice(library)
-            lineage = Lineage(parents=(first, second), operator="crossover" if j % 3 else "ensemble",
-                              params={"seed": g * PER_GENERATION + j}, op_version="1")
+            lineage = Lineage(
+                parents=(first, second),
+                operator="crossover" if j % 3 else "ensemble",
+                params={"seed": g * PER_GENERATION + j},
+                op_version="1",
+            )
             agent_id = agent_id_for(lineage.lineage_hash)
             child_data = json.loads(elixirs[library.index(second)][5])
             child_data.update(id=agent_id, name=f"gen {g} child {j}")
             child = as_stored(parse_elixir(child_data), version=1, created_at=now)
             body = json.dumps(child.model_dump(mode="json", exclude=exclude), ensure_ascii=False, sort_keys=True)
             elixirs.append((agent_id, 1, "agent", child.name, child.content_hash, body, now, None))
-            agents.append((agent_id, lineage.model_dump_json(), lineage.lineage_hash, 1, f"prompt of {agent_id}",
-                           "[]", "[]", now))
+            agents.append(
+                (agent_id, lineage.model_dump_json(), lineage.lineage_hash, 1, f"prompt of {agent_id}", "[]", "[]", now)
+            )
             edges.extend((p.id, agent_id, lineage.operator, "1", p.version) for p in lineage.parents)
             current.append(child.ref)
         if g == GENERATIONS // 2:
@@ -89,10 +95,22 @@ def _bulk(home: Path) -> tuple[int, int, str]:
     elixirs, agents, edges, middle = _rows()
     db = build_db(FurnaceSettings(home=home))
     frames = {
-        "elixir_versions": pd.DataFrame(elixirs, columns=["id", "version", "origin", "name", "content_hash", "body",
-                                                          "created_at", "deleted_at"]),
-        "agents": pd.DataFrame(agents, columns=["id", "lineage", "lineage_hash", "elixir_version", "system_prompt",
-                                                "tools", "members", "created_at"]),
+        "elixir_versions": pd.DataFrame(
+            elixirs, columns=["id", "version", "origin", "name", "content_hash", "body", "created_at", "deleted_at"]
+        ),
+        "agents": pd.DataFrame(
+            agents,
+            columns=[
+                "id",
+                "lineage",
+                "lineage_hash",
+                "elixir_version",
+                "system_prompt",
+                "tools",
+                "members",
+                "created_at",
+            ],
+        ),
         "lineage_edges": pd.DataFrame(edges, columns=["parent", "child", "operator", "op_version", "parent_version"]),
     }
     with db.transaction() as con:
@@ -152,8 +170,10 @@ def run() -> bool:
             big.mkdir()
             started = time.perf_counter()
             personas, edges, middle = _bulk(big)
-            print(f"   bulk-loaded {personas:,} personas, {GENERATIONS * PER_GENERATION:,} agents, {edges:,} edges "
-                  f"in {time.perf_counter() - started:.1f}s")
+            print(
+                f"   bulk-loaded {personas:,} personas, {GENERATIONS * PER_GENERATION:,} agents, {edges:,} edges "
+                f"in {time.perf_counter() - started:.1f}s"
+            )
             figures = _time_pages(big, {"lineage_pick": middle})
     finally:
         if old_home is None:

@@ -17,20 +17,39 @@ from typing import Any
 from furnace.arena.runner import Arena
 from furnace.arena.store import InMemoryArenaStore
 from furnace.domain.elixir import Elixir
+from furnace.llm.fakes import SlowLLM
+from furnace.llm.offline import OfflineEngine
 from furnace.llm.seam import Completion, LLMRequest
 from furnace.storage.memory import MemoryStore
-from furnace.llm.offline import OfflineEngine
-from furnace.llm.fakes import SlowLLM
 
 TARGET = 0.10
 ROUNDS = 4
 MEMBERS = [
-    dict(id="ada", name="Ada", language="en", identity="A data engineer.", expertise=["databases"],
-         principles=["Measure first."]),
-    dict(id="bo", name="Bo", language="en", identity="A travel writer.", expertise=["travel", "food"],
-         principles=["One vivid detail."]),
+    dict(
+        id="ada",
+        name="Ada",
+        language="en",
+        identity="A data engineer.",
+        expertise=["databases"],
+        principles=["Measure first."],
+    ),
+    dict(
+        id="bo",
+        name="Bo",
+        language="en",
+        identity="A travel writer.",
+        expertise=["travel", "food"],
+        principles=["One vivid detail."],
+    ),
     dict(id="cy", name="小周", language="zh", identity="一位财务顾问。", expertise=["理财"], principles=["先讲风险。"]),
-    dict(id="dee", name="Dee", language="zh", identity="一位健身教练。", expertise=["健身"], principles=["只给一个建议。"]),
+    dict(
+        id="dee",
+        name="Dee",
+        language="zh",
+        identity="一位健身教练。",
+        expertise=["健身"],
+        principles=["只给一个建议。"],
+    ),
 ]
 MESSAGES = ["@全体成员 全体都有！报数！", "@all count off!", "@all what did you do today?", "Any tips for a food trip?"]
 
@@ -95,6 +114,8 @@ def run() -> bool:
 
     with tempfile.TemporaryDirectory() as tmp:
         db_turn, db_base, _ = _measure(lambda: DuckDBArenaStore(Database(Path(tmp) / "bench.duckdb")))
-    print(f"   arena turn (DuckDB store, informational): {db_turn / turns * 1000:.1f} ms per turn, "
-          f"overhead {(db_turn - db_base) / db_base:.1%} (checkpoint persistence per speaker)")
+    print(
+        f"   arena turn (DuckDB store, informational): {db_turn / turns * 1000:.1f} ms per turn, "
+        f"overhead {(db_turn - db_base) / db_base:.1%} (checkpoint persistence per speaker)"
+    )
     return overhead < TARGET

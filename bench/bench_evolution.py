@@ -6,7 +6,6 @@ in-memory store and caches, and the hash embedder; baselines are measured in the
 
 from __future__ import annotations
 
-from furnace import resources
 import random
 import shutil
 import statistics
@@ -18,29 +17,37 @@ from typing import Any
 
 import yaml
 
+from furnace import resources
 from furnace.domain.elixir import Elixir, parse_elixir
 from furnace.evolution.config import parse_config
 from furnace.evolution.local import memory_evolution
-from furnace.llm.seam import Completion, LLMRequest
 from furnace.llm.cache import CachedLLM
+from furnace.llm.fakes import SlowLLM
 from furnace.llm.offline import OfflineEngine
+from furnace.llm.seam import Completion, LLMRequest
 from furnace.scoring.brief import brief_fit
 from furnace.scoring.probes import load_probe_set
-from furnace.llm.fakes import SlowLLM
 
 LATENCY = 0.05
 REPO = Path(__file__).resolve().parents[1]
 BASE = {
-    "name": "bench", "seed": 5, "population": 16, "generations": 4, "concurrency": 8,
-    "seeds": {"language": "en"}, "selection": {"tournament_size": 3, "elitism": 1},
+    "name": "bench",
+    "seed": 5,
+    "population": 16,
+    "generations": 4,
+    "concurrency": 8,
+    "seeds": {"language": "en"},
+    "selection": {"tournament_size": 3, "elitism": 1},
     "probes": {"set": "writing-en", "limit": 4},
     "scorers": {"constraints": 0.2, "fidelity": 0.2, "brief_fit": 0.5, "diversity": 0.1},
 }
 
 
 def _library() -> list[Elixir]:
-    found = [parse_elixir(yaml.safe_load(p.read_text(encoding="utf-8")))
-             for p in sorted(resources.LIBRARY_DIR.glob("*.yaml"))]
+    found = [
+        parse_elixir(yaml.safe_load(p.read_text(encoding="utf-8")))
+        for p in sorted(resources.LIBRARY_DIR.glob("*.yaml"))
+    ]
     return [e for e in found if e.language == "en"]
 
 
@@ -73,28 +80,38 @@ def _concurrency_and_rerun() -> bool:
     wall = time.perf_counter() - started
     calls = len(recorder.requests)
     ideal = calls * LATENCY / config.concurrency
-    print(f"   evolution: {calls} model calls, wall {wall:.2f}s, ideal {ideal:.2f}s "
-          f"(calls x {LATENCY * 1000:.0f}ms / {config.concurrency}) -> {wall / ideal:.2f}x ideal (target <= 1.25x)")
+    print(
+        f"   evolution: {calls} model calls, wall {wall:.2f}s, ideal {ideal:.2f}s "
+        f"(calls x {LATENCY * 1000:.0f}ms / {config.concurrency}) -> {wall / ideal:.2f}x ideal (target <= 1.25x)"
+    )
 
     slow = SlowLLM(OfflineEngine(), LATENCY)
     started = time.perf_counter()
     for request in recorder.requests:  # what a user would write by hand: one call after another
         slow.complete(request)
     sequential = time.perf_counter() - started
-    print(f"   sequential loop of the same calls: {sequential:.2f}s -> evolution {sequential / wall:.1f}x faster "
-          "(target >= 5x)")
+    print(
+        f"   sequential loop of the same calls: {sequential:.2f}s -> evolution {sequential / wall:.1f}x faster "
+        "(target >= 5x)"
+    )
 
-    again = memory_evolution(config, seeds, llm=CachedLLM(recorder),
-                             results=DuckDBExperimentResults(Database(folder / "furnace.duckdb")),
-                             store=evo.breeder.store)  # type: ignore[attr-defined]
+    again = memory_evolution(
+        config,
+        seeds,
+        llm=CachedLLM(recorder),
+        results=DuckDBExperimentResults(Database(folder / "furnace.duckdb")),
+        store=evo.breeder.store,
+    )  # type: ignore[attr-defined]
     before = len(recorder.requests)
     started = time.perf_counter()
     rerun = again.run()
     rerun_wall = time.perf_counter() - started
     rerun_calls = len(recorder.requests) - before
     same = rerun.result_signature() == report.result_signature()
-    print(f"   re-run of the finished experiment (records read back from DuckDB): {rerun_calls} model calls, wall {rerun_wall:.2f}s = "
-          f"{rerun_wall / wall:.0%} of the first (target 0 calls, <= 15%); same result: {same}")
+    print(
+        f"   re-run of the finished experiment (records read back from DuckDB): {rerun_calls} model calls, wall {rerun_wall:.2f}s = "
+        f"{rerun_wall / wall:.0%} of the first (target 0 calls, <= 15%); same result: {same}"
+    )
     shutil.rmtree(folder, ignore_errors=True)
     return wall / ideal <= 1.25 and sequential / wall >= 5 and rerun_calls == 0 and rerun_wall <= 0.15 * wall and same
 
@@ -105,8 +122,17 @@ def _search_quality(seed: int) -> tuple[float, float, int]:
     probes = load_probe_set("writing-en").head(1)
     brief = probes.brief
     assert brief is not None
-    config = parse_config({**BASE, "seed": seed, "population": 8, "generations": 4, "concurrency": 4,
-                           "probes": {"set": "writing-en", "limit": 1}, "scorers": {"brief_fit": 1.0}})
+    config = parse_config(
+        {
+            **BASE,
+            "seed": seed,
+            "population": 8,
+            "generations": 4,
+            "concurrency": 4,
+            "probes": {"set": "writing-en", "limit": 1},
+            "scorers": {"brief_fit": 1.0},
+        }
+    )
     evo = memory_evolution(config, seeds, llm=CachedLLM(OfflineEngine()), probes=probes)
     report = evo.run()
     budget = evo.metered.meter.calls
@@ -119,8 +145,13 @@ def _search_quality(seed: int) -> tuple[float, float, int]:
         operator = rng.choice(["crossover", "mutation"])
         parents = rng.sample(seeds, 2 if operator == "crossover" else 1)
         try:
-            child = rand.breeder([p.ref for p in parents], operator, rng.randrange(2**31),
-                                 {"rate": 0.25} if operator == "mutation" else {}, rand.metered)
+            child = rand.breeder(
+                [p.ref for p in parents],
+                operator,
+                rng.randrange(2**31),
+                {"rate": 0.25} if operator == "mutation" else {},
+                rand.metered,
+            )
         except Exception:  # a refused fusion still cost its calls
             continue
         best = max(best, brief_fit(child.elixir, brief).value)
@@ -133,7 +164,9 @@ def run() -> bool:
     results = [_search_quality(s) for s in range(1, 6)]
     evo_median = statistics.median(r[0] for r in results)
     rand_median = statistics.median(r[1] for r in results)
-    print(f"   search quality (best brief fit, median of 5 seeds, ~{results[0][2]} model calls each): "
-          f"evolution {evo_median:.3f} vs random fusions {rand_median:.3f} "
-          f"({'evolution wins' if evo_median > rand_median else 'evolution does NOT win'})")
+    print(
+        f"   search quality (best brief fit, median of 5 seeds, ~{results[0][2]} model calls each): "
+        f"evolution {evo_median:.3f} vs random fusions {rand_median:.3f} "
+        f"({'evolution wins' if evo_median > rand_median else 'evolution does NOT win'})"
+    )
     return ok and evo_median > rand_median

@@ -11,21 +11,21 @@ is printed for information (it is dominated by short-lived connections).
 
 from __future__ import annotations
 
-from furnace import resources
 import statistics
 import tempfile
 import threading
 import time
 from pathlib import Path
 
+from furnace import resources
 from furnace.fusion.embedding import HashEmbedder
 from furnace.fusion.fuse import fuse
+from furnace.fusion.synthesis import MemoryKV, SynthesisCache
 from furnace.interop.importers import load_elixir_file
-from furnace.storage.memory import MemoryStore
+from furnace.llm.fakes import SlowLLM
 from furnace.llm.offline.engine import OfflineEngine
 from furnace.settings import FurnaceSettings
-from furnace.fusion.synthesis import MemoryKV, SynthesisCache
-from furnace.llm.fakes import SlowLLM
+from furnace.storage.memory import MemoryStore
 
 LATENCY_S = 0.05
 LIBRARY = resources.LIBRARY_DIR
@@ -65,26 +65,43 @@ def run() -> bool:
     settings = FurnaceSettings(embedder="hash")
     store, embedder = _store(), HashEmbedder()
     llm = Timed(SlowLLM(OfflineEngine(), LATENCY_S))
-    fuse(store, PARENTS, llm=llm, embedder=embedder, cache=SynthesisCache(MemoryKV()),
-         operator="crossover", settings=settings)  # warm imports
+    fuse(
+        store,
+        PARENTS,
+        llm=llm,
+        embedder=embedder,
+        cache=SynthesisCache(MemoryKV()),
+        operator="crossover",
+        settings=settings,
+    )  # warm imports
 
     # 1. overhead beyond model latency, cold caches each time
     rounds, walls, inside, calls = 20, [], [], []
     for seed in range(1, rounds + 1):
         before, before_s = llm.calls, llm.seconds
         started = time.perf_counter()
-        fuse(store, PARENTS, llm=llm, embedder=embedder, cache=SynthesisCache(MemoryKV()),
-             operator="crossover", seed=seed, settings=settings)
+        fuse(
+            store,
+            PARENTS,
+            llm=llm,
+            embedder=embedder,
+            cache=SynthesisCache(MemoryKV()),
+            operator="crossover",
+            seed=seed,
+            settings=settings,
+        )
         walls.append(time.perf_counter() - started)
         inside.append(llm.seconds - before_s)
         calls.append(llm.calls - before)
     # Per-fusion medians: robust to a scheduling hiccup on a shared machine.
-    extra_ms = statistics.median(w - m for w, m in zip(walls, inside)) * 1000
+    extra_ms = statistics.median(w - m for w, m in zip(walls, inside, strict=False)) * 1000
     model_ms = statistics.median(inside) * 1000
     overhead = extra_ms / model_ms
-    print(f"   overhead: {rounds} cold fusions, {sum(calls)} model calls at {LATENCY_S * 1000:.0f} ms injected; "
-          f"median per fusion {extra_ms:.2f} ms of our own work beyond {model_ms:.1f} ms inside the model "
-          f"-> overhead {overhead:.1%} (target < 5%)")
+    print(
+        f"   overhead: {rounds} cold fusions, {sum(calls)} model calls at {LATENCY_S * 1000:.0f} ms injected; "
+        f"median per fusion {extra_ms:.2f} ms of our own work beyond {model_ms:.1f} ms inside the model "
+        f"-> overhead {overhead:.1%} (target < 5%)"
+    )
 
     # 2. cache hit
     cache = SynthesisCache(MemoryKV())
@@ -97,8 +114,10 @@ def run() -> bool:
         assert result.from_cache and result.agent.id == first.agent.id
     hit_ms = statistics.median(hits) * 1000
     cold_ms = statistics.median(walls) * 1000
-    print(f"   cache hit: median {hit_ms:.2f} ms (p95 {sorted(hits)[189] * 1000:.2f} ms), {llm.calls - before} model calls; "
-          f"cold fusion {cold_ms:.0f} ms -> {cold_ms / hit_ms:.0f}x faster (target well under 5 ms)")
+    print(
+        f"   cache hit: median {hit_ms:.2f} ms (p95 {sorted(hits)[189] * 1000:.2f} ms), {llm.calls - before} model calls; "
+        f"cold fusion {cold_ms:.0f} ms -> {cold_ms / hit_ms:.0f}x faster (target well under 5 ms)"
+    )
 
     with tempfile.TemporaryDirectory() as tmp:
         from furnace.storage.duckdb.db import Database
@@ -109,11 +128,29 @@ def run() -> bool:
         dstore = DuckDBStore(db)
         for elixir in (store.get_elixir(p) for p in PARENTS):
             dstore.save_elixir(elixir)
-        fuse(dstore, PARENTS, llm=llm, embedder=embedder, cache=SynthesisCache(DuckDBKV(db)), operator="crossover", settings=settings)
+        fuse(
+            dstore,
+            PARENTS,
+            llm=llm,
+            embedder=embedder,
+            cache=SynthesisCache(DuckDBKV(db)),
+            operator="crossover",
+            settings=settings,
+        )
         started = time.perf_counter()
-        fuse(dstore, PARENTS, llm=llm, embedder=embedder, cache=SynthesisCache(DuckDBKV(db)), operator="crossover", settings=settings)
-        print(f"   (info) cache hit on DuckDB store + KV, fresh process-level cache: "
-              f"{(time.perf_counter() - started) * 1000:.0f} ms (short-lived connections)")
+        fuse(
+            dstore,
+            PARENTS,
+            llm=llm,
+            embedder=embedder,
+            cache=SynthesisCache(DuckDBKV(db)),
+            operator="crossover",
+            settings=settings,
+        )
+        print(
+            f"   (info) cache hit on DuckDB store + KV, fresh process-level cache: "
+            f"{(time.perf_counter() - started) * 1000:.0f} ms (short-lived connections)"
+        )
 
     # 3. single-flight
     cache, barrier, results = SynthesisCache(MemoryKV()), threading.Barrier(64), []
@@ -121,8 +158,18 @@ def run() -> bool:
 
     def worker() -> None:
         barrier.wait()
-        results.append(fuse(store, PARENTS, llm=llm, embedder=embedder, cache=cache, operator="crossover",
-                            seed=999, settings=settings))
+        results.append(
+            fuse(
+                store,
+                PARENTS,
+                llm=llm,
+                embedder=embedder,
+                cache=cache,
+                operator="crossover",
+                seed=999,
+                settings=settings,
+            )
+        )
 
     threads = [threading.Thread(target=worker) for _ in range(64)]
     started = time.perf_counter()
@@ -131,7 +178,9 @@ def run() -> bool:
     for t in threads:
         t.join()
     flight_ms = (time.perf_counter() - started) * 1000
-    print(f"   single-flight: 64 concurrent -> {cache.builds} build(s), {llm.calls - before} model call(s), "
-          f"{len({r.agent.id for r in results})} agent id, {flight_ms:.0f} ms total")
+    print(
+        f"   single-flight: 64 concurrent -> {cache.builds} build(s), {llm.calls - before} model call(s), "
+        f"{len({r.agent.id for r in results})} agent id, {flight_ms:.0f} ms total"
+    )
 
     return overhead < 0.05 and hit_ms < 5.0 and cache.builds == 1

@@ -104,7 +104,9 @@ def run() -> bool:
     depth = max((n.depth for n in found), default=0)
     print(f"   ancestors of {deep}: {len(found):,} nodes, deepest at depth {depth}; results equal: {same}")
     warm_ms = statistics.median(warm_times) * 1000
-    print(f"   DuckDBStore.ancestors (open + query + close):  median {duck_ms:.1f} ms, best {min(duck_times) * 1000:.1f} ms")
+    print(
+        f"   DuckDBStore.ancestors (open + query + close):  median {duck_ms:.1f} ms, best {min(duck_times) * 1000:.1f} ms"
+    )
     print(f"   same recursive query on an open connection:    median {warm_ms:.1f} ms")
     print(f"   Python BFS over in-memory edges:               median {py_ms:.1f} ms")
     print(f"   ratio DuckDB / Python BFS: {duck_ms / py_ms:.1f}x   target: DuckDB < {TARGET_MS:.0f} ms")

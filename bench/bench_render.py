@@ -7,17 +7,16 @@ few-shots, constraints and preferences are all exercised.
 
 from __future__ import annotations
 
-from furnace import resources
 import json
 import random
 import time
-from pathlib import Path
 from typing import Any
 
+from furnace import resources
 from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir, parse_elixir
-from furnace.interop.importers import load_elixir_file
 from furnace.domain.render import render_prompt
+from furnace.interop.importers import load_elixir_file
 
 N = 10_000
 TARGET_PER_S = 2_000  # render + hash; a generation of a large population renders in well under a second
@@ -27,7 +26,11 @@ LIBRARY = resources.LIBRARY_DIR
 def build(n: int = N, seed: int = 0) -> list[Elixir]:
     """``n`` distinct, valid elixirs derived from the sample library."""
     rng = random.Random(seed)
-    base = [e.model_dump(mode="json", exclude={"content_hash"}) for p in sorted(LIBRARY.glob("*.yaml")) for e in load_elixir_file(p)]
+    base = [
+        e.model_dump(mode="json", exclude={"content_hash"})
+        for p in sorted(LIBRARY.glob("*.yaml"))
+        for e in load_elixir_file(p)
+    ]
     out = []
     for i in range(n):
         data: dict[str, Any] = json.loads(json.dumps(base[i % len(base)]))
@@ -80,8 +83,10 @@ def run() -> bool:
     print(f"   render only   : {N / render_s:>10,.0f} elixirs/s")
     print(f"   hash only     : {N / hash_s:>10,.0f} elixirs/s")
     print(f"   json.dumps    : {N / base_s:>10,.0f} dicts/s   (baseline, same content)")
-    print(f"   ratio render+hash / json.dumps time: {both / base_s:.1f}x; target ≥ {TARGET_PER_S:,} elixirs/s: "
-          + ("met" if rate >= TARGET_PER_S else "MISSED"))
+    print(
+        f"   ratio render+hash / json.dumps time: {both / base_s:.1f}x; target ≥ {TARGET_PER_S:,} elixirs/s: "
+        + ("met" if rate >= TARGET_PER_S else "MISSED")
+    )
     return rate >= TARGET_PER_S
 
 

@@ -17,21 +17,25 @@ import time
 from pathlib import Path
 from typing import Any
 
+from furnace.domain.elixir import parse_elixir
+from furnace.llm.fakes import SlowLLM
+from furnace.llm.offline import OfflineEngine
+from furnace.storage.memory import MemoryStore
 from furnace.writing.content import generate_content
 from furnace.writing.content_memory import MemoryContentStore
-from furnace.domain.elixir import parse_elixir
-from furnace.storage.memory import MemoryStore
-from furnace.llm.offline import OfflineEngine
 from furnace.writing.revision import revise
-from furnace.llm.fakes import SlowLLM
 
 LATENCY_S = 0.05
 ROUNDS = 12
 TARGET = 0.10
 PERSONA = {
-    "id": "bench-writer", "name": "Bench Writer", "language": "zh",
-    "identity": "一位写生活方式文章的博主。", "expertise": ["护肤", "防晒"],
-    "principles": ["推荐前先说明适用肤质", "不夸大产品功效"], "tone": {"formality": 0.8},
+    "id": "bench-writer",
+    "name": "Bench Writer",
+    "language": "zh",
+    "identity": "一位写生活方式文章的博主。",
+    "expertise": ["护肤", "防晒"],
+    "principles": ["推荐前先说明适用肤质", "不夸大产品功效"],
+    "tone": {"formality": 0.8},
 }
 # Alternating edits so that every round really changes the text.
 SUGGESTIONS = ["加一个 emoji", "第三段长一点", "去掉 emoji", "第三段太长，缩短一点"]
@@ -80,8 +84,10 @@ def run() -> bool:
     measure(lambda: (MemoryStore(), MemoryContentStore()))  # warm-up (imports, template caches)
     total, base, calls = measure(lambda: (MemoryStore(), MemoryContentStore()))
     overhead = (total - base) / base
-    print(f"   memory stores: {ROUNDS} rounds, {calls} model calls, {total:.3f}s vs model-only {base:.3f}s "
-          f"→ overhead {overhead:+.1%} (target < {TARGET:.0%})")
+    print(
+        f"   memory stores: {ROUNDS} rounds, {calls} model calls, {total:.3f}s vs model-only {base:.3f}s "
+        f"→ overhead {overhead:+.1%} (target < {TARGET:.0%})"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         from furnace.storage.duckdb.content import DuckDBContentStore
         from furnace.storage.duckdb.db import Database
@@ -89,8 +95,10 @@ def run() -> bool:
 
         db = Database(Path(tmp) / "bench.duckdb")
         d_total, d_base, _ = measure(lambda: (DuckDBStore(db), DuckDBContentStore(db)))
-        print(f"   duckdb stores (info): {d_total:.3f}s vs model-only {d_base:.3f}s "
-              f"→ overhead {(d_total - d_base) / d_base:+.1%} ({db.lock_retries} lock retries)")
+        print(
+            f"   duckdb stores (info): {d_total:.3f}s vs model-only {d_base:.3f}s "
+            f"→ overhead {(d_total - d_base) / d_base:+.1%} ({db.lock_retries} lock retries)"
+        )
     return overhead < TARGET
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from furnace import resources
 import os
 import tempfile
 from pathlib import Path
+
+from furnace import resources
 
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="furnace-tests-"))
 

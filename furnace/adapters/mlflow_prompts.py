@@ -64,8 +64,15 @@ class RegisteredPrompt:
         return f"prompts:/{self.name}/{self.version}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "uri": self.uri, "agent_id": self.agent_id,
-                "lineage_hash": self.lineage_hash, "aliases": list(self.aliases), "reused": self.reused}
+        return {
+            "name": self.name,
+            "version": self.version,
+            "uri": self.uri,
+            "agent_id": self.agent_id,
+            "lineage_hash": self.lineage_hash,
+            "aliases": list(self.aliases),
+            "reused": self.reused,
+        }
 
 
 @dataclass(frozen=True)
@@ -89,8 +96,10 @@ def prompt_name(agent: Agent, elixir_id: str | None = None) -> str:
 
 def prompt_template(agent: Agent) -> list[dict[str, str]]:
     """The chat template: the rendered system prompt (defused) and ``{{ user_message }}``."""
-    return [{"role": "system", "content": agent.system_prompt.replace("{{", "{ {")},
-            {"role": "user", "content": "{{ " + USER_VARIABLE + " }}"}]
+    return [
+        {"role": "system", "content": agent.system_prompt.replace("{{", "{ {")},
+        {"role": "user", "content": "{{ " + USER_VARIABLE + " }}"},
+    ]
 
 
 def lineage_tags(store: ElixirStore, agent: Agent) -> dict[str, str]:
@@ -151,8 +160,9 @@ def register_agent_prompt(
     if latest is not None and latest.tags.get(TAG_LINEAGE) == agent.lineage_hash and latest.template == template:
         version, reused = int(latest.version), True
     else:
-        created = client.register_prompt(name=name, template=template, tags=tags,
-                                          commit_message=message or f"{agent.id} ({agent.lineage.operator})")
+        created = client.register_prompt(
+            name=name, template=template, tags=tags, commit_message=message or f"{agent.id} ({agent.lineage.operator})"
+        )
         version, reused = int(created.version), False
     if alias is not None:
         client.set_prompt_alias(name, alias, version)
@@ -175,8 +185,13 @@ def set_alias(tracking_uri: str, name: str, version: int, alias: str) -> Registe
     if found is None:
         raise NotFound(f"prompt {name} has no version {version} (see mlflow ui, Prompts)")
     client.set_prompt_alias(name, alias, int(version))
-    return RegisteredPrompt(name, int(version), found.tags.get(TAG_AGENT, ""), found.tags.get(TAG_LINEAGE, ""),
-                            _aliases(client, name, int(version)))
+    return RegisteredPrompt(
+        name,
+        int(version),
+        found.tags.get(TAG_AGENT, ""),
+        found.tags.get(TAG_LINEAGE, ""),
+        _aliases(client, name, int(version)),
+    )
 
 
 def load_agent(store: ElixirStore, uri: str, *, tracking_uri: str) -> LoadedAgent:
@@ -202,8 +217,15 @@ def load_agent(store: ElixirStore, uri: str, *, tracking_uri: str) -> LoadedAgen
     agent = store.get_agent(agent_id)
     stored_hash = found.tags.get(TAG_LINEAGE)
     if stored_hash and stored_hash != agent.lineage_hash:
-        raise LineageError(f"{uri} (version {found.version}) names {agent_id} with lineage hash {stored_hash[:12]}…, "
-                           f"but the stored agent has {agent.lineage_hash[:12]}…")
-    prompt = RegisteredPrompt(m.group("name"), int(found.version), agent.id, agent.lineage_hash,
-                              tuple(sorted(getattr(found, "aliases", None) or ())))
+        raise LineageError(
+            f"{uri} (version {found.version}) names {agent_id} with lineage hash {stored_hash[:12]}…, "
+            f"but the stored agent has {agent.lineage_hash[:12]}…"
+        )
+    prompt = RegisteredPrompt(
+        m.group("name"),
+        int(found.version),
+        agent.id,
+        agent.lineage_hash,
+        tuple(sorted(getattr(found, "aliases", None) or ())),
+    )
     return LoadedAgent(agent, prompt, found.template)

@@ -42,7 +42,7 @@ class _Span:
     def __init__(self, client: MlflowClient, trace_id: str, span_id: str, *, root: bool = False) -> None:
         self.client, self.trace_id, self.span_id, self.root = client, trace_id, span_id, root
 
-    def child(self, name: str, inputs: dict[str, Any]) -> "_Span":
+    def child(self, name: str, inputs: dict[str, Any]) -> _Span:
         span = self.client.start_span(name, trace_id=self.trace_id, parent_id=self.span_id, inputs=inputs)
         return _Span(self.client, self.trace_id, span.span_id)
 
@@ -69,22 +69,27 @@ class MLflowTracker:
         self.client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
         found = self.client.get_experiment_by_name(mlflow_experiment)
         self.mlflow_experiment_id = (
-            found.experiment_id if found else
-            self.client.create_experiment(mlflow_experiment, artifact_location=artifact_root_for(tracking_uri))
+            found.experiment_id
+            if found
+            else self.client.create_experiment(mlflow_experiment, artifact_location=artifact_root_for(tracking_uri))
         )
         self.run_id: str | None = None
         self._logged: set[int] = set()
 
     def start_experiment(self, experiment_id: str, params: dict[str, Any], tags: dict[str, str]) -> None:
         """Open the experiment's run, or reuse the one a previous (interrupted) run opened."""
-        runs = self.client.search_runs([self.mlflow_experiment_id], filter_string=f"tags.`{_TAG_ID}` = '{experiment_id}'")
+        runs = self.client.search_runs(
+            [self.mlflow_experiment_id], filter_string=f"tags.`{_TAG_ID}` = '{experiment_id}'"
+        )
         parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
         if parents:
             self.run_id = parents[0].info.run_id
             self._logged = {int(r.data.tags[_TAG_GEN]) for r in runs if _TAG_GEN in r.data.tags}
             self.client.update_run(self.run_id, status="RUNNING")
             return
-        run = self.client.create_run(self.mlflow_experiment_id, run_name=experiment_id, tags={**tags, _TAG_ID: experiment_id})
+        run = self.client.create_run(
+            self.mlflow_experiment_id, run_name=experiment_id, tags={**tags, _TAG_ID: experiment_id}
+        )
         self.run_id = run.info.run_id
         self.client.log_batch(self.run_id, params=[Param(k, str(v)[:6000]) for k, v in sorted(params.items())])
 
@@ -106,10 +111,18 @@ class MLflowTracker:
         batch = [Metric(k, float(v), now, generation) for k, v in sorted(metrics.items())]
         self.client.log_batch(self.run_id, metrics=batch)
         child = self.client.create_run(
-            self.mlflow_experiment_id, run_name=f"generation-{generation}",
-            tags={"mlflow.parentRunId": self.run_id, _TAG_GEN: str(generation),
-                  _TAG_ID: self.client.get_run(self.run_id).data.tags.get(_TAG_ID, ""), **tags})
-        self.client.log_batch(child.info.run_id, metrics=[Metric(k, float(v), now, 0) for k, v in sorted(metrics.items())])
+            self.mlflow_experiment_id,
+            run_name=f"generation-{generation}",
+            tags={
+                "mlflow.parentRunId": self.run_id,
+                _TAG_GEN: str(generation),
+                _TAG_ID: self.client.get_run(self.run_id).data.tags.get(_TAG_ID, ""),
+                **tags,
+            },
+        )
+        self.client.log_batch(
+            child.info.run_id, metrics=[Metric(k, float(v), now, 0) for k, v in sorted(metrics.items())]
+        )
         self.client.set_terminated(child.info.run_id)
         self._logged.add(generation)
 
@@ -133,8 +146,9 @@ class MLflowTracker:
         if self.tracing:
             mlflow.flush_trace_async_logging()
 
-    def register_prompt(self, name: str, prompt: str, tags: dict[str, str], message: str = "",
-                        *, skip_if_same: bool = False) -> int:
+    def register_prompt(
+        self, name: str, prompt: str, tags: dict[str, str], message: str = "", *, skip_if_same: bool = False
+    ) -> int:
         """Register a promoted agent's prompt in MLflow's Prompt Registry; returns its version.
         With ``skip_if_same``, an identical latest version is reused instead of adding one."""
         mlflow.set_tracking_uri(self.tracking_uri)
@@ -146,9 +160,12 @@ class MLflowTracker:
                 latest = None
             if latest is not None and latest.tags.get("furnace.lineage_hash") == tags.get("furnace.lineage_hash"):
                 return int(latest.version)
-        version = mlflow.genai.register_prompt(name=name, template=prompt.replace("{{", "{ {"),
-                                               commit_message=message or None,
-                                               tags={k: str(v)[:5000] for k, v in tags.items()})
+        version = mlflow.genai.register_prompt(
+            name=name,
+            template=prompt.replace("{{", "{ {"),
+            commit_message=message or None,
+            tags={k: str(v)[:5000] for k, v in tags.items()},
+        )
         return int(version.version)
 
 
@@ -163,7 +180,12 @@ def run_summary(tracking_uri: str, experiment_id: str) -> dict[str, Any] | None:
     if parent is None:
         return None
     history = client.get_metric_history(parent.info.run_id, "best_fitness")
-    return {"run_id": parent.info.run_id, "status": parent.info.status, "tags": dict(parent.data.tags),
-            "params": dict(parent.data.params), "best_fitness_steps": [(m.step, m.value) for m in history],
-            "children": len(runs) - 1,
-            "artifacts": sorted(a.path for a in client.list_artifacts(parent.info.run_id))}
+    return {
+        "run_id": parent.info.run_id,
+        "status": parent.info.status,
+        "tags": dict(parent.data.tags),
+        "params": dict(parent.data.params),
+        "best_fitness_steps": [(m.step, m.value) for m in history],
+        "children": len(runs) - 1,
+        "artifacts": sorted(a.path for a in client.list_artifacts(parent.info.run_id)),
+    }

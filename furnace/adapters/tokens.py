@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from furnace.llm.seam import OFFLINE_MODEL_NAME
 from furnace.llm.offline.engine import estimate_tokens
+from furnace.llm.seam import OFFLINE_MODEL_NAME
 
 # Names that are ours, not a provider's: never worth importing litellm for.
 _LOCAL_MODELS = frozenset({OFFLINE_MODEL_NAME, "fake", "echo", "replay", ""})

@@ -15,8 +15,8 @@ import pandas as pd
 
 from furnace.domain.diff import diff_elixirs
 from furnace.domain.elixir import Elixir
-from furnace.fusion.embedding import Embedder, cosine
 from furnace.domain.render import render_prompt
+from furnace.fusion.embedding import Embedder, cosine
 
 DRIFT_COLUMNS = ["descendant", "ancestor", "depth", "field_changes", "fields", "embedding_distance"]
 
@@ -29,7 +29,9 @@ def as_elixir(value: Elixir | Mapping[str, Any]) -> Elixir:
 def elixirs_from_individuals(individuals: pd.DataFrame) -> dict[str, Elixir]:
     """agent id → elixir, from the individuals' stored elixir JSON (earliest record wins)."""
     out: dict[str, Elixir] = {}
-    for agent_id, data in individuals.sort_values("generation", kind="stable")[["agent_id", "elixir"]].itertuples(index=False):
+    for agent_id, data in individuals.sort_values("generation", kind="stable")[["agent_id", "elixir"]].itertuples(
+        index=False
+    ):
         if agent_id not in out and isinstance(data, Mapping) and data:
             out[agent_id] = as_elixir(data)
     return out
@@ -59,7 +61,7 @@ def drift(
     if usable.empty:
         return pd.DataFrame(columns=DRIFT_COLUMNS)
     ids = sorted(set(usable["descendant"]) | set(usable["ancestor"]))
-    vectors = dict(zip(ids, embedder.embed([text(known[i]) for i in ids])))
+    vectors = dict(zip(ids, embedder.embed([text(known[i]) for i in ids]), strict=False))
     rows = []
     for desc, anc, depth in usable[["descendant", "ancestor", "depth"]].itertuples(index=False):
         count, fields = field_distance(known[anc], known[desc])
@@ -70,6 +72,8 @@ def drift(
 def drift_by_depth(frame: pd.DataFrame) -> pd.DataFrame:
     """Mean field changes and embedding distance per ancestry depth (does drift grow with distance?)."""
     out = frame.groupby("depth", sort=True).agg(
-        pairs=("descendant", "size"), field_changes=("field_changes", "mean"),
-        embedding_distance=("embedding_distance", "mean"))
+        pairs=("descendant", "size"),
+        field_changes=("field_changes", "mean"),
+        embedding_distance=("embedding_distance", "mean"),
+    )
     return out.reset_index()

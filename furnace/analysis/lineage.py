@@ -97,7 +97,8 @@ def operator_success(individuals: pd.DataFrame) -> pd.DataFrame:
     if bred.empty:
         return pd.DataFrame(columns=cols)
     out = bred.groupby("operator", sort=True).agg(
-        children=("agent_id", "size"), successes=("success", "sum"), mean_gain=("gain", "mean"))
+        children=("agent_id", "size"), successes=("success", "sum"), mean_gain=("gain", "mean")
+    )
     out["success_rate"] = out["successes"] / out["children"]
     out["successes"] = out["successes"].astype(int)
     return out.reset_index()[cols]
@@ -106,14 +107,16 @@ def operator_success(individuals: pd.DataFrame) -> pd.DataFrame:
 def fitness_by_generation(individuals: pd.DataFrame) -> pd.DataFrame:
     """Per experiment and generation: individuals evaluated, best, mean and worst fitness."""
     out = individuals.groupby(["experiment_id", "generation"], sort=True)["fitness"].agg(
-        count="size", best="max", mean="mean", worst="min")
+        count="size", best="max", mean="mean", worst="min"
+    )
     return out.reset_index()
 
 
 def fitness_by_operator(individuals: pd.DataFrame) -> pd.DataFrame:
     """Per operator (``seed`` = the initial population): count, mean and best fitness of first evaluations."""
-    out = first_records(individuals).groupby("operator", sort=True)["fitness"].agg(
-        count="size", mean="mean", best="max")
+    out = (
+        first_records(individuals).groupby("operator", sort=True)["fitness"].agg(count="size", mean="mean", best="max")
+    )
     return out.reset_index()
 
 

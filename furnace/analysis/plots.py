@@ -24,17 +24,36 @@ def plot_lineage(layout: pd.DataFrame, *, highlight: Iterable[str] = (), ax: Any
             if parent in pos:
                 (x0, y0), (x1, y1) = pos[parent], pos[child]
                 on_path = parent in marked and child in marked
-                ax.plot([x0, x1], [y0, y1], color="#d62728" if on_path else "#cccccc",
-                        linewidth=2.0 if on_path else 0.8, zorder=1)
+                ax.plot(
+                    [x0, x1],
+                    [y0, y1],
+                    color="#d62728" if on_path else "#cccccc",
+                    linewidth=2.0 if on_path else 0.8,
+                    zorder=1,
+                )
     low, high = layout["fitness"].min(), layout["fitness"].max()
     spread = (layout["fitness"] - low) / (high - low) if high > low else layout["fitness"] * 0 + 0.5
     size: pd.Series = 30 + 320 * spread  # dot sizes spread over the fitness range seen
     for op, group in layout.groupby("operator"):
-        ax.scatter(group["x"], group["y"], s=size[group.index], label=op,
-                   color=OPERATOR_COLOURS.get(str(op), "#9467bd"), zorder=2, edgecolors="white")
+        ax.scatter(
+            group["x"],
+            group["y"],
+            s=size[group.index],
+            label=op,
+            color=OPERATOR_COLOURS.get(str(op), "#9467bd"),
+            zorder=2,
+            edgecolors="white",
+        )
     ringed = layout["agent_id"].isin(marked)
-    ax.scatter(layout["x"][ringed], layout["y"][ringed], s=size[ringed] + 40, facecolors="none",
-               edgecolors="#d62728", linewidths=2, zorder=3)
+    ax.scatter(
+        layout["x"][ringed],
+        layout["y"][ringed],
+        s=size[ringed] + 40,
+        facecolors="none",
+        edgecolors="#d62728",
+        linewidths=2,
+        zorder=3,
+    )
     ax.set_xlabel("generation")
     ax.set_yticks([])
     ax.set_xticks(sorted(layout["x"].unique()))
@@ -43,8 +62,18 @@ def plot_lineage(layout: pd.DataFrame, *, highlight: Iterable[str] = (), ax: Any
     return ax
 
 
-CJK_FONTS = ("Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "WenQuanYi Zen Hei", "WenQuanYi Micro Hei",
-             "PingFang SC", "Microsoft YaHei", "SimHei", "Heiti SC", "Arial Unicode MS")
+CJK_FONTS = (
+    "Noto Sans CJK SC",
+    "Noto Sans SC",
+    "Source Han Sans SC",
+    "WenQuanYi Zen Hei",
+    "WenQuanYi Micro Hei",
+    "PingFang SC",
+    "Microsoft YaHei",
+    "SimHei",
+    "Heiti SC",
+    "Arial Unicode MS",
+)
 
 
 def use_cjk_font() -> str | None:

@@ -12,12 +12,39 @@ import difflib
 
 import pandas as pd
 
-CHAIN_COLUMNS = ["content_id", "versions", "revisions", "rollbacks", "chain", "words_first", "words_last",
-                 "word_change"]
-EDIT_COLUMNS = ["revision_id", "content_id", "from_version", "to_version", "suggestion", "similarity", "edit_size",
-                "chars_before", "chars_after", "char_delta"]
-SUMMARY_COLUMNS = ["persona_id", "dimension", "value", "first_version", "last_version", "count", "reinforced",
-                   "weight", "current"]
+CHAIN_COLUMNS = [
+    "content_id",
+    "versions",
+    "revisions",
+    "rollbacks",
+    "chain",
+    "words_first",
+    "words_last",
+    "word_change",
+]
+EDIT_COLUMNS = [
+    "revision_id",
+    "content_id",
+    "from_version",
+    "to_version",
+    "suggestion",
+    "similarity",
+    "edit_size",
+    "chars_before",
+    "chars_after",
+    "char_delta",
+]
+SUMMARY_COLUMNS = [
+    "persona_id",
+    "dimension",
+    "value",
+    "first_version",
+    "last_version",
+    "count",
+    "reinforced",
+    "weight",
+    "current",
+]
 
 
 def _text(title: str, body: str) -> str:
@@ -36,8 +63,18 @@ def revision_chains(versions: pd.DataFrame) -> pd.DataFrame:
         marks = {"revise": "", "generate": "", "rollback": "↺"}
         chain = "→".join(f"V{v}{marks.get(s, '')}" for v, s in group[["version", "source"]].itertuples(index=False))
         first, last = int(group["word_count"].iloc[0]), int(group["word_count"].iloc[-1])
-        rows.append([content_id, len(group), int((group["source"] == "revise").sum()),
-                     int((group["source"] == "rollback").sum()), chain, first, last, last - first])
+        rows.append(
+            [
+                content_id,
+                len(group),
+                int((group["source"] == "revise").sum()),
+                int((group["source"] == "rollback").sum()),
+                chain,
+                first,
+                last,
+                last - first,
+            ]
+        )
     return pd.DataFrame(rows, columns=CHAIN_COLUMNS)
 
 
@@ -49,8 +86,20 @@ def edit_sizes(revisions: pd.DataFrame) -> pd.DataFrame:
         before, after = _text(r.original_title, r.original_body), _text(r.revised_title, r.revised_body)
         ratio = similarity(before, after)
         suggestions = r.suggestions if isinstance(r.suggestions, (list, tuple)) else [str(r.suggestions)]
-        rows.append([r.revision_id, r.content_id, int(r.from_version), int(r.to_version), " / ".join(suggestions),
-                     round(ratio, 6), round(1.0 - ratio, 6), len(before), len(after), len(after) - len(before)])
+        rows.append(
+            [
+                r.revision_id,
+                r.content_id,
+                int(r.from_version),
+                int(r.to_version),
+                " / ".join(suggestions),
+                round(ratio, 6),
+                round(1.0 - ratio, 6),
+                len(before),
+                len(after),
+                len(after) - len(before),
+            ]
+        )
     return pd.DataFrame(rows, columns=EDIT_COLUMNS)
 
 
@@ -81,6 +130,17 @@ def preference_summary(preferences: pd.DataFrame) -> pd.DataFrame:
     for (persona, dim, value), group in ordered.groupby(["persona_id", "dimension", "value"], sort=True):
         last = group.iloc[-1]
         count = int(group["count"].max())
-        rows.append([persona, dim, value, int(group["version"].iloc[0]), int(last["version"]), count, count - 1,
-                     float(last["weight"]), bool(int(last["version"]) == latest[persona])])
+        rows.append(
+            [
+                persona,
+                dim,
+                value,
+                int(group["version"].iloc[0]),
+                int(last["version"]),
+                count,
+                count - 1,
+                float(last["weight"]),
+                bool(int(last["version"]) == latest[persona]),
+            ]
+        )
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)

@@ -9,12 +9,12 @@ three revision chats whose suggestions teach (and reinforce) preferences.
 
 from __future__ import annotations
 
-from furnace import resources
 import os
 import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
+from furnace import resources
 from furnace.settings import FurnaceSettings
 
 REPO = Path(__file__).resolve().parents[2]
@@ -27,8 +27,11 @@ SAMPLE_CONFIGS: dict[str, dict[str, Any]] = {
     "sample-mutation": {"operators": {"crossover": 0.2, "mutation": 0.8}, "mutation_rate": 0.4},
 }
 REVISION_SESSIONS: list[tuple[str, str, list[str]]] = [
-    ("viral-copywriter", "summer travel", ["too formal, make it livelier", "shorten the second paragraph",
-                                           "add an emoji"]),
+    (
+        "viral-copywriter",
+        "summer travel",
+        ["too formal, make it livelier", "shorten the second paragraph", "add an emoji"],
+    ),
     ("viral-copywriter", "working from home", ["make it livelier", "add an emoji"]),
     ("lifestyle-blogger-zh", "夏日防晒", ["太正式了，活泼一点", "加一个 emoji"]),
 ]
@@ -37,8 +40,13 @@ REVISION_SESSIONS: list[tuple[str, str, list[str]]] = [
 def sample_config(name: str, overrides: dict[str, Any]) -> dict[str, Any]:
     """One small experiment config (5 seeds, 3 generations, 2 probes) with ``overrides`` applied."""
     base: dict[str, Any] = {
-        "name": name, "seed": 11, "population": 4, "generations": 3, "seeds": {"ids": SEED_IDS},
-        "probes": {"set": "writing-en", "limit": 1}, "concurrency": 2,
+        "name": name,
+        "seed": 11,
+        "population": 4,
+        "generations": 3,
+        "seeds": {"ids": SEED_IDS},
+        "probes": {"set": "writing-en", "limit": 1},
+        "concurrency": 2,
         "scorers": {"constraints": 0.2, "fidelity": 0.2, "tone": 0.15, "brief_fit": 0.4, "diversity": 0.05},
         "budget": {"max_calls": 1000},
     }

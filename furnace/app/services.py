@@ -53,8 +53,8 @@ class Services:
 
     @property
     def synthesis_cache(self) -> Any:
-        from furnace.storage.duckdb.kv import DuckDBKV
         from furnace.fusion.synthesis import SynthesisCache
+        from furnace.storage.duckdb.kv import DuckDBKV
 
         return self._get("synthesis_cache", lambda: SynthesisCache(DuckDBKV(self.db), ttl_s=self.settings.synth_ttl_s))
 
@@ -96,8 +96,9 @@ def show_error(err: Exception) -> None:
         st.error(f"Something went wrong: {err.__class__.__name__}: {err}")
 
 
-def picker(label: str, options: list[Any], *, key: str, pick_key: str, format_func: Any = str,
-           default: Any = None) -> Any:
+def picker(
+    label: str, options: list[Any], *, key: str, pick_key: str, format_func: Any = str, default: Any = None
+) -> Any:
     """A selectbox that moves to ``st.session_state[pick_key]`` whenever that pick changes.
 
     Other pages and actions (a save, a create, the assistant's "open" buttons)

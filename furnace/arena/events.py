@@ -9,7 +9,7 @@ discriminator, so ``ArenaEventAdapter.validate_json(line)`` reads them back):
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -102,7 +102,7 @@ class RunCancelled(_Event):
 
 
 ArenaEvent = Annotated[
-    Union[RunStarted, PlanCreated, SpeakerStarted, Delta, FinalReply, SpeakerFailed, RunFinished, RunCancelled],
+    RunStarted | PlanCreated | SpeakerStarted | Delta | FinalReply | SpeakerFailed | RunFinished | RunCancelled,
     Field(discriminator="type"),
 ]
 ArenaEventAdapter: TypeAdapter[ArenaEvent] = TypeAdapter(ArenaEvent)

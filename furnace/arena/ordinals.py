@@ -13,12 +13,7 @@ import re
 from dataclasses import dataclass
 
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-_EN_WORDS = {
-    w: i
-    for i, w in enumerate(
-        "zero one two three four five six seven eight nine ten eleven twelve".split()
-    )
-}
+_EN_WORDS = {w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"])}
 _ARABIC = re.compile(r"(?<![A-Za-z0-9_.])(\d{1,3})(?![\d%]|\.\d)")
 _ZH = re.compile(r"[零一二两三四五六七八九十]{1,3}")
 _EN = re.compile(r"\b(" + "|".join(_EN_WORDS) + r")\b", re.IGNORECASE)
@@ -38,8 +33,8 @@ def _zh_value(text: str) -> int | None:
     if "十" not in text:
         return _ZH_DIGITS.get(text) if len(text) == 1 else None
     tens, _, ones = text.partition("十")
-    t = _ZH_DIGITS.get(tens, None) if tens else 1
-    o = _ZH_DIGITS.get(ones, None) if ones else 0
+    t = _ZH_DIGITS.get(tens) if tens else 1
+    o = _ZH_DIGITS.get(ones) if ones else 0
     if t is None or o is None:
         return None
     return t * 10 + o
@@ -53,9 +48,13 @@ def _zh_tokens(text: str) -> list[NumberToken]:
             continue
         before = text[m.start() - 1] if m.start() > 0 else ""
         after = text[m.end()] if m.end() < len(text) else ""
-        if after == "号" or before == "第" or (
-            (not before or not _CJK.match(before) or before in _ZH_BEFORE_OK)
-            and (not after or after in _ZH_AFTER_PUNCT)
+        if (
+            after == "号"
+            or before == "第"
+            or (
+                (not before or not _CJK.match(before) or before in _ZH_BEFORE_OK)
+                and (not after or after in _ZH_AFTER_PUNCT)
+            )
         ):
             found.append(NumberToken(m.start(), m.end(), value))
     return found
@@ -65,7 +64,7 @@ def _en_tokens(text: str) -> list[NumberToken]:
     found = []
     for m in _EN.finditer(text):
         before = text[: m.start()].rstrip().casefold()
-        after = text[m.end():].lstrip()
+        after = text[m.end() :].lstrip()
         if (
             before.endswith(("number", "no.", "#"))
             or not before
@@ -99,7 +98,7 @@ def enforce_ordinal(text: str, ordinal: int, language: str = "en") -> tuple[str,
     corrected = any(t.value != ordinal for t in tokens)
     out, last = [], 0
     for tok in tokens:
-        out.append(text[last:tok.start])
+        out.append(text[last : tok.start])
         out.append(str(ordinal))
         last = tok.end
     out.append(text[last:])

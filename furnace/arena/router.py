@@ -31,7 +31,9 @@ def message_language(message: str) -> str:
 def roll_call_task(ordinal: int, total: int, language: str) -> str:
     """The fixed wording of a roll-call task."""
     if language == "zh":
-        return f"报数：你是第{ordinal}号（共{total}人）。只报出你的数字{ordinal}，一句话；人设只能影响语气，不能改变数字。"
+        return (
+            f"报数：你是第{ordinal}号（共{total}人）。只报出你的数字{ordinal}，一句话；人设只能影响语气，不能改变数字。"
+        )
     return (
         f"Roll call: you are number {ordinal} of {total}. Answer with your number {ordinal} in one short line; "
         "your persona may colour the tone but must not change the number."
@@ -61,7 +63,9 @@ def route(directive: Directive, members: Sequence[str], message: str) -> Plan | 
         speakers = tuple(SpeakerTask(member_id=m, task=reply_task(language)) for m in members)
         return _plan(kind, speakers, REPLY_TOKENS, "@all: every member in order")
     if kind is DirectiveKind.MENTION:
-        speakers = tuple(SpeakerTask(member_id=m, task=reply_task(language)) for m in members if m in directive.mentions)
+        speakers = tuple(
+            SpeakerTask(member_id=m, task=reply_task(language)) for m in members if m in directive.mentions
+        )
         return _plan(kind, speakers, REPLY_TOKENS, "@mention: the mentioned member(s) only")
     return None
 

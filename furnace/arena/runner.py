@@ -49,11 +49,11 @@ from furnace.arena.models import (
     reply_id_for,
 )
 from furnace.arena.router import route
+from furnace.arena.speaker import ContextBuilder, HistoryTurn, Persona, SpokenReply, resolve_persona, speak
 from furnace.arena.store import ArenaStore
 from furnace.arena.supervisor import plan_open_discussion
 from furnace.domain.errors import InputError
 from furnace.llm.seam import LLM
-from furnace.arena.speaker import ContextBuilder, HistoryTurn, Persona, SpokenReply, resolve_persona, speak
 from furnace.storage.store import ElixirStore
 
 CheckpointHook = Callable[[str, int], None]
@@ -139,8 +139,13 @@ class Arena:
             out.append(ArenaMessage(run_id=run.run_id, role="user", text=run.message))
             out.extend(
                 ArenaMessage(
-                    run_id=r.run_id, role="member", text=r.text, member_id=r.member_id, member_name=r.member_name,
-                    speaker_index=r.speaker_index, reply_id=r.reply_id,
+                    run_id=r.run_id,
+                    role="member",
+                    text=r.text,
+                    member_id=r.member_id,
+                    member_name=r.member_name,
+                    speaker_index=r.speaker_index,
+                    reply_id=r.reply_id,
                 )
                 for r in replies
                 if r.run_id == run.run_id
@@ -166,7 +171,11 @@ class Arena:
     # --- turns -----------------------------------------------------------------
 
     def say(
-        self, session_id: str, message: str, *, run_id: str | None = None,
+        self,
+        session_id: str,
+        message: str,
+        *,
+        run_id: str | None = None,
         on_event: Callable[[ArenaEvent], None] | None = None,
     ) -> RunOutcome:
         """Run one user turn to the end, calling ``on_event`` for each event."""
@@ -193,8 +202,13 @@ class Arena:
                 yield from self.stream_resume(target.run_id)
             return
         run = self.store.start_run(
-            RunRecord(run_id=run_id or new_run_id(), session_id=session.id, turn=0, message=message,
-                      directive=directive.kind.value)
+            RunRecord(
+                run_id=run_id or new_run_id(),
+                session_id=session.id,
+                turn=0,
+                message=message,
+                directive=directive.kind.value,
+            )
         )
         yield from self._drive(run, session, personas, directive, resumed=False)
 
@@ -247,12 +261,18 @@ class Arena:
             )
         return turns
 
-    def _plan(self, run: RunRecord, session: ArenaSession, personas: dict[str, Persona], directive: Directive, llm: LLM) -> Plan:
+    def _plan(
+        self, run: RunRecord, session: ArenaSession, personas: dict[str, Persona], directive: Directive, llm: LLM
+    ) -> Plan:
         plan = route(directive, session.members, run.message)
         if plan is None:
             plan = plan_open_discussion(
-                run.message, [p.elixir.model_copy(update={"id": m}) for m, p in personas.items()], directive,
-                llm=llm, seed=self.seed, run_id=run.run_id,
+                run.message,
+                [p.elixir.model_copy(update={"id": m}) for m, p in personas.items()],
+                directive,
+                llm=llm,
+                seed=self.seed,
+                run_id=run.run_id,
             )
         if not self.store.set_plan(run.run_id, plan):
             stored = self.store.get_run(run.run_id).plan
@@ -261,16 +281,32 @@ class Arena:
         return plan
 
     def _attempts(
-        self, persona: Persona, task: SpeakerTask, run: RunRecord, llm: LLM, *,
-        history: list[HistoryTurn], group: list[str], max_tokens: int,
+        self,
+        persona: Persona,
+        task: SpeakerTask,
+        run: RunRecord,
+        llm: LLM,
+        *,
+        history: list[HistoryTurn],
+        group: list[str],
+        max_tokens: int,
     ) -> tuple[SpokenReply | None, str, int]:
         """One speaker, retried at most ``max_retries`` times: (reply or None, last error, attempts)."""
         error = ""
         for attempt in range(self.max_retries + 1):
             try:
                 spoken = speak(
-                    persona, run.message, llm=llm, instruction=task.task, ordinal=task.ordinal, history=history,
-                    context=self.context, group=group, max_tokens=max_tokens, seed=self.seed, attempt=attempt,
+                    persona,
+                    run.message,
+                    llm=llm,
+                    instruction=task.task,
+                    ordinal=task.ordinal,
+                    history=history,
+                    context=self.context,
+                    group=group,
+                    max_tokens=max_tokens,
+                    seed=self.seed,
+                    attempt=attempt,
                     run_id=run.run_id,
                 )
                 return spoken, "", attempt + 1
@@ -279,7 +315,13 @@ class Arena:
         return None, error, self.max_retries + 1
 
     def _drive(
-        self, run: RunRecord, session: ArenaSession, personas: dict[str, Persona], directive: Directive, *, resumed: bool
+        self,
+        run: RunRecord,
+        session: ArenaSession,
+        personas: dict[str, Persona],
+        directive: Directive,
+        *,
+        resumed: bool,
     ) -> Iterator[ArenaEvent]:
         ids: dict[str, Any] = {"run_id": run.run_id, "session_id": session.id}
         base = self.llm_for_model(session.model) if self.llm_for_model else self.llm
@@ -316,7 +358,9 @@ class Arena:
             )
             if spoken is None:
                 cancel = self.store.record_speaker(
-                    Checkpoint(run_id=run.run_id, speaker_index=index, status="failed", error=error[:500], attempts=attempts),
+                    Checkpoint(
+                        run_id=run.run_id, speaker_index=index, status="failed", error=error[:500], attempts=attempts
+                    ),
                     None,
                 )
                 failed += 1
@@ -326,19 +370,38 @@ class Arena:
             else:
                 yield Delta(**ids, index=index, member_id=task.member_id, text=spoken.text)
                 reply = ReplyRecord(
-                    reply_id=reply_id_for(run.run_id, index), run_id=run.run_id, session_id=session.id,
-                    speaker_index=index, member_id=task.member_id, member_name=persona.name,
-                    member_version=persona.version, text=spoken.text, ordinal=task.ordinal, corrected=spoken.corrected,
+                    reply_id=reply_id_for(run.run_id, index),
+                    run_id=run.run_id,
+                    session_id=session.id,
+                    speaker_index=index,
+                    member_id=task.member_id,
+                    member_name=persona.name,
+                    member_version=persona.version,
+                    text=spoken.text,
+                    ordinal=task.ordinal,
+                    corrected=spoken.corrected,
                 )
                 cancel = self.store.record_speaker(
-                    Checkpoint(run_id=run.run_id, speaker_index=index, status="done", reply_id=reply.reply_id, attempts=attempts),
+                    Checkpoint(
+                        run_id=run.run_id,
+                        speaker_index=index,
+                        status="done",
+                        reply_id=reply.reply_id,
+                        attempts=attempts,
+                    ),
                     reply,
                 )
                 history.append(HistoryTurn(text=spoken.text, speaker_id=task.member_id, speaker_name=persona.name))
                 replied += 1
                 yield FinalReply(
-                    **ids, index=index, member_id=task.member_id, name=persona.name, reply_id=reply.reply_id,
-                    text=spoken.text, ordinal=task.ordinal, corrected=spoken.corrected,
+                    **ids,
+                    index=index,
+                    member_id=task.member_id,
+                    name=persona.name,
+                    reply_id=reply.reply_id,
+                    text=spoken.text,
+                    ordinal=task.ordinal,
+                    corrected=spoken.corrected,
                 )
             if self.after_checkpoint is not None:
                 self.after_checkpoint(run.run_id, len(done) + replied + failed)

@@ -29,8 +29,8 @@ from pydantic import BaseModel, ConfigDict
 from furnace.arena.ordinals import enforce_ordinal
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import LLMMalformedOutput, NotFound
-from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 from furnace.domain.render import render_prompt
+from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 from furnace.storage.store import ElixirStore
 
 DEFAULT_CONTEXT_LIMIT = 32_000
@@ -121,8 +121,13 @@ def token_aware_context(
 
     def build(persona: Persona, system_prompt: str, user_message: str, history: Sequence[HistoryTurn]) -> list[Message]:
         return build_context(
-            system_prompt=system_prompt, user_message=user_message, history=history_messages(persona, history),
-            context_limit=context_limit, count=count, llm=llm, language=persona.language,
+            system_prompt=system_prompt,
+            user_message=user_message,
+            history=history_messages(persona, history),
+            context_limit=context_limit,
+            count=count,
+            llm=llm,
+            language=persona.language,
         ).messages
 
     return build
@@ -138,11 +143,10 @@ def _room_note(persona: Persona, group: Sequence[str]) -> str:
     if not others:
         return ""
     if persona.language == "zh":
-        return f"\n\n# 群聊\n你是群聊中的「{persona.name}」，同在群里的还有：{'、'.join(others)}。只以你自己的身份发言。"
-    return (
-        f"\n\n# Group chat\nYou are {persona.name} in a group chat with {', '.join(others)}. "
-        "Speak only as yourself."
-    )
+        return (
+            f"\n\n# 群聊\n你是群聊中的「{persona.name}」，同在群里的还有：{'、'.join(others)}。只以你自己的身份发言。"
+        )
+    return f"\n\n# Group chat\nYou are {persona.name} in a group chat with {', '.join(others)}. Speak only as yourself."
 
 
 def _task_line(persona: Persona, instruction: str | None) -> str:
@@ -203,7 +207,7 @@ def validate_reply(text: str, persona: Persona, *, ordinal: int | None = None) -
     text = (text or "").strip()
     m = _NAME_PREFIX.match(text)
     if m and m.group("name").strip().casefold() in {persona.name.casefold(), persona.member_id.casefold()}:
-        text = text[m.end():].strip()
+        text = text[m.end() :].strip()
     if not text and ordinal is None:
         raise LLMMalformedOutput(f"{persona.name} gave an empty reply")
     corrected = False
@@ -253,8 +257,16 @@ def speak(
 ) -> SpokenReply:
     """One persona answers one message: prompt + memory + REPLY call + validation."""
     request = build_reply_request(
-        persona, message, instruction=instruction, history=history, context=context, group=group,
-        max_tokens=max_tokens, seed=seed, attempt=attempt, run_id=run_id,
+        persona,
+        message,
+        instruction=instruction,
+        history=history,
+        context=context,
+        group=group,
+        max_tokens=max_tokens,
+        seed=seed,
+        attempt=attempt,
+        run_id=run_id,
     )
     completion = llm.complete(request)
     text, corrected = validate_reply(completion.text, persona, ordinal=ordinal)

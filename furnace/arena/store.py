@@ -15,7 +15,7 @@ the system of record. Rules both keep:
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Protocol
 
 from furnace.arena.models import ArenaSession, Checkpoint, Plan, ReplyRecord, RunRecord, RunStatus
@@ -80,7 +80,7 @@ class ArenaStore(Protocol):
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 class InMemoryArenaStore:
@@ -95,7 +95,9 @@ class InMemoryArenaStore:
 
     def save_session(self, session: ArenaSession) -> None:
         with self._lock:
-            self._sessions.setdefault(session.id, session.model_copy(update={"created_at": session.created_at or _now()}))
+            self._sessions.setdefault(
+                session.id, session.model_copy(update={"created_at": session.created_at or _now()})
+            )
 
     def get_session(self, session_id: str) -> ArenaSession:
         try:
@@ -143,7 +145,8 @@ class InMemoryArenaStore:
     def replies(self, *, run_id: str | None = None, session_id: str | None = None) -> list[ReplyRecord]:
         turns = {r.run_id: r.turn for r in self._runs.values()}
         found = [
-            r for r in self._replies.values()
+            r
+            for r in self._replies.values()
             if (run_id is None or r.run_id == run_id) and (session_id is None or r.session_id == session_id)
         ]
         return sorted(found, key=lambda r: (turns.get(r.run_id, 0), r.run_id, r.speaker_index))

@@ -67,9 +67,7 @@ def build_plan_request(
     message: str, members: Sequence[Elixir], directive: Directive, *, seed: int = 0, run_id: str | None = None
 ) -> LLMRequest:
     """The PLAN request for an open-discussion message."""
-    roster = [
-        {"id": e.id, "name": e.name, "expertise": list(e.expertise), "identity": e.identity} for e in members
-    ]
+    roster = [{"id": e.id, "name": e.name, "expertise": list(e.expertise), "identity": e.identity} for e in members]
     inputs = {
         "message": message,
         "language": message_language(message),
@@ -81,8 +79,15 @@ def build_plan_request(
         f"Mentioned: {', '.join(directive.mentions) or 'none'}\n\nUser message:\n{message}"
     )
     return system_user(
-        TaskKind.PLAN, _SYSTEM, user, temperature=0.0, seed=seed, json_schema=PLAN_SCHEMA, inputs=inputs,
-        max_tokens=600, run_id=run_id,
+        TaskKind.PLAN,
+        _SYSTEM,
+        user,
+        temperature=0.0,
+        seed=seed,
+        json_schema=PLAN_SCHEMA,
+        inputs=inputs,
+        max_tokens=600,
+        run_id=run_id,
     )
 
 
@@ -128,7 +133,12 @@ def parse_plan(parsed: Any, members: Sequence[str], directive: Directive) -> Pla
 
 
 def plan_open_discussion(
-    message: str, members: Sequence[Elixir], directive: Directive, *, llm: LLM, seed: int = 0,
+    message: str,
+    members: Sequence[Elixir],
+    directive: Directive,
+    *,
+    llm: LLM,
+    seed: int = 0,
     run_id: str | None = None,
 ) -> Plan:
     """Ask the supervisor for a plan; any failure or invalid plan gives the fallback plan."""

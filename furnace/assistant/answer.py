@@ -24,8 +24,8 @@ from furnace.assistant.queries import run_query
 from furnace.assistant.results import AssistData, StructuredResult
 from furnace.assistant.scope import Catalogue, Inferred, Scope, infer_scope, match_names, parse_command
 from furnace.domain.errors import LLMError
-from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 from furnace.llm.context import build_context
+from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 
 MIN_CONFIDENCE = 0.6
 LEAD_MAX_TOKENS = 80
@@ -145,16 +145,29 @@ class Assistant:
 
         locked = state.locked or Scope()
         scope = locked.overlaid(inferred.scope)  # this turn only; the lock itself is unchanged
-        yield Meta(scope=scope, scope_label=scope.label(), locked=state.locked is not None,
-                   intent=guess.intent, intent_source=guess.source)
+        yield Meta(
+            scope=scope,
+            scope_label=scope.label(),
+            locked=state.locked is not None,
+            intent=guess.intent,
+            intent_source=guess.source,
+        )
         yield Status(text="正在查询…" if zh else "Querying…")
         assert guess.intent is not None
         result = run_query(self.data, guess.intent, scope, limit=self.limit, zh=zh)
         lead = self._lead(question, result, zh, used_model=guess.source != "rules")
         yield from self._finish(state, question, lead, result, scope)
 
-    def _finish(self, state: AssistantState, question: str, lead: str, result: StructuredResult | None,
-                scope: Scope, *, clarify: bool = False) -> Iterator[AnswerEvent]:
+    def _finish(
+        self,
+        state: AssistantState,
+        question: str,
+        lead: str,
+        result: StructuredResult | None,
+        scope: Scope,
+        *,
+        clarify: bool = False,
+    ) -> Iterator[AnswerEvent]:
         for piece in re.findall(r"\S+\s*", lead):
             yield Delta(text=piece)
         state.history.append(Turn(question=question, answer=lead))
@@ -162,8 +175,9 @@ class Assistant:
 
     # --- scope commands -----------------------------------------------------
 
-    def _command(self, command: tuple[str, str], question: str, state: AssistantState, catalogue: Catalogue,
-                 zh: bool) -> Iterator[AnswerEvent]:
+    def _command(
+        self, command: tuple[str, str], question: str, state: AssistantState, catalogue: Catalogue, zh: bool
+    ) -> Iterator[AnswerEvent]:
         kind, target = command
         if kind == "clear":
             state.locked = None
@@ -173,16 +187,18 @@ class Assistant:
         inferred = infer_scope(target, catalogue, self.now())
         if inferred.scope.is_empty():  # "only the coach" without the word persona
             inferred = self._bare_name(target, catalogue)
-        clarify = self._clarification(IntentGuess(intent="personas", confidence=1, source="rules"),
-                                      inferred, catalogue, zh)
+        clarify = self._clarification(
+            IntentGuess(intent="personas", confidence=1, source="rules"), inferred, catalogue, zh
+        )
         if clarify or inferred.scope.is_empty():
             text = clarify or (f"我没能从“{target}”读出范围。" if zh else f"I could not read a scope from {target!r}.")
             yield from self._finish(state, question, text, None, state.locked or Scope(), clarify=True)
             return
         state.locked = inferred.scope
-        yield Meta(scope=inferred.scope, scope_label=inferred.scope.label(), locked=True, intent=None,
-                   intent_source="rules")
-        text = (f"范围已锁定：{inferred.scope.label()}。" if zh else f"Scope locked: {inferred.scope.label()}.")
+        yield Meta(
+            scope=inferred.scope, scope_label=inferred.scope.label(), locked=True, intent=None, intent_source="rules"
+        )
+        text = f"范围已锁定：{inferred.scope.label()}。" if zh else f"Scope locked: {inferred.scope.label()}."
         yield from self._finish(state, question, text, None, inferred.scope)
 
     @staticmethod
@@ -197,8 +213,9 @@ class Assistant:
 
     # --- the model, only when rules cannot tell -----------------------------
 
-    def _ask_model(self, question: str, state: AssistantState, catalogue: Catalogue, guess: IntentGuess,
-                   inferred: Inferred) -> tuple[IntentGuess, Inferred]:
+    def _ask_model(
+        self, question: str, state: AssistantState, catalogue: Catalogue, guess: IntentGuess, inferred: Inferred
+    ) -> tuple[IntentGuess, Inferred]:
         if self.llm is None:
             return guess, inferred
         attempts: list[tuple[str, list[Turn]]] = [("model", [])]
@@ -212,28 +229,51 @@ class Assistant:
             if intent is None:
                 continue
             fields = {k: parsed.get(k) for k in ("persona", "experiment")}
-            fields = {k: v for k, v in fields.items() if v and v in (catalogue.personas if k == "persona"
-                                                                     else catalogue.experiments)}
+            fields = {
+                k: v
+                for k, v in fields.items()
+                if v and v in (catalogue.personas if k == "persona" else catalogue.experiments)
+            }
             since = self.now() - timedelta(days=parsed["days"]) if parsed.get("days") else None
             model_scope = Scope(since=since, **fields)
             unresolved = [u for u in inferred.unresolved if u.split(" ")[0] not in fields]
-            return (IntentGuess(intent=intent, confidence=float(parsed["confidence"]), source=source),  # type: ignore[arg-type]
-                    Inferred(scope=inferred.scope.overlaid(model_scope), unresolved=unresolved,
-                             ambiguous=inferred.ambiguous))
+            return (
+                IntentGuess(intent=intent, confidence=float(parsed["confidence"]), source=source),  # type: ignore[arg-type]
+                Inferred(
+                    scope=inferred.scope.overlaid(model_scope), unresolved=unresolved, ambiguous=inferred.ambiguous
+                ),
+            )
         return guess, inferred
 
     def _classify_call(self, question: str, catalogue: Catalogue, history: list[Turn]) -> dict[str, Any] | None:
         assert self.llm is not None
         system = CLASSIFY_SYSTEM + "\nCatalogue: " + str(catalogue.model_dump())
-        turns = [m for t in history for m in (Message(role="user", content=t.question),
-                                              Message(role="assistant", content=t.answer))]
-        context = build_context(system_prompt=system, user_message=question, history=turns,
-                                context_limit=self.context_limit, count=self.count, llm=self.llm)
+        turns = [
+            m
+            for t in history
+            for m in (Message(role="user", content=t.question), Message(role="assistant", content=t.answer))
+        ]
+        context = build_context(
+            system_prompt=system,
+            user_message=question,
+            history=turns,
+            context_limit=self.context_limit,
+            count=self.count,
+            llm=self.llm,
+        )
         request = LLMRequest(
-            task=TaskKind.ASSIST, messages=tuple(context.messages), temperature=0.0, seed=0, max_tokens=120,
+            task=TaskKind.ASSIST,
+            messages=tuple(context.messages),
+            temperature=0.0,
+            seed=0,
+            max_tokens=120,
             json_schema=CLASSIFY_SCHEMA,
-            inputs={"mode": "classify", "question": question, "catalogue": catalogue.model_dump(),
-                    "history": [t.question for t in history]},
+            inputs={
+                "mode": "classify",
+                "question": question,
+                "catalogue": catalogue.model_dump(),
+                "history": [t.question for t in history],
+            },
         )
         try:
             parsed = self.llm.complete(request).parsed
@@ -246,9 +286,13 @@ class Assistant:
             return template_lead(result, zh)
         request = LLMRequest(
             task=TaskKind.ASSIST,
-            messages=(Message(role="system", content=LEAD_SYSTEM),
-                      Message(role="user", content=f"Question: {question}\nResult summary: {result.summary()}")),
-            temperature=0.2, seed=0, max_tokens=LEAD_MAX_TOKENS,
+            messages=(
+                Message(role="system", content=LEAD_SYSTEM),
+                Message(role="user", content=f"Question: {question}\nResult summary: {result.summary()}"),
+            ),
+            temperature=0.2,
+            seed=0,
+            max_tokens=LEAD_MAX_TOKENS,
             inputs={"mode": "lead", "question": question, "result": result.summary(), "language": "zh" if zh else "en"},
         )
         try:
@@ -264,16 +308,25 @@ class Assistant:
         if inferred.ambiguous:
             word, hits = next(iter(inferred.ambiguous.items()))
             options = ", ".join(hits[:5])
-            return (f"“{word}”可能指多个记录：{options}。你指的是哪一个？" if zh
-                    else f"{word!r} could mean several records: {options}. Which one do you mean?")
+            return (
+                f"“{word}”可能指多个记录：{options}。你指的是哪一个？"
+                if zh
+                else f"{word!r} could mean several records: {options}. Which one do you mean?"
+            )
         if inferred.unresolved:
             what, _, name = inferred.unresolved[0].partition(" ")
-            known = list((catalogue.personas if what == "persona" else catalogue.experiments))[:5]
+            known = list(catalogue.personas if what == "persona" else catalogue.experiments)[:5]
             hint = ", ".join(known) or "none yet"
-            return (f"我找不到名为“{name}”的{ '人设' if what == 'persona' else '实验'}。已有：{hint}。你指的是哪个？" if zh
-                    else f"I can't find a {what} called {name!r}. Known: {hint}. Which one do you mean?")
+            return (
+                f"我找不到名为“{name}”的{'人设' if what == 'persona' else '实验'}。已有：{hint}。你指的是哪个？"
+                if zh
+                else f"I can't find a {what} called {name!r}. Known: {hint}. Which one do you mean?"
+            )
         if guess.intent is None:
-            return ("我不确定你想看什么：最佳智能体、修订记录、学到的偏好、实验、人设还是花费？" if zh
-                    else "I'm not sure what you'd like to see: best agents, revisions, learned preferences, "
-                         "experiments, personas or costs?")
+            return (
+                "我不确定你想看什么：最佳智能体、修订记录、学到的偏好、实验、人设还是花费？"
+                if zh
+                else "I'm not sure what you'd like to see: best agents, revisions, learned preferences, "
+                "experiments, personas or costs?"
+            )
         return None

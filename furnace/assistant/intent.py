@@ -14,8 +14,12 @@ INTENTS: tuple[Intent, ...] = ("top_agents", "revisions", "preferences", "experi
 # revisions" is about preferences, not revisions).
 _RULES: tuple[tuple[Intent, re.Pattern[str]], ...] = (
     ("preferences", re.compile(r"\b(learn(ed|t)?|preferences?|style prefs?)\b|学到|学会|偏好", re.I)),
-    ("top_agents", re.compile(
-        r"\b(best|top|highest|fittest|leaderboard|winners?|scored?|ranking)\b|得分最高|最好|排行|排名|最优", re.I)),
+    (
+        "top_agents",
+        re.compile(
+            r"\b(best|top|highest|fittest|leaderboard|winners?|scored?|ranking)\b|得分最高|最好|排行|排名|最优", re.I
+        ),
+    ),
     ("revisions", re.compile(r"\b(revisions?|revised|edits?|rewrites?)\b|修订|修改|改稿|改写", re.I)),
     ("costs", re.compile(r"\b(cost|costs|spend|spent|tokens?|budget|usd)\b|花费|成本|开销|费用", re.I)),
     ("experiments", re.compile(r"\b(experiments?|sweeps?|runs?)\b|实验", re.I)),

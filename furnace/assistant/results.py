@@ -34,8 +34,14 @@ class StructuredResult(BaseModel):
     def summary(self, top: int = 3) -> dict[str, Any]:
         """What the model sees to write its lead: never the whole list."""
         top_rows = self.model_copy(update={"items": self.items[:top]}).model_dump(mode="json")["items"]
-        return {"type": self.type, "title": self.title, "count": len(self.items),
-                "columns": self.columns, "top": top_rows, "context": self.context}
+        return {
+            "type": self.type,
+            "title": self.title,
+            "count": len(self.items),
+            "columns": self.columns,
+            "top": top_rows,
+            "context": self.context,
+        }
 
 
 class AssistData(Protocol):

@@ -16,7 +16,9 @@ from pydantic import BaseModel, ConfigDict
 
 Kind = Literal["agents", "revisions", "preferences", "experiments", "personas", "costs"]
 
-_CLEAR = re.compile(r"^\s*(clear|reset|drop)\s+(the\s+)?scope\s*[.!]?\s*$|^\s*(清除|清空|重置)范围\s*[。！!]?\s*$", re.I)
+_CLEAR = re.compile(
+    r"^\s*(clear|reset|drop)\s+(the\s+)?scope\s*[.!]?\s*$|^\s*(清除|清空|重置)范围\s*[。！!]?\s*$", re.I
+)
 _LOCK = re.compile(
     r"^\s*(?:from now on,?\s*(?:only|just)(?:\s+look at)?|only look at|lock (?:the\s+)?scope to|"
     r"scope to|只看|锁定范围(?:到|为)?|以后只看|从现在起只看)\s*[:：]?\s*(?P<target>.+?)\s*[.!。！]?\s*$",
@@ -37,7 +39,7 @@ class Scope(BaseModel):
     def is_empty(self) -> bool:
         return not any((self.persona, self.experiment, self.since, self.until))
 
-    def overlaid(self, other: "Scope") -> "Scope":
+    def overlaid(self, other: Scope) -> Scope:
         """This scope with ``other``'s set fields on top."""
         data = self.model_dump()
         data.update({k: v for k, v in other.model_dump().items() if v is not None})
@@ -123,10 +125,52 @@ _EXPERIMENT_NAMED = (
     (re.compile(r"([\w.-]+)(?:'s)?\s+(?:experiment|sweep)", re.I), False),
 )
 _STOP = {
-    "the", "a", "an", "this", "that", "my", "our", "its", "which", "each", "every", "last", "night's", "s",
-    "of", "for", "about", "from", "by", "in", "on", "with", "to", "show", "list", "best", "new", "every",
-    "revisions", "revision", "preferences", "learned", "learn", "agents", "scores", "results", "history",
-    "versions", "runs", "leaderboard", "costs", "is", "was", "did", "has", "and", "or",
+    "the",
+    "a",
+    "an",
+    "this",
+    "that",
+    "my",
+    "our",
+    "its",
+    "which",
+    "each",
+    "every",
+    "last",
+    "night's",
+    "s",
+    "of",
+    "for",
+    "about",
+    "from",
+    "by",
+    "in",
+    "on",
+    "with",
+    "to",
+    "show",
+    "list",
+    "best",
+    "new",
+    "revisions",
+    "revision",
+    "preferences",
+    "learned",
+    "learn",
+    "agents",
+    "scores",
+    "results",
+    "history",
+    "versions",
+    "runs",
+    "leaderboard",
+    "costs",
+    "is",
+    "was",
+    "did",
+    "has",
+    "and",
+    "or",
 }
 
 

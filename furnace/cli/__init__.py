@@ -35,7 +35,9 @@ _GROUPS = [
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--home", type=click.Path(file_okay=False), default=None, help="Data folder (default $FURNACE_HOME or ./data).")
+@click.option(
+    "--home", type=click.Path(file_okay=False), default=None, help="Data folder (default $FURNACE_HOME or ./data)."
+)
 @click.pass_context
 def cli(ctx: click.Context, home: str | None) -> None:
     """furnace — breed LLM personas: elixirs, fusion, lineage, experiments."""

@@ -18,9 +18,19 @@ APP_ENTRY = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
 def app_command(entry: Path, *, host: str, port: int) -> list[str]:
     """The streamlit command line for ``entry``."""
     return [
-        sys.executable, "-m", "streamlit", "run", str(entry),
-        "--server.address", host, "--server.port", str(port),
-        "--server.headless", "true", "--browser.gatherUsageStats", "false",
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(entry),
+        "--server.address",
+        host,
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
     ]
 
 

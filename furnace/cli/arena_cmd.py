@@ -86,7 +86,8 @@ def register(cli: click.Group) -> None:
         """Create a session."""
         session = _arena(ctx).create_session(members.split(","), title=title, model=model)
         emit(
-            session.model_dump(mode="json"), as_json=as_json,
+            session.model_dump(mode="json"),
+            as_json=as_json,
             human=f"{session.id}  members: {', '.join(session.members)}  model: {session.model}",
         )
 
@@ -125,7 +126,8 @@ def register(cli: click.Group) -> None:
         """List sessions, newest first."""
         sessions = _arena(ctx).store.list_sessions()
         emit(
-            [s.model_dump(mode="json") for s in sessions], as_json=as_json,
+            [s.model_dump(mode="json") for s in sessions],
+            as_json=as_json,
             human="\n".join(f"{s.id}  {', '.join(s.members)}  {s.title}" for s in sessions) or "no sessions",
         )
 

@@ -10,13 +10,18 @@ from furnace.cli.table import format_table
 
 def build_assistant(obj: CliContext, *, model_lead: bool = False):  # noqa: ANN201 - edge wiring
     """The assistant and its data layer on this CLI's store and model."""
-    from furnace.storage.duckdb.assist import DuckDBAssistData
     from furnace.assistant.answer import Assistant
     from furnace.llm.context import counter_for
+    from furnace.storage.duckdb.assist import DuckDBAssistData
 
     data = DuckDBAssistData(obj.db)
-    assistant = Assistant(data, obj.llm, model_lead=model_lead, context_limit=obj.settings.context_limit,
-                          count_tokens=counter_for(obj.settings.model))
+    assistant = Assistant(
+        data,
+        obj.llm,
+        model_lead=model_lead,
+        context_limit=obj.settings.context_limit,
+        count_tokens=counter_for(obj.settings.model),
+    )
     return assistant, data
 
 

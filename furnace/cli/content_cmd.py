@@ -7,8 +7,8 @@ from typing import Any
 import click
 
 from furnace.cli.context import CliContext, emit, json_option
-from furnace.writing.content import ContentVersion, generate_content
 from furnace.domain.elixir import Elixir
+from furnace.writing.content import ContentVersion, generate_content
 from furnace.writing.revision import diff_versions, rollback
 
 
@@ -32,8 +32,11 @@ def version_text(v: ContentVersion, *, head: str = "", language: str = "en") -> 
 
 def prefs_data(elixir: Elixir) -> dict[str, Any]:
     """A persona's learned preferences as JSON data."""
-    return {"persona": elixir.id, "version": elixir.version,
-            "preferences": [p.model_dump(mode="json") for p in elixir.style_preferences]}
+    return {
+        "persona": elixir.id,
+        "version": elixir.version,
+        "preferences": [p.model_dump(mode="json") for p in elixir.style_preferences],
+    }
 
 
 def prefs_text(elixir: Elixir) -> str:
@@ -46,8 +49,9 @@ def prefs_text(elixir: Elixir) -> str:
     return "\n".join(lines)
 
 
-def run_revision_demo(store: Any, content_store: Any, llm: Any, *, persona: str, topic: str,
-                      suggestions: list[str]) -> dict[str, Any]:
+def run_revision_demo(
+    store: Any, content_store: Any, llm: Any, *, persona: str, topic: str, suggestions: list[str]
+) -> dict[str, Any]:
     """The preference loop end to end: write, revise each suggestion, write again with what was learned."""
     from furnace.writing.revision import revise
 
@@ -55,8 +59,14 @@ def run_revision_demo(store: Any, content_store: Any, llm: Any, *, persona: str,
     outcomes = [revise(store, content_store, llm, content.id, s) for s in suggestions]
     learned = store.get_elixir(persona)
     again, next_first = generate_content(store, content_store, llm, persona_id=persona, topic=topic)
-    return {"content": content, "first": first, "outcomes": outcomes, "persona": learned,
-            "next_content": again, "next_first": next_first}
+    return {
+        "content": content,
+        "first": first,
+        "outcomes": outcomes,
+        "persona": learned,
+        "next_content": again,
+        "next_first": next_first,
+    }
 
 
 def register(cli: click.Group) -> None:
@@ -74,11 +84,16 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def content_new(ctx: CliContext, persona_id: str, topic: str, seed: int, as_json: bool) -> None:
         """Write V1 of a new piece in the persona's voice (learned preferences included)."""
-        content, v1 = generate_content(ctx.store, _content_store(ctx), ctx.llm, persona_id=persona_id, topic=topic,
-                                       seed=seed)
-        emit({"content": content.model_dump(mode="json"), "version": version_data(v1)}, as_json=as_json,
-             human=version_text(v1, head=f"{content.id}  by {content.persona_id}@{content.persona_version}  ",
-                                language=content.language))
+        content, v1 = generate_content(
+            ctx.store, _content_store(ctx), ctx.llm, persona_id=persona_id, topic=topic, seed=seed
+        )
+        emit(
+            {"content": content.model_dump(mode="json"), "version": version_data(v1)},
+            as_json=as_json,
+            human=version_text(
+                v1, head=f"{content.id}  by {content.persona_id}@{content.persona_version}  ", language=content.language
+            ),
+        )
 
     @content_group.command("list")
     @click.option("--persona", "persona_id", default=None)
@@ -89,9 +104,12 @@ def register(cli: click.Group) -> None:
         cs = _content_store(ctx)
         items = cs.list_contents(persona_id=persona_id)
         rows = [{**c.model_dump(mode="json"), "latest": cs.get_version(c.id).version} for c in items]
-        emit(rows, as_json=as_json,
-             human="\n".join(f"{r['id']}  V{r['latest']}  {r['persona_id']}  {r['topic']}" for r in rows)
-             or "no content yet")
+        emit(
+            rows,
+            as_json=as_json,
+            human="\n".join(f"{r['id']}  V{r['latest']}  {r['persona_id']}  {r['topic']}" for r in rows)
+            or "no content yet",
+        )
 
     @content_group.command("show")
     @click.argument("content_id")
@@ -102,8 +120,11 @@ def register(cli: click.Group) -> None:
         """Show one version of a piece."""
         cs = _content_store(ctx)
         v = cs.get_version(content_id, version)
-        emit(version_data(v), as_json=as_json,
-             human=version_text(v, head=f"{content_id}  ", language=cs.get_content(content_id).language))
+        emit(
+            version_data(v),
+            as_json=as_json,
+            human=version_text(v, head=f"{content_id}  ", language=cs.get_content(content_id).language),
+        )
 
     @content_group.command("history")
     @click.argument("content_id")
@@ -117,9 +138,11 @@ def register(cli: click.Group) -> None:
             cs.get_content(content_id)  # raises NotFound
         session = cs.get_session(content_id)
         messages = cs.messages(session.id) if session else []
-        data = {"content_id": content_id,
-                "versions": [{k: v for k, v in version_data(x).items() if k not in ("body",)} for x in versions],
-                "messages": [m.model_dump(mode="json") for m in messages]}
+        data = {
+            "content_id": content_id,
+            "versions": [{k: v for k, v in version_data(x).items() if k not in ("body",)} for x in versions],
+            "messages": [m.model_dump(mode="json") for m in messages],
+        }
         unit = "字" if cs.get_content(content_id).language == "zh" else "words"
         lines = [f"V{v.version}  {v.word_count:>5} {unit}  {v.source:<8} {v.title}" for v in versions]
         if messages:
@@ -153,20 +176,26 @@ def register(cli: click.Group) -> None:
     @cli.command("revise")
     @click.argument("content_id")
     @click.argument("suggestion")
-    @click.option("--regenerate/--no-regenerate", default=True, show_default=True,
-                  help="--no-regenerate only records the suggestion; the next edit applies all pending ones.")
+    @click.option(
+        "--regenerate/--no-regenerate",
+        default=True,
+        show_default=True,
+        help="--no-regenerate only records the suggestion; the next edit applies all pending ones.",
+    )
     @click.option("--seed", type=int, default=0, show_default=True)
     @json_option
     @click.pass_obj
-    def revise_cmd(ctx: CliContext, content_id: str, suggestion: str, regenerate: bool, seed: int,
-                   as_json: bool) -> None:
+    def revise_cmd(
+        ctx: CliContext, content_id: str, suggestion: str, regenerate: bool, seed: int, as_json: bool
+    ) -> None:
         """Send a suggestion to a piece's revision chat."""
         from furnace.writing.revision import revise
 
-        out = revise(ctx.store, _content_store(ctx), ctx.llm, content_id, suggestion, regenerate=regenerate,
-                     seed=seed)
+        out = revise(ctx.store, _content_store(ctx), ctx.llm, content_id, suggestion, regenerate=regenerate, seed=seed)
         data: dict[str, Any] = {
-            "status": out.status, "reply": out.reply.content, "steps": [s.value for s in out.steps],
+            "status": out.status,
+            "reply": out.reply.content,
+            "steps": [s.value for s in out.steps],
             "pending": list(out.pending),
             "version": version_data(out.version) if out.version else None,
             "revision_id": out.revision.id if out.revision else None,
@@ -184,8 +213,11 @@ def register(cli: click.Group) -> None:
 
     @cli.command("prefs")
     @click.argument("persona_id")
-    @click.option("--learn-pending", is_flag=True,
-                  help="First learn from every revision not processed yet (what the preference flow does).")
+    @click.option(
+        "--learn-pending",
+        is_flag=True,
+        help="First learn from every revision not processed yet (what the preference flow does).",
+    )
     @json_option
     @click.pass_obj
     def prefs_cmd(ctx: CliContext, persona_id: str, learn_pending: bool, as_json: bool) -> None:
@@ -200,6 +232,8 @@ def register(cli: click.Group) -> None:
         human = prefs_text(elixir)
         if report is not None:
             data["batch"] = report.as_dict()
-            human = (f"learned from {report.processed} pending revision(s) ({report.learned} with preferences, "
-                     f"{report.failed} failed)\n") + human
+            human = (
+                f"learned from {report.processed} pending revision(s) ({report.learned} with preferences, "
+                f"{report.failed} failed)\n"
+            ) + human
         emit(data, as_json=as_json, human=human)

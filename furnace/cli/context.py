@@ -20,7 +20,7 @@ class CliContext:
     _cache: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_env(cls, *, home: str | None = None) -> "CliContext":
+    def from_env(cls, *, home: str | None = None) -> CliContext:
         settings = FurnaceSettings()
         if home:
             settings = settings.model_copy(update={"home": Path(home)})

@@ -30,8 +30,8 @@ def demo_edit(elixir: Elixir) -> Elixir:
 
 def run_library_demo(store: Any, *, persona: str = DEMO_PERSONA) -> dict[str, Any]:
     """Import, render (zh and en), edit into a new version, history and diff. Returns every result."""
-    from furnace.interop.importers import import_library
     from furnace.domain.render import render_prompt
+    from furnace.interop.importers import import_library
 
     report = import_library(LIBRARY_DIR, store, keep_existing=True)
     current = store.get_elixir(persona)
@@ -112,19 +112,31 @@ def preference_demo_text(ctx: CliContext) -> str:
     from furnace.domain.render import render_prompt
 
     before = ctx.store.get_elixir(REVISION_PERSONA)
-    result = run_revision_demo(ctx.store, build_content_store(ctx.settings, db=ctx.db), ctx.llm,
-                               persona=REVISION_PERSONA, topic=REVISION_TOPIC, suggestions=REVISION_SUGGESTIONS)
+    result = run_revision_demo(
+        ctx.store,
+        build_content_store(ctx.settings, db=ctx.db),
+        ctx.llm,
+        persona=REVISION_PERSONA,
+        topic=REVISION_TOPIC,
+        suggestions=REVISION_SUGGESTIONS,
+    )
     first, persona, again = result["first"], result["persona"], result["next_first"]
-    lines = ["", f"6. Revision chat: {REVISION_PERSONA}@{before.version} writes “{REVISION_TOPIC}” "
-             f"(content {result['content'].id}, V1, {first.word_count} 字)"]
-    for suggestion, outcome in zip(REVISION_SUGGESTIONS, result["outcomes"]):
+    lines = [
+        "",
+        f"6. Revision chat: {REVISION_PERSONA}@{before.version} writes “{REVISION_TOPIC}” "
+        f"(content {result['content'].id}, V1, {first.word_count} 字)",
+    ]
+    for suggestion, outcome in zip(REVISION_SUGGESTIONS, result["outcomes"], strict=False):
         lines.append(f"   you: {suggestion}")
         lines.append("   furnace: " + outcome.reply.content.replace("\n", " ")[:160])
     prefs = ", ".join(f"{p.dimension}={p.value} (×{p.count})" for p in persona.style_preferences) or "none"
-    lines += [f"   learned preferences → {REVISION_PERSONA}@{persona.version}: {prefs}",
-              f"   the next piece is written with them (V1, {again.word_count} 字): {again.title}"]
-    learned = [line for line in render_prompt(persona).splitlines() if any(
-        p.value in line for p in persona.style_preferences)]
+    lines += [
+        f"   learned preferences → {REVISION_PERSONA}@{persona.version}: {prefs}",
+        f"   the next piece is written with them (V1, {again.word_count} 字): {again.title}",
+    ]
+    learned = [
+        line for line in render_prompt(persona).splitlines() if any(p.value in line for p in persona.style_preferences)
+    ]
     if learned:
         lines.append("   its prompt now says: " + " / ".join(learned[:3]))
     lines.append(f"   see it all: furnace content history {result['content'].id}; furnace prefs {REVISION_PERSONA}")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from furnace import resources
 from pathlib import Path
 from typing import Any
 
 import click
+
+from furnace import resources
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO_FILE = resources.DEMO_EXPERIMENT
@@ -29,9 +30,15 @@ def _promote_and_register(ctx: Any, report: Any) -> str | None:
     try:
         from furnace.adapters.mlflow_prompts import register_agent_prompt
 
-        registered = register_agent_prompt(ctx.store, best["agent_id"], tracking_uri=ctx.settings.tracking_uri,
-                                           name=f"furnace-{CHAMPION}", alias="champion", elixir_ref=str(ref),
-                                           message=f"best of {report.experiment_id}")
+        registered = register_agent_prompt(
+            ctx.store,
+            best["agent_id"],
+            tracking_uri=ctx.settings.tracking_uri,
+            name=f"furnace-{CHAMPION}",
+            alias="champion",
+            elixir_ref=str(ref),
+            message=f"best of {report.experiment_id}",
+        )
         click.echo(f"registered prompts:/{registered.name}@champion (version {registered.version})")
     except Exception as err:  # the registry is a convenience; the demo result stands without it
         click.echo(f"note: prompt registry skipped ({err.__class__.__name__}: {err})", err=True)

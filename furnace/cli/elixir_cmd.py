@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from furnace import resources
 from pathlib import Path
 from typing import Any
 
 import click
 import yaml
 
+from furnace import resources
 from furnace.cli.context import CliContext, emit, json_option
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import InputError
@@ -67,7 +67,11 @@ def ref_line(ref: ElixirRef, status: str) -> str:
 
 def report_lines(report: Any) -> str:
     """Human output of an import report: one line per ref, skipped rows, then a summary."""
-    lines = [ref_line(r, s) for s, refs in (("created", report.created), ("updated", report.updated), ("unchanged", report.unchanged)) for r in refs]
+    lines = [
+        ref_line(r, s)
+        for s, refs in (("created", report.created), ("updated", report.updated), ("unchanged", report.unchanged))
+        for r in refs
+    ]
     lines += [f"skipped row {row}: {reason}" for row, reason in report.skipped]
     lines.append(report.summary())
     return "\n".join(lines)
@@ -102,7 +106,13 @@ def add(ctx: CliContext, file: Path, as_json: bool) -> None:
         for s, refs in (("created", report.created), ("updated", report.updated), ("unchanged", report.unchanged))
         for r in refs
     ]
-    emit(rows if len(rows) > 1 else rows[0], as_json=as_json, human="\n".join(ref_line(ElixirRef(**{k: r[k] for k in ("id", "version", "content_hash")}), r["status"]) for r in rows))
+    emit(
+        rows if len(rows) > 1 else rows[0],
+        as_json=as_json,
+        human="\n".join(
+            ref_line(ElixirRef(**{k: r[k] for k in ("id", "version", "content_hash")}), r["status"]) for r in rows
+        ),
+    )
 
 
 @elixir_group.command("list")
@@ -117,7 +127,8 @@ def list_(ctx: CliContext, query: str | None, include_deleted: bool, limit: int 
     rows = [summary(e) for e in elixirs]
     width = max((len(e.id) for e in elixirs), default=0)
     human = "\n".join(
-        f"{e.id:<{width}}  v{e.version:<3} {e.language}  {e.name}" + ("  (deleted)" if e.withdrawn else "") for e in elixirs
+        f"{e.id:<{width}}  v{e.version:<3} {e.language}  {e.name}" + ("  (deleted)" if e.withdrawn else "")
+        for e in elixirs
     ) or "no elixirs" + (f" match {query!r}" if query else "")
     emit(rows, as_json=as_json, human=human)
 
@@ -156,12 +167,18 @@ def diff(ctx: CliContext, a: str, b: str, as_json: bool) -> None:
     """Field-level changes from ID@A to ID@B (any two versions or elixirs)."""
     left, right = load(ctx.store, a), load(ctx.store, b)
     data, human = diff_payload(left, right)
-    emit({"from": f"{left.id}@{left.version}", "to": f"{right.id}@{right.version}", "changes": data}, as_json=as_json, human=human)
+    emit(
+        {"from": f"{left.id}@{left.version}", "to": f"{right.id}@{right.version}", "changes": data},
+        as_json=as_json,
+        human=human,
+    )
 
 
 @elixir_group.command("render")
 @click.argument("ref")
-@click.option("--lang", type=click.Choice(["zh", "en"]), default=None, help="Template language (default: the elixir's).")
+@click.option(
+    "--lang", type=click.Choice(["zh", "en"]), default=None, help="Template language (default: the elixir's)."
+)
 @json_option
 @click.pass_obj
 def render(ctx: CliContext, ref: str, lang: str | None, as_json: bool) -> None:
@@ -182,12 +199,18 @@ def delete(ctx: CliContext, id: str, as_json: bool) -> None:
     """Soft-delete ID: every version stays readable, none can be fused."""
     ctx.store.delete_elixir(id)
     versions = ctx.store.history(id)
-    emit({"id": id, "deleted": True, "versions": len(versions)}, as_json=as_json, human=f"deleted {id} ({len(versions)} version(s) withdrawn)")
+    emit(
+        {"id": id, "deleted": True, "versions": len(versions)},
+        as_json=as_json,
+        human=f"deleted {id} ({len(versions)} version(s) withdrawn)",
+    )
 
 
 @click.command("import")
 @click.argument("file", required=False, type=click.Path(path_type=Path))
-@click.option("--library", is_flag=True, help="Import every elixir file in furnace/resources/elixirs (the sample library).")
+@click.option(
+    "--library", is_flag=True, help="Import every elixir file in furnace/resources/elixirs (the sample library)."
+)
 @json_option
 @click.pass_obj
 def import_(ctx: CliContext, file: Path | None, library: bool, as_json: bool) -> None:

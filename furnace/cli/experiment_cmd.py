@@ -40,8 +40,10 @@ class ProgressBar:
         if not self.enabled or (not self.interactive and p.done != p.total):
             return
         filled = int(self.width * p.done / p.total) if p.total else self.width
-        line = (f"{chr(13) if self.interactive else ''}generation {p.generation}/{p.generations} [{'#' * filled}{'.' * (self.width - filled)}] "
-                f"{p.done}/{p.total}  best {p.best:.3f}  {time.perf_counter() - self._started:5.1f}s")
+        line = (
+            f"{chr(13) if self.interactive else ''}generation {p.generation}/{p.generations} [{'#' * filled}{'.' * (self.width - filled)}] "
+            f"{p.done}/{p.total}  best {p.best:.3f}  {time.perf_counter() - self._started:5.1f}s"
+        )
         if line != self._last:
             self._last = line
             click.echo(line, nl=p.done == p.total, err=True)
@@ -56,19 +58,20 @@ class Prepared:
     llm: Any
 
 
-def prepare(ctx: CliContext, config: Any, *, progress: Any = None, track: bool = True,
-            probes_dir: Path | None = None) -> Prepared:
+def prepare(
+    ctx: CliContext, config: Any, *, progress: Any = None, track: bool = True, probes_dir: Path | None = None
+) -> Prepared:
     """Build the experiment's collaborators from settings (the only place adapters are built)."""
-    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
-    from furnace.storage.duckdb.kv import DuckDBKV
     from furnace.adapters.factory import build_llm
     from furnace.evolution.breeding import FusionBreeder
     from furnace.evolution.engine import Evolution, experiment_inputs
     from furnace.evolution.estimate import estimate
     from furnace.evolution.seeds import select_seeds
     from furnace.evolution.tracker import NullTracker
-    from furnace.scoring.probes import load_probe_set
     from furnace.fusion.synthesis import SynthesisCache
+    from furnace.scoring.probes import load_probe_set
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+    from furnace.storage.duckdb.kv import DuckDBKV
 
     settings = ctx.settings
     if config.model and config.model != settings.model:
@@ -86,10 +89,23 @@ def prepare(ctx: CliContext, config: Any, *, progress: Any = None, track: bool =
         tracker: Any = MLflowTracker(settings.tracking_uri)
     else:
         tracker = NullTracker()
-    breeder = FusionBreeder(ctx.store, embedder=ctx.embedder,
-                            cache=SynthesisCache(DuckDBKV(ctx.db), ttl_s=settings.synth_ttl_s), settings=settings)
-    evo = Evolution(config, probes, seeds, run_llm, breeder, DuckDBExperimentResults(ctx.db),
-                    embedder=ctx.embedder, tracker=tracker, progress=progress)
+    breeder = FusionBreeder(
+        ctx.store,
+        embedder=ctx.embedder,
+        cache=SynthesisCache(DuckDBKV(ctx.db), ttl_s=settings.synth_ttl_s),
+        settings=settings,
+    )
+    evo = Evolution(
+        config,
+        probes,
+        seeds,
+        run_llm,
+        breeder,
+        DuckDBExperimentResults(ctx.db),
+        embedder=ctx.embedder,
+        tracker=tracker,
+        progress=progress,
+    )
     return Prepared(evo, estimate(config, len(probes.probes)), llm)
 
 
@@ -98,16 +114,22 @@ def check_budget(prepared: Prepared, *, yes: bool, as_json: bool) -> None:
     est, cfg = prepared.estimate, prepared.evolution.config
     usd = f", ~${est.usd:.2f}" if est.usd else (", $0 (offline engine)" if "offline" in prepared.llm.model_name else "")
     if not as_json:
-        click.echo(f"estimate: ~{est.calls} model calls (~{est.calls_per_generation}/generation), "
-                   f"~{est.tokens:,} tokens{usd}; cached calls are free", err=True)
+        click.echo(
+            f"estimate: ~{est.calls} model calls (~{est.calls_per_generation}/generation), "
+            f"~{est.tokens:,} tokens{usd}; cached calls are free",
+            err=True,
+        )
     over = est.over_budget(cfg)
     if over and not yes:
-        raise BudgetExceeded("estimate exceeds the budget: " + "; ".join(over) + " (run with --yes to start anyway;"
-                             " the run still stops at the budget)")
+        raise BudgetExceeded(
+            "estimate exceeds the budget: " + "; ".join(over) + " (run with --yes to start anyway;"
+            " the run still stops at the budget)"
+        )
 
 
-def run_experiment_file(ctx: CliContext, file: str, *, yes: bool = False, as_json: bool = False,
-                        track: bool = True, quiet: bool = False) -> Any:
+def run_experiment_file(
+    ctx: CliContext, file: str, *, yes: bool = False, as_json: bool = False, track: bool = True, quiet: bool = False
+) -> Any:
     """Load, estimate, run and return the report of one experiment file."""
     from furnace.evolution.config import load_config
 
@@ -133,13 +155,16 @@ def register(cli: click.Group) -> None:
     @click.option("--runner", type=click.Choice(["threads", "dask"]), default="threads", help="Prefect task runner.")
     @json_option
     @click.pass_obj
-    def run_cmd(obj: CliContext, file: str, yes: bool, no_mlflow: bool, prefect: bool, runner: str, as_json: bool) -> None:
+    def run_cmd(
+        obj: CliContext, file: str, yes: bool, no_mlflow: bool, prefect: bool, runner: str, as_json: bool
+    ) -> None:
         """Run (or resume) the experiment in FILE and print its report."""
         from furnace.evolution.report import render_report
 
         if prefect:
-            data = flows_module("evolution").evolution_flow(str(Path(file).resolve()), home=str(obj.settings.home), yes=yes,
-                                  track=not no_mlflow, runner=runner)
+            data = flows_module("evolution").evolution_flow(
+                str(Path(file).resolve()), home=str(obj.settings.home), yes=yes, track=not no_mlflow, runner=runner
+            )
             emit(data, as_json=as_json, human=data.get("text"))
             return
         report = run_experiment_file(obj, file, yes=yes, as_json=as_json, track=not no_mlflow)
@@ -152,12 +177,23 @@ def register(cli: click.Group) -> None:
         """Experiments recorded in DuckDB, newest first."""
         from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
-        rows: list[dict[str, Any]] = [{"experiment_id": e.experiment_id, "name": e.name, "model": e.model, "status": e.status,
-                 "best_agent": e.summary.get("best_agent"), "best_fitness": e.summary.get("best_fitness"),
-                 "generations": e.summary.get("generations")}
-                for e in DuckDBExperimentResults(obj.db).list_experiments()]
-        lines = [f"{r['experiment_id']:<32} {r['status'][:30]:<30} best {r['best_fitness'] or 0:.3f} "
-                 f"{r['best_agent'] or '-'}" for r in rows] or ["no experiments yet (furnace experiment run FILE)"]
+        rows: list[dict[str, Any]] = [
+            {
+                "experiment_id": e.experiment_id,
+                "name": e.name,
+                "model": e.model,
+                "status": e.status,
+                "best_agent": e.summary.get("best_agent"),
+                "best_fitness": e.summary.get("best_fitness"),
+                "generations": e.summary.get("generations"),
+            }
+            for e in DuckDBExperimentResults(obj.db).list_experiments()
+        ]
+        lines = [
+            f"{r['experiment_id']:<32} {r['status'][:30]:<30} best {r['best_fitness'] or 0:.3f} "
+            f"{r['best_agent'] or '-'}"
+            for r in rows
+        ] or ["no experiments yet (furnace experiment run FILE)"]
         emit(rows, as_json=as_json, human="\n".join(lines))
 
     @experiment_group.command("show")
@@ -180,21 +216,52 @@ def register(cli: click.Group) -> None:
         board = sorted(unique.values(), key=lambda r: (-r.fitness, r.agent_id))[:10]
         failures: list[dict[str, Any]] = [
             {"agent_id": r.agent_id, "generation": r.generation, "reasons": list(r.failure_reasons)}
-                    for r in individuals if r.failures]
-        data: dict[str, Any] = {"experiment_id": exp.experiment_id, "name": exp.name, "model": exp.model, "status": exp.status,
-                "summary": exp.summary, "config": exp.config,
-                "generations": [{"generation": g.generation, "best_fitness": g.best_fitness, "mean_fitness": g.mean_fitness,
-                                 "calls": g.calls, "cached_calls": g.cached_calls, "weights": g.operator_weights}
-                                for g in gens],
-                "leaderboard": [{"agent_id": r.agent_id, "generation": r.generation, "operator": r.operator,
-                                 "fitness": r.fitness, "objectives": r.objectives} for r in board],
-                "failures": failures}
-        lines = [f"{exp.experiment_id} ({exp.name}) — {exp.status}; model {exp.model}", "generation  best    mean   calls"]
+            for r in individuals
+            if r.failures
+        ]
+        data: dict[str, Any] = {
+            "experiment_id": exp.experiment_id,
+            "name": exp.name,
+            "model": exp.model,
+            "status": exp.status,
+            "summary": exp.summary,
+            "config": exp.config,
+            "generations": [
+                {
+                    "generation": g.generation,
+                    "best_fitness": g.best_fitness,
+                    "mean_fitness": g.mean_fitness,
+                    "calls": g.calls,
+                    "cached_calls": g.cached_calls,
+                    "weights": g.operator_weights,
+                }
+                for g in gens
+            ],
+            "leaderboard": [
+                {
+                    "agent_id": r.agent_id,
+                    "generation": r.generation,
+                    "operator": r.operator,
+                    "fitness": r.fitness,
+                    "objectives": r.objectives,
+                }
+                for r in board
+            ],
+            "failures": failures,
+        }
+        lines = [
+            f"{exp.experiment_id} ({exp.name}) — {exp.status}; model {exp.model}",
+            "generation  best    mean   calls",
+        ]
         lines += [f"{g.generation:>10}  {g.best_fitness:.3f}  {g.mean_fitness:.3f}  {g.calls:>5}" for g in gens]
-        lines += ["leaderboard"] + [f"  {r.agent_id:<26} gen {r.generation} {r.operator:<9} {r.fitness:.3f}" for r in board]
+        lines += ["leaderboard"] + [
+            f"  {r.agent_id:<26} gen {r.generation} {r.operator:<9} {r.fitness:.3f}" for r in board
+        ]
         if failures:
-            lines.append(f"{len(failures)} individual(s) with failure scores, e.g. "
-                         f"{failures[0]['agent_id']}: {(failures[0]['reasons'] or ['?'])[0]}")
+            lines.append(
+                f"{len(failures)} individual(s) with failure scores, e.g. "
+                f"{failures[0]['agent_id']}: {(failures[0]['reasons'] or ['?'])[0]}"
+            )
         emit(data, as_json=as_json, human="\n".join(lines))
 
     @cli.command("sweep")
@@ -205,25 +272,38 @@ def register(cli: click.Group) -> None:
     @click.option("--limit", type=int, default=3, show_default=True, help="Probes used.")
     @json_option
     @click.pass_obj
-    def sweep_cmd(obj: CliContext, base_id: str, rates: str, seeds: str, probe_set: str, limit: int, as_json: bool) -> None:
+    def sweep_cmd(
+        obj: CliContext, base_id: str, rates: str, seeds: str, probe_set: str, limit: int, as_json: bool
+    ) -> None:
         """Mutation sweep: BASE_ID x rates x seeds, each variant scored, one table."""
-        from furnace.storage.duckdb.kv import DuckDBKV
         from furnace.evolution.breeding import FusionBreeder
         from furnace.evolution.sweep import mutation_sweep
-        from furnace.scoring.probes import load_probe_set
         from furnace.fusion.synthesis import SynthesisCache
+        from furnace.scoring.probes import load_probe_set
+        from furnace.storage.duckdb.kv import DuckDBKV
 
         try:
             rate_list = [float(r) for r in rates.split(",") if r.strip()]
             seed_list = [int(s) for s in seeds.split(",") if s.strip()]
         except ValueError:
             raise InputError("--rates must be numbers and --seeds integers, comma-separated", field="rates") from None
-        breeder = FusionBreeder(obj.store, embedder=obj.embedder, settings=obj.settings,
-                                cache=SynthesisCache(DuckDBKV(obj.db), ttl_s=obj.settings.synth_ttl_s))
-        rows = mutation_sweep(obj.store.get_elixir(base_id), rate_list, seed_list, breeder=breeder, llm=obj.llm,
-                              probes=load_probe_set(probe_set).head(limit))
+        breeder = FusionBreeder(
+            obj.store,
+            embedder=obj.embedder,
+            settings=obj.settings,
+            cache=SynthesisCache(DuckDBKV(obj.db), ttl_s=obj.settings.synth_ttl_s),
+        )
+        rows = mutation_sweep(
+            obj.store.get_elixir(base_id),
+            rate_list,
+            seed_list,
+            breeder=breeder,
+            llm=obj.llm,
+            probes=load_probe_set(probe_set).head(limit),
+        )
         lines = [f"{'rate':>5} {'seed':>5}  {'agent':<26} fitness"] + [
-            f"{r['rate']:>5.2f} {r['seed']:>5}  {r['agent_id']:<26} {r['fitness']:.3f}" for r in rows]
+            f"{r['rate']:>5.2f} {r['seed']:>5}  {r['agent_id']:<26} {r['fitness']:.3f}" for r in rows
+        ]
         emit(rows, as_json=as_json, human="\n".join(lines))
 
     @cli.command("serve")
@@ -236,4 +316,3 @@ def register(cli: click.Group) -> None:
         serve = flows_module("evolution").serve
         click.echo(f"serving {file} on '{cron}' — needs a Prefect server (PREFECT_API_URL); Ctrl-C to stop", err=True)
         serve(str(Path(file).resolve()), home=str(obj.settings.home), cron=cron, name=name)
-

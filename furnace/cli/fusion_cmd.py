@@ -7,13 +7,13 @@ from typing import Any
 
 import click
 
-from furnace.domain.agent import Agent, LineageNode
 from furnace.cli.context import emit, json_option
+from furnace.domain.agent import Agent, LineageNode
 
 
 def _cache(obj: Any) -> Any:
-    from furnace.storage.duckdb.kv import DuckDBKV
     from furnace.fusion.synthesis import SynthesisCache
+    from furnace.storage.duckdb.kv import DuckDBKV
 
     return SynthesisCache(DuckDBKV(obj.db), ttl_s=obj.settings.synth_ttl_s)
 
@@ -78,20 +78,33 @@ def register(cli: click.Group) -> None:
 
     @cli.command("fuse")
     @click.argument("parents", nargs=-1, required=True)
-    @click.option("--operator", type=click.Choice(["crossover", "mutation", "ensemble"]), default=None,
-                  help="Default: mutation for one parent, ensemble when expertise is far apart, else crossover.")
+    @click.option(
+        "--operator",
+        type=click.Choice(["crossover", "mutation", "ensemble"]),
+        default=None,
+        help="Default: mutation for one parent, ensemble when expertise is far apart, else crossover.",
+    )
     @click.option("--seed", type=int, default=0, show_default=True)
     @click.option("--rate", type=float, default=None, help="Mutation rate in (0, 1] (default 0.25).")
     @json_option
     @click.pass_obj
-    def fuse_cmd(obj: Any, parents: tuple[str, ...], operator: str | None, seed: int, rate: float | None, as_json: bool) -> None:
+    def fuse_cmd(
+        obj: Any, parents: tuple[str, ...], operator: str | None, seed: int, rate: float | None, as_json: bool
+    ) -> None:
         """Fuse elixirs (ID or ID@VERSION) into an agent, through the synthesis cache."""
         from furnace.fusion.fuse import fuse
 
         params = {"rate": rate} if rate is not None else None
         result = fuse(
-            obj.store, list(parents), llm=obj.llm, embedder=obj.embedder, cache=_cache(obj),
-            operator=operator, seed=seed, params=params, settings=obj.settings,
+            obj.store,
+            list(parents),
+            llm=obj.llm,
+            embedder=obj.embedder,
+            cache=_cache(obj),
+            operator=operator,
+            seed=seed,
+            params=params,
+            settings=obj.settings,
         )
         data = _agent_data(result.agent) | {"from_cache": result.from_cache, "model_calls": result.model_calls}
         cache_line = "yes" if result.from_cache else f"no ({result.model_calls} model call(s))"
@@ -109,7 +122,10 @@ def register(cli: click.Group) -> None:
     def show_cmd(obj: Any, agent_id: str, as_json: bool) -> None:
         """Show an agent (lineage verified on read) and its system prompt."""
         agent = obj.store.get_agent(agent_id)
-        data = _agent_data(agent) | {"system_prompt": agent.system_prompt, "elixir": agent.elixir.model_dump(mode="json")}
+        data = _agent_data(agent) | {
+            "system_prompt": agent.system_prompt,
+            "elixir": agent.elixir.model_dump(mode="json"),
+        }
         human = "\n".join(_summary(agent) + _notes_text(agent) + ["", "system prompt:", agent.system_prompt])
         emit(data, as_json=as_json, human=human)
 
@@ -123,8 +139,11 @@ def register(cli: click.Group) -> None:
         from furnace.fusion.fuse import promote
 
         ref = promote(obj.store, agent_id, name)
-        emit(ref.model_dump() | {"from_agent": agent_id}, as_json=as_json,
-             human=f"promoted {agent_id} → {ref.id} v{ref.version} ({ref.content_hash[:12]})")
+        emit(
+            ref.model_dump() | {"from_agent": agent_id},
+            as_json=as_json,
+            human=f"promoted {agent_id} → {ref.id} v{ref.version} ({ref.content_hash[:12]})",
+        )
         from furnace.cli.registry_cmd import register_promoted  # the prompt registry part (issue 8)
 
         register_promoted(obj, agent_id, ref, quiet=as_json)

@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from furnace.domain.agent import AGENT_PREFIX, Agent
 from furnace.cli.context import CliContext, emit, json_option
+from furnace.domain.agent import AGENT_PREFIX, Agent
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, NotFound
 
@@ -37,13 +37,15 @@ def resolve_target(store: Any, text: str) -> Elixir | Agent:
 
 
 def _default_out(fmt: str, slug: str) -> Path:
-    return Path({
-        "card-v2": f"{slug}.card-v2.json",
-        "card-v3": f"{slug}.card-v3.json",
-        "card-png": f"{slug}.card.png",
-        "skill": ".",
-        "skill-zip": f"{slug}.skill.zip",
-    }[fmt])
+    return Path(
+        {
+            "card-v2": f"{slug}.card-v2.json",
+            "card-v3": f"{slug}.card-v3.json",
+            "card-png": f"{slug}.card.png",
+            "skill": ".",
+            "skill-zip": f"{slug}.skill.zip",
+        }[fmt]
+    )
 
 
 def export_target(target: Elixir | Agent, fmt: str, out: Path | None) -> tuple[Path | None, int, bytes | None]:
@@ -77,8 +79,12 @@ def export_target(target: Elixir | Agent, fmt: str, out: Path | None) -> tuple[P
 @click.command("export")
 @click.argument("ref")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), required=True, help="Output format.")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="File (cards, skill-zip; '-' = stdout for JSON cards) or parent folder (skill).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="File (cards, skill-zip; '-' = stdout for JSON cards) or parent folder (skill).",
+)
 @json_option
 @click.pass_obj
 def export(ctx: CliContext, ref: str, fmt: str, out: Path | None, as_json: bool) -> None:
@@ -90,10 +96,16 @@ def export(ctx: CliContext, ref: str, fmt: str, out: Path | None, as_json: bool)
         return
     elixir = target.elixir if isinstance(target, Agent) else target
     kind = "agent" if isinstance(target, Agent) else "elixir"
-    info = {"kind": kind, "id": target.id, "version": elixir.version, "content_hash": elixir.content_hash,
-            "format": fmt, "path": str(path), "bytes": size}
-    emit(info, as_json=as_json,
-         human=f"exported {kind} {target.id} v{elixir.version} as {fmt} → {path} ({size} bytes)")
+    info = {
+        "kind": kind,
+        "id": target.id,
+        "version": elixir.version,
+        "content_hash": elixir.content_hash,
+        "format": fmt,
+        "path": str(path),
+        "bytes": size,
+    }
+    emit(info, as_json=as_json, human=f"exported {kind} {target.id} v{elixir.version} as {fmt} → {path} ({size} bytes)")
 
 
 def register(cli: click.Group) -> None:

@@ -21,15 +21,23 @@ def _text(reg: Any, verb: str) -> str:
     return f"{verb} {reg.uri} for {reg.agent_id} (lineage {reg.lineage_hash[:12]}){aliases}"
 
 
-def register_promoted(ctx: CliContext, agent_id: str, ref: Any, *, alias: str = "candidate", quiet: bool = False) -> Any:
+def register_promoted(
+    ctx: CliContext, agent_id: str, ref: Any, *, alias: str = "candidate", quiet: bool = False
+) -> Any:
     """Register a just-promoted agent's prompt (alias ``candidate``); a registry failure is a note, not an error.
 
     Prints one line on stderr (unless ``quiet``, e.g. under ``--json``) naming the registered version."""
     try:
         from furnace.adapters.mlflow_prompts import register_agent_prompt
 
-        reg = register_agent_prompt(ctx.store, agent_id, tracking_uri=ctx.settings.tracking_uri, alias=alias,
-                                    elixir_ref=str(ref), message=f"promoted to {ref}")
+        reg = register_agent_prompt(
+            ctx.store,
+            agent_id,
+            tracking_uri=ctx.settings.tracking_uri,
+            alias=alias,
+            elixir_ref=str(ref),
+            message=f"promoted to {ref}",
+        )
     except Exception as err:  # the promotion stands without the registry
         click.echo(f"note: prompt registry skipped ({err.__class__.__name__}: {str(err)[:160]})", err=True)
         return None
@@ -41,8 +49,9 @@ def register_promoted(ctx: CliContext, agent_id: str, ref: Any, *, alias: str = 
 def register(cli: click.Group) -> None:
     """Add the registry commands to ``furnace agent``."""
     found = cli.commands.get("agent")
-    group: click.Group = found if isinstance(found, click.Group) else click.Group(
-        "agent", help="Agents: prompt registry.")
+    group: click.Group = (
+        found if isinstance(found, click.Group) else click.Group("agent", help="Agents: prompt registry.")
+    )
     if found is None:
         cli.add_command(group)
 
@@ -82,16 +91,25 @@ def register(cli: click.Group) -> None:
 
         loaded = load_agent(obj.store, uri, tracking_uri=obj.settings.tracking_uri)
         agent = loaded.agent
-        data = {"uri": uri, "prompt": loaded.prompt.as_dict(), "agent_id": agent.id, "name": agent.elixir.name,
-                "lineage_hash": agent.lineage_hash, "operator": agent.lineage.operator,
-                "parents": [str(p) for p in agent.lineage.parents], "system_prompt": agent.system_prompt,
-                "elixir": agent.elixir.model_dump(mode="json")}
-        human = "\n".join([
-            f"{uri} → version {loaded.prompt.version}",
-            f"agent         {agent.id}",
-            f"name          {agent.elixir.name}",
-            f"operator      {agent.lineage.operator} (op_version {agent.lineage.op_version})",
-            f"parents       {', '.join(str(p) for p in agent.lineage.parents)}",
-            f"lineage_hash  {agent.lineage_hash}",
-        ])
+        data = {
+            "uri": uri,
+            "prompt": loaded.prompt.as_dict(),
+            "agent_id": agent.id,
+            "name": agent.elixir.name,
+            "lineage_hash": agent.lineage_hash,
+            "operator": agent.lineage.operator,
+            "parents": [str(p) for p in agent.lineage.parents],
+            "system_prompt": agent.system_prompt,
+            "elixir": agent.elixir.model_dump(mode="json"),
+        }
+        human = "\n".join(
+            [
+                f"{uri} → version {loaded.prompt.version}",
+                f"agent         {agent.id}",
+                f"name          {agent.elixir.name}",
+                f"operator      {agent.lineage.operator} (op_version {agent.lineage.op_version})",
+                f"parents       {', '.join(str(p) for p in agent.lineage.parents)}",
+                f"lineage_hash  {agent.lineage_hash}",
+            ]
+        )
         emit(data, as_json=as_json, human=human)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import unicodedata
-from datetime import datetime
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 
@@ -32,7 +32,7 @@ def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], *, max_
     widths = [max([_width(c)] + [_width(row[i]) for row in cells]) for i, c in enumerate(columns)]
 
     def line(values: Sequence[str]) -> str:
-        return "  ".join(v + " " * (w - _width(v)) for v, w in zip(values, widths)).rstrip()
+        return "  ".join(v + " " * (w - _width(v)) for v, w in zip(values, widths, strict=False)).rstrip()
 
     out = [line(list(columns)), line(["-" * w for w in widths])]
     out.extend(line(row) for row in cells)

@@ -57,8 +57,8 @@ def _diff_list(before: list[Any], after: list[Any], path: str) -> list[FieldChan
     new_keys = [canonical_json(x) for x in after]
     if old_keys == new_keys:
         return []
-    removed = [x for x, k in zip(before, old_keys) if k not in set(new_keys)]
-    added = [x for x, k in zip(after, new_keys) if k not in set(old_keys)]
+    removed = [x for x, k in zip(before, old_keys, strict=False) if k not in set(new_keys)]
+    added = [x for x, k in zip(after, new_keys, strict=False) if k not in set(old_keys)]
     if not removed and not added:
         return [FieldChange(path, before, after, "reordered")]
     return [FieldChange(path, x, None, "removed") for x in removed] + [

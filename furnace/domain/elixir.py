@@ -25,9 +25,9 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationError,
     ValidationInfo,
-    SerializerFunctionWrapHandler,
     computed_field,
     field_validator,
     model_serializer,
@@ -185,9 +185,7 @@ class Elixir(_Frozen):
     @classmethod
     def _check_id(cls, v: str) -> str:
         if not ID_PATTERN.match(v):
-            raise ValueError(
-                f"must be lowercase letters, digits, '.', '_' or '-' (at most 80), got {v!r}"
-            )
+            raise ValueError(f"must be lowercase letters, digits, '.', '_' or '-' (at most 80), got {v!r}")
         return v
 
     @field_validator("expertise", "principles")
@@ -262,10 +260,10 @@ class Elixir(_Frozen):
     def withdrawn(self) -> bool:
         return self.deleted_at is not None
 
-    def same_content(self, other: "Elixir") -> bool:
+    def same_content(self, other: Elixir) -> bool:
         return self.content_hash == other.content_hash
 
-    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> "Elixir":
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Elixir:
         """A copy; the cached ``content_hash`` is dropped so a content update re-hashes."""
         copy = super().model_copy(update=update, deep=deep)
         copy.__dict__.pop("content_hash", None)
@@ -332,9 +330,7 @@ def validation_problems(err: ValidationError) -> list[tuple[str, str]]:
                 text = f"{loc} needs at least {ctx.get('min_length')} item(s), got {n}"
             else:
                 text = f"{loc} has too many items ({n}, at most {ctx.get('max_length')})"
-        elif typ in ("greater_than", "greater_than_equal", "less_than", "less_than_equal"):
-            text = f"{loc} must be {msg.removeprefix('Input should be ')}, got {e['input']!r}"
-        elif typ == "literal_error":
+        elif typ in ("greater_than", "greater_than_equal", "less_than", "less_than_equal") or typ == "literal_error":
             text = f"{loc} must be {msg.removeprefix('Input should be ')}, got {e['input']!r}"
         elif typ in _EXPECTED:
             text = f"{loc} must be {_EXPECTED[typ]}, got {_describe(e['input'])}"

@@ -73,7 +73,10 @@ EN = _Template(
     tone="## Tone",
     tone_neutral="Balanced, neutral tone.",
     tone_phrases={
-        "formality": ("Formal register: precise, polished wording.", "Casual, lively register: conversational and warm."),
+        "formality": (
+            "Formal register: precise, polished wording.",
+            "Casual, lively register: conversational and warm.",
+        ),
         "conciseness": ("Concise: short sentences, no filler.", "Expansive: explain fully, with detail and context."),
         "humor": ("Playful: light humour is welcome.", "Serious: no jokes."),
         "empathy": ("Empathetic: acknowledge feelings before advising.", "Matter-of-fact: stick to the facts."),
@@ -192,7 +195,9 @@ def render_prompt(elixir: Elixir, language: str | None = None) -> str:
         "\n".join([t.intro.format(name=inline(elixir.name)), t.data_rule]),
         _section(t.identity, [inline(elixir.identity)]),
         _section(t.expertise, [f"- {inline(x)}" for x in elixir.expertise]),
-        _section(t.tone, [f"- {p}" for p in tone_phrases(elixir.tone, language or elixir.language)] or [t.tone_neutral]),
+        _section(
+            t.tone, [f"- {p}" for p in tone_phrases(elixir.tone, language or elixir.language)] or [t.tone_neutral]
+        ),
         _section(t.principles, [f"{i}. {inline(p)}" for i, p in enumerate(elixir.principles, 1)]),
     ]
     hard = []

@@ -21,19 +21,32 @@ class FusionBreeder:
     def __init__(self, store: Any, *, embedder: Any, cache: Any, settings: FurnaceSettings | None = None) -> None:
         self.store, self.embedder, self.cache, self.settings = store, embedder, cache, settings
 
-    def __call__(self, parents: Sequence[ElixirRef], operator: str, seed: int, params: dict[str, Any], llm: LLM) -> Bred:
+    def __call__(
+        self, parents: Sequence[ElixirRef], operator: str, seed: int, params: dict[str, Any], llm: LLM
+    ) -> Bred:
         from furnace.fusion.fuse import fuse
 
         for attempt in range(self.retries + 1):
             try:
-                result = fuse(self.store, list(parents), llm=llm, embedder=self.embedder, cache=self.cache,
-                              operator=operator, seed=seed, params=params, settings=self.settings)
+                result = fuse(
+                    self.store,
+                    list(parents),
+                    llm=llm,
+                    embedder=self.embedder,
+                    cache=self.cache,
+                    operator=operator,
+                    seed=seed,
+                    params=params,
+                    settings=self.settings,
+                )
                 break
             except FurnaceError:
                 raise
             except Exception as err:  # a storage race between threads: fuse is idempotent, so retry
                 if attempt == self.retries:
-                    raise StoreError(f"fusion storage failed after {attempt + 1} attempts: "
-                                     f"{err.__class__.__name__}: {str(err)[:160]}") from None
+                    raise StoreError(
+                        f"fusion storage failed after {attempt + 1} attempts: "
+                        f"{err.__class__.__name__}: {str(err)[:160]}"
+                    ) from None
         agent = result.agent
         return Bred(agent.id, agent.elixir, agent.system_prompt, agent.lineage_hash)

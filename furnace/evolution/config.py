@@ -101,7 +101,7 @@ class ExperimentConfig(_Strict):
         return _check_weights(v, SCORERS, "scorer")
 
     @model_validator(mode="after")
-    def _check_elitism(self) -> "ExperimentConfig":
+    def _check_elitism(self) -> ExperimentConfig:
         if self.selection.elitism >= self.population:
             raise ValueError(
                 f"selection.elitism ({self.selection.elitism}) must be smaller than population ({self.population})"
@@ -117,8 +117,9 @@ class ExperimentConfig(_Strict):
     def experiment_id(self, model_name: str, inputs: Any = None) -> str:
         """Stable id: the name plus a hash of the config, the model and ``inputs`` (the seed
         elixirs' content hashes and the probe set), so changed inputs never resume old records."""
-        digest = content_key({"config": self.model_dump(mode="json"), "model": self.model or model_name,
-                              "inputs": inputs})
+        digest = content_key(
+            {"config": self.model_dump(mode="json"), "model": self.model or model_name, "inputs": inputs}
+        )
         return f"exp-{self.name.lower()}-{digest[:10]}"
 
 

@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
+from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import BudgetExceeded, FurnaceError
+from furnace.domain.render import render_prompt
 from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.evaluate import evaluate_agent, failed_evaluation
 from furnace.evolution.metering import Meter, MeteredLLM
-from furnace.scoring.base import persona_inputs
 from furnace.evolution.records import ExperimentRecord, ExperimentResults, GenerationRecord, IndividualRecord
 from furnace.evolution.report import ExperimentReport, build_report
 from furnace.evolution.selection import OperatorBoard, choose_operator, survivors, tournament
@@ -33,8 +34,7 @@ from furnace.evolution.tracker import NullTracker, Span, Tracker, start_trace
 from furnace.evolution.units import ThreadUnitRunner, Unit, UnitRunner
 from furnace.evolution.writer import RecordWriter
 from furnace.llm.seam import LLM, Completion, LLMRequest
-from furnace.domain.canonical import content_key
-from furnace.domain.render import render_prompt
+from furnace.scoring.base import persona_inputs
 from furnace.scoring.fitness import SCORERS
 from furnace.scoring.probes import ProbeSet
 
@@ -52,7 +52,9 @@ class Bred:
 class Breeder(Protocol):
     """Makes one child from parent refs (usually :func:`furnace.evolution.breeding.fusion_breeder`)."""
 
-    def __call__(self, parents: Sequence[ElixirRef], operator: str, seed: int, params: dict[str, Any], llm: LLM) -> Bred: ...
+    def __call__(
+        self, parents: Sequence[ElixirRef], operator: str, seed: int, params: dict[str, Any], llm: LLM
+    ) -> Bred: ...
 
 
 @dataclass(frozen=True)
@@ -102,8 +104,14 @@ class _CountingLLM:
                 span.end(error=f"{err.__class__.__name__}: {err}"[:300])
             raise
         if span is not None:
-            span.end({"text": c.text[:200], "tokens": c.usage.total_tokens, "cached": c.cached,
-                      "latency_s": round(c.latency_s, 4)})
+            span.end(
+                {
+                    "text": c.text[:200],
+                    "tokens": c.usage.total_tokens,
+                    "cached": c.cached,
+                    "latency_s": round(c.latency_s, 4),
+                }
+            )
         with self._lock:
             self.calls += 1
             if not c.cached:
@@ -156,7 +164,9 @@ class Evolution:
         if self.progress is not None:
             self.progress(Progress(**kwargs))
 
-    def _plan(self, population: Sequence[IndividualRecord], rng: random.Random, weights: dict[str, float]) -> list[Plan]:
+    def _plan(
+        self, population: Sequence[IndividualRecord], rng: random.Random, weights: dict[str, float]
+    ) -> list[Plan]:
         plans = []
         size = self.config.selection.tournament_size
         for slot in range(self.config.children_per_generation):
@@ -181,21 +191,37 @@ class Evolution:
         from furnace.fusion.operators import OPERATORS
 
         op = OPERATORS.get(plan.operator)
-        return content_key({
-            "experiment": self.experiment_id, "generation": generation, "slot": plan.slot, "operator": plan.operator,
-            "op_version": op.op_version if op else None, "seed": plan.seed, "params": plan.params,
-            "parents": [p.elixir.get("id") for p in plan.parents] + [p.lineage_hash for p in plan.parents],
-            "elixir": plan.elixir.content_hash if plan.elixir else None,
-            "scorers": {k: [w, SCORERS[k].version] for k, w in sorted(self.config.scorers.items())},
-        })
+        return content_key(
+            {
+                "experiment": self.experiment_id,
+                "generation": generation,
+                "slot": plan.slot,
+                "operator": plan.operator,
+                "op_version": op.op_version if op else None,
+                "seed": plan.seed,
+                "params": plan.params,
+                "parents": [p.elixir.get("id") for p in plan.parents] + [p.lineage_hash for p in plan.parents],
+                "elixir": plan.elixir.content_hash if plan.elixir else None,
+                "scorers": {k: [w, SCORERS[k].version] for k, w in sorted(self.config.scorers.items())},
+            }
+        )
 
-    def evaluate_unit(self, generation: int, plan: Plan, population: Sequence[IndividualRecord],
-              known: dict[str, IndividualRecord]) -> IndividualRecord:
+    def evaluate_unit(
+        self, generation: int, plan: Plan, population: Sequence[IndividualRecord], known: dict[str, IndividualRecord]
+    ) -> IndividualRecord:
         """One individual: breed (unless a library seed), evaluate, build its record (no write).
         Traced (when the tracker traces) as a root span with a fusion and an evaluation step."""
-        root = start_trace(self.tracker, f"individual g{generation} s{plan.slot}",
-                           {"experiment": self.experiment_id, "generation": generation, "slot": plan.slot,
-                            "operator": plan.operator, "parents": [p.agent_id for p in plan.parents]})
+        root = start_trace(
+            self.tracker,
+            f"individual g{generation} s{plan.slot}",
+            {
+                "experiment": self.experiment_id,
+                "generation": generation,
+                "slot": plan.slot,
+                "operator": plan.operator,
+                "parents": [p.agent_id for p in plan.parents],
+            },
+        )
         try:
             record = self._evaluate_unit(generation, plan, population, known, root)
         except BaseException as err:
@@ -206,8 +232,14 @@ class Evolution:
             root.end({"agent_id": record.agent_id, "fitness": record.fitness, "failures": record.failures})
         return record
 
-    def _evaluate_unit(self, generation: int, plan: Plan, population: Sequence[IndividualRecord],
-                       known: dict[str, IndividualRecord], root: Span | None) -> IndividualRecord:
+    def _evaluate_unit(
+        self,
+        generation: int,
+        plan: Plan,
+        population: Sequence[IndividualRecord],
+        known: dict[str, IndividualRecord],
+        root: Span | None,
+    ) -> IndividualRecord:
         llm = _CountingLLM(self.metered)
         if plan.elixir is not None:
             elixir, prompt = plan.elixir, render_prompt(plan.elixir)
@@ -225,39 +257,72 @@ class Evolution:
                 if step is not None:
                     step.end(error=str(err)[:300])
                 ev = failed_evaluation(f"fusion failed: {err}", self.config.scorers)
-                return self._record(generation, plan, f"failed-g{generation}-s{plan.slot}", parents, None,
-                                    {}, "", ev, llm)
+                return self._record(
+                    generation, plan, f"failed-g{generation}-s{plan.slot}", parents, None, {}, "", ev, llm
+                )
             if step is not None:
                 step.end({"agent_id": bred.agent_id, "lineage_hash": bred.lineage_hash})
             if bred.agent_id in known:  # same child already evaluated in this generation
                 return known[bred.agent_id]
             elixir, prompt, agent_id, lineage_hash = bred.elixir, bred.system_prompt, bred.agent_id, bred.lineage_hash
-        peers = ([(e.id, render_prompt(e)) for e in self.seeds] if plan.elixir is not None
-                 else [(p.agent_id, p.system_prompt) for p in population])
+        peers = (
+            [(e.id, render_prompt(e)) for e in self.seeds]
+            if plan.elixir is not None
+            else [(p.agent_id, p.system_prompt) for p in population]
+        )
         others = [v for pid, text in peers if pid != agent_id and (v := self._vector(pid, text)) is not None]
         step = root.child("evaluate", {"agent_id": agent_id, "probes": len(self.probes.probes)}) if root else None
         llm.parent = step
-        ev = evaluate_agent(llm, elixir, prompt, self.probes, self.config.scorers, seed=self.config.seed,
-                            vector=self._vector(agent_id, prompt), population_vectors=others,
-                            parallel=min(4, self.config.concurrency))
+        ev = evaluate_agent(
+            llm,
+            elixir,
+            prompt,
+            self.probes,
+            self.config.scorers,
+            seed=self.config.seed,
+            vector=self._vector(agent_id, prompt),
+            population_vectors=others,
+            parallel=min(4, self.config.concurrency),
+        )
         if step is not None:
             step.end({"fitness": ev.fitness, "objectives": ev.objectives, "failures": len(ev.failure_reasons)})
-        return self._record(generation, plan, agent_id, parents, lineage_hash,
-                            persona_inputs(elixir), prompt, ev, llm)
+        return self._record(generation, plan, agent_id, parents, lineage_hash, persona_inputs(elixir), prompt, ev, llm)
 
-    def _record(self, generation: int, plan: Plan, agent_id: str, parents: tuple[str, ...],
-                lineage_hash: str | None, elixir: dict[str, Any], prompt: str, ev: Any,
-                llm: _CountingLLM) -> IndividualRecord:
+    def _record(
+        self,
+        generation: int,
+        plan: Plan,
+        agent_id: str,
+        parents: tuple[str, ...],
+        lineage_hash: str | None,
+        elixir: dict[str, Any],
+        prompt: str,
+        ev: Any,
+        llm: _CountingLLM,
+    ) -> IndividualRecord:
         return IndividualRecord(
-            experiment_id=self.experiment_id, generation=generation, agent_id=agent_id, slot=plan.slot,
-            operator=plan.operator, parents=parents, lineage_hash=lineage_hash, elixir=elixir,
-            system_prompt=prompt, fitness=ev.fitness, objectives=ev.objectives, scores=ev.scores,
-            failures=len(ev.failure_reasons), failure_reasons=ev.failure_reasons,
-            calls=llm.calls, tokens=llm.tokens, cost_usd=round(llm.cost, 9),
+            experiment_id=self.experiment_id,
+            generation=generation,
+            agent_id=agent_id,
+            slot=plan.slot,
+            operator=plan.operator,
+            parents=parents,
+            lineage_hash=lineage_hash,
+            elixir=elixir,
+            system_prompt=prompt,
+            fitness=ev.fitness,
+            objectives=ev.objectives,
+            scores=ev.scores,
+            failures=len(ev.failure_reasons),
+            failure_reasons=ev.failure_reasons,
+            calls=llm.calls,
+            tokens=llm.tokens,
+            cost_usd=round(llm.cost, 9),
         )
 
-    def _run_generation(self, generation: int, plans: list[Plan],
-                        population: Sequence[IndividualRecord]) -> list[IndividualRecord]:
+    def _run_generation(
+        self, generation: int, plans: list[Plan], population: Sequence[IndividualRecord]
+    ) -> list[IndividualRecord]:
         """Evaluate every slot (recorded ones read back), save new records from this thread."""
         existing = self._recorded.get(generation, [])
         by_slot = {r.slot: r for r in existing}
@@ -265,18 +330,27 @@ class Evolution:
         out: dict[int, IndividualRecord] = {p.slot: by_slot[p.slot] for p in plans if p.slot in by_slot}
         todo = [p for p in plans if p.slot not in out]
         best = max((r.fitness for r in [*out.values(), *population]), default=0.0)
-        self._emit(generation=generation, generations=self.config.generations, done=len(out), total=len(plans), best=best)
-        units = [Unit(self.unit_key(generation, p), p.slot,
-                      partial(self.evaluate_unit, generation, p, population, known),
-                      (generation, p, tuple(population), dict(known))) for p in todo]
+        self._emit(
+            generation=generation, generations=self.config.generations, done=len(out), total=len(plans), best=best
+        )
+        units = [
+            Unit(
+                self.unit_key(generation, p),
+                p.slot,
+                partial(self.evaluate_unit, generation, p, population, known),
+                (generation, p, tuple(population), dict(known)),
+            )
+            for p in todo
+        ]
         runner = self.unit_runner or ThreadUnitRunner(min(max(self.config.concurrency * 2, 1), 64))
         for unit, record in runner(units):
             if record.experiment_id == self.experiment_id and record.slot == unit.slot:
                 self._writer.put(record)  # saved in the background, batched, in order
             out[unit.slot] = record
             best = max(best, record.fitness)
-            self._emit(generation=generation, generations=self.config.generations,
-                       done=len(out), total=len(plans), best=best)
+            self._emit(
+                generation=generation, generations=self.config.generations, done=len(out), total=len(plans), best=best
+            )
         return [out[p.slot] for p in plans]
 
     # --- the loop ---------------------------------------------------------
@@ -284,10 +358,14 @@ class Evolution:
     def run(self) -> ExperimentReport:
         """Run (or resume) the experiment and return its report."""
         cfg = self.config
-        self.results.start_experiment(ExperimentRecord(self.experiment_id, cfg.name, cfg.model_dump(mode="json"),
-                                                       cfg.seed, self.llm.model_name))
-        self.tracker.start_experiment(self.experiment_id, _flat_params(cfg),
-                                      {"furnace.experiment_id": self.experiment_id, "furnace.model": self.llm.model_name})
+        self.results.start_experiment(
+            ExperimentRecord(self.experiment_id, cfg.name, cfg.model_dump(mode="json"), cfg.seed, self.llm.model_name)
+        )
+        self.tracker.start_experiment(
+            self.experiment_id,
+            _flat_params(cfg),
+            {"furnace.experiment_id": self.experiment_id, "furnace.model": self.llm.model_name},
+        )
         rng = random.Random(cfg.seed)
         self._writer = RecordWriter(self.results)
         self._recorded: dict[int, list[IndividualRecord]] = {}
@@ -318,12 +396,14 @@ class Evolution:
                             continue
                         seen.add(child.agent_id)
                         parent_best = max((fitness.get(p, 0.0) for p in child.parents), default=0.0)
-                        self.board.record(child.operator, child.fitness, parent_best, failed=child.failures > 0
-                                          and not child.scores)
+                        self.board.record(
+                            child.operator, child.fitness, parent_best, failed=child.failures > 0 and not child.scores
+                        )
                     viable = [c for c in children if c.scores]  # a failed fusion never displaces a member
                     population = survivors(population, viable, cfg.population, cfg.selection.elitism)
-                history.append(self._finish_generation(generation, population, weights,
-                                                        self.metered.meter.minus(before)))
+                history.append(
+                    self._finish_generation(generation, population, weights, self.metered.meter.minus(before))
+                )
                 generation += 1
         except BudgetExceeded as err:
             self.status = f"stopped: {err}"
@@ -334,22 +414,39 @@ class Evolution:
         self.tracker.finish(self.status, report.tags(), report.artifacts())
         return report
 
-    def _finish_generation(self, generation: int, population: Sequence[IndividualRecord],
-                           weights: dict[str, float], spent: Meter) -> GenerationRecord:
+    def _finish_generation(
+        self, generation: int, population: Sequence[IndividualRecord], weights: dict[str, float], spent: Meter
+    ) -> GenerationRecord:
         fits = [p.fitness for p in population]
         record = GenerationRecord(
-            self.experiment_id, generation, tuple(p.agent_id for p in population), max(fits, default=0.0),
-            round(sum(fits) / len(fits), 9) if fits else 0.0, weights, spent.calls, spent.cached_calls,
-            spent.tokens, round(spent.cost_usd, 9),
+            self.experiment_id,
+            generation,
+            tuple(p.agent_id for p in population),
+            max(fits, default=0.0),
+            round(sum(fits) / len(fits), 9) if fits else 0.0,
+            weights,
+            spent.calls,
+            spent.cached_calls,
+            spent.tokens,
+            round(spent.cost_usd, 9),
         )
         self._writer.put(record)  # after its individuals (one FIFO writer): a saved generation is complete
         best = population[0] if population else None
         self.tracker.log_generation(
             generation,
-            {"best_fitness": record.best_fitness, "mean_fitness": record.mean_fitness, "calls": spent.calls,
-             "tokens": spent.tokens, "cost_usd": spent.cost_usd, "cache_hit_rate": spent.cache_hit_rate,
-             **{f"weight_{k}": v for k, v in weights.items()}},
-            {"best_agent": best.agent_id if best else "", "best_lineage_hash": (best.lineage_hash or "") if best else ""},
+            {
+                "best_fitness": record.best_fitness,
+                "mean_fitness": record.mean_fitness,
+                "calls": spent.calls,
+                "tokens": spent.tokens,
+                "cost_usd": spent.cost_usd,
+                "cache_hit_rate": spent.cache_hit_rate,
+                **{f"weight_{k}": v for k, v in weights.items()},
+            },
+            {
+                "best_agent": best.agent_id if best else "",
+                "best_lineage_hash": (best.lineage_hash or "") if best else "",
+            },
         )
         return record
 

@@ -49,5 +49,6 @@ def estimate(config: ExperimentConfig, n_probes: int) -> Estimate:
     per_gen = round(config.children_per_generation * child)
     calls = config.population * per_individual + config.generations * per_gen
     tokens = calls * TOKENS_PER_CALL
-    return Estimate(calls=calls, tokens=tokens, usd=tokens / 1000 * config.budget.usd_per_1k_tokens,
-                    calls_per_generation=per_gen)
+    return Estimate(
+        calls=calls, tokens=tokens, usd=tokens / 1000 * config.budget.usd_per_1k_tokens, calls_per_generation=per_gen
+    )

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import LLMError
+from furnace.evolution.records import ScoreRow
 from furnace.llm.seam import LLM, TaskKind, system_user
 from furnace.scoring.base import Score, persona_inputs
 from furnace.scoring.brief import brief_fit
@@ -21,7 +22,6 @@ from furnace.scoring.fitness import SCORERS, weighted_fitness
 from furnace.scoring.judge import judge_answer
 from furnace.scoring.probes import Probe, ProbeSet
 from furnace.scoring.rules import constraint_compliance
-from furnace.evolution.records import ScoreRow
 
 
 @dataclass(frozen=True)
@@ -37,15 +37,24 @@ class Evaluation:
 def reply(llm: LLM, elixir: Elixir, system_prompt: str, probe: Probe, *, seed: int) -> str:
     """The agent's answer to one probe (REPLY task); raises LLMError on failure."""
     request = system_user(
-        TaskKind.REPLY, system_prompt, probe.message, temperature=0.7, seed=seed,
+        TaskKind.REPLY,
+        system_prompt,
+        probe.message,
+        temperature=0.7,
+        seed=seed,
         inputs={"persona": persona_inputs(elixir), "message": probe.message, "instruction": None},
     )
     return llm.complete(request).text
 
 
 def _score_probe(
-    llm: LLM, elixir: Elixir, system_prompt: str, probe: Probe, probes: ProbeSet,
-    scorers: Mapping[str, float], seed: int,
+    llm: LLM,
+    elixir: Elixir,
+    system_prompt: str,
+    probe: Probe,
+    probes: ProbeSet,
+    scorers: Mapping[str, float],
+    seed: int,
 ) -> list[ScoreRow]:
     needs_answer = any(SCORERS[s].kind in ("rule", "judge") for s, w in scorers.items() if w > 0)
     answer: str | None = None

@@ -28,10 +28,10 @@ def memory_evolution(
     """An :class:`Evolution` over a MemoryStore holding ``seeds``, the offline engine behind a
     memory response cache (unless ``llm`` is given), the hash embedder and a memory synthesis cache."""
     from furnace.fusion.embedding import HashEmbedder
-    from furnace.llm.cache import CachedLLM
-    from furnace.storage.memory import MemoryStore
-    from furnace.llm.offline import OfflineEngine
     from furnace.fusion.synthesis import SynthesisCache
+    from furnace.llm.cache import CachedLLM
+    from furnace.llm.offline import OfflineEngine
+    from furnace.storage.memory import MemoryStore
 
     if store is None:
         store = MemoryStore()
@@ -42,5 +42,13 @@ def memory_evolution(
     llm = llm or CachedLLM(OfflineEngine())
     probes = probes or load_probe_set(config.probes.set).head(config.probes.limit)
     breeder = FusionBreeder(store, embedder=embedder, cache=SynthesisCache())
-    return Evolution(config, probes, stored, llm, breeder, results if results is not None else MemoryResults(),
-                     embedder=embedder, **kwargs)
+    return Evolution(
+        config,
+        probes,
+        stored,
+        llm,
+        breeder,
+        results if results is not None else MemoryResults(),
+        embedder=embedder,
+        **kwargs,
+    )

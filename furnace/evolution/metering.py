@@ -25,15 +25,24 @@ class Meter:
         total = self.calls + self.cached_calls
         return self.cached_calls / total if total else 0.0
 
-    def minus(self, other: "Meter") -> "Meter":
-        return Meter(self.calls - other.calls, self.cached_calls - other.cached_calls,
-                     self.failed_calls - other.failed_calls, self.tokens - other.tokens,
-                     round(self.cost_usd - other.cost_usd, 9))
+    def minus(self, other: Meter) -> Meter:
+        return Meter(
+            self.calls - other.calls,
+            self.cached_calls - other.cached_calls,
+            self.failed_calls - other.failed_calls,
+            self.tokens - other.tokens,
+            round(self.cost_usd - other.cost_usd, 9),
+        )
 
     def as_dict(self) -> dict[str, float]:
-        return {"calls": self.calls, "cached_calls": self.cached_calls, "failed_calls": self.failed_calls,
-                "tokens": self.tokens, "cost_usd": round(self.cost_usd, 6),
-                "cache_hit_rate": round(self.cache_hit_rate, 4)}
+        return {
+            "calls": self.calls,
+            "cached_calls": self.cached_calls,
+            "failed_calls": self.failed_calls,
+            "tokens": self.tokens,
+            "cost_usd": round(self.cost_usd, 6),
+            "cache_hit_rate": round(self.cache_hit_rate, 4),
+        }
 
 
 class MeteredLLM:
@@ -91,6 +100,11 @@ class MeteredLLM:
             if completion.cached:
                 self._meter = Meter(m.calls, m.cached_calls + 1, m.failed_calls, m.tokens, m.cost_usd)
             else:
-                self._meter = Meter(m.calls + 1, m.cached_calls, m.failed_calls,
-                                    m.tokens + completion.usage.total_tokens, m.cost_usd + completion.cost_usd)
+                self._meter = Meter(
+                    m.calls + 1,
+                    m.cached_calls,
+                    m.failed_calls,
+                    m.tokens + completion.usage.total_tokens,
+                    m.cost_usd + completion.cost_usd,
+                )
         return completion

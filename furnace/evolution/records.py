@@ -138,15 +138,24 @@ class MemoryResults:
             self._individuals.setdefault((record.experiment_id, record.generation, record.agent_id), record)
 
     def individual_by_slot(self, experiment_id: str, generation: int, slot: int) -> IndividualRecord | None:
-        return next((r for (e, g, _), r in self._individuals.items()
-                     if e == experiment_id and g == generation and r.slot == slot), None)
+        return next(
+            (
+                r
+                for (e, g, _), r in self._individuals.items()
+                if e == experiment_id and g == generation and r.slot == slot
+            ),
+            None,
+        )
 
     def individual(self, experiment_id: str, generation: int, agent_id: str) -> IndividualRecord | None:
         return self._individuals.get((experiment_id, generation, agent_id))
 
     def individuals(self, experiment_id: str, generation: int | None = None) -> list[IndividualRecord]:
-        rows = [r for (e, g, _), r in self._individuals.items()
-                if e == experiment_id and (generation is None or g == generation)]
+        rows = [
+            r
+            for (e, g, _), r in self._individuals.items()
+            if e == experiment_id and (generation is None or g == generation)
+        ]
         return sorted(rows, key=lambda r: (r.generation, r.slot, r.agent_id))
 
     def save_generation(self, record: GenerationRecord) -> None:
@@ -154,5 +163,4 @@ class MemoryResults:
             self._generations.setdefault((record.experiment_id, record.generation), record)
 
     def generations(self, experiment_id: str) -> list[GenerationRecord]:
-        return sorted((r for (e, _), r in self._generations.items() if e == experiment_id),
-                      key=lambda r: r.generation)
+        return sorted((r for (e, _), r in self._generations.items() if e == experiment_id), key=lambda r: r.generation)

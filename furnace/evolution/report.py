@@ -39,23 +39,43 @@ class ExperimentReport:
 
     def result_signature(self) -> dict[str, Any]:
         """The parts that must be identical between an interrupted and an uninterrupted run."""
-        return {"leaderboard": self.leaderboard, "lineage": self.lineage, "generations":
-                [{k: g[k] for k in ("generation", "best_fitness", "mean_fitness", "survivors")} for g in self.generations],
-                "pareto": self.pareto}
+        return {
+            "leaderboard": self.leaderboard,
+            "lineage": self.lineage,
+            "generations": [
+                {k: g[k] for k in ("generation", "best_fitness", "mean_fitness", "survivors")} for g in self.generations
+            ],
+            "pareto": self.pareto,
+        }
 
     def summary(self) -> dict[str, Any]:
         best = self.best or {}
-        return {"best_agent": best.get("agent_id"), "best_fitness": best.get("fitness"),
-                "generations": len(self.generations), "failures": self.failures, **self.totals}
+        return {
+            "best_agent": best.get("agent_id"),
+            "best_fitness": best.get("fitness"),
+            "generations": len(self.generations),
+            "failures": self.failures,
+            **self.totals,
+        }
 
     def tags(self) -> dict[str, str]:
         best = self.best or {}
-        return {"furnace.status": self.status, "furnace.best_agent": str(best.get("agent_id", "")),
-                "furnace.best_lineage_hashes": ",".join(n["lineage_hash"][:16] for n in self.lineage if n.get("lineage_hash"))}
+        return {
+            "furnace.status": self.status,
+            "furnace.best_agent": str(best.get("agent_id", "")),
+            "furnace.best_lineage_hashes": ",".join(
+                n["lineage_hash"][:16] for n in self.lineage if n.get("lineage_hash")
+            ),
+        }
 
     def artifacts(self) -> dict[str, Any]:
-        return {"best_prompt.md": self.best_prompt, "lineage.json": self.lineage,
-                "leaderboard.json": self.leaderboard, "operators.json": self.operators, "pareto.json": self.pareto}
+        return {
+            "best_prompt.md": self.best_prompt,
+            "lineage.json": self.lineage,
+            "leaderboard.json": self.leaderboard,
+            "operators.json": self.operators,
+            "pareto.json": self.pareto,
+        }
 
     def as_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -74,14 +94,23 @@ def _lineage(best: IndividualRecord | None, everyone: dict[str, IndividualRecord
             continue
         seen.add(aid)
         r = everyone[aid]
-        out.append({"agent_id": aid, "generation": r.generation, "operator": r.operator, "parents": list(r.parents),
-                    "fitness": r.fitness, "lineage_hash": r.lineage_hash})
+        out.append(
+            {
+                "agent_id": aid,
+                "generation": r.generation,
+                "operator": r.operator,
+                "parents": list(r.parents),
+                "fitness": r.fitness,
+                "lineage_hash": r.lineage_hash,
+            }
+        )
         queue.extend(r.parents)
     return out
 
 
-def build_report(evo: "Evolution", population: Sequence[IndividualRecord],
-                 history: Sequence[GenerationRecord]) -> ExperimentReport:
+def build_report(
+    evo: Evolution, population: Sequence[IndividualRecord], history: Sequence[GenerationRecord]
+) -> ExperimentReport:
     """Assemble the report from the run's records."""
     records = evo.results.individuals(evo.experiment_id)
     everyone: dict[str, IndividualRecord] = {}
@@ -89,26 +118,58 @@ def build_report(evo: "Evolution", population: Sequence[IndividualRecord],
         everyone.setdefault(r.agent_id, r)
     unique = sorted(everyone.values(), key=rank_key)
     ok = [r for r in unique if r.scores]
-    leaderboard = [{"agent_id": r.agent_id, "generation": r.generation, "operator": r.operator,
-                    "fitness": round(r.fitness, 6), "objectives": r.objectives} for r in ok[:10]]
+    leaderboard = [
+        {
+            "agent_id": r.agent_id,
+            "generation": r.generation,
+            "operator": r.operator,
+            "fitness": round(r.fitness, 6),
+            "objectives": r.objectives,
+        }
+        for r in ok[:10]
+    ]
     best = ok[0] if ok else None
     keys = sorted({k for r in ok for k in r.objectives})
     front_ids = pareto_front({r.agent_id: r.objectives for r in ok}, keys)
-    pareto = [{"agent_id": a, "fitness": round(everyone[a].fitness, 6), "objectives": everyone[a].objectives}
-              for a in front_ids][:20]
-    failed = [{"agent_id": r.agent_id, "generation": r.generation, "failures": r.failures,
-               "reasons": list(r.failure_reasons[:3])} for r in records if r.failures]
+    pareto = [
+        {"agent_id": a, "fitness": round(everyone[a].fitness, 6), "objectives": everyone[a].objectives}
+        for a in front_ids
+    ][:20]
+    failed = [
+        {
+            "agent_id": r.agent_id,
+            "generation": r.generation,
+            "failures": r.failures,
+            "reasons": list(r.failure_reasons[:3]),
+        }
+        for r in records
+        if r.failures
+    ]
     return ExperimentReport(
-        experiment_id=evo.experiment_id, name=evo.config.name, model=evo.llm.model_name, status=evo.status,
-        generations=[{"generation": g.generation, "best_fitness": round(g.best_fitness, 6),
-                      "mean_fitness": round(g.mean_fitness, 6), "survivors": list(g.survivors),
-                      "weights": g.operator_weights} for g in history],
-        leaderboard=leaderboard, best_prompt=best.system_prompt if best else "",
+        experiment_id=evo.experiment_id,
+        name=evo.config.name,
+        model=evo.llm.model_name,
+        status=evo.status,
+        generations=[
+            {
+                "generation": g.generation,
+                "best_fitness": round(g.best_fitness, 6),
+                "mean_fitness": round(g.mean_fitness, 6),
+                "survivors": list(g.survivors),
+                "weights": g.operator_weights,
+            }
+            for g in history
+        ],
+        leaderboard=leaderboard,
+        best_prompt=best.system_prompt if best else "",
         lineage=_lineage(best, everyone),
-        operators={k: v.as_dict() | {"weight": evo.board.weights().get(k, 0.0)}
-                   for k, v in sorted(evo.board.stats.items())},
-        pareto=pareto, totals=evo.metered.meter.as_dict(),
-        failures=sum(r.failures for r in records), failed_individuals=failed[:20],
+        operators={
+            k: v.as_dict() | {"weight": evo.board.weights().get(k, 0.0)} for k, v in sorted(evo.board.stats.items())
+        },
+        pareto=pareto,
+        totals=evo.metered.meter.as_dict(),
+        failures=sum(r.failures for r in records),
+        failed_individuals=failed[:20],
     )
 
 
@@ -120,24 +181,37 @@ def render_report(report: ExperimentReport) -> str:
         lines.append(f"{g['generation']:>10}  {g['best_fitness']:.3f}  {g['mean_fitness']:.3f}")
     lines += ["", "leaderboard"]
     keys = sorted({k for row in report.leaderboard for k in row["objectives"]})
-    lines.append(f"  {'#':>2} {'agent':<26} {'gen':>3} {'operator':<9} {'fitness':>7}  " + " ".join(f"{k[:9]:>9}" for k in keys))
+    lines.append(
+        f"  {'#':>2} {'agent':<26} {'gen':>3} {'operator':<9} {'fitness':>7}  " + " ".join(f"{k[:9]:>9}" for k in keys)
+    )
     for i, row in enumerate(report.leaderboard, 1):
         objs = " ".join(f"{row['objectives'].get(k, 0):>9.3f}" for k in keys)
-        lines.append(f"  {i:>2} {row['agent_id'][:26]:<26} {row['generation']:>3} {row['operator']:<9} {row['fitness']:>7.3f}  {objs}")
+        lines.append(
+            f"  {i:>2} {row['agent_id'][:26]:<26} {row['generation']:>3} {row['operator']:<9} {row['fitness']:>7.3f}  {objs}"
+        )
     lines += ["", "best agent's lineage"]
     for node in report.lineage[:12]:
         parents = ", ".join(node["parents"]) or "library"
         lh = (node["lineage_hash"] or "")[:12]
-        lines.append(f"  {node['agent_id']} (gen {node['generation']}, {node['operator']}{', ' + lh if lh else ''}) <- {parents}")
+        lines.append(
+            f"  {node['agent_id']} (gen {node['generation']}, {node['operator']}{', ' + lh if lh else ''}) <- {parents}"
+        )
     lines += ["", "operators     children  success  failures  weight"]
     for name, s in report.operators.items():
-        lines.append(f"  {name:<11} {int(s['children']):>8}  {s['success_rate']:>7.0%}  {int(s['failures']):>8}  {s['weight']:.2f}")
+        lines.append(
+            f"  {name:<11} {int(s['children']):>8}  {s['success_rate']:>7.0%}  {int(s['failures']):>8}  {s['weight']:.2f}"
+        )
     lines += ["", f"pareto front ({len(report.pareto)}): " + ", ".join(p["agent_id"] for p in report.pareto[:8])]
     t = report.totals
-    lines += ["", f"model calls {int(t['calls'])} (+{int(t['cached_calls'])} cached, hit rate {t['cache_hit_rate']:.0%}), "
-              f"failed {int(t['failed_calls'])}, tokens {int(t['tokens'])}, cost ${t['cost_usd']:.4f}"]
+    lines += [
+        "",
+        f"model calls {int(t['calls'])} (+{int(t['cached_calls'])} cached, hit rate {t['cache_hit_rate']:.0%}), "
+        f"failed {int(t['failed_calls'])}, tokens {int(t['tokens'])}, cost ${t['cost_usd']:.4f}",
+    ]
     if report.failures:
-        lines.append(f"failure scores recorded: {report.failures} (see `furnace experiment show {report.experiment_id}`)")
+        lines.append(
+            f"failure scores recorded: {report.failures} (see `furnace experiment show {report.experiment_id}`)"
+        )
     return "\n".join(lines)
 
 

@@ -19,12 +19,17 @@ def select_seeds(store: Any, config: ExperimentConfig) -> list[Elixir]:
         if withdrawn:
             raise InputError(f"seeds.ids: {', '.join(withdrawn)} withdrawn from the library", field="seeds.ids")
     else:
-        found = [e for e in store.list_elixirs(query=s.query, origin="library")
-                 if s.language is None or e.language == s.language]
+        found = [
+            e
+            for e in store.list_elixirs(query=s.query, origin="library")
+            if s.language is None or e.language == s.language
+        ]
         found.sort(key=lambda e: e.id)
     found = found[: config.population]
     if len(found) < 2:
         raise InputError(
             f"seeds: the library has {len(found)} matching elixir(s), an experiment needs at least 2 "
-            "(import some: furnace import furnace/resources/elixirs)", field="seeds")
+            "(import some: furnace import furnace/resources/elixirs)",
+            field="seeds",
+        )
     return found

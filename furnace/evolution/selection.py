@@ -52,9 +52,13 @@ class OperatorStats:
         return self.successes / self.children if self.children else 0.0
 
     def as_dict(self) -> dict[str, float]:
-        return {"children": self.children, "successes": self.successes, "failures": self.failures,
-                "success_rate": round(self.success_rate, 4),
-                "mean_fitness": round(self.fitness_sum / self.children, 4) if self.children else 0.0}
+        return {
+            "children": self.children,
+            "successes": self.successes,
+            "failures": self.failures,
+            "success_rate": round(self.success_rate, 4),
+            "mean_fitness": round(self.fitness_sum / self.children, 4) if self.children else 0.0,
+        }
 
 
 @dataclass

@@ -7,17 +7,15 @@ serves it as a deployment on a schedule (against ``prefect server start``). The 
 
 from __future__ import annotations
 
-from furnace.flows._common import context, resolve, unit_version
-
 from collections.abc import Iterator, Sequence  # noqa: E402
-from typing import Any  # noqa: E402
-
 from datetime import timedelta  # noqa: E402
 from functools import lru_cache  # noqa: E402
+from typing import Any  # noqa: E402
 
 from prefect import flow, task  # noqa: E402
 
 from furnace.evolution.units import Unit  # noqa: E402
+from furnace.flows._common import context, resolve, unit_version
 
 
 def _unit_cache_key(_context: Any, parameters: dict[str, Any]) -> str:
@@ -34,8 +32,14 @@ def evaluate_individual(key: str, unit: Unit) -> Any:
 @lru_cache(maxsize=32)
 def evaluation_task(version: str) -> Any:
     """The per-individual task, versioned by the operator and scorer versions it runs."""
-    return task(name="evaluate-individual", version=version, cache_key_fn=_unit_cache_key,
-                cache_expiration=timedelta(days=30), persist_result=True, retries=0)(evaluate_individual)
+    return task(
+        name="evaluate-individual",
+        version=version,
+        cache_key_fn=_unit_cache_key,
+        cache_expiration=timedelta(days=30),
+        persist_result=True,
+        retries=0,
+    )(evaluate_individual)
 
 
 class PrefectUnitRunner:
@@ -45,8 +49,9 @@ class PrefectUnitRunner:
         self.task = evaluation_task(version)
 
     def __call__(self, units: Sequence[Unit]) -> Iterator[tuple[Unit, Any]]:
-        futures = [(u, self.task.with_options(task_run_name=f"slot-{u.slot}-{u.key[:8]}").submit(u.key, u))
-                   for u in units]
+        futures = [
+            (u, self.task.with_options(task_run_name=f"slot-{u.slot}-{u.key[:8]}").submit(u.key, u)) for u in units
+        ]
         for unit, fut in futures:
             yield unit, fut.result()
 
@@ -69,13 +74,25 @@ class DaskUnitRunner(PrefectUnitRunner):
     """Submits picklable unit inputs (no closures) so Dask can ship them to its workers."""
 
     def __init__(self, version: str, file: str, home: str | None) -> None:
-        self.task = task(name="evaluate-individual", version=version, cache_key_fn=_unit_cache_key,
-                         cache_expiration=timedelta(days=30), persist_result=True)(evaluate_remote)
+        self.task = task(
+            name="evaluate-individual",
+            version=version,
+            cache_key_fn=_unit_cache_key,
+            cache_expiration=timedelta(days=30),
+            persist_result=True,
+        )(evaluate_remote)
         self.file, self.home = file, home
 
     def __call__(self, units: Sequence[Unit]) -> Iterator[tuple[Unit, Any]]:
-        futures = [(u, self.task.with_options(task_run_name=f"slot-{u.slot}-{u.key[:8]}")
-                    .submit(self.file, self.home, u.key, u.args)) for u in units]
+        futures = [
+            (
+                u,
+                self.task.with_options(task_run_name=f"slot-{u.slot}-{u.key[:8]}").submit(
+                    self.file, self.home, u.key, u.args
+                ),
+            )
+            for u in units
+        ]
         for unit, fut in futures:
             yield unit, fut.result()
 
@@ -84,15 +101,17 @@ def _task_runner(runner: str, concurrency: int) -> Any:
     if runner == "dask":
         from prefect_dask import DaskTaskRunner
 
-        return DaskTaskRunner(cluster_kwargs={"processes": False, "n_workers": 1,
-                                              "threads_per_worker": max(2, concurrency)})
+        return DaskTaskRunner(
+            cluster_kwargs={"processes": False, "n_workers": 1, "threads_per_worker": max(2, concurrency)}
+        )
     from prefect.task_runners import ThreadPoolTaskRunner
 
     return ThreadPoolTaskRunner(max_workers=max(2, concurrency * 2))
 
 
-def run_evolution(file: str, *, home: str | None = None, yes: bool = False, track: bool = True,
-                  runner: str = "threads") -> dict[str, Any]:
+def run_evolution(
+    file: str, *, home: str | None = None, yes: bool = False, track: bool = True, runner: str = "threads"
+) -> dict[str, Any]:
     """The flow body: prepare the experiment as the CLI does, run it with Prefect tasks."""
     from furnace.cli.experiment_cmd import check_budget, prepare
     from furnace.evolution.config import load_config
@@ -103,21 +122,24 @@ def run_evolution(file: str, *, home: str | None = None, yes: bool = False, trac
     prepared = prepare(ctx, config, track=track)
     check_budget(prepared, yes=yes, as_json=True)
     version = unit_version(config)
-    prepared.evolution.unit_runner = (DaskUnitRunner(version, file, home) if runner == "dask"
-                                      else PrefectUnitRunner(version))
+    prepared.evolution.unit_runner = (
+        DaskUnitRunner(version, file, home) if runner == "dask" else PrefectUnitRunner(version)
+    )
     report = prepared.evolution.run()
     return {**report.as_dict(), "text": render_report(report)}
 
 
 @flow(name="furnace-evolution", log_prints=False)
-def evolution(file: str, home: str | None = None, yes: bool = False, track: bool = True,
-              runner: str = "threads") -> dict[str, Any]:
+def evolution(
+    file: str, home: str | None = None, yes: bool = False, track: bool = True, runner: str = "threads"
+) -> dict[str, Any]:
     """Run (or resume) the evolution experiment in ``file``."""
     return run_evolution(file, home=home, yes=yes, track=track, runner=runner)
 
 
-def evolution_flow(file: str, *, home: str | None = None, yes: bool = False, track: bool = True,
-                   runner: str = "threads") -> dict[str, Any]:
+def evolution_flow(
+    file: str, *, home: str | None = None, yes: bool = False, track: bool = True, runner: str = "threads"
+) -> dict[str, Any]:
     """Run the flow with the chosen task runner (``threads`` or ``dask``)."""
     from furnace.evolution.config import load_config
 
@@ -131,5 +153,8 @@ def serve(file: str, *, home: str | None = None, cron: str = "0 3 * * *", name: 
     from furnace.evolution.config import load_config
 
     config = load_config(file)
-    evolution.serve(name=name or f"furnace-{config.name}", cron=cron,
-                    parameters={"file": resolve(file), "home": home, "yes": True, "track": True})
+    evolution.serve(
+        name=name or f"furnace-{config.name}",
+        cron=cron,
+        parameters={"file": resolve(file), "home": home, "yes": True, "track": True},
+    )

@@ -2,37 +2,58 @@
 
 from __future__ import annotations
 
-from furnace.flows._common import context
-
 from typing import Any  # noqa: E402
 
 from prefect import flow, task  # noqa: E402
 
+from furnace.flows._common import context
 from furnace.scoring.fitness import SCORERS  # noqa: E402
 
 DEFAULT_SCORERS = {"constraints": 0.3, "fidelity": 0.3, "tone": 0.2, "brief_fit": 0.2}
 
 
 @task(name="fuse-and-score", version="scorers:" + ",".join(f"{k}:{v.version}" for k, v in sorted(SCORERS.items())))
-def fuse_and_score(home: str | None, parents: list[str], operator: str | None, seed: int, params: dict[str, Any],
-                   probe_set: str, limit: int | None) -> dict[str, Any]:
+def fuse_and_score(
+    home: str | None,
+    parents: list[str],
+    operator: str | None,
+    seed: int,
+    params: dict[str, Any],
+    probe_set: str,
+    limit: int | None,
+) -> dict[str, Any]:
     """One fusion and its evaluation (furnace functions; the task only wires them)."""
-    from furnace.storage.duckdb.kv import DuckDBKV
     from furnace.evolution.evaluate import evaluate_agent
     from furnace.fusion.fuse import fuse
-    from furnace.scoring.probes import load_probe_set
     from furnace.fusion.synthesis import SynthesisCache
+    from furnace.scoring.probes import load_probe_set
+    from furnace.storage.duckdb.kv import DuckDBKV
 
     ctx = context(home)
-    result = fuse(ctx.store, parents, llm=ctx.llm, embedder=ctx.embedder, operator=operator, seed=seed,
-                  params=params or None, settings=ctx.settings,
-                  cache=SynthesisCache(DuckDBKV(ctx.db), ttl_s=ctx.settings.synth_ttl_s))
+    result = fuse(
+        ctx.store,
+        parents,
+        llm=ctx.llm,
+        embedder=ctx.embedder,
+        operator=operator,
+        seed=seed,
+        params=params or None,
+        settings=ctx.settings,
+        cache=SynthesisCache(DuckDBKV(ctx.db), ttl_s=ctx.settings.synth_ttl_s),
+    )
     agent = result.agent
-    ev = evaluate_agent(ctx.llm, agent.elixir, agent.system_prompt, load_probe_set(probe_set).head(limit),
-                        DEFAULT_SCORERS, seed=seed)
-    return {"agent_id": agent.id, "lineage_hash": agent.lineage_hash, "operator": agent.lineage.operator,
-            "from_cache": result.from_cache, "fitness": ev.fitness, "objectives": ev.objectives,
-            "failures": list(ev.failure_reasons)}
+    ev = evaluate_agent(
+        ctx.llm, agent.elixir, agent.system_prompt, load_probe_set(probe_set).head(limit), DEFAULT_SCORERS, seed=seed
+    )
+    return {
+        "agent_id": agent.id,
+        "lineage_hash": agent.lineage_hash,
+        "operator": agent.lineage.operator,
+        "from_cache": result.from_cache,
+        "fitness": ev.fitness,
+        "objectives": ev.objectives,
+        "failures": list(ev.failure_reasons),
+    }
 
 
 @task(name="log-fusion")
@@ -41,16 +62,24 @@ def log_fusion(home: str | None, row: dict[str, Any]) -> None:
     from furnace.adapters.mlflow_tracker import MLflowTracker
 
     tracker = MLflowTracker(context(home).settings.tracking_uri, mlflow_experiment="furnace-fusions")
-    tracker.start_experiment(f"fusion-{row['agent_id']}", {"operator": row["operator"]},
-                             {"furnace.lineage_hash": row["lineage_hash"]})
+    tracker.start_experiment(
+        f"fusion-{row['agent_id']}", {"operator": row["operator"]}, {"furnace.lineage_hash": row["lineage_hash"]}
+    )
     tracker.log_generation(0, {"fitness": row["fitness"], **row["objectives"]}, {})
     tracker.finish("finished", {"furnace.agent_id": row["agent_id"]}, {"fusion.json": row})
 
 
 @flow(name="furnace-fusion-generation")
-def fusion_generation(parents: list[str], operator: str | None = None, seed: int = 0,
-                      params: dict[str, Any] | None = None, probe_set: str = "writing-en", limit: int | None = 3,
-                      home: str | None = None, track: bool = True) -> dict[str, Any]:
+def fusion_generation(
+    parents: list[str],
+    operator: str | None = None,
+    seed: int = 0,
+    params: dict[str, Any] | None = None,
+    probe_set: str = "writing-en",
+    limit: int | None = 3,
+    home: str | None = None,
+    track: bool = True,
+) -> dict[str, Any]:
     """Fuse ``parents`` and score the child on ``probe_set``."""
     row = fuse_and_score(home, parents, operator, seed, params or {}, probe_set, limit)
     if track:

@@ -2,36 +2,53 @@
 
 from __future__ import annotations
 
-from furnace.flows._common import context
-
 from typing import Any  # noqa: E402
 
 from prefect import flow, task  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
+from furnace.flows._common import context
 from furnace.fusion.operators import OPERATORS  # noqa: E402
 
 
 @task(name="mutate-and-score", version=f"mutation:{OPERATORS['mutation'].op_version}")
-def mutate_and_score(home: str | None, base_id: str, rate: float, seed: int, probe_set: str,
-                     limit: int | None) -> dict[str, Any]:
+def mutate_and_score(
+    home: str | None, base_id: str, rate: float, seed: int, probe_set: str, limit: int | None
+) -> dict[str, Any]:
     """One cell of the grid (``furnace.evolution.sweep.sweep_variant``)."""
-    from furnace.storage.duckdb.kv import DuckDBKV
     from furnace.evolution.breeding import FusionBreeder
     from furnace.evolution.sweep import DEFAULT_SCORERS, sweep_variant
-    from furnace.scoring.probes import load_probe_set
     from furnace.fusion.synthesis import SynthesisCache
+    from furnace.scoring.probes import load_probe_set
+    from furnace.storage.duckdb.kv import DuckDBKV
 
     ctx = context(home)
-    breeder = FusionBreeder(ctx.store, embedder=ctx.embedder, settings=ctx.settings,
-                            cache=SynthesisCache(DuckDBKV(ctx.db), ttl_s=ctx.settings.synth_ttl_s))
-    return sweep_variant(ctx.store.get_elixir(base_id), rate, seed, breeder=breeder, llm=ctx.llm,
-                         probes=load_probe_set(probe_set).head(limit), scorers=DEFAULT_SCORERS)
+    breeder = FusionBreeder(
+        ctx.store,
+        embedder=ctx.embedder,
+        settings=ctx.settings,
+        cache=SynthesisCache(DuckDBKV(ctx.db), ttl_s=ctx.settings.synth_ttl_s),
+    )
+    return sweep_variant(
+        ctx.store.get_elixir(base_id),
+        rate,
+        seed,
+        breeder=breeder,
+        llm=ctx.llm,
+        probes=load_probe_set(probe_set).head(limit),
+        scorers=DEFAULT_SCORERS,
+    )
 
 
 @flow(name="furnace-mutation-sweep", task_runner=ThreadPoolTaskRunner(max_workers=4))  # type: ignore[arg-type]
-def mutation_sweep(base_id: str, rates: list[float], seeds: list[int], probe_set: str = "writing-en",
-                   limit: int | None = 3, home: str | None = None) -> list[dict[str, Any]]:
+def mutation_sweep(
+    base_id: str,
+    rates: list[float],
+    seeds: list[int],
+    probe_set: str = "writing-en",
+    limit: int | None = 3,
+    home: str | None = None,
+) -> list[dict[str, Any]]:
     """Every (rate, seed) variant of ``base_id``, scored; rows sorted by fitness."""
     futures = [mutate_and_score.submit(home, base_id, r, s, probe_set, limit) for r in rates for s in seeds]
     rows = [f.result() for f in futures]

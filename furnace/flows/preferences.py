@@ -21,8 +21,8 @@ offline_env.apply()
 from prefect import flow, task  # noqa: E402
 from prefect.cache_policies import NONE  # noqa: E402
 
-from furnace.writing.preferences import BatchReport, process_unprocessed  # noqa: E402
 from furnace.settings import FurnaceSettings  # noqa: E402
+from furnace.writing.preferences import BatchReport, process_unprocessed  # noqa: E402
 
 MLFLOW_EXPERIMENT = "furnace-preferences"
 
@@ -43,8 +43,11 @@ def log_batch(tracking_uri: str, report: BatchReport, params: dict[str, Any]) ->
 
     client = MlflowClient(tracking_uri=tracking_uri)
     found = client.get_experiment_by_name(MLFLOW_EXPERIMENT)
-    experiment_id = found.experiment_id if found else client.create_experiment(
-        MLFLOW_EXPERIMENT, artifact_location=artifact_root_for(tracking_uri))
+    experiment_id = (
+        found.experiment_id
+        if found
+        else client.create_experiment(MLFLOW_EXPERIMENT, artifact_location=artifact_root_for(tracking_uri))
+    )
     run = client.create_run(experiment_id, run_name=f"preferences-{time.strftime('%Y%m%d-%H%M%S')}")
     now = int(time.time() * 1000)
     data = report.as_dict()
@@ -66,8 +69,9 @@ def preference_extraction(home: str | None = None, limit: int | None = None, see
 
     settings = FurnaceSettings() if home is None else FurnaceSettings(home=Path(home))
     db = build_db(settings)
-    report = process_batch(build_store(settings, db=db), build_content_store(settings, db=db),
-                           build_llm(settings, db=db), limit, seed)
+    report = process_batch(
+        build_store(settings, db=db), build_content_store(settings, db=db), build_llm(settings, db=db), limit, seed
+    )
     run_id = log_batch(settings.tracking_uri, report, {"limit": limit, "seed": seed, "model": settings.model_name})
     return {**report.as_dict(), "mlflow_run_id": run_id}
 

@@ -54,11 +54,11 @@ def _features(text: str) -> list[tuple[str, float]]:
         if _CJK.search(word):
             chars = [c for c in word]
             feats.extend((f"c:{c}", 0.5) for c in chars)
-            feats.extend((f"b:{x}{y}", 1.0) for x, y in zip(chars, chars[1:]))
+            feats.extend((f"b:{x}{y}", 1.0) for x, y in zip(chars, chars[1:], strict=False))
             continue
         feats.append((f"w:{word}", 1.0))
         padded = f" {word} "
-        feats.extend((f"g:{padded[i:i + 3]}", 0.5) for i in range(len(padded) - 2))
+        feats.extend((f"g:{padded[i : i + 3]}", 0.5) for i in range(len(padded) - 2))
     return feats
 
 

@@ -17,22 +17,22 @@ import random
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import partial
-from datetime import datetime, timezone
 from typing import Any
 
 from furnace.domain.agent import Agent, agent_id_for
 from furnace.domain.elixir import Elixir, ElixirRef, parse_elixir, slugify
-from furnace.fusion.embedding import Embedder
 from furnace.domain.errors import InputError, LineageError, NotFound
 from furnace.domain.lineage import Lineage
-from furnace.llm.seam import LLM
+from furnace.domain.render import render_prompt
+from furnace.fusion.embedding import Embedder
 from furnace.fusion.operators import OPERATORS, OperatorContext, expertise_distance
 from furnace.fusion.operators.conflicts import check_hard_conflicts
-from furnace.domain.render import render_prompt
+from furnace.fusion.synthesis import SubResultCache, SynthesisCache
+from furnace.llm.seam import LLM
 from furnace.settings import FurnaceSettings
 from furnace.storage.store import ElixirStore
-from furnace.fusion.synthesis import SubResultCache, SynthesisCache
 
 log = logging.getLogger("furnace.fusion.fuse")
 
@@ -88,7 +88,9 @@ def lineage_params(
     for key, value in (params or {}).items():
         if key not in base or key in ("model", "embedder", "seed"):
             allowed = sorted(set(base) - {"model", "embedder", "seed"})
-            raise InputError(f"unknown param {key!r} for {operator} (allowed: {', '.join(allowed) or 'none'})", field="params")
+            raise InputError(
+                f"unknown param {key!r} for {operator} (allowed: {', '.join(allowed) or 'none'})", field="params"
+            )
         base[key] = value
     return base
 
@@ -99,7 +101,7 @@ def _value(agent: Agent) -> dict[str, Any]:
         "tools": list(agent.tools),
         "lineage_hash": agent.lineage_hash,
         "op_version": agent.lineage.op_version,
-        "built_at": (agent.created_at or datetime.now(timezone.utc)).isoformat(),
+        "built_at": (agent.created_at or datetime.now(UTC)).isoformat(),
         "agent": agent.model_dump(mode="json"),
     }
 
@@ -165,7 +167,7 @@ def fuse(
             system_prompt=render_prompt(result.child),
             tools=tuple(result.child.tools),
             members=result.members,
-            created_at=datetime.now(timezone.utc),
+            created_at=datetime.now(UTC),
         )
         return _value(agent)
 

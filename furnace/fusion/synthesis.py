@@ -29,7 +29,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from furnace.domain.canonical import content_key
@@ -154,9 +154,7 @@ class SynthesisCache:
         """The cached value for ``lineage_hash``, if live."""
         return self._lookup(synth_key(lineage_hash))
 
-    def get_or_build(
-        self, lineage_hash: str, build: Callable[[], dict[str, Any]]
-    ) -> tuple[dict[str, Any], bool]:
+    def get_or_build(self, lineage_hash: str, build: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], bool]:
         """``(value, from_cache)``. ``build`` runs at most once per key at a time in this
         process; callers that joined a build in flight get its value with ``from_cache=True``."""
         key = synth_key(lineage_hash)
@@ -183,7 +181,7 @@ class SynthesisCache:
             with self._lock:
                 self.builds += 1
             value = build()
-            value.setdefault("built_at", datetime.now(timezone.utc).isoformat())
+            value.setdefault("built_at", datetime.now(UTC).isoformat())
             value.setdefault("lineage_hash", lineage_hash)
             flight.value = self._remember(key, self.kv.put_if_absent(key, value, self.ttl_s))
             return flight.value, flight.value != value  # another process's build won the insert

@@ -28,13 +28,28 @@ MAX_CARD_FILE_BYTES = 20_000_000  # a PNG file (the image counts too)
 MAX_DEPTH = 64  # JSON nesting; real cards use fewer than 10 levels
 
 STRING_FIELDS = (
-    "name", "description", "personality", "scenario", "first_mes", "mes_example", "creator_notes",
-    "system_prompt", "post_history_instructions", "creator", "character_version", "nickname",
+    "name",
+    "description",
+    "personality",
+    "scenario",
+    "first_mes",
+    "mes_example",
+    "creator_notes",
+    "system_prompt",
+    "post_history_instructions",
+    "creator",
+    "character_version",
+    "nickname",
 )
 STRING_LIST_FIELDS = ("tags", "alternate_greetings", "group_only_greetings", "source")
 V3_ONLY_FIELDS = (
-    "assets", "nickname", "creator_notes_multilingual", "source", "group_only_greetings",
-    "creation_date", "modification_date",
+    "assets",
+    "nickname",
+    "creator_notes_multilingual",
+    "source",
+    "group_only_greetings",
+    "creation_date",
+    "modification_date",
 )
 # V1 cards mirror these at the top level; tools such as SillyTavern still write them.
 V1_MIRRORED = ("name", "description", "personality", "scenario", "first_mes", "mes_example", "tags")
@@ -92,7 +107,9 @@ def validate_card(obj: Any) -> DecodedCard:
         raise _fail(f"expected a JSON object, got {type(obj).__name__}")
     spec_name = obj.get("spec")
     if spec_name is None:
-        hint = " (looks like a Character Card V1, which is not supported)" if "name" in obj and "data" not in obj else ""
+        hint = (
+            " (looks like a Character Card V1, which is not supported)" if "name" in obj and "data" not in obj else ""
+        )
         raise _fail(f"no 'spec' field{hint}; expected chara_card_v2 or chara_card_v3", "spec")
     specs = {name: key for key, name in SPEC_NAMES.items()}
     if spec_name not in specs:
@@ -154,21 +171,25 @@ def _parse_json_text(text: str | bytes, where: str, label: str) -> Any:
     except RecursionError:
         raise InputError(f"invalid character card: {label} is nested too deeply", field=where) from None
     except UnicodeEncodeError:
-        raise InputError(f"invalid character card: {label} contains invalid Unicode (a lone surrogate)", field=where) from None
+        raise InputError(
+            f"invalid character card: {label} contains invalid Unicode (a lone surrogate)", field=where
+        ) from None
     except UnicodeDecodeError:
         raise InputError(f"invalid character card: {label} is not UTF-8 text", field=where) from None
     except json.JSONDecodeError as err:
         raise InputError(f"invalid character card: {label} is not valid JSON ({err})", field=where) from None
     except _NonFinite as err:
-        raise InputError(f"invalid character card: {label} is not valid JSON ({err} is not a number)", field=where) from None
+        raise InputError(
+            f"invalid character card: {label} is not valid JSON ({err} is not a number)", field=where
+        ) from None
 
 
 def _decode_chunk(text: str, keyword: str) -> Any:
     label = f"PNG chunk {keyword!r}"
     if len(text) > MAX_CARD_JSON_BYTES * 4 // 3 + 4:
         raise InputError(
-            f"character card is too large: {label} has {len(text)} bytes (at most "
-            f"{MAX_CARD_JSON_BYTES} bytes of JSON)", field=f"png.{keyword}",
+            f"character card is too large: {label} has {len(text)} bytes (at most {MAX_CARD_JSON_BYTES} bytes of JSON)",
+            field=f"png.{keyword}",
         )
     try:
         raw = base64.b64decode(text.strip(), validate=True)

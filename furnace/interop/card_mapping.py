@@ -199,13 +199,18 @@ def derive_few_shots(data: dict[str, Any], language: str) -> list[dict[str, str]
         elif blocks[-1]:
             blocks[-1][-1][1].append(line)
     for block in blocks:
-        for (role, text), (next_role, next_text) in zip(block, block[1:]):
+        for (role, text), (next_role, next_text) in zip(block, block[1:], strict=False):
             if role != "user" or next_role != "char":
                 continue
             shot = {"input": macros("\n".join(text)).strip(), "output": macros("\n".join(next_text)).strip()}
             key = (shot["input"].casefold(), shot["output"].casefold())
-            if (shot["input"] and shot["output"] and key not in seen and len(shots) < MAX_FEW_SHOTS
-                    and max(len(shot["input"]), len(shot["output"])) <= MAX_FEW_SHOT_TEXT):
+            if (
+                shot["input"]
+                and shot["output"]
+                and key not in seen
+                and len(shots) < MAX_FEW_SHOTS
+                and max(len(shot["input"]), len(shot["output"])) <= MAX_FEW_SHOT_TEXT
+            ):
                 seen.add(key)
                 shots.append(shot)
     return shots

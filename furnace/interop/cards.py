@@ -61,13 +61,27 @@ from furnace.interop.png import PNG_SIGNATURE, write_png
 FORMAT = "furnace.card/1"
 EXT_KEY = "furnace"
 ELIXIR_ONLY = (
-    "language", "tone", "constraints", "tools", "priority", "conflicts_with", "style_notes", "style_preferences",
+    "language",
+    "tone",
+    "constraints",
+    "tools",
+    "priority",
+    "conflicts_with",
+    "style_notes",
+    "style_preferences",
 )
 Target = Elixir | Agent
 
 __all__ = [
-    "CardImport", "card_for", "elixir_from_card", "export_card_json", "export_card_png", "import_card_file",
-    "is_card_file", "read_card_bytes", "read_card_file",
+    "CardImport",
+    "card_for",
+    "elixir_from_card",
+    "export_card_json",
+    "export_card_png",
+    "import_card_file",
+    "is_card_file",
+    "read_card_bytes",
+    "read_card_file",
 ]
 
 
@@ -143,7 +157,9 @@ def elixir_from_card(decoded: DecodedCard | dict[str, Any]) -> CardImport:
     try:
         elixir = parse_elixir(fields)
     except InputError as err:
-        raise InputError(f"character card {data['name']!r} does not make a valid elixir: {err}", field=err.field) from None
+        raise InputError(
+            f"character card {data['name']!r} does not make a valid elixir: {err}", field=err.field
+        ) from None
     return CardImport(
         elixir=elixir,
         spec=decoded.spec,
@@ -240,8 +256,13 @@ def _furnace_block(elixir: Elixir) -> dict[str, Any]:
     ``id`` decides where a re-import is stored; ``name``, ``version`` and
     ``content_hash`` are informational (the visible name wins, the store assigns versions).
     """
-    furn: dict[str, Any] = {"format": FORMAT, "id": elixir.id, "name": elixir.name, "version": elixir.version,
-                            "content_hash": elixir.content_hash}
+    furn: dict[str, Any] = {
+        "format": FORMAT,
+        "id": elixir.id,
+        "name": elixir.name,
+        "version": elixir.version,
+        "content_hash": elixir.content_hash,
+    }
     furn.update(elixir.model_dump(mode="json", include=set(ELIXIR_ONLY)))
     others = {k: v for k, v in elixir.extensions.items() if k != "card"}
     if others:

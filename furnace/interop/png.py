@@ -36,7 +36,9 @@ def iter_chunks(data: bytes) -> Iterator[tuple[bytes, bytes]]:
         kind = data[pos + 4 : pos + 8]
         end = pos + 8 + length + 4
         if length > 0x7FFFFFFF or end > len(data):
-            raise InputError(f"PNG chunk {kind.decode('latin-1')!r} runs past the end of the file (truncated?)", field="png")
+            raise InputError(
+                f"PNG chunk {kind.decode('latin-1')!r} runs past the end of the file (truncated?)", field="png"
+            )
         payload = data[pos + 8 : pos + 8 + length]
         (crc,) = struct.unpack(">I", data[end - 4 : end])
         if zlib.crc32(kind + payload) & 0xFFFFFFFF != crc:

@@ -27,7 +27,9 @@ PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("a URL with embedded credentials", re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s/:@]+:[^\s/@]+@[^\s/@]", re.IGNORECASE)),
     (
         "an assigned API key or password",
-        re.compile(r"(?i)\b(?:api[_-]?key|secret[_-]?key|access[_-]?token|password)\s*[:=]\s*['\"]?[A-Za-z0-9_\-+/=]{12,}"),
+        re.compile(
+            r"(?i)\b(?:api[_-]?key|secret[_-]?key|access[_-]?token|password)\s*[:=]\s*['\"]?[A-Za-z0-9_\-+/=]{12,}"
+        ),
     ),
 )
 

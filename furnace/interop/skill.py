@@ -101,9 +101,11 @@ def build_skill(target: Elixir | Agent) -> SkillBundle:
         metadata["lineage-hash"] = agent.lineage_hash
     front = yaml.safe_dump(
         {"name": slug, "description": " ".join(description.split()), "metadata": metadata},
-        sort_keys=False, allow_unicode=True, width=10_000,
+        sort_keys=False,
+        allow_unicode=True,
+        width=10_000,
     )
-    lineage_note = ("" if agent is None else (", lineage" if lang == "en" else "、谱系"))
+    lineage_note = "" if agent is None else (", lineage" if lang == "en" else "、谱系")
     prompt = agent.system_prompt if agent is not None else render_prompt(elixir)
     body = f"# {elixir.name}\n\n{_INTRO[lang].format(lineage=lineage_note)}\n\n{prompt.rstrip()}\n"
     skill_md = f"---\n{front}---\n\n{body}"

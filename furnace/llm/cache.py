@@ -29,7 +29,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
@@ -264,9 +264,7 @@ class CachedLLM:
     # --- internals ---------------------------------------------------------
 
     def _served(self, request: LLMRequest, key: str, stored: Completion, started: float) -> Completion:
-        served = stored.model_copy(
-            update={"cached": True, "cost_usd": 0.0, "latency_s": time.perf_counter() - started}
-        )
+        served = stored.model_copy(update={"cached": True, "cost_usd": 0.0, "latency_s": time.perf_counter() - started})
         self._record(request, key, started, cached=True, completion=served)
         return served
 
@@ -293,6 +291,6 @@ class CachedLLM:
             "latency_s": time.perf_counter() - started,
             "cached": cached,
             "status": "ok" if error is None else type(error).__name__,
-            "created_at": datetime.now(timezone.utc),
+            "created_at": datetime.now(UTC),
         }
         self.ledger.record(CallRecord(**row))

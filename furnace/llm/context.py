@@ -40,7 +40,11 @@ KEEP_VERBATIM = 4
 SUMMARY_RESERVE_PERCENT = 20  # of the history budget, kept for the summary when turns are dropped
 
 _HEADERS = {
-    "en": ("\n\n## What I remember about you\n", "\n\n## Notes from this session\n", "\n\n## Earlier in this conversation (summary)\n"),
+    "en": (
+        "\n\n## What I remember about you\n",
+        "\n\n## Notes from this session\n",
+        "\n\n## Earlier in this conversation (summary)\n",
+    ),
     "zh": ("\n\n## 关于你的长期记忆\n", "\n\n## 本次会话笔记\n", "\n\n## 之前的对话（摘要）\n"),
 }
 
@@ -117,12 +121,12 @@ def fit_tokens(text: str, cap: int, count: TokenCounter, *, keep: Literal["start
     lo, hi = 0, len(text)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        part = text[:mid] if keep == "start" else text[len(text) - mid:]
+        part = text[:mid] if keep == "start" else text[len(text) - mid :]
         if count(part) <= cap:
             lo = mid
         else:
             hi = mid - 1
-    return text[:lo] if keep == "start" else text[len(text) - lo:]
+    return text[:lo] if keep == "start" else text[len(text) - lo :]
 
 
 def _section(header: str, text: str, cap: int, count: TokenCounter, keep: Literal["start", "end"]) -> tuple[str, int]:
@@ -140,33 +144,43 @@ def _section(header: str, text: str, cap: int, count: TokenCounter, keep: Litera
     return (section, count(section)) if body else ("", 0)
 
 
-def compress_request(turns: Sequence[Message], *, target_tokens: int, previous_summary: str, language: str,
-                     seed: int = 0) -> LLMRequest:
+def compress_request(
+    turns: Sequence[Message], *, target_tokens: int, previous_summary: str, language: str, seed: int = 0
+) -> LLMRequest:
     """The COMPRESS request: summarise older turns (plus the previous summary) in ``target_tokens``."""
     transcript = "\n".join(f"{t.role}: {t.content}" for t in turns)
     if language == "zh":
         system = f"把下面较早的对话压缩成不超过 {target_tokens} 个 token 的摘要，保留事实、决定和用户的偏好。"
     else:
-        system = (f"Compress the earlier conversation below into a summary of at most {target_tokens} tokens, "
-                  "keeping facts, decisions and the user's preferences.")
+        system = (
+            f"Compress the earlier conversation below into a summary of at most {target_tokens} tokens, "
+            "keeping facts, decisions and the user's preferences."
+        )
     user = (f"Previous summary:\n{previous_summary}\n\n" if previous_summary else "") + f"Turns:\n{transcript}"
     return LLMRequest(
         task=TaskKind.COMPRESS,
         messages=(Message(role="system", content=system), Message(role="user", content=user)),
-        temperature=0.0, seed=seed, max_tokens=max(16, target_tokens),
-        inputs={"turns": [{"role": t.role, "content": t.content} for t in turns], "target_tokens": target_tokens,
-                "previous_summary": previous_summary, "language": language},
+        temperature=0.0,
+        seed=seed,
+        max_tokens=max(16, target_tokens),
+        inputs={
+            "turns": [{"role": t.role, "content": t.content} for t in turns],
+            "target_tokens": target_tokens,
+            "previous_summary": previous_summary,
+            "language": language,
+        },
     )
 
 
-def _summarise(older: Sequence[Message], state: MemoryState, target: int, *, llm: LLM | None, language: str,
-               seed: int) -> tuple[str, str]:
+def _summarise(
+    older: Sequence[Message], state: MemoryState, target: int, *, llm: LLM | None, language: str, seed: int
+) -> tuple[str, str]:
     """A summary of ``older`` within ~``target`` tokens, reusing ``state`` when it covers a prefix."""
     if state.summary and state.covered == len(older):
         return state.summary, "previous"
     previous, new = ("", older)
     if state.summary and 0 < state.covered < len(older):
-        previous, new = state.summary, older[state.covered:]
+        previous, new = state.summary, older[state.covered :]
     request = compress_request(new, target_tokens=target, previous_summary=previous, language=language, seed=seed)
     if llm is not None:
         try:
@@ -175,9 +189,9 @@ def _summarise(older: Sequence[Message], state: MemoryState, target: int, *, llm
                 return text, "model"
         except Exception as err:  # the chat goes on with the extractive fallback
             log.warning("memory compression failed, using the extractive fallback: %s", err)
-    from furnace.llm.offline.writing import compress
-
     import random
+
+    from furnace.llm.offline.writing import compress
 
     return compress(request, random.Random(seed))[0], "fallback"
 
@@ -230,9 +244,17 @@ def build_context(
     verbatim, history_used = _fit_verbatim(verbatim, sizes[start:], room - summary_used, count)
     system = system_prompt + profile + session + summary_text
     messages = [Message(role="system", content=system), *verbatim, Message(role="user", content=user_message)]
-    return BuiltContext(messages=messages, budget=budget, profile_tokens=profile_used, session_tokens=session_used,
-                        summary_tokens=summary_used, history_tokens=history_used, verbatim_turns=len(verbatim),
-                        state=new_state, summary_source=source)  # type: ignore[arg-type]
+    return BuiltContext(
+        messages=messages,
+        budget=budget,
+        profile_tokens=profile_used,
+        session_tokens=session_used,
+        summary_tokens=summary_used,
+        history_tokens=history_used,
+        verbatim_turns=len(verbatim),
+        state=new_state,
+        summary_source=source,
+    )  # type: ignore[arg-type]
 
 
 def _fit_verbatim(turns: list[Message], sizes: list[int], room: int, count: TokenCounter) -> tuple[list[Message], int]:

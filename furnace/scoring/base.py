@@ -23,12 +23,12 @@ class Score:
             object.__setattr__(self, "value", min(1.0, max(0.0, float(self.value))))
 
     @classmethod
-    def failure(cls, reason: str) -> "Score":
+    def failure(cls, reason: str) -> Score:
         """A failure score: value 0 and the reason."""
         return cls(0.0, reason, failed=True)
 
 
-def persona_inputs(elixir: "Elixir") -> dict:
+def persona_inputs(elixir: Elixir) -> dict:
     """The persona as request inputs: the elixir's JSON without timestamps, so a request's
     cache key depends on content (and id/version), never on when a copy was stored."""
     return elixir.model_dump(mode="json", exclude={"created_at", "deleted_at"})

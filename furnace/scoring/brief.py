@@ -56,7 +56,10 @@ def brief_fit(elixir: Elixir, brief: Brief) -> Score:
         diffs = {d: abs(getattr(elixir.tone, d) - v) for d, v in brief.tone.items()}
         sim = 1.0 - sum(diffs.values()) / len(diffs)
         worst = max(diffs, key=lambda d: diffs[d])
-        parts["tone"] = (sim, f"tone {sim:.2f} (furthest: {worst} {getattr(elixir.tone, worst):.2f} vs {brief.tone[worst]:.2f})")
+        parts["tone"] = (
+            sim,
+            f"tone {sim:.2f} (furthest: {worst} {getattr(elixir.tone, worst):.2f} vs {brief.tone[worst]:.2f})",
+        )
     checks: list[float] = []
     notes: list[str] = []
     c = brief.constraints

@@ -8,7 +8,7 @@ from furnace.scoring.base import Score
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b))
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
     na = sum(x * x for x in a) ** 0.5
     nb = sum(y * y for y in b) ** 0.5
     return 0.0 if na == 0 or nb == 0 else dot / (na * nb)
@@ -20,5 +20,7 @@ def diversity(vector: Sequence[float], others: Sequence[Sequence[float]]) -> Sco
         return Score(1.0, "no other members to compare with")
     sims = [_cosine(vector, o) for o in others]
     mean = sum(sims) / len(sims)
-    return Score(round(min(1.0, max(0.0, 1.0 - mean)), 6),
-                 f"mean similarity {mean:.2f} to {len(sims)} members (closest {max(sims):.2f})")
+    return Score(
+        round(min(1.0, max(0.0, 1.0 - mean)), 6),
+        f"mean similarity {mean:.2f} to {len(sims)} members (closest {max(sims):.2f})",
+    )

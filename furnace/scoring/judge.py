@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import LLMError
-from furnace.llm.seam import LLM, LLMRequest, TaskKind, system_user
 from furnace.domain.render import render_prompt
+from furnace.llm.seam import LLM, LLMRequest, TaskKind, system_user
 from furnace.scoring.base import Score, persona_inputs
 
 Rubric = Literal["fidelity", "preference", "tone"]
@@ -45,19 +45,14 @@ _RUBRIC_TEXT = {
 }
 
 
-def build_judge_request(
-    elixir: Elixir, message: str, answer: str, rubric: Rubric, *, seed: int = 0
-) -> LLMRequest:
+def build_judge_request(elixir: Elixir, message: str, answer: str, rubric: Rubric, *, seed: int = 0) -> LLMRequest:
     """The JUDGE request for one (persona, message, answer, rubric)."""
     system = (
         "You are a strict evaluator of persona-driven answers. "
         f"{_RUBRIC_TEXT[rubric]} Score from 0 (not at all) to 1 (fully), citing concrete evidence "
         'from the answer. Reply with JSON only: {"score": <0..1>, "reason": "<one sentence>"}.'
     )
-    user = (
-        f"## Persona\n{render_prompt(elixir)}\n\n## User message\n{message}\n\n"
-        f"## Answer to evaluate\n{answer}"
-    )
+    user = f"## Persona\n{render_prompt(elixir)}\n\n## User message\n{message}\n\n## Answer to evaluate\n{answer}"
     return system_user(
         TaskKind.JUDGE,
         system,
@@ -95,7 +90,13 @@ def parse_verdict(parsed: Any, text: str) -> Score:
 
 
 def judge_answer(
-    llm: LLM, elixir: Elixir, message: str, answer: str | None, rubric: Rubric, *, seed: int = 0,
+    llm: LLM,
+    elixir: Elixir,
+    message: str,
+    answer: str | None,
+    rubric: Rubric,
+    *,
+    seed: int = 0,
     error: str | None = None,
 ) -> Score:
     """Ask the judge for one rubric; failures (no answer, LLM error, bad output) score 0 with a reason."""

@@ -16,13 +16,13 @@ File format (``furnace/resources/probes/<name>.yaml``)::
 
 from __future__ import annotations
 
-from furnace import resources
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from furnace import resources
 from furnace.domain.elixir import format_validation_error
 from furnace.domain.errors import InputError, NotFound
 from furnace.scoring.brief import Brief
@@ -51,7 +51,7 @@ class ProbeSet(BaseModel):
     probes: list[Probe] = Field(min_length=1, max_length=200)
 
     @model_validator(mode="after")
-    def _unique_ids(self) -> "ProbeSet":
+    def _unique_ids(self) -> ProbeSet:
         ids = [p.id for p in self.probes]
         if len(ids) != len(set(ids)):
             raise ValueError("probe ids must be unique")
@@ -61,7 +61,7 @@ class ProbeSet(BaseModel):
         """The probe's own brief, else the set's."""
         return probe.brief or self.brief
 
-    def head(self, n: int | None) -> "ProbeSet":
+    def head(self, n: int | None) -> ProbeSet:
         """The first ``n`` probes (all when ``n`` is None)."""
         return self if n is None else self.model_copy(update={"probes": self.probes[:n]})
 
@@ -87,8 +87,9 @@ def load_probe_set(name_or_path: str | Path, *, search_dir: Path | None = None) 
                 path = candidate
                 break
     if not path.exists():
-        raise NotFound(f"probe set {str(name_or_path)!r} not found (looked in {search_dir or PROBES_DIR})",
-                       field="probes")
+        raise NotFound(
+            f"probe set {str(name_or_path)!r} not found (looked in {search_dir or PROBES_DIR})", field="probes"
+        )
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as err:

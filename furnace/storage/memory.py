@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -87,10 +87,7 @@ class MemoryStore:
 
     def load_for_fusion(self, ref_or_id: ElixirRef | str) -> Elixir:
         """Like get, but a withdrawn elixir raises LineageError."""
-        if isinstance(ref_or_id, ElixirRef):
-            elixir = self.get_by_ref(ref_or_id)
-        else:
-            elixir = self.get_elixir(ref_or_id)
+        elixir = self.get_by_ref(ref_or_id) if isinstance(ref_or_id, ElixirRef) else self.get_elixir(ref_or_id)
         if elixir.withdrawn:
             raise withdrawn_error(elixir)
         return elixir
@@ -243,9 +240,7 @@ def bfs(start: str, links: Adjacency, max_depth: int | None = None) -> list[Line
             if nxt == start:
                 continue
             known = best.get(nxt)
-            if known is None:
-                best[nxt] = LineageNode(id=nxt, depth=depth + 1, operator=op, via=node)
-            elif known.depth == depth + 1 and (node, op) < (known.via or "", known.operator or ""):
+            if known is None or known.depth == depth + 1 and (node, op) < (known.via or "", known.operator or ""):
                 best[nxt] = LineageNode(id=nxt, depth=depth + 1, operator=op, via=node)
             if nxt not in seen:
                 seen.add(nxt)

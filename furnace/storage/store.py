@@ -32,7 +32,7 @@ Rules every implementation keeps:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
 from furnace.domain.agent import AGENT_PREFIX, Agent, LineageNode, agent_id_for
@@ -72,7 +72,11 @@ class ElixirStore(Protocol):
         ...
 
     def list_elixirs(
-        self, *, query: str | None = None, origin: Origin | None = "library", include_deleted: bool = False,
+        self,
+        *,
+        query: str | None = None,
+        origin: Origin | None = "library",
+        include_deleted: bool = False,
         limit: int | None = None,
     ) -> list[Elixir]:
         """Latest versions, sorted by id; ``query`` matches name, id or expertise (case-insensitive)."""
@@ -94,7 +98,9 @@ class ElixirStore(Protocol):
         """Agents, newest first."""
         ...
 
-    def add_edge(self, parent: str, child: str, *, operator: str, op_version: str = "", parent_version: int | None = None) -> None:
+    def add_edge(
+        self, parent: str, child: str, *, operator: str, op_version: str = "", parent_version: int | None = None
+    ) -> None:
         """A lineage edge (idempotent)."""
         ...
 
@@ -120,7 +126,7 @@ class ElixirStore(Protocol):
 
 def utc_now() -> datetime:
     """The current time, timezone-aware UTC (what stores stamp on save)."""
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def as_stored(elixir: Elixir, *, version: int, created_at: datetime, id: str | None = None) -> Elixir:
@@ -164,9 +170,7 @@ def matches_query(elixir: Elixir, query: str | None) -> bool:
     return any(q in text.lower() for text in (elixir.id, elixir.name, *elixir.expertise))
 
 
-def verify_agent_lineage(
-    agent_id: str, data: dict[str, Any], stored_hash: Callable[[str, int], str | None]
-) -> Lineage:
+def verify_agent_lineage(agent_id: str, data: dict[str, Any], stored_hash: Callable[[str, int], str | None]) -> Lineage:
     """Verify an agent's stored lineage record.
 
     Checks the ``lineage_hash`` (see :func:`furnace.domain.lineage.verify_lineage`),

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from furnace.domain.agent import AGENT_PREFIX
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, LLMError
+from furnace.domain.render import render_prompt
 from furnace.evolution.evaluate import evaluate_agent, reply
 from furnace.evolution.records import ScoreRow
 from furnace.llm.seam import LLM
-from furnace.domain.render import render_prompt
 from furnace.scoring.probes import ProbeSet
 from furnace.storage.store import ElixirStore
 
@@ -60,8 +60,13 @@ def load_subject(store: ElixirStore, subject_id: str) -> tuple[Elixir, str, str]
 
 
 def compare_agents(
-    store: ElixirStore, llm: LLM, subject_ids: Sequence[str], probes: ProbeSet, *,
-    scorers: Mapping[str, float] | None = None, seed: int = 0,
+    store: ElixirStore,
+    llm: LLM,
+    subject_ids: Sequence[str],
+    probes: ProbeSet,
+    *,
+    scorers: Mapping[str, float] | None = None,
+    seed: int = 0,
 ) -> list[AgentCard]:
     """Answer and score ``probes`` with each of 2–4 agents or elixirs."""
     ids = list(dict.fromkeys(i.strip() for i in subject_ids if i.strip()))
@@ -78,22 +83,35 @@ def compare_agents(
             except LLMError as err:
                 answers.append(ProbeAnswer(probe.id, probe.message, "", error=str(err)))
         evaluation = evaluate_agent(llm, elixir, prompt, probes, weights, seed=seed)
-        cards.append(AgentCard(subject_id, elixir.name, kind, elixir.version, prompt, tuple(answers),
-                               evaluation.objectives, evaluation.fitness, evaluation.scores))
+        cards.append(
+            AgentCard(
+                subject_id,
+                elixir.name,
+                kind,
+                elixir.version,
+                prompt,
+                tuple(answers),
+                evaluation.objectives,
+                evaluation.fitness,
+                evaluation.scores,
+            )
+        )
     return cards
 
 
 def objective_rows(cards: Sequence[AgentCard]) -> list[dict[str, object]]:
     """One row per objective, one column per agent (plus the weighted fitness)."""
     keys = sorted({k for c in cards for k in c.objectives})
-    rows: list[dict[str, object]] = [{"objective": k, **{c.id: round(c.objectives.get(k, 0.0), 3) for c in cards}}
-                                     for k in keys]
+    rows: list[dict[str, object]] = [
+        {"objective": k, **{c.id: round(c.objectives.get(k, 0.0), 3) for c in cards}} for k in keys
+    ]
     rows.append({"objective": "fitness (weighted)", **{c.id: round(c.fitness, 3) for c in cards}})
     return rows
 
 
 def prompt_diff(a: AgentCard, b: AgentCard) -> str:
     """A unified diff of two agents' system prompts."""
-    lines = difflib.unified_diff(a.system_prompt.splitlines(), b.system_prompt.splitlines(),
-                                 fromfile=a.id, tofile=b.id, lineterm="", n=1)
+    lines = difflib.unified_diff(
+        a.system_prompt.splitlines(), b.system_prompt.splitlines(), fromfile=a.id, tofile=b.id, lineterm="", n=1
+    )
     return "\n".join(lines)

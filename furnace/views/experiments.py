@@ -15,9 +15,16 @@ from furnace.evolution.records import ExperimentResults
 def generation_rows(results: ExperimentResults, experiment_id: str) -> list[dict[str, Any]]:
     """One row per finished generation: best/mean fitness, calls, cached calls, tokens, cost."""
     return [
-        {"generation": g.generation, "best_fitness": round(g.best_fitness, 4), "mean_fitness": round(g.mean_fitness, 4),
-         "calls": g.calls, "cached_calls": g.cached_calls, "tokens": g.tokens, "cost_usd": round(g.cost_usd, 6),
-         **{f"weight:{k}": round(v, 3) for k, v in sorted(g.operator_weights.items())}}
+        {
+            "generation": g.generation,
+            "best_fitness": round(g.best_fitness, 4),
+            "mean_fitness": round(g.mean_fitness, 4),
+            "calls": g.calls,
+            "cached_calls": g.cached_calls,
+            "tokens": g.tokens,
+            "cost_usd": round(g.cost_usd, 6),
+            **{f"weight:{k}": round(v, 3) for k, v in sorted(g.operator_weights.items())},
+        }
         for g in results.generations(experiment_id)
     ]
 
@@ -38,9 +45,16 @@ def operator_rows(results: ExperimentResults, experiment_id: str) -> list[dict[s
         cell = stats[(r.generation, r.operator)]
         cell[0] += 1
         cell[1] += int(r.fitness > best_parent)
-    return [{"generation": gen, "operator": op, "children": made, "fitter_than_parents": won,
-             "success_rate": round(won / made, 3) if made else 0.0}
-            for (gen, op), (made, won) in sorted(stats.items())]
+    return [
+        {
+            "generation": gen,
+            "operator": op,
+            "children": made,
+            "fitter_than_parents": won,
+            "success_rate": round(won / made, 3) if made else 0.0,
+        }
+        for (gen, op), (made, won) in sorted(stats.items())
+    ]
 
 
 def leaderboard_rows(results: ExperimentResults, experiment_id: str, limit: int = 10) -> list[dict[str, Any]]:
@@ -50,6 +64,13 @@ def leaderboard_rows(results: ExperimentResults, experiment_id: str, limit: int 
         if r.agent_id not in best or r.fitness > best[r.agent_id].fitness:
             best[r.agent_id] = r
     ranked = sorted(best.values(), key=lambda r: (-r.fitness, r.agent_id))[:limit]
-    return [{"agent_id": r.agent_id, "generation": r.generation, "operator": r.operator,
-             "fitness": round(r.fitness, 4), **{k: round(v, 3) for k, v in sorted(r.objectives.items())}}
-            for r in ranked]
+    return [
+        {
+            "agent_id": r.agent_id,
+            "generation": r.generation,
+            "operator": r.operator,
+            "fitness": round(r.fitness, 4),
+            **{k: round(v, 3) for k, v in sorted(r.objectives.items())},
+        }
+        for r in ranked
+    ]

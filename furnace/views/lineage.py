@@ -60,7 +60,11 @@ class LineageGraph:
 
 
 def lineage_graph(
-    store: ElixirStore, node_id: str, *, max_depth: int | None = None, max_nodes: int = MAX_NODES,
+    store: ElixirStore,
+    node_id: str,
+    *,
+    max_depth: int | None = None,
+    max_nodes: int = MAX_NODES,
     max_details: int = MAX_DETAILS,
 ) -> LineageGraph:
     """The neighbourhood of ``node_id``; raises NotFound for an unknown id."""
@@ -79,15 +83,16 @@ def lineage_graph(
         edges[(parent, child)] = GraphEdge(parent, child, n.operator or "?")
     detailed = [node_id] + [n.id for n, _ in kept[:max_details]]
     with ThreadPoolExecutor(max_workers=DETAIL_THREADS) as pool:  # each read is one short-lived connection
-        found = dict(zip(detailed, pool.map(lambda i: _detail(store, i, ids), detailed)))
-    for (name, version, pinned) in found.values():
+        found = dict(zip(detailed, pool.map(lambda i: _detail(store, i, ids), detailed), strict=False))
+    for name, version, pinned in found.values():
         edges.update({(e.parent, e.child): e for e in pinned})
     nodes = [GraphNode(node_id, 0, _kind(node_id), root.name, root.version)]
     for n, depth in kept:
         name, version, _ = found.get(n.id, ("", None, []))
         nodes.append(GraphNode(n.id, depth, _kind(n.id), name, version))
-    return LineageGraph(node_id, nodes, sorted(edges.values(), key=lambda e: (e.parent, e.child)),
-                        total_nodes=len(walked) + 1)
+    return LineageGraph(
+        node_id, nodes, sorted(edges.values(), key=lambda e: (e.parent, e.child)), total_nodes=len(walked) + 1
+    )
 
 
 def _kind(node_id: str) -> str:
@@ -114,8 +119,12 @@ def _quote(text: str) -> str:
 
 def to_dot(graph: LineageGraph) -> str:
     """Graphviz DOT: ancestors above, descendants below; the root highlighted."""
-    lines = ["digraph lineage {", "  rankdir=TB;", '  node [shape=box, style="rounded,filled", fontname="Helvetica",'
-             ' fontsize=10, fillcolor="#f5f5f5"];', '  edge [fontname="Helvetica", fontsize=9, color="#666666"];']
+    lines = [
+        "digraph lineage {",
+        "  rankdir=TB;",
+        '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10, fillcolor="#f5f5f5"];',
+        '  edge [fontname="Helvetica", fontsize=9, color="#666666"];',
+    ]
     for n in graph.nodes:
         title = n.name or n.id
         sub = n.id if n.name and n.name != n.id else ""
@@ -123,8 +132,7 @@ def to_dot(graph: LineageGraph) -> str:
         label = _quote(f"{title}{version}")[:-1] + (f"\\n{_quote(sub)[1:-1]}" if sub else "") + '"'
         colour = "#ffd8a8" if n.depth == 0 else ("#d0ebff" if n.kind == "agent" else "#f5f5f5")
         shape = ", shape=ellipse" if n.kind == "agent" else ""
-        lines.append(f"  {_quote(n.id)} [label={label},"
-                     f" fillcolor={_quote(colour)}{shape}];")
+        lines.append(f"  {_quote(n.id)} [label={label}, fillcolor={_quote(colour)}{shape}];")
     for e in graph.edges:
         lines.append(f"  {_quote(e.parent)} -> {_quote(e.child)} [label={_quote(e.label)}];")
     lines.append("}")
@@ -139,6 +147,15 @@ def graph_rows(graph: LineageGraph) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     for n in graph.nodes:
         relation = "root" if n.depth == 0 else ("ancestor" if n.depth < 0 else "descendant")
-        rows.append({"id": n.id, "name": n.name, "version": n.version, "kind": n.kind, "relation": relation,
-                     "depth": abs(n.depth), "made from": ", ".join(sorted(into.get(n.id, [])))})
+        rows.append(
+            {
+                "id": n.id,
+                "name": n.name,
+                "version": n.version,
+                "kind": n.kind,
+                "relation": relation,
+                "depth": abs(n.depth),
+                "made from": ", ".join(sorted(into.get(n.id, []))),
+            }
+        )
     return rows

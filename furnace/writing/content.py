@@ -185,8 +185,15 @@ class ContentStore(Protocol):
         """Revisions whose preferences were not extracted yet, oldest first."""
         ...
 
-    def mark_processed(self, revision_id: str, *, persona_id: str, persona_version: int | None,
-                       preferences: Sequence[dict[str, Any]], status: str) -> bool:
+    def mark_processed(
+        self,
+        revision_id: str,
+        *,
+        persona_id: str,
+        persona_version: int | None,
+        preferences: Sequence[dict[str, Any]],
+        status: str,
+    ) -> bool:
         """Mark a revision as processed (idempotent); False when it already was."""
         ...
 
@@ -239,8 +246,9 @@ def load_persona(store: ElixirStore, persona_id: str) -> Elixir:
     """The latest version of a library elixir or an agent's child elixir (not a withdrawn one)."""
     persona = store.get_elixir(persona_id)
     if persona.withdrawn:
-        raise InputError(f"persona {persona_id} v{persona.version} is withdrawn; it cannot write new content",
-                         field="persona")
+        raise InputError(
+            f"persona {persona_id} v{persona.version} is withdrawn; it cannot write new content", field="persona"
+        )
     return persona
 
 
@@ -252,12 +260,16 @@ def build_generate_request(persona: Elixir, topic: str, *, seed: int = 0) -> LLM
     from furnace.domain.render import render_prompt
 
     if persona.language == "zh":
-        task = (f"请以你的身份写一篇关于「{topic}」的文章：一个标题，正文分若干段。"
-                "遵守上面的所有约束与习得偏好。以 JSON 返回 {\"title\": ..., \"body\": ...}，段落之间空一行。")
+        task = (
+            f"请以你的身份写一篇关于「{topic}」的文章：一个标题，正文分若干段。"
+            '遵守上面的所有约束与习得偏好。以 JSON 返回 {"title": ..., "body": ...}，段落之间空一行。'
+        )
     else:
-        task = (f"Write a piece on the topic \"{topic}\" in your voice: a title and a body of several "
-                "paragraphs. Keep every constraint and learned preference above. Answer as JSON "
-                "{\"title\": ..., \"body\": ...}, paragraphs separated by a blank line.")
+        task = (
+            f'Write a piece on the topic "{topic}" in your voice: a title and a body of several '
+            "paragraphs. Keep every constraint and learned preference above. Answer as JSON "
+            '{"title": ..., "body": ...}, paragraphs separated by a blank line.'
+        )
     return LLMRequest(
         task=TaskKind.GENERATE,
         messages=(Message(role="system", content=render_prompt(persona)), Message(role="user", content=task)),
@@ -304,10 +316,23 @@ def generate_content(
     completion = llm.complete(build_generate_request(persona, topic, seed=seed))
     title, body = parse_piece(completion.parsed, completion.text)
     now = clock()
-    content = Content(id=content_id or new_content_id(), persona_id=persona.id, persona_version=persona.version,
-                      topic=topic, language=persona.language, created_at=now)
-    version = ContentVersion(content_id=content.id, version=1, title=title, body=body,
-                             word_count=word_count(body, persona.language), source="generate", created_at=now)
+    content = Content(
+        id=content_id or new_content_id(),
+        persona_id=persona.id,
+        persona_version=persona.version,
+        topic=topic,
+        language=persona.language,
+        created_at=now,
+    )
+    version = ContentVersion(
+        content_id=content.id,
+        version=1,
+        title=title,
+        body=body,
+        word_count=word_count(body, persona.language),
+        source="generate",
+        created_at=now,
+    )
     content_store.commit(ContentBatch(content=content, version=version))
     return content, version
 
@@ -316,8 +341,8 @@ def generate_content(
 
 _WELCOME = {
     "zh": "你好！我是这篇《{title}》的修改助手。告诉我哪里想改（比如“太正式了，活泼点”），我会只改你说的地方。",
-    "en": "Hi! I'm the revision assistant for \"{title}\". Tell me what to change (e.g. \"too formal, make it "
-          "livelier\") and I'll change only that.",
+    "en": 'Hi! I\'m the revision assistant for "{title}". Tell me what to change (e.g. "too formal, make it '
+    "livelier\") and I'll change only that.",
 }
 
 
@@ -333,11 +358,17 @@ def open_session(
     session = content_store.get_session(content.id)
     if session is not None:
         return session, None, ()
-    session = ChatSession(id=session_id_for(content.id), content_id=content.id, persona_id=content.persona_id,
-                          created_at=now)
+    session = ChatSession(
+        id=session_id_for(content.id), content_id=content.id, persona_id=content.persona_id, created_at=now
+    )
     title = content_store.get_version(content.id, 1).title
-    welcome = ChatMessage(session_id=session.id, role="system", kind="welcome",
-                          content=_WELCOME[content.language].format(title=title), created_at=now)
+    welcome = ChatMessage(
+        session_id=session.id,
+        role="system",
+        kind="welcome",
+        content=_WELCOME[content.language].format(title=title),
+        created_at=now,
+    )
     return session, session, (welcome,)
 
 
@@ -351,6 +382,17 @@ def preview(text: str, limit: int = 200) -> str:
 
 
 __all__ = [
-    "ChatMessage", "ChatSession", "Content", "ContentBatch", "ContentStore", "ContentVersion", "RevisionRecord",
-    "build_generate_request", "generate_content", "open_session", "parse_piece", "preview", "word_count",
+    "ChatMessage",
+    "ChatSession",
+    "Content",
+    "ContentBatch",
+    "ContentStore",
+    "ContentVersion",
+    "RevisionRecord",
+    "build_generate_request",
+    "generate_content",
+    "open_session",
+    "parse_piece",
+    "preview",
+    "word_count",
 ]

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from furnace.domain.errors import NotFound, StoreError
 from furnace.writing.content import (
     ChatMessage,
     ChatSession,
@@ -19,7 +20,6 @@ from furnace.writing.content import (
     ContentVersion,
     RevisionRecord,
 )
-from furnace.domain.errors import NotFound, StoreError
 
 
 class MemoryContentStore:
@@ -43,8 +43,10 @@ class MemoryContentStore:
                     raise NotFound(f"no content {batch.version.content_id}")
                 if len(existing) >= batch.version.version:
                     if existing[batch.version.version - 1].revision_id != batch.version.revision_id:
-                        raise StoreError(f"{batch.version.content_id} already has V{batch.version.version}: "
-                                         "it was edited meanwhile, try again")
+                        raise StoreError(
+                            f"{batch.version.content_id} already has V{batch.version.version}: "
+                            "it was edited meanwhile, try again"
+                        )
                 elif batch.version.version != len(existing) + 1:
                     raise StoreError(f"V{batch.version.version} does not follow V{len(existing)}")
             # validated: apply
@@ -119,13 +121,24 @@ class MemoryContentStore:
         items.sort(key=lambda r: (r.created_at, r.content_id, r.to_version))
         return items[:limit] if limit is not None else items
 
-    def mark_processed(self, revision_id: str, *, persona_id: str, persona_version: int | None,
-                       preferences: Sequence[dict[str, Any]], status: str) -> bool:
+    def mark_processed(
+        self,
+        revision_id: str,
+        *,
+        persona_id: str,
+        persona_version: int | None,
+        preferences: Sequence[dict[str, Any]],
+        status: str,
+    ) -> bool:
         with self._lock:
             if revision_id in self._processed:
                 return False
-            self._processed[revision_id] = {"persona_id": persona_id, "persona_version": persona_version,
-                                            "preferences": list(preferences), "status": status}
+            self._processed[revision_id] = {
+                "persona_id": persona_id,
+                "persona_version": persona_version,
+                "preferences": list(preferences),
+                "status": status,
+            }
             return True
 
     def is_processed(self, revision_id: str) -> bool:

@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from furnace.writing.content import ContentStore, RevisionRecord, persona_origin
 from furnace.domain.elixir import MAX_PREFERENCES, ElixirRef, StylePreference, edit
 from furnace.domain.errors import LLMMalformedOutput
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 from furnace.storage.store import ElixirStore
+from furnace.writing.content import ContentStore, RevisionRecord, persona_origin
 
 log = logging.getLogger(__name__)
 
@@ -52,28 +52,36 @@ PREFERENCES_SCHEMA: dict[str, Any] = {
 }
 
 _INSTRUCTION = {
-    "en": ("From one revision of a text, infer the author's lasting style preferences. Compare the original and "
-           "the revised text with the user's suggestion. Return JSON {\"preferences\": [{\"dimension\", \"value\", "
-           "\"evidence\", \"weight\"}]} using short dimensions such as tone, emoji, length, structure, title, and "
-           "short values such as lively, formal, more, fewer, concise, detailed. Weight in [0, 1] is your "
-           "confidence. Return an empty list when the edit says nothing general about style."),
-    "zh": ("根据一次文本修改推断作者长期的写作风格偏好。对照原文、修改后的文本和用户的建议。以 JSON 返回 "
-           "{\"preferences\": [{\"dimension\", \"value\", \"evidence\", \"weight\"}]}，dimension 用简短英文词"
-           "（tone、emoji、length、structure、title），value 用简短英文词（lively、formal、more、fewer、concise、"
-           "detailed），weight 为 0 到 1 的置信度。若这次修改不反映一般性的风格偏好，返回空列表。"),
+    "en": (
+        "From one revision of a text, infer the author's lasting style preferences. Compare the original and "
+        'the revised text with the user\'s suggestion. Return JSON {"preferences": [{"dimension", "value", '
+        '"evidence", "weight"}]} using short dimensions such as tone, emoji, length, structure, title, and '
+        "short values such as lively, formal, more, fewer, concise, detailed. Weight in [0, 1] is your "
+        "confidence. Return an empty list when the edit says nothing general about style."
+    ),
+    "zh": (
+        "根据一次文本修改推断作者长期的写作风格偏好。对照原文、修改后的文本和用户的建议。以 JSON 返回 "
+        '{"preferences": [{"dimension", "value", "evidence", "weight"}]}，dimension 用简短英文词'
+        "（tone、emoji、length、structure、title），value 用简短英文词（lively、formal、more、fewer、concise、"
+        "detailed），weight 为 0 到 1 的置信度。若这次修改不反映一般性的风格偏好，返回空列表。"
+    ),
 }
 
 
 def build_extract_request(revision: RevisionRecord, *, language: str, seed: int = 0) -> LLMRequest:
     """The EXTRACT_PREFERENCES request for one revision."""
     suggestions = "\n".join(f"- {s}" for s in revision.suggestions)
-    user = (f"Suggestion(s):\n{suggestions}\n\nOriginal title: {revision.original_title}\nOriginal body:\n<<<\n"
-            f"{revision.original_body}\n>>>\n\nRevised title: {revision.revised_title}\nRevised body:\n<<<\n"
-            f"{revision.revised_body}\n>>>")
+    user = (
+        f"Suggestion(s):\n{suggestions}\n\nOriginal title: {revision.original_title}\nOriginal body:\n<<<\n"
+        f"{revision.original_body}\n>>>\n\nRevised title: {revision.revised_title}\nRevised body:\n<<<\n"
+        f"{revision.revised_body}\n>>>"
+    )
     return LLMRequest(
         task=TaskKind.EXTRACT_PREFERENCES,
-        messages=(Message(role="system", content=_INSTRUCTION.get(language, _INSTRUCTION["en"])),
-                  Message(role="user", content=user)),
+        messages=(
+            Message(role="system", content=_INSTRUCTION.get(language, _INSTRUCTION["en"])),
+            Message(role="user", content=user),
+        ),
         temperature=0.0,
         seed=seed,
         json_schema=PREFERENCES_SCHEMA,
@@ -133,12 +141,14 @@ def merge_preferences(existing: Sequence[StylePreference], learned: Sequence[Sty
             continue
         old = merged[index]
         if old.value.casefold() == new.value.casefold():
-            merged[index] = old.model_copy(update={
-                "count": old.count + 1,
-                "weight": min(1.0, round(max(old.weight, new.weight) + REINFORCE_STEP, 6)),
-                "evidence": new.evidence or old.evidence,
-                "source_revision": new.source_revision,
-            })
+            merged[index] = old.model_copy(
+                update={
+                    "count": old.count + 1,
+                    "weight": min(1.0, round(max(old.weight, new.weight) + REINFORCE_STEP, 6)),
+                    "evidence": new.evidence or old.evidence,
+                    "source_revision": new.source_revision,
+                }
+            )
         else:
             merged[index] = new.model_copy(update={"count": 1})
     while len(merged) > MAX_PREFERENCES:
@@ -169,10 +179,12 @@ def learn_from_revision(
         return PreferenceUpdate(revision.id, "already")
     persona = store.get_elixir(revision.persona_id)
     if any(p.source_revision == revision.id for p in persona.style_preferences):
-        content_store.mark_processed(revision.id, persona_id=persona.id, persona_version=persona.version,
-                                     preferences=[], status="already")
-        return PreferenceUpdate(revision.id, "already", persona_ref=persona.ref,
-                                preferences=tuple(persona.style_preferences))
+        content_store.mark_processed(
+            revision.id, persona_id=persona.id, persona_version=persona.version, preferences=[], status="already"
+        )
+        return PreferenceUpdate(
+            revision.id, "already", persona_ref=persona.ref, preferences=tuple(persona.style_preferences)
+        )
     learned = extract_preferences(llm, revision, language=persona.language, seed=seed)
     merged = merge_preferences(persona.style_preferences, learned)
     ref: ElixirRef | None = None
@@ -180,8 +192,11 @@ def learn_from_revision(
         updated = edit(persona, style_preferences=[p.model_dump(mode="json") for p in merged])
         ref = store.save_elixir(updated, origin=persona_origin(persona.id))
     content_store.mark_processed(
-        revision.id, persona_id=persona.id, persona_version=ref.version if ref else persona.version,
-        preferences=[p.model_dump(mode="json") for p in learned], status="learned" if learned else "nothing",
+        revision.id,
+        persona_id=persona.id,
+        persona_version=ref.version if ref else persona.version,
+        preferences=[p.model_dump(mode="json") for p in learned],
+        status="learned" if learned else "nothing",
     )
     return PreferenceUpdate(revision.id, "learned" if learned else "nothing", tuple(learned), ref, tuple(merged))
 
@@ -198,8 +213,14 @@ class BatchReport:
     personas: dict[str, int] = field(default_factory=dict)  # persona id -> latest version written
 
     def as_dict(self) -> dict[str, Any]:
-        return {"processed": self.processed, "learned": self.learned, "nothing": self.nothing,
-                "failed": self.failed, "revision_ids": list(self.revision_ids), "personas": dict(self.personas)}
+        return {
+            "processed": self.processed,
+            "learned": self.learned,
+            "nothing": self.nothing,
+            "failed": self.failed,
+            "revision_ids": list(self.revision_ids),
+            "personas": dict(self.personas),
+        }
 
 
 def process_unprocessed(

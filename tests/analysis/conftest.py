@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from furnace import resources
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from furnace import resources
 
 LIBRARY_DIR = resources.LIBRARY_DIR
 
@@ -25,12 +26,12 @@ class Lab:
 
 @pytest.fixture()
 def lab(settings) -> Lab:
-    from furnace.storage.duckdb.kv import DuckDBKV
     from furnace.adapters.factory import build_db, build_llm, build_store
     from furnace.fusion.embedding import HashEmbedder
     from furnace.fusion.fuse import fuse
-    from furnace.interop.importers import import_file
     from furnace.fusion.synthesis import SynthesisCache
+    from furnace.interop.importers import import_file
+    from furnace.storage.duckdb.kv import DuckDBKV
 
     db = build_db(settings)
     store = build_store(settings, db=db)

@@ -7,13 +7,17 @@ import pytest
 
 import furnace.analysis as fa
 from furnace.domain.elixir import Elixir, edit
-from furnace.fusion.embedding import HashEmbedder, cosine
 from furnace.domain.render import render_prompt
+from furnace.fusion.embedding import HashEmbedder, cosine
 
-BASE = Elixir(id="base", name="Base", identity="A careful editor.", expertise=["editing"],
-              principles=["Cut every needless word."])
-CHILD = edit(BASE, tone={"formality": 0.5, "conciseness": 0.5, "humor": 0.9, "empathy": 0.5},
-             principles=["Cut every needless word.", "Prefer the active voice."])
+BASE = Elixir(
+    id="base", name="Base", identity="A careful editor.", expertise=["editing"], principles=["Cut every needless word."]
+)
+CHILD = edit(
+    BASE,
+    tone={"formality": 0.5, "conciseness": 0.5, "humor": 0.9, "empathy": 0.5},
+    principles=["Cut every needless word.", "Prefer the active voice."],
+)
 
 
 def test_field_distance_counts_changes_and_names_fields() -> None:
@@ -22,8 +26,9 @@ def test_field_distance_counts_changes_and_names_fields() -> None:
 
 
 def test_drift_rows_skip_unknown_ids_and_measure_embedding_distance() -> None:
-    pairs = pd.DataFrame({"descendant": ["child", "same", "ghost"], "ancestor": ["base", "base", "base"],
-                          "depth": [1, 2, 1]})
+    pairs = pd.DataFrame(
+        {"descendant": ["child", "same", "ghost"], "ancestor": ["base", "base", "base"], "depth": [1, 2, 1]}
+    )
     same = BASE.model_copy(update={"id": "same"})
     emb = HashEmbedder()
     out = fa.drift(pairs, {"base": BASE, "child": CHILD.model_dump(mode="json"), "same": same}, emb)
@@ -43,7 +48,12 @@ def test_drift_of_nothing_known_is_an_empty_frame() -> None:
 
 
 def test_elixirs_from_individuals_keeps_the_earliest_record() -> None:
-    frame = pd.DataFrame({"agent_id": ["base", "base", "empty"], "generation": [1, 0, 0],
-                          "elixir": [CHILD.model_dump(mode="json"), BASE.model_dump(mode="json"), {}]})
+    frame = pd.DataFrame(
+        {
+            "agent_id": ["base", "base", "empty"],
+            "generation": [1, 0, 0],
+            "elixir": [CHILD.model_dump(mode="json"), BASE.model_dump(mode="json"), {}],
+        }
+    )
     found = fa.elixirs_from_individuals(frame)
     assert list(found) == ["base"] and found["base"].content_hash == BASE.content_hash

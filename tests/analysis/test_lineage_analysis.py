@@ -9,21 +9,32 @@ import furnace.analysis as fa
 from furnace.domain.errors import InputError
 
 EDGES = pd.DataFrame(
-    [("a", "c", "crossover"), ("b", "c", "crossover"), ("a", "d", "mutation"),
-     ("c", "e", "crossover"), ("d", "e", "crossover"), ("c", "f", "mutation")],
+    [
+        ("a", "c", "crossover"),
+        ("b", "c", "crossover"),
+        ("a", "d", "mutation"),
+        ("c", "e", "crossover"),
+        ("d", "e", "crossover"),
+        ("c", "f", "mutation"),
+    ],
     columns=["parent", "child", "operator"],
 )
 
 
 def individuals() -> pd.DataFrame:
     rows = [
-        (0, "a", "seed", [], 0.5), (0, "b", "seed", [], 0.7),
-        (1, "c", "crossover", ["a", "b"], 0.8), (1, "d", "mutation", ["a"], 0.4),
-        (2, "e", "crossover", ["c", "d"], 0.75), (2, "c", "crossover", ["a", "b"], 0.8),
+        (0, "a", "seed", [], 0.5),
+        (0, "b", "seed", [], 0.7),
+        (1, "c", "crossover", ["a", "b"], 0.8),
+        (1, "d", "mutation", ["a"], 0.4),
+        (2, "e", "crossover", ["c", "d"], 0.75),
+        (2, "c", "crossover", ["a", "b"], 0.8),
         (2, "f", "mutation", ["c"], 0.9),
     ]
-    return pd.DataFrame([("exp", g, a, op, p, f) for g, a, op, p, f in rows],
-                        columns=["experiment_id", "generation", "agent_id", "operator", "parents", "fitness"])
+    return pd.DataFrame(
+        [("exp", g, a, op, p, f) for g, a, op, p, f in rows],
+        columns=["experiment_id", "generation", "agent_id", "operator", "parents", "fitness"],
+    )
 
 
 def test_ancestry_is_breadth_first_with_shortest_depth_and_smallest_via() -> None:
@@ -36,7 +47,10 @@ def test_ancestry_is_breadth_first_with_shortest_depth_and_smallest_via() -> Non
     ]
     assert list(fa.ancestry(EDGES, "e", max_depth=1)["id"]) == ["c", "d"]
     assert list(fa.ancestry(EDGES, "f")[["id", "depth"]].itertuples(index=False, name=None)) == [
-        ("c", 1), ("a", 2), ("b", 2)]
+        ("c", 1),
+        ("a", 2),
+        ("b", 2),
+    ]
     assert fa.ancestry(EDGES, "a").empty
 
 
@@ -50,8 +64,15 @@ def test_ancestor_pairs_cover_every_child() -> None:
 
 def test_best_agent_and_ties() -> None:
     assert fa.best_agent(individuals())["agent_id"] == "f"
-    tied = pd.DataFrame({"experiment_id": ["x", "x", "x"], "generation": [2, 1, 1], "agent_id": ["p", "r", "q"],
-                         "operator": ["mutation", "crossover", "seed"], "fitness": [0.9, 0.9, 0.95]})
+    tied = pd.DataFrame(
+        {
+            "experiment_id": ["x", "x", "x"],
+            "generation": [2, 1, 1],
+            "agent_id": ["p", "r", "q"],
+            "operator": ["mutation", "crossover", "seed"],
+            "fitness": [0.9, 0.9, 0.95],
+        }
+    )
     assert fa.best_agent(tied)["agent_id"] == "q"
     assert fa.best_agent(tied, bred_only=True)["agent_id"] == "r"  # earlier generation wins the tie
     with pytest.raises(InputError):
@@ -84,8 +105,13 @@ def test_fitness_by_generation_and_operator() -> None:
 def test_lineage_layout_ranks_within_first_generation() -> None:
     layout = fa.lineage_layout(individuals(), "exp").set_index("agent_id")
     assert layout[["x", "y"]].to_dict("index") == {
-        "b": {"x": 0.0, "y": 0.0}, "a": {"x": 0.0, "y": -1.0}, "c": {"x": 1.0, "y": 0.0},
-        "d": {"x": 1.0, "y": -1.0}, "f": {"x": 2.0, "y": 0.0}, "e": {"x": 2.0, "y": -1.0}}
+        "b": {"x": 0.0, "y": 0.0},
+        "a": {"x": 0.0, "y": -1.0},
+        "c": {"x": 1.0, "y": 0.0},
+        "d": {"x": 1.0, "y": -1.0},
+        "f": {"x": 2.0, "y": 0.0},
+        "e": {"x": 2.0, "y": -1.0},
+    }
 
 
 def test_plot_lineage_draws_every_agent() -> None:
@@ -108,7 +134,10 @@ def test_all_lists_every_public_analysis_function() -> None:
 
     from furnace.analysis import distance, lineage, revisions, runs
 
-    public = {name for module in (distance, lineage, revisions, runs)
-              for name, obj in vars(module).items()
-              if inspect.isfunction(obj) and obj.__module__ == module.__name__ and not name.startswith("_")}
+    public = {
+        name
+        for module in (distance, lineage, revisions, runs)
+        for name, obj in vars(module).items()
+        if inspect.isfunction(obj) and obj.__module__ == module.__name__ and not name.startswith("_")
+    }
     assert public - {"as_elixir"} == set(fa.__all__)

@@ -15,8 +15,9 @@ def test_register_reuse_alias_and_load(lab, mlflow_ready) -> None:
 
     uri = lab.settings.tracking_uri
     assert uri.startswith("sqlite:///") and str(lab.settings.home.resolve()) in uri
-    first = mp.register_agent_prompt(lab.store, lab.grandchild.id, tracking_uri=uri, name="furnace-lab",
-                                     alias="champion")
+    first = mp.register_agent_prompt(
+        lab.store, lab.grandchild.id, tracking_uri=uri, name="furnace-lab", alias="champion"
+    )
     assert (first.version, first.reused, first.aliases) == (1, False, ("champion",))
     again = mp.register_agent_prompt(lab.store, lab.grandchild.id, tracking_uri=uri, name="furnace-lab")
     assert again.version == 1 and again.reused
@@ -35,8 +36,9 @@ def test_register_reuse_alias_and_load(lab, mlflow_ready) -> None:
     assert tags[mp.TAG_LINEAGE] == lab.grandchild.lineage_hash
     assert tags[mp.TAG_PARENTS] == f"{lab.crossover.id}@1"
     assert tags[mp.TAG_OPERATOR] == "mutation"
-    assert tags[mp.TAG_OP_VERSIONS].split(",") == sorted({
-        f"crossover:{lab.crossover.lineage.op_version}", f"mutation:{lab.grandchild.lineage.op_version}"})
+    assert tags[mp.TAG_OP_VERSIONS].split(",") == sorted(
+        {f"crossover:{lab.crossover.lineage.op_version}", f"mutation:{lab.grandchild.lineage.op_version}"}
+    )
 
     moved = mp.set_alias(uri, "furnace-lab", 2, "champion")
     assert "champion" in moved.aliases and moved.agent_id == lab.mutant.id

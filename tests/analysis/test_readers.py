@@ -17,21 +17,34 @@ def test_lineage_readers_and_ancestry_match_the_store(lab) -> None:
     mine = fa.ancestry(edges, lab.grandchild.id)
     theirs = lab.store.ancestors(lab.grandchild.id)
     assert [(r.id, r.depth, r.via, r.operator) for r in mine.itertuples()] == [
-        (n.id, n.depth, n.via, n.operator) for n in theirs]
+        (n.id, n.depth, n.via, n.operator) for n in theirs
+    ]
     bodies = q.elixir_bodies(lab.db, ids=[lab.mutant.id]).iloc[0]
     assert bodies["origin"] == "agent" and bodies["body"]["identity"] == lab.mutant.elixir.identity
 
 
 def test_experiment_readers_decode_json_and_filter(lab) -> None:
-    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
     from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord, ScoreRow
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
     results = DuckDBExperimentResults(lab.db)
     results.start_experiment(ExperimentRecord("exp-1", "one", {"seed": 1}, 1, "offline"))
-    results.save_individual(IndividualRecord(
-        "exp-1", 1, lab.crossover.id, 0, "crossover", ("data-science-mentor", "viral-copywriter"),
-        lab.crossover.lineage_hash, lab.crossover.elixir.model_dump(mode="json"), "prompt", 0.8,
-        {"tone": 0.5}, (ScoreRow("p1", "tone", 0.5, "ok"),)))
+    results.save_individual(
+        IndividualRecord(
+            "exp-1",
+            1,
+            lab.crossover.id,
+            0,
+            "crossover",
+            ("data-science-mentor", "viral-copywriter"),
+            lab.crossover.lineage_hash,
+            lab.crossover.elixir.model_dump(mode="json"),
+            "prompt",
+            0.8,
+            {"tone": 0.5},
+            (ScoreRow("p1", "tone", 0.5, "ok"),),
+        )
+    )
     results.save_generation(GenerationRecord("exp-1", 1, (lab.crossover.id,), 0.8, 0.8, {"crossover": 1.0}))
     ind = q.individuals(lab.db, "exp-1")
     assert len(ind) == 1 and ind.loc[0, "parents"] == ["data-science-mentor", "viral-copywriter"]
@@ -61,7 +74,7 @@ def test_revision_readers(lab) -> None:
     assert processed.loc[0, "status"] == "learned" and processed.loc[0, "preferences"][0]["dimension"] == "emoji"
     prefs = q.persona_preferences(lab.db, "viral-copywriter")
     latest = prefs[prefs["version"] == prefs["version"].max()]
-    assert ("emoji", "more") in set(zip(latest["dimension"], latest["value"]))
+    assert ("emoji", "more") in set(zip(latest["dimension"], latest["value"], strict=False))
     assert q.contents(lab.db).loc[0, "topic"] == "tea"
     edits = fa.edit_sizes(revs)
     assert 0 < edits.loc[0, "edit_size"] < 0.5

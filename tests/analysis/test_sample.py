@@ -25,14 +25,15 @@ def test_empty_home_falls_back_to_a_fresh_sample_home(tmp_path, monkeypatch) -> 
 
 
 def test_a_home_with_data_is_used_as_it_is(lab, monkeypatch) -> None:
-    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
     from furnace.evolution.records import IndividualRecord
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
     home = str(lab.settings.home)
     monkeypatch.setattr(sample, "build_sample", lambda *a, **k: (_ for _ in ()).throw(AssertionError("built")))
     assert not sample.has_data(lab.settings, "experiments")
-    DuckDBExperimentResults(lab.db).save_individual(IndividualRecord(
-        "exp-1", 0, "data-science-mentor", 0, "seed", (), None, {}, "p", 0.5, {}))
+    DuckDBExperimentResults(lab.db).save_individual(
+        IndividualRecord("exp-1", 0, "data-science-mentor", 0, "seed", (), None, {}, "p", 0.5, {})
+    )
     assert sample.analysis_settings("experiments", env={"FURNACE_HOME": home}).home == lab.settings.home
     assert not sample.has_data(lab.settings, "mlflow")  # no mlflow.db in this home yet
     assert not sample.has_data(lab.settings, "revisions")

@@ -18,8 +18,14 @@ from typing import Any
 from .helpers import APP, REPO
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def browser_missing() -> str | None:
@@ -45,9 +51,23 @@ def app_server(home: Path, *, timeout_s: float = 60.0) -> Iterator[str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FURNACE_") and not k.endswith("_API_KEY")}
     env.update(FURNACE_HOME=str(home), FURNACE_EMBEDDER="hash")
-    cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true",
-           "--server.address", "127.0.0.1", "--server.port", str(port), "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(APP),
+        "--server.headless",
+        "true",
+        "--server.address",
+        "127.0.0.1",
+        "--server.port",
+        str(port),
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+    ]
     log = (home / "streamlit.log").open("wb")
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -55,7 +75,9 @@ def app_server(home: Path, *, timeout_s: float = 60.0) -> Iterator[str]:
         deadline = time.monotonic() + timeout_s
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited with {proc.returncode}: {(home / 'streamlit.log').read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"streamlit exited with {proc.returncode}: {(home / 'streamlit.log').read_text()[-2000:]}"
+                )
             try:
                 with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
                     if r.status == 200:

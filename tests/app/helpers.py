@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from furnace import resources
 from pathlib import Path
+
+from furnace import resources
 
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "furnace" / "app" / "streamlit_app.py"

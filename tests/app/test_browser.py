@@ -20,13 +20,18 @@ def seeded(tmp_path: Path) -> Path:
         pytest.skip(reason)
     home = seed_home(tmp_path / "home")
     from furnace.adapters.factory import build_content_store, build_db, build_llm, build_store
-    from furnace.writing.content import generate_content
     from furnace.settings import FurnaceSettings
+    from furnace.writing.content import generate_content
 
     settings = FurnaceSettings(home=home)
     db = build_db(settings)
-    generate_content(build_store(settings, db=db), build_content_store(settings, db=db), build_llm(settings, db=db),
-                     persona_id="lifestyle-blogger-zh", topic="夏日防晒")
+    generate_content(
+        build_store(settings, db=db),
+        build_content_store(settings, db=db),
+        build_llm(settings, db=db),
+        persona_id="lifestyle-blogger-zh",
+        topic="夏日防晒",
+    )
     return home
 
 

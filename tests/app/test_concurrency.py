@@ -46,11 +46,20 @@ def test_app_saves_while_an_experiment_runs(app_home: Path, tmp_path: Path) -> N
     config = tmp_path / "tiny.yaml"
     config.write_text(textwrap.dedent(CONFIG), encoding="utf-8")
     env = dict(os.environ, FURNACE_HOME=str(app_home), FURNACE_EMBEDDER="hash")
-    cmd = [sys.executable, "-c", "from furnace.cli import main; main()", "experiment", "run", str(config),
-           "--yes", "--no-mlflow", "--json"]
-    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+    cmd = [
+        sys.executable,
+        "-c",
+        "from furnace.cli import main; main()",
+        "experiment",
+        "run",
+        str(config),
+        "--yes",
+        "--no-mlflow",
+        "--json",
+    ]
     from furnace.adapters.factory import build_db
     from furnace.settings import FurnaceSettings
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
     results = DuckDBExperimentResults(build_db(FurnaceSettings(home=app_home)))
     store = store_for(app_home)

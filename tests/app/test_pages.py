@@ -12,17 +12,24 @@ A, B = "academic-editor", "data-science-mentor"
 @pytest.fixture(scope="module")
 def fused(app_home):
     """A crossover agent of A and B, made through the furnace page's own function."""
-    from furnace.storage.duckdb.kv import DuckDBKV
     from furnace.adapters.factory import build_db, build_llm, build_store
     from furnace.fusion.embedding import HashEmbedder
     from furnace.fusion.fuse import fuse
-    from furnace.settings import FurnaceSettings
     from furnace.fusion.synthesis import SynthesisCache
+    from furnace.settings import FurnaceSettings
+    from furnace.storage.duckdb.kv import DuckDBKV
 
     settings = FurnaceSettings(home=app_home)
     db = build_db(settings)
-    result = fuse(build_store(settings, db=db), [A, B], llm=build_llm(settings, db=db), embedder=HashEmbedder(),
-                  cache=SynthesisCache(DuckDBKV(db)), operator="crossover", settings=settings)
+    result = fuse(
+        build_store(settings, db=db),
+        [A, B],
+        llm=build_llm(settings, db=db),
+        embedder=HashEmbedder(),
+        cache=SynthesisCache(DuckDBKV(db)),
+        operator="crossover",
+        settings=settings,
+    )
     return result.agent
 
 
@@ -118,13 +125,14 @@ def test_assistant_question_renders_a_table(app, fused):
 
 
 def test_arena_stop_and_continue_an_interrupted_turn(app, app_home):
-    from furnace.storage.duckdb.arena import build_arena
     from furnace.arena.events import FinalReply
     from furnace.settings import FurnaceSettings
+    from furnace.storage.duckdb.arena import build_arena
 
     arena = build_arena(FurnaceSettings(home=app_home))
-    session = arena.create_session(["go-reviewer", "academic-editor", "security-auditor", "viral-copywriter"],
-                                   title="interrupted")
+    session = arena.create_session(
+        ["go-reviewer", "academic-editor", "security-auditor", "viral-copywriter"], title="interrupted"
+    )
     events = arena.stream(session.id, "sound off")
     replies = 0
     for event in events:  # the process "dies" after two speakers: the run stays running

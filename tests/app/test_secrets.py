@@ -9,15 +9,38 @@ import pytest
 from .helpers import APP, no_errors
 
 FAKE_KEY = "sk-furnace-test-7f3a9c1e5b2d4680aa11"
-PAGES = ["screens/personas.py", "screens/furnace.py", "screens/revision.py", "screens/lineage.py",
-         "screens/compare.py", "screens/arena.py", "screens/assistant.py"]
+PAGES = [
+    "screens/personas.py",
+    "screens/furnace.py",
+    "screens/revision.py",
+    "screens/lineage.py",
+    "screens/compare.py",
+    "screens/arena.py",
+    "screens/assistant.py",
+]
 
 
 def _texts(at) -> str:
     """Everything the page put on screen, as one string."""
     parts = []
-    for kind in ("markdown", "code", "text", "caption", "title", "header", "subheader", "info", "success",
-                 "warning", "error", "json", "metric", "text_input", "text_area", "selectbox"):
+    for kind in (
+        "markdown",
+        "code",
+        "text",
+        "caption",
+        "title",
+        "header",
+        "subheader",
+        "info",
+        "success",
+        "warning",
+        "error",
+        "json",
+        "metric",
+        "text_input",
+        "text_area",
+        "selectbox",
+    ):
         for element in getattr(at, kind):
             for attr in ("value", "body", "label", "options"):
                 value = getattr(element, attr, None)

@@ -7,28 +7,37 @@ import pytest
 from furnace.domain.agent import Agent, agent_id_for
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, NotFound
-from furnace.evolution.records import GenerationRecord, IndividualRecord, MemoryResults
 from furnace.domain.lineage import Lineage
-from furnace.storage.memory import MemoryStore
-from furnace.llm.offline import OfflineEngine
 from furnace.domain.render import render_prompt
+from furnace.evolution.records import GenerationRecord, IndividualRecord, MemoryResults
+from furnace.llm.offline import OfflineEngine
 from furnace.scoring.probes import load_probe_set
+from furnace.storage.memory import MemoryStore
 from furnace.views.compare import compare_agents, objective_rows, prompt_diff
 from furnace.views.experiments import generation_rows, leaderboard_rows, operator_rows
 from furnace.views.lineage import lineage_graph, to_dot
 
 
 def _elixir(id: str, name: str, expertise: str) -> Elixir:
-    return Elixir.model_validate(dict(id=id, name=name, language="en", identity=f"A careful {expertise} expert.",
-                                      expertise=[expertise], principles=[f"Explain {expertise} plainly."]))
+    return Elixir.model_validate(
+        dict(
+            id=id,
+            name=name,
+            language="en",
+            identity=f"A careful {expertise} expert.",
+            expertise=[expertise],
+            principles=[f"Explain {expertise} plainly."],
+        )
+    )
 
 
 def _agent(store: MemoryStore, parents: list[str], operator: str = "crossover", name: str = "child") -> Agent:
     refs = tuple(store.get_elixir(p).ref for p in parents)
     lineage = Lineage(parents=refs, operator=operator, params={"seed": len(name)}, op_version="1")
     child = _elixir("x", name, "fusion")
-    agent = Agent(id=agent_id_for(lineage.lineage_hash), elixir=child, lineage=lineage,
-                  system_prompt=render_prompt(child))
+    agent = Agent(
+        id=agent_id_for(lineage.lineage_hash), elixir=child, lineage=lineage, system_prompt=render_prompt(child)
+    )
     store.save_agent(agent)
     return store.get_agent(agent.id)
 
@@ -97,13 +106,22 @@ def _ind(gen: int, agent: str, fitness: float, parents: tuple[str, ...] = (), op
 
 def test_experiment_rows() -> None:
     results = MemoryResults()
-    for record in (_ind(0, "p", 0.5), _ind(0, "q", 0.6), _ind(1, "r", 0.7, ("p", "q"), "crossover"),
-                   _ind(1, "s", 0.4, ("q",), "mutation"), _ind(1, "q", 0.6)):
+    for record in (
+        _ind(0, "p", 0.5),
+        _ind(0, "q", 0.6),
+        _ind(1, "r", 0.7, ("p", "q"), "crossover"),
+        _ind(1, "s", 0.4, ("q",), "mutation"),
+        _ind(1, "q", 0.6),
+    ):
         results.save_individual(record)
     results.save_generation(GenerationRecord("x", 0, ("p", "q"), 0.6, 0.55, {"crossover": 0.5}, calls=10))
     results.save_generation(GenerationRecord("x", 1, ("r", "q"), 0.7, 0.65, {"crossover": 0.6}, calls=8))
     assert [(g["generation"], g["best_fitness"], g["calls"]) for g in generation_rows(results, "x")] == [
-        (0, 0.6, 10), (1, 0.7, 8)]
-    ops = {(r["operator"], r["generation"]): (r["children"], r["fitter_than_parents"]) for r in operator_rows(results, "x")}
+        (0, 0.6, 10),
+        (1, 0.7, 8),
+    ]
+    ops = {
+        (r["operator"], r["generation"]): (r["children"], r["fitter_than_parents"]) for r in operator_rows(results, "x")
+    }
     assert ops == {("crossover", 1): (1, 1), ("mutation", 1): (1, 0)}
     assert [r["agent_id"] for r in leaderboard_rows(results, "x")] == ["r", "q", "p", "s"]

@@ -23,23 +23,39 @@ EN_MEMBERS = ["academic-editor", "data-science-mentor", "go-reviewer", "security
 def prepare(home: Path) -> None:
     """The demo data plus one of everything the pages show."""
     env = {"FURNACE_HOME": str(home), "FURNACE_EMBEDDER": "hash", "PATH": "/usr/bin:/bin"}
-    subprocess.run([sys.executable, "-c", "from furnace.cli import main; main()", "demo"], cwd=REPO, env=env,
-                   check=True, stdout=subprocess.DEVNULL)
-    from furnace.storage.duckdb.arena import build_arena
-    from furnace.storage.duckdb.kv import DuckDBKV
+    subprocess.run(
+        [sys.executable, "-c", "from furnace.cli import main; main()", "demo"],
+        cwd=REPO,
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     from furnace.adapters.factory import build_content_store, build_db, build_llm, build_store
-    from furnace.writing.content import generate_content
     from furnace.fusion.embedding import HashEmbedder
     from furnace.fusion.fuse import fuse
-    from furnace.writing.revision import revise
-    from furnace.settings import FurnaceSettings
     from furnace.fusion.synthesis import SynthesisCache
+    from furnace.settings import FurnaceSettings
+    from furnace.storage.duckdb.arena import build_arena
+    from furnace.storage.duckdb.kv import DuckDBKV
+    from furnace.writing.content import generate_content
+    from furnace.writing.revision import revise
 
     settings = FurnaceSettings(home=home, embedder="hash")
     db = build_db(settings)
-    store, llm, contents = build_store(settings, db=db), build_llm(settings, db=db), build_content_store(settings, db=db)
-    fuse(store, ["academic-editor", "legal-plain-language"], llm=llm, embedder=HashEmbedder(),
-         cache=SynthesisCache(DuckDBKV(db)), operator="crossover", settings=settings)
+    store, llm, contents = (
+        build_store(settings, db=db),
+        build_llm(settings, db=db),
+        build_content_store(settings, db=db),
+    )
+    fuse(
+        store,
+        ["academic-editor", "legal-plain-language"],
+        llm=llm,
+        embedder=HashEmbedder(),
+        cache=SynthesisCache(DuckDBKV(db)),
+        operator="crossover",
+        settings=settings,
+    )
     content, _ = generate_content(store, contents, llm, persona_id="viral-copywriter", topic="summer sunscreen habits")
     revise(store, contents, llm, content.id, "Too formal, make it livelier and add an emoji")
     arena = build_arena(settings, db=db, llm=llm, store=store)
@@ -63,6 +79,7 @@ def shoot(url: str, out: Path) -> list[Path]:
     """One screenshot per page."""
     shots: list[Path] = []
     with browser_page(1440, 1000) as page:
+
         def snap(name: str) -> None:
             settle(page)
             path = out / f"app-{name}.png"

@@ -11,15 +11,39 @@ from furnace.llm.seam import LLMRequest, TaskKind
 from furnace.storage.memory import MemoryStore
 
 MEMBERS = [
-    dict(id="ada", name="Ada", language="en", identity="A meticulous data engineer.",
-         expertise=["databases", "query tuning"], principles=["Measure before optimising."]),
-    dict(id="bo", name="Bo", language="en", identity="A cheerful travel writer.",
-         expertise=["travel", "food writing"], principles=["Tell one vivid detail."],
-         tone={"humor": 0.9, "formality": 0.1}),
-    dict(id="cy", name="小周", language="zh", identity="一位严谨的财务顾问。",
-         expertise=["理财", "税务"], principles=["先讲风险再讲收益。"]),
-    dict(id="dee", name="Dee", language="zh", identity="一位热情的健身教练。",
-         expertise=["健身", "营养"], principles=["每次只给一个可执行的建议。"]),
+    dict(
+        id="ada",
+        name="Ada",
+        language="en",
+        identity="A meticulous data engineer.",
+        expertise=["databases", "query tuning"],
+        principles=["Measure before optimising."],
+    ),
+    dict(
+        id="bo",
+        name="Bo",
+        language="en",
+        identity="A cheerful travel writer.",
+        expertise=["travel", "food writing"],
+        principles=["Tell one vivid detail."],
+        tone={"humor": 0.9, "formality": 0.1},
+    ),
+    dict(
+        id="cy",
+        name="小周",
+        language="zh",
+        identity="一位严谨的财务顾问。",
+        expertise=["理财", "税务"],
+        principles=["先讲风险再讲收益。"],
+    ),
+    dict(
+        id="dee",
+        name="Dee",
+        language="zh",
+        identity="一位热情的健身教练。",
+        expertise=["健身", "营养"],
+        principles=["每次只给一个可执行的建议。"],
+    ),
 ]
 IDS = [m["id"] for m in MEMBERS]
 

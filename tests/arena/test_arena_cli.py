@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.arena import build_arena
-from furnace.storage.duckdb.store import DuckDBStore
 from furnace.cli import cli, main
 from furnace.domain.elixir import Elixir
+from furnace.llm.fakes import FakeLLM
 from furnace.llm.offline import OfflineEngine
 from furnace.settings import FurnaceSettings
-from furnace.llm.fakes import FakeLLM
+from furnace.storage.duckdb.arena import build_arena
+from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.store import DuckDBStore
 
 from .helpers import IDS, MEMBERS, numbers
 
@@ -81,9 +81,18 @@ def test_killed_after_speaker_two_resumes_speakers_three_and_four(home: Path) ->
     session = _new_session(home)
     env = {**os.environ, "FURNACE_HOME": str(home), "FURNACE_ARENA_KILL_AFTER": "2"}
     proc = subprocess.run(
-        [str(Path(sys.executable).parent / "furnace"), "arena", "say", session,
-         "Any tips for a food trip to Rome on a budget?", "--json"],
-        capture_output=True, text=True, env=env, timeout=120,
+        [
+            str(Path(sys.executable).parent / "furnace"),
+            "arena",
+            "say",
+            session,
+            "Any tips for a food trip to Rome on a budget?",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     before = _events(proc.stdout)

@@ -7,8 +7,12 @@ import pytest
 from furnace.arena.directives import DirectiveKind, MemberName, classify
 from furnace.arena.router import route
 
-MEMBERS = [MemberName(id="ada", name="Ada"), MemberName(id="bo", name="Bo"), MemberName(id="cy", name="小周"),
-           MemberName(id="dee", name="Dee Dee")]
+MEMBERS = [
+    MemberName(id="ada", name="Ada"),
+    MemberName(id="bo", name="Bo"),
+    MemberName(id="cy", name="小周"),
+    MemberName(id="dee", name="Dee Dee"),
+]
 IDS = [m.id for m in MEMBERS]
 
 
@@ -93,7 +97,10 @@ def test_core_arena_modules_import_no_adapters() -> None:
 
     import furnace.arena
 
-    banned = re.compile(r"^\s*(from|import)\s+(duckdb|litellm|mlflow|prefect|streamlit|furnace\.adapters|furnace\.storage\.duckdb)\b", re.M)
+    banned = re.compile(
+        r"^\s*(from|import)\s+(duckdb|litellm|mlflow|prefect|streamlit|furnace\.adapters|furnace\.storage\.duckdb)\b",
+        re.M,
+    )
     root = Path(furnace.arena.__file__).parent
     for path in [*root.glob("*.py"), root.parent / "llm" / "offline" / "plan.py"]:
         assert not banned.search(path.read_text(encoding="utf-8")), f"{path.name} imports an adapter dependency"

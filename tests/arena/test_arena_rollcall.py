@@ -9,9 +9,9 @@ import pytest
 
 from furnace.arena.events import PlanCreated, RunFinished, SpeakerStarted
 from furnace.arena.ordinals import enforce_ordinal, find_numbers
-from furnace.llm.seam import LLMRequest, TaskKind
-from furnace.llm.offline import OfflineEngine
 from furnace.llm.fakes import FakeLLM
+from furnace.llm.offline import OfflineEngine
+from furnace.llm.seam import LLMRequest, TaskKind
 
 from .helpers import IDS, count, make_arena, numbers
 

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from furnace.storage.duckdb.arena import DuckDBArenaStore
-from furnace.storage.duckdb.db import Database
 from furnace.arena.events import ArenaEventAdapter, FinalReply, PlanCreated, RunCancelled, SpeakerFailed
 from furnace.arena.models import Checkpoint, ReplyRecord, reply_id_for
 from furnace.arena.store import InMemoryArenaStore
 from furnace.domain.errors import LLMTimeout, NotFound
-from furnace.llm.seam import TaskKind
 from furnace.llm.fakes import FakeLLM
+from furnace.llm.seam import TaskKind
+from furnace.storage.duckdb.arena import DuckDBArenaStore
+from furnace.storage.duckdb.db import Database
 
 from .helpers import IDS, count, make_arena
 
@@ -213,8 +213,15 @@ def test_messages_and_events_serialise(store) -> None:
     for event in outcome.events:
         assert ArenaEventAdapter.validate_json(event.model_dump_json()) == event
     assert [type(e).__name__ for e in outcome.events] == [
-        "RunStarted", "PlanCreated", "SpeakerStarted", "Delta", "FinalReply", "SpeakerStarted", "Delta",
-        "FinalReply", "RunFinished",
+        "RunStarted",
+        "PlanCreated",
+        "SpeakerStarted",
+        "Delta",
+        "FinalReply",
+        "SpeakerStarted",
+        "Delta",
+        "FinalReply",
+        "RunFinished",
     ]
     assert not [e for e in outcome.events if isinstance(e, SpeakerFailed)]
 

@@ -7,9 +7,9 @@ import pytest
 from furnace.arena.directives import Directive, DirectiveKind
 from furnace.arena.supervisor import PLAN_SCHEMA, build_plan_request, parse_plan
 from furnace.domain.errors import InputError, LLMTimeout
-from furnace.llm.seam import TaskKind
-from furnace.llm.offline import OfflineEngine
 from furnace.llm.fakes import FakeLLM
+from furnace.llm.offline import OfflineEngine
+from furnace.llm.seam import TaskKind
 
 from .helpers import IDS, count, make_arena, make_store
 
@@ -24,6 +24,7 @@ def _reply(request):
 
 def arena_with_plan(plan_answer):
     """A FakeLLM whose PLAN call returns ``plan_answer`` and whose replies name the speaker."""
+
     def respond(request):
         if request.task is TaskKind.PLAN:
             if isinstance(plan_answer, BaseException):
@@ -36,8 +37,10 @@ def arena_with_plan(plan_answer):
 
 
 def test_a_valid_plan_is_followed_in_its_order_with_its_tasks() -> None:
-    plan = {"speakers": [{"member": "cy", "task": "Budget first."}, {"member": "bo", "task": "Where to go."}],
-            "budget": {"max_speakers": 2, "max_tokens": 200}}
+    plan = {
+        "speakers": [{"member": "cy", "task": "Budget first."}, {"member": "bo", "task": "Where to go."}],
+        "budget": {"max_speakers": 2, "max_tokens": 200},
+    }
     llm, arena = arena_with_plan(plan)
     outcome = arena.say(arena.create_session(IDS).id, OPEN)
     assert [r.member_id for r in outcome.replies] == ["cy", "bo"]
@@ -126,5 +129,7 @@ def test_offline_plan_puts_the_mentioned_member_first() -> None:
     store = make_store()
     members = [store.get_elixir(i) for i in IDS]
     directive = Directive(kind=DirectiveKind.OPEN, mentions=("dee",))
-    completion = OfflineEngine().complete(build_plan_request("@Dee what do you all think of databases?", members, directive))
+    completion = OfflineEngine().complete(
+        build_plan_request("@Dee what do you all think of databases?", members, directive)
+    )
     assert [s["member"] for s in completion.parsed["speakers"]][:2] == ["dee", "ada"]

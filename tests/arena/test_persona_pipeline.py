@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from furnace.domain.elixir import Elixir
-from furnace.domain.errors import LLMMalformedOutput
 from furnace.adapters.tokens import count_tokens
-from furnace.llm.seam import Message, TaskKind
 from furnace.arena.speaker import (
     HistoryTurn,
     persona_from_elixir,
@@ -16,8 +13,11 @@ from furnace.arena.speaker import (
     token_aware_context,
     validate_reply,
 )
+from furnace.domain.elixir import Elixir
+from furnace.domain.errors import LLMMalformedOutput
 from furnace.domain.render import render_prompt
 from furnace.llm.fakes import EchoLLM, FakeLLM
+from furnace.llm.seam import Message, TaskKind
 
 from .helpers import MEMBERS, make_store
 
@@ -29,19 +29,27 @@ def persona(i: int = 0, **changes):
 def test_request_carries_rendered_prompt_memory_task_and_structured_inputs() -> None:
     p = persona(0)
     echo = EchoLLM()
-    history = [HistoryTurn(text="earlier question"), HistoryTurn(text="my answer", speaker_id="ada", speaker_name="Ada"),
-               HistoryTurn(text="Bo's view", speaker_id="bo", speaker_name="Bo")]
+    history = [
+        HistoryTurn(text="earlier question"),
+        HistoryTurn(text="my answer", speaker_id="ada", speaker_name="Ada"),
+        HistoryTurn(text="Bo's view", speaker_id="bo", speaker_name="Bo"),
+    ]
     spoken = speak(p, "What now?", llm=echo, instruction="Answer briefly.", history=history, group=["Ada", "Bo"])
     [request] = echo.calls
     assert request.task is TaskKind.REPLY
     system = request.messages[0].content
     assert system.startswith(render_prompt(p.elixir)) and "group chat with Bo" in system
     assert [(m.role, m.content) for m in request.messages[1:]] == [
-        ("user", "earlier question"), ("assistant", "my answer"), ("user", "[Bo] Bo's view"),
+        ("user", "earlier question"),
+        ("assistant", "my answer"),
+        ("user", "[Bo] Bo's view"),
         ("user", "What now?\n\n(Your task: Answer briefly.)"),
     ]
-    assert request.inputs == {"persona": p.elixir.model_dump(mode="json"), "message": "What now?",
-                              "instruction": "Answer briefly."}
+    assert request.inputs == {
+        "persona": p.elixir.model_dump(mode="json"),
+        "message": "What now?",
+        "instruction": "Answer briefly.",
+    }
     assert spoken.text.startswith("system:")
 
 
@@ -69,8 +77,13 @@ def test_memory_is_token_aware_and_keeps_the_last_turns_verbatim() -> None:
 
 def test_context_builder_is_swappable() -> None:
     echo = EchoLLM()
-    speak(persona(0), "hi", llm=echo, history=[HistoryTurn(text="old")],
-          context=lambda p, system, user, h: [Message(role="system", content=system), Message(role="user", content=user)])
+    speak(
+        persona(0),
+        "hi",
+        llm=echo,
+        history=[HistoryTurn(text="old")],
+        context=lambda p, system, user, h: [Message(role="system", content=system), Message(role="user", content=user)],
+    )
     assert len(echo.calls[0].messages) == 2
 
 

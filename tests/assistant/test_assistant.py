@@ -10,8 +10,8 @@ import pytest
 from furnace.assistant.answer import Assistant, AssistantState, Done, Meta
 from furnace.assistant.scope import Catalogue, Scope
 from furnace.domain.errors import LLMError
-from furnace.llm.offline import OfflineEngine
 from furnace.llm.fakes import FakeLLM
+from furnace.llm.offline import OfflineEngine
 
 NOW = datetime(2026, 11, 30, 10, 0)
 
@@ -22,21 +22,40 @@ class FakeData:
     def __init__(self, n_agents: int = 5) -> None:
         self.queries: list[tuple[str, Scope]] = []
         self.agents = [
-            {"agent_id": f"agt-{i:03d}", "experiment_id": "exp-night" if i % 2 else "exp-day", "generation": i % 4,
-             "fitness": round(1 - i / (n_agents + 1), 4), "operator": "crossover",
-             "created_at": NOW - timedelta(hours=i)}
+            {
+                "agent_id": f"agt-{i:03d}",
+                "experiment_id": "exp-night" if i % 2 else "exp-day",
+                "generation": i % 4,
+                "fitness": round(1 - i / (n_agents + 1), 4),
+                "operator": "crossover",
+                "created_at": NOW - timedelta(hours=i),
+            }
             for i in range(n_agents)
         ]
         self.revs = [
-            {"revision_id": "rev-1", "content_id": "c1", "persona_id": "empathetic-coach", "step": "V1→V2",
-             "suggestion": "warmer", "created_at": NOW - timedelta(days=1)},
-            {"revision_id": "rev-2", "content_id": "c2", "persona_id": "go-reviewer", "step": "V1→V2",
-             "suggestion": "shorter", "created_at": NOW - timedelta(days=2)},
+            {
+                "revision_id": "rev-1",
+                "content_id": "c1",
+                "persona_id": "empathetic-coach",
+                "step": "V1→V2",
+                "suggestion": "warmer",
+                "created_at": NOW - timedelta(days=1),
+            },
+            {
+                "revision_id": "rev-2",
+                "content_id": "c2",
+                "persona_id": "go-reviewer",
+                "step": "V1→V2",
+                "suggestion": "shorter",
+                "created_at": NOW - timedelta(days=2),
+            },
         ]
 
     def catalogue(self) -> Catalogue:
-        return Catalogue(personas={"empathetic-coach": "Empathetic Coach", "go-reviewer": "Terse Go Reviewer"},
-                         experiments={"exp-night": "night sweep", "exp-day": "day run"})
+        return Catalogue(
+            personas={"empathetic-coach": "Empathetic Coach", "go-reviewer": "Terse Go Reviewer"},
+            experiments={"exp-night": "night sweep", "exp-day": "day run"},
+        )
 
     def _log(self, name: str, scope: Scope) -> None:
         self.queries.append((name, scope))
@@ -52,8 +71,16 @@ class FakeData:
 
     def preferences(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
         self._log("preferences", scope)
-        return [{"persona_id": "empathetic-coach", "dimension": "tone", "value": "lively", "count": 2,
-                 "weight": 0.7, "evidence": "太正式了"}][:limit]
+        return [
+            {
+                "persona_id": "empathetic-coach",
+                "dimension": "tone",
+                "value": "lively",
+                "count": 2,
+                "weight": 0.7,
+                "evidence": "太正式了",
+            }
+        ][:limit]
 
     def experiments(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
         self._log("experiments", scope)
@@ -79,9 +106,12 @@ def test_rule_only_questions_make_no_model_call() -> None:
     data = FakeData()
     assistant = Assistant(data, llm, now=lambda: NOW)
     state = AssistantState()
-    for question in ("which agents from last night's sweep scored best?",
-                     "show the coach persona's revisions this week", "what did the coach persona learn?",
-                     "哪些智能体得分最高？"):
+    for question in (
+        "which agents from last night's sweep scored best?",
+        "show the coach persona's revisions this week",
+        "what did the coach persona learn?",
+        "哪些智能体得分最高？",
+    ):
         done, _ = _ask(assistant, state, question)
         assert done.result is not None and done.result.items, question
     assert llm.calls == []

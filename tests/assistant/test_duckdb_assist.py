@@ -7,10 +7,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from furnace.storage.duckdb.assist import DuckDBAssistData
-from furnace.storage.duckdb.db import Database
 from furnace.assistant.answer import Assistant, AssistantState
 from furnace.assistant.scope import Scope
+from furnace.storage.duckdb.assist import DuckDBAssistData
+from furnace.storage.duckdb.db import Database
 
 NOW = datetime(2026, 11, 30, 10, 0)
 
@@ -20,12 +20,21 @@ def data(tmp_path) -> DuckDBAssistData:
     db = Database(tmp_path / "furnace.duckdb")
     with db.transaction() as con:
         for i, (pid, name) in enumerate([("empathetic-coach", "Empathetic Coach"), ("go-reviewer", "Go Reviewer")]):
-            body = {"name": name, "language": "en", "expertise": ["x"],
-                    "style_preferences": [{"dimension": "tone", "value": "lively", "count": 2 + i, "weight": 0.6}]}
-            con.execute("INSERT INTO elixir_versions VALUES (?, 1, 'library', ?, ?, ?, ?, NULL)",
-                        [pid, name, f"h{i}", json.dumps(body), NOW])
-        con.execute("INSERT INTO experiments (experiment_id, name, config, seed, model, created_at) "
-                    "VALUES ('exp-night', 'night', '{}', 1, 'offline', ?)", [NOW - timedelta(hours=12)])
+            body = {
+                "name": name,
+                "language": "en",
+                "expertise": ["x"],
+                "style_preferences": [{"dimension": "tone", "value": "lively", "count": 2 + i, "weight": 0.6}],
+            }
+            con.execute(
+                "INSERT INTO elixir_versions VALUES (?, 1, 'library', ?, ?, ?, ?, NULL)",
+                [pid, name, f"h{i}", json.dumps(body), NOW],
+            )
+        con.execute(
+            "INSERT INTO experiments (experiment_id, name, config, seed, model, created_at) "
+            "VALUES ('exp-night', 'night', '{}', 1, 'offline', ?)",
+            [NOW - timedelta(hours=12)],
+        )
         for i in range(30):
             con.execute(
                 "INSERT INTO experiment_individuals (experiment_id, generation, agent_id, slot, operator, parents,"
@@ -35,7 +44,9 @@ def data(tmp_path) -> DuckDBAssistData:
             )
         con.execute(
             "INSERT INTO revisions VALUES ('rev-c1-v2', 'c1', 's1', 'empathetic-coach', 1, ?, 1, 2, 't', 'b', 't',"
-            " 'b2', 'offline', ?)", [json.dumps(["太正式了，活泼点"]), NOW - timedelta(days=1)])
+            " 'b2', 'offline', ?)",
+            [json.dumps(["太正式了，活泼点"]), NOW - timedelta(days=1)],
+        )
     return DuckDBAssistData(db)
 
 

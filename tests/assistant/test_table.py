@@ -8,8 +8,10 @@ from furnace.cli.table import format_table
 
 
 def test_columns_align_with_wide_characters_and_cut_long_cells() -> None:
-    rows = [{"name": "小夏", "fitness": 0.912345, "at": datetime(2026, 11, 30, 1, 2, 3, 456)},
-            {"name": "x" * 80, "fitness": None, "at": None}]
+    rows = [
+        {"name": "小夏", "fitness": 0.912345, "at": datetime(2026, 11, 30, 1, 2, 3, 456)},
+        {"name": "x" * 80, "fitness": None, "at": None},
+    ]
     lines = format_table(rows, ["name", "fitness", "at"], max_col=20).splitlines()
     assert lines[0].split() == ["name", "fitness", "at"]
     assert "0.9123" in lines[2] and "2026-11-30 01:02" in lines[2] and ".000456" not in lines[2]

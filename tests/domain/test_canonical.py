@@ -14,7 +14,9 @@ from furnace.domain.canonical import canonical_json, content_key, normalise, sha
 
 
 def test_sorted_keys_no_whitespace_utf8() -> None:
-    assert canonical_json({"b": 1, "a": [1, 2], "c": {"z": "é", "y": None}}) == '{"a":[1,2],"b":1,"c":{"y":null,"z":"é"}}'
+    assert (
+        canonical_json({"b": 1, "a": [1, 2], "c": {"z": "é", "y": None}}) == '{"a":[1,2],"b":1,"c":{"y":null,"z":"é"}}'
+    )
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,9 @@ def test_identical_and_non_content_fields_give_no_changes() -> None:
 
 
 def test_nested_scalar_fields_use_dotted_paths() -> None:
-    other = edit(BASE, tone={"formality": 0.9, "humor": 0.6}, constraints={"max_length": None, "forbidden_topics": ["politics"]})
+    other = edit(
+        BASE, tone={"formality": 0.9, "humor": 0.6}, constraints={"max_length": None, "forbidden_topics": ["politics"]}
+    )
     changes = diff_elixirs(BASE, other)
     assert FieldChange("tone.humor", 0.1, 0.6) in changes
     assert FieldChange("constraints.max_length", 800, None) in changes
@@ -60,11 +62,13 @@ def test_float_noise_below_canonical_precision_is_no_change() -> None:
 
 
 def test_format_diff_is_readable() -> None:
-    other = edit(BASE, identity="你是一位严谨的编辑。", tone={"formality": 0.9, "humor": 0.6}, expertise=["academic writing"])
+    other = edit(
+        BASE, identity="你是一位严谨的编辑。", tone={"formality": 0.9, "humor": 0.6}, expertise=["academic writing"]
+    )
     text = format_diff(diff_elixirs(BASE, other))
     assert text.splitlines() == [
         '~ identity: "You are a rigorous editor." → "你是一位严谨的编辑。"',
-        "- expertise: \"citations\"",
+        '- expertise: "citations"',
         "~ tone.humor: 0.1 → 0.6",
     ]
 

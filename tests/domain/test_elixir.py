@@ -123,7 +123,11 @@ def test_required_lists_need_one_item(field: str) -> None:
         ({"priority": "5"}, "priority", "must be an integer"),
         ({"few_shots": "hello"}, "few_shots", "must be a list"),
         ({"few_shots": [{"input": "a"}]}, "few_shots.0.output", "is required"),
-        ({"style_preferences": [{"dimension": "d", "value": "v", "weight": "heavy"}]}, "style_preferences.0.weight", "must be a number"),
+        (
+            {"style_preferences": [{"dimension": "d", "value": "v", "weight": "heavy"}]},
+            "style_preferences.0.weight",
+            "must be a number",
+        ),
         ({"colour": "red"}, "colour", "is not a known field"),
         ({"tone": {"warmth": 0.5}}, "tone.warmth", "is not a known field"),
     ],
@@ -155,7 +159,11 @@ def test_oversized_text(changes: dict[str, Any], field: str) -> None:
         ({"principles": [f"p{i}" for i in range(MAX_LIST + 1)]}, "principles", MAX_LIST),
         ({"tools": [f"t{i}" for i in range(MAX_LIST + 1)]}, "tools", MAX_LIST),
         ({"conflicts_with": [f"c{i}" for i in range(MAX_LIST + 1)]}, "conflicts_with", MAX_LIST),
-        ({"few_shots": [{"input": f"q{i}", "output": "a"} for i in range(MAX_FEW_SHOTS + 1)]}, "few_shots", MAX_FEW_SHOTS),
+        (
+            {"few_shots": [{"input": f"q{i}", "output": "a"} for i in range(MAX_FEW_SHOTS + 1)]},
+            "few_shots",
+            MAX_FEW_SHOTS,
+        ),
         (
             {"style_preferences": [{"dimension": f"d{i}", "value": "v"} for i in range(MAX_PREFERENCES + 1)]},
             "style_preferences",
@@ -189,7 +197,10 @@ def test_duplicate_few_shots() -> None:
     rejects(make(few_shots=shots), "few_shots", "duplicate example")
 
 
-@pytest.mark.parametrize(("field", "items"), [("expertise", ["Go", "go"]), ("principles", ["Be brief.", "be brief."]), ("tools", ["grep", "grep"])])
+@pytest.mark.parametrize(
+    ("field", "items"),
+    [("expertise", ["Go", "go"]), ("principles", ["Be brief.", "be brief."]), ("tools", ["grep", "grep"])],
+)
 def test_duplicate_list_entries(field: str, items: list[str]) -> None:
     rejects(make(**{field: items}), field, "duplicate")
 
@@ -205,7 +216,10 @@ def test_conflicts_with_naming_itself(other: str) -> None:
 
 
 def test_conflicts_with_itself_by_name() -> None:
-    rejects(make(id="x1", name="Café Critic", conflicts_with=[unicodedata.normalize("NFD", "café critic")]), "conflicts_with")
+    rejects(
+        make(id="x1", name="Café Critic", conflicts_with=[unicodedata.normalize("NFD", "café critic")]),
+        "conflicts_with",
+    )
 
 
 @pytest.mark.parametrize("id", ["Bad Id", "-leading", "a" * 81, "ünïcode", "a/b"])
@@ -345,7 +359,9 @@ def test_every_content_change_changes_the_hash(changes: dict[str, Any]) -> None:
 
 
 def test_defaults_hash_like_explicit_defaults() -> None:
-    explicit = make(tone={"formality": 0.5, "conciseness": 0.5, "humor": 0.5, "empathy": 0.5}, priority=100, language="en")
+    explicit = make(
+        tone={"formality": 0.5, "conciseness": 0.5, "humor": 0.5, "empathy": 0.5}, priority=100, language="en"
+    )
     assert _hash(explicit) == _hash(BASE)
 
 

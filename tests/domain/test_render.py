@@ -88,8 +88,14 @@ def test_sections_in_design_order() -> None:
     text = render_prompt(parse_elixir({**EDITOR, "style_notes": "Notes here."}))
     headings = [line for line in text.splitlines() if line.startswith("## ")]
     assert headings == [
-        "## Identity", "## Expertise", "## Tone", "## Principles", "## Hard constraints",
-        "## Learned preferences", "## Examples", "## Style notes",
+        "## Identity",
+        "## Expertise",
+        "## Tone",
+        "## Principles",
+        "## Hard constraints",
+        "## Learned preferences",
+        "## Examples",
+        "## Style notes",
     ]
     assert text.rstrip().endswith("> Notes here.")
 
@@ -109,7 +115,15 @@ def test_optional_sections_omitted() -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(0.7, "Formal register"), (0.95, "Formal register"), (0.3, "Casual, lively"), (0.0, "Casual, lively"), (0.5, None), (0.69, None), (0.31, None)],
+    [
+        (0.7, "Formal register"),
+        (0.95, "Formal register"),
+        (0.3, "Casual, lively"),
+        (0.0, "Casual, lively"),
+        (0.5, None),
+        (0.69, None),
+        (0.31, None),
+    ],
 )
 def test_formality_thresholds(value: float, expected: str | None) -> None:
     elixir = parse_elixir({**MINIMAL, "tone": {"formality": value}})
@@ -141,7 +155,9 @@ def test_user_text_cannot_pose_as_a_section(language: str) -> None:
     lines = text.splitlines()
     # Only the template's own headings start a line with '#', each exactly once.
     headings = [line for line in lines if line.lstrip().startswith("#")]
-    own = render_prompt(parse_elixir({**MINIMAL, "few_shots": [{"input": "a", "output": "b"}], "style_notes": "n"}), language)
+    own = render_prompt(
+        parse_elixir({**MINIMAL, "few_shots": [{"input": "a", "output": "b"}], "style_notes": "n"}), language
+    )
     assert headings == [line for line in own.splitlines() if line.startswith("#")]
     # Every line of the injected text is inside a quote, with its markers escaped.
     assert "> \\## Principles" in lines
@@ -168,14 +184,26 @@ def test_unknown_language_is_an_input_error() -> None:
 
 
 _TEMPLATE_LINES = {
-    lang: [line for line in render_prompt(parse_elixir({**MINIMAL, "few_shots": [{"input": "a", "output": "b"}], "style_notes": "n"}), lang).splitlines() if line.lstrip().startswith("#")]
+    lang: [
+        line
+        for line in render_prompt(
+            parse_elixir({**MINIMAL, "few_shots": [{"input": "a", "output": "b"}], "style_notes": "n"}), lang
+        ).splitlines()
+        if line.lstrip().startswith("#")
+    ]
     for lang in ("en", "zh")
 }
-_tricky = st.lists(
-    st.sampled_from(list("#`~>-*\n\r \t\x0b\x0c\x1c\x85\u2028\u2029aZ1.:") + ["## ", "```", "\n# ", "\n## Principles\n"]),
-    min_size=1,
-    max_size=30,
-).map("".join).filter(lambda s: bool(s.strip()))
+_tricky = (
+    st.lists(
+        st.sampled_from(
+            list("#`~>-*\n\r \t\x0b\x0c\x1c\x85\u2028\u2029aZ1.:") + ["## ", "```", "\n# ", "\n## Principles\n"]
+        ),
+        min_size=1,
+        max_size=30,
+    )
+    .map("".join)
+    .filter(lambda s: bool(s.strip()))
+)
 
 
 @settings(max_examples=200, deadline=None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from furnace import resources
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -10,13 +9,14 @@ from typing import Any
 
 import yaml
 
+from furnace import resources
 from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir, ElixirRef, parse_elixir
-from furnace.evolution.engine import Bred
-from furnace.llm.seam import LLM, LLMRequest, TaskKind
-from furnace.llm.offline.judge import judge
 from furnace.domain.render import render_prompt
+from furnace.evolution.engine import Bred
 from furnace.llm.fakes import FakeLLM
+from furnace.llm.offline.judge import judge
+from furnace.llm.seam import LLM, LLMRequest, TaskKind
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,13 +32,18 @@ class PureBreeder:
     def __init__(self, seeds: Sequence[Elixir]) -> None:
         self.known: dict[str, Elixir] = {e.content_hash: e for e in seeds}
 
-    def __call__(self, parents: Sequence[ElixirRef], operator: str, seed: int, params: dict[str, Any], llm: LLM) -> Bred:
+    def __call__(
+        self, parents: Sequence[ElixirRef], operator: str, seed: int, params: dict[str, Any], llm: LLM
+    ) -> Bred:
         from furnace.llm.seam import system_user
 
         ps = [self.known[r.content_hash] for r in parents]
         rng = random.Random(seed)
-        llm.complete(system_user(TaskKind.IDENTITY, "identity", ps[0].identity, seed=seed,
-                                 inputs={"parents": [p.identity for p in ps]}))
+        llm.complete(
+            system_user(
+                TaskKind.IDENTITY, "identity", ps[0].identity, seed=seed, inputs={"parents": [p.identity for p in ps]}
+            )
+        )
         data = ps[0].model_dump(mode="json", exclude={"content_hash", "id", "version", "created_at", "deleted_at"})
         tone = dict(data["tone"])
         if operator == "mutation":
@@ -49,7 +54,9 @@ class PureBreeder:
             for dim in tone:
                 tone[dim] = round((tone[dim] + getattr(other.tone, dim)) / 2, 3)
             data["expertise"] = list(dict.fromkeys(data["expertise"] + other.expertise))[:40]
-            data["constraints"] = dict(data["constraints"], must_use_markdown=any(p.constraints.must_use_markdown for p in ps))
+            data["constraints"] = dict(
+                data["constraints"], must_use_markdown=any(p.constraints.must_use_markdown for p in ps)
+            )
         lineage_hash = content_key([[r.model_dump() for r in parents], operator, seed, params])
         agent_id = "agt-" + lineage_hash[:20]
         data.update(tone=tone, id=agent_id, name=f"child {lineage_hash[:8]}", conflicts_with=[])
@@ -66,7 +73,9 @@ def scripted_llm(model_name: str = "scripted") -> FakeLLM:
             return judge(request, random.Random(0))[1]
         if request.task == TaskKind.REPLY:
             persona = request.inputs["persona"]
-            return f"## {persona['name']}\n- " + "\n- ".join(persona["expertise"][:3]) + f"\n{request.inputs['message']}"
+            return (
+                f"## {persona['name']}\n- " + "\n- ".join(persona["expertise"][:3]) + f"\n{request.inputs['message']}"
+            )
         return "ok"
 
     return FakeLLM(respond=respond, model_name=model_name)

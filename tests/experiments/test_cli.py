@@ -69,8 +69,9 @@ def test_invalid_file_names_the_field(library_home, tmp_path, capsys):
 
 
 def test_sweep_scores_a_grid(library_home, capsys):
-    code, out, err = run(capsys, "sweep", "viral-copywriter", "--rates", "0.1,0.3", "--seeds", "1,2",
-                         "--limit", "1", "--json")
+    code, out, err = run(
+        capsys, "sweep", "viral-copywriter", "--rates", "0.1,0.3", "--seeds", "1,2", "--limit", "1", "--json"
+    )
     assert code == 0, err
     rows = json.loads(out)
     assert [(r["rate"], r["seed"]) for r in rows] == [(0.0, 0), (0.1, 1), (0.1, 2), (0.3, 1), (0.3, 2)]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from furnace import resources
 from pathlib import Path
 
 import pytest
 
+from furnace import resources
 from furnace.domain.errors import InputError
 from furnace.evolution.config import load_config, parse_config
 from furnace.evolution.estimate import estimate
@@ -45,8 +45,15 @@ def test_elitism_must_leave_room_for_children():
 
 
 def test_estimate_counts_judges_and_exceeds_small_budgets():
-    cfg = parse_config({"name": "x", "population": 4, "generations": 2,
-                        "scorers": {"fidelity": 1, "tone": 1, "brief_fit": 1}, "budget": {"max_calls": 10}})
+    cfg = parse_config(
+        {
+            "name": "x",
+            "population": 4,
+            "generations": 2,
+            "scorers": {"fidelity": 1, "tone": 1, "brief_fit": 1},
+            "budget": {"max_calls": 10},
+        }
+    )
     est = estimate(cfg, 2)
     # generation 0: 4 x 2 probes x (1 reply + 2 judges); then 3 children x (1 fusion + 6) per generation
     assert est.calls == 4 * 2 * 3 + 2 * 3 * 7

@@ -20,10 +20,10 @@ def test_demo_experiment_end_to_end(home, monkeypatch, capsys):
     assert "mlflow ui --backend-store-uri sqlite:///" in out and "furnace app" in out
     assert (home / "furnace.duckdb").exists() and (home / "mlflow.db").exists()
 
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
     from furnace.adapters.mlflow_tracker import run_summary
     from furnace.settings import FurnaceSettings
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
     results = DuckDBExperimentResults(Database(home / "furnace.duckdb"))
     (exp,) = results.list_experiments()

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import pytest
 
+from experiments.helpers import PureBreeder, library, scripted_llm
 from furnace.evolution.config import parse_config
 from furnace.evolution.engine import Evolution
 from furnace.evolution.records import MemoryResults
-from furnace.scoring.probes import load_probe_set
 from furnace.llm.fakes import FlakyLLM
-
-from experiments.helpers import PureBreeder, library, scripted_llm
+from furnace.scoring.probes import load_probe_set
 
 CONFIG = {
-    "name": "t", "seed": 3, "population": 6, "generations": 3,
+    "name": "t",
+    "seed": 3,
+    "population": 6,
+    "generations": 3,
     "selection": {"tournament_size": 2, "elitism": 1},
     "probes": {"set": "writing-en", "limit": 2},
     "scorers": {"constraints": 0.2, "fidelity": 0.2, "brief_fit": 0.5, "diversity": 0.1},
@@ -31,8 +33,15 @@ class Embed:
 def make(results=None, llm=None, breeder=None, **overrides):
     cfg = parse_config({**CONFIG, **overrides})
     seeds = library()
-    return Evolution(cfg, load_probe_set(cfg.probes.set).head(cfg.probes.limit), seeds, llm or scripted_llm(),
-                     breeder or PureBreeder(seeds), results if results is not None else MemoryResults(), Embed())
+    return Evolution(
+        cfg,
+        load_probe_set(cfg.probes.set).head(cfg.probes.limit),
+        seeds,
+        llm or scripted_llm(),
+        breeder or PureBreeder(seeds),
+        results if results is not None else MemoryResults(),
+        Embed(),
+    )
 
 
 def test_run_produces_a_report_with_every_part():
@@ -80,7 +89,8 @@ def test_interrupted_run_resumes_to_the_same_result_without_repeating_work():
     assert resumed.result_signature() == full.result_signature()
     # finished individuals were read back: only the rest was evaluated
     assert len(results.individuals(resumed.experiment_id)) == len(
-        {(r.generation, r.agent_id) for r in results.individuals(resumed.experiment_id)})
+        {(r.generation, r.agent_id) for r in results.individuals(resumed.experiment_id)}
+    )
     assert saved >= 6 + 5
     assert len(llm.calls) < 0.6 * full.totals["calls"]
     again = scripted_llm()

@@ -22,17 +22,17 @@ def library_home(home, monkeypatch):
 
 
 def test_unit_version_names_operator_and_scorer_versions():
-    from furnace.flows._common import unit_version
     from furnace.evolution.config import load_config
+    from furnace.flows._common import unit_version
 
     version = unit_version(load_config(CONFIG))
     assert "crossover:" in version and "brief_fit:brief-v1" in version
 
 
 def test_evolution_flow_matches_the_plain_run(library_home, prefect_harness, tmp_path):
-    from furnace.flows.evolution import evolution_flow
     from furnace.cli.context import CliContext
     from furnace.cli.experiment_cmd import run_experiment_file
+    from furnace.flows.evolution import evolution_flow
 
     flowed = evolution_flow(str(CONFIG), home=str(library_home), track=False)
     assert flowed["status"] == "finished" and "leaderboard" in flowed["text"]
@@ -55,11 +55,13 @@ def test_fusion_generation_and_mutation_sweep_flows(library_home, prefect_harnes
     from furnace.flows.mutation_sweep import mutation_sweep
 
     home = str(library_home)
-    row = fusion_generation(["viral-copywriter", "data-science-mentor"], operator="crossover", seed=1, limit=1,
-                            home=home, track=False)
+    row = fusion_generation(
+        ["viral-copywriter", "data-science-mentor"], operator="crossover", seed=1, limit=1, home=home, track=False
+    )
     assert row["agent_id"].startswith("agt-") and 0 <= row["fitness"] <= 1
-    again = fusion_generation(["viral-copywriter", "data-science-mentor"], operator="crossover", seed=1, limit=1,
-                              home=home, track=False)
+    again = fusion_generation(
+        ["viral-copywriter", "data-science-mentor"], operator="crossover", seed=1, limit=1, home=home, track=False
+    )
     assert again["from_cache"] and again["fitness"] == row["fitness"]
     rows = mutation_sweep("viral-copywriter", [0.1, 0.3], [1, 2], limit=1, home=home)
     assert sorted((r["rate"], r["seed"]) for r in rows) == [(0.1, 1), (0.1, 2), (0.3, 1), (0.3, 2)]

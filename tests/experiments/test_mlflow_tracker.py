@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from furnace.evolution.records import MemoryResults
-
 from experiments.test_evolution import make
+from furnace.evolution.records import MemoryResults
 
 
 def test_experiment_is_logged_once_and_resumes_its_run(settings):
@@ -49,8 +48,9 @@ def test_individuals_are_traced_with_fusion_and_model_call_spans(settings):
     evo = make(MemoryResults(), generations=1)
     evo.tracker = MLflowTracker(settings.tracking_uri)
     report = evo.run()
-    traces = mlflow.search_traces(locations=[evo.tracker.mlflow_experiment_id], return_type="list",
-                                  run_id=evo.tracker.run_id)
+    traces = mlflow.search_traces(
+        locations=[evo.tracker.mlflow_experiment_id], return_type="list", run_id=evo.tracker.run_id
+    )
     assert len(traces) == 6 + 5  # one per individual
     names = {s.name for t in traces for s in t.data.spans}
     assert {"evaluate", "model reply", "model judge"} <= names

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -25,15 +26,23 @@ def _env(home: Path) -> dict[str, str]:
 
 def _prepare(home: Path) -> None:
     home.mkdir()
-    code = ("from furnace.adapters.factory import build_store; from furnace.settings import FurnaceSettings;"
-            "from furnace.interop.importers import import_library; from furnace.cli.elixir_cmd import LIBRARY_DIR;"
-            "import_library(LIBRARY_DIR, build_store(FurnaceSettings()), keep_existing=True)")
+    code = (
+        "from furnace.adapters.factory import build_store; from furnace.settings import FurnaceSettings;"
+        "from furnace.interop.importers import import_library; from furnace.cli.elixir_cmd import LIBRARY_DIR;"
+        "import_library(LIBRARY_DIR, build_store(FurnaceSettings()), keep_existing=True)"
+    )
     subprocess.run([sys.executable, "-c", code], env=_env(home), check=True, cwd=REPO, timeout=120)
 
 
 def _run(home: Path) -> dict:
-    out = subprocess.run([*FURNACE, "experiment", "run", str(CONFIG), "--json", "--no-mlflow"], env=_env(home),
-                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [*FURNACE, "experiment", "run", str(CONFIG), "--json", "--no-mlflow"],
+        env=_env(home),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout)
 
@@ -52,13 +61,14 @@ def _responses(home: Path) -> int:
 
 
 def _model_calls_since(home: Path, since: float) -> int:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from furnace.storage.duckdb.db import Database
 
-    stamp = datetime.fromtimestamp(since, tz=timezone.utc).replace(tzinfo=None)
+    stamp = datetime.fromtimestamp(since, tz=UTC).replace(tzinfo=None)
     rows = Database(home / "furnace.duckdb").query(
-        "SELECT count(*) FROM llm_calls WHERE NOT cached AND created_at >= ?", [stamp])
+        "SELECT count(*) FROM llm_calls WHERE NOT cached AND created_at >= ?", [stamp]
+    )
     return int(rows[0][0])
 
 
@@ -70,9 +80,15 @@ def _rows(home: Path, experiment_id: str) -> dict[str, int]:
 
 
 def _signature(report: dict) -> dict:
-    return {"leaderboard": report["leaderboard"], "lineage": report["lineage"],
-            "generations": [{k: g[k] for k in ("generation", "best_fitness", "mean_fitness", "survivors")}
-                            for g in report["generations"]], "pareto": report["pareto"]}
+    return {
+        "leaderboard": report["leaderboard"],
+        "lineage": report["lineage"],
+        "generations": [
+            {k: g[k] for k in ("generation", "best_fitness", "mean_fitness", "survivors")}
+            for g in report["generations"]
+        ],
+        "pareto": report["pareto"],
+    }
 
 
 @pytest.mark.slow
@@ -85,8 +101,13 @@ def test_sigkill_in_generation_2_then_rerun_equals_uninterrupted(tmp_path: Path)
     reference_calls = _model_calls(clean, exp_id)
     assert reference_calls > 0
 
-    proc = subprocess.Popen([*FURNACE, "experiment", "run", str(CONFIG), "--no-mlflow"], env=_env(killed), cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*FURNACE, "experiment", "run", str(CONFIG), "--no-mlflow"],
+        env=_env(killed),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     seen = b""
     deadline = time.monotonic() + 240
     assert proc.stderr is not None

@@ -8,8 +8,9 @@ import pytest
 
 from furnace.domain.elixir import parse_elixir
 from furnace.domain.errors import InputError, LLMTimeout
-from furnace.llm.seam import TaskKind
+from furnace.llm.fakes import FakeLLM
 from furnace.llm.offline.judge import judge
+from furnace.llm.seam import TaskKind
 from furnace.scoring import (
     Brief,
     Score,
@@ -23,11 +24,12 @@ from furnace.scoring import (
 )
 from furnace.scoring.judge import build_judge_request, parse_verdict
 from furnace.scoring.probes import parse_probe_set
-from furnace.llm.fakes import FakeLLM
 
 BASE = {
-    "name": "Tea Marketer", "identity": "A marketer for tea brands.",
-    "expertise": ["product launches", "tea tasting"], "principles": ["Lead with the customer's benefit."],
+    "name": "Tea Marketer",
+    "identity": "A marketer for tea brands.",
+    "expertise": ["product launches", "tea tasting"],
+    "principles": ["Lead with the customer's benefit."],
     "tone": {"formality": 0.3, "conciseness": 0.8, "humor": 0.6, "empathy": 0.7},
     "constraints": {"max_length": 100, "forbidden_topics": ["health claims"], "must_use_markdown": True},
 }
@@ -50,11 +52,16 @@ def test_constraints_rules_pass_and_fail_with_reasons():
 
 
 def test_brief_fit_rewards_structural_closeness_without_a_model():
-    brief = Brief(expertise=["product launches", "statistics"], tone={"formality": 0.3, "humor": 0.6},
-                  constraints={"max_length": 100, "must_use_markdown": True}, language="en")
+    brief = Brief(
+        expertise=["product launches", "statistics"],
+        tone={"formality": 0.3, "humor": 0.6},
+        constraints={"max_length": 100, "must_use_markdown": True},
+        language="en",
+    )
     close = brief_fit(persona(), brief)
-    far = brief_fit(persona(tone={"formality": 1.0, "humor": 0.0}, language="zh",
-                            constraints={"max_length": 4000}), brief)
+    far = brief_fit(
+        persona(tone={"formality": 1.0, "humor": 0.0}, language="zh", constraints={"max_length": 4000}), brief
+    )
     assert 0 <= far.value < close.value <= 1
     assert "expertise 1/2" in close.reason
     assert brief_fit(persona(), Brief()).value == 1.0

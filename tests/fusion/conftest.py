@@ -8,11 +8,11 @@ import pytest
 
 from furnace.domain.elixir import Elixir, parse_elixir
 from furnace.fusion.embedding import HashEmbedder
-from furnace.storage.memory import MemoryStore
-from furnace.llm.offline.engine import OfflineEngine
-from furnace.settings import FurnaceSettings
 from furnace.fusion.synthesis import MemoryKV, SynthesisCache
 from furnace.llm.fakes import FakeLLM
+from furnace.llm.offline.engine import OfflineEngine
+from furnace.settings import FurnaceSettings
+from furnace.storage.memory import MemoryStore
 
 
 def make_elixir(name: str, **fields: Any) -> Elixir:

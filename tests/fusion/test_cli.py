@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from furnace import resources
 import json
 
 import pytest
 from click.testing import CliRunner
 
+from furnace import resources
 from furnace.cli import cli
-from pathlib import Path
 
 LIBRARY_DIR = resources.LIBRARY_DIR
 
@@ -31,10 +30,14 @@ def invoke(runner: CliRunner, *args: str) -> str:
 
 
 def test_fuse_twice_second_is_a_cache_hit(runner) -> None:
-    first = json.loads(invoke(runner, "fuse", "data-science-mentor", "socratic-math-tutor", "--operator", "crossover", "--json"))
+    first = json.loads(
+        invoke(runner, "fuse", "data-science-mentor", "socratic-math-tutor", "--operator", "crossover", "--json")
+    )
     assert first["from_cache"] is False and first["id"].startswith("agt-") and len(first["lineage_hash"]) == 64
     assert any(n["field"] == "constraints.max_length" for n in first["resolution_notes"])
-    second = json.loads(invoke(runner, "fuse", "data-science-mentor", "socratic-math-tutor", "--operator", "crossover", "--json"))
+    second = json.loads(
+        invoke(runner, "fuse", "data-science-mentor", "socratic-math-tutor", "--operator", "crossover", "--json")
+    )
     assert second["from_cache"] is True and second["model_calls"] == 0 and second["id"] == first["id"]
     text = invoke(runner, "fuse", "data-science-mentor", "socratic-math-tutor", "--operator", "crossover")
     assert f"agent         {first['id']}" in text and "from cache    yes" in text and "resolution notes:" in text
@@ -85,9 +88,20 @@ def test_two_cli_processes_fusing_at_once_agree(runner, home) -> None:
     env = {**os.environ, "FURNACE_HOME": str(home), "FURNACE_EMBEDDER": "hash"}
     from pathlib import Path as _P
 
-    args = [str(_P(sys.executable).parent / "furnace"), "fuse", "data-science-mentor", "socratic-math-tutor",
-            "--operator", "crossover", "--seed", "42", "--json"]
-    procs = [subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    args = [
+        str(_P(sys.executable).parent / "furnace"),
+        "fuse",
+        "data-science-mentor",
+        "socratic-math-tutor",
+        "--operator",
+        "crossover",
+        "--seed",
+        "42",
+        "--json",
+    ]
+    procs = [
+        subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)
+    ]
     outs = []
     for p in procs:
         out, err = p.communicate(timeout=120)

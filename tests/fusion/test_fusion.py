@@ -10,11 +10,11 @@ import pytest
 from furnace.domain.agent import agent_id_for
 from furnace.domain.errors import ConflictError, InputError, LineageError
 from furnace.fusion.fuse import fuse, prewarm, promote
-from furnace.storage.memory import MemoryStore
-from furnace.llm.offline.engine import OfflineEngine
 from furnace.fusion.operators import OPERATORS
 from furnace.fusion.synthesis import MemoryKV, SynthesisCache, synth_key
 from furnace.llm.fakes import SlowLLM
+from furnace.llm.offline.engine import OfflineEngine
+from furnace.storage.memory import MemoryStore
 
 from .conftest import COACH, WIT, counting, make_elixir
 
@@ -24,8 +24,15 @@ PAIR = ["data-coach", "travel-wit"]
 def run(store, cache, llm=None, embedder=None, settings=None, **kw):
     from furnace.fusion.embedding import HashEmbedder
 
-    return fuse(store, kw.pop("parents", PAIR), llm=llm or counting(), embedder=embedder or HashEmbedder(),
-                cache=cache, settings=settings, **kw)
+    return fuse(
+        store,
+        kw.pop("parents", PAIR),
+        llm=llm or counting(),
+        embedder=embedder or HashEmbedder(),
+        cache=cache,
+        settings=settings,
+        **kw,
+    )
 
 
 def test_hard_conflict_is_refused_and_nothing_is_stored(fsettings) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from furnace.fusion.synthesis import MemoryKV, SubResultCache, SynthesisCache
 from furnace.storage.duckdb.db import Database
 from furnace.storage.duckdb.kv import DuckDBKV
-from furnace.fusion.synthesis import MemoryKV, SubResultCache, SynthesisCache
 
 
 class Clock:
@@ -50,7 +50,10 @@ def test_sub_results_are_cached_by_content(kv_and_clock) -> None:
     sub = SubResultCache(kv)
     calls = []
     for _ in range(3):
-        assert sub.get_or_compute("identity", {"parents": ["a", "b"]}, lambda: calls.append(1) or "You are X.") == "You are X."
+        assert (
+            sub.get_or_compute("identity", {"parents": ["a", "b"]}, lambda: calls.append(1) or "You are X.")
+            == "You are X."
+        )
     assert len(calls) == 1 and sub.hits == 2
     assert sub.get_or_compute("identity", {"parents": ["a", "c"]}, lambda: "Y") == "Y"
 
@@ -88,7 +91,9 @@ def test_two_processes_racing_on_one_key_agree_on_one_winner(tmp_path: Path) -> 
     Database(path)  # migrate once up front
     go = tmp_path / "go"
     procs = [
-        subprocess.Popen([sys.executable, "-c", RACER, str(path), str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(path), str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(2)
     ]
     deadline = time.time() + 60

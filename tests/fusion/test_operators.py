@@ -8,12 +8,12 @@ import pytest
 
 from furnace.domain.elixir import Tone
 from furnace.domain.errors import InputError
-from furnace.storage.memory import MemoryStore
-from furnace.llm.offline.engine import OfflineEngine
 from furnace.fusion.operators import OPERATORS, OperatorContext, expertise_distance, route
 from furnace.fusion.operators.base import weighted_tone
 from furnace.fusion.operators.conflicts import contradiction
 from furnace.llm.fakes import FakeLLM
+from furnace.llm.offline.engine import OfflineEngine
+from furnace.storage.memory import MemoryStore
 
 from .conftest import COACH, WIT, counting, make_elixir
 
@@ -40,8 +40,11 @@ def ctx(llm=None, embedder=None, **params) -> OperatorContext:
     base = {"seed": 0, "similarity_threshold": 0.55, "temperature": 0.4, "rate": 0.25}
     base.update(params)
     return OperatorContext(
-        llm=llm or OfflineEngine(), embedder=embedder or TableEmbedder([]), rng=random.Random(base["seed"]),
-        params=base, child_id="agt-test",
+        llm=llm or OfflineEngine(),
+        embedder=embedder or TableEmbedder([]),
+        rng=random.Random(base["seed"]),
+        params=base,
+        child_id="agt-test",
     )
 
 
@@ -51,7 +54,9 @@ def test_tone_is_the_exact_priority_weighted_mean() -> None:
     tone = weighted_tone([a, b])
     assert tone == Tone(formality=0.7, conciseness=0.15, humor=0.375, empathy=0.75)
     assert tone.formality == 0.7  # exactly the float nearest 0.7, not 0.7000000000000001
-    equal = weighted_tone([make_elixir("C", tone={"humor": 0.1}, priority=0), make_elixir("D", tone={"humor": 0.2}, priority=0)])
+    equal = weighted_tone(
+        [make_elixir("C", tone={"humor": 0.1}, priority=0), make_elixir("D", tone={"humor": 0.2}, priority=0)]
+    )
     assert equal.humor == 0.15
     child = OPERATORS["crossover"].apply([a, b], ctx()).child
     assert child.tone == tone
@@ -125,7 +130,7 @@ def test_mutation_is_seeded_and_rate_bounded() -> None:
         for d in changed:
             assert abs(getattr(child.tone, d) - getattr(parent.tone, d)) <= 0.05 + 1e-9
             assert 0.0 <= getattr(child.tone, d) <= 1.0
-        assert sum(a != b for a, b in zip(child.principles, parent.principles)) == 1
+        assert sum(a != b for a, b in zip(child.principles, parent.principles, strict=False)) == 1
         assert child.constraints != parent.constraints
     with pytest.raises(InputError, match="rate"):
         op.apply([parent], ctx(rate=1.5))
@@ -148,7 +153,10 @@ def test_ensemble_members_and_routing() -> None:
     from furnace.domain.lineage import Lineage
 
     agent = Agent(
-        id="agt-x", elixir=result.child, system_prompt="p", members=result.members,
+        id="agt-x",
+        elixir=result.child,
+        system_prompt="p",
+        members=result.members,
         lineage=Lineage(parents=result.members, operator="ensemble", op_version="1"),
     )
     llm = counting()
@@ -172,16 +180,20 @@ def test_offline_identity_stays_short_under_repeated_crossover() -> None:
     import random
 
     from furnace.domain.elixir import MAX_IDENTITY
-    from furnace.llm.seam import LLMRequest, Message, TaskKind
     from furnace.llm.offline.fusion_tasks import identity
+    from furnace.llm.seam import LLMRequest, Message, TaskKind
 
     sentence = "You are a meticulous academic editor who checks every citation."
     for generation in range(8):
-        parents = [{"identity": sentence, "priority": 100},
-                   {"identity": f"You are a lively blogger number {generation} who loves long sunny walks.",
-                    "priority": 90}]
-        request = LLMRequest(task=TaskKind.IDENTITY, messages=(Message(role="user", content="x"),),
-                             inputs={"language": "en", "parents": parents})
+        parents = [
+            {"identity": sentence, "priority": 100},
+            {"identity": f"You are a lively blogger number {generation} who loves long sunny walks.", "priority": 90},
+        ]
+        request = LLMRequest(
+            task=TaskKind.IDENTITY,
+            messages=(Message(role="user", content="x"),),
+            inputs={"language": "en", "parents": parents},
+        )
         sentence = identity(request, random.Random(0))[1]["identity"]
         assert len(sentence) <= MAX_IDENTITY
         assert sentence.count("in one voice") == 1 and sentence.count(" and ") <= 2

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from furnace.domain.errors import LLMMalformedOutput
-from furnace.llm.seam import Completion, LLMRequest
+from furnace.fusion.operators import prompts
 from furnace.llm.offline import fusion_tasks
 from furnace.llm.offline.engine import OfflineEngine
-from furnace.fusion.operators import prompts
+from furnace.llm.seam import Completion, LLMRequest
 
 from .conftest import COACH, WIT, make_elixir
 
@@ -51,11 +51,19 @@ def test_adjudicate_prompt_snapshot() -> None:
         {"label": "must use markdown", "value": True, "priority": 100, "source": "A"},
         {"label": "no markdown (plain text)", "value": False, "priority": 100, "source": "B"},
     ]
-    check_snapshot("adjudicate", _text(prompts.build_adjudicate_request("constraints.must_use_markdown", options, rule="plain_text", language="en")))
+    check_snapshot(
+        "adjudicate",
+        _text(
+            prompts.build_adjudicate_request("constraints.must_use_markdown", options, rule="plain_text", language="en")
+        ),
+    )
 
 
 def test_route_prompt_snapshot() -> None:
-    members = [{"ref": "a@1", "name": "A", "expertise": ["statistics"]}, {"ref": "b@2", "name": "B", "expertise": ["travel"]}]
+    members = [
+        {"ref": "a@1", "name": "A", "expertise": ["statistics"]},
+        {"ref": "b@2", "name": "B", "expertise": ["travel"]},
+    ]
     check_snapshot("route", _text(prompts.build_route_request("How to travel?", members, language="en")))
 
 
@@ -91,13 +99,24 @@ def test_offline_identity_en_and_zh() -> None:
         make_elixir("诗词向导", language="zh", identity="你是一位古典诗词向导，擅长讲解意象。", priority=100),
         make_elixir("家常大厨", language="zh", identity="你是一位家常菜大厨。", priority=200),
     ]
-    assert _run(prompts.build_identity_request(zh, language="zh"))["identity"] == "你是一位家常菜大厨，同时也是一位古典诗词向导。"
-    assert fusion_tasks.role_phrase("A practical data-science mentor who teaches.", "en") == "a practical data-science mentor"
+    assert (
+        _run(prompts.build_identity_request(zh, language="zh"))["identity"]
+        == "你是一位家常菜大厨，同时也是一位古典诗词向导。"
+    )
+    assert (
+        fusion_tasks.role_phrase("A practical data-science mentor who teaches.", "en")
+        == "a practical data-science mentor"
+    )
 
 
 def test_offline_rewrite_is_seeded_and_changes_wording() -> None:
-    for text, lang in [("Answer briefly.", "en"), ("When unsure, ask a question.", "en"), ("Zebra quux.", "en"),
-                       ("回答要简短。", "zh"), ("如果不确定，先提问。", "zh")]:
+    for text, lang in [
+        ("Answer briefly.", "en"),
+        ("When unsure, ask a question.", "en"),
+        ("Zebra quux.", "en"),
+        ("回答要简短。", "zh"),
+        ("如果不确定，先提问。", "zh"),
+    ]:
         outs = {_run(prompts.build_rewrite_request(text, language=lang, seed=s))["principle"] for s in range(4)}
         assert text not in outs
         again = _run(prompts.build_rewrite_request(text, language=lang, seed=0))["principle"]
@@ -106,8 +125,10 @@ def test_offline_rewrite_is_seeded_and_changes_wording() -> None:
 
 def test_offline_adjudicate_priority_then_rule() -> None:
     def opts(p1, p2, v1, v2):
-        return [{"label": str(v1), "value": v1, "priority": p1, "source": "A"},
-                {"label": str(v2), "value": v2, "priority": p2, "source": "B"}]
+        return [
+            {"label": str(v1), "value": v1, "priority": p1, "source": "A"},
+            {"label": str(v2), "value": v2, "priority": p2, "source": "B"},
+        ]
 
     out = _run(prompts.build_adjudicate_request("f", opts(100, 200, 300, 150), rule="stricter", language="en"))
     assert out["choice"] == 1 and "priority" in out["reason"]
@@ -118,6 +139,9 @@ def test_offline_adjudicate_priority_then_rule() -> None:
 
 
 def test_offline_route_zh() -> None:
-    members = [{"ref": "a@1", "name": "诗", "expertise": ["古典诗词"]}, {"ref": "b@1", "name": "厨", "expertise": ["家常菜", "烹饪"]}]
+    members = [
+        {"ref": "a@1", "name": "诗", "expertise": ["古典诗词"]},
+        {"ref": "b@1", "name": "厨", "expertise": ["家常菜", "烹饪"]},
+    ]
     out = _run(prompts.build_route_request("红烧肉的家常菜做法？", members, language="zh"))
     assert out["member"] == "b@1"

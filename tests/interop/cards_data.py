@@ -35,7 +35,7 @@ V2_CARD: dict[str, Any] = {
         "creator": "skywright",
         "character_version": "1.2",
         "alternate_greetings": [
-            "*The Kestrel shudders as Mirela yanks the wheel.* \"Strap in, passenger.\"",
+            '*The Kestrel shudders as Mirela yanks the wheel.* "Strap in, passenger."',
         ],
         "extensions": {
             "talkativeness": "0.5",

@@ -39,8 +39,14 @@ def make_native() -> Elixir:
             "conflicts_with": ["chaos-poet"],
             "style_notes": "Prefers en dashes.",
             "style_preferences": [
-                {"dimension": "length", "value": "concise", "evidence": "cut para 2", "source_revision": "r1",
-                 "weight": 0.7, "count": 2},
+                {
+                    "dimension": "length",
+                    "value": "concise",
+                    "evidence": "cut para 2",
+                    "source_revision": "r1",
+                    "weight": 0.7,
+                    "count": 2,
+                },
             ],
         }
     )
@@ -50,8 +56,12 @@ def make_agent(child: Elixir, parent: Elixir) -> Agent:
     """An agent whose lineage names ``parent``."""
     from furnace.domain.render import render_prompt
 
-    lineage = Lineage(parents=(parent.ref,), operator="mutation", params={"rate": 0.2, "seed": 7}, op_version="mutation/1")
-    return Agent(id=agent_id_for(lineage.lineage_hash), elixir=child, lineage=lineage, system_prompt=render_prompt(child))
+    lineage = Lineage(
+        parents=(parent.ref,), operator="mutation", params={"rate": 0.2, "seed": 7}, op_version="mutation/1"
+    )
+    return Agent(
+        id=agent_id_for(lineage.lineage_hash), elixir=child, lineage=lineage, system_prompt=render_prompt(child)
+    )
 
 
 @pytest.fixture()

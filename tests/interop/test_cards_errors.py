@@ -12,10 +12,10 @@ import pytest
 from cards_data import V2_CARD, V3_CARD, card
 
 from furnace.domain.errors import InputError
-from furnace.interop.importers import import_file
 from furnace.interop import card_format
 from furnace.interop.card_format import encode_chunk
 from furnace.interop.cards import export_card_png, import_card_file, is_card_file, read_card_bytes, read_card_file
+from furnace.interop.importers import import_file
 from furnace.interop.png import write_png
 from furnace.storage.memory import MemoryStore
 
@@ -35,27 +35,43 @@ def _without(field: str) -> dict:
 
 
 BROKEN: dict[str, tuple[bytes, str]] = {
-    "not json": (b"{\"spec\": \"chara_card_v2\", \"data\": {", "not valid JSON"),
+    "not json": (b'{"spec": "chara_card_v2", "data": {', "not valid JSON"),
     "json array": (b"[1, 2]", "expected a JSON object"),
     "NaN": (b'{"spec": "chara_card_v2", "data": {"name": "x", "n": NaN}}', "not valid JSON"),
     "lone surrogate": (b'{"spec": "chara_card_v2", "data": {"name": "x\\ud800"}}', "invalid Unicode"),
-    "too deep": (b'{"spec": "chara_card_v2", "data": {"name": "x", "extensions": {"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}}",
-                 "nested too deeply"),
-    "deep": (b'{"spec": "chara_card_v2", "data": {"name": "x", "extensions": {"a": ' + b"[" * 900 + b"]" * 900 + b"}}}",
-             "nested too deeply"),
+    "too deep": (
+        b'{"spec": "chara_card_v2", "data": {"name": "x", "extensions": {"a": '
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b"}}}",
+        "nested too deeply",
+    ),
+    "deep": (
+        b'{"spec": "chara_card_v2", "data": {"name": "x", "extensions": {"a": ' + b"[" * 900 + b"]" * 900 + b"}}}",
+        "nested too deeply",
+    ),
     "wrong spec": (_json({**card(V2_CARD), "spec": "chara_card_v9"}), "unsupported spec 'chara_card_v9'"),
     "lorebook not card": (_json({"spec": "lorebook_v3", "data": {"entries": []}}), "unsupported spec 'lorebook_v3'"),
     "v1 card": (_json({"name": "Old", "description": "x", "personality": ""}), "Character Card V1"),
     "missing name": (_json(_without("name")), "data.name is missing"),
     "blank name": (_json({"spec": "chara_card_v3", "data": {"name": "   "}}), "data.name is missing"),
     "data not object": (_json({"spec": "chara_card_v3", "data": "Quill"}), "'data' must be an object"),
-    "tags not list": (_json({"spec": "chara_card_v2", "data": {"name": "x", "tags": "a,b"}}), "data.tags must be a list"),
-    "description not string": (_json({"spec": "chara_card_v2", "data": {"name": "x", "description": 3}}),
-                               "data.description must be a string"),
-    "bad lorebook": (_json({"spec": "chara_card_v3", "data": {"name": "x", "character_book": {"entries": "no"}}}),
-                     "character_book.entries must be a list"),
-    "bad furnace extension": (_json({"spec": "chara_card_v3", "data": {"name": "x", "extensions": {"furnace": 1}}}),
-                              "extensions.furnace must be an object"),
+    "tags not list": (
+        _json({"spec": "chara_card_v2", "data": {"name": "x", "tags": "a,b"}}),
+        "data.tags must be a list",
+    ),
+    "description not string": (
+        _json({"spec": "chara_card_v2", "data": {"name": "x", "description": 3}}),
+        "data.description must be a string",
+    ),
+    "bad lorebook": (
+        _json({"spec": "chara_card_v3", "data": {"name": "x", "character_book": {"entries": "no"}}}),
+        "character_book.entries must be a list",
+    ),
+    "bad furnace extension": (
+        _json({"spec": "chara_card_v3", "data": {"name": "x", "extensions": {"furnace": 1}}}),
+        "extensions.furnace must be an object",
+    ),
     "bad furnace tone": (
         _json({"spec": "chara_card_v3", "data": {"name": "x", "extensions": {"furnace": {"tone": {"humor": 7}}}}}),
         "tone.humor must be between 0 and 1",
@@ -147,7 +163,9 @@ def test_newer_spec_version_imports_with_a_warning() -> None:
 
 def test_is_card_file(tmp_path: Path) -> None:
     (tmp_path / "card.json").write_text(json.dumps(V3_CARD))
-    (tmp_path / "elixir.json").write_text(json.dumps({"name": "x", "identity": "y", "expertise": ["a"], "principles": ["b"]}))
+    (tmp_path / "elixir.json").write_text(
+        json.dumps({"name": "x", "identity": "y", "expertise": ["a"], "principles": ["b"]})
+    )
     (tmp_path / "broken.json").write_text("{")
     (tmp_path / "pic.png").write_bytes(_png("Comment", "x"))
     (tmp_path / "notes.txt").write_text(json.dumps(V3_CARD))
@@ -163,7 +181,9 @@ def test_importer_dispatches_cards_and_still_reads_elixir_json(tmp_path: Path, n
     store = MemoryStore()
     (tmp_path / "quill.json").write_text(json.dumps(V3_CARD))
     (tmp_path / "editor.png").write_bytes(export_card_png(native))
-    (tmp_path / "plain.json").write_text(json.dumps({"name": "Plain", "identity": "y", "expertise": ["a"], "principles": ["b"]}))
+    (tmp_path / "plain.json").write_text(
+        json.dumps({"name": "Plain", "identity": "y", "expertise": ["a"], "principles": ["b"]})
+    )
     assert [r.id for r in import_file(tmp_path / "quill.json", store).created] == ["archivist-quill"]
     created = import_file(tmp_path / "editor.png", store).created
     assert [(r.id, r.content_hash) for r in created] == [("night-editor", native.content_hash)]

@@ -10,8 +10,29 @@ from furnace.domain.errors import InputError
 from furnace.interop.cards import card_for, elixir_from_card, export_card_png, read_card_bytes
 
 # Fragments chosen to collide with the card text formats (bullets, speakers, <START>, macros, paragraphs).
-TOKENS = ["word", "Ünïcode", "茶馆", "。", ".", " ", "\n", "\n\n", "- ", "* ", "1. ", "{{user}}:", "{{char}}: ",
-          "<START>", "<bot>", "<USER>", "  ", ":", "…", "You are", "!"]
+TOKENS = [
+    "word",
+    "Ünïcode",
+    "茶馆",
+    "。",
+    ".",
+    " ",
+    "\n",
+    "\n\n",
+    "- ",
+    "* ",
+    "1. ",
+    "{{user}}:",
+    "{{char}}: ",
+    "<START>",
+    "<bot>",
+    "<USER>",
+    "  ",
+    ":",
+    "…",
+    "You are",
+    "!",
+]
 text = st.lists(st.sampled_from(TOKENS), min_size=1, max_size=12).map("".join)
 
 
@@ -47,23 +68,48 @@ def test_any_elixir_round_trips_through_a_png(elixir: Elixir) -> None:
 
 
 json_leaf = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(-2, 2, allow_nan=False), text)
-json_value = st.recursive(json_leaf, lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                             st.dictionaries(st.sampled_from(["a", "b", "x_y"]), inner, max_size=3)),
-                          max_leaves=8)
+json_value = st.recursive(
+    json_leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from(["a", "b", "x_y"]), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
 
 
 @st.composite
 def foreign_cards(draw: st.DrawFn) -> dict:
     spec = draw(st.sampled_from(["chara_card_v2", "chara_card_v3"]))
-    data = {key: draw(text) for key in ("description", "personality", "scenario", "first_mes", "mes_example",
-                                         "system_prompt", "creator_notes")}
+    data = {
+        key: draw(text)
+        for key in (
+            "description",
+            "personality",
+            "scenario",
+            "first_mes",
+            "mes_example",
+            "system_prompt",
+            "creator_notes",
+        )
+    }
     data["name"] = draw(text.filter(lambda t: t.strip()))
     data["tags"] = draw(st.lists(text, max_size=5))
     data["alternate_greetings"] = draw(st.lists(text, max_size=2))
-    data["extensions"] = draw(st.dictionaries(st.sampled_from(["depth_prompt", "some_tool", "fav"]), json_value, max_size=3))
+    data["extensions"] = draw(
+        st.dictionaries(st.sampled_from(["depth_prompt", "some_tool", "fav"]), json_value, max_size=3)
+    )
     if draw(st.booleans()):
-        data["character_book"] = {"entries": [{"keys": draw(st.lists(text, max_size=2)), "content": draw(text),
-                                               "extensions": {}, "enabled": True, "insertion_order": 1}]}
+        data["character_book"] = {
+            "entries": [
+                {
+                    "keys": draw(st.lists(text, max_size=2)),
+                    "content": draw(text),
+                    "extensions": {},
+                    "enabled": True,
+                    "insertion_order": 1,
+                }
+            ]
+        }
     if spec == "chara_card_v3":
         data["group_only_greetings"] = draw(st.lists(text, max_size=2))
     return {"spec": spec, "spec_version": "3.0" if spec.endswith("v3") else "2.0", "data": data}

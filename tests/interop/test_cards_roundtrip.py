@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from furnace import resources
 import copy
 import json
 
@@ -10,6 +9,7 @@ import pytest
 from cards_data import V2_CARD, V3_CARD, ZH_CARD, card
 from conftest import make_agent
 
+from furnace import resources
 from furnace.domain.elixir import Elixir, edit
 from furnace.interop.card_format import decode_card_bytes
 from furnace.interop.cards import (
@@ -98,8 +98,18 @@ def test_card_edited_in_another_tool_wins_over_exact_values(native: Elixir) -> N
     assert got.tone == native.tone and got.priority == 140 and got.id == native.id
     # A lorebook added in the other tool is kept for the next export.
     c2 = card_for(native, "v3")
-    c2["data"]["character_book"] = {"entries": [{"keys": ["dash"], "content": "Use en dashes.", "extensions": {},
-                                                 "enabled": True, "insertion_order": 1, "use_regex": False}]}
+    c2["data"]["character_book"] = {
+        "entries": [
+            {
+                "keys": ["dash"],
+                "content": "Use en dashes.",
+                "extensions": {},
+                "enabled": True,
+                "insertion_order": 1,
+                "use_regex": False,
+            }
+        ]
+    }
     again = card_for(elixir_from_card(c2).elixir, "v3")
     assert again["data"]["character_book"] == c2["data"]["character_book"]
 
@@ -245,7 +255,6 @@ def test_v1_mirrors_follow_edits_and_public_api_is_complete() -> None:
 
 
 def test_sample_library_round_trips_in_every_format() -> None:
-    from pathlib import Path
 
     from furnace.interop.importers import load_elixir_file
     from furnace.interop.skill import skill_zip_bytes

@@ -44,7 +44,10 @@ def test_export_each_format(runner, native: Elixir, tmp_path: Path) -> None:
         assert info["path"] == str(out / name) and info["version"] == 1 and info["bytes"] > 0
     for name in ("e.json", "e3.json", "e.png"):
         assert read_card_file(out / name).elixir.content_hash == native.content_hash
-    assert zipfile.ZipFile(out / "e.zip").namelist() == ["night-editor/SKILL.md", "night-editor/references/persona.json"]
+    assert zipfile.ZipFile(out / "e.zip").namelist() == [
+        "night-editor/SKILL.md",
+        "night-editor/references/persona.json",
+    ]
     result = _invoke(cli_runner, "export", "night-editor", "--format", "skill", "--out", str(out))
     assert result.exit_code == 0 and "v2 as skill" in result.output
     assert (out / "night-editor" / "SKILL.md").exists()
@@ -76,6 +79,8 @@ def test_import_detects_cards(runner, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert [r["id"] for r in json.loads(result.output)["created"]] == ["captain-mirela-voss"]
     png = tmp_path / "mirela.png"
-    assert _invoke(cli_runner, "export", "captain-mirela-voss", "--format", "card-png", "--out", str(png)).exit_code == 0
+    assert (
+        _invoke(cli_runner, "export", "captain-mirela-voss", "--format", "card-png", "--out", str(png)).exit_code == 0
+    )
     again = json.loads(_invoke(cli_runner, "import", str(png), "--json").output)
     assert [r["id"] for r in again["unchanged"]] == ["captain-mirela-voss"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from furnace import resources
 import json
 from pathlib import Path
 from typing import Any
@@ -12,11 +11,13 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from furnace import resources
 from furnace.domain.elixir import Elixir, parse_elixir
 from furnace.domain.errors import InputError
+from furnace.domain.render import render_prompt
 from furnace.interop.importers import (
-    ReadResult,
     Reader,
+    ReadResult,
     import_csv,
     import_file,
     import_library,
@@ -27,7 +28,6 @@ from furnace.interop.importers import (
 from furnace.interop.importers.corpus import detect_language, instructions
 from furnace.interop.importers.files import parse_document
 from furnace.storage.memory import MemoryStore
-from furnace.domain.render import render_prompt
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO / "data" / "corpus" / "awesome-chatgpt-prompts.csv"
@@ -324,16 +324,39 @@ json_docs = st.recursive(
     max_leaves=25,
 )
 field_names = st.sampled_from(
-    ["id", "name", "identity", "expertise", "principles", "tone", "constraints", "few_shots", "tools",
-     "priority", "conflicts_with", "style_notes", "style_preferences", "language", "version", "created_at"]
+    [
+        "id",
+        "name",
+        "identity",
+        "expertise",
+        "principles",
+        "tone",
+        "constraints",
+        "few_shots",
+        "tools",
+        "priority",
+        "conflicts_with",
+        "style_notes",
+        "style_preferences",
+        "language",
+        "version",
+        "created_at",
+    ]
 )
 
 
 @st.composite
 def mutated_elixirs(draw: st.DrawFn) -> dict[str, Any]:
-    data = json.loads(json.dumps(
-        {**GOOD, "tone": {"humor": 0.4}, "few_shots": [{"input": "a", "output": "b"}], "constraints": {"max_length": 10}}
-    ))
+    data = json.loads(
+        json.dumps(
+            {
+                **GOOD,
+                "tone": {"humor": 0.4},
+                "few_shots": [{"input": "a", "output": "b"}],
+                "constraints": {"max_length": 10},
+            }
+        )
+    )
     for _ in range(draw(st.integers(1, 3))):
         key = draw(field_names)
         action = draw(st.sampled_from(["set", "drop", "nest"]))
@@ -374,7 +397,9 @@ def _check_import(tmp_path: Path, text: str) -> None:
     assert len(report.created) == len(store.list_elixirs(origin=None))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(json_docs)
 def test_property_arbitrary_json(tmp_path: Path, doc: Any) -> None:
     text = json.dumps(doc)
@@ -383,7 +408,9 @@ def test_property_arbitrary_json(tmp_path: Path, doc: Any) -> None:
     _check_import(tmp_path, text)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(st.one_of(mutated_elixirs(), st.lists(mutated_elixirs(), min_size=1, max_size=3)))
 def test_property_mutated_elixirs(tmp_path: Path, doc: Any) -> None:
     _check_loader(json.dumps(doc), "json")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,11 +15,11 @@ from conftest import make_agent, make_native
 
 from furnace.domain.elixir import Elixir, edit, parse_elixir
 from furnace.domain.errors import InputError
+from furnace.domain.render import render_prompt
 from furnace.interop.cards import elixir_from_card
 from furnace.interop.secrets import find_secret
 from furnace.interop.skill import build_skill, skill_zip_bytes, write_skill_folder
 from furnace.storage.memory import MemoryStore
-from furnace.domain.render import render_prompt
 
 
 def _front_matter(text: str) -> tuple[dict, str]:
@@ -32,7 +32,8 @@ def test_skill_folder_layout(native: Elixir, tmp_path: Path) -> None:
     folder = write_skill_folder(native, tmp_path)
     assert folder == tmp_path / "night-editor"
     assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()) == [
-        "SKILL.md", "references/persona.json",
+        "SKILL.md",
+        "references/persona.json",
     ]
     meta, body = _front_matter((folder / "SKILL.md").read_text())
     assert meta["name"] == "night-editor"
@@ -49,8 +50,8 @@ def test_zip_is_byte_identical_across_exports_and_stores(native: Elixir) -> None
     first = skill_zip_bytes(native)
     assert first == skill_zip_bytes(native)
     # The same content stored at different times (different created_at) gives the same bytes.
-    a = MemoryStore(clock=lambda: datetime(2024, 1, 1, tzinfo=timezone.utc))
-    b = MemoryStore(clock=lambda: datetime(2025, 6, 1, tzinfo=timezone.utc))
+    a = MemoryStore(clock=lambda: datetime(2024, 1, 1, tzinfo=UTC))
+    b = MemoryStore(clock=lambda: datetime(2025, 6, 1, tzinfo=UTC))
     a.save_elixir(native)
     b.save_elixir(native)
     assert a.get_elixir("night-editor").created_at != b.get_elixir("night-editor").created_at
@@ -77,8 +78,15 @@ def test_agent_skill_carries_lineage_and_its_prompt(native: Elixir) -> None:
 
 
 def test_chinese_skill(tmp_path: Path) -> None:
-    zh = parse_elixir({"name": "茶艺师", "language": "zh", "identity": "一位讲究的茶艺师。", "expertise": ["绿茶", "乌龙"],
-                       "principles": ["先讲来历，再讲冲泡。"]})
+    zh = parse_elixir(
+        {
+            "name": "茶艺师",
+            "language": "zh",
+            "identity": "一位讲究的茶艺师。",
+            "expertise": ["绿茶", "乌龙"],
+            "principles": ["先讲来历，再讲冲泡。"],
+        }
+    )
     meta, body = _front_matter(build_skill(zh).files["SKILL.md"].decode())
     assert meta["name"].startswith("elixir-") and "绿茶、乌龙" in meta["description"]
     assert "在整个对话中采用以下人设" in body
@@ -91,11 +99,25 @@ def test_foreign_card_exports_as_skill() -> None:
 
 
 SECRETS = {
-    "principles": ("principles", ["Use the key sk-proj-AbCdEfGhIjKlMnOpQrStUvWx to call the API."], "principles[0]", "API key"),
+    "principles": (
+        "principles",
+        ["Use the key sk-proj-AbCdEfGhIjKlMnOpQrStUvWx to call the API."],
+        "principles[0]",
+        "API key",
+    ),
     "aws": ("style_notes", "creds: AKIAIOSFODNN7EXAMPLE", "style_notes", "AWS access key"),
-    "bearer": ("few_shots", [{"input": "How do I call it?", "output": "curl -H 'Authorization: Bearer abcdef0123456789abcdef'"}],
-               "few_shots[0].output", "bearer token"),
-    "url": ("identity", "A bot that reads https://admin:hunter2@db.example.com/records.", "identity", "URL with embedded credentials"),
+    "bearer": (
+        "few_shots",
+        [{"input": "How do I call it?", "output": "curl -H 'Authorization: Bearer abcdef0123456789abcdef'"}],
+        "few_shots[0].output",
+        "bearer token",
+    ),
+    "url": (
+        "identity",
+        "A bot that reads https://admin:hunter2@db.example.com/records.",
+        "identity",
+        "URL with embedded credentials",
+    ),
     "github": ("expertise", ["ghp_" + "a1B2" * 9], "expertise[0]", "GitHub token"),
     "assigned": ("style_notes", "api_key = 9f8e7d6c5b4a3f2e1d0c", "style_notes", "assigned API key"),
 }

@@ -71,7 +71,7 @@ class StubServer:
         with self._lock:
             self.script.extend(replies)
 
-    def start(self) -> "StubServer":
+    def start(self) -> StubServer:
         self._thread.start()
         return self
 

@@ -7,14 +7,14 @@ import sys
 
 from pydantic import SecretStr
 
-from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.llm_calls import DuckDBCallLedger, DuckDBResponseCache
 from furnace.adapters.factory import build_llm
 from furnace.adapters.litellm_client import LiteLLMClient
-from furnace.llm.seam import OFFLINE_MODEL_NAME, TaskKind, system_user
 from furnace.llm.cache import CachedLLM, MemoryCallLedger, MemoryResponseCache
 from furnace.llm.offline import OfflineEngine
+from furnace.llm.seam import OFFLINE_MODEL_NAME, TaskKind, system_user
 from furnace.settings import FurnaceSettings
+from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.llm_calls import DuckDBCallLedger, DuckDBResponseCache
 
 PERSONA = {"name": "Ada", "language": "en", "identity": "x", "expertise": ["testing"], "principles": ["Be precise."]}
 
@@ -39,14 +39,21 @@ def test_offline_with_duckdb_caches_across_instances(settings):
 
 def test_model_setting_builds_litellm_client(home):
     settings = FurnaceSettings(
-        home=home, model="deepseek/deepseek-chat", api_base="http://127.0.0.1:9/v1",
-        api_key=SecretStr("sk-fake-factory-key"), timeout_s=5, max_retries=1,
+        home=home,
+        model="deepseek/deepseek-chat",
+        api_base="http://127.0.0.1:9/v1",
+        api_key=SecretStr("sk-fake-factory-key"),
+        timeout_s=5,
+        max_retries=1,
     )
     llm = build_llm(settings)
     inner = llm.inner
     assert isinstance(inner, LiteLLMClient)
     assert (inner.model_name, inner.api_base, inner.timeout_s, inner.max_retries) == (
-        "deepseek/deepseek-chat", "http://127.0.0.1:9/v1", 5, 1,
+        "deepseek/deepseek-chat",
+        "http://127.0.0.1:9/v1",
+        5,
+        1,
     )
     assert "sk-fake-factory-key" not in repr(llm)
 

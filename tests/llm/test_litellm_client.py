@@ -168,7 +168,7 @@ def test_key_is_not_logged(stub, fake_key):
         with pytest.raises(LLMError):
             client(stub, fake_key, max_retries=1).complete(ask())
     finally:
-        for lg, (level, handlers) in zip(loggers, saved):
+        for lg, (level, handlers) in zip(loggers, saved, strict=False):
             lg.setLevel(level)
             lg.handlers[:] = handlers
     text = stream.getvalue()

@@ -7,12 +7,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.llm_calls import DuckDBCallLedger, DuckDBResponseCache
 from furnace.domain.errors import LLMError, LLMTimeout
-from furnace.llm.seam import LLM, Completion, TaskKind, Usage, system_user
 from furnace.llm.cache import CachedLLM, CallTotals, MemoryCallLedger, MemoryResponseCache
 from furnace.llm.fakes import FakeLLM, SlowLLM
+from furnace.llm.seam import LLM, Completion, TaskKind, Usage, system_user
+from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.llm_calls import DuckDBCallLedger, DuckDBResponseCache
 
 
 def priced(text: str) -> Completion:
@@ -45,8 +45,13 @@ def test_repeat_is_served_from_cache_without_inner_call(storage):
     assert (first.cost_usd, second.cost_usd) == (0.002, 0.0)
     totals = llm.totals()
     assert totals == CallTotals(
-        calls=2, cached_calls=1, prompt_tokens=10, completion_tokens=4, cost_usd=0.002,
-        latency_s=totals.latency_s, failed_calls=0,
+        calls=2,
+        cached_calls=1,
+        prompt_tokens=10,
+        completion_tokens=4,
+        cost_usd=0.002,
+        latency_s=totals.latency_s,
+        failed_calls=0,
     )
     assert totals.hit_rate == 0.5 and totals.model_calls == 1
 

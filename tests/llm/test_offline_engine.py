@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from furnace.domain.errors import LLMError
-from furnace.llm.seam import LLM, OFFLINE_MODEL_NAME, TaskKind, system_user
 from furnace.llm.offline import OfflineEngine
 from furnace.llm.offline import engine as engine_module
+from furnace.llm.seam import LLM, OFFLINE_MODEL_NAME, TaskKind, system_user
 
 PERSONA = {
     "name": "Ada",

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from furnace import resources
 import random
 import re
-from pathlib import Path
 
 import pytest
 import yaml
 
+from furnace import resources
 from furnace.domain.elixir import Elixir
-from furnace.llm.seam import TaskKind, system_user
 from furnace.llm.offline import OfflineEngine
 from furnace.llm.offline.reply import compose, mentions, voice_of
+from furnace.llm.seam import TaskKind, system_user
 
 LIBRARY = resources.LIBRARY_DIR
 MARKDOWN = re.compile(r"(^\s{0,3}#{1,6}\s)|(^\s*[-*+]\s)|(^\s*\d+\.\s)|(\*\*[^*]+\*\*)", re.M)
@@ -28,7 +27,11 @@ def persona(**changes) -> dict:
         "expertise": ["software testing", "continuous integration", "team coaching"],
         "principles": ["Name the smallest next step.", "Prefer **fast** feedback.", "Never discuss politics."],
         "tone": {"formality": 0.5, "conciseness": 0.5, "humor": 0.3, "empathy": 0.3},
-        "constraints": {"max_length": None, "forbidden_topics": ["politics", "stock picks"], "must_use_markdown": False},
+        "constraints": {
+            "max_length": None,
+            "forbidden_topics": ["politics", "stock picks"],
+            "must_use_markdown": False,
+        },
     }
     for key, value in changes.items():
         base[key] = {**base[key], **value} if isinstance(value, dict) and key in base else value
@@ -40,7 +43,11 @@ def zh_persona(**changes) -> dict:
     return persona(
         name="老王",
         language="zh",
-        **{"expertise": ["川菜", "家常菜", "食品安全"], "principles": ["用料写清楚克数。", "按下锅顺序分步骤写。"], **changes},
+        **{
+            "expertise": ["川菜", "家常菜", "食品安全"],
+            "principles": ["用料写清楚克数。", "按下锅顺序分步骤写。"],
+            **changes,
+        },
     )
 
 

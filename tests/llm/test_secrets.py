@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from furnace.storage.duckdb.db import Database
 from furnace.adapters.factory import build_llm
 from furnace.domain.errors import LLMError
-from furnace.llm.seam import TaskKind, system_user
 from furnace.llm.cache import CachedLLM
+from furnace.llm.seam import TaskKind, system_user
 from furnace.settings import FurnaceSettings
+from furnace.storage.duckdb.db import Database
 
 from .stub_server import Reply, chat_body, error_body
 
@@ -29,7 +29,7 @@ def scan(db: Database, *needles: str) -> dict[str, list[str]]:
                 f'SELECT {", ".join(f"count(*) FILTER (WHERE {text} LIKE ?)" for _ in needles)} FROM "{table}"',
                 [f"%{n}%" for n in needles],
             ).fetchall()[0]
-            for needle, count in zip(needles, counts):
+            for needle, count in zip(needles, counts, strict=False):
                 if count:
                     found[needle].append(f"{table}.{column}")
     return found

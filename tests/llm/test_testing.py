@@ -7,9 +7,9 @@ import json
 import pytest
 
 from furnace.domain.errors import LLMError, LLMTimeout
-from furnace.llm.seam import LLM, TaskKind, system_user
-from furnace.llm.offline import OfflineEngine
 from furnace.llm.fakes import EchoLLM, FakeLLM, FlakyLLM, ReplayLLM, ReplayMiss, SlowLLM
+from furnace.llm.offline import OfflineEngine
+from furnace.llm.seam import LLM, TaskKind, system_user
 
 
 def ask(user: str, **kwargs):

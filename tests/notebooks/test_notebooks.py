@@ -50,8 +50,9 @@ def execute(name: str, monkeypatch: pytest.MonkeyPatch, jupyter_path: Path, home
     monkeypatch.setenv("MPLBACKEND", "Agg")
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), f"{name} is committed with outputs"
-    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout=300,
-                                     resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client = nbclient.NotebookClient(
+        nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(NOTEBOOKS)}}
+    )
     started = time.perf_counter()
     client.execute()  # raises CellExecutionError naming the failing cell
     return nb, time.perf_counter() - started

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from datetime import timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC
+from typing import Any
 
 import pytest
 
@@ -51,7 +52,7 @@ def test_first_save_is_version_one_with_utc_timestamp(store: Any) -> None:
     got = store.get_elixir("editor")
     assert got.ref == ref
     assert got.created_at is not None and got.created_at.tzinfo is not None
-    assert got.created_at.utcoffset() == timezone.utc.utcoffset(None)
+    assert got.created_at.utcoffset() == UTC.utcoffset(None)
     assert got.deleted_at is None
 
 
@@ -349,7 +350,7 @@ def test_full_elixir_round_trips_with_its_hash(store: Any) -> None:
         id="academic-editor-zh",
         language="zh",
         expertise=["学术写作", "引用规范"],
-        principles=["先指出论证漏洞。", "Use \"quotes\" and back\\slashes literally."],
+        principles=["先指出论证漏洞。", 'Use "quotes" and back\\slashes literally.'],
         tone={"formality": 0.95, "conciseness": 0.3, "humor": 0.05, "empathy": 0.4},
         constraints={"max_length": 1200, "forbidden_topics": ["政治"], "must_use_markdown": True},
         few_shots=[{"input": "帮我改这段。", "output": "## 修改\n- 删去冗余"}],

@@ -5,16 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from furnace.domain.errors import LineageError
+from furnace.domain.lineage import Lineage
 from furnace.storage.duckdb import db as duckdb_db
 from furnace.storage.duckdb.db import Database
 from furnace.storage.duckdb.store import DuckDBStore
-from furnace.domain.errors import LineageError
-from furnace.domain.lineage import Lineage
 
 from .conftest import make_elixir
 from .test_contract import make_agent
@@ -62,7 +62,7 @@ def test_save_agent_is_atomic(tmp_path: Path) -> None:
         calls.append(1)
         if len(calls) == 4:  # 1-2: parents, 3: child elixir row, 4: agent row
             raise RuntimeError("disk on fire")
-        return datetime(2026, 1, 1, tzinfo=timezone.utc)
+        return datetime(2026, 1, 1, tzinfo=UTC)
 
     store = DuckDBStore(Database(tmp_path / "f.duckdb"), clock=failing_clock)
     a = store.save_elixir(make_elixir("Editor"))

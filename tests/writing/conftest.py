@@ -6,10 +6,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from furnace.writing.content_memory import MemoryContentStore
 from furnace.domain.elixir import Elixir, parse_elixir
-from furnace.storage.memory import MemoryStore
 from furnace.llm.offline import OfflineEngine
+from furnace.storage.memory import MemoryStore
+from furnace.writing.content_memory import MemoryContentStore
 
 ZH_PERSONA = {
     "id": "skin-advisor",

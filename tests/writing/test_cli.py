@@ -45,15 +45,25 @@ def test_the_revision_workflow_from_the_cli(run):
     assert "☀️" not in run("content", "show", cid, "--version", "1").output
     history = json.loads(run("content", "history", cid, "--json").output)
     assert [v["version"] for v in history["versions"]] == [1, 2, 3]
-    assert [m["kind"] for m in history["messages"]] == ["welcome", "suggestion", "revision", "suggestion", "noted",
-                                                         "suggestion", "revision"]
+    assert [m["kind"] for m in history["messages"]] == [
+        "welcome",
+        "suggestion",
+        "revision",
+        "suggestion",
+        "noted",
+        "suggestion",
+        "revision",
+    ]
     diff = run("content", "diff", cid, "2", "3").output
     assert diff.startswith("V2 → V3") and "{+" in diff
     back = json.loads(run("content", "rollback", cid, "1", "--json").output)
     assert back["version"] == 4 and back["source"] == "rollback"
     prefs = json.loads(run("prefs", "skin-advisor", "--json").output)
-    assert {p["dimension"]: p["value"] for p in prefs["preferences"]} == {"tone": "lively", "length": "concise",
-                                                                          "emoji": "more"}
+    assert {p["dimension"]: p["value"] for p in prefs["preferences"]} == {
+        "tone": "lively",
+        "length": "concise",
+        "emoji": "more",
+    }
     assert "tone = lively" in run("prefs", "skin-advisor").output
     listed = json.loads(run("content", "list", "--json").output)
     assert listed[0]["id"] == cid and listed[0]["latest"] == 4
@@ -86,8 +96,13 @@ def test_run_revision_demo_shows_the_whole_loop(store, contents, engine):
     from furnace.cli.content_cmd import run_revision_demo
     from furnace.llm.offline.writing_text import count_emoji
 
-    out = run_revision_demo(store, contents, engine, persona="skin-advisor-en", topic="summer sunscreen",
-                            suggestions=["too formal, make it livelier", "the third paragraph is too long",
-                                         "add an emoji"])
+    out = run_revision_demo(
+        store,
+        contents,
+        engine,
+        persona="skin-advisor-en",
+        topic="summer sunscreen",
+        suggestions=["too formal, make it livelier", "the third paragraph is too long", "add an emoji"],
+    )
     assert [o.status for o in out["outcomes"]] == ["revised"] * 3
     assert out["persona"].version == 4 and count_emoji(out["next_first"].body) >= 1

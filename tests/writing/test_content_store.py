@@ -6,6 +6,7 @@ from datetime import datetime
 
 import pytest
 
+from furnace.domain.errors import NotFound, StoreError
 from furnace.writing.content import (
     ChatMessage,
     ChatSession,
@@ -17,7 +18,6 @@ from furnace.writing.content import (
     session_id_for,
 )
 from furnace.writing.content_memory import MemoryContentStore
-from furnace.domain.errors import NotFound, StoreError
 
 T0 = datetime(2026, 1, 1, 12, 0, 0)
 
@@ -37,15 +37,34 @@ def _content(cid="cnt-1"):
 
 
 def _version(n, cid="cnt-1", rev=None):
-    return ContentVersion(content_id=cid, version=n, title=f"T{n}", body=f"正文{n}", word_count=3,
-                          source="generate" if n == 1 else "revise", revision_id=rev, created_at=T0)
+    return ContentVersion(
+        content_id=cid,
+        version=n,
+        title=f"T{n}",
+        body=f"正文{n}",
+        word_count=3,
+        source="generate" if n == 1 else "revise",
+        revision_id=rev,
+        created_at=T0,
+    )
 
 
 def _record(n, cid="cnt-1"):
-    return RevisionRecord(id=revision_id_for(cid, n), content_id=cid, session_id=session_id_for(cid), persona_id="p",
-                          persona_version=1, suggestions=("短一点",), from_version=n - 1, to_version=n,
-                          original_title=f"T{n-1}", original_body=f"正文{n-1}", revised_title=f"T{n}",
-                          revised_body=f"正文{n}", created_at=T0)
+    return RevisionRecord(
+        id=revision_id_for(cid, n),
+        content_id=cid,
+        session_id=session_id_for(cid),
+        persona_id="p",
+        persona_version=1,
+        suggestions=("短一点",),
+        from_version=n - 1,
+        to_version=n,
+        original_title=f"T{n - 1}",
+        original_body=f"正文{n - 1}",
+        revised_title=f"T{n}",
+        revised_body=f"正文{n}",
+        created_at=T0,
+    )
 
 
 def _msg(text, role="user", kind="suggestion", cid="cnt-1"):
@@ -58,8 +77,9 @@ def test_versions_sessions_messages_and_revisions_round_trip(cstore):
     stored = cstore.commit(ContentBatch(session=session, messages=(_msg("hi", "system", "welcome"), _msg("短一点"))))
     assert [(m.seq, m.id) for m in stored] == [(1, "ses-cnt-1-m1"), (2, "ses-cnt-1-m2")]
     rec = _record(2)
-    [reply] = cstore.commit(ContentBatch(version=_version(2, rev=rec.id), revision=rec,
-                                         messages=(_msg("V1→V2", "assistant", "revision"),)))
+    [reply] = cstore.commit(
+        ContentBatch(version=_version(2, rev=rec.id), revision=rec, messages=(_msg("V1→V2", "assistant", "revision"),))
+    )
     assert reply.seq == 3
     assert cstore.get_content("cnt-1") == _content()
     assert cstore.get_version("cnt-1").version == 2
@@ -91,8 +111,11 @@ def test_a_conflicting_version_writes_nothing_of_the_batch(cstore):
     cstore.commit(ContentBatch(version=_version(2, rev=rec.id), revision=rec))
     other = _record(2).model_copy(update={"id": "rev-other"})
     with pytest.raises(StoreError, match="edited meanwhile"):
-        cstore.commit(ContentBatch(version=_version(2, rev="rev-other"), revision=other,
-                                   messages=(_msg("x", "assistant", "revision"),)))
+        cstore.commit(
+            ContentBatch(
+                version=_version(2, rev="rev-other"), revision=other, messages=(_msg("x", "assistant", "revision"),)
+            )
+        )
     with pytest.raises(StoreError, match="does not follow"):
         cstore.commit(ContentBatch(version=_version(5)))
     with pytest.raises(NotFound):
@@ -110,8 +133,12 @@ def test_processed_marks_are_idempotent(cstore):
         cstore.commit(ContentBatch(version=_version(n, rev=rec.id), revision=rec))
     assert [r.to_version for r in cstore.unprocessed_revisions()] == [2, 3]
     assert [r.to_version for r in cstore.unprocessed_revisions(limit=1)] == [2]
-    assert cstore.mark_processed(_record(2).id, persona_id="p", persona_version=2,
-                                 preferences=[{"dimension": "length"}], status="learned") is True
+    assert (
+        cstore.mark_processed(
+            _record(2).id, persona_id="p", persona_version=2, preferences=[{"dimension": "length"}], status="learned"
+        )
+        is True
+    )
     assert cstore.mark_processed(_record(2).id, persona_id="p", persona_version=3, preferences=[], status="x") is False
     assert cstore.is_processed(_record(2).id) and not cstore.is_processed(_record(3).id)
     assert [r.to_version for r in cstore.unprocessed_revisions()] == [3]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from furnace.domain.elixir import parse_elixir
@@ -10,12 +9,10 @@ from furnace.domain.elixir import parse_elixir
 from .conftest import EN_PERSONA
 
 
-
 @pytest.mark.slow
 def test_flow_processes_pending_revisions_once_and_logs_to_mlflow(settings, prefect_harness):
-    from furnace.flows.preferences import preference_extraction
-
     from furnace.adapters.factory import build_content_store, build_db, build_llm, build_store
+    from furnace.flows.preferences import preference_extraction
     from furnace.writing.content import generate_content
     from furnace.writing.revision import revise
 

@@ -6,12 +6,12 @@ import random
 
 import pytest
 
-from furnace.llm.seam import LLMRequest, Message, TaskKind
 from furnace.llm.offline import OfflineEngine
 from furnace.llm.offline.engine import estimate_tokens
 from furnace.llm.offline.writing import compress, extract_preferences, generate, revise
 from furnace.llm.offline.writing_revise import Intent, detect_intents
 from furnace.llm.offline.writing_text import count_emoji, paragraph_ref, split_paragraphs
+from furnace.llm.seam import LLMRequest, Message, TaskKind
 
 from .conftest import EN_PERSONA, ZH_PERSONA
 
@@ -25,34 +25,44 @@ def gen(persona: dict, topic: str) -> dict:
 
 
 def rev(piece: dict, *suggestions: str) -> dict:
-    return revise(req(TaskKind.REVISE, title=piece["title"], body=piece["body"], suggestions=list(suggestions)),
-                  random.Random(0))[1]
+    return revise(
+        req(TaskKind.REVISE, title=piece["title"], body=piece["body"], suggestions=list(suggestions)), random.Random(0)
+    )[1]
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("太正式了，活泼点", [Intent("lively")]),
-    ("第三段太长，缩短一点", [Intent("shorten", 3)]),
-    ("加一个 emoji", [Intent("emoji_add")]),
-    ("去掉表情", [Intent("emoji_remove")]),
-    ("最后一段长一点", [Intent("lengthen", -1)]),
-    ("标题改成「周末厨房指南」", [Intent("title", None, "周末厨房指南")]),
-    ("正式一点", [Intent("formal")]),
-    ("too formal, make it livelier", [Intent("lively")]),
-    ("the third paragraph is too long", [Intent("shorten", 3)]),
-    ("add an emoji", [Intent("emoji_add")]),
-    ("please remove the emoji", [Intent("emoji_remove")]),
-    ("expand paragraph 2", [Intent("lengthen", 2)]),
-    ("make it more formal and shorter", [Intent("formal"), Intent("shorten")]),
-    ("change the title to \"Sun Smart\"", [Intent("title", None, "Sun Smart")]),
-    ("make it sing like a whale", []),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("太正式了，活泼点", [Intent("lively")]),
+        ("第三段太长，缩短一点", [Intent("shorten", 3)]),
+        ("加一个 emoji", [Intent("emoji_add")]),
+        ("去掉表情", [Intent("emoji_remove")]),
+        ("最后一段长一点", [Intent("lengthen", -1)]),
+        ("标题改成「周末厨房指南」", [Intent("title", None, "周末厨房指南")]),
+        ("正式一点", [Intent("formal")]),
+        ("too formal, make it livelier", [Intent("lively")]),
+        ("the third paragraph is too long", [Intent("shorten", 3)]),
+        ("add an emoji", [Intent("emoji_add")]),
+        ("please remove the emoji", [Intent("emoji_remove")]),
+        ("expand paragraph 2", [Intent("lengthen", 2)]),
+        ("make it more formal and shorter", [Intent("formal"), Intent("shorten")]),
+        ('change the title to "Sun Smart"', [Intent("title", None, "Sun Smart")]),
+        ("make it sing like a whale", []),
+    ],
+)
 def test_suggestions_are_recognised(text, expected):
     assert detect_intents(text) == expected
 
 
 def test_paragraph_refs():
-    assert [paragraph_ref(t) for t in ("第2段", "第十段", "最后一段", "the 4th paragraph", "paragraph 7", "x")] == \
-        [2, 10, -1, 4, 7, None]
+    assert [paragraph_ref(t) for t in ("第2段", "第十段", "最后一段", "the 4th paragraph", "paragraph 7", "x")] == [
+        2,
+        10,
+        -1,
+        4,
+        7,
+        None,
+    ]
 
 
 @pytest.mark.parametrize("persona,topic", [(ZH_PERSONA, "夏季防晒推荐"), (EN_PERSONA, "summer sunscreen")])
@@ -68,8 +78,11 @@ def test_generate_is_deterministic_titled_and_in_register(persona, topic):
 
 def test_learned_preferences_shape_the_generated_piece():
     plain = gen(ZH_PERSONA, "夏季防晒推荐")
-    prefs = [{"dimension": "tone", "value": "lively"}, {"dimension": "emoji", "value": "more"},
-             {"dimension": "length", "value": "concise"}]
+    prefs = [
+        {"dimension": "tone", "value": "lively"},
+        {"dimension": "emoji", "value": "more"},
+        {"dimension": "length", "value": "concise"},
+    ]
     learned = gen({**ZH_PERSONA, "style_preferences": prefs}, "夏季防晒推荐")
     assert count_emoji(learned["body"]) == 2 and "☀️" in learned["body"]
     assert "！" in learned["body"] and len(learned["body"]) < len(plain["body"])
@@ -82,10 +95,13 @@ def test_constraints_markdown_and_max_length():
     assert len(short["body"]) <= 400 and short["body"]
 
 
-@pytest.mark.parametrize("persona,topic,lively,formal", [
-    (ZH_PERSONA, "夏季防晒推荐", "太正式了，活泼点", "正式一点"),
-    (EN_PERSONA, "summer sunscreen", "too formal, make it livelier", "more formal please"),
-])
+@pytest.mark.parametrize(
+    "persona,topic,lively,formal",
+    [
+        (ZH_PERSONA, "夏季防晒推荐", "太正式了，活泼点", "正式一点"),
+        (EN_PERSONA, "summer sunscreen", "too formal, make it livelier", "more formal please"),
+    ],
+)
 def test_register_change_both_ways_keeps_the_structure(persona, topic, lively, formal):
     piece = gen(persona, topic)
     up = rev(piece, lively)
@@ -103,7 +119,7 @@ def test_length_emoji_and_title_edits():
     lp = split_paragraphs(longer["body"])
     assert len(lp[1]) > len(paras[1]) and lp[0] == paras[0] and lp[2:] == paras[2:]
     whole = rev(piece, "make it shorter")
-    assert all(len(a) <= len(b) for a, b in zip(split_paragraphs(whole["body"]), paras))
+    assert all(len(a) <= len(b) for a, b in zip(split_paragraphs(whole["body"]), paras, strict=False))
     assert len(whole["body"]) < len(piece["body"])
     with_emoji = rev(piece, "add an emoji to the last paragraph")
     assert split_paragraphs(with_emoji["body"])[-1].endswith("☀️")
@@ -136,23 +152,34 @@ def test_several_suggestions_apply_in_order():
 def test_extract_preferences_maps_suggestions_checked_against_the_change():
     piece = gen(ZH_PERSONA, "夏季防晒推荐")
     after = rev(piece, "加一个 emoji", "第三段太长，缩短一点")
-    _, parsed = extract_preferences(req(TaskKind.EXTRACT_PREFERENCES, suggestions=["加一个 emoji", "第三段太长，缩短一点"],
-                                        before=piece, after=after), random.Random(0))
+    _, parsed = extract_preferences(
+        req(
+            TaskKind.EXTRACT_PREFERENCES,
+            suggestions=["加一个 emoji", "第三段太长，缩短一点"],
+            before=piece,
+            after=after,
+        ),
+        random.Random(0),
+    )
     got = {p["dimension"]: (p["value"], p["weight"]) for p in parsed["preferences"]}
     assert got == {"emoji": ("more", 0.6), "length": ("concise", 0.6)}
     assert "emoji 0→1" in next(p["evidence"] for p in parsed["preferences"] if p["dimension"] == "emoji")
     # claimed but not observed: lower confidence
-    _, weak = extract_preferences(req(TaskKind.EXTRACT_PREFERENCES, suggestions=["add an emoji"], before=piece,
-                                      after=piece), random.Random(0))
+    _, weak = extract_preferences(
+        req(TaskKind.EXTRACT_PREFERENCES, suggestions=["add an emoji"], before=piece, after=piece), random.Random(0)
+    )
     assert weak["preferences"][0]["weight"] == 0.4
-    _, none = extract_preferences(req(TaskKind.EXTRACT_PREFERENCES, suggestions=["change the title"], before=piece,
-                                      after=piece), random.Random(0))
+    _, none = extract_preferences(
+        req(TaskKind.EXTRACT_PREFERENCES, suggestions=["change the title"], before=piece, after=piece), random.Random(0)
+    )
     assert none == {"preferences": []}
 
 
 def test_compress_is_extractive_and_within_target():
-    turns = [{"role": "user", "content": "First point here. Details follow at length."},
-             {"role": "assistant", "content": "我明白了。这里还有更多的细节。"}]
+    turns = [
+        {"role": "user", "content": "First point here. Details follow at length."},
+        {"role": "assistant", "content": "我明白了。这里还有更多的细节。"},
+    ]
     text, _ = compress(req(TaskKind.COMPRESS, turns=turns, target_tokens=200), random.Random(0))
     assert text == "user: First point here.\nassistant: 我明白了。"
     short, _ = compress(req(TaskKind.COMPRESS, turns=turns * 20, target_tokens=15), random.Random(0))

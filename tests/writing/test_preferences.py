@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from furnace.writing.content import generate_content
 from furnace.domain.elixir import StylePreference
 from furnace.domain.errors import LLMMalformedOutput
+from furnace.llm.fakes import FakeLLM
+from furnace.writing.content import generate_content
 from furnace.writing.preferences import REINFORCE_STEP, merge_preferences, parse_preferences, process_unprocessed
 from furnace.writing.revision import revise
-from furnace.llm.fakes import FakeLLM
 
 
 def P(dim, value, weight=0.5, count=1, src="r1"):
@@ -18,8 +18,10 @@ def P(dim, value, weight=0.5, count=1, src="r1"):
 
 def test_merge_reinforces_same_value_and_replaces_another():
     existing = [P("tone", "lively", 0.6), P("emoji", "more", 0.5)]
-    merged = merge_preferences(existing, [P("tone", "Lively", 0.4, src="r2"), P("emoji", "fewer", 0.6, src="r2"),
-                                          P("length", "concise", 0.6, src="r2")])
+    merged = merge_preferences(
+        existing,
+        [P("tone", "Lively", 0.4, src="r2"), P("emoji", "fewer", 0.6, src="r2"), P("length", "concise", 0.6, src="r2")],
+    )
     tone, emoji, length = merged
     assert (tone.value, tone.count, tone.weight, tone.source_revision) == ("lively", 2, 0.6 + REINFORCE_STEP, "r2")
     assert (emoji.value, emoji.count, emoji.weight) == ("fewer", 1, 0.6)
@@ -29,8 +31,10 @@ def test_merge_reinforces_same_value_and_replaces_another():
 
 
 def test_parse_validates_and_skips_bad_items():
-    prefs = parse_preferences({"preferences": [{"dimension": "Tone", "value": "Lively", "weight": 3},
-                                               {"value": "no dimension"}, "junk"]}, revision_id="r9")
+    prefs = parse_preferences(
+        {"preferences": [{"dimension": "Tone", "value": "Lively", "weight": 3}, {"value": "no dimension"}, "junk"]},
+        revision_id="r9",
+    )
     assert [(p.dimension, p.value, p.weight, p.source_revision) for p in prefs] == [("tone", "lively", 1.0, "r9")]
     with pytest.raises(LLMMalformedOutput):
         parse_preferences({"nope": []}, revision_id="r9")
@@ -56,8 +60,7 @@ def test_batch_processes_unprocessed_revisions_once(store, contents, engine, clo
 
 
 def test_batch_counts_failures_and_retries_them_later(store, contents, engine, clock):
-    content, _ = generate_content(store, contents, engine, persona_id="skin-advisor-en", topic="sunscreen",
-                                  clock=clock)
+    content, _ = generate_content(store, contents, engine, persona_id="skin-advisor-en", topic="sunscreen", clock=clock)
     revise(store, contents, engine, content.id, "add an emoji", learn=False, clock=clock)
     broken = FakeLLM(respond=lambda r: {"oops": 1})
     report = process_unprocessed(store, contents, broken)

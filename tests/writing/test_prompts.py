@@ -13,18 +13,20 @@ from pathlib import Path
 
 import pytest
 
-from furnace.writing.content import ContentVersion, RevisionRecord, build_generate_request
 from furnace.domain.elixir import parse_elixir
-from furnace.writing.preferences import build_extract_request
 from furnace.domain.render import render_prompt
+from furnace.writing.content import ContentVersion, RevisionRecord, build_generate_request
+from furnace.writing.preferences import build_extract_request
 from furnace.writing.revision import build_revise_request
 
 from .conftest import EN_PERSONA, ZH_PERSONA
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 T0 = datetime(2026, 1, 1)
-TEXT = {"zh": ("防晒指南", "第一段。\n\n第二段。\n\n第三段很长。还有一句。"),
-        "en": ("Sunscreen Guide", "First paragraph.\n\nSecond paragraph.\n\nThird one is long. Another sentence.")}
+TEXT = {
+    "zh": ("防晒指南", "第一段。\n\n第二段。\n\n第三段很长。还有一句。"),
+    "en": ("Sunscreen Guide", "First paragraph.\n\nSecond paragraph.\n\nThird one is long. Another sentence."),
+}
 ASK = {"zh": ["太正式了，活泼点", "加一个 emoji"], "en": ["too formal, make it livelier", "add an emoji"]}
 
 
@@ -47,15 +49,32 @@ def test_prompt_snapshots(lang, data):
     current = ContentVersion(content_id="c", version=2, title=title, body=body, word_count=1, created_at=T0)
     rev = build_revise_request(persona, current, ASK[lang])
     assert rev.messages[0].content.startswith(rendered)
-    record = RevisionRecord(id="rev-c-v3", content_id="c", session_id="s", persona_id=persona.id, persona_version=1,
-                            suggestions=tuple(ASK[lang]), from_version=2, to_version=3, original_title=title,
-                            original_body=body, revised_title=title, revised_body=body + " ☀️", created_at=T0)
+    record = RevisionRecord(
+        id="rev-c-v3",
+        content_id="c",
+        session_id="s",
+        persona_id=persona.id,
+        persona_version=1,
+        suggestions=tuple(ASK[lang]),
+        from_version=2,
+        to_version=3,
+        original_title=title,
+        original_body=body,
+        revised_title=title,
+        revised_body=body + " ☀️",
+        created_at=T0,
+    )
     ext = build_extract_request(record, language=lang)
     parts = [
-        "## generate: user", gen.messages[1].content,
-        "## revise: system (after the persona's prompt)", rev.messages[0].content[len(rendered):].strip(),
-        "## revise: user", rev.messages[1].content,
-        "## extract: system", ext.messages[0].content,
-        "## extract: user", ext.messages[1].content,
+        "## generate: user",
+        gen.messages[1].content,
+        "## revise: system (after the persona's prompt)",
+        rev.messages[0].content[len(rendered) :].strip(),
+        "## revise: user",
+        rev.messages[1].content,
+        "## extract: system",
+        ext.messages[0].content,
+        "## extract: user",
+        ext.messages[1].content,
     ]
     assert_snapshot(f"prompts_{lang}", "\n".join(parts) + "\n")

@@ -6,12 +6,12 @@ import logging
 
 import pytest
 
-from furnace.writing.content import generate_content
 from furnace.domain.errors import InputError, LLMMalformedOutput, LLMTimeout
-from furnace.llm.seam import TaskKind
-from furnace.llm.offline.writing_text import count_emoji, split_paragraphs
-from furnace.writing.revision import Step, diff_versions, pending_suggestions, revise, rollback
 from furnace.llm.fakes import FakeLLM
+from furnace.llm.offline.writing_text import count_emoji, split_paragraphs
+from furnace.llm.seam import TaskKind
+from furnace.writing.content import generate_content
+from furnace.writing.revision import Step, diff_versions, pending_suggestions, revise, rollback
 
 
 def _piece(store, contents, engine, clock, persona="skin-advisor", topic="夏季防晒推荐"):
@@ -40,8 +40,11 @@ def test_edit_failure_keeps_user_message_leaves_content_and_replies_kindly(error
     assert contents.versions(content.id) == [v1]
     assert contents.revisions(content.id) == []
     messages = contents.messages(outcome.user_message.session_id)
-    assert [(m.role, m.kind) for m in messages] == [("system", "welcome"), ("user", "suggestion"),
-                                                     ("assistant", "failure")]
+    assert [(m.role, m.kind) for m in messages] == [
+        ("system", "welcome"),
+        ("user", "suggestion"),
+        ("assistant", "failure"),
+    ]
     assert messages[1].content == "太正式了，活泼点"
     assert "抱歉" in messages[2].content and "V1" in messages[2].content and "换个说法" in messages[2].content
     assert store.get_elixir("skin-advisor").version == 1
@@ -141,8 +144,9 @@ def test_revision_record_version_and_reply_are_one_atomic_write(store, engine, c
 
     db = Database(tmp_path / "atomic.duckdb")
     contents = DuckDBContentStore(db)
-    content, v1 = generate_content(store, contents, engine, persona_id="skin-advisor", topic="夏季防晒推荐",
-                                   clock=clock)
+    content, v1 = generate_content(
+        store, contents, engine, persona_id="skin-advisor", topic="夏季防晒推荐", clock=clock
+    )
 
     class Dying:
         """Connection proxy that dies when the assistant reply of a revision is inserted."""
@@ -184,9 +188,20 @@ def test_an_edit_racing_another_edit_is_refused_kindly(store, contents, engine, 
 
     def racing(request):
         if request.task == TaskKind.REVISE:  # someone else saves V2 while our model call runs
-            contents.commit(ContentBatch(version=ContentVersion(
-                content_id=content.id, version=2, title="t", body="b", word_count=1, source="revise",
-                revision_id="rev-elsewhere", created_at=clock())))
+            contents.commit(
+                ContentBatch(
+                    version=ContentVersion(
+                        content_id=content.id,
+                        version=2,
+                        title="t",
+                        body="b",
+                        word_count=1,
+                        source="revise",
+                        revision_id="rev-elsewhere",
+                        created_at=clock(),
+                    )
+                )
+            )
         return engine.complete(request)
 
     from furnace.llm.fakes import FakeLLM

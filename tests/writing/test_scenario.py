@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from furnace.writing.content import generate_content
-from furnace.llm.offline.writing_text import count_emoji, split_paragraphs
 from furnace.domain.render import render_prompt
-from furnace.writing.revision import Step, revise
 from furnace.llm.fakes import EchoLLM
+from furnace.llm.offline.writing_text import count_emoji, split_paragraphs
 from furnace.llm.seam import TaskKind
+from furnace.writing.content import generate_content
+from furnace.writing.revision import Step, revise
 
 CASES = {
     "zh": ("skin-advisor", "夏季防晒推荐", ["太正式了，活泼点", "第三段太长，缩短一点", "加一个 emoji"]),
-    "en": ("skin-advisor-en", "summer sunscreen picks",
-           ["too formal, make it livelier", "the third paragraph is too long", "add an emoji"]),
+    "en": (
+        "skin-advisor-en",
+        "summer sunscreen picks",
+        ["too formal, make it livelier", "the third paragraph is too long", "add an emoji"],
+    ),
 }
 
 
@@ -47,7 +50,7 @@ def test_three_revisions_learn_preferences_used_by_the_next_piece(lang, store, c
     # three revision records with the exact before/after
     records = contents.revisions(content.id)
     assert [(r.from_version, r.to_version) for r in records] == [(1, 2), (2, 3), (3, 4)]
-    for record, before, after, suggestion in zip(records, versions, versions[1:], suggestions):
+    for record, before, after, suggestion in zip(records, versions, versions[1:], suggestions, strict=False):
         assert record.suggestions == (suggestion,)
         assert (record.original_title, record.original_body) == (before.title, before.body)
         assert (record.revised_title, record.revised_body) == (after.title, after.body)
@@ -92,8 +95,14 @@ def test_three_revisions_learn_preferences_used_by_the_next_piece(lang, store, c
 
 
 def test_revision_prompt_shows_original_and_asks_to_edit_only(store, contents, clock):
-    content, v1 = generate_content(store, contents, __import__("furnace.llm.offline", fromlist=["x"]).OfflineEngine(),
-                                   persona_id="skin-advisor-en", topic="summer sunscreen picks", clock=clock)
+    content, v1 = generate_content(
+        store,
+        contents,
+        __import__("furnace.llm.offline", fromlist=["x"]).OfflineEngine(),
+        persona_id="skin-advisor-en",
+        topic="summer sunscreen picks",
+        clock=clock,
+    )
     echo = EchoLLM()
     outcome = revise(store, contents, echo, content.id, "the third paragraph is too long", clock=clock, learn=False)
     assert outcome.status == "failed"  # echo text is not a {title, body} object

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from furnace.adapters.tokens import count_tokens, uses_estimate
-from furnace.llm.seam import OFFLINE_MODEL_NAME
 from furnace.llm.offline.engine import estimate_tokens
+from furnace.llm.seam import OFFLINE_MODEL_NAME
 
 
 def test_offline_and_fake_models_use_the_engine_estimate():

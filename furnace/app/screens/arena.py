@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from furnace.app.services import RECENT_AGENTS, picker, services, show_error
 from furnace.arena.events import FinalReply, PlanCreated, RunCancelled, RunFinished, SpeakerFailed, SpeakerStarted
 from furnace.domain.errors import FurnaceError
-from furnace.app.services import RECENT_AGENTS, picker, services, show_error
 
 NEW = "+ New session"
 PICK = "arena_pick"
@@ -27,13 +27,24 @@ members = {e.id: f"{e.name} ({e.id})" for e in library}
 members.update({a.id: f"{a.elixir.name} ({a.id})" for a in agents})
 labels = {s.id: f"{s.title or ', '.join(s.members)} ({s.id})" for s in sessions}
 options = [NEW, *labels]
-choice = picker("Session", options, key="arena_select", pick_key=PICK, format_func=lambda o: labels.get(o, o),
-                default=options[1] if labels else NEW)
+choice = picker(
+    "Session",
+    options,
+    key="arena_select",
+    pick_key=PICK,
+    format_func=lambda o: labels.get(o, o),
+    default=options[1] if labels else NEW,
+)
 
 if choice == NEW:
     with st.container(border=True):
-        chosen = st.multiselect("Members (1–8, the first is primary)", list(members), max_selections=8,
-                                format_func=lambda i: members.get(i, i), key="arena_members")
+        chosen = st.multiselect(
+            "Members (1–8, the first is primary)",
+            list(members),
+            max_selections=8,
+            format_func=lambda i: members.get(i, i),
+            key="arena_members",
+        )
         title = st.text_input("Title (optional)", key="arena_title")
         if st.button("Create session", type="primary", key="arena_create"):
             try:
@@ -71,8 +82,14 @@ def _plan(run_id: str) -> None:
     if plan is None:
         return
     with st.expander(f"plan ({plan.source}, {len(plan.speakers)} speaker(s))"):
-        st.dataframe([{"#": i + 1, "member": s.member_id, "ordinal": s.ordinal, "task": s.task}
-                      for i, s in enumerate(plan.speakers)], width="stretch", hide_index=True)
+        st.dataframe(
+            [
+                {"#": i + 1, "member": s.member_id, "ordinal": s.ordinal, "task": s.task}
+                for i, s in enumerate(plan.speakers)
+            ],
+            width="stretch",
+            hide_index=True,
+        )
         if plan.reason:
             st.caption(plan.reason)
 
@@ -85,12 +102,13 @@ for message in arena.messages(session.id):
         st.chat_message("user").write(message.text)
         last_run = message.run_id
     else:
-        st.chat_message("assistant", avatar=":material/smart_toy:").markdown(f"**{message.member_name}**: {message.text}")
+        st.chat_message("assistant", avatar=":material/smart_toy:").markdown(
+            f"**{message.member_name}**: {message.text}"
+        )
 if show_plans and last_run:
     _plan(last_run)
 
-text = st.chat_input("Say something, e.g. “sound off”, “@all what do you think?” or “@name …”",
-                     key="arena_input")
+text = st.chat_input("Say something, e.g. “sound off”, “@all what do you think?” or “@name …”", key="arena_input")
 if text:
     st.chat_message("user").write(text)
     status = st.status("Running the turn…", expanded=True)
@@ -105,8 +123,9 @@ if text:
             elif isinstance(event, SpeakerFailed):
                 st.warning(f"{event.name} skipped after {event.attempts} attempts: {event.error}")
             elif isinstance(event, RunFinished):
-                status.update(label=f"Done: {event.replies} replies, {event.failed} failed", state="complete",
-                              expanded=False)
+                status.update(
+                    label=f"Done: {event.replies} replies, {event.failed} failed", state="complete", expanded=False
+                )
             elif isinstance(event, RunCancelled):
                 status.update(label="Stopped", state="complete", expanded=False)
     except FurnaceError as err:

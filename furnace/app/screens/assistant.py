@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from furnace.storage.duckdb.assist import DuckDBAssistData
+from furnace.app.services import services, show_error
 from furnace.assistant.answer import Assistant, Done
 from furnace.assistant.scope import Scope
 from furnace.domain.errors import FurnaceError
 from furnace.llm.context import counter_for
-from furnace.app.services import services, show_error
+from furnace.storage.duckdb.assist import DuckDBAssistData
 
 SESSION = "app"
 
@@ -19,8 +19,10 @@ data = DuckDBAssistData(svc.db)
 state = data.load_state(SESSION)
 
 scope_col, clear_col = st.columns([5, 1])
-scope_col.info(f"Scope: {state.locked.label() if state.locked else 'everything'}"
-               f"{' (locked)' if state.locked else ''}", icon=":material/filter_alt:")
+scope_col.info(
+    f"Scope: {state.locked.label() if state.locked else 'everything'}{' (locked)' if state.locked else ''}",
+    icon=":material/filter_alt:",
+)
 if state.locked and clear_col.button("Clear scope", key="assist_clear"):
     state.locked = None
     data.save_state(state)
@@ -34,7 +36,7 @@ def _render(done: Done, key: str) -> None:
     st.caption(f"{done.result.title} · {len(done.result.items)} row(s) · scope: {done.scope_label}")
     st.dataframe(done.result.items, width="stretch", hide_index=True, column_order=done.result.columns)
     cols = st.columns(max(1, len(done.result.actions)))
-    for i, (col, action) in enumerate(zip(cols, done.result.actions)):
+    for i, (col, action) in enumerate(zip(cols, done.result.actions, strict=False)):
         if col.button(action.label, key=f"{key}-act-{i}"):
             if action.kind == "lock_scope":
                 state.locked = Scope(**action.target)
@@ -64,8 +66,9 @@ if question:
     st.chat_message("user").write(question)
     with st.chat_message("assistant"):
         try:
-            assistant = Assistant(data, svc.llm, context_limit=svc.settings.context_limit,
-                                  count_tokens=counter_for(svc.settings.model))
+            assistant = Assistant(
+                data, svc.llm, context_limit=svc.settings.context_limit, count_tokens=counter_for(svc.settings.model)
+            )
             with st.status("Thinking…", expanded=False) as status:
                 events = []
                 for event in assistant.ask(question, state):

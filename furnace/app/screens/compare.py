@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pandas as pd
 import streamlit as st
 
+from furnace.app.services import services, show_error, subject_labels
 from furnace.domain.errors import FurnaceError
 from furnace.scoring.probes import PROBES_DIR, load_probe_set
 from furnace.views.compare import MAX_AGENTS, compare_agents, load_subject, objective_rows, prompt_diff
 from furnace.views.experiments import generation_rows, leaderboard_rows, operator_rows
-from furnace.app.services import services, show_error, subject_labels
 
 st.title("Compare")
 svc = services()
@@ -19,21 +21,28 @@ with agents_tab:
     labels = subject_labels(svc)
     for extra in st.session_state.get("compare_pick") or []:  # picked elsewhere (e.g. an older experiment's agents)
         if extra not in labels:
-            try:
+            with contextlib.suppress(FurnaceError):
                 labels[extra] = f"{load_subject(svc.store, extra)[0].name} ({extra})"
-            except FurnaceError:
-                pass
     preset = [i for i in st.session_state.get("compare_pick") or [] if i in labels][:MAX_AGENTS]
-    chosen = st.multiselect("Agents or elixirs (2–4)", list(labels), default=preset, max_selections=MAX_AGENTS,
-                            format_func=lambda i: labels.get(i, i), key="compare_ids")
+    chosen = st.multiselect(
+        "Agents or elixirs (2–4)",
+        list(labels),
+        default=preset,
+        max_selections=MAX_AGENTS,
+        format_func=lambda i: labels.get(i, i),
+        key="compare_ids",
+    )
     sets = sorted(p.stem for p in PROBES_DIR.glob("*.yaml"))
     set_col, n_col = st.columns([3, 1])
-    probe_set = set_col.selectbox("Probe set", sets, index=sets.index("writing-en") if "writing-en" in sets else 0,
-                                 key="compare_probes")
+    probe_set = set_col.selectbox(
+        "Probe set", sets, index=sets.index("writing-en") if "writing-en" in sets else 0, key="compare_probes"
+    )
     limit = n_col.number_input("Probes", 1, 20, 3, key="compare_limit")
     clicked = st.button("Compare", type="primary", key="compare_run", disabled=len(chosen) < 2)
     shown = [c.id for c in st.session_state.get("compare_cards") or []]
-    if len(chosen) >= 2 and (clicked or (preset and chosen == preset and shown != chosen)):  # a pick from elsewhere runs at once
+    if len(chosen) >= 2 and (
+        clicked or (preset and chosen == preset and shown != chosen)
+    ):  # a pick from elsewhere runs at once
         st.session_state["compare_pick"] = chosen
         try:
             probes = load_probe_set(probe_set).head(int(limit))
@@ -46,7 +55,7 @@ with agents_tab:
     cards = st.session_state.get("compare_cards") or []
     if cards:
         st.dataframe(objective_rows(cards), width="stretch", hide_index=True)
-        for col, card in zip(st.columns(len(cards)), cards):
+        for col, card in zip(st.columns(len(cards)), cards, strict=False):
             with col:
                 st.subheader(card.name)
                 st.caption(f"{card.id} · {card.kind} v{card.version}")
@@ -69,7 +78,9 @@ with experiments_tab:
         show_error(err)
         experiments = []
     if not experiments:
-        st.info("No experiments yet: run `furnace experiment run furnace/resources/experiments/demo.yaml` (or `furnace demo`).")
+        st.info(
+            "No experiments yet: run `furnace experiment run furnace/resources/experiments/demo.yaml` (or `furnace demo`)."
+        )
     else:
         names = {e.experiment_id: f"{e.name} · {e.experiment_id} · {e.status}" for e in experiments}
         exp_id = st.selectbox("Experiment", list(names), format_func=names.get, key="compare_experiment")
@@ -84,12 +95,16 @@ with experiments_tab:
             with cost_col:
                 st.markdown("**Model calls per generation**")
                 st.bar_chart(gens.set_index("generation")[["calls", "cached_calls"]])
-                st.caption(f"total: {int(gens['calls'].sum())} calls ({int(gens['cached_calls'].sum())} cached), "
-                           f"{int(gens['tokens'].sum()):,} tokens, ${gens['cost_usd'].sum():.4f}")
+                st.caption(
+                    f"total: {int(gens['calls'].sum())} calls ({int(gens['cached_calls'].sum())} cached), "
+                    f"{int(gens['tokens'].sum()):,} tokens, ${gens['cost_usd'].sum():.4f}"
+                )
             ops = pd.DataFrame(operator_rows(svc.results, exp_id))
             if not ops.empty:
                 st.markdown("**Operator success (children fitter than their fittest parent)**")
-                st.bar_chart(ops.pivot_table(index="generation", columns="operator", values="success_rate"), stack=False)
+                st.bar_chart(
+                    ops.pivot_table(index="generation", columns="operator", values="success_rate"), stack=False
+                )
             st.markdown("**Leaderboard**")
             board = leaderboard_rows(svc.results, exp_id)
             st.dataframe(board, width="stretch", hide_index=True)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from furnace.app.services import services, show_error, subject_labels
 from furnace.domain.errors import FurnaceError
 from furnace.fusion.fuse import fuse, promote
 from furnace.fusion.operators import OPERATORS
 from furnace.views.lineage import lineage_graph, to_dot
-from furnace.app.services import services, show_error, subject_labels
 
 AUTO = "auto (mutation for one parent, ensemble when far apart, else crossover)"
 RESULT_KEY = "furnace_result"
@@ -19,13 +19,25 @@ svc = services()
 labels = subject_labels(svc)
 
 with st.container(border=True):
-    parents = st.multiselect("Parents (elixirs or agents)", list(labels), format_func=lambda i: labels.get(i, i),
-                             max_selections=6, key="fuse_parents")
+    parents = st.multiselect(
+        "Parents (elixirs or agents)",
+        list(labels),
+        format_func=lambda i: labels.get(i, i),
+        max_selections=6,
+        key="fuse_parents",
+    )
     op_col, seed_col, rate_col = st.columns(3)
     operator = op_col.selectbox("Operator", [AUTO, *sorted(OPERATORS)], key="fuse_operator")
     seed = seed_col.number_input("Seed", 0, 2**31 - 1, 0, key="fuse_seed")
-    rate = rate_col.slider("Mutation rate", 0.05, 1.0, 0.25, 0.05, key="fuse_rate",
-                           help="Used by mutation only: how much may change (0.2–0.3 keeps the child recognisable).")
+    rate = rate_col.slider(
+        "Mutation rate",
+        0.05,
+        1.0,
+        0.25,
+        0.05,
+        key="fuse_rate",
+        help="Used by mutation only: how much may change (0.2–0.3 keeps the child recognisable).",
+    )
     submitted = st.button("Fuse", type="primary", key="fuse_go", disabled=not parents)
 
 if submitted:
@@ -33,9 +45,17 @@ if submitted:
     uses_rate = (op or ("mutation" if len(parents) == 1 else "")) == "mutation"
     try:
         with st.spinner("Fusing…"):
-            result = fuse(svc.store, parents, llm=svc.llm, embedder=svc.embedder, cache=svc.synthesis_cache,
-                          operator=op, seed=int(seed), params={"rate": rate} if uses_rate else None,
-                          settings=svc.settings)
+            result = fuse(
+                svc.store,
+                parents,
+                llm=svc.llm,
+                embedder=svc.embedder,
+                cache=svc.synthesis_cache,
+                operator=op,
+                seed=int(seed),
+                params={"rate": rate} if uses_rate else None,
+                settings=svc.settings,
+            )
         st.session_state[RESULT_KEY] = (result.agent.id, result.from_cache, result.model_calls)
     except FurnaceError as err:
         show_error(err)
@@ -53,8 +73,10 @@ if RESULT_KEY in st.session_state:
     m1.metric("Operator", f"{lin.operator} v{lin.op_version}")
     m2.metric("From cache", "yes" if from_cache else "no")
     m3.metric("Model calls", calls)
-    st.caption(f"agent {agent.id} · lineage_hash {agent.lineage_hash[:16]}… · parents "
-               + ", ".join(str(p) for p in lin.parents))
+    st.caption(
+        f"agent {agent.id} · lineage_hash {agent.lineage_hash[:16]}… · parents "
+        + ", ".join(str(p) for p in lin.parents)
+    )
     left, right = st.columns([3, 2])
     with left:
         st.markdown("**Resolution notes**")

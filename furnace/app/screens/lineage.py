@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from furnace.app.services import RECENT_AGENTS, services, show_error
 from furnace.domain.errors import FurnaceError
 from furnace.views.lineage import MAX_NODES, graph_rows, lineage_graph, to_dot
-from furnace.app.services import RECENT_AGENTS, services, show_error
 
 st.title("Lineage")
 svc = services()
@@ -26,10 +26,13 @@ pick_col, depth_col = st.columns([3, 1])
 if picked and st.session_state.get("_applied_lineage_pick") != picked:  # picked on another page
     st.session_state["lineage_typed"] = picked
     st.session_state["_applied_lineage_pick"] = picked
-typed = pick_col.text_input("Agent or elixir id", key="lineage_typed",
-                            help="Any agent id (agt-…) or library elixir id.")
+typed = pick_col.text_input(
+    "Agent or elixir id", key="lineage_typed", help="Any agent id (agt-…) or library elixir id."
+)
 if not typed and choices:
-    typed = pick_col.selectbox("…or pick an agent", choices, format_func=lambda i: names.get(i, i), key="lineage_select")
+    typed = pick_col.selectbox(
+        "…or pick an agent", choices, format_func=lambda i: names.get(i, i), key="lineage_select"
+    )
 depth = depth_col.number_input("Max depth (0 = all)", 0, 50, 0, key="lineage_depth")
 
 if not typed:

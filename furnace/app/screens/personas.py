@@ -6,11 +6,11 @@ from typing import Any
 
 import streamlit as st
 
+from furnace.app.services import picker, services, show_error
 from furnace.domain.diff import diff_elixirs, format_diff
 from furnace.domain.elixir import Elixir, parse_elixir
 from furnace.domain.errors import FurnaceError, InputError, NotFound
 from furnace.domain.render import render_prompt
-from furnace.app.services import picker, services, show_error
 
 NEW = "+ New persona"
 ERRORS_KEY = "persona_errors"
@@ -50,50 +50,70 @@ def _editor(base: Elixir | None) -> dict[str, Any]:
     with left:
         name = st.text_input("Name *", value=b.name if b else "", key=f"{key}-name")
         _field_error("name")
-        ident = st.text_input("Id", value=b.id if b else "", key=f"{key}-id", disabled=b is not None,
-                              help="Lowercase slug; derived from the name when empty.")
+        ident = st.text_input(
+            "Id",
+            value=b.id if b else "",
+            key=f"{key}-id",
+            disabled=b is not None,
+            help="Lowercase slug; derived from the name when empty.",
+        )
         _field_error("id")
     with right:
-        language = st.selectbox("Language", ["en", "zh"], index=(["en", "zh"].index(b.language) if b else 0),
-                                key=f"{key}-lang")
+        language = st.selectbox(
+            "Language", ["en", "zh"], index=(["en", "zh"].index(b.language) if b else 0), key=f"{key}-lang"
+        )
         priority = st.number_input("Priority", 0, 10_000, value=b.priority if b else 100, key=f"{key}-prio")
         _field_error("priority")
-    identity = st.text_area("Identity * (one sentence)", value=b.identity if b else "", key=f"{key}-identity", height=70)
+    identity = st.text_area(
+        "Identity * (one sentence)", value=b.identity if b else "", key=f"{key}-identity", height=70
+    )
     _field_error("identity")
-    expertise = st.text_area("Expertise * (one per line)", value="\n".join(b.expertise) if b else "",
-                             key=f"{key}-expertise")
+    expertise = st.text_area(
+        "Expertise * (one per line)", value="\n".join(b.expertise) if b else "", key=f"{key}-expertise"
+    )
     _field_error("expertise")
-    principles = st.text_area("Principles * (one executable instruction per line)",
-                              value="\n".join(b.principles) if b else "", key=f"{key}-principles")
+    principles = st.text_area(
+        "Principles * (one executable instruction per line)",
+        value="\n".join(b.principles) if b else "",
+        key=f"{key}-principles",
+    )
     _field_error("principles")
 
     tone_base = b.tone if b else None
     with st.expander("Tone"):
         tone = {
-            dim: st.slider(dim, 0.0, 1.0, float(getattr(tone_base, dim)) if tone_base else 0.5, 0.05,
-                           key=f"{key}-tone-{dim}")
+            dim: st.slider(
+                dim, 0.0, 1.0, float(getattr(tone_base, dim)) if tone_base else 0.5, 0.05, key=f"{key}-tone-{dim}"
+            )
             for dim in ("formality", "conciseness", "humor", "empathy")
         }
         _field_error("tone")
     with st.expander("Constraints"):
         c = b.constraints if b else None
-        max_length = st.number_input("Max length (0 = none)", 0, 100_000,
-                                     value=(c.max_length or 0) if c else 0, key=f"{key}-maxlen")
-        forbidden = st.text_area("Forbidden topics (one per line)", value="\n".join(c.forbidden_topics) if c else "",
-                                 key=f"{key}-forbidden")
+        max_length = st.number_input(
+            "Max length (0 = none)", 0, 100_000, value=(c.max_length or 0) if c else 0, key=f"{key}-maxlen"
+        )
+        forbidden = st.text_area(
+            "Forbidden topics (one per line)", value="\n".join(c.forbidden_topics) if c else "", key=f"{key}-forbidden"
+        )
         markdown = st.checkbox("Must use markdown", value=c.must_use_markdown if c else False, key=f"{key}-md")
         _field_error("constraints")
     with st.expander("Few-shot examples"):
         rows = [{"input": s.input, "output": s.output} for s in (b.few_shots if b else [])]
-        shots = st.data_editor(rows or [{"input": "", "output": ""}], num_rows="dynamic", key=f"{key}-shots",
-                               width="stretch")
+        shots = st.data_editor(
+            rows or [{"input": "", "output": ""}], num_rows="dynamic", key=f"{key}-shots", width="stretch"
+        )
         _field_error("few_shots")
     with st.expander("Tools, conflicts and style notes"):
-        tools = st.text_area("Tools (allow-list, one per line)", value="\n".join(b.tools) if b else "",
-                             key=f"{key}-tools")
+        tools = st.text_area(
+            "Tools (allow-list, one per line)", value="\n".join(b.tools) if b else "", key=f"{key}-tools"
+        )
         _field_error("tools")
-        conflicts = st.text_area("Never fuse with (ids or names, one per line)",
-                                 value="\n".join(b.conflicts_with) if b else "", key=f"{key}-conflicts")
+        conflicts = st.text_area(
+            "Never fuse with (ids or names, one per line)",
+            value="\n".join(b.conflicts_with) if b else "",
+            key=f"{key}-conflicts",
+        )
         _field_error("conflicts_with")
         notes = st.text_area("Style notes", value=b.style_notes if b else "", key=f"{key}-notes")
         _field_error("style_notes")
@@ -105,9 +125,14 @@ def _editor(base: Elixir | None) -> dict[str, Any]:
         "expertise": _lines(expertise),
         "principles": _lines(principles),
         "tone": tone,
-        "constraints": {"max_length": int(max_length) or None, "forbidden_topics": _lines(forbidden),
-                        "must_use_markdown": markdown},
-        "few_shots": [r for r in _rows(shots) if str(r.get("input") or "").strip() or str(r.get("output") or "").strip()],
+        "constraints": {
+            "max_length": int(max_length) or None,
+            "forbidden_topics": _lines(forbidden),
+            "must_use_markdown": markdown,
+        },
+        "few_shots": [
+            r for r in _rows(shots) if str(r.get("input") or "").strip() or str(r.get("output") or "").strip()
+        ],
         "tools": _lines(tools),
         "priority": int(priority),
         "conflicts_with": _lines(conflicts),
@@ -143,7 +168,10 @@ def _save(data: dict[str, Any]) -> None:
     if previous == ref.version:
         st.session_state[FLASH_KEY] = ("info", f"No change: {ref.id} v{ref.version} already has this content.")
     else:
-        st.session_state[FLASH_KEY] = ("success", f"Saved {ref.id} v{ref.version} · content_hash {ref.content_hash[:16]}…")
+        st.session_state[FLASH_KEY] = (
+            "success",
+            f"Saved {ref.id} v{ref.version} · content_hash {ref.content_hash[:16]}…",
+        )
     st.session_state["persona_pick"] = ref.id
     st.rerun()
 
@@ -157,8 +185,14 @@ except FurnaceError as err:
 
 labels = {e.id: f"{e.name} ({e.id}, v{e.version}, {e.language})" for e in library}
 options = [NEW, *labels]
-choice = picker("Persona", options, key="persona_select", pick_key="persona_pick",
-                format_func=lambda o: labels.get(o, o), default=options[1] if labels else NEW)
+choice = picker(
+    "Persona",
+    options,
+    key="persona_select",
+    pick_key="persona_pick",
+    format_func=lambda o: labels.get(o, o),
+    default=options[1] if labels else NEW,
+)
 current = None if choice == NEW else svc.store.get_elixir(choice)
 st.caption(f"{len(library)} persona(s) in the library")
 
@@ -182,8 +216,13 @@ with edit_tab:
                 except FurnaceError as err:
                     show_error(err)
     with preview_col:
-        lang = st.radio("Preview language", ["zh", "en"], horizontal=True,
-                        index=["zh", "en"].index(data["language"]), key="persona_preview_lang")
+        lang = st.radio(
+            "Preview language",
+            ["zh", "en"],
+            horizontal=True,
+            index=["zh", "en"].index(data["language"]),
+            key="persona_preview_lang",
+        )
         try:
             st.code(render_prompt(parse_elixir(data), lang), language="markdown", wrap_lines=True)
         except InputError as err:
@@ -197,9 +236,17 @@ with history_tab:
     else:
         versions = svc.store.history(current.id)
         st.dataframe(
-            [{"version": v.version, "created_at": v.created_at, "content_hash": v.content_hash[:16],
-              "withdrawn": v.withdrawn} for v in versions],
-            width="stretch", hide_index=True,
+            [
+                {
+                    "version": v.version,
+                    "created_at": v.created_at,
+                    "content_hash": v.content_hash[:16],
+                    "withdrawn": v.withdrawn,
+                }
+                for v in versions
+            ],
+            width="stretch",
+            hide_index=True,
         )
         numbers = [v.version for v in versions]
         a_col, b_col = st.columns(2)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from furnace.writing.content import generate_content
-from furnace.domain.errors import FurnaceError
-from furnace.writing.revision import diff_versions, revise, rollback
 from furnace.app.services import picker, services, show_error
+from furnace.domain.errors import FurnaceError
+from furnace.writing.content import generate_content
+from furnace.writing.revision import diff_versions, revise, rollback
 
 NEW = "+ New content"
 PICK = "revision_pick"
@@ -25,8 +25,14 @@ except FurnaceError as err:
 
 labels = {c.id: f"{c.topic} — {c.persona_id} ({c.id})" for c in items}
 options = [NEW, *labels]
-choice = picker("Content", options, key="revision_select", pick_key=PICK, format_func=lambda o: labels.get(o, o),
-                default=options[1] if labels else NEW)
+choice = picker(
+    "Content",
+    options,
+    key="revision_select",
+    pick_key=PICK,
+    format_func=lambda o: labels.get(o, o),
+    default=options[1] if labels else NEW,
+)
 
 if choice == NEW:
     with st.container(border=True):
@@ -74,16 +80,38 @@ with side_col:
     versions = contents.versions(content.id)
     st.markdown("**Version chain**")
     st.caption(" → ".join(f"V{v.version}" for v in versions))
-    st.dataframe([{"version": f"V{v.version}", "source": v.source, "words": v.word_count, "title": v.title,
-                   "note": v.note, "created_at": v.created_at} for v in versions], width="stretch", hide_index=True)
+    st.dataframe(
+        [
+            {
+                "version": f"V{v.version}",
+                "source": v.source,
+                "words": v.word_count,
+                "title": v.title,
+                "note": v.note,
+                "created_at": v.created_at,
+            }
+            for v in versions
+        ],
+        width="stretch",
+        hide_index=True,
+    )
     numbers = [v.version for v in versions]
     if len(numbers) > 1:
         a_col, b_col = st.columns(2)
         chain = f"{content.id}-{len(numbers)}"  # a new version resets the pair to the latest step
-        a = a_col.selectbox("From", numbers, index=len(numbers) - 2, format_func=lambda n: f"V{n}", key=f"rev_diff_a-{chain}")
-        b = b_col.selectbox("To", numbers, index=len(numbers) - 1, format_func=lambda n: f"V{n}", key=f"rev_diff_b-{chain}")
-        back = st.selectbox("Roll back to", numbers[:-1], index=len(numbers) - 2, format_func=lambda n: f"V{n}",
-                            key=f"rev_rollback_to-{chain}")
+        a = a_col.selectbox(
+            "From", numbers, index=len(numbers) - 2, format_func=lambda n: f"V{n}", key=f"rev_diff_a-{chain}"
+        )
+        b = b_col.selectbox(
+            "To", numbers, index=len(numbers) - 1, format_func=lambda n: f"V{n}", key=f"rev_diff_b-{chain}"
+        )
+        back = st.selectbox(
+            "Roll back to",
+            numbers[:-1],
+            index=len(numbers) - 2,
+            format_func=lambda n: f"V{n}",
+            key=f"rev_rollback_to-{chain}",
+        )
         if st.button("Roll back (adds a new version)", key="rev_rollback"):
             try:
                 version = rollback(contents, content.id, int(back))
@@ -96,8 +124,20 @@ with side_col:
         persona = svc.store.get_elixir(content.persona_id)
         prefs = persona.style_preferences
         if prefs:
-            st.dataframe([{"dimension": p.dimension, "value": p.value, "count": p.count, "weight": p.weight,
-                           "evidence": p.evidence} for p in prefs], width="stretch", hide_index=True)
+            st.dataframe(
+                [
+                    {
+                        "dimension": p.dimension,
+                        "value": p.value,
+                        "count": p.count,
+                        "weight": p.weight,
+                        "evidence": p.evidence,
+                    }
+                    for p in prefs
+                ],
+                width="stretch",
+                hide_index=True,
+            )
         else:
             st.caption(f"None yet for {persona.id} v{persona.version}.")
     except FurnaceError as err:

@@ -15,11 +15,20 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Protocol
 
-from furnace.domain.elixir import MAX_FEW_SHOTS, MAX_LIST, MAX_PREFERENCES, Elixir, ElixirRef, FewShot, StylePreference, Tone
-from furnace.fusion.embedding import Embedder
+from furnace.domain.elixir import (
+    MAX_FEW_SHOTS,
+    MAX_LIST,
+    MAX_PREFERENCES,
+    Elixir,
+    ElixirRef,
+    FewShot,
+    StylePreference,
+    Tone,
+)
 from furnace.domain.lineage import ResolutionNote
-from furnace.llm.seam import LLM, Completion, LLMRequest
+from furnace.fusion.embedding import Embedder
 from furnace.fusion.synthesis import SubResultCache
+from furnace.llm.seam import LLM, Completion, LLMRequest
 
 
 @dataclass
@@ -90,7 +99,7 @@ def weighted_tone(parents: Sequence[Elixir]) -> Tone:
     total = sum(weights)
     values = {}
     for dim in Tone.DIMENSIONS:
-        mean = sum(w * Fraction(str(getattr(p.tone, dim))) for w, p in zip(weights, parents)) / total
+        mean = sum(w * Fraction(str(getattr(p.tone, dim))) for w, p in zip(weights, parents, strict=False)) / total
         values[dim] = float(mean)
     return Tone(**values)
 

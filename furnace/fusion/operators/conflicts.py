@@ -32,8 +32,7 @@ def check_hard_conflicts(parents: Sequence[Elixir]) -> None:
             banned = {c.strip().casefold() for c in x.conflicts_with}
             if y.id.casefold() in banned or y.name.casefold() in banned:
                 raise ConflictError(
-                    f"cannot fuse {x.name!r} ({x.id}) with {y.name!r} ({y.id}): "
-                    f"{x.id} lists {y.id} in conflicts_with"
+                    f"cannot fuse {x.name!r} ({x.id}) with {y.name!r} ({y.id}): {x.id} lists {y.id} in conflicts_with"
                 )
 
 
@@ -44,9 +43,35 @@ _NEGATIONS_ZH = ("不要", "避免", "禁止", "别", "切勿", "不得", "不�
 # axis -> (terms meaning "+", terms meaning "-"); zh terms match as substrings.
 _AXES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "length": (
-        ("brief", "briefly", "short", "shorter", "concise", "concisely", "succinct", "terse", "简短", "简洁", "简明", "精炼"),
-        ("detailed", "detail", "thorough", "thoroughly", "long", "lengthy", "elaborate", "comprehensive", "in depth",
-         "in-depth", "详细", "详尽", "深入"),
+        (
+            "brief",
+            "briefly",
+            "short",
+            "shorter",
+            "concise",
+            "concisely",
+            "succinct",
+            "terse",
+            "简短",
+            "简洁",
+            "简明",
+            "精炼",
+        ),
+        (
+            "detailed",
+            "detail",
+            "thorough",
+            "thoroughly",
+            "long",
+            "lengthy",
+            "elaborate",
+            "comprehensive",
+            "in depth",
+            "in-depth",
+            "详细",
+            "详尽",
+            "深入",
+        ),
     ),
     "formality": (
         ("formal", "formally", "professional", "正式", "严谨"),
@@ -62,8 +87,35 @@ _AXES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "emoji": (("emoji", "emojis", "表情"), ()),
 }
-_STOP = {"the", "a", "an", "to", "of", "and", "or", "in", "on", "for", "with", "your", "you", "be", "use",
-         "always", "every", "each", "any", "all", "it", "is", "are", "that", "this", "when", "do"}
+_STOP = {
+    "the",
+    "a",
+    "an",
+    "to",
+    "of",
+    "and",
+    "or",
+    "in",
+    "on",
+    "for",
+    "with",
+    "your",
+    "you",
+    "be",
+    "use",
+    "always",
+    "every",
+    "each",
+    "any",
+    "all",
+    "it",
+    "is",
+    "are",
+    "that",
+    "this",
+    "when",
+    "do",
+}
 _WORDS = re.compile(r"[a-z']+")
 
 
@@ -98,7 +150,7 @@ def contradiction(a: str, b: str) -> str | None:
     """The axis on which two principles contradict (``length``, ``formality``,
     ``humour``, ``markdown``, ``emoji`` or ``negation``), or None."""
     (pol_a, neg_a, wa), (pol_b, neg_b, wb) = _profile(a), _profile(b)
-    for axis, pa, pb in zip(_AXES, pol_a, pol_b):
+    for axis, pa, pb in zip(_AXES, pol_a, pol_b, strict=False):
         if pa and pb and pa != pb:
             return axis
     if neg_a != neg_b and wa and wb and len(wa & wb) / len(wa | wb) >= 0.5:
@@ -109,9 +161,7 @@ def contradiction(a: str, b: str) -> str | None:
 # --- constraints ----------------------------------------------------------------
 
 
-def resolve_constraints(
-    parents: Sequence[Elixir], adjudicate: Adjudicator
-) -> tuple[Constraints, list[ResolutionNote]]:
+def resolve_constraints(parents: Sequence[Elixir], adjudicate: Adjudicator) -> tuple[Constraints, list[ResolutionNote]]:
     """Merge the parents' constraints (``parents`` highest priority first)."""
     notes: list[ResolutionNote] = []
 
@@ -127,12 +177,16 @@ def resolve_constraints(
                 reason = f"priorities tie ({top}); the stricter limit wins (others: {others})"
             else:
                 reason = f"{winner.name} has the highest priority ({top}); others: {others}"
-            notes.append(ResolutionNote(field="constraints.max_length", chose=f"{max_length} ({winner.name})", reason=reason))
+            notes.append(
+                ResolutionNote(field="constraints.max_length", chose=f"{max_length} ({winner.name})", reason=reason)
+            )
 
     flags = {p.constraints.must_use_markdown for p in parents}
     markdown = parents[0].constraints.must_use_markdown
     if len(flags) > 1:
-        best = {flag: max(p.priority for p in parents if p.constraints.must_use_markdown == flag) for flag in (True, False)}
+        best = {
+            flag: max(p.priority for p in parents if p.constraints.must_use_markdown == flag) for flag in (True, False)
+        }
         if best[True] != best[False]:
             markdown = best[True] > best[False]
             source = next(p for p in parents if p.constraints.must_use_markdown == markdown)
@@ -151,7 +205,9 @@ def resolve_constraints(
             markdown = bool(options[index]["value"])
             reason = f"priorities tie ({best[True]}); adjudicated: {why}"
         notes.append(
-            ResolutionNote(field="constraints.must_use_markdown", chose="markdown" if markdown else "no markdown", reason=reason)
+            ResolutionNote(
+                field="constraints.must_use_markdown", chose="markdown" if markdown else "no markdown", reason=reason
+            )
         )
 
     topics: list[str] = []

@@ -66,7 +66,7 @@ def merge_principles(
     kept: list[tuple[str, int, list[float]]] = []
     notes: list[ResolutionNote] = []
     adjudicate = adjudicator(ctx, language)
-    for (text, owner), vec in zip(items, vectors):
+    for (text, owner), vec in zip(items, vectors, strict=False):
         verdict: tuple[str, int, Any] | None = None
         for k, (other, other_owner, other_vec) in enumerate(kept):
             if other_owner == owner:
@@ -86,19 +86,23 @@ def merge_principles(
         other, other_owner, other_vec = kept[k]
         a, b = parents[other_owner], parents[owner]
         if kind == "same":
-            notes.append(ResolutionNote(
-                field="principles",
-                chose=other,
-                reason=f"{text!r} ({b.name}) means the same (similarity {detail:.2f} ≥ {threshold:g}); "
-                f"kept the wording of {a.name} (priority {a.priority})",
-            ))
+            notes.append(
+                ResolutionNote(
+                    field="principles",
+                    chose=other,
+                    reason=f"{text!r} ({b.name}) means the same (similarity {detail:.2f} ≥ {threshold:g}); "
+                    f"kept the wording of {a.name} (priority {a.priority})",
+                )
+            )
         elif a.priority != b.priority:
-            notes.append(ResolutionNote(
-                field="principles",
-                chose=other,
-                reason=f"contradicts {text!r} ({b.name}) on {detail}; {a.name} has the higher priority "
-                f"({a.priority} > {b.priority})",
-            ))
+            notes.append(
+                ResolutionNote(
+                    field="principles",
+                    chose=other,
+                    reason=f"contradicts {text!r} ({b.name}) on {detail}; {a.name} has the higher priority "
+                    f"({a.priority} > {b.priority})",
+                )
+            )
         else:
             options = [
                 {"label": other, "value": other, "priority": a.priority, "source": a.name},
@@ -108,11 +112,13 @@ def merge_principles(
             loser = options[1 - index]["label"]
             if index == 1:
                 kept[k] = (text, owner, vec)
-            notes.append(ResolutionNote(
-                field="principles",
-                chose=options[index]["label"],
-                reason=f"contradicts {loser!r} on {detail}; priorities tie ({a.priority}); adjudicated: {why}",
-            ))
+            notes.append(
+                ResolutionNote(
+                    field="principles",
+                    chose=options[index]["label"],
+                    reason=f"contradicts {loser!r} on {detail}; priorities tie ({a.priority}); adjudicated: {why}",
+                )
+            )
     return [t for t, _, _ in kept][:MAX_LIST], notes
 
 
@@ -153,20 +159,22 @@ class Crossover:
         principles, notes = merge_principles(ordered, ctx, language)
         constraints, constraint_notes = resolve_constraints(ordered, adjudicator(ctx, language))
         identity = synthesise_identity(ordered, ctx, language, self.op_version)
-        child = parse_elixir({
-            "id": ctx.child_id,
-            "name": joined_name(ordered, " × "),
-            "language": language,
-            "identity": identity,
-            "expertise": union(p.expertise for p in ordered),
-            "principles": principles,
-            "tone": weighted_tone(ordered).model_dump(),
-            "constraints": constraints.model_dump(),
-            "few_shots": [s.model_dump() for s in share_few_shots(ordered)],
-            "tools": union(p.tools for p in ordered),
-            "priority": max(p.priority for p in ordered),
-            "conflicts_with": union(p.conflicts_with for p in ordered),
-            "style_notes": joined_notes(ordered),
-            "style_preferences": [s.model_dump() for s in merge_preferences(ordered)],
-        })
+        child = parse_elixir(
+            {
+                "id": ctx.child_id,
+                "name": joined_name(ordered, " × "),
+                "language": language,
+                "identity": identity,
+                "expertise": union(p.expertise for p in ordered),
+                "principles": principles,
+                "tone": weighted_tone(ordered).model_dump(),
+                "constraints": constraints.model_dump(),
+                "few_shots": [s.model_dump() for s in share_few_shots(ordered)],
+                "tools": union(p.tools for p in ordered),
+                "priority": max(p.priority for p in ordered),
+                "conflicts_with": union(p.conflicts_with for p in ordered),
+                "style_notes": joined_notes(ordered),
+                "style_preferences": [s.model_dump() for s in merge_preferences(ordered)],
+            }
+        )
         return OperatorResult(child=child, notes=notes + constraint_notes)

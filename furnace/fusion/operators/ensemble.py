@@ -23,7 +23,6 @@ from typing import Any
 from furnace.domain.agent import Agent
 from furnace.domain.elixir import Elixir, ElixirRef, parse_elixir
 from furnace.domain.errors import InputError, LLMError
-from furnace.llm.seam import LLM
 from furnace.fusion.operators import prompts
 from furnace.fusion.operators.base import (
     OperatorContext,
@@ -37,6 +36,7 @@ from furnace.fusion.operators.base import (
 )
 from furnace.fusion.operators.conflicts import resolve_constraints
 from furnace.fusion.operators.crossover import adjudicator
+from furnace.llm.seam import LLM
 
 log = logging.getLogger("furnace.fusion.operators.ensemble")
 
@@ -89,7 +89,11 @@ def parse_roster(agent: Agent) -> list[dict[str, Any]]:
     for line in agent.elixir.style_notes.splitlines():
         m = _ROSTER_LINE.match(line.strip())
         if m:
-            found[m.group(1)] = {"ref": m.group(1), "name": m.group(2), "expertise": [t.strip() for t in m.group(3).split(";")]}
+            found[m.group(1)] = {
+                "ref": m.group(1),
+                "name": m.group(2),
+                "expertise": [t.strip() for t in m.group(3).split(";")],
+            }
     return [found.get(str(ref), {"ref": str(ref), "name": ref.id, "expertise": []}) for ref in agent.members]
 
 
@@ -135,20 +139,22 @@ class Ensemble:
         sep = "、" if language == "zh" else " and "
         names = sep.join(p.name for p in ordered)
         notes_text = "\n\n".join([roster(ordered), *(p.style_notes for p in ordered if p.style_notes)])[:4000]
-        child = parse_elixir({
-            "id": ctx.child_id,
-            "name": joined_name(ordered, " + "),
-            "language": language,
-            "identity": _IDENTITY[language].format(names=names)[:600],
-            "expertise": union(p.expertise for p in ordered),
-            "principles": union([[_LEAD_PRINCIPLE[language]], *(p.principles for p in ordered)]),
-            "tone": weighted_tone(ordered).model_dump(),
-            "constraints": constraints.model_dump(),
-            "few_shots": [s.model_dump() for s in share_few_shots(ordered)],
-            "tools": union(p.tools for p in ordered),
-            "priority": max(p.priority for p in ordered),
-            "conflicts_with": union(p.conflicts_with for p in ordered),
-            "style_notes": notes_text,
-            "style_preferences": [s.model_dump() for s in merge_preferences(ordered)],
-        })
+        child = parse_elixir(
+            {
+                "id": ctx.child_id,
+                "name": joined_name(ordered, " + "),
+                "language": language,
+                "identity": _IDENTITY[language].format(names=names)[:600],
+                "expertise": union(p.expertise for p in ordered),
+                "principles": union([[_LEAD_PRINCIPLE[language]], *(p.principles for p in ordered)]),
+                "tone": weighted_tone(ordered).model_dump(),
+                "constraints": constraints.model_dump(),
+                "few_shots": [s.model_dump() for s in share_few_shots(ordered)],
+                "tools": union(p.tools for p in ordered),
+                "priority": max(p.priority for p in ordered),
+                "conflicts_with": union(p.conflicts_with for p in ordered),
+                "style_notes": notes_text,
+                "style_preferences": [s.model_dump() for s in merge_preferences(ordered)],
+            }
+        )
         return OperatorResult(child=child, notes=notes, members=tuple(p.ref for p in ordered))

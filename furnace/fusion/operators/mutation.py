@@ -41,7 +41,9 @@ def shift_tone(tone: Tone, rng: random.Random, rate: float) -> tuple[Tone, Resol
     if new == old and delta:  # pinned at a bound: shift the other way
         new = round(min(1.0, max(0.0, old - delta)), 3)
     note = ResolutionNote(
-        field=f"tone.{dim}", chose=f"{old:g} → {new:g}", reason=f"seeded shift {delta:+.3f} (|Δ| ≤ {bound:g}), clamped to [0, 1]"
+        field=f"tone.{dim}",
+        chose=f"{old:g} → {new:g}",
+        reason=f"seeded shift {delta:+.3f} (|Δ| ≤ {bound:g}), clamped to [0, 1]",
     )
     return tone.model_copy(update={dim: new}), note
 
@@ -63,14 +65,20 @@ def change_constraint(parent: Elixir, rng: random.Random) -> tuple[dict[str, Any
         c["max_length"] = value
         note = ResolutionNote(field="constraints.max_length", chose=str(value), reason="mutation added a length limit")
     elif kind == "drop_length":
-        note = ResolutionNote(field="constraints.max_length", chose="none", reason=f"mutation dropped the limit {c['max_length']}")
+        note = ResolutionNote(
+            field="constraints.max_length", chose="none", reason=f"mutation dropped the limit {c['max_length']}"
+        )
         c["max_length"] = None
     elif kind == "add_topic":
         c["forbidden_topics"] = [*c["forbidden_topics"], value]
-        note = ResolutionNote(field="constraints.forbidden_topics", chose=f"+{value}", reason="mutation added a forbidden topic")
+        note = ResolutionNote(
+            field="constraints.forbidden_topics", chose=f"+{value}", reason="mutation added a forbidden topic"
+        )
     elif kind == "drop_topic":
         c["forbidden_topics"] = [t for t in c["forbidden_topics"] if t != value]
-        note = ResolutionNote(field="constraints.forbidden_topics", chose=f"-{value}", reason="mutation dropped a forbidden topic")
+        note = ResolutionNote(
+            field="constraints.forbidden_topics", chose=f"-{value}", reason="mutation dropped a forbidden topic"
+        )
     else:
         c["must_use_markdown"] = kind == "add_markdown"
         note = ResolutionNote(

@@ -61,9 +61,7 @@ def build_identity_request(
     parents: Sequence[Elixir], *, language: str, temperature: float = 0.4, seed: int = 0
 ) -> LLMRequest:
     """Ask for one identity sentence combining the parents (highest priority first)."""
-    lines = [
-        f"{i}. {p.name} (priority {p.priority}): {_one_line(p.identity)}" for i, p in enumerate(parents, 1)
-    ]
+    lines = [f"{i}. {p.name} (priority {p.priority}): {_one_line(p.identity)}" for i, p in enumerate(parents, 1)]
     system = (
         "You write the identity sentence of a persona that fuses the personas below. "
         "Write exactly one sentence in the second person ('You are ...'), keeping each parent's role; "
@@ -135,9 +133,7 @@ def parse_rewrite(completion: Completion) -> str:
 # --- adjudicate -------------------------------------------------------------
 
 
-def build_adjudicate_request(
-    field: str, options: Sequence[dict[str, Any]], *, rule: str, language: str
-) -> LLMRequest:
+def build_adjudicate_request(field: str, options: Sequence[dict[str, Any]], *, rule: str, language: str) -> LLMRequest:
     """Ask which option wins a tie on ``field``.
 
     ``options``: ``[{"label": str, "value": any, "priority": int, "source": str}]``;
@@ -148,9 +144,7 @@ def build_adjudicate_request(
         "plain_text": "prefer plain text unless the task clearly needs structure",
         "specific": "prefer the more specific, executable wording",
     }
-    lines = [
-        f"{i}. {o['label']} — from {o['source']} (priority {o['priority']})" for i, o in enumerate(options)
-    ]
+    lines = [f"{i}. {o['label']} — from {o['source']} (priority {o['priority']})" for i, o in enumerate(options)]
     system = (
         "Two parent personas disagree and a fused persona must pick one option. "
         "Pick by priority first; on a tie, " + rules.get(rule, rule) + ". "

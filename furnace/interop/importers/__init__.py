@@ -13,6 +13,7 @@ Importing the same file twice creates nothing new (the store's identical-content
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -112,10 +113,8 @@ def _latest(store: ElixirStore, ids: list[str]) -> dict[str, Elixir]:
         return {e.id: e for e in store.list_elixirs(origin=None, include_deleted=True) if e.id in wanted}
     found = {}
     for id in ids:
-        try:
+        with contextlib.suppress(NotFound):
             found[id] = store.get_elixir(id)
-        except NotFound:
-            pass
     return found
 
 

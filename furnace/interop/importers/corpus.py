@@ -44,11 +44,14 @@ _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#.'-]*[A-Za-z0-9+#]|[A-Za-z]")
 _ZH_SPLIT = re.compile(r"[\s、，,/&＆\-–—·()（）]+|和|与|及")
 _STOP = frozenset(
-    "a an and as at by for from in into of on or the to with your you my our act acting expert assistant "
-    "generator helper creator prompt prompts".split()
+    ["a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "the", "to", "with", "your", "you", "my", "our", "act", "acting", "expert", "assistant", "generator", "helper", "creator", "prompt", "prompts"]
 )
-_ACT_AS = re.compile(r"\b(act|acting|serve|behave)\s+as\b|\bpretend to be\b|\byou are an?\b|扮演|充当|作为一名|你是一[名位个]", re.I)
-_SKIP = re.compile(r"^(my first|the first|first (request|question|command|sentence|prompt|message)|我的第一|第一个(请求|问题))", re.I)
+_ACT_AS = re.compile(
+    r"\b(act|acting|serve|behave)\s+as\b|\bpretend to be\b|\byou are an?\b|扮演|充当|作为一名|你是一[名位个]", re.I
+)
+_SKIP = re.compile(
+    r"^(my first|the first|first (request|question|command|sentence|prompt|message)|我的第一|第一个(请求|问题))", re.I
+)
 _CUES = re.compile(
     r"\b(i want you to|you will|you should|you must|you need to|you are to|your (task|job|goal|role) is|do not|don't|never|always|"
     r"only|must|should|make sure|ensure|please|reply|respond|answer|provide|include|use|write|keep|avoid|focus|explain|"
@@ -210,7 +213,7 @@ def read_corpus(text: str, *, name: str = "corpus.csv") -> ReadResult:
         if len(fields) != len(header):
             result.skipped.append((row_no, f"has {len(fields)} fields, expected {len(header)}"))
             continue
-        row = dict(zip(header, fields))
+        row = dict(zip(header, fields, strict=False))
         kind = row["type"].strip().upper()
         act, prompt = row["act"].strip(), row["prompt"].strip()
         if kind in ("IMAGE", "STRUCTURED"):
@@ -233,7 +236,11 @@ def read_corpus(text: str, *, name: str = "corpus.csv") -> ReadResult:
             continue
         try:
             elixir = row_to_elixir(
-                act, prompt, for_devs=_truthy(row.get("for_devs", "")), contributor=row.get("contributor", "").strip(), id=id
+                act,
+                prompt,
+                for_devs=_truthy(row.get("for_devs", "")),
+                contributor=row.get("contributor", "").strip(),
+                id=id,
             )
         except InputError as err:
             result.skipped.append((row_no, str(err).removeprefix("invalid elixir: ")))

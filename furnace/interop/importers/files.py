@@ -124,7 +124,9 @@ def parse_document(name: str, text: str, *, fmt: str) -> list[tuple[str, Elixir]
         where = f"item {index}" + (f" (line {lines[index - 1]})" if lines else "")
         elixir = _validate(name, item, where)
         if elixir.id in first_item:
-            raise InputError(f"{name}: {where}: id {elixir.id!r} already used by item {first_item[elixir.id]}", field="id")
+            raise InputError(
+                f"{name}: {where}: id {elixir.id!r} already used by item {first_item[elixir.id]}", field="id"
+            )
         first_item[elixir.id] = index
         found.append((where, elixir))
     return found

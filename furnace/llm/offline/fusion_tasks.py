@@ -35,7 +35,9 @@ from furnace.llm.seam import LLMRequest
 # --- identity -------------------------------------------------------------------
 
 _EN_LEAD = re.compile(r"^(you are|you're|i am|i'm|as)\s+", re.I)
-_EN_CUT = re.compile(r"\s+(who|that|which|with|whose|known for|specialising|specializing)\s+|[,;:.!?(—–]\s*|\s-\s", re.I)
+_EN_CUT = re.compile(
+    r"\s+(who|that|which|with|whose|known for|specialising|specializing)\s+|[,;:.!?(—–]\s*|\s-\s", re.I
+)
 _ZH_LEAD = re.compile(r"^(你是|我是|作为)")
 _ZH_CUT = re.compile(r"[，。；：！？,.;:!?（(]")
 
@@ -93,15 +95,45 @@ def identity(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
 # --- rewrite --------------------------------------------------------------------
 
 _EN_SYNONYMS = {
-    "short": "brief", "brief": "short", "briefly": "concisely", "concise": "succinct", "always": "consistently",
-    "use": "employ", "avoid": "steer clear of", "explain": "clarify", "answer": "reply", "answers": "replies",
-    "help": "assist", "show": "demonstrate", "give": "provide", "keep": "maintain", "make": "ensure",
-    "simple": "plain", "clear": "lucid", "examples": "illustrations", "example": "illustration",
-    "questions": "queries", "quickly": "promptly", "never": "at no point", "check": "verify", "users": "people",
+    "short": "brief",
+    "brief": "short",
+    "briefly": "concisely",
+    "concise": "succinct",
+    "always": "consistently",
+    "use": "employ",
+    "avoid": "steer clear of",
+    "explain": "clarify",
+    "answer": "reply",
+    "answers": "replies",
+    "help": "assist",
+    "show": "demonstrate",
+    "give": "provide",
+    "keep": "maintain",
+    "make": "ensure",
+    "simple": "plain",
+    "clear": "lucid",
+    "examples": "illustrations",
+    "example": "illustration",
+    "questions": "queries",
+    "quickly": "promptly",
+    "never": "at no point",
+    "check": "verify",
+    "users": "people",
 }
 _ZH_SYNONYMS = {
-    "简短": "简洁", "简洁": "精炼", "使用": "采用", "总是": "始终", "避免": "尽量不要", "解释": "说明",
-    "回答": "回复", "帮助": "协助", "例子": "示例", "示例": "例子", "清楚": "清晰", "问题": "疑问", "用户": "使用者",
+    "简短": "简洁",
+    "简洁": "精炼",
+    "使用": "采用",
+    "总是": "始终",
+    "避免": "尽量不要",
+    "解释": "说明",
+    "回答": "回复",
+    "帮助": "协助",
+    "例子": "示例",
+    "示例": "例子",
+    "清楚": "清晰",
+    "问题": "疑问",
+    "用户": "使用者",
 }
 _EN_WHEN = re.compile(r"^(when|if|whenever|before|after)\s+(.+?),\s*(.+?)([.!]?)$", re.I)
 _ZH_WHEN = re.compile(r"^(当|如果|在)(.+?)[，,](.+?)([。！]?)$")
@@ -116,7 +148,7 @@ def _swap_en(text: str, rng: random.Random) -> str | None:
     repl = _EN_SYNONYMS[m.group(0).lower()]
     if m.group(0)[0].isupper():
         repl = repl[0].upper() + repl[1:]
-    return text[: m.start()] + repl + text[m.end():]
+    return text[: m.start()] + repl + text[m.end() :]
 
 
 def _swap_zh(text: str, rng: random.Random) -> str | None:
@@ -140,7 +172,11 @@ def _reorder(text: str, language: str) -> str | None:
 
 def _emphasise(text: str, language: str, rng: random.Random) -> str:
     if language == "zh":
-        return "请务必" + text.removeprefix("请") if not text.startswith("请务必") else text.rstrip("。") + "，这一点很重要。"
+        return (
+            "请务必" + text.removeprefix("请")
+            if not text.startswith("请务必")
+            else text.rstrip("。") + "，这一点很重要。"
+        )
     body = text.rstrip(".!")
     prefixes = ["Make sure to ", "Be sure to ", "Take care to "]
     if body[:1].isupper() and not body.lower().startswith(tuple(p.lower() for p in prefixes)):
@@ -167,7 +203,11 @@ def rewrite(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
 
 def _tie_break(options: list[dict[str, Any]], tied: list[int], rule: str) -> tuple[int, str]:
     if rule == "stricter":
-        numeric = [i for i in tied if isinstance(options[i].get("value"), (int, float)) and not isinstance(options[i].get("value"), bool)]
+        numeric = [
+            i
+            for i in tied
+            if isinstance(options[i].get("value"), (int, float)) and not isinstance(options[i].get("value"), bool)
+        ]
         if numeric:
             return min(numeric, key=lambda i: options[i]["value"]), "the stricter (smaller) limit"
         flagged = [i for i in tied if options[i].get("value") is True]
@@ -192,8 +232,11 @@ def adjudicate(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
     tied = [i for i, o in enumerate(options) if int(o.get("priority", 0)) == top]
     if len(tied) == 1:
         i = tied[0]
-        reason = (f"{options[i].get('source')} 优先级更高（{top}）" if zh
-                  else f"{options[i].get('source')} has the higher priority ({top})")
+        reason = (
+            f"{options[i].get('source')} 优先级更高（{top}）"
+            if zh
+            else f"{options[i].get('source')} has the higher priority ({top})"
+        )
         return "", {"choice": i, "reason": reason}
     i, why = _tie_break(options, tied, str(request.inputs.get("rule", "")))
     reason = f"优先级相同（{top}），按规则选择：{why}" if zh else f"priorities tie ({top}); rule: {why}"
@@ -207,7 +250,7 @@ def _terms(text: str) -> set[str]:
     low = text.casefold()
     words = {w for w in re.findall(r"[a-z0-9]+", low) if len(w) > 2}
     for run in re.findall(r"[\u4e00-\u9fff]+", low):
-        words |= {run[i:i + 2] for i in range(len(run) - 1)}
+        words |= {run[i : i + 2] for i in range(len(run) - 1)}
     return words
 
 
@@ -221,8 +264,11 @@ def route(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
     best = max(range(len(members)), key=lambda i: (scores[i], -i))
     zh = request.inputs.get("language") == "zh"
     if scores[best]:
-        reason = (f"问题与{members[best].get('name')}的专长有{scores[best]}处匹配" if zh
-                  else f"{scores[best]} expertise term(s) of {members[best].get('name')} appear in the question")
+        reason = (
+            f"问题与{members[best].get('name')}的专长有{scores[best]}处匹配"
+            if zh
+            else f"{scores[best]} expertise term(s) of {members[best].get('name')} appear in the question"
+        )
     else:
         reason = "没有匹配的专长，由第一位成员主答" if zh else "no expertise term matched; the first member leads"
     return "", {"member": members[best]["ref"], "reason": reason}

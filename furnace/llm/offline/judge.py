@@ -25,7 +25,22 @@ _CASUAL = {
 _EMOJI = re.compile("[\U0001f300-\U0001faff\u2600-\u27bf]")
 _MARKDOWN = re.compile(r"(^\s{0,3}#{1,6}\s)|(^\s*[-*+]\s)|(^\s*\d+\.\s)|(\*\*[^*]+\*\*)", re.M)
 _WORD = re.compile(r"[a-z][a-z'-]{3,}")
-_STOP = {"with", "that", "this", "from", "your", "have", "will", "when", "what", "into", "more", "about", "than", "them"}
+_STOP = {
+    "with",
+    "that",
+    "this",
+    "from",
+    "your",
+    "have",
+    "will",
+    "when",
+    "what",
+    "into",
+    "more",
+    "about",
+    "than",
+    "them",
+}
 
 
 def _terms(text: str, language: str) -> set[str]:
@@ -102,7 +117,9 @@ def _preference(persona: dict[str, Any], answer: str, lang: str) -> tuple[float,
             ok = value[:6] in answer.casefold()
         (met if ok else missed).append(f"{dim}={value}")
     score = len(met) / len(prefs)
-    return score, f"{len(met)}/{len(prefs)} preferences followed" + (f" (missed {', '.join(missed[:3])})" if missed else "")
+    return score, f"{len(met)}/{len(prefs)} preferences followed" + (
+        f" (missed {', '.join(missed[:3])})" if missed else ""
+    )
 
 
 _RUBRICS = {"fidelity": _fidelity, "tone": _tone, "preference": _preference}

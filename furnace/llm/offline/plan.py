@@ -17,7 +17,7 @@ from furnace.llm.seam import LLMRequest
 
 _WORD = re.compile(r"[a-z0-9]+")
 _CJK = re.compile(r"[\u3400-\u9fff]+")
-_STOP = frozenset("the and for with from that this what your about into have more less very some".split())
+_STOP = frozenset(["the", "and", "for", "with", "from", "that", "this", "what", "your", "about", "into", "have", "more", "less", "very", "some"])
 
 
 def _en_words(text: str) -> set[str]:
@@ -50,7 +50,11 @@ def _task(language: str, hits: list[str], lead: bool) -> str:
         return "先回应用户的问题，简短具体。" if lead else "补充一个不同的角度，一两句话。"
     if hits:
         return f"Answer from your expertise in {' and '.join(hits[:2])}; be brief and concrete."
-    return "Answer the question first, briefly and concretely." if lead else "Add one different angle in a sentence or two."
+    return (
+        "Answer the question first, briefly and concretely."
+        if lead
+        else "Add one different angle in a sentence or two."
+    )
 
 
 def plan(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:

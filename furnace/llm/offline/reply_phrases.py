@@ -35,7 +35,7 @@ _EN: dict[str, Registers] = {
             "approach and review how it went.",
         ],
         "casual": [
-            "Here's my take on \"{topic}\", straight from {lead}: figure out what you really want, try the simplest "
+            'Here\'s my take on "{topic}", straight from {lead}: figure out what you really want, try the simplest '
             "thing that works, and see how it goes!",
             'So, "{topic}"? Let\'s look at it through {lead}: pick the goal, try something small, then tweak it!',
         ],

@@ -20,11 +20,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from furnace.llm.seam import LLMRequest
 from furnace.llm.offline.engine import estimate_tokens
 from furnace.llm.offline.writing_generate import generate
 from furnace.llm.offline.writing_revise import detect_intents, revise
 from furnace.llm.offline.writing_text import count_emoji, detect_language, first_sentence
+from furnace.llm.seam import LLMRequest
 
 __all__ = ["generate", "revise", "extract_preferences", "compress"]
 
@@ -66,7 +66,7 @@ def extract_preferences(request: LLMRequest, rng: random.Random) -> tuple[str, A
                 continue
             dimension, value = _DIMENSION[intent.kind]
             confirmed, observed = _observed(intent.kind, before, after, zh)
-            evidence = (f"用户建议「{suggestion}」；{observed}" if zh else f'user asked "{suggestion}"; {observed}')
+            evidence = f"用户建议「{suggestion}」；{observed}" if zh else f'user asked "{suggestion}"; {observed}'
             found[dimension] = {
                 "dimension": dimension,
                 "value": value,
@@ -104,8 +104,8 @@ def cut_to_tokens(text: str, target: int) -> str:
     lo, hi = 0, len(out)
     while lo < hi:  # binary search on a suffix length that fits
         mid = (lo + hi + 1) // 2
-        if estimate_tokens(out[len(out) - mid:]) <= target:
+        if estimate_tokens(out[len(out) - mid :]) <= target:
             lo = mid
         else:
             hi = mid - 1
-    return out[len(out) - lo:]
+    return out[len(out) - lo :]

@@ -16,8 +16,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from furnace.llm.seam import LLMRequest
 from furnace.llm.offline.writing_text import join_paragraphs, join_sentences, split_sentences, topic_emoji
+from furnace.llm.seam import LLMRequest
 
 LIVELY_VALUES = {"lively", "casual", "relaxed", "playful", "活泼", "轻松"}
 FORMAL_VALUES = {"formal", "professional", "serious", "正式", "专业"}
@@ -27,9 +27,22 @@ _TEMPLATES: dict[tuple[str, str], dict[str, Any]] = {
     ("zh", "formal"): {
         "title": "{t}：{e0}视角下的实用指南",
         "paragraphs": [
-            ["{t}是许多读者关心的话题。", "本文将从{e0}的角度，对{t}进行系统的说明。", "以下内容基于专业经验整理，供您参考。"],
-            ["首先，需要明确{e1}的基本原则。", "在实际操作中，应当结合自身情况进行判断。", "此外，{e0}与{e1}之间存在密切关联，不宜割裂看待。"],
-            ["其次，在具体执行层面，建议遵循以下原则：{p0}。", "同时，{p1}。", "值得注意的是，不同人群的需求存在差异，因此需要因人而异地调整方案。", "在条件允许的情况下，建议咨询专业人士的意见。"],
+            [
+                "{t}是许多读者关心的话题。",
+                "本文将从{e0}的角度，对{t}进行系统的说明。",
+                "以下内容基于专业经验整理，供您参考。",
+            ],
+            [
+                "首先，需要明确{e1}的基本原则。",
+                "在实际操作中，应当结合自身情况进行判断。",
+                "此外，{e0}与{e1}之间存在密切关联，不宜割裂看待。",
+            ],
+            [
+                "其次，在具体执行层面，建议遵循以下原则：{p0}。",
+                "同时，{p1}。",
+                "值得注意的是，不同人群的需求存在差异，因此需要因人而异地调整方案。",
+                "在条件允许的情况下，建议咨询专业人士的意见。",
+            ],
             ["综上所述，{t}并非一蹴而就的事情。", "希望本文能够为您提供有益的参考。"],
         ],
         "extra": "具体而言，这一环节往往决定了最终效果，值得投入更多关注。",
@@ -40,8 +53,17 @@ _TEMPLATES: dict[tuple[str, str], dict[str, Any]] = {
         "title": "{t}，看这篇就够啦！",
         "paragraphs": [
             ["聊到{t}，大家肯定都有话说！", "今天咱们就从{e0}的角度轻松聊一聊。", "都是实打实的经验，放心看～"],
-            ["先说最基础的：{e1}的门道要摸清。", "平时多看看自己的情况，合适的才是最好的。", "还有哦，{e0}和{e1}关系可密切了，别分开看。"],
-            ["接下来是重点，记住这几条：{p0}。", "还有，{p1}。", "每个人情况不一样，所以要按自己的需要灵活调整。", "拿不准的时候，问问专业人士也完全没问题。"],
+            [
+                "先说最基础的：{e1}的门道要摸清。",
+                "平时多看看自己的情况，合适的才是最好的。",
+                "还有哦，{e0}和{e1}关系可密切了，别分开看。",
+            ],
+            [
+                "接下来是重点，记住这几条：{p0}。",
+                "还有，{p1}。",
+                "每个人情况不一样，所以要按自己的需要灵活调整。",
+                "拿不准的时候，问问专业人士也完全没问题。",
+            ],
             ["总之，{t}急不来。", "希望这篇对你有帮助！"],
         ],
         "extra": "说真的，这一步做好了，后面会省心很多。",
@@ -149,9 +171,16 @@ def generate(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
     p1 = principles[1] if len(principles) > 1 else spec["fallback_principle"]
     if language == "en":
         p1 = _lower_first(p1)
-    values = {"t": topic, "T": topic[:1].upper() + topic[1:], "e0": e0, "e1": e1,
-              "E0": e0[:1].upper() + e0[1:], "aE0": ("an " if e0[:1].lower() in "aeiou" else "a ") + e0[:1].upper() + e0[1:],
-              "p0": p0, "p1": p1}
+    values = {
+        "t": topic,
+        "T": topic[:1].upper() + topic[1:],
+        "e0": e0,
+        "e1": e1,
+        "E0": e0[:1].upper() + e0[1:],
+        "aE0": ("an " if e0[:1].lower() in "aeiou" else "a ") + e0[:1].upper() + e0[1:],
+        "p0": p0,
+        "p1": p1,
+    }
 
     conciseness = float((persona.get("tone") or {}).get("conciseness", 0.5))
     length_pref = preference(persona, "length")

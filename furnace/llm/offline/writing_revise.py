@@ -16,19 +16,19 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from furnace.llm.seam import LLMRequest
 from furnace.llm.offline.writing_text import (
     count_emoji,
     detect_language,
     join_paragraphs,
     join_sentences,
     paragraph_ref,
+    shorten_sentences,
     split_paragraphs,
     split_sentences,
-    shorten_sentences,
     strip_emoji,
     topic_emoji,
 )
+from furnace.llm.seam import LLMRequest
 
 
 @dataclass(frozen=True)
@@ -41,15 +41,27 @@ class Intent:
 
 
 _P = re.IGNORECASE
-_LIVELY = re.compile(r"太正式|不要.{0,4}正式|别.{0,4}正式|活泼|轻松|口语|有趣|俏皮|随意一点|"
-                     r"too formal|less formal|not so formal|livel|lively|more casual|casual|relaxed|"
-                     r"fun\b|funnier|friendlier|conversational", _P)
-_FORMAL = re.compile(r"太随意|太口语|正式|严肃|专业一点|书面|稳重|too casual|more formal|formal|"
-                     r"more professional|less casual|serious", _P)
-_SHORTEN = re.compile(r"太长|缩短|短一点|精简|删减|简短|简洁|too long|shorten|shorter|trim|condense|"
-                      r"more concise|cut down|tighten", _P)
-_LENGTHEN = re.compile(r"太短|扩展|展开|加长|详细|长一点|多写|丰富|too short|longer|lengthen|expand|"
-                       r"more detail|elaborate", _P)
+_LIVELY = re.compile(
+    r"太正式|不要.{0,4}正式|别.{0,4}正式|活泼|轻松|口语|有趣|俏皮|随意一点|"
+    r"too formal|less formal|not so formal|livel|lively|more casual|casual|relaxed|"
+    r"fun\b|funnier|friendlier|conversational",
+    _P,
+)
+_FORMAL = re.compile(
+    r"太随意|太口语|正式|严肃|专业一点|书面|稳重|too casual|more formal|formal|"
+    r"more professional|less casual|serious",
+    _P,
+)
+_SHORTEN = re.compile(
+    r"太长|缩短|短一点|精简|删减|简短|简洁|too long|shorten|shorter|trim|condense|"
+    r"more concise|cut down|tighten",
+    _P,
+)
+_LENGTHEN = re.compile(
+    r"太短|扩展|展开|加长|详细|长一点|多写|丰富|too short|longer|lengthen|expand|"
+    r"more detail|elaborate",
+    _P,
+)
 _EMOJI = re.compile(r"emoji|表情|😀|emoticon", _P)
 _REMOVE = re.compile(r"去掉|删除|删掉|不要|别用|少用|少一点|remove|without|no emoji|fewer|drop|delete|get rid", _P)
 _TITLE = re.compile(r"标题|title|headline", _P)
@@ -84,53 +96,102 @@ def detect_intents(suggestion: str) -> list[Intent]:
 
 # Register phrase tables (formal → lively); the reverse direction uses them backwards.
 _ZH_LIVELY = [
-    ("是许多读者关心的话题", "大家肯定都关心"), ("本文将", "今天咱们"), ("本文", "这篇"),
-    ("进行系统的说明", "好好聊一聊"), ("以下内容基于专业经验整理，供您参考", "下面都是实打实的经验，放心看"),
-    ("首先，需要明确", "先说最基础的，搞清"), ("在实际操作中，应当", "平时要"), ("此外，", "还有哦，"),
-    ("存在密切关联，不宜割裂看待", "关系可密切了，别分开看"), ("其次，", "接下来，"),
-    ("在具体执行层面，", "说到具体怎么做，"), ("建议遵循以下原则", "记住这几条"),
-    ("值得注意的是，", "要注意哦，"), ("因此需要", "所以要"), ("在条件允许的情况下，建议", "有条件的话，"),
-    ("综上所述，", "总之，"), ("并非一蹴而就的事情", "急不来"), ("希望本文能够为您提供有益的参考", "希望这篇对你有帮助"),
-    ("您", "你"), ("因此", "所以"), ("然而", "不过"), ("应当", "要"), ("非常", "超级"), ("例如", "比如"),
+    ("是许多读者关心的话题", "大家肯定都关心"),
+    ("本文将", "今天咱们"),
+    ("本文", "这篇"),
+    ("进行系统的说明", "好好聊一聊"),
+    ("以下内容基于专业经验整理，供您参考", "下面都是实打实的经验，放心看"),
+    ("首先，需要明确", "先说最基础的，搞清"),
+    ("在实际操作中，应当", "平时要"),
+    ("此外，", "还有哦，"),
+    ("存在密切关联，不宜割裂看待", "关系可密切了，别分开看"),
+    ("其次，", "接下来，"),
+    ("在具体执行层面，", "说到具体怎么做，"),
+    ("建议遵循以下原则", "记住这几条"),
+    ("值得注意的是，", "要注意哦，"),
+    ("因此需要", "所以要"),
+    ("在条件允许的情况下，建议", "有条件的话，"),
+    ("综上所述，", "总之，"),
+    ("并非一蹴而就的事情", "急不来"),
+    ("希望本文能够为您提供有益的参考", "希望这篇对你有帮助"),
+    ("您", "你"),
+    ("因此", "所以"),
+    ("然而", "不过"),
+    ("应当", "要"),
+    ("非常", "超级"),
+    ("例如", "比如"),
 ]
 _EN_LIVELY = [
     ("is a subject many readers care about", "is something everyone has an opinion on"),
     ("This article examines", "Let's dig into"),
-    ("The following guidance is based on professional experience and is offered for your consideration",
-     "Everything here comes from real experience, so enjoy"),
-    ("it is important to understand", "you'll want to get"), ("In practice, ", "Day to day, "),
-    ("Furthermore, ", "Plus, "), ("In addition, ", "Also, "), ("It should be noted that ", "Heads up: "),
-    ("therefore", "so"), ("Where possible, it is advisable to", "If you can,"), ("In conclusion, ", "All in all, "),
+    (
+        "The following guidance is based on professional experience and is offered for your consideration",
+        "Everything here comes from real experience, so enjoy",
+    ),
+    ("it is important to understand", "you'll want to get"),
+    ("In practice, ", "Day to day, "),
+    ("Furthermore, ", "Plus, "),
+    ("In addition, ", "Also, "),
+    ("It should be noted that ", "Heads up: "),
+    ("therefore", "so"),
+    ("Where possible, it is advisable to", "If you can,"),
+    ("In conclusion, ", "All in all, "),
     ("It is hoped that this article provides a useful reference", "Hope this helps you out"),
     ("is not something that can be achieved overnight", "takes a little time"),
-    ("However, ", "But "), ("Second, ", "Next up, "), ("the following principles are recommended", "my golden rules"), ("utilize", "use"), ("approximately", "about"),
-    ("it is", "it's"), ("do not", "don't"), ("cannot", "can't"), ("should not", "shouldn't"),
-    ("you are", "you're"), ("we are", "we're"), ("there is", "there's"),
+    ("However, ", "But "),
+    ("Second, ", "Next up, "),
+    ("the following principles are recommended", "my golden rules"),
+    ("utilize", "use"),
+    ("approximately", "about"),
+    ("it is", "it's"),
+    ("do not", "don't"),
+    ("cannot", "can't"),
+    ("should not", "shouldn't"),
+    ("you are", "you're"),
+    ("we are", "we're"),
+    ("there is", "there's"),
 ]
 # Lively → formal phrases of the lively register (incl. the offline generator's own wording).
 _ZH_FORMAL = [
-    ("大家肯定都有话说", "许多读者都很关心"), ("今天咱们就从", "本文将从"), ("轻松聊一聊", "进行系统的说明"),
-    ("都是实打实的经验，放心看", "以下内容基于专业经验整理，供您参考"), ("先说最基础的：", "首先，"),
-    ("的门道要摸清", "的基本原则需要明确"), ("平时多看看自己的情况，合适的才是最好的", "在实际操作中，应当结合自身情况进行判断"),
-    ("关系可密切了，别分开看", "存在密切关联，不宜割裂看待"), ("接下来是重点，记住这几条", "其次，建议遵循以下原则"),
-    ("每个人情况不一样", "不同人群的需求存在差异"), ("按自己的需要灵活调整", "因人而异地调整方案"),
+    ("大家肯定都有话说", "许多读者都很关心"),
+    ("今天咱们就从", "本文将从"),
+    ("轻松聊一聊", "进行系统的说明"),
+    ("都是实打实的经验，放心看", "以下内容基于专业经验整理，供您参考"),
+    ("先说最基础的：", "首先，"),
+    ("的门道要摸清", "的基本原则需要明确"),
+    ("平时多看看自己的情况，合适的才是最好的", "在实际操作中，应当结合自身情况进行判断"),
+    ("关系可密切了，别分开看", "存在密切关联，不宜割裂看待"),
+    ("接下来是重点，记住这几条", "其次，建议遵循以下原则"),
+    ("每个人情况不一样", "不同人群的需求存在差异"),
+    ("按自己的需要灵活调整", "因人而异地调整方案"),
     ("拿不准的时候，问问专业人士也完全没问题", "在条件允许的情况下，建议咨询专业人士的意见"),
     ("希望这篇对你有帮助", "希望本文能够为您提供有益的参考"),
 ]
 _EN_FORMAL = [
     ("Let's talk about", "This article discusses"),
-    ("Everyone has an opinion on it, so here's a friendly take from someone who loves",
-     "It is examined here from the perspective of"),
+    (
+        "Everyone has an opinion on it, so here's a friendly take from someone who loves",
+        "It is examined here from the perspective of",
+    ),
     ("No jargon, just stuff that works", "The guidance below is practical and evidence-based"),
     ("First things first: get the basics of", "First, it is important to understand the fundamentals of"),
-    ("Look at your own situation and go with what fits you", "Each decision should be made in light of individual circumstances"),
-    ("And hey, ", "Furthermore, "), ("go hand in hand, so keep both in mind", "are closely related and should be considered together"),
+    (
+        "Look at your own situation and go with what fits you",
+        "Each decision should be made in light of individual circumstances",
+    ),
+    ("And hey, ", "Furthermore, "),
+    ("go hand in hand, so keep both in mind", "are closely related and should be considered together"),
     ("Now for the good part, my golden rules", "Second, the following principles are recommended"),
-    ("Everyone's different, so tweak things until they feel right for you",
-     "Needs differ from person to person, so the approach should be adjusted accordingly"),
-    ("And if you're unsure, just ask a pro, there's no shame in that",
-     "Where in doubt, it is advisable to consult a qualified professional"),
-    ("That's a wrap: ", "In conclusion, "), ("takes a little patience", "requires patience"),
+    (
+        "Everyone's different, so tweak things until they feel right for you",
+        "Needs differ from person to person, so the approach should be adjusted accordingly",
+    ),
+    (
+        "And if you're unsure, just ask a pro, there's no shame in that",
+        "Where in doubt, it is advisable to consult a qualified professional",
+    ),
+    ("That's a wrap: ", "In conclusion, "),
+    ("takes a little patience", "requires patience"),
     ("You've totally got this", "With care, good results are achievable"),
 ]
 _ZH_LIVELY_OPENER, _EN_LIVELY_OPENER = "说真的，", "Honestly, "
@@ -174,15 +235,17 @@ def _register(paragraphs: list[str], language: str, lively: bool) -> list[str]:
         out = [p.replace("！", "。").replace("!", ".") for p in out]
         opener = _ZH_LIVELY_OPENER if language == "zh" else _EN_LIVELY_OPENER
         if out[0].startswith(opener):
-            rest = out[0][len(opener):]
+            rest = out[0][len(opener) :]
             out[0] = rest[:1].upper() + rest[1:]
     return out
 
 
 _EXTRA = {
     "zh": ["具体来说，这一步做好了，后面会省心很多。", "举个例子，很多人正是在这个环节上吃了亏，所以值得多留意。"],
-    "en": ["To put it another way, getting this step right makes everything after it easier.",
-           "For example, this is exactly where many people slip up, so it deserves extra attention."],
+    "en": [
+        "To put it another way, getting this step right makes everything after it easier.",
+        "For example, this is exactly where many people slip up, so it deserves extra attention.",
+    ],
 }
 
 
@@ -200,10 +263,7 @@ def _resize(paragraph: str, language: str, shorten: bool, index: int) -> str:
         lines = lines[: max(1, (len(lines) + 1) // 2)] if shorten else [*lines, _EXTRA[language][index % 2]]
         return "\n".join(lines) + trailing.rstrip()
     sentences = split_sentences(core, language)
-    if shorten:
-        sentences = shorten_sentences(sentences, language)
-    else:
-        sentences = [*sentences, _EXTRA[language][index % 2]]
+    sentences = shorten_sentences(sentences, language) if shorten else [*sentences, _EXTRA[language][index % 2]]
     return join_sentences(sentences, language) + trailing.rstrip()
 
 
@@ -215,10 +275,18 @@ def _target_indexes(ref: int | None, count: int) -> list[int] | None:
 
 
 _PROBLEMS = {
-    "en": {"missing": "paragraph {n} does not exist (the text has {count})", "no_emoji": "the text has no emoji to remove",
-           "unrecognised": "no edit recognised in {text!r}", "unknown": "unknown edit {kind}"},
-    "zh": {"missing": "没有第 {n} 段（全文共 {count} 段）", "no_emoji": "文中没有可去掉的 emoji",
-           "unrecognised": "没能从「{text}」中识别出具体的修改", "unknown": "未知的修改 {kind}"},
+    "en": {
+        "missing": "paragraph {n} does not exist (the text has {count})",
+        "no_emoji": "the text has no emoji to remove",
+        "unrecognised": "no edit recognised in {text!r}",
+        "unknown": "unknown edit {kind}",
+    },
+    "zh": {
+        "missing": "没有第 {n} 段（全文共 {count} 段）",
+        "no_emoji": "文中没有可去掉的 emoji",
+        "unrecognised": "没能从「{text}」中识别出具体的修改",
+        "unknown": "未知的修改 {kind}",
+    },
 }
 
 
@@ -285,7 +353,11 @@ def revise(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
                 applied.append(intent.kind + where)
     new_body = join_paragraphs(paragraphs)
     if not applied:
-        note = ("原文保持不变：" if language == "zh" else "Text left unchanged: ") + ("；" if language == "zh" else "; ").join(problems) + ("。" if language == "zh" else ".")
+        note = (
+            ("原文保持不变：" if language == "zh" else "Text left unchanged: ")
+            + ("；" if language == "zh" else "; ").join(problems)
+            + ("。" if language == "zh" else ".")
+        )
         new_body = body
     else:
         note = ("已修改：" if language == "zh" else "Applied: ") + ", ".join(applied)

@@ -12,15 +12,21 @@ import re
 PARAGRAPH_SPLIT = re.compile(r"\n\s*\n")
 _ZH_SENTENCE = re.compile(r"[^。！？!?…]+(?:[。！？!?…]+|$)")
 _EN_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-EMOJI = re.compile(
-    "[\U0001F300-\U0001FAFF\U00002600-\U000027BF\U0001F000-\U0001F2FF\U0001F900-\U0001F9FF]\ufe0f?"
-)
+EMOJI = re.compile("[\U0001f300-\U0001faff\U00002600-\U000027bf\U0001f000-\U0001f2ff\U0001f900-\U0001f9ff]\ufe0f?")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
 _ZH_NUMERALS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
 _EN_ORDINALS = {
-    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
-    "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10,
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
 }
 _ZH_PARAGRAPH = re.compile(r"第\s*([一二两三四五六七八九十]|\d+)\s*段|(最后一段|末段)")
 _EN_PARAGRAPH = re.compile(

@@ -19,24 +19,69 @@ from furnace.storage.duckdb.db import Database
 
 EDGE_COLUMNS = ["parent", "child", "operator", "op_version", "parent_version"]
 AGENT_COLUMNS = ["agent_id", "name", "operator", "op_version", "lineage_hash", "parents", "created_at"]
-INDIVIDUAL_COLUMNS = ["experiment_id", "generation", "agent_id", "slot", "operator", "parents", "lineage_hash",
-                      "fitness", "objectives", "failures", "calls", "tokens", "cost_usd", "elixir"]
-GENERATION_COLUMNS = ["experiment_id", "generation", "best_fitness", "mean_fitness", "survivors",
-                      "operator_weights", "calls", "cached_calls", "tokens", "cost_usd"]
+INDIVIDUAL_COLUMNS = [
+    "experiment_id",
+    "generation",
+    "agent_id",
+    "slot",
+    "operator",
+    "parents",
+    "lineage_hash",
+    "fitness",
+    "objectives",
+    "failures",
+    "calls",
+    "tokens",
+    "cost_usd",
+    "elixir",
+]
+GENERATION_COLUMNS = [
+    "experiment_id",
+    "generation",
+    "best_fitness",
+    "mean_fitness",
+    "survivors",
+    "operator_weights",
+    "calls",
+    "cached_calls",
+    "tokens",
+    "cost_usd",
+]
 SCORE_COLUMNS = ["experiment_id", "generation", "agent_id", "probe", "scorer", "value", "reason", "failed"]
 EXPERIMENT_COLUMNS = ["experiment_id", "name", "model", "status", "seed", "config", "summary", "created_at"]
 CONTENT_COLUMNS = ["content_id", "persona_id", "persona_version", "topic", "language", "created_at"]
 VERSION_COLUMNS = ["content_id", "version", "title", "body", "word_count", "source", "revision_id", "created_at"]
-REVISION_COLUMNS = ["revision_id", "content_id", "persona_id", "persona_version", "suggestions", "from_version",
-                    "to_version", "original_title", "original_body", "revised_title", "revised_body", "created_at"]
+REVISION_COLUMNS = [
+    "revision_id",
+    "content_id",
+    "persona_id",
+    "persona_version",
+    "suggestions",
+    "from_version",
+    "to_version",
+    "original_title",
+    "original_body",
+    "revised_title",
+    "revised_body",
+    "created_at",
+]
 PROCESSED_COLUMNS = ["revision_id", "persona_id", "persona_version", "status", "preferences", "processed_at"]
 PREFERENCE_COLUMNS = ["persona_id", "version", "dimension", "value", "weight", "count", "source_revision", "evidence"]
-CALL_COLUMNS = ["run_id", "task", "calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd",
-                "latency_s"]
+CALL_COLUMNS = [
+    "run_id",
+    "task",
+    "calls",
+    "cached_calls",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "latency_s",
+]
 
 
-def _frame(db: Database, sql: str, params: Sequence[Any], columns: list[str],
-           json_cols: Sequence[str] = ()) -> pd.DataFrame:
+def _frame(
+    db: Database, sql: str, params: Sequence[Any], columns: list[str], json_cols: Sequence[str] = ()
+) -> pd.DataFrame:
     rows = db.query(sql, list(params))
     frame = pd.DataFrame(rows, columns=columns) if rows else pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
     for col in json_cols:
@@ -57,8 +102,7 @@ def _where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
 
 def lineage_edges(db: Database) -> pd.DataFrame:
     """Every lineage edge: parent, child, operator, op_version, parent_version (0 = unpinned)."""
-    return _frame(db, f"SELECT {', '.join(EDGE_COLUMNS)} FROM lineage_edges ORDER BY child, parent", [],
-                  EDGE_COLUMNS)
+    return _frame(db, f"SELECT {', '.join(EDGE_COLUMNS)} FROM lineage_edges ORDER BY child, parent", [], EDGE_COLUMNS)
 
 
 def agents(db: Database) -> pd.DataFrame:
@@ -77,8 +121,10 @@ def agents(db: Database) -> pd.DataFrame:
 def elixir_bodies(db: Database, ids: Sequence[str] | None = None) -> pd.DataFrame:
     """The latest stored version of each elixir (library and agents): id, version, origin, name, body (dict)."""
     cols = ["id", "version", "origin", "name", "content_hash", "body"]
-    sql = ("SELECT id, version, origin, name, content_hash, body FROM elixir_versions"
-           " QUALIFY row_number() OVER (PARTITION BY id ORDER BY version DESC) = 1")
+    sql = (
+        "SELECT id, version, origin, name, content_hash, body FROM elixir_versions"
+        " QUALIFY row_number() OVER (PARTITION BY id ORDER BY version DESC) = 1"
+    )
     frame = _frame(db, sql + " ORDER BY id", [], cols, json_cols=["body"])
     if ids is not None:
         frame = frame[frame["id"].isin(list(ids))].reset_index(drop=True)
@@ -90,8 +136,13 @@ def elixir_bodies(db: Database, ids: Sequence[str] | None = None) -> pd.DataFram
 
 def experiments(db: Database) -> pd.DataFrame:
     """Every experiment: id, name, model, status, seed, config (dict), summary (dict), created_at."""
-    return _frame(db, f"SELECT {', '.join(EXPERIMENT_COLUMNS)} FROM experiments ORDER BY created_at, experiment_id",
-                  [], EXPERIMENT_COLUMNS, json_cols=["config", "summary"])
+    return _frame(
+        db,
+        f"SELECT {', '.join(EXPERIMENT_COLUMNS)} FROM experiments ORDER BY created_at, experiment_id",
+        [],
+        EXPERIMENT_COLUMNS,
+        json_cols=["config", "summary"],
+    )
 
 
 def individuals(db: Database, experiment_id: str | None = None) -> pd.DataFrame:
@@ -104,15 +155,19 @@ def individuals(db: Database, experiment_id: str | None = None) -> pd.DataFrame:
 def generations(db: Database, experiment_id: str | None = None) -> pd.DataFrame:
     """Finished generations: best and mean fitness, survivors, operator weights, calls, tokens, cost."""
     where, params = _where({"experiment_id": experiment_id})
-    sql = f"SELECT {', '.join(GENERATION_COLUMNS)} FROM experiment_generations{where} ORDER BY experiment_id, generation"
+    sql = (
+        f"SELECT {', '.join(GENERATION_COLUMNS)} FROM experiment_generations{where} ORDER BY experiment_id, generation"
+    )
     return _frame(db, sql, params, GENERATION_COLUMNS, json_cols=["survivors", "operator_weights"])
 
 
 def scores(db: Database, experiment_id: str | None = None) -> pd.DataFrame:
     """Per-probe scorer verdicts (probe ``*`` for per-agent scorers)."""
     where, params = _where({"experiment_id": experiment_id})
-    sql = (f"SELECT {', '.join(SCORE_COLUMNS)} FROM experiment_scores{where}"
-           " ORDER BY experiment_id, generation, agent_id, probe, scorer")
+    sql = (
+        f"SELECT {', '.join(SCORE_COLUMNS)} FROM experiment_scores{where}"
+        " ORDER BY experiment_id, generation, agent_id, probe, scorer"
+    )
     return _frame(db, sql, params, SCORE_COLUMNS)
 
 
@@ -122,8 +177,10 @@ def scores(db: Database, experiment_id: str | None = None) -> pd.DataFrame:
 def contents(db: Database, persona_id: str | None = None) -> pd.DataFrame:
     """Content items: id, persona, the persona version that wrote V1, topic, language."""
     where, params = _where({"persona_id": persona_id})
-    sql = (f"SELECT id, persona_id, persona_version, topic, language, created_at FROM contents{where}"
-           " ORDER BY created_at, id")
+    sql = (
+        f"SELECT id, persona_id, persona_version, topic, language, created_at FROM contents{where}"
+        " ORDER BY created_at, id"
+    )
     return _frame(db, sql, params, CONTENT_COLUMNS)
 
 
@@ -151,13 +208,22 @@ def processed_revisions(db: Database) -> pd.DataFrame:
 def persona_preferences(db: Database, persona_id: str | None = None) -> pd.DataFrame:
     """Learned style preferences of every stored persona version, one row per (version, preference)."""
     where, params = _where({"id": persona_id})
-    sql = (f"SELECT id, version, body->'$.style_preferences' FROM elixir_versions{where}"
-           " ORDER BY id, version")
+    sql = f"SELECT id, version, body->'$.style_preferences' FROM elixir_versions{where} ORDER BY id, version"
     rows = []
     for id_, version, prefs in db.query(sql, params):
         for p in json.loads(prefs) if isinstance(prefs, str) else (prefs or []):
-            rows.append([id_, version, p.get("dimension"), p.get("value"), p.get("weight", 0.5), p.get("count", 1),
-                         p.get("source_revision"), p.get("evidence", "")])
+            rows.append(
+                [
+                    id_,
+                    version,
+                    p.get("dimension"),
+                    p.get("value"),
+                    p.get("weight", 0.5),
+                    p.get("count", 1),
+                    p.get("source_revision"),
+                    p.get("evidence", ""),
+                ]
+            )
     if not rows:
         return pd.DataFrame({c: pd.Series(dtype=object) for c in PREFERENCE_COLUMNS})
     return pd.DataFrame(rows, columns=PREFERENCE_COLUMNS)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from furnace.storage.duckdb.db import Database
 from furnace.arena.models import ArenaSession, Checkpoint, Plan, ReplyRecord, RunRecord, RunStatus
 from furnace.domain.errors import NotFound
+from furnace.storage.duckdb.db import Database
 
 _RUN_COLS = "run_id, session_id, turn, message, directive, plan, status, cancel_requested, created_at"
 _REPLY_COLS = (
@@ -79,13 +79,20 @@ class DuckDBArenaStore:
                 "INSERT INTO arena_runs (run_id, session_id, turn, message, directive, plan, status) "
                 "SELECT ?, ?, (SELECT count(*) FROM arena_runs WHERE session_id = ?), ?, ?, ?, ? "
                 "ON CONFLICT DO NOTHING",
-                [run.run_id, run.session_id, run.session_id, run.message, run.directive,
-                 run.plan.model_dump_json() if run.plan else None, run.status],
+                [
+                    run.run_id,
+                    run.session_id,
+                    run.session_id,
+                    run.message,
+                    run.directive,
+                    run.plan.model_dump_json() if run.plan else None,
+                    run.status,
+                ],
             )
             cur = con.execute(f"SELECT {_RUN_COLS} FROM arena_runs WHERE run_id = ?", [run.run_id])
             cols = [d[0] for d in cur.description or []]
             row = cur.fetchall()[0]
-        return _run(dict(zip(cols, row)))
+        return _run(dict(zip(cols, row, strict=False)))
 
     def get_run(self, run_id: str) -> RunRecord:
         rows = self.db.query_dicts(f"SELECT {_RUN_COLS} FROM arena_runs WHERE run_id = ?", [run_id])
@@ -132,16 +139,34 @@ class DuckDBArenaStore:
                 con.execute(
                     f"INSERT INTO arena_replies ({_REPLY_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp) "
                     "ON CONFLICT DO NOTHING",
-                    [reply.reply_id, reply.run_id, reply.session_id, reply.speaker_index, reply.member_id,
-                     reply.member_name, reply.member_version, reply.text, reply.ordinal, reply.corrected],
+                    [
+                        reply.reply_id,
+                        reply.run_id,
+                        reply.session_id,
+                        reply.speaker_index,
+                        reply.member_id,
+                        reply.member_name,
+                        reply.member_version,
+                        reply.text,
+                        reply.ordinal,
+                        reply.corrected,
+                    ],
                 )
             con.execute(
                 "INSERT INTO arena_checkpoints (run_id, speaker_index, status, reply_id, error, attempts) "
                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                [checkpoint.run_id, checkpoint.speaker_index, checkpoint.status, checkpoint.reply_id,
-                 checkpoint.error, checkpoint.attempts],
+                [
+                    checkpoint.run_id,
+                    checkpoint.speaker_index,
+                    checkpoint.status,
+                    checkpoint.reply_id,
+                    checkpoint.error,
+                    checkpoint.attempts,
+                ],
             )
-            flag = con.execute("SELECT cancel_requested FROM arena_runs WHERE run_id = ?", [checkpoint.run_id]).fetchall()
+            flag = con.execute(
+                "SELECT cancel_requested FROM arena_runs WHERE run_id = ?", [checkpoint.run_id]
+            ).fetchall()
         return bool(flag and flag[0][0])
 
     def checkpoints(self, run_id: str) -> dict[int, Checkpoint]:
@@ -169,14 +194,19 @@ class DuckDBArenaStore:
         return [ReplyRecord(**r) for r in rows]
 
 
-def build_arena(settings: Any, *, db: Database | None = None, llm: Any | None = None,
-                store: Any | None = None, after_checkpoint: Any | None = None) -> Any:
+def build_arena(
+    settings: Any,
+    *,
+    db: Database | None = None,
+    llm: Any | None = None,
+    store: Any | None = None,
+    after_checkpoint: Any | None = None,
+) -> Any:
     """An :class:`~furnace.arena.Arena` on the DuckDB file of ``settings`` (CLI and app entry)."""
     from furnace.adapters import factory
     from furnace.arena.runner import Arena
-
-    from furnace.llm.seam import OFFLINE_MODEL_NAME
     from furnace.arena.speaker import token_aware_context
+    from furnace.llm.seam import OFFLINE_MODEL_NAME
 
     db = db or factory.build_db(settings)
     if llm is None:
@@ -192,7 +222,10 @@ def build_arena(settings: Any, *, db: Database | None = None, llm: Any | None = 
 
     context = token_aware_context(context_limit=settings.context_limit, model=settings.model_name, llm=llm)
     return Arena(
-        DuckDBArenaStore(db), store or factory.build_store(settings, db=db), llm,
-        llm_for_model=llm_for_model, context=context, after_checkpoint=after_checkpoint,
+        DuckDBArenaStore(db),
+        store or factory.build_store(settings, db=db),
+        llm,
+        llm_for_model=llm_for_model,
+        context=context,
+        after_checkpoint=after_checkpoint,
     )
-

@@ -11,9 +11,9 @@ import json
 from datetime import datetime
 from typing import Any
 
-from furnace.storage.duckdb.db import Database
 from furnace.assistant.answer import AssistantState
 from furnace.assistant.scope import Catalogue, Scope
+from furnace.storage.duckdb.db import Database
 
 # The latest, not withdrawn, version of every library elixir.
 _LATEST_LIBRARY = (
@@ -39,11 +39,12 @@ class DuckDBAssistData:
         return self.db.query_dicts(sql, params)
 
     def catalogue(self) -> Catalogue:
-        personas = self._rows(
-            f"SELECT id, name {_LATEST_LIBRARY}", [])
+        personas = self._rows(f"SELECT id, name {_LATEST_LIBRARY}", [])
         experiments = self._rows("SELECT experiment_id, name FROM experiments", [])
-        return Catalogue(personas={r["id"]: r["name"] for r in personas},
-                         experiments={r["experiment_id"]: r["name"] for r in experiments})
+        return Catalogue(
+            personas={r["id"]: r["name"] for r in personas},
+            experiments={r["experiment_id"]: r["name"] for r in experiments},
+        )
 
     def top_agents(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
         sql = (
@@ -61,8 +62,11 @@ class DuckDBAssistData:
     def revisions(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
         sql = (
             "SELECT id AS revision_id, content_id, persona_id, from_version, to_version, suggestions, created_at "
-            "FROM revisions WHERE " + _EQ.format(col="persona_id") + " AND "
-            + _TIME.format(col="created_at") + " ORDER BY created_at DESC, id LIMIT ?"
+            "FROM revisions WHERE "
+            + _EQ.format(col="persona_id")
+            + " AND "
+            + _TIME.format(col="created_at")
+            + " ORDER BY created_at DESC, id LIMIT ?"
         )
         rows = self._rows(sql, [scope.persona, scope.persona, *self._t(scope), limit])
         for row in rows:
@@ -77,9 +81,16 @@ class DuckDBAssistData:
         for row in self._rows(sql, [scope.persona, scope.persona]):
             body = json.loads(row["body"])
             for pref in body.get("style_preferences") or []:
-                out.append({"persona_id": row["id"], "dimension": pref.get("dimension"), "value": pref.get("value"),
-                            "count": pref.get("count", 1), "weight": pref.get("weight"),
-                            "evidence": pref.get("evidence", "")})
+                out.append(
+                    {
+                        "persona_id": row["id"],
+                        "dimension": pref.get("dimension"),
+                        "value": pref.get("value"),
+                        "count": pref.get("count", 1),
+                        "weight": pref.get("weight"),
+                        "evidence": pref.get("evidence", ""),
+                    }
+                )
         out.sort(key=lambda p: (-(p["count"] or 0), -(p["weight"] or 0), p["persona_id"], p["dimension"] or ""))
         return out[:limit]
 
@@ -87,8 +98,11 @@ class DuckDBAssistData:
         sql = (
             "SELECT e.experiment_id, e.name, e.status, e.model, e.created_at, "
             "(SELECT max(best_fitness) FROM experiment_generations g WHERE g.experiment_id = e.experiment_id) "
-            "AS best_fitness FROM experiments e WHERE " + _EQ.format(col="e.experiment_id") + " AND "
-            + _TIME.format(col="e.created_at") + " ORDER BY e.created_at DESC LIMIT ?"
+            "AS best_fitness FROM experiments e WHERE "
+            + _EQ.format(col="e.experiment_id")
+            + " AND "
+            + _TIME.format(col="e.created_at")
+            + " ORDER BY e.created_at DESC LIMIT ?"
         )
         return self._rows(sql, [scope.experiment, scope.experiment, *self._t(scope), limit])
 
@@ -106,7 +120,8 @@ class DuckDBAssistData:
             "SELECT task, count(*) FILTER (WHERE NOT cached) AS calls, count(*) FILTER (WHERE cached) AS cached_calls, "
             "sum(prompt_tokens + completion_tokens) AS tokens, round(sum(cost_usd), 6) AS cost_usd FROM llm_calls "
             "WHERE (CAST(? AS VARCHAR) IS NULL OR run_id LIKE ? || '%') AND "
-            + _TIME.format(col="created_at") + " GROUP BY task ORDER BY calls DESC, task LIMIT ?"
+            + _TIME.format(col="created_at")
+            + " GROUP BY task ORDER BY calls DESC, task LIMIT ?"
         )
         return self._rows(sql, [scope.experiment, scope.experiment, *self._t(scope), limit])
 

@@ -15,21 +15,23 @@ from typing import Any, TypeVar
 
 import duckdb
 
+from furnace.domain.errors import NotFound, StoreError
 from furnace.storage.duckdb.db import Database
 from furnace.writing.content import ChatMessage, ChatSession, Content, ContentBatch, ContentVersion, RevisionRecord
-from furnace.domain.errors import NotFound, StoreError
 
 T = TypeVar("T")
 Con = duckdb.DuckDBPyConnection
 
 _VERSION_COLS = "content_id, version, title, body, word_count, source, revision_id, note, created_at"
 _MESSAGE_COLS = "id, session_id, seq, role, kind, content, revision_id, created_at"
-_REVISION_COLS = ("id, content_id, session_id, persona_id, persona_version, suggestions, from_version, to_version, "
-                  "original_title, original_body, revised_title, revised_body, model, created_at")
+_REVISION_COLS = (
+    "id, content_id, session_id, persona_id, persona_version, suggestions, from_version, to_version, "
+    "original_title, original_body, revised_title, revised_body, model, created_at"
+)
 
 
 def _row(cols: str, row: Sequence[Any]) -> dict[str, Any]:
-    return dict(zip([c.strip() for c in cols.split(",")], row))
+    return dict(zip([c.strip() for c in cols.split(",")], row, strict=False))
 
 
 def _revision(row: Sequence[Any]) -> RevisionRecord:
@@ -60,8 +62,10 @@ class DuckDBContentStore:
                 )
             if batch.session is not None:
                 s = batch.session
-                con.execute("INSERT INTO chat_sessions VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                            [s.id, s.content_id, s.persona_id, s.created_at])
+                con.execute(
+                    "INSERT INTO chat_sessions VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                    [s.id, s.content_id, s.persona_id, s.created_at],
+                )
             if batch.version is not None:
                 self._insert_version(con, batch.version, has_content=batch.content is not None)
             if batch.revision is not None:
@@ -69,18 +73,34 @@ class DuckDBContentStore:
                 con.execute(
                     f"INSERT INTO revisions ({_REVISION_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT DO NOTHING",
-                    [r.id, r.content_id, r.session_id, r.persona_id, r.persona_version,
-                     json.dumps(list(r.suggestions), ensure_ascii=False), r.from_version, r.to_version,
-                     r.original_title, r.original_body, r.revised_title, r.revised_body, r.model, r.created_at],
+                    [
+                        r.id,
+                        r.content_id,
+                        r.session_id,
+                        r.persona_id,
+                        r.persona_version,
+                        json.dumps(list(r.suggestions), ensure_ascii=False),
+                        r.from_version,
+                        r.to_version,
+                        r.original_title,
+                        r.original_body,
+                        r.revised_title,
+                        r.revised_body,
+                        r.model,
+                        r.created_at,
+                    ],
                 )
             stored = []
             for message in batch.messages:
-                [(last,)] = con.execute("SELECT coalesce(max(seq), 0) FROM chat_messages WHERE session_id = ?",
-                                        [message.session_id]).fetchall()
+                [(last,)] = con.execute(
+                    "SELECT coalesce(max(seq), 0) FROM chat_messages WHERE session_id = ?", [message.session_id]
+                ).fetchall()
                 seq = int(last) + 1
                 m = message.model_copy(update={"seq": seq, "id": f"{message.session_id}-m{seq}"})
-                con.execute(f"INSERT INTO chat_messages ({_MESSAGE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            [m.id, m.session_id, m.seq, m.role, m.kind, m.content, m.revision_id, m.created_at])
+                con.execute(
+                    f"INSERT INTO chat_messages ({_MESSAGE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    [m.id, m.session_id, m.seq, m.role, m.kind, m.content, m.revision_id, m.created_at],
+                )
                 stored.append(m)
             return stored
 
@@ -90,11 +110,14 @@ class DuckDBContentStore:
     def _insert_version(con: Con, v: ContentVersion, *, has_content: bool) -> None:
         if not has_content and not con.execute("SELECT 1 FROM contents WHERE id = ?", [v.content_id]).fetchall():
             raise NotFound(f"no content {v.content_id!r}")
-        [(latest,)] = con.execute("SELECT coalesce(max(version), 0) FROM content_versions WHERE content_id = ?",
-                                  [v.content_id]).fetchall()
+        [(latest,)] = con.execute(
+            "SELECT coalesce(max(version), 0) FROM content_versions WHERE content_id = ?", [v.content_id]
+        ).fetchall()
         if latest >= v.version:
-            [(rev,)] = con.execute("SELECT revision_id FROM content_versions WHERE content_id = ? AND version = ?",
-                                   [v.content_id, v.version]).fetchall()
+            [(rev,)] = con.execute(
+                "SELECT revision_id FROM content_versions WHERE content_id = ? AND version = ?",
+                [v.content_id, v.version],
+            ).fetchall()
             if rev != v.revision_id:
                 raise StoreError(f"{v.content_id} already has V{v.version}: it was edited meanwhile, try again")
             return  # the same write again: idempotent
@@ -105,8 +128,15 @@ class DuckDBContentStore:
             [v.content_id, v.version, v.title, v.body, v.word_count, v.source, v.revision_id, v.note, v.created_at],
         )
 
-    def mark_processed(self, revision_id: str, *, persona_id: str, persona_version: int | None,
-                       preferences: Sequence[dict[str, Any]], status: str) -> bool:
+    def mark_processed(
+        self,
+        revision_id: str,
+        *,
+        persona_id: str,
+        persona_version: int | None,
+        preferences: Sequence[dict[str, Any]],
+        status: str,
+    ) -> bool:
         def work(con: Con) -> bool:
             rows = con.execute(
                 "INSERT INTO processed_revisions (revision_id, persona_id, persona_version, preferences, status) "
@@ -120,28 +150,39 @@ class DuckDBContentStore:
     # --- reads -----------------------------------------------------------
 
     def get_content(self, content_id: str) -> Content:
-        rows = self.db.query("SELECT id, persona_id, persona_version, topic, language, created_at FROM contents "
-                             "WHERE id = ?", [content_id])
+        rows = self.db.query(
+            "SELECT id, persona_id, persona_version, topic, language, created_at FROM contents WHERE id = ?",
+            [content_id],
+        )
         if not rows:
             raise NotFound(f"no content {content_id!r}")
         return Content.model_validate(_row("id, persona_id, persona_version, topic, language, created_at", rows[0]))
 
     def list_contents(self, *, persona_id: str | None = None) -> list[Content]:
         where, params = ("WHERE persona_id = ?", [persona_id]) if persona_id else ("", [])
-        rows = self.db.query(f"SELECT id, persona_id, persona_version, topic, language, created_at FROM contents "
-                             f"{where} ORDER BY created_at DESC, id DESC", params)
-        return [Content.model_validate(_row("id, persona_id, persona_version, topic, language, created_at", r))
-                for r in rows]
+        rows = self.db.query(
+            f"SELECT id, persona_id, persona_version, topic, language, created_at FROM contents "
+            f"{where} ORDER BY created_at DESC, id DESC",
+            params,
+        )
+        return [
+            Content.model_validate(_row("id, persona_id, persona_version, topic, language, created_at", r))
+            for r in rows
+        ]
 
     def get_version(self, content_id: str, version: int | None = None) -> ContentVersion:
         if version is None:
-            rows = self.db.query(f"SELECT {_VERSION_COLS} FROM content_versions WHERE content_id = ? "
-                                 "ORDER BY version DESC LIMIT 1", [content_id])
+            rows = self.db.query(
+                f"SELECT {_VERSION_COLS} FROM content_versions WHERE content_id = ? ORDER BY version DESC LIMIT 1",
+                [content_id],
+            )
             if not rows:
                 raise NotFound(f"no content {content_id!r}")
         else:
-            rows = self.db.query(f"SELECT {_VERSION_COLS} FROM content_versions WHERE content_id = ? AND version = ?",
-                                 [content_id, version])
+            rows = self.db.query(
+                f"SELECT {_VERSION_COLS} FROM content_versions WHERE content_id = ? AND version = ?",
+                [content_id, version],
+            )
             if not rows:
                 latest = self.db.query("SELECT max(version) FROM content_versions WHERE content_id = ?", [content_id])
                 if latest[0][0] is None:
@@ -150,18 +191,21 @@ class DuckDBContentStore:
         return ContentVersion.model_validate(_row(_VERSION_COLS, rows[0]))
 
     def versions(self, content_id: str) -> list[ContentVersion]:
-        rows = self.db.query(f"SELECT {_VERSION_COLS} FROM content_versions WHERE content_id = ? ORDER BY version",
-                             [content_id])
+        rows = self.db.query(
+            f"SELECT {_VERSION_COLS} FROM content_versions WHERE content_id = ? ORDER BY version", [content_id]
+        )
         return [ContentVersion.model_validate(_row(_VERSION_COLS, r)) for r in rows]
 
     def get_session(self, content_id: str) -> ChatSession | None:
-        rows = self.db.query("SELECT id, content_id, persona_id, created_at FROM chat_sessions WHERE content_id = ?",
-                             [content_id])
+        rows = self.db.query(
+            "SELECT id, content_id, persona_id, created_at FROM chat_sessions WHERE content_id = ?", [content_id]
+        )
         return ChatSession.model_validate(_row("id, content_id, persona_id, created_at", rows[0])) if rows else None
 
     def messages(self, session_id: str) -> list[ChatMessage]:
-        rows = self.db.query(f"SELECT {_MESSAGE_COLS} FROM chat_messages WHERE session_id = ? ORDER BY seq",
-                             [session_id])
+        rows = self.db.query(
+            f"SELECT {_MESSAGE_COLS} FROM chat_messages WHERE session_id = ? ORDER BY seq", [session_id]
+        )
         return [ChatMessage.model_validate(_row(_MESSAGE_COLS, r)) for r in rows]
 
     def get_revision(self, revision_id: str) -> RevisionRecord:
@@ -171,14 +215,17 @@ class DuckDBContentStore:
         return _revision(rows[0])
 
     def revisions(self, content_id: str) -> list[RevisionRecord]:
-        rows = self.db.query(f"SELECT {_REVISION_COLS} FROM revisions WHERE content_id = ? ORDER BY to_version",
-                             [content_id])
+        rows = self.db.query(
+            f"SELECT {_REVISION_COLS} FROM revisions WHERE content_id = ? ORDER BY to_version", [content_id]
+        )
         return [_revision(r) for r in rows]
 
     def unprocessed_revisions(self, *, limit: int | None = None) -> list[RevisionRecord]:
         cols = ", ".join(f"r.{c.strip()}" for c in _REVISION_COLS.split(","))
-        sql = (f"SELECT {cols} FROM revisions r ANTI JOIN processed_revisions p ON p.revision_id = r.id "
-               "ORDER BY r.created_at, r.content_id, r.to_version")
+        sql = (
+            f"SELECT {cols} FROM revisions r ANTI JOIN processed_revisions p ON p.revision_id = r.id "
+            "ORDER BY r.created_at, r.content_id, r.to_version"
+        )
         params: list[Any] = []
         if limit is not None:
             sql += " LIMIT ?"

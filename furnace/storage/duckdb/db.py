@@ -153,7 +153,9 @@ class Database:
                     return work(con)
             except (duckdb.TransactionException, duckdb.ConstraintException) as err:
                 if attempt == retries:
-                    raise StoreError(f"write conflict persisted after {attempt + 1} tries: {_first_line(err)}") from None
+                    raise StoreError(
+                        f"write conflict persisted after {attempt + 1} tries: {_first_line(err)}"
+                    ) from None
                 time.sleep(0.005 * (attempt + 1))
         raise AssertionError("unreachable")
 
@@ -167,7 +169,7 @@ class Database:
         with self.connect() as con:
             cur = con.execute(sql, params or [])
             cols = [d[0] for d in cur.description or []]
-            return [dict(zip(cols, row)) for row in cur.fetchall()]
+            return [dict(zip(cols, row, strict=False)) for row in cur.fetchall()]
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> None:
         """Run one write statement in its own transaction."""

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from furnace.storage.duckdb.db import Database
 from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord, ScoreRow
+from furnace.storage.duckdb.db import Database
 
-_IND_COLS = ("experiment_id, generation, agent_id, slot, operator, parents, lineage_hash, elixir, system_prompt, "
-             "fitness, objectives, failures, failure_reasons, calls, tokens, cost_usd")
+_IND_COLS = (
+    "experiment_id, generation, agent_id, slot, operator, parents, lineage_hash, elixir, system_prompt, "
+    "fitness, objectives, failures, failure_reasons, calls, tokens, cost_usd"
+)
 
 
 def _insert_many(con: Any, table: str, columns: str, rows: list[list[Any]], chunk: int = 200) -> None:
@@ -23,8 +25,9 @@ def _insert_many(con: Any, table: str, columns: str, rows: list[list[Any]], chun
     for start in range(0, len(rows), chunk):
         part = rows[start : start + chunk]
         values = ", ".join(["(" + ", ".join(["?"] * width) + ")"] * len(part))
-        con.execute(f"INSERT INTO {table} ({columns}) VALUES {values} ON CONFLICT DO NOTHING",
-                    [v for row in part for v in row])
+        con.execute(
+            f"INSERT INTO {table} ({columns}) VALUES {values} ON CONFLICT DO NOTHING", [v for row in part for v in row]
+        )
 
 
 def _dump(value: Any) -> str:
@@ -50,16 +53,27 @@ class DuckDBExperimentResults:
                 " ON CONFLICT DO NOTHING",
                 [record.experiment_id, record.name, _dump(record.config), record.seed, record.model, record.status],
             )
-            con.execute("UPDATE experiments SET status = 'running', updated_at = current_timestamp"
-                        " WHERE experiment_id = ?", [record.experiment_id])
+            con.execute(
+                "UPDATE experiments SET status = 'running', updated_at = current_timestamp WHERE experiment_id = ?",
+                [record.experiment_id],
+            )
 
     def finish_experiment(self, experiment_id: str, status: str, summary: dict[str, Any]) -> None:
-        self.db.execute("UPDATE experiments SET status = ?, summary = ?, updated_at = current_timestamp"
-                        " WHERE experiment_id = ?", [status, _dump(summary), experiment_id])
+        self.db.execute(
+            "UPDATE experiments SET status = ?, summary = ?, updated_at = current_timestamp WHERE experiment_id = ?",
+            [status, _dump(summary), experiment_id],
+        )
 
     def _experiment(self, row: dict[str, Any]) -> ExperimentRecord:
-        return ExperimentRecord(row["experiment_id"], row["name"], _load(row["config"]), int(row["seed"]),
-                                row["model"], row["status"], _load(row["summary"]) or {})
+        return ExperimentRecord(
+            row["experiment_id"],
+            row["name"],
+            _load(row["config"]),
+            int(row["seed"]),
+            row["model"],
+            row["status"],
+            _load(row["summary"]) or {},
+        )
 
     def get_experiment(self, experiment_id: str) -> ExperimentRecord | None:
         rows = self.db.query_dicts("SELECT * FROM experiments WHERE experiment_id = ?", [experiment_id])
@@ -79,18 +93,44 @@ class DuckDBExperimentResults:
         if not records:
             return
         with self.db.transaction() as con:
-            ind = [[r.experiment_id, r.generation, r.agent_id, r.slot, r.operator, _dump(list(r.parents)),
-                    r.lineage_hash, _dump(r.elixir), r.system_prompt, r.fitness, _dump(r.objectives), r.failures,
-                    _dump(list(r.failure_reasons)), r.calls, r.tokens, r.cost_usd] for r in records]
+            ind = [
+                [
+                    r.experiment_id,
+                    r.generation,
+                    r.agent_id,
+                    r.slot,
+                    r.operator,
+                    _dump(list(r.parents)),
+                    r.lineage_hash,
+                    _dump(r.elixir),
+                    r.system_prompt,
+                    r.fitness,
+                    _dump(r.objectives),
+                    r.failures,
+                    _dump(list(r.failure_reasons)),
+                    r.calls,
+                    r.tokens,
+                    r.cost_usd,
+                ]
+                for r in records
+            ]
             _insert_many(con, "experiment_individuals", _IND_COLS, ind)
-            scores = [[r.experiment_id, r.generation, r.agent_id, s.probe, s.scorer, s.value, s.reason, s.failed]
-                      for r in records for s in r.scores]
-            _insert_many(con, "experiment_scores",
-                         "experiment_id, generation, agent_id, probe, scorer, value, reason, failed", scores)
+            scores = [
+                [r.experiment_id, r.generation, r.agent_id, s.probe, s.scorer, s.value, s.reason, s.failed]
+                for r in records
+                for s in r.scores
+            ]
+            _insert_many(
+                con,
+                "experiment_scores",
+                "experiment_id, generation, agent_id, probe, scorer, value, reason, failed",
+                scores,
+            )
 
     def _individuals(self, where: str, params: list[Any]) -> list[IndividualRecord]:
-        rows = self.db.query_dicts(f"SELECT {_IND_COLS} FROM experiment_individuals WHERE {where}"
-                                   " ORDER BY generation, slot, agent_id", params)
+        rows = self.db.query_dicts(
+            f"SELECT {_IND_COLS} FROM experiment_individuals WHERE {where} ORDER BY generation, slot, agent_id", params
+        )
         if not rows:
             return []
         keys = {(r["generation"], r["agent_id"]) for r in rows}
@@ -98,25 +138,46 @@ class DuckDBExperimentResults:
         scores: dict[tuple[int, str], list[ScoreRow]] = {}
         for s in self.db.query_dicts(
             "SELECT generation, agent_id, probe, scorer, value, reason, failed FROM experiment_scores"
-            " WHERE experiment_id = ? ORDER BY generation, agent_id, probe, scorer", [exp]):
+            " WHERE experiment_id = ? ORDER BY generation, agent_id, probe, scorer",
+            [exp],
+        ):
             if (s["generation"], s["agent_id"]) in keys:
                 scores.setdefault((s["generation"], s["agent_id"]), []).append(
-                    ScoreRow(s["probe"], s["scorer"], s["value"], s["reason"], bool(s["failed"])))
-        return [IndividualRecord(
-            experiment_id=r["experiment_id"], generation=r["generation"], agent_id=r["agent_id"], slot=r["slot"],
-            operator=r["operator"], parents=tuple(_load(r["parents"])), lineage_hash=r["lineage_hash"],
-            elixir=_load(r["elixir"]), system_prompt=r["system_prompt"], fitness=r["fitness"],
-            objectives=_load(r["objectives"]), scores=tuple(scores.get((r["generation"], r["agent_id"]), [])),
-            failures=r["failures"], failure_reasons=tuple(_load(r["failure_reasons"])), calls=r["calls"],
-            tokens=r["tokens"], cost_usd=r["cost_usd"]) for r in rows]
+                    ScoreRow(s["probe"], s["scorer"], s["value"], s["reason"], bool(s["failed"]))
+                )
+        return [
+            IndividualRecord(
+                experiment_id=r["experiment_id"],
+                generation=r["generation"],
+                agent_id=r["agent_id"],
+                slot=r["slot"],
+                operator=r["operator"],
+                parents=tuple(_load(r["parents"])),
+                lineage_hash=r["lineage_hash"],
+                elixir=_load(r["elixir"]),
+                system_prompt=r["system_prompt"],
+                fitness=r["fitness"],
+                objectives=_load(r["objectives"]),
+                scores=tuple(scores.get((r["generation"], r["agent_id"]), [])),
+                failures=r["failures"],
+                failure_reasons=tuple(_load(r["failure_reasons"])),
+                calls=r["calls"],
+                tokens=r["tokens"],
+                cost_usd=r["cost_usd"],
+            )
+            for r in rows
+        ]
 
     def individual_by_slot(self, experiment_id: str, generation: int, slot: int) -> IndividualRecord | None:
-        found = self._individuals("experiment_id = ? AND generation = ? AND slot = ?", [experiment_id, generation, slot])
+        found = self._individuals(
+            "experiment_id = ? AND generation = ? AND slot = ?", [experiment_id, generation, slot]
+        )
         return found[0] if found else None
 
     def individual(self, experiment_id: str, generation: int, agent_id: str) -> IndividualRecord | None:
-        found = self._individuals("experiment_id = ? AND generation = ? AND agent_id = ?",
-                                  [experiment_id, generation, agent_id])
+        found = self._individuals(
+            "experiment_id = ? AND generation = ? AND agent_id = ?", [experiment_id, generation, agent_id]
+        )
         return found[0] if found else None
 
     def individuals(self, experiment_id: str, generation: int | None = None) -> list[IndividualRecord]:
@@ -132,21 +193,45 @@ class DuckDBExperimentResults:
             "INSERT INTO experiment_generations (experiment_id, generation, survivors, best_fitness, mean_fitness,"
             " operator_weights, calls, cached_calls, tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT DO NOTHING",
-            [r.experiment_id, r.generation, _dump(list(r.survivors)), r.best_fitness, r.mean_fitness,
-             _dump(r.operator_weights), r.calls, r.cached_calls, r.tokens, r.cost_usd],
+            [
+                r.experiment_id,
+                r.generation,
+                _dump(list(r.survivors)),
+                r.best_fitness,
+                r.mean_fitness,
+                _dump(r.operator_weights),
+                r.calls,
+                r.cached_calls,
+                r.tokens,
+                r.cost_usd,
+            ],
         )
 
     def generations(self, experiment_id: str) -> list[GenerationRecord]:
-        rows = self.db.query_dicts("SELECT * FROM experiment_generations WHERE experiment_id = ? ORDER BY generation",
-                                   [experiment_id])
-        return [GenerationRecord(r["experiment_id"], r["generation"], tuple(_load(r["survivors"])), r["best_fitness"],
-                                 r["mean_fitness"], _load(r["operator_weights"]), r["calls"], r["cached_calls"],
-                                 r["tokens"], r["cost_usd"]) for r in rows]
+        rows = self.db.query_dicts(
+            "SELECT * FROM experiment_generations WHERE experiment_id = ? ORDER BY generation", [experiment_id]
+        )
+        return [
+            GenerationRecord(
+                r["experiment_id"],
+                r["generation"],
+                tuple(_load(r["survivors"])),
+                r["best_fitness"],
+                r["mean_fitness"],
+                _load(r["operator_weights"]),
+                r["calls"],
+                r["cached_calls"],
+                r["tokens"],
+                r["cost_usd"],
+            )
+            for r in rows
+        ]
 
     def count_rows(self, experiment_id: str) -> dict[str, int]:
         """Row counts per table (for tests and the show command)."""
         out = {}
         for table in ("experiment_generations", "experiment_individuals", "experiment_scores"):
-            out[table] = int(self.db.query(f"SELECT count(*) FROM {table} WHERE experiment_id = ?", [experiment_id])[0][0])
+            out[table] = int(
+                self.db.query(f"SELECT count(*) FROM {table} WHERE experiment_id = ?", [experiment_id])[0][0]
+            )
         return out
-

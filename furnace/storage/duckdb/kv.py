@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import duckdb
@@ -19,9 +19,8 @@ import duckdb
 from furnace.storage.duckdb.db import Database
 
 
-
 def _ts(epoch: float) -> datetime:
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).replace(tzinfo=None)
+    return datetime.fromtimestamp(epoch, tz=UTC).replace(tzinfo=None)
 
 
 class DuckDBKV:
@@ -43,6 +42,7 @@ class DuckDBKV:
         """Insert unless a live value exists; return the stored (winning) value."""
         now = self._clock()
         expires = None if ttl_s is None else _ts(now + ttl_s)
+
         def work(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
             # A same-process thread that commits the same key first makes this retry, and the
             # retry then reads the winner's value.

@@ -27,11 +27,11 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from datetime import timezone
+from datetime import UTC
 
-from furnace.storage.duckdb.db import Database
-from furnace.llm.seam import Completion
 from furnace.llm.cache import CallRecord, CallTotals
+from furnace.llm.seam import Completion
+from furnace.storage.duckdb.db import Database
 
 _LIVE: dict[str, weakref.WeakSet[_Pending]] = {}
 _LIVE_LOCK = threading.Lock()
@@ -156,7 +156,7 @@ class DuckDBCallLedger:
         self.flush_all()
         where, params = _where(run_id)
         rows = self.db.query_dicts(f"SELECT {_COLUMNS} FROM llm_calls{where} ORDER BY created_at, id", params)
-        return [CallRecord(**{**r, "created_at": r["created_at"].replace(tzinfo=timezone.utc)}) for r in rows]
+        return [CallRecord(**{**r, "created_at": r["created_at"].replace(tzinfo=UTC)}) for r in rows]
 
     def totals(self, run_id: str | None = None) -> CallTotals:
         """Sums over every call, or over one run's calls."""
@@ -180,7 +180,7 @@ class DuckDBCallLedger:
 
 
 def _row(call: CallRecord) -> list[object]:
-    created = call.created_at.astimezone(timezone.utc).replace(tzinfo=None)
+    created = call.created_at.astimezone(UTC).replace(tzinfo=None)
     return [
         call.id,
         call.run_id,
@@ -206,4 +206,3 @@ def _quiet_flush(pending: _Pending) -> None:
 
 def _where(run_id: str | None) -> tuple[str, list[str]]:
     return (" WHERE run_id = ?", [run_id]) if run_id is not None else ("", [])
-

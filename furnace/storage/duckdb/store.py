@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import duckdb
 
-from furnace.storage.duckdb.db import Database
 from furnace.domain.agent import Agent, LineageNode
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import LineageError, NotFound
+from furnace.storage.duckdb.db import Database
 from furnace.storage.store import (
     Origin,
     as_stored,
@@ -62,11 +62,11 @@ _NO_LIMIT = 2**31 - 1
 
 
 def _to_db(ts: datetime) -> datetime:
-    return ts.astimezone(timezone.utc).replace(tzinfo=None)
+    return ts.astimezone(UTC).replace(tzinfo=None)
 
 
 def _from_db(ts: datetime | None) -> datetime | None:
-    return None if ts is None else ts.replace(tzinfo=timezone.utc)
+    return None if ts is None else ts.replace(tzinfo=UTC)
 
 
 class DuckDBStore:
@@ -130,7 +130,15 @@ class DuckDBStore:
         con.execute(
             "INSERT INTO elixir_versions (id, version, origin, name, content_hash, body, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [id, stored.version, rows[0][3] if rows else origin, stored.name, stored.content_hash, body, _to_db(stored.created_at)],  # type: ignore[arg-type]
+            [
+                id,
+                stored.version,
+                rows[0][3] if rows else origin,
+                stored.name,
+                stored.content_hash,
+                body,
+                _to_db(stored.created_at),
+            ],  # type: ignore[arg-type]
         )
         return stored.ref
 
