@@ -79,7 +79,8 @@ def run() -> bool:
     token_ratio = base_tokens / max(1, ours_tokens)
     speed_ratio = base_s / ours_s
     print(
-        f"   structured + lead: {ours_tokens} output tokens, {ours_s * 1000:.0f} ms, table rows {len(done.result.items)}"
+        f"   structured + lead: {ours_tokens} output tokens, {ours_s * 1000:.0f} ms, "
+        f"table rows {len(done.result.items)}"
     )
     print(f"   model writes list: {base_tokens} output tokens, {base_s * 1000:.0f} ms")
     print(f"   ratio: {token_ratio:.1f}x fewer output tokens (target ≥5x), {speed_ratio:.1f}x faster (target ≥3x)")

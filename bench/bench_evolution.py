@@ -109,7 +109,8 @@ def _concurrency_and_rerun() -> bool:
     rerun_calls = len(recorder.requests) - before
     same = rerun.result_signature() == report.result_signature()
     print(
-        f"   re-run of the finished experiment (records read back from DuckDB): {rerun_calls} model calls, wall {rerun_wall:.2f}s = "
+        f"   re-run of the finished experiment (records read back from DuckDB): {rerun_calls} model calls, "
+        f"wall {rerun_wall:.2f}s = "
         f"{rerun_wall / wall:.0%} of the first (target 0 calls, <= 15%); same result: {same}"
     )
     shutil.rmtree(folder, ignore_errors=True)

@@ -115,7 +115,8 @@ def run() -> bool:
     hit_ms = statistics.median(hits) * 1000
     cold_ms = statistics.median(walls) * 1000
     print(
-        f"   cache hit: median {hit_ms:.2f} ms (p95 {sorted(hits)[189] * 1000:.2f} ms), {llm.calls - before} model calls; "
+        f"   cache hit: median {hit_ms:.2f} ms (p95 {sorted(hits)[189] * 1000:.2f} ms), "
+        f"{llm.calls - before} model calls; "
         f"cold fusion {cold_ms:.0f} ms -> {cold_ms / hit_ms:.0f}x faster (target well under 5 ms)"
     )
 

@@ -105,7 +105,8 @@ def run() -> bool:
     print(f"   ancestors of {deep}: {len(found):,} nodes, deepest at depth {depth}; results equal: {same}")
     warm_ms = statistics.median(warm_times) * 1000
     print(
-        f"   DuckDBStore.ancestors (open + query + close):  median {duck_ms:.1f} ms, best {min(duck_times) * 1000:.1f} ms"
+        f"   DuckDBStore.ancestors (open + query + close):  median {duck_ms:.1f} ms, "
+        f"best {min(duck_times) * 1000:.1f} ms"
     )
     print(f"   same recursive query on an open connection:    median {warm_ms:.1f} ms")
     print(f"   Python BFS over in-memory edges:               median {py_ms:.1f} ms")

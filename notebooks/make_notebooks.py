@@ -243,7 +243,8 @@ experiment_id = winner[EXPERIMENT_TAG]
 agent_id = winner.get("tags.furnace.best_agent")
 if not isinstance(agent_id, str) or not agent_id.startswith("agt-"):
     agent_id = fa.best_agent(q.individuals(db, experiment_id), bred_only=True)["agent_id"]
-print(f"champion run {winner['tags.mlflow.runName']} (best fitness {winner['metrics.best_fitness']:.3f}); agent {agent_id}")
+run_name, best = winner["tags.mlflow.runName"], winner["metrics.best_fitness"]
+print(f"champion run {run_name} (best fitness {best:.3f}); agent {agent_id}")
 registered = register_agent_prompt(store, agent_id, tracking_uri=settings.tracking_uri, alias=CHAMPION)
 print(registered.as_dict())"""),
     new_code_cell("""\

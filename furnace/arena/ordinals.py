@@ -13,7 +13,8 @@ import re
 from dataclasses import dataclass
 
 _ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
-_EN_WORDS = {w: i for i, w in enumerate(["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve"])}
+_EN_NUMS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+_EN_WORDS = {w: i for i, w in enumerate(_EN_NUMS)}
 _ARABIC = re.compile(r"(?<![A-Za-z0-9_.])(\d{1,3})(?![\d%]|\.\d)")
 _ZH = re.compile(r"[零一二两三四五六七八九十]{1,3}")
 _EN = re.compile(r"\b(" + "|".join(_EN_WORDS) + r")\b", re.IGNORECASE)

@@ -60,6 +60,12 @@ def show_text(elixir: Elixir) -> str:
     return head + "\n" + yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=100).rstrip()
 
 
+def history_line(e: Elixir) -> str:
+    """``v3  2026-01-01T00:00:00  <hash16>  (deleted)`` for `elixir history`."""
+    created = e.created_at.isoformat(timespec="seconds") if e.created_at else "-"
+    return f"v{e.version:<3} {created:<25} {e.content_hash[:16]}" + ("  (deleted)" if e.withdrawn else "")
+
+
 def ref_line(ref: ElixirRef, status: str) -> str:
     """``id  v2  <hash>  status``."""
     return f"{ref.id}  v{ref.version}  {ref.content_hash}  {status}"
@@ -150,11 +156,7 @@ def show(ctx: CliContext, ref: str, as_json: bool) -> None:
 def history(ctx: CliContext, id: str, as_json: bool) -> None:
     """Every version of ID, oldest first."""
     versions = ctx.store.history(id)
-    human = "\n".join(
-        f"v{e.version:<3} {e.created_at.isoformat(timespec='seconds') if e.created_at else '-':<25} {e.content_hash[:16]}"
-        + ("  (deleted)" if e.withdrawn else "")
-        for e in versions
-    )
+    human = "\n".join(history_line(e) for e in versions)
     emit([summary(e) for e in versions], as_json=as_json, human=human)
 
 

@@ -41,7 +41,8 @@ class ProgressBar:
             return
         filled = int(self.width * p.done / p.total) if p.total else self.width
         line = (
-            f"{chr(13) if self.interactive else ''}generation {p.generation}/{p.generations} [{'#' * filled}{'.' * (self.width - filled)}] "
+            f"{chr(13) if self.interactive else ''}generation {p.generation}/{p.generations} "
+            f"[{'#' * filled}{'.' * (self.width - filled)}] "
             f"{p.done}/{p.total}  best {p.best:.3f}  {time.perf_counter() - self._started:5.1f}s"
         )
         if line != self._last:

@@ -187,7 +187,8 @@ def render_report(report: ExperimentReport) -> str:
     for i, row in enumerate(report.leaderboard, 1):
         objs = " ".join(f"{row['objectives'].get(k, 0):>9.3f}" for k in keys)
         lines.append(
-            f"  {i:>2} {row['agent_id'][:26]:<26} {row['generation']:>3} {row['operator']:<9} {row['fitness']:>7.3f}  {objs}"
+            f"  {i:>2} {row['agent_id'][:26]:<26} {row['generation']:>3} {row['operator']:<9} "
+            f"{row['fitness']:>7.3f}  {objs}"
         )
     lines += ["", "best agent's lineage"]
     for node in report.lineage[:12]:
@@ -199,7 +200,8 @@ def render_report(report: ExperimentReport) -> str:
     lines += ["", "operators     children  success  failures  weight"]
     for name, s in report.operators.items():
         lines.append(
-            f"  {name:<11} {int(s['children']):>8}  {s['success_rate']:>7.0%}  {int(s['failures']):>8}  {s['weight']:.2f}"
+            f"  {name:<11} {int(s['children']):>8}  {s['success_rate']:>7.0%}  "
+            f"{int(s['failures']):>8}  {s['weight']:.2f}"
         )
     lines += ["", f"pareto front ({len(report.pareto)}): " + ", ".join(p["agent_id"] for p in report.pareto[:8])]
     t = report.totals

@@ -84,7 +84,7 @@ def lineage_graph(
     detailed = [node_id] + [n.id for n, _ in kept[:max_details]]
     with ThreadPoolExecutor(max_workers=DETAIL_THREADS) as pool:  # each read is one short-lived connection
         found = dict(zip(detailed, pool.map(lambda i: _detail(store, i, ids), detailed), strict=False))
-    for name, version, pinned in found.values():
+    for _name, _version, pinned in found.values():
         edges.update({(e.parent, e.child): e for e in pinned})
     nodes = [GraphNode(node_id, 0, _kind(node_id), root.name, root.version)]
     for n, depth in kept:

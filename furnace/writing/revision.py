@@ -310,7 +310,8 @@ def finish_turn(
     if (title, body) == (current.title, current.body):
         note = completion.parsed.get("note", "") if isinstance(completion.parsed, dict) else ""
         text = (
-            f"这次没有改动，内容仍是 V{current.version}。{note} 可以说得更具体些，比如“第三段缩短一点”或“加一个 emoji”。"
+            f"这次没有改动，内容仍是 V{current.version}。{note} "
+            "可以说得更具体些，比如“第三段缩短一点”或“加一个 emoji”。"
             if zh
             else f"No change made; the text is still V{current.version}. {note} Could you be more specific, "
             'e.g. "shorten the third paragraph" or "add an emoji"?'

@@ -28,7 +28,8 @@ name: app-concurrency
 seed: 3
 population: 12
 generations: 8
-seeds: {ids: [academic-editor, data-science-mentor, go-reviewer, security-auditor, socratic-math-tutor, viral-copywriter]}
+seeds:
+  ids: [academic-editor, data-science-mentor, go-reviewer, security-auditor, socratic-math-tutor, viral-copywriter]
 operators: {crossover: 0.6, mutation: 0.4}
 probes: {set: writing-en, limit: 4}
 scorers: {constraints: 0.2, fidelity: 0.3, tone: 0.2, brief_fit: 0.3}

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from furnace.domain import elixir as elixir_module
 from furnace.domain.elixir import (
@@ -374,7 +375,7 @@ def test_whitespace_around_text_does_not_matter() -> None:
 
 def test_frozen() -> None:
     e = parse_elixir(BASE)
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="frozen"):
         e.identity = "changed"  # type: ignore[misc]
 
 

@@ -424,5 +424,9 @@ def test_property_arbitrary_yaml_text(text: str) -> None:
 
 
 def test_yaml_aliases_are_fine_within_limits(tmp_path: Path) -> None:
-    text = "- &base\n  id: ada\n  name: Ada\n  identity: A careful helper.\n  expertise: &ex [python]\n  principles: [Be precise.]\n- id: bea\n  name: Bea\n  identity: Another.\n  expertise: *ex\n  principles: [Be kind.]\n"
+    text = (
+        "- &base\n  id: ada\n  name: Ada\n  identity: A careful helper.\n  expertise: &ex [python]\n"
+        "  principles: [Be precise.]\n"
+        "- id: bea\n  name: Bea\n  identity: Another.\n  expertise: *ex\n  principles: [Be kind.]\n"
+    )
     assert [e.expertise for e in load_elixir_file(write(tmp_path, "a.yaml", text))] == [["python"], ["python"]]

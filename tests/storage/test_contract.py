@@ -396,16 +396,17 @@ def test_both_stores_agree_on_random_operation_sequences(tmp_path: Any, seed: in
 
     for _ in range(14):
         name = rng.choice(["Alpha", "Beta", "Gamma"])
+        key = name.lower()
         op = rng.random()
         if op < 0.6:
             elixir = make_elixir(name, priority=rng.choice([100, 101, 102]), expertise=[rng.choice(["go", "rust"])])
-            res = outcome(lambda s: s.save_elixir(elixir))
+            res = outcome(lambda s, elixir=elixir: s.save_elixir(elixir))
         elif op < 0.75:
-            res = outcome(lambda s: s.delete_elixir(name.lower()))
+            res = outcome(lambda s, key=key: s.delete_elixir(key))
         elif op < 0.9:
-            res = outcome(lambda s: [(e.ref, e.withdrawn) for e in s.history(name.lower())])
+            res = outcome(lambda s, key=key: [(e.ref, e.withdrawn) for e in s.history(key)])
         else:
-            res = outcome(lambda s: s.load_for_fusion(name.lower()).ref)
+            res = outcome(lambda s, key=key: s.load_for_fusion(key).ref)
         assert res[0] == res[1], (name, op)
     listed = outcome(lambda s: [e.ref for e in s.list_elixirs(include_deleted=True)])
     assert listed[0] == listed[1]

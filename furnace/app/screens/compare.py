@@ -79,7 +79,8 @@ with experiments_tab:
         experiments = []
     if not experiments:
         st.info(
-            "No experiments yet: run `furnace experiment run furnace/resources/experiments/demo.yaml` (or `furnace demo`)."
+            "No experiments yet: run `furnace experiment run furnace/resources/experiments/demo.yaml` "
+            "(or `furnace demo`)."
         )
     else:
         names = {e.experiment_id: f"{e.name} · {e.experiment_id} · {e.status}" for e in experiments}

@@ -44,7 +44,37 @@ _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9+#.'-]*[A-Za-z0-9+#]|[A-Za-z]")
 _ZH_SPLIT = re.compile(r"[\s、，,/&＆\-–—·()（）]+|和|与|及")
 _STOP = frozenset(
-    ["a", "an", "and", "as", "at", "by", "for", "from", "in", "into", "of", "on", "or", "the", "to", "with", "your", "you", "my", "our", "act", "acting", "expert", "assistant", "generator", "helper", "creator", "prompt", "prompts"]
+    [
+        "a",
+        "an",
+        "and",
+        "as",
+        "at",
+        "by",
+        "for",
+        "from",
+        "in",
+        "into",
+        "of",
+        "on",
+        "or",
+        "the",
+        "to",
+        "with",
+        "your",
+        "you",
+        "my",
+        "our",
+        "act",
+        "acting",
+        "expert",
+        "assistant",
+        "generator",
+        "helper",
+        "creator",
+        "prompt",
+        "prompts",
+    ]
 )
 _ACT_AS = re.compile(
     r"\b(act|acting|serve|behave)\s+as\b|\bpretend to be\b|\byou are an?\b|扮演|充当|作为一名|你是一[名位个]", re.I
@@ -53,14 +83,16 @@ _SKIP = re.compile(
     r"^(my first|the first|first (request|question|command|sentence|prompt|message)|我的第一|第一个(请求|问题))", re.I
 )
 _CUES = re.compile(
-    r"\b(i want you to|you will|you should|you must|you need to|you are to|your (task|job|goal|role) is|do not|don't|never|always|"
+    r"\b(i want you to|you will|you should|you must|you need to|you are to|your (task|job|goal|role) is|"
+    r"do not|don't|never|always|"
     r"only|must|should|make sure|ensure|please|reply|respond|answer|provide|include|use|write|keep|avoid|focus|explain|"
     r"create|generate|give|list|follow|ask|offer|suggest|check|review|identify|analy[sz]e|describe|translate|correct)\b"
     r"|请|需要|必须|不要|务必|确保|应该|回答|提供|使用|保持|避免|输出|列出|给出|生成|撰写|分析",
     re.I,
 )
 _LEADS = re.compile(
-    r"^(please\s+|i (would like|want|need) you to\s+|you (will|should|must|need to|are to)\s+|your (task|job|goal) is to\s+|请你?|你需要|你应该)",
+    r"^(please\s+|i (would like|want|need) you to\s+|you (will|should|must|need to|are to)\s+"
+    r"|your (task|job|goal) is to\s+|请你?|你需要|你应该)",
     re.I,
 )
 _MARKDOWN = re.compile(r"markdown", re.I)

@@ -17,7 +17,26 @@ from furnace.llm.seam import LLMRequest
 
 _WORD = re.compile(r"[a-z0-9]+")
 _CJK = re.compile(r"[\u3400-\u9fff]+")
-_STOP = frozenset(["the", "and", "for", "with", "from", "that", "this", "what", "your", "about", "into", "have", "more", "less", "very", "some"])
+_STOP = frozenset(
+    [
+        "the",
+        "and",
+        "for",
+        "with",
+        "from",
+        "that",
+        "this",
+        "what",
+        "your",
+        "about",
+        "into",
+        "have",
+        "more",
+        "less",
+        "very",
+        "some",
+    ]
+)
 
 
 def _en_words(text: str) -> set[str]:

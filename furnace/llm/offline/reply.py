@@ -46,7 +46,41 @@ _SENTENCE_END = {"en": re.compile(r"[.?!\n]"), "zh": re.compile(r"[。？！?!\n
 _WORD = re.compile(r"[a-z0-9][a-z0-9'+#-]{2,}")
 _HAN = re.compile(r"[\u4e00-\u9fff]+")
 _STOP = frozenset(
-    ["the", "and", "for", "you", "your", "with", "that", "this", "what", "how", "are", "can", "about", "from", "have", "does", "should", "would", "could", "into", "will", "there", "their", "they", "them", "when", "where", "which", "who", "why", "is", "it", "its"]
+    [
+        "the",
+        "and",
+        "for",
+        "you",
+        "your",
+        "with",
+        "that",
+        "this",
+        "what",
+        "how",
+        "are",
+        "can",
+        "about",
+        "from",
+        "have",
+        "does",
+        "should",
+        "would",
+        "could",
+        "into",
+        "will",
+        "there",
+        "their",
+        "they",
+        "them",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "is",
+        "it",
+        "its",
+    ]
 )
 _ROLL = re.compile(r"报数|点名|报到|roll[\s-]*call|sound\s*off|count\s*off|number\s*off", re.I)
 _ORDINALS = (re.compile(r"第\s*(\d+)\s*[号位个]"), re.compile(r"number\s+(\d+)", re.I), re.compile(r"(\d+)"))

@@ -30,7 +30,8 @@ _EN: dict[str, Registers] = {
             "weigh the options with care, and ensure every step can be checked.",
         ],
         "neutral": [
-            'On "{topic}", here is how I see it from {lead}: start with the goal, use what works, and check the result.',
+            'On "{topic}", here is how I see it from {lead}: start with the goal, use what works, '
+            "and check the result.",
             'About "{topic}": looking at it through {lead}, I would pin down the goal first, then try the simplest '
             "approach and review how it went.",
         ],

@@ -86,7 +86,8 @@ _TEMPLATES: dict[tuple[str, str], dict[str, Any]] = {
             [
                 "Second, the following principles are recommended: {p0}.",
                 "In addition, {p1}.",
-                "It should be noted that needs differ from person to person, therefore the approach should be adjusted accordingly.",
+                "It should be noted that needs differ from person to person, "
+                "therefore the approach should be adjusted accordingly.",
                 "Where possible, it is advisable to consult a qualified professional.",
             ],
             [

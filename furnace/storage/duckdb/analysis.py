@@ -148,7 +148,10 @@ def experiments(db: Database) -> pd.DataFrame:
 def individuals(db: Database, experiment_id: str | None = None) -> pd.DataFrame:
     """Evaluated individuals (one row per generation and agent); ``parents`` a list, ``objectives`` a dict."""
     where, params = _where({"experiment_id": experiment_id})
-    sql = f"SELECT {', '.join(INDIVIDUAL_COLUMNS)} FROM experiment_individuals{where} ORDER BY experiment_id, generation, slot"
+    sql = (
+        f"SELECT {', '.join(INDIVIDUAL_COLUMNS)} FROM experiment_individuals{where} "
+        "ORDER BY experiment_id, generation, slot"
+    )
     return _frame(db, sql, params, INDIVIDUAL_COLUMNS, json_cols=["parents", "objectives", "elixir"])
 
 

@@ -48,7 +48,8 @@ class DuckDBArenaStore:
     def _sessions(self, where: str = "", params: list[Any] | None = None) -> list[ArenaSession]:
         with self.db.connect() as con:
             heads = con.execute(
-                f"SELECT session_id, title, model, created_at FROM arena_sessions {where} ORDER BY created_at DESC, session_id",
+                f"SELECT session_id, title, model, created_at FROM arena_sessions {where} "
+                "ORDER BY created_at DESC, session_id",
                 params or [],
             ).fetchall()
             members = con.execute(
@@ -137,8 +138,8 @@ class DuckDBArenaStore:
         with self.db.transaction() as con:
             if reply is not None:
                 con.execute(
-                    f"INSERT INTO arena_replies ({_REPLY_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp) "
-                    "ON CONFLICT DO NOTHING",
+                    f"INSERT INTO arena_replies ({_REPLY_COLS}) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp) ON CONFLICT DO NOTHING",
                     [
                         reply.reply_id,
                         reply.run_id,

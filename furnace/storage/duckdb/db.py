@@ -18,7 +18,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
@@ -213,10 +213,8 @@ class Database:
 
 
 def _touch(marker: Path) -> None:
-    try:
+    with suppress(OSError):  # a read-only folder: no fairness, the retry still works
         marker.touch()
-    except OSError:  # a read-only folder: no fairness, the retry still works
-        pass
 
 
 def _other_waiter(path: Path) -> bool:

@@ -27,6 +27,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
+from contextlib import suppress
 from datetime import UTC
 
 from furnace.llm.cache import CallRecord, CallTotals
@@ -198,10 +199,8 @@ def _row(call: CallRecord) -> list[object]:
 
 
 def _quiet_flush(pending: _Pending) -> None:
-    try:
+    with suppress(Exception):  # at exit the file may be gone (temp dirs); nothing to report to
         pending.flush()
-    except Exception:  # noqa: BLE001 - at exit the file may be gone (temp dirs); nothing to report to
-        pass
 
 
 def _where(run_id: str | None) -> tuple[str, list[str]]:
