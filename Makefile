@@ -14,8 +14,10 @@ export DO_NOT_TRACK := true
 export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
+# mkdocs-material's banner about MkDocs 2 (the docs build stays quiet).
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: help setup browser demo test test-fast bench lint app clean
+.PHONY: help setup browser demo test test-fast bench lint app docs docs-serve clean
 
 help:
 	@echo "make demo   - set up .venv and run the demo experiment offline"
@@ -23,13 +25,15 @@ help:
 	@echo "make bench  - run the benchmarks (ratios measured in one run)"
 	@echo "make lint   - ruff (pyflakes rules) and mypy over furnace/"
 	@echo "make app    - start the Streamlit app on 127.0.0.1:8501"
+	@echo "make docs   - build the docs site (mkdocs --strict) into site/"
+	@echo "make docs-serve - serve the docs site on 127.0.0.1:8000"
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# CPU torch first: an unpinned torch would pull a multi-GB CUDA build.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[embed,dask,dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[embed,dask,dev,docs]'
 	touch $(STAMP)
 
 setup: $(STAMP)
@@ -62,5 +66,11 @@ lint: setup
 app: setup
 	$(BIN)/furnace app
 
+docs: setup
+	$(BIN)/mkdocs build --strict
+
+docs-serve: setup
+	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache site

@@ -9,7 +9,7 @@ message is the variable ``{{ user_message }}``. Version tags carry the lineage:
 - ``furnace.lineage_hash`` — checked against the stored agent on load;
 - ``furnace.parents`` (``id@version`` list), ``furnace.operator``,
   ``furnace.op_versions`` (``operator:op_version`` of the agent and every agent
-  ancestor) and, after a promotion, ``furnace.domain.elixir`` (the library ref).
+  ancestor) and, after a promotion, ``furnace.elixir`` (the library ref).
 
 Registering the same agent again reuses its latest version (same lineage hash
 and template) instead of adding one. Aliases (``champion``, ``candidate``) move
@@ -43,7 +43,7 @@ TAG_LINEAGE = "furnace.lineage_hash"
 TAG_PARENTS = "furnace.parents"
 TAG_OPERATOR = "furnace.operator"
 TAG_OP_VERSIONS = "furnace.op_versions"
-TAG_ELIXIR = "furnace.domain.elixir"
+TAG_ELIXIR = "furnace.elixir"
 _URI = re.compile(r"^prompts:/(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:@(?P<alias>[A-Za-z0-9_-]+)|/(?P<version>\d+))$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 

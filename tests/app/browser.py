@@ -1,5 +1,5 @@
 """A real app server in a subprocess and a Playwright browser against it (shared by the
-browser test and the README screenshot script)."""
+browser test and the docs screenshot script)."""
 
 from __future__ import annotations
 

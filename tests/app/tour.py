@@ -1,7 +1,7 @@
-"""Take the README's screenshots of every page on the demo data (real browser).
+"""Take the docs site's screenshots of every page on the demo data (real browser).
 
 Run from the repo root: ``.venv/bin/python -m tests.app.tour [OUT_DIR]`` (default
-``docs/``). It runs ``furnace demo`` into a temporary FURNACE_HOME, adds a fused
+``docs/img/``). It runs ``furnace demo`` into a temporary FURNACE_HOME, adds a fused
 agent, a revised text and an arena session, starts ``streamlit run`` on
 127.0.0.1 and drives Debian chromium through each page.
 """
@@ -144,7 +144,7 @@ def main(argv: list[str]) -> int:
     if reason:
         print(f"cannot take screenshots: {reason}", file=sys.stderr)
         return 1
-    out = Path(argv[0]) if argv else REPO / "docs"
+    out = Path(argv[0]) if argv else REPO / "docs" / "img"
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="furnace-tour-") as tmp:
         home = Path(tmp) / "home"
