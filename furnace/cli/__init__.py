@@ -63,7 +63,9 @@ _register()
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, turning errors into one clear line."""
     try:
-        cli.main(args=argv, prog_name="furnace", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="furnace", standalone_mode=False)
+        if isinstance(code, int) and code:  # a command's Exit(n): click returns n when not standalone
+            sys.exit(code)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)

@@ -58,6 +58,14 @@ from furnace.writing.content import (
     utc_now,
     word_count,
 )
+from furnace.writing.addressing import (
+    LANGUAGE_NAMES,
+    available_operations,
+    confine,
+    instruction_language,
+    parse_instruction,
+    target_problems,
+)
 from furnace.writing.preferences import PreferenceUpdate, learn_from_revision
 
 log = logging.getLogger(__name__)
@@ -197,7 +205,8 @@ class TurnStart:
     user_message: ChatMessage
 
 
-def _check_suggestion(suggestion: str) -> str:
+def _check_suggestion(suggestion: str, language: str) -> str:
+    """The stripped suggestion, or an InputError: empty, too long, or not in the piece's language."""
     suggestion = suggestion.strip()
     if not suggestion:
         raise InputError("the suggestion must not be empty", field="suggestion")
@@ -205,7 +214,39 @@ def _check_suggestion(suggestion: str) -> str:
         raise InputError(
             f"the suggestion is too long ({len(suggestion)} characters, at most {MAX_SUGGESTION})", field="suggestion"
         )
+    said = instruction_language(suggestion)
+    if said is not None and said != language:
+        if language == "zh":
+            names = LANGUAGE_NAMES["zh"]
+            message = f"这篇文章是中文，修改建议却是{names[said]}；请用中文写，比如“第二段缩短一点”"
+        else:
+            names = LANGUAGE_NAMES["en"]
+            message = (
+                f"the piece is in English but the suggestion is in {names[said]}; "
+                'write it in English, e.g. "shorten the second paragraph"'
+            )
+        raise InputError(message, field="suggestion")
     return suggestion
+
+
+def _not_applied_text(problems: list[str], unknown: list[str], version: int, zh: bool) -> str:
+    """Why nothing changed, what was not understood, and which edits exist."""
+    parts: list[str] = []
+    if zh:
+        parts.append(f"没有修改，内容仍是 V{version}。")
+        if unknown:
+            parts.append("没看懂：" + "；".join(f"「{u}」" for u in unknown) + "。")
+        if problems:
+            parts.append("无法执行：" + "；".join(problems) + "。")
+        parts.append("可以这样说：\n" + available_operations("zh"))
+    else:
+        parts.append(f"No change made; the text is still V{version}.")
+        if unknown:
+            parts.append("Not understood: " + "; ".join(f'"{u}"' for u in unknown) + ".")
+        if problems:
+            parts.append("Could not apply: " + "; ".join(problems) + ".")
+        parts.append("Edits I can make:\n" + available_operations("en"))
+    return " ".join(parts[:-1]) + "\n" + parts[-1]
 
 
 def start_turn(content_store: ContentStore, content_id: str, suggestion: str, *, clock: Clock = utc_now) -> TurnStart:
@@ -213,8 +254,8 @@ def start_turn(content_store: ContentStore, content_id: str, suggestion: str, *,
 
     A UI shows the message at once and then calls :func:`finish_turn`.
     """
-    suggestion = _check_suggestion(suggestion)
     content = content_store.get_content(content_id)
+    suggestion = _check_suggestion(suggestion, content.language)
     now = clock()
     session, new_session, welcome = open_session(content_store, content, now)
     user = ChatMessage(session_id=session.id, role="user", kind="suggestion", content=suggestion, created_at=now)
@@ -226,8 +267,8 @@ def note_suggestion(
     content_store: ContentStore, content_id: str, suggestion: str, *, clock: Clock = utc_now
 ) -> RevisionOutcome:
     """``regenerate=False``: store the suggestion and a short acknowledgement; no edit."""
-    suggestion = _check_suggestion(suggestion)
     content = content_store.get_content(content_id)
+    suggestion = _check_suggestion(suggestion, content.language)
     now = clock()
     session, new_session, welcome = open_session(content_store, content, now)
     pending = pending_suggestions(content_store.messages(session.id)) + [suggestion]
@@ -261,6 +302,25 @@ def revise(
     return finish_turn(store, content_store, llm, start, learn=learn, seed=seed, clock=clock)
 
 
+def _refuse(
+    content_store: ContentStore,
+    session_id: str,
+    user: ChatMessage,
+    steps: list[Step],
+    suggestions: list[str],
+    problems: list[str],
+    unknown: list[str],
+    version: int,
+    zh: bool,
+    clock: Clock,
+) -> RevisionOutcome:
+    """A failed turn that changed nothing: the reply says why and which edits exist; no version."""
+    text = _not_applied_text(problems, unknown, version, zh)
+    reply = ChatMessage(session_id=session_id, role="assistant", kind="failure", content=text, created_at=clock())
+    [reply] = content_store.commit(ContentBatch(messages=(reply,)))
+    return RevisionOutcome("failed", user, reply, tuple(steps), pending=tuple(suggestions))
+
+
 def finish_turn(
     store: ElixirStore,
     content_store: ContentStore,
@@ -289,6 +349,13 @@ def finish_turn(
         reply = ChatMessage(session_id=session.id, role="assistant", kind="unchanged", content=text, created_at=clock())
         [reply] = content_store.commit(ContentBatch(messages=(reply,)))
         return RevisionOutcome("unchanged", user, reply, tuple(steps))
+    instructions = [parse_instruction(s, content.language) for s in suggestions]
+    unknown = [i.text for i in instructions if not i.understood]
+    problems = target_problems(instructions, current.title, current.body)
+    if problems:  # the piece has no such place: nothing to ask the model
+        return _refuse(
+            content_store, session.id, user, steps, suggestions, problems, unknown, current.version, zh, clock
+        )
     persona = store.get_elixir(content.persona_id)
     try:
         completion = llm.complete(build_revise_request(persona, current, suggestions, seed=seed))
@@ -307,24 +374,18 @@ def finish_turn(
         return RevisionOutcome("failed", user, reply, tuple(steps), pending=tuple(suggestions))
     steps.append(Step.EDIT)
 
+    (title, body), spilled = confine(instructions, (current.title, current.body), (title, body))
+    if spilled or not body.strip() or not title.strip():
+        why = (
+            ("修改波及了目标以外的段落" if zh else "the edit changed paragraphs outside its target")
+            if spilled
+            else ("修改后的文章是空的" if zh else "the edit left the piece empty")
+        )
+        return _refuse(content_store, session.id, user, steps, suggestions, [why], [], current.version, zh, clock)
     if (title, body) == (current.title, current.body):
         note = completion.parsed.get("note", "") if isinstance(completion.parsed, dict) else ""
-        text = (
-            f"这次没有改动，内容仍是 V{current.version}。{note} "
-            "可以说得更具体些，比如“第三段缩短一点”或“加一个 emoji”。"
-            if zh
-            else f"No change made; the text is still V{current.version}. {note} Could you be more specific, "
-            'e.g. "shorten the third paragraph" or "add an emoji"?'
-        )
-        reply = ChatMessage(
-            session_id=session.id,
-            role="assistant",
-            kind="unchanged",
-            content=" ".join(text.split()),
-            created_at=clock(),
-        )
-        [reply] = content_store.commit(ContentBatch(messages=(reply,)))
-        return RevisionOutcome("unchanged", user, reply, tuple(steps), pending=tuple(suggestions))
+        said = [str(note)] if note and not unknown else []
+        return _refuse(content_store, session.id, user, steps, suggestions, said, unknown, current.version, zh, clock)
 
     # 4–6. record + new version + assistant reply, in one transaction.
     now = clock()

@@ -9,8 +9,7 @@ import pytest
 from furnace.llm.offline import OfflineEngine
 from furnace.llm.offline.engine import estimate_tokens
 from furnace.llm.offline.writing import compress, extract_preferences, generate, revise
-from furnace.llm.offline.writing_revise import Intent, detect_intents
-from furnace.llm.offline.writing_text import count_emoji, paragraph_ref, split_paragraphs
+from furnace.llm.offline.writing_text import count_emoji, split_paragraphs
 from furnace.llm.seam import LLMRequest, Message, TaskKind
 
 from .conftest import EN_PERSONA, ZH_PERSONA
@@ -28,41 +27,6 @@ def rev(piece: dict, *suggestions: str) -> dict:
     return revise(
         req(TaskKind.REVISE, title=piece["title"], body=piece["body"], suggestions=list(suggestions)), random.Random(0)
     )[1]
-
-
-@pytest.mark.parametrize(
-    "text,expected",
-    [
-        ("太正式了，活泼点", [Intent("lively")]),
-        ("第三段太长，缩短一点", [Intent("shorten", 3)]),
-        ("加一个 emoji", [Intent("emoji_add")]),
-        ("去掉表情", [Intent("emoji_remove")]),
-        ("最后一段长一点", [Intent("lengthen", -1)]),
-        ("标题改成「周末厨房指南」", [Intent("title", None, "周末厨房指南")]),
-        ("正式一点", [Intent("formal")]),
-        ("too formal, make it livelier", [Intent("lively")]),
-        ("the third paragraph is too long", [Intent("shorten", 3)]),
-        ("add an emoji", [Intent("emoji_add")]),
-        ("please remove the emoji", [Intent("emoji_remove")]),
-        ("expand paragraph 2", [Intent("lengthen", 2)]),
-        ("make it more formal and shorter", [Intent("formal"), Intent("shorten")]),
-        ('change the title to "Sun Smart"', [Intent("title", None, "Sun Smart")]),
-        ("make it sing like a whale", []),
-    ],
-)
-def test_suggestions_are_recognised(text, expected):
-    assert detect_intents(text) == expected
-
-
-def test_paragraph_refs():
-    assert [paragraph_ref(t) for t in ("第2段", "第十段", "最后一段", "the 4th paragraph", "paragraph 7", "x")] == [
-        2,
-        10,
-        -1,
-        4,
-        7,
-        None,
-    ]
 
 
 @pytest.mark.parametrize("persona,topic", [(ZH_PERSONA, "夏季防晒推荐"), (EN_PERSONA, "summer sunscreen")])
@@ -146,6 +110,7 @@ def test_several_suggestions_apply_in_order():
     piece = gen(ZH_PERSONA, "夏季防晒推荐")
     out = rev(piece, "太正式了，活泼点", "第三段太长，缩短一点", "加一个 emoji")
     assert out["applied"] == ["lively", "shorten@3", "emoji_add"]
+    assert split_paragraphs(out["body"])[2] != split_paragraphs(piece["body"])[2]
     assert count_emoji(out["body"]) == 1
 
 
@@ -164,11 +129,11 @@ def test_extract_preferences_maps_suggestions_checked_against_the_change():
     got = {p["dimension"]: (p["value"], p["weight"]) for p in parsed["preferences"]}
     assert got == {"emoji": ("more", 0.6), "length": ("concise", 0.6)}
     assert "emoji 0→1" in next(p["evidence"] for p in parsed["preferences"] if p["dimension"] == "emoji")
-    # claimed but not observed: lower confidence
+    # asked for but not applied: nothing is learned
     _, weak = extract_preferences(
         req(TaskKind.EXTRACT_PREFERENCES, suggestions=["add an emoji"], before=piece, after=piece), random.Random(0)
     )
-    assert weak["preferences"][0]["weight"] == 0.4
+    assert weak == {"preferences": []}
     _, none = extract_preferences(
         req(TaskKind.EXTRACT_PREFERENCES, suggestions=["change the title"], before=piece, after=piece), random.Random(0)
     )

@@ -96,9 +96,11 @@ def test_no_regenerate_collects_suggestions_applied_together_next_time(store, co
 def test_unrecognised_suggestion_changes_nothing_and_says_so(store, contents, engine, clock):
     content, v1 = _piece(store, contents, engine, clock, persona="skin-advisor-en", topic="summer sunscreen")
     outcome = revise(store, contents, engine, content.id, "make it sing like a whale", clock=clock)
-    assert outcome.status == "unchanged"
+    assert outcome.status == "failed"
     assert contents.versions(content.id) == [v1] and contents.revisions(content.id) == []
-    assert "No change" in outcome.reply.content and "no edit recognised" in outcome.reply.content
+    reply = outcome.reply.content
+    assert "No change" in reply and 'Not understood: "make it sing like a whale"' in reply
+    assert "Edits I can make:" in reply and "less like an ad" in reply
 
 
 def test_empty_suggestion_is_an_input_error(store, contents, engine, clock):

@@ -6,7 +6,7 @@ two small ones:
 
 - ``extract_preferences`` — inputs ``suggestions`` (list of str), ``before`` and
   ``after`` (``{"title", "body"}``), optional ``language``. Maps each recognised
-  suggestion, checked against the observed change, to ``(dimension, value)``:
+  suggestion whose change is observed in before/after to ``(dimension, value)``:
   lively/formal → ``tone``; add/remove emoji → ``emoji`` more/fewer;
   shorten/lengthen → ``length`` concise/detailed. Output
   ``{"preferences": [{"dimension", "value", "evidence", "weight"}]}``.
@@ -22,12 +22,22 @@ from typing import Any
 
 from furnace.llm.offline.engine import estimate_tokens
 from furnace.llm.offline.writing_generate import generate
-from furnace.llm.offline.writing_revise import detect_intents, revise
+from furnace.llm.offline.writing_revise import revise
 from furnace.llm.offline.writing_text import count_emoji, detect_language, first_sentence
 from furnace.llm.seam import LLMRequest
+from furnace.writing.addressing import parse_instruction
 
 __all__ = ["generate", "revise", "extract_preferences", "compress"]
 
+_KIND = {
+    "lively": "lively",
+    "casual": "lively",
+    "formal": "formal",
+    "emoji_add": "emoji_add",
+    "emoji_remove": "emoji_remove",
+    "shorten": "shorten",
+    "expand": "lengthen",
+}
 _DIMENSION = {
     "lively": ("tone", "lively"),
     "formal": ("tone", "formal"),
@@ -53,7 +63,11 @@ def _observed(kind: str, before: dict[str, str], after: dict[str, str], zh: bool
 
 
 def extract_preferences(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
-    """(dimension, value) pairs from suggestions and the observed before/after change."""
+    """(dimension, value) pairs from suggestions whose edit is visible in the before/after change.
+
+    Only an applied edit teaches anything: a suggestion whose change is not observed
+    in the before/after texts gives no preference.
+    """
     suggestions = [str(s) for s in request.inputs.get("suggestions") or []]
     before = dict(request.inputs.get("before") or {})
     after = dict(request.inputs.get("after") or {})
@@ -61,18 +75,17 @@ def extract_preferences(request: LLMRequest, rng: random.Random) -> tuple[str, A
     zh = language == "zh"
     found: dict[str, dict[str, Any]] = {}
     for suggestion in suggestions:
-        for intent in detect_intents(suggestion):
-            if intent.kind not in _DIMENSION:
+        instruction = parse_instruction(suggestion, language)
+        for op in instruction.operations:
+            kind = _KIND.get(op.kind)
+            if kind is None:
                 continue
-            dimension, value = _DIMENSION[intent.kind]
-            confirmed, observed = _observed(intent.kind, before, after, zh)
+            confirmed, observed = _observed(kind, before, after, zh)
+            if not confirmed:
+                continue
+            dimension, value = _DIMENSION[kind]
             evidence = f"用户建议「{suggestion}」；{observed}" if zh else f'user asked "{suggestion}"; {observed}'
-            found[dimension] = {
-                "dimension": dimension,
-                "value": value,
-                "evidence": evidence,
-                "weight": 0.6 if confirmed else 0.4,
-            }
+            found[dimension] = {"dimension": dimension, "value": value, "evidence": evidence, "weight": 0.6}
     return "", {"preferences": list(found.values())}
 
 

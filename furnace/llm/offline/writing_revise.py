@@ -1,19 +1,23 @@
-"""Offline REVISE: apply recognised suggestions literally, leave everything else alone.
+"""Offline REVISE: apply each instruction to its target only, or say why not.
 
 Inputs: ``title``, ``body``, ``suggestions`` (list of str, applied in order),
-optional ``language``. Output: ``{"title", "body", "applied": [intent, ...], "note"}``.
+optional ``language``. Output: ``{"title", "body", "applied": [label, ...], "note"}``.
 
-Recognised intents (zh and en): register change (formal ↔ lively), shorten or
-lengthen paragraph N (or the whole text), add or remove emoji, change the title
-(to a quoted text when one is given). A suggestion with no recognised intent
-leaves the text unchanged and the note says so.
+Each suggestion is parsed by :func:`furnace.writing.addressing.parse_instruction`
+into a target (whole piece, title, paragraph N, a quoted sentence) and operations
+(shorten by a ratio or to N sentences, expand, more/less formal, livelier, less
+like an ad, add/remove emoji, bullets ↔ prose, fix a word, delete, new title).
+Edits work on whole sentences, clauses or list lines, never on characters;
+everything outside the target is left byte-identical; the piece never becomes
+empty. An operation that cannot be carried out (nothing to shorten, paragraph 9
+of 4, a word that is not there) changes nothing and is reported in ``note``;
+``applied`` lists only operations that really changed the text.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from furnace.llm.offline.writing_text import (
@@ -21,77 +25,26 @@ from furnace.llm.offline.writing_text import (
     detect_language,
     join_paragraphs,
     join_sentences,
-    paragraph_ref,
-    shorten_sentences,
     split_paragraphs,
     split_sentences,
     strip_emoji,
     topic_emoji,
 )
 from furnace.llm.seam import LLMRequest
-
-
-@dataclass(frozen=True)
-class Intent:
-    """One recognised edit: ``kind`` in lively/formal/shorten/lengthen/emoji_add/emoji_remove/title."""
-
-    kind: str
-    paragraph: int | None = None  # 1-based; -1 = last; None = whole text
-    text: str | None = None  # a quoted new title
-
-
-_P = re.IGNORECASE
-_LIVELY = re.compile(
-    r"太正式|不要.{0,4}正式|别.{0,4}正式|活泼|轻松|口语|有趣|俏皮|随意一点|"
-    r"too formal|less formal|not so formal|livel|lively|more casual|casual|relaxed|"
-    r"fun\b|funnier|friendlier|conversational",
-    _P,
+from furnace.writing.addressing import (
+    LANGUAGE_NAMES,
+    Instruction,
+    Operation,
+    Target,
+    instruction_language,
+    locate_sentence,
+    parse_instruction,
+    problem,
 )
-_FORMAL = re.compile(
-    r"太随意|太口语|正式|严肃|专业一点|书面|稳重|too casual|more formal|formal|"
-    r"more professional|less casual|serious",
-    _P,
-)
-_SHORTEN = re.compile(
-    r"太长|缩短|短一点|精简|删减|简短|简洁|too long|shorten|shorter|trim|condense|"
-    r"more concise|cut down|tighten",
-    _P,
-)
-_LENGTHEN = re.compile(
-    r"太短|扩展|展开|加长|详细|长一点|多写|丰富|too short|longer|lengthen|expand|"
-    r"more detail|elaborate",
-    _P,
-)
-_EMOJI = re.compile(r"emoji|表情|😀|emoticon", _P)
-_REMOVE = re.compile(r"去掉|删除|删掉|不要|别用|少用|少一点|remove|without|no emoji|fewer|drop|delete|get rid", _P)
-_TITLE = re.compile(r"标题|title|headline", _P)
-_QUOTED = re.compile(r"[「“\"『《]([^」”\"』》]{1,80})[」”\"』》]")
 
 
-def detect_intents(suggestion: str) -> list[Intent]:
-    """The edits a suggestion asks for, in a fixed order (register, length, emoji, title)."""
-    intents: list[Intent] = []
-    text = suggestion.strip()
-    emoji_asked = bool(_EMOJI.search(text))
-    title_asked = bool(_TITLE.search(text))
-    if _LIVELY.search(text):
-        intents.append(Intent("lively"))
-    elif _FORMAL.search(text) and not title_asked:
-        intents.append(Intent("formal"))
-    if not emoji_asked:
-        ref = paragraph_ref(text)
-        if _SHORTEN.search(text) and not _LENGTHEN.search(text.replace("太长", "")):
-            intents.append(Intent("shorten", ref))
-        elif _LENGTHEN.search(text) and not title_asked:
-            intents.append(Intent("lengthen", ref))
-    if emoji_asked:
-        kind = "emoji_remove" if _REMOVE.search(text) else "emoji_add"
-        ref = paragraph_ref(text) if kind == "emoji_add" else None
-        intents.append(Intent(kind, ref, "title" if title_asked and kind == "emoji_add" else None))
-    elif title_asked:
-        quoted = _QUOTED.search(text)
-        intents.append(Intent("title", None, quoted.group(1).strip() if quoted else None))
-    return intents
+class CannotApply(Exception):
+    """An operation that cannot be carried out on its target (the message says why)."""
 
 
 # Register phrase tables (formal → lively); the reverse direction uses them backwards.
@@ -212,155 +165,481 @@ def _sub(text: str, old: str, new: str) -> str:
     return pattern.sub(repl, text)
 
 
-def _register(paragraphs: list[str], language: str, lively: bool) -> list[str]:
-    table = _ZH_LIVELY if language == "zh" else _EN_LIVELY
-    if lively:
-        pairs = table
-    else:  # reversing single words would misfire ("so", "about", "要"): only phrases and contractions go back
-        reversible = [(b, a) for a, b in table if (len(b) >= 2 if language == "zh" else (" " in b.strip() or "'" in b))]
-        pairs = (_ZH_FORMAL + reversible + _ZH_FORMAL_EXTRA) if language == "zh" else (_EN_FORMAL + reversible)
-    pairs = sorted(pairs, key=lambda pair: -len(pair[0]))  # longest phrases first
-    out = []
-    for para in paragraphs:
-        for old, new in pairs:
-            para = _sub(para, old, new)
-        out.append(para)
-    if lively:
-        out[-1] = re.sub(r"[。.]\s*$", "！" if language == "zh" else "!", out[-1])
-        if out == paragraphs:  # nothing matched: still change the register audibly
-            opener = _ZH_LIVELY_OPENER if language == "zh" else _EN_LIVELY_OPENER
+def _substitute(text: str, pairs: list[tuple[str, str]]) -> str:
+    for old, new in sorted(pairs, key=lambda pair: -len(pair[0])):  # longest phrases first
+        text = _sub(text, old, new)
+    return text
+
+
+def _register(units: list[str], language: str, kind: str) -> list[str]:
+    """``units`` in another register: ``lively`` / ``casual`` (the same phrase table; lively also
+    ends on an exclamation) or ``formal``. Raises CannotApply when nothing changes."""
+    zh = language == "zh"
+    table = _ZH_LIVELY if zh else _EN_LIVELY
+    opener = _ZH_LIVELY_OPENER if zh else _EN_LIVELY_OPENER
+    if kind in ("lively", "casual"):
+        out = [_substitute(u, table) for u in units]
+        if kind == "lively":
+            out[-1] = re.sub(r"[。.]\s*$", "！" if zh else "!", out[-1])
+        if out == units:  # nothing matched: still change the register audibly
             first = out[0]
-            out[0] = opener + (first if language == "zh" else first[:1].lower() + first[1:])
-    else:
-        out = [p.replace("！", "。").replace("!", ".") for p in out]
-        opener = _ZH_LIVELY_OPENER if language == "zh" else _EN_LIVELY_OPENER
-        if out[0].startswith(opener):
-            rest = out[0][len(opener) :]
-            out[0] = rest[:1].upper() + rest[1:]
+            out[0] = opener + (first if zh else first[:1].lower() + first[1:])
+        return out
+    # formal: reversing single words would misfire ("so", "about", "要"): only phrases and contractions go back
+    reversible = [(b, a) for a, b in table if (len(b) >= 2 if zh else (" " in b.strip() or "'" in b))]
+    pairs = (_ZH_FORMAL + reversible + _ZH_FORMAL_EXTRA) if zh else (_EN_FORMAL + reversible)
+    out = [_substitute(u, pairs).replace("！", "。").replace("!", ".") for u in units]
+    if out[0].startswith(opener):
+        rest = out[0][len(opener) :]
+        out[0] = rest[:1].upper() + rest[1:]
+    if out == units:
+        raise CannotApply("formal")
     return out
 
 
+# --- less like an ad -------------------------------------------------------------
+
+_EN_CALL_TO_ACTION = re.compile(
+    r"\b(buy|order|shop now|grab (one|yours|it)|get yours|sign up|subscribe|click|tap the link|visit our|call now|"
+    r"don't miss|do not miss|limited[- ]time|act now|hurry|today only|link in bio|use (the )?code|add to cart|"
+    r"while stocks last|free shipping)\b",
+    re.I,
+)
+_ZH_CALL_TO_ACTION = re.compile(
+    r"赶紧|快来|立即|立刻下单|马上下单|抢购|下单|点击|链接|扫码|限时|包邮|私信|错过|冲鸭|买它|闭眼入|手慢无|戳"
+)
+_EN_HYPE = [
+    ("the best ever", "a good one"),
+    ("the very best", "a very good"),
+    ("best ever", "good"),
+    ("the best", "a good"),
+    ("absolutely amazing", "useful"),
+    ("amazing", "useful"),
+    ("incredible", "notable"),
+    ("unbelievable", "notable"),
+    ("must-have", "useful"),
+    ("game-changer", "real improvement"),
+    ("game changer", "real improvement"),
+    ("revolutionary", "new"),
+    ("guaranteed", "likely"),
+    ("life-changing", "helpful"),
+    ("perfect", "good"),
+    ("ultimate", "complete"),
+    ("magical", "effective"),
+    ("insanely", "very"),
+    ("totally ", ""),
+    ("absolutely ", ""),
+]
+_ZH_HYPE = [
+    ("史上最", "很"),
+    ("最好的", "不错的"),
+    ("绝对", ""),
+    ("神器", "好用的工具"),
+    ("必备", "值得考虑"),
+    ("必买", "值得考虑"),
+    ("超级", "很"),
+    ("吹爆", "推荐"),
+    ("天花板", "很出色"),
+    ("yyds", "很好用"),
+    ("一定要买", "可以考虑"),
+    ("强烈推荐", "推荐"),
+    ("无敌", "很"),
+]
+
+
+def _less_ad(units: list[str], language: str) -> list[str]:
+    """Drop call-to-action sentences (never the last one left), tone down hype words and exclamations."""
+    zh = language == "zh"
+    cta = _ZH_CALL_TO_ACTION if zh else _EN_CALL_TO_ACTION
+    out = []
+    for unit in units:
+        sentences = split_sentences(unit, language)
+        kept = [s for s in sentences if not cta.search(s)] or sentences[:1]
+        text = join_sentences(kept, language) if kept != sentences else unit
+        text = _substitute(text, _ZH_HYPE if zh else _EN_HYPE)
+        text = re.sub(r"[！!]+", "。", text) if zh else re.sub(r"!+", ".", text)
+        text = re.sub(r"  +", " ", text)
+        out.append(text)
+    if out == units:
+        raise CannotApply("less_ad")
+    return out
+
+
+# --- length --------------------------------------------------------------------
+
 _EXTRA = {
-    "zh": ["具体来说，这一步做好了，后面会省心很多。", "举个例子，很多人正是在这个环节上吃了亏，所以值得多留意。"],
+    "zh": ["对{t}来说，这一点很容易被忽略，值得多花点心思。", "放在{t}上，这一步做好了，后面会省心很多。"],
     "en": [
-        "To put it another way, getting this step right makes everything after it easier.",
-        "For example, this is exactly where many people slip up, so it deserves extra attention.",
+        "When it comes to {t}, this point is easy to overlook, so it deserves a closer look.",
+        "For {t} in particular, getting this step right makes everything after it easier.",
     ],
 }
-
-
 _EMOJI_TAIL = re.compile(r"(?:\s*[\U0001F300-\U0001FAFF\u2600-\u27BF]\ufe0f?)+\s*$")
+_EN_SUBORDINATE = re.compile(
+    r"^(if|when|whenever|because|although|though|while|since|unless|as|before|after|whether|so that|even if)\b", re.I
+)
+_EN_CONNECTIVE = re.compile(
+    r"^(first|second|third|then|next|finally|also|plus|however|but|and|so|furthermore|moreover|in addition|"
+    r"in conclusion|in practice|in particular|for example|for instance|honestly|overall|still|yet|that said|"
+    r"of course|in short|all in all|day to day|that's a wrap)$",
+    re.I,
+)
+_ZH_SUBORDINATE = re.compile(r"^(如果|假如|虽然|因为|当|只要|即使|尽管|除非|由于|要是)")
+_ZH_CONNECTIVE = re.compile(
+    r"^(首先|其次|再次|最后|此外|另外|同时|总之|综上所述|不过|但是|然而|还有|还有哦|所以|因此|比如|例如|说真的|具体来说|具体而言|接下来)$"
+)
+_CLAUSE_SPLIT = re.compile(r"(?<=[，,；;：:])\s*")
 
 
-def _resize(paragraph: str, language: str, shorten: bool, index: int) -> str:
-    """Shorten (fewer/shorter sentences) or lengthen (one more sentence) a paragraph,
-    keeping a trailing emoji where it was."""
-    tail = _EMOJI_TAIL.search(paragraph)
-    trailing = tail.group(0) if tail else ""
-    core = paragraph[: len(paragraph) - len(trailing)]
-    if "\n" in core:  # a list or line-broken block: lines are the units, line breaks stay
-        lines = core.split("\n")
-        lines = lines[: max(1, (len(lines) + 1) // 2)] if shorten else [*lines, _EXTRA[language][index % 2]]
-        return "\n".join(lines) + trailing.rstrip()
+def topic_of(title: str, language: str) -> str:
+    """The subject of a piece, read from its title (the part before a colon, comma or exclamation)."""
+    core = re.split(r"[：:，,！!？?—–]", title)[0].strip() or title.strip()
+    core = strip_emoji(core)
+    if language != "zh" and core[:1].isupper() and core[1:2].islower():
+        core = core[:1].lower() + core[1:]
+    return core or ("这个话题" if language == "zh" else "this topic")
+
+
+def _split_tail(text: str) -> tuple[str, str]:
+    tail = _EMOJI_TAIL.search(text)
+    trailing = tail.group(0).rstrip() if tail else ""
+    return text[: len(text) - len(tail.group(0))] if tail else text, trailing
+
+
+def _clause_prefix(sentence: str, language: str, ratio: float) -> str | None:
+    """The sentence cut after a whole clause (about ``1 - ratio`` of its clauses), or None when no cut
+    leaves a complete statement (a lone connective or a subordinate clause is not one)."""
+    zh = language == "zh"
+    end = "。" if zh else "."
+    core = sentence.strip().rstrip("。！？!?.…")
+    clauses = [c for c in _CLAUSE_SPLIT.split(core) if c.strip()]
+    if len(clauses) < 2:
+        return None
+    remove = max(1, int(len(clauses) * ratio + 0.5))
+    for keep in range(max(1, len(clauses) - remove), 0, -1):
+        prefix = "".join(c if zh else c + " " for c in clauses[:keep]).strip().rstrip("，,；;：: ")
+        first = clauses[0].strip().rstrip("，,；;：: ")
+        words = len(prefix) if zh else len(prefix.split())
+        if words < 4 or (_ZH_CONNECTIVE if zh else _EN_CONNECTIVE).match(first):
+            continue
+        if (_ZH_SUBORDINATE if zh else _EN_SUBORDINATE).match(prefix):
+            continue
+        return prefix + end
+    return None
+
+
+def shorten_unit(text: str, op: Operation, language: str) -> str:
+    """Fewer sentences (or list lines), or a single sentence cut after a whole clause."""
+    core, trailing = _split_tail(text)
+    sep = "" if language == "zh" else " "
+    if "\n" in core.strip():  # a list or line-broken block: lines are the units, the lead line stays
+        lines = core.strip().split("\n")
+        keep = (
+            op.sentences if op.sentences is not None else len(lines) - max(1, int(len(lines) * (op.ratio or 0.5) + 0.5))
+        )
+        keep = max(1, keep)
+        if keep >= len(lines):
+            raise CannotApply("already_short")
+        return "\n".join(lines[:keep]) + (sep + trailing if trailing else "")
     sentences = split_sentences(core, language)
-    sentences = shorten_sentences(sentences, language) if shorten else [*sentences, _EXTRA[language][index % 2]]
-    return join_sentences(sentences, language) + trailing.rstrip()
+    n = len(sentences)
+    if op.sentences is not None:
+        if n > op.sentences:
+            return join_sentences(sentences[: op.sentences], language) + (sep + trailing if trailing else "")
+        raise CannotApply("already_short")
+    ratio = op.ratio or 0.5
+    if n >= 2:
+        keep = max(1, n - max(1, int(n * ratio + 0.5)))
+        return join_sentences(sentences[:keep], language) + (sep + trailing if trailing else "")
+    cut = _clause_prefix(sentences[0] if sentences else core, language, ratio)
+    if cut is None:
+        raise CannotApply("already_short")
+    return cut + (sep + trailing if trailing else "")
 
 
-def _target_indexes(ref: int | None, count: int) -> list[int] | None:
-    if ref is None:
-        return list(range(count))
-    index = count - 1 if ref == -1 else ref - 1
-    return [index] if 0 <= index < count else None
+def expand_unit(text: str, language: str, topic: str, index: int) -> str:
+    """One more sentence about the topic, before any trailing emoji."""
+    core, trailing = _split_tail(text)
+    extra = _EXTRA["zh" if language == "zh" else "en"][index % 2].format(t=topic)
+    sep = "" if language == "zh" else " "
+    if "\n" in core.strip():
+        return core.rstrip() + "\n" + extra + (sep + trailing if trailing else "")
+    return join_sentences([*split_sentences(core, language), extra], language) + (sep + trailing if trailing else "")
 
 
-_PROBLEMS = {
-    "en": {
-        "missing": "paragraph {n} does not exist (the text has {count})",
-        "no_emoji": "the text has no emoji to remove",
-        "unrecognised": "no edit recognised in {text!r}",
-        "unknown": "unknown edit {kind}",
-    },
-    "zh": {
-        "missing": "没有第 {n} 段（全文共 {count} 段）",
-        "no_emoji": "文中没有可去掉的 emoji",
-        "unrecognised": "没能从「{text}」中识别出具体的修改",
-        "unknown": "未知的修改 {kind}",
-    },
-}
+# --- structure -----------------------------------------------------------------
+
+_BULLET = re.compile(r"^\s*(?:[-*•·]|\d+[.)、])\s+")
 
 
-def _problem(language: str, key: str, **values: object) -> str:
-    return _PROBLEMS["zh" if language == "zh" else "en"][key].format(**values)
+def to_bullets(text: str, language: str) -> str:
+    """A paragraph as a list: a lead sentence ending in a colon stays, every other sentence becomes an item."""
+    core, trailing = _split_tail(text)
+    if any(_BULLET.match(line) for line in core.split("\n")):
+        raise CannotApply("already_list")
+    sentences = [s.strip() for s in split_sentences(core.replace("\n", " "), language)]
+    lead = [sentences.pop(0)] if sentences and sentences[0].endswith((":", "：")) else []
+    if len(sentences) < 2:
+        raise CannotApply("one_sentence")
+    lines = [*lead, *(f"- {s}" for s in sentences)]
+    return "\n".join(lines) + ((" " if language != "zh" else "") + trailing if trailing else "")
 
 
-def apply_intent(title: str, paragraphs: list[str], intent: Intent, language: str) -> tuple[str, list[str], str | None]:
-    """Apply one intent; returns (title, paragraphs, problem) — problem is set when it could not apply."""
-    if intent.kind in ("lively", "formal"):
-        return title, _register(paragraphs, language, intent.kind == "lively"), None
-    if intent.kind in ("shorten", "lengthen"):
-        targets = _target_indexes(intent.paragraph, len(paragraphs))
-        if targets is None:
-            return title, paragraphs, _problem(language, "missing", n=intent.paragraph, count=len(paragraphs))
-        out = list(paragraphs)
-        for i in targets:
-            out[i] = _resize(out[i], language, intent.kind == "shorten", i)
-        return title, out, None
-    if intent.kind == "emoji_add":
-        mark = topic_emoji(title + " " + " ".join(paragraphs))
+def to_prose(text: str, language: str) -> str:
+    """A list as running text: each item becomes a sentence (end punctuation added when missing)."""
+    core, trailing = _split_tail(text)
+    lines = [line.strip() for line in core.split("\n") if line.strip()]
+    if not any(_BULLET.match(line) for line in lines):
+        raise CannotApply("no_list")
+    zh = language == "zh"
+    sentences = []
+    for line in lines:
+        item = _BULLET.sub("", line).strip()
+        if not item:
+            continue
+        if not zh:
+            item = item[:1].upper() + item[1:]
+        if not re.search(r"[。！？.!?:：…]$", item):
+            item += "。" if zh else "."
+        sentences.append(item)
+    return join_sentences(sentences, language) + ((" " if not zh else "") + trailing if trailing else "")
+
+
+def fix_word(text: str, word: str, replacement: str, language: str) -> str:
+    """Every whole-word occurrence of ``word`` replaced (case kept for Latin words)."""
+    if re.search(r"[A-Za-z]", word):
+        return _sub(text, word, replacement)
+    return text.replace(word, replacement)
+
+
+# --- targets -------------------------------------------------------------------
+
+
+def _paragraph_index(target: Target, count: int) -> int | None:
+    index = count - 1 if target.index == -1 else (target.index or 1) - 1
+    return index if 0 <= index < count else None
+
+
+def _edit_unit(text: str, op: Operation, language: str, topic: str, index: int) -> str:
+    """One operation on one unit of text (a paragraph, a run of sentences)."""
+    kind = op.kind
+    if kind == "shorten":
+        return shorten_unit(text, op, language)
+    if kind == "expand":
+        return expand_unit(text, language, topic, index)
+    if kind in ("formal", "casual", "lively"):
+        return _register([text], language, kind)[0]
+    if kind == "less_ad":
+        return _less_ad([text], language)[0]
+    if kind == "to_bullets":
+        return to_bullets(text, language)
+    if kind == "to_prose":
+        return to_prose(text, language)
+    raise CannotApply("unknown")
+
+
+def _edit_title(title: str, op: Operation, language: str, topic: str) -> str:
+    zh = language == "zh"
+    sep = "" if zh else " "
+    if op.kind == "retitle":
+        new = op.text or (f"关于{topic}，你需要知道的事" if zh else f"What You Need to Know About {topic}")
+        if new == title:
+            raise CannotApply("same_title")
+        return new
+    if op.kind == "emoji_add":
+        return title + sep + topic_emoji(title)
+    if op.kind == "emoji_remove":
+        if not count_emoji(title):
+            raise CannotApply("no_emoji")
+        return strip_emoji(title)
+    if op.kind == "shorten":
+        core = re.split(r"\s*[：:，,！!？?—–]\s*", title.strip())[0].strip()
+        if not core or core == title.strip():
+            raise CannotApply("title_short")
+        return core
+    if op.kind == "expand":
+        return f"{title.rstrip('！!')}：你需要知道的事" if zh else f"{title.rstrip('!')}: What You Need to Know"
+    if op.kind == "lively":
+        out = _substitute(title, _ZH_LIVELY if zh else _EN_LIVELY)
+        return out if out != title else title.rstrip("。.") + ("！" if zh else "!")
+    if op.kind in ("formal", "casual", "less_ad"):
+        return (_less_ad if op.kind == "less_ad" else lambda u, lang: _register(u, lang, op.kind))([title], language)[0]
+    if op.kind == "fix_word":
+        return _fix(title, op, language)
+    if op.kind == "delete":
+        raise CannotApply("title_delete")
+    raise CannotApply("unknown")
+
+
+def _fix(text: str, op: Operation, language: str) -> str:
+    if not op.replacement:
+        raise CannotApply("no_fix")
+    out = fix_word(text, op.word or "", op.replacement, language)
+    if out == text:
+        raise CannotApply("no_word")
+    return out
+
+
+def apply_operation(
+    title: str, paragraphs: list[str], target: Target, op: Operation, language: str
+) -> tuple[str, list[str]]:
+    """``op`` on ``target``; everything else is returned unchanged. Raises CannotApply."""
+    topic = topic_of(title, language)
+    if target.kind == "title":
+        return _edit_title(title, op, language, topic), paragraphs
+    out = list(paragraphs)
+    if target.kind == "paragraph":
+        i = _paragraph_index(target, len(paragraphs))
+        if i is None:
+            raise CannotApply("missing")
+        if op.kind == "delete":
+            if len(paragraphs) == 1:
+                raise CannotApply("empty")
+            return title, out[:i] + out[i + 1 :]
+        if op.kind == "emoji_add":
+            out[i] = out[i] + ("" if language == "zh" else " ") + topic_emoji(title + " " + out[i])
+        elif op.kind == "emoji_remove":
+            if not count_emoji(out[i]):
+                raise CannotApply("no_emoji")
+            out[i] = strip_emoji(out[i])
+        elif op.kind == "fix_word":
+            out[i] = _fix(out[i], op, language)
+        else:
+            out[i] = _edit_unit(out[i], op, language, topic, i)
+        return title, out
+    if target.kind == "sentence":
+        found = locate_sentence(paragraphs, target.quote or "", language)
+        if found is None:
+            raise CannotApply("no_sentence")
+        p, a, b = found
+        sentences = split_sentences(paragraphs[p], language)
         sep = "" if language == "zh" else " "
-        if intent.text == "title":
-            return title + sep + mark, paragraphs, None
-        targets = _target_indexes(intent.paragraph if intent.paragraph is not None else 1, len(paragraphs))
-        if targets is None:
-            return title, paragraphs, _problem(language, "missing", n=intent.paragraph, count=len(paragraphs))
-        out = list(paragraphs)
-        out[targets[0]] = out[targets[0]] + sep + mark
-        return title, out, None
-    if intent.kind == "emoji_remove":
+        unit = join_sentences(sentences[a:b], language)
+        if op.kind == "delete":
+            rest = sentences[:a] + sentences[b:]
+            if rest:
+                out[p] = join_sentences(rest, language)
+            elif len(paragraphs) > 1:
+                out.pop(p)
+            else:
+                raise CannotApply("empty")
+            return title, out
+        if op.kind == "emoji_add":
+            new = unit + sep + topic_emoji(title + " " + unit)
+        elif op.kind == "emoji_remove":
+            if not count_emoji(unit):
+                raise CannotApply("no_emoji")
+            new = strip_emoji(unit)
+        elif op.kind == "fix_word":
+            new = _fix(unit, op, language)
+        else:
+            new = _edit_unit(unit, op, language, topic, p)
+        out[p] = join_sentences([*sentences[:a], new, *sentences[b:]], language)
+        return title, out
+    # the whole piece
+    if op.kind == "delete":
+        raise CannotApply("whole_delete")
+    if op.kind == "emoji_add":
+        out[0] = out[0] + ("" if language == "zh" else " ") + topic_emoji(title + " " + " ".join(paragraphs))
+        return title, out
+    if op.kind == "emoji_remove":
         if count_emoji(title + "".join(paragraphs)) == 0:
-            return title, paragraphs, _problem(language, "no_emoji")
-        return strip_emoji(title), [strip_emoji(p) for p in paragraphs], None
-    if intent.kind == "title":
-        return (intent.text or _new_title(title, language)), paragraphs, None
-    return title, paragraphs, _problem(language, "unknown", kind=intent.kind)
+            raise CannotApply("no_emoji")
+        return strip_emoji(title), [strip_emoji(p) for p in paragraphs]
+    if op.kind == "fix_word":
+        if not op.replacement:
+            raise CannotApply("no_fix")
+        new_title = fix_word(title, op.word or "", op.replacement, language)
+        fixed = [fix_word(p, op.word or "", op.replacement, language) for p in out]
+        if (new_title, fixed) == (title, out):
+            raise CannotApply("no_word")
+        return new_title, fixed
+    if op.kind in ("formal", "casual", "lively"):
+        return title, _register(out, language, op.kind)
+    if op.kind == "less_ad":
+        return title, _less_ad(out, language)
+    if op.kind == "retitle":
+        return _edit_title(title, op, language, topic), out
+    changed = False
+    for i, para in enumerate(out):  # per paragraph; one that cannot take the edit stays as it is
+        try:
+            out[i] = _edit_unit(para, op, language, topic, i)
+            changed = changed or out[i] != para
+        except CannotApply:
+            continue
+    if not changed:
+        raise CannotApply({"shorten": "already_short", "to_bullets": "one_sentence", "to_prose": "no_list"}[op.kind])
+    return title, out
 
 
-def _new_title(title: str, language: str) -> str:
-    core = re.split(r"[：:，,！!？?]", title)[0].strip() or title
-    return f"关于{core}，你需要知道的事" if language == "zh" else f"What You Need to Know About {core}"
+def _explain(err: CannotApply, instruction: Instruction, op: Operation, paragraphs: list[str], title: str) -> str:
+    language = instruction.language
+    target = instruction.target
+    return problem(
+        language,
+        str(err.args[0]),
+        n=target.index,
+        count=len(paragraphs),
+        quote=target.quote,
+        where=target.describe(language),
+        word=op.word,
+        title=op.text or title,
+        kind=op.kind,
+    )
+
+
+def apply_instruction(
+    title: str, paragraphs: list[str], instruction: Instruction
+) -> tuple[str, list[str], list[str], list[str]]:
+    """Apply one parsed instruction: (title, paragraphs, applied labels, problems)."""
+    applied: list[str] = []
+    problems: list[str] = []
+    where = {"whole": "", "title": "@title", "sentence": "@sentence"}.get(instruction.target.kind)
+    if where is None:
+        where = f"@{instruction.target.index}"
+    for op in instruction.operations:
+        try:
+            new_title, new_paragraphs = apply_operation(title, paragraphs, instruction.target, op, instruction.language)
+        except CannotApply as err:
+            problems.append(_explain(err, instruction, op, paragraphs, title))
+            continue
+        if (new_title, new_paragraphs) != (title, paragraphs):
+            title, paragraphs = new_title, new_paragraphs
+            applied.append(op.label() + where)
+    return title, paragraphs, applied, problems
 
 
 def revise(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
-    """Apply the recognised edits of ``inputs.suggestions`` to ``inputs.title``/``inputs.body``."""
+    """Apply each suggestion of ``inputs.suggestions`` to its target in ``inputs.title``/``inputs.body``."""
     title = str(request.inputs.get("title") or "")
     body = str(request.inputs.get("body") or "")
     suggestions = [str(s) for s in request.inputs.get("suggestions") or []]
     language = request.inputs.get("language") or detect_language(title + body)
+    zh = language == "zh"
     paragraphs = split_paragraphs(body) or [body]
     applied: list[str] = []
     problems: list[str] = []
     for suggestion in suggestions:
-        intents = detect_intents(suggestion)
-        if not intents:
-            problems.append(_problem(language, "unrecognised", text=suggestion))
-        for intent in intents:
-            title, paragraphs, problem = apply_intent(title, paragraphs, intent, language)
-            if problem:
-                problems.append(problem)
-            else:
-                where = "" if intent.paragraph is None else f"@{intent.paragraph}"
-                applied.append(intent.kind + where)
-    new_body = join_paragraphs(paragraphs)
+        said = instruction_language(suggestion)
+        if said is not None and said != language:
+            names = LANGUAGE_NAMES["zh" if zh else "en"]
+            problems.append(problem(language, "language", got=names[said], want=names[language]))
+            continue
+        instruction = parse_instruction(suggestion, language)
+        if not instruction.understood:
+            problems.append(problem(language, "unrecognised", text=suggestion))
+            continue
+        title, paragraphs, done, failed = apply_instruction(title, paragraphs, instruction)
+        applied += done
+        problems += failed
     if not applied:
         note = (
-            ("原文保持不变：" if language == "zh" else "Text left unchanged: ")
-            + ("；" if language == "zh" else "; ").join(problems)
-            + ("。" if language == "zh" else ".")
+            ("原文保持不变：" if zh else "Text left unchanged: ")
+            + ("；" if zh else "; ").join(problems)
+            + ("。" if zh else ".")
         )
-        new_body = body
-    else:
-        note = ("已修改：" if language == "zh" else "Applied: ") + ", ".join(applied)
-        if problems:
-            note += ("；未执行：" if language == "zh" else "; not applied: ") + "; ".join(problems)
-    return "", {"title": title, "body": new_body, "applied": applied, "note": note}
+        return "", {"title": str(request.inputs.get("title") or ""), "body": body, "applied": [], "note": note}
+    note = ("已修改：" if zh else "Applied: ") + ", ".join(applied)
+    if problems:
+        note += ("；未执行：" if zh else "; not applied: ") + "; ".join(problems)
+    return "", {"title": title, "body": join_paragraphs(paragraphs), "applied": applied, "note": note}

@@ -15,26 +15,6 @@ _EN_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 EMOJI = re.compile("[\U0001f300-\U0001faff\U00002600-\U000027bf\U0001f000-\U0001f2ff\U0001f900-\U0001f9ff]\ufe0f?")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
-_ZH_NUMERALS = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
-_EN_ORDINALS = {
-    "first": 1,
-    "second": 2,
-    "third": 3,
-    "fourth": 4,
-    "fifth": 5,
-    "sixth": 6,
-    "seventh": 7,
-    "eighth": 8,
-    "ninth": 9,
-    "tenth": 10,
-}
-_ZH_PARAGRAPH = re.compile(r"第\s*([一二两三四五六七八九十]|\d+)\s*段|(最后一段|末段)")
-_EN_PARAGRAPH = re.compile(
-    r"\b(first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last|\d+(?:st|nd|rd|th))\s+paragraph\b"
-    r"|\bparagraph\s+(\d+)\b",
-    re.IGNORECASE,
-)
-
 # Keyword → emoji that fits the topic; the first match wins.
 _TOPIC_EMOJI = (
     (("防晒", "夏", "阳光", "sun", "summer", "beach"), "☀️"),
@@ -102,48 +82,9 @@ def topic_emoji(text: str) -> str:
     return "✨"
 
 
-def paragraph_ref(text: str) -> int | None:
-    """The paragraph a suggestion names: 1-based, ``-1`` for the last, None when none."""
-    m = _ZH_PARAGRAPH.search(text)
-    if m:
-        if m.group(2):
-            return -1
-        token = m.group(1)
-        return int(token) if token.isdigit() else _ZH_NUMERALS[token]
-    m = _EN_PARAGRAPH.search(text)
-    if m:
-        token = (m.group(1) or m.group(2)).lower()
-        if token == "last":
-            return -1
-        if token in _EN_ORDINALS:
-            return _EN_ORDINALS[token]
-        return int(re.sub(r"\D", "", token))
-    return None
-
-
 def first_sentence(text: str, language: str | None = None) -> str:
     """The first sentence of ``text`` (whole text when it has no sentence end)."""
     language = language or detect_language(text)
     flat = " ".join(text.split())
     sentences = split_sentences(flat, language)
     return sentences[0].strip() if sentences else flat
-
-
-def shorten_sentences(sentences: list[str], language: str) -> list[str]:
-    """Fewer or shorter sentences: keep the first half (at least one); a single
-    sentence is cut to its first clauses."""
-    if len(sentences) >= 2:
-        return sentences[: max(1, (len(sentences) + 1) // 2) if len(sentences) > 2 else 1]
-    if not sentences:
-        return sentences
-    only = sentences[0].strip()
-    end = "。" if language == "zh" else "."
-    clauses = re.split(r"[，,；;：:]", only.rstrip("。！？!?.…"))
-    if len(clauses) >= 2:
-        keep = clauses[: max(1, len(clauses) // 2)]
-        return [("，" if language == "zh" else ", ").join(c.strip() for c in keep) + end]
-    if language == "zh":
-        core = only.rstrip("。！？!?…")
-        return [core[: max(1, int(len(core) * 0.6))] + end]
-    words = only.rstrip(".!?").split()
-    return [" ".join(words[: max(1, int(len(words) * 0.6))]) + end]
