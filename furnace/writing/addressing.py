@@ -637,7 +637,10 @@ def confine(
     if not allowed:
         return (title, before[1]), False
     if len(new_paragraphs) == len(old_paragraphs):
-        kept = [new if i in allowed else old for i, (old, new) in enumerate(zip(old_paragraphs, new_paragraphs))]
+        kept = [
+            new if i in allowed else old
+            for i, (old, new) in enumerate(zip(old_paragraphs, new_paragraphs, strict=True))
+        ]
         if kept == old_paragraphs:
             return (title, before[1]), False
         return (title, "\n\n".join(kept)), False

@@ -41,6 +41,14 @@ from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, LLMError, LLMMalformedOutput, LLMRateLimit, LLMTimeout, StoreError
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 from furnace.storage.store import ElixirStore
+from furnace.writing.addressing import (
+    LANGUAGE_NAMES,
+    available_operations,
+    confine,
+    instruction_language,
+    parse_instruction,
+    target_problems,
+)
 from furnace.writing.content import (
     PIECE_SCHEMA,
     ChatMessage,
@@ -57,14 +65,6 @@ from furnace.writing.content import (
     revision_id_for,
     utc_now,
     word_count,
-)
-from furnace.writing.addressing import (
-    LANGUAGE_NAMES,
-    available_operations,
-    confine,
-    instruction_language,
-    parse_instruction,
-    target_problems,
 )
 from furnace.writing.preferences import PreferenceUpdate, learn_from_revision
 
@@ -383,8 +383,10 @@ def finish_turn(
         )
         return _refuse(content_store, session.id, user, steps, suggestions, [why], [], current.version, zh, clock)
     if (title, body) == (current.title, current.body):
-        note = completion.parsed.get("note", "") if isinstance(completion.parsed, dict) else ""
-        said = [str(note)] if note and not unknown else []
+        parsed = completion.parsed if isinstance(completion.parsed, dict) else {}
+        said = [str(p) for p in parsed.get("problems") or []] or ([str(parsed["note"])] if parsed.get("note") else [])
+        if unknown:  # what was not understood is said once, with the edits that exist
+            said = [p for p in said if not any(u in p for u in unknown)]
         return _refuse(content_store, session.id, user, steps, suggestions, said, unknown, current.version, zh, clock)
 
     # 4–6. record + new version + assistant reply, in one transaction.

@@ -164,7 +164,7 @@ def check(language: str, title: str, body: str, suggestion: str) -> None:
         assert [p for i, p in enumerate(after) if i != k] == [p for i, p in enumerate(before) if i != k]
         changed = [k]
     else:
-        changed = [i for i, (a, b) in enumerate(zip(before, after)) if a != b]
+        changed = [i for i, (a, b) in enumerate(zip(before, after, strict=False)) if a != b]
     if kinds & {"shorten", "delete"}:
         for i in changed:
             originals = [s for line in before[i].split("\n") for s in split_sentences(line, language)]

@@ -1,7 +1,8 @@
 """Offline REVISE: apply each instruction to its target only, or say why not.
 
 Inputs: ``title``, ``body``, ``suggestions`` (list of str, applied in order),
-optional ``language``. Output: ``{"title", "body", "applied": [label, ...], "note"}``.
+optional ``language``. Output: ``{"title", "body", "applied": [label, ...], "note",
+"problems": [str, ...]}``.
 
 Each suggestion is parsed by :func:`furnace.writing.addressing.parse_instruction`
 into a target (whole piece, title, paragraph N, a quoted sentence) and operations
@@ -638,8 +639,15 @@ def revise(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
             + ("；" if zh else "; ").join(problems)
             + ("。" if zh else ".")
         )
-        return "", {"title": str(request.inputs.get("title") or ""), "body": body, "applied": [], "note": note}
+        original = str(request.inputs.get("title") or "")
+        return "", {"title": original, "body": body, "applied": [], "note": note, "problems": problems}
     note = ("已修改：" if zh else "Applied: ") + ", ".join(applied)
     if problems:
         note += ("；未执行：" if zh else "; not applied: ") + "; ".join(problems)
-    return "", {"title": title, "body": join_paragraphs(paragraphs), "applied": applied, "note": note}
+    return "", {
+        "title": title,
+        "body": join_paragraphs(paragraphs),
+        "applied": applied,
+        "note": note,
+        "problems": problems,
+    }
