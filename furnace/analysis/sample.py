@@ -30,7 +30,7 @@ REVISION_SESSIONS: list[tuple[str, str, list[str]]] = [
     (
         "viral-copywriter",
         "summer travel",
-        ["too formal, make it livelier", "shorten the second paragraph", "add an emoji"],
+        ["too formal, make it livelier", "shorten the last paragraph", "add an emoji"],
     ),
     ("viral-copywriter", "working from home", ["make it livelier", "add an emoji"]),
     ("lifestyle-blogger-zh", "夏日防晒", ["太正式了，活泼一点", "加一个 emoji"]),
