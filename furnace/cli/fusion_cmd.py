@@ -113,7 +113,7 @@ def register(cli: click.Group) -> None:
 
     @cli.group("agent")
     def agent_group() -> None:
-        """Fusion products: show and promote agents."""
+        """Fusion products: show, ask and promote agents."""
 
     @agent_group.command("show")
     @click.argument("agent_id")
@@ -127,6 +127,33 @@ def register(cli: click.Group) -> None:
             "elixir": agent.elixir.model_dump(mode="json"),
         }
         human = "\n".join(_summary(agent) + _notes_text(agent) + ["", "system prompt:", agent.system_prompt])
+        emit(data, as_json=as_json, human=human)
+
+    @agent_group.command("answer")
+    @click.argument("agent_id")
+    @click.argument("message")
+    @click.option("--seed", type=int, default=0, show_default=True)
+    @json_option
+    @click.pass_obj
+    def answer_cmd(obj: Any, agent_id: str, message: str, seed: int, as_json: bool) -> None:
+        """Ask an agent; a committee routes the message to one member, who answers in its own voice."""
+        from furnace.arena.speaker import persona_from_elixir, speak
+        from furnace.domain.errors import InputError
+        from furnace.fusion.operators.ensemble import answer
+
+        if not message.strip():
+            raise InputError("the message must not be empty", field="message")
+        agent = obj.store.get_agent(agent_id)
+        if agent.members:
+            members = [obj.store.get_elixir(ref.id, ref.version) for ref in agent.members]
+            out = answer(agent, message, obj.llm, members, seed=seed)
+            data = {"agent": agent.id} | out.transcript()
+            human = f"[{out.leader_name} leads: {out.reason}]\n{out.text}"
+        else:
+            persona = persona_from_elixir(agent.elixir, member_id=agent.id, system_prompt=agent.system_prompt)
+            text = speak(persona, message, llm=obj.llm, seed=seed).text
+            data = {"agent": agent.id, "leader": None, "reason": None, "text": text}
+            human = text
         emit(data, as_json=as_json, human=human)
 
     @agent_group.command("promote")

@@ -95,7 +95,7 @@ def test_new_parent_version_or_op_version_gives_a_new_key(store, cache, fsetting
     assert newer.agent.lineage.parents[0].version == 2
     pinned = run(store, cache, parents=["data-coach@1", "travel-wit"], operator="crossover", settings=fsettings)
     assert pinned.from_cache and pinned.agent.id == base.id
-    monkeypatch.setattr(OPERATORS["crossover"], "op_version", "2")
+    monkeypatch.setattr(OPERATORS["crossover"], "op_version", OPERATORS["crossover"].op_version + ".1")
     bumped = run(store, cache, parents=["data-coach@1", "travel-wit"], operator="crossover", settings=fsettings)
     assert not bumped.from_cache and bumped.agent.lineage_hash != base.lineage_hash
 

@@ -113,7 +113,6 @@ def test_offline_rewrite_is_seeded_and_changes_wording() -> None:
     for text, lang in [
         ("Answer briefly.", "en"),
         ("When unsure, ask a question.", "en"),
-        ("Zebra quux.", "en"),
         ("回答要简短。", "zh"),
         ("如果不确定，先提问。", "zh"),
     ]:
@@ -121,6 +120,8 @@ def test_offline_rewrite_is_seeded_and_changes_wording() -> None:
         assert text not in outs
         again = _run(prompts.build_rewrite_request(text, language=lang, seed=0))["principle"]
         assert again == _run(prompts.build_rewrite_request(text, language=lang, seed=0))["principle"]
+    # no rule fits: the principle comes back as it was, never with a stock prefix
+    assert _run(prompts.build_rewrite_request("Zebra quux.", language="en", seed=0))["principle"] == "Zebra quux."
 
 
 def test_offline_adjudicate_priority_then_rule() -> None:

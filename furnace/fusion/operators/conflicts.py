@@ -2,9 +2,10 @@
 
 - **Hard**: a parent's ``conflicts_with`` names another parent's id or name
   (case-insensitive) → :class:`ConflictError` naming both; nothing is stored.
-- **Soft**: different ``max_length`` (priority, tie → the stricter), markdown vs
+- **Soft**: different ``max_length`` (the strictest limit is kept), markdown vs
   no markdown (priority, tie → the model, told to prefer plain text), forbidden
-  topics (unioned, never a conflict), and contradictory principles (detected by
+  topics and ``conflicts_with`` (unioned, never dropped: a union too long to keep
+  refuses the fusion), and contradictory principles (detected by
   :func:`contradiction`; resolved by the operators). Every resolution becomes a
   :class:`~furnace.domain.lineage.ResolutionNote`.
 """
@@ -12,13 +13,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from itertools import combinations
 from typing import Any
 
 from furnace.domain.elixir import MAX_LIST, Constraints, Elixir
-from furnace.domain.errors import ConflictError
+from furnace.domain.errors import ConflictError, InputError
 from furnace.domain.lineage import ResolutionNote
 
 # (options, rule) -> (chosen index, reason); the operators back this with the ADJUDICATE task.
@@ -167,18 +168,16 @@ def resolve_constraints(parents: Sequence[Elixir], adjudicate: Adjudicator) -> t
 
     limits = [(p, p.constraints.max_length) for p in parents if p.constraints.max_length is not None]
     max_length = None
-    if limits:
-        top = max(p.priority for p, _ in limits)
-        contenders = [(p, n) for p, n in limits if p.priority == top]
-        winner, max_length = min(contenders, key=lambda pn: pn[1])
-        if len({n for _, n in limits}) > 1:
-            others = ", ".join(f"{p.name}: {n}" for p, n in limits if p is not winner)
-            if len({n for _, n in contenders}) > 1:
-                reason = f"priorities tie ({top}); the stricter limit wins (others: {others})"
-            else:
-                reason = f"{winner.name} has the highest priority ({top}); others: {others}"
+    if limits:  # a limit is a guardrail: the strictest one stands, whatever the priorities
+        winner, max_length = min(limits, key=lambda pn: pn[1])
+        if len({n for _, n in limits}) > 1 or len(limits) < len(parents):
+            others = ", ".join(f"{p.name}: {p.constraints.max_length or 'none'}" for p in parents if p is not winner)
             notes.append(
-                ResolutionNote(field="constraints.max_length", chose=f"{max_length} ({winner.name})", reason=reason)
+                ResolutionNote(
+                    field="constraints.max_length",
+                    chose=f"{max_length} ({winner.name})",
+                    reason=f"the strictest limit is kept (others: {others})",
+                )
             )
 
     flags = {p.constraints.must_use_markdown for p in parents}
@@ -210,11 +209,24 @@ def resolve_constraints(parents: Sequence[Elixir], adjudicate: Adjudicator) -> t
             )
         )
 
-    topics: list[str] = []
+    topics = guardrail_union((p.constraints.forbidden_topics for p in parents), "forbidden_topics")
+    return Constraints(max_length=max_length, forbidden_topics=topics, must_use_markdown=markdown), notes
+
+
+def guardrail_union(lists: Iterable[Sequence[str]], field: str) -> list[str]:
+    """Every item of every list, once (case-insensitive), in order. A guardrail is never dropped: when
+    the union does not fit the elixir's list limit the fusion is refused instead of cutting it."""
+    out: list[str] = []
     seen: set[str] = set()
-    for p in parents:
-        for t in p.constraints.forbidden_topics:
-            if t.casefold() not in seen:
-                seen.add(t.casefold())
-                topics.append(t)
-    return Constraints(max_length=max_length, forbidden_topics=topics[:MAX_LIST], must_use_markdown=markdown), notes
+    for items in lists:
+        for item in items:
+            if item.casefold() not in seen:
+                seen.add(item.casefold())
+                out.append(item)
+    if len(out) > MAX_LIST:
+        raise InputError(
+            f"the parents' {field} together have {len(out)} entries, more than a persona can keep ({MAX_LIST}); "
+            "fusing them would drop a guardrail",
+            field=field,
+        )
+    return out

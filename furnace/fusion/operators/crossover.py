@@ -7,18 +7,27 @@
   by priority, or to the ADJUDICATE task on a tie; each with a note;
 - few-shots: a share from each; expertise, tools, forbidden topics: unions;
 - constraints: :func:`conflicts.resolve_constraints`;
-- identity: one sentence from the IDENTITY task at ``temperature`` (0.4), cached
-  by the parents' content hashes, the op version and the model.
+- language: one for the child — ``params.language`` when given, else the
+  highest-priority parent's;
+- identity: one sentence in that language from the IDENTITY task at
+  ``temperature`` (0.4), cached by the parents' content hashes, the op version and
+  the model; an answer in another script is replaced by a plain same-language
+  sentence naming the parents;
+- principles across languages ("回答要简短。" / "Answer briefly.") collapse only
+  when the embedder maps them close together: a multilingual embedder can, the
+  English MiniLM and the lexical fallback cannot, so with those both are kept.
 """
 
 from __future__ import annotations
 
 import math
 import operator
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from furnace.domain.elixir import MAX_LIST, Elixir, parse_elixir
+from furnace.domain.errors import InputError
 from furnace.domain.lineage import ResolutionNote
 from furnace.fusion.operators import prompts
 from furnace.fusion.operators.base import (
@@ -32,7 +41,7 @@ from furnace.fusion.operators.base import (
     union,
     weighted_tone,
 )
-from furnace.fusion.operators.conflicts import contradiction, resolve_constraints
+from furnace.fusion.operators.conflicts import contradiction, guardrail_union, resolve_constraints
 
 
 def unit(vector: Sequence[float]) -> list[float]:
@@ -122,6 +131,30 @@ def merge_principles(
     return [t for t, _, _ in kept][:MAX_LIST], notes
 
 
+LANGUAGES = ("zh", "en")
+
+
+def child_language(ordered: Sequence[Elixir], requested: Any) -> str:
+    """The one language of a child: the one named in params, else the highest-priority parent's."""
+    if requested is None:
+        return ordered[0].language
+    if requested not in LANGUAGES:
+        raise InputError(f"language must be one of {', '.join(LANGUAGES)}, got {requested!r}", field="language")
+    return str(requested)
+
+
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_FALLBACK_IDENTITY = {
+    "en": "You are an assistant that combines the strengths of {names}.",
+    "zh": "你是一位融合了{names}所长的助手。",
+}
+
+
+def in_language(text: str, language: str) -> bool:
+    """Whether an identity sentence is written in ``language`` (zh: has CJK; en: has none)."""
+    return bool(_CJK.search(text)) == (language == "zh")
+
+
 def synthesise_identity(parents: Sequence[Elixir], ctx: OperatorContext, language: str, op_version: str) -> str:
     """The child's identity sentence (IDENTITY task, sub-result cached)."""
     temperature = float(ctx.params.get("temperature", 0.4))
@@ -137,25 +170,33 @@ def synthesise_identity(parents: Sequence[Elixir], ctx: OperatorContext, languag
         request = prompts.build_identity_request(parents, language=language, temperature=temperature)
         return prompts.parse_identity(ctx.complete(request))
 
-    return str(ctx.cached("identity", key, compute))
+    identity = str(ctx.cached("identity", key, compute))
+    if in_language(identity, language):
+        return identity
+    # a sentence mixing languages is not an identity: name the same-language parents instead
+    sep = "、" if language == "zh" else " and "
+    names = sep.join(p.name for p in parents if in_language(p.name, language)) or (
+        "几位前辈人格" if language == "zh" else "its parent personas"
+    )
+    return _FALLBACK_IDENTITY[language].format(names=names)
 
 
 class Crossover:
     """Field-by-field fusion of two or more elixirs."""
 
     name = "crossover"
-    op_version = "1"
+    op_version = "2"
     min_parents = 2
     max_parents: int | None = 4
 
     def param_defaults(self) -> dict[str, Any]:
-        """Identity temperature."""
-        return {"temperature": 0.4}
+        """Identity temperature; the child's language (None: the highest-priority parent's)."""
+        return {"temperature": 0.4, "language": None}
 
     def apply(self, parents: Sequence[Elixir], ctx: OperatorContext) -> OperatorResult:
         """The crossover child of ``parents``."""
         ordered = by_priority(parents)
-        language = ordered[0].language
+        language = child_language(ordered, ctx.params.get("language"))
         principles, notes = merge_principles(ordered, ctx, language)
         constraints, constraint_notes = resolve_constraints(ordered, adjudicator(ctx, language))
         identity = synthesise_identity(ordered, ctx, language, self.op_version)
@@ -172,7 +213,7 @@ class Crossover:
                 "few_shots": [s.model_dump() for s in share_few_shots(ordered)],
                 "tools": union(p.tools for p in ordered),
                 "priority": max(p.priority for p in ordered),
-                "conflicts_with": union(p.conflicts_with for p in ordered),
+                "conflicts_with": guardrail_union((p.conflicts_with for p in ordered), "conflicts_with"),
                 "style_notes": joined_notes(ordered),
                 "style_preferences": [s.model_dump() for s in merge_preferences(ordered)],
             }

@@ -7,8 +7,11 @@ roster in its style notes::
     Committee members (a router picks who leads each answer):
     - member alice@1 (Alice): statistics; python
 
-Building it calls no model. Answering costs one more call: :func:`route` asks
-the ROUTE task which member's expertise leads for a question. Chosen
+Building it calls no model. Answering (:func:`answer`) costs one more call:
+:func:`route` asks the ROUTE task, once per message and through the seam (so a
+cached model answers a repeated message from its cache), which member leads; the
+chosen member then answers with its own rendered prompt — its own tone,
+principles and constraints — and the result records who led and why. Chosen
 automatically when the parents' expertise Jaccard distance (over word terms)
 exceeds ``ensemble_threshold``.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from furnace.domain.agent import Agent
@@ -34,7 +38,7 @@ from furnace.fusion.operators.base import (
     union,
     weighted_tone,
 )
-from furnace.fusion.operators.conflicts import resolve_constraints
+from furnace.fusion.operators.conflicts import guardrail_union, resolve_constraints
 from furnace.fusion.operators.crossover import adjudicator
 from furnace.llm.seam import LLM
 
@@ -97,11 +101,46 @@ def parse_roster(agent: Agent) -> list[dict[str, Any]]:
     return [found.get(str(ref), {"ref": str(ref), "name": ref.id, "expertise": []}) for ref in agent.members]
 
 
+@dataclass(frozen=True)
+class Routing:
+    """Who leads an answer and why."""
+
+    leader: ElixirRef
+    reason: str
+    fallback: bool = False
+
+
+@dataclass(frozen=True)
+class EnsembleAnswer:
+    """A committee's answer: the text, by the member who led, and why that member led."""
+
+    text: str
+    leader: ElixirRef
+    leader_name: str
+    reason: str
+    fallback: bool = False
+
+    def transcript(self) -> dict[str, Any]:
+        """The record of the turn: who led, why, and what was said."""
+        return {
+            "leader": str(self.leader),
+            "leader_name": self.leader_name,
+            "reason": self.reason,
+            "fallback": self.fallback,
+            "text": self.text,
+        }
+
+
 def route(agent: Agent, message: str, llm: LLM, *, members: Sequence[Elixir] | None = None) -> ElixirRef:
-    """Which member of a committee agent leads the answer to ``message`` (one ROUTE call).
+    """Which member of a committee agent leads the answer to ``message`` (one ROUTE call)."""
+    return choose_leader(agent, message, llm, members=members).leader
+
+
+def choose_leader(agent: Agent, message: str, llm: LLM, *, members: Sequence[Elixir] | None = None) -> Routing:
+    """One ROUTE call: the leading member and the router's reason.
 
     Members come from ``members`` when given, else from the agent's roster. A
-    failed or invalid routing falls back to the first member (logged).
+    failed or invalid routing falls back to the first member (logged, and marked).
     """
     if not agent.members:
         raise InputError(f"agent {agent.id} is not a committee (no members)", field="members")
@@ -112,18 +151,46 @@ def route(agent: Agent, message: str, llm: LLM, *, members: Sequence[Elixir] | N
     refs = [str(r) for r in agent.members]
     request = prompts.build_route_request(message, info, language=agent.elixir.language)
     try:
-        chosen = prompts.parse_route(llm.complete(request), refs)
+        completion = llm.complete(request)
+        chosen = prompts.parse_route(completion, refs)
     except LLMError as err:
         log.warning("routing for %s failed (%s); the first member leads", agent.id, err)
-        chosen = refs[0]
-    return agent.members[refs.index(chosen)]
+        return Routing(agent.members[0], f"routing failed ({err}); the first member leads", fallback=True)
+    reason = completion.parsed.get("reason", "") if isinstance(completion.parsed, dict) else ""
+    return Routing(agent.members[refs.index(chosen)], str(reason) or "chosen by the router")
+
+
+def answer(
+    agent: Agent,
+    message: str,
+    llm: LLM,
+    members: Sequence[Elixir],
+    *,
+    seed: int = 0,
+) -> EnsembleAnswer:
+    """A committee answers ``message``: one ROUTE call picks the leader, who answers in its own voice.
+
+    ``members`` are the committee's elixirs (the versions in ``agent.members``).
+    The leader's reply goes through the persona pipeline with the leader's own
+    prompt, so its tone, principles and ``max_length`` apply — not the merged ones.
+    """
+    from furnace.arena.speaker import persona_from_elixir, speak
+
+    by_ref = {str(m.ref): m for m in members}
+    missing = [str(r) for r in agent.members if str(r) not in by_ref]
+    if missing:
+        raise InputError(f"committee {agent.id} is missing member(s) {', '.join(missing)}", field="members")
+    routing = choose_leader(agent, message, llm, members=[by_ref[str(r)] for r in agent.members])
+    leader = by_ref[str(routing.leader)]
+    spoken = speak(persona_from_elixir(leader), message, llm=llm, seed=seed)
+    return EnsembleAnswer(spoken.text, routing.leader, leader.name, routing.reason, routing.fallback)
 
 
 class Ensemble:
     """A committee persona of two or more elixirs with a router."""
 
     name = "ensemble"
-    op_version = "1"
+    op_version = "2"
     min_parents = 2
     max_parents: int | None = 6
 
@@ -152,7 +219,7 @@ class Ensemble:
                 "few_shots": [s.model_dump() for s in share_few_shots(ordered)],
                 "tools": union(p.tools for p in ordered),
                 "priority": max(p.priority for p in ordered),
-                "conflicts_with": union(p.conflicts_with for p in ordered),
+                "conflicts_with": guardrail_union((p.conflicts_with for p in ordered), "conflicts_with"),
                 "style_notes": notes_text,
                 "style_preferences": [s.model_dump() for s in merge_preferences(ordered)],
             }

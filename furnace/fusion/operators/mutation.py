@@ -4,9 +4,11 @@ Three changes, all drawn from the one seeded ``random.Random``:
 
 1. one tone dimension shifts by at most ``min(0.2, rate)``, clamped to [0, 1];
 2. one principle is reworded by the REWRITE task (sub-result cached by the
-   principle, language, seed, temperature, model and op version);
-3. one constraint is added or dropped (a length limit, a forbidden topic, or
-   the markdown requirement).
+   principle, language, seed, temperature, model and op version) — a paraphrase,
+   never a stock prefix; kept as it is when no rewording fits;
+3. one constraint is tightened (a length limit added or lowered, a forbidden
+   topic added, or the markdown requirement added) — guardrails never loosen:
+   ``forbidden_topics``, ``conflicts_with`` and the limits are kept or tightened.
 
 The same parent, seed and params always give the same child.
 """
@@ -17,7 +19,7 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from furnace.domain.elixir import Elixir, Tone, parse_elixir
+from furnace.domain.elixir import MAX_LIST, Elixir, Tone, parse_elixir
 from furnace.domain.errors import InputError
 from furnace.domain.lineage import ResolutionNote
 from furnace.fusion.operators import prompts
@@ -49,42 +51,45 @@ def shift_tone(tone: Tone, rng: random.Random, rate: float) -> tuple[Tone, Resol
 
 
 def change_constraint(parent: Elixir, rng: random.Random) -> tuple[dict[str, Any], ResolutionNote]:
-    """Add or drop one constraint; returns the new constraints data and a note."""
+    """Tighten one constraint; returns the new constraints data and a note.
+
+    Guardrails only ever tighten: a length limit is added or lowered, a forbidden
+    topic added, the markdown requirement added. Nothing is dropped. When every
+    option is exhausted the constraints are kept and the note says so.
+    """
     c = parent.constraints.model_dump()
     options: list[tuple[str, Any]] = []
-    options.append(("drop_length", None) if c["max_length"] else ("add_length", rng.choice(LENGTH_CHOICES)))
-    if c["forbidden_topics"]:
-        options.append(("drop_topic", rng.choice(c["forbidden_topics"])))
+    if c["max_length"] is None:
+        options.append(("add_length", rng.choice(LENGTH_CHOICES)))
+    else:
+        tighter = [n for n in LENGTH_CHOICES if n < c["max_length"]]
+        if tighter:
+            options.append(("lower_length", rng.choice(tighter)))
     taken = {t.casefold() for t in c["forbidden_topics"]}
     pool = [t for t in TOPIC_POOL.get(parent.language, TOPIC_POOL["en"]) if t.casefold() not in taken]
-    if pool and len(c["forbidden_topics"]) < 40:
+    if pool and len(c["forbidden_topics"]) < MAX_LIST:
         options.append(("add_topic", rng.choice(pool)))
-    options.append(("drop_markdown", None) if c["must_use_markdown"] else ("add_markdown", None))
-    kind, value = rng.choice(options)
-    if kind == "add_length":
-        c["max_length"] = value
-        note = ResolutionNote(field="constraints.max_length", chose=str(value), reason="mutation added a length limit")
-    elif kind == "drop_length":
-        note = ResolutionNote(
-            field="constraints.max_length", chose="none", reason=f"mutation dropped the limit {c['max_length']}"
+    if not c["must_use_markdown"]:
+        options.append(("add_markdown", None))
+    if not options:
+        return c, ResolutionNote(
+            field="constraints", chose="kept", reason="every constraint is already at its tightest"
         )
-        c["max_length"] = None
+    kind, value = rng.choice(options)
+    if kind in ("add_length", "lower_length"):
+        old = c["max_length"]
+        c["max_length"] = value
+        reason = "mutation added a length limit" if old is None else f"mutation lowered the length limit from {old}"
+        note = ResolutionNote(field="constraints.max_length", chose=str(value), reason=reason)
     elif kind == "add_topic":
         c["forbidden_topics"] = [*c["forbidden_topics"], value]
         note = ResolutionNote(
             field="constraints.forbidden_topics", chose=f"+{value}", reason="mutation added a forbidden topic"
         )
-    elif kind == "drop_topic":
-        c["forbidden_topics"] = [t for t in c["forbidden_topics"] if t != value]
-        note = ResolutionNote(
-            field="constraints.forbidden_topics", chose=f"-{value}", reason="mutation dropped a forbidden topic"
-        )
     else:
-        c["must_use_markdown"] = kind == "add_markdown"
+        c["must_use_markdown"] = True
         note = ResolutionNote(
-            field="constraints.must_use_markdown",
-            chose="markdown" if c["must_use_markdown"] else "no markdown",
-            reason="mutation " + ("added" if c["must_use_markdown"] else "dropped") + " the markdown requirement",
+            field="constraints.must_use_markdown", chose="markdown", reason="mutation added the markdown requirement"
         )
     return c, note
 
@@ -93,7 +98,7 @@ class Mutation:
     """Seeded perturbation of one elixir (tone, one principle's wording, one constraint)."""
 
     name = "mutation"
-    op_version = "1"
+    op_version = "2"
     min_parents = 1
     max_parents: int | None = 1
 
@@ -128,7 +133,13 @@ class Mutation:
         )
         notes = [
             tone_note,
-            ResolutionNote(field=f"principles[{index}]", chose=reworded, reason=f"reworded {original!r} (REWRITE)"),
+            ResolutionNote(
+                field=f"principles[{index}]",
+                chose=reworded,
+                reason=f"reworded {original!r} (REWRITE)"
+                if reworded != original
+                else "no paraphrase rule fits this principle (or the rewording would repeat another); kept",
+            ),
             constraint_note,
         ]
         return OperatorResult(child=parse_elixir(data), notes=notes)

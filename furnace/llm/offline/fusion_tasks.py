@@ -8,11 +8,15 @@ as built by :mod:`furnace.fusion.operators.prompts`:
   without "You are"/"你是" and cut before the first clause such as "who ...",
   "，..."), highest priority first, and joins them:
   "You are a data scientist and a travel writer in one voice." /
-  "你是一位数据科学家，同时也是一位旅行作家。"
+  "你是一位数据科学家，同时也是一位旅行作家。" Only roles written in the requested
+  language are used, so a zh child of a zh and an en parent never mixes scripts.
 - **rewrite** ``{"principle": str, "language": str}`` → ``{"principle": str}``.
-  Rewords by seeded rules, keeping the meaning: a synonym swap, added emphasis,
-  or moving a leading "When/If ..." clause to the end. Never returns the input
-  unchanged (emphasis is the last resort).
+  Rewords by a seeded choice among the paraphrase rules that fit: negation
+  ("Never X" → "Avoid X-ing", "不要X" → "避免X"), order ("X before Y-ing" →
+  "Before Y-ing, x", "A前先B" → "先B，再A", a leading "When/If ..." clause moved
+  to the end), modality ("…要…" → "…应当…", "Always X" → "X every time"),
+  coordination ("clear and kind" → "kind and clear") and a synonym swap. When no
+  rule fits the principle comes back unchanged.
 - **adjudicate** ``{"field": str, "rule": "stricter"|"plain_text"|"specific",
   "options": [{"label", "value", "priority", "source"}]}`` → ``{"choice": int,
   "reason": str}``. Highest priority wins; on a tie the rule decides (stricter:
@@ -39,6 +43,7 @@ _EN_CUT = re.compile(
     r"\s+(who|that|which|with|whose|known for|specialising|specializing)\s+|[,;:.!?(—–]\s*|\s-\s", re.I
 )
 _ZH_LEAD = re.compile(r"^(你是|我是|作为)")
+_CJK = re.compile(r"[\u4e00-\u9fff]")
 _ZH_CUT = re.compile(r"[，。；：！？,.;:!?（(]")
 
 
@@ -75,6 +80,8 @@ def identity(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
     roles: list[str] = []
     for p in parents:
         role = role_phrase(str(p.get("identity") or p.get("name") or ""), language)
+        if bool(_CJK.search(role)) != (language == "zh"):
+            continue  # a role in another language would make a mixed-language sentence
         for part in _fused_roles(role, language):
             if part and part.casefold() not in {r.casefold() for r in roles}:
                 roles.append(part)
@@ -170,32 +177,103 @@ def _reorder(text: str, language: str) -> str | None:
     return f"{main[0].upper()}{main[1:]} {m.group(1).lower()} {m.group(2)}{m.group(4) or '.'}"
 
 
-def _emphasise(text: str, language: str, rng: random.Random) -> str:
-    if language == "zh":
-        return (
-            "请务必" + text.removeprefix("请")
-            if not text.startswith("请务必")
-            else text.rstrip("。") + "，这一点很重要。"
-        )
-    body = text.rstrip(".!")
-    prefixes = ["Make sure to ", "Be sure to ", "Take care to "]
-    if body[:1].isupper() and not body.lower().startswith(tuple(p.lower() for p in prefixes)):
-        return rng.choice(prefixes) + body[0].lower() + body[1:] + "."
-    return body + " — this matters."
+def gerund(verb: str) -> str:
+    """exaggerate → exaggerating, cut → cutting, lie → lying, use → using."""
+    low = verb.lower()
+    if low.endswith("ie"):
+        return verb[:-2] + "ying"
+    if low.endswith("e") and not low.endswith(("ee", "ye", "oe")) and len(low) > 2:
+        return verb[:-1] + "ing"
+    if len(low) <= 4 and re.fullmatch(r"[a-z]*[^aeiou][aeiou][^aeiouwxy]", low):
+        return verb + verb[-1] + "ing"
+    return verb + "ing"
+
+
+def _cap(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _low(text: str) -> str:
+    return text[:1].lower() + text[1:] if not text[:2].isupper() else text
+
+
+_EN_STOP = {"the", "a", "an", "to", "of", "in", "it", "them", "you", "your", "is", "are"}
+
+
+def _en_rules(text: str) -> list[str]:
+    """Every paraphrase the English rules can make of one principle."""
+    m = re.match(r"^(.*?)([.!]?)$", text)
+    body, end = m.group(1), m.group(2) or "."
+    out: list[str] = []
+    m = re.match(r"^(?:never|don't|do not)\s+(\w+)\s*(.*)$", body, re.I)
+    if m:
+        out.append(f"Avoid {gerund(m.group(1).lower())} {m.group(2)}".rstrip() + end)
+    m = re.match(r"^avoid\s+(.+)$", body, re.I)
+    if m:
+        out.append(f"Steer clear of {m.group(1)}{end}")
+    m = re.match(r"^always\s+(.+)$", body, re.I)
+    if m:
+        out.append(f"{_cap(m.group(1))} every time{end}")
+    m = re.match(r"^(.+?)\s+before\s+(\w+ing\b.*)$", body, re.I)
+    if m and not re.match(r"^(when|if|before)\b", body, re.I):
+        out.append(f"Before {m.group(2)}, {_low(m.group(1))}{end}")
+    m = re.match(r"^be\s+(.+)$", body, re.I)
+    if m:
+        out.append(f"Stay {m.group(1)}{end}")
+    m = re.match(r"^use\s+(.+)$", body, re.I)
+    if m:
+        out.append(f"Rely on {m.group(1)}{end}")
+    m = re.match(r"^(.*\b)(\w+) and (\w+)$", body)
+    if m and m.group(2).lower() not in _EN_STOP and m.group(3).lower() not in _EN_STOP:
+        out.append(f"{m.group(1)}{m.group(3)} and {m.group(2)}{end}")
+    return out
+
+
+_ZH_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^不要(.+)$"), r"避免\1"),
+    (re.compile(r"^避免(.+)$"), r"尽量不\1"),
+    (re.compile(r"^别(.+)$"), r"不要\1"),
+    (re.compile(r"^切勿(.+)$"), r"千万不要\1"),
+    (re.compile(r"^不([^要用得是能会].*)$"), r"避免\1"),
+    (re.compile(r"^总是(.+)$"), r"始终\1"),
+    (re.compile(r"^始终(.+)$"), r"一直\1"),
+    (re.compile(r"^先(.+?)[，,]?再(.+)$"), r"在\2之前，先\1"),
+    (re.compile(r"^(.+?)前先(.+)$"), r"先\2，再\1"),
+    (re.compile(r"^(.+?)要(.+)$"), r"\1应当\2"),
+    (re.compile(r"^(.+?)应当(.+)$"), r"\1需要\2"),
+    (re.compile(r"^尽量(.+)$"), r"尽可能\1"),
+    (re.compile(r"^尽可能(.+)$"), r"尽量\1"),
+)
+
+
+def _zh_rules(text: str) -> list[str]:
+    """Every paraphrase the Chinese rules can make of one principle."""
+    m = re.match(r"^(.*?)([。！]?)$", text)
+    body, end = m.group(1), m.group(2)
+    return [pattern.sub(repl, body, count=1) + end for pattern, repl in _ZH_RULES if pattern.match(body)]
+
+
+def paraphrases(text: str, language: str, rng: random.Random) -> list[str]:
+    """Rule-made paraphrases of a principle: structure rules (negation, order, modality,
+    coordination), a synonym swap and a clause move, each keeping the meaning; none
+    equals the input."""
+    found = _zh_rules(text) if language == "zh" else _en_rules(text)
+    swapped = (_swap_zh if language == "zh" else _swap_en)(text, rng)
+    out: list[str] = []
+    for candidate in [*found, swapped, _reorder(text, language)]:
+        if candidate and candidate != text and candidate not in out:
+            out.append(candidate)
+    return out
 
 
 def rewrite(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
-    """Reword one principle by a seeded rule, keeping its meaning."""
+    """Reword one principle by a seeded choice among the paraphrase rules that fit it.
+
+    When no rule fits, the principle comes back unchanged (never a stock prefix)."""
     text = " ".join(str(request.inputs.get("principle", "")).split())
     language = request.inputs.get("language", "en")
-    swap = _swap_zh if language == "zh" else _swap_en
-    strategies = [lambda: swap(text, rng), lambda: _reorder(text, language)]
-    rng.shuffle(strategies)
-    for strategy in strategies:
-        out = strategy()
-        if out and out != text:
-            return "", {"principle": out}
-    return "", {"principle": _emphasise(text, language, rng)}
+    options = paraphrases(text, language, rng)
+    return "", {"principle": rng.choice(options) if options else text}
 
 
 # --- adjudicate -----------------------------------------------------------------
