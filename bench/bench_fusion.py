@@ -2,7 +2,7 @@
 
 1. overhead: wall time of a full crossover fusion (cold caches) beyond the
    model's own latency, as a share of it (target < 5%);
-2. cache hit: latency of repeating a finished fusion (target well under 5 ms);
+2. cache hit: latency of repeating a finished fusion (target < {HIT_TARGET_MS} ms);
 3. single-flight: 64 threads asking for one new fusion → exactly 1 build.
 
 In-memory store and KV (the fusion machinery itself); the DuckDB-backed figure
@@ -28,6 +28,7 @@ from furnace.settings import FurnaceSettings
 from furnace.storage.memory import MemoryStore
 
 LATENCY_S = 0.05
+HIT_TARGET_MS = 1.0  # a cache hit is a lookup: measured ~0.13 ms
 LIBRARY = resources.LIBRARY_DIR
 PARENTS = ["data-science-mentor", "socratic-math-tutor"]
 
@@ -117,7 +118,7 @@ def run() -> bool:
     print(
         f"   cache hit: median {hit_ms:.2f} ms (p95 {sorted(hits)[189] * 1000:.2f} ms), "
         f"{llm.calls - before} model calls; "
-        f"cold fusion {cold_ms:.0f} ms -> {cold_ms / hit_ms:.0f}x faster (target well under 5 ms)"
+        f"cold fusion {cold_ms:.0f} ms -> {cold_ms / hit_ms:.0f}x faster (target < {HIT_TARGET_MS} ms)"
     )
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -184,4 +185,4 @@ def run() -> bool:
         f"{len({r.agent.id for r in results})} agent id, {flight_ms:.0f} ms total"
     )
 
-    return overhead < 0.05 and hit_ms < 5.0 and cache.builds == 1
+    return overhead < 0.05 and hit_ms < HIT_TARGET_MS and cache.builds == 1

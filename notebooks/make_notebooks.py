@@ -23,7 +23,6 @@ from IPython.display import display
 
 import furnace.analysis as fa
 from furnace.storage.duckdb import analysis as q
-from furnace.adapters.factory import build_db
 from furnace.analysis.plots import use_cjk_font
 from furnace.analysis.sample import analysis_settings
 
@@ -48,7 +47,7 @@ from furnace.adapters.factory import build_embedder
 from furnace.analysis.plots import plot_lineage
 
 settings = analysis_settings("experiments")
-db = build_db(settings)
+db = fa.connect(settings.home)  # Parquet snapshots: never blocks a running experiment
 print("data from", settings.home)"""
     ),
     new_markdown_cell("## The DAG and the experiments"),
@@ -134,7 +133,7 @@ REVISION = [
         SETUP
         + """\
 settings = analysis_settings("revisions")
-db = build_db(settings)
+db = fa.connect(settings.home)  # Parquet snapshots: never blocks a running experiment
 print("data from", settings.home)"""
     ),
     new_markdown_cell("## Revision chains"),

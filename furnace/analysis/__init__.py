@@ -3,10 +3,15 @@
 The readers that produce these frames from DuckDB are in
 :mod:`furnace.storage.duckdb.analysis`, from MLflow in
 :mod:`furnace.adapters.mlflow_analysis`. :mod:`furnace.analysis.sample` builds a
-small offline data set for notebooks run on a fresh clone.
+small offline data set for notebooks run on a fresh clone. :func:`connect` opens
+the Parquet snapshots of a furnace home for ad-hoc DuckDB/pandas analysis that
+never blocks a running experiment (docs/storage.md).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
 
 from furnace.analysis.distance import drift, drift_by_depth, elixirs_from_individuals, field_distance
 from furnace.analysis.lineage import (
@@ -29,8 +34,24 @@ from furnace.analysis.revisions import (
 )
 from furnace.analysis.runs import curve_table, differing_params, pick_champion
 
+
+def connect(home: str | Path | None = None) -> Any:
+    """A DuckDB connection over the newest snapshot of ``home`` (default ``$FURNACE_HOME``).
+
+    One view per table, with the same names as in ``furnace.duckdb``; reading it never
+    touches the live file, so it never makes a writer wait. A first snapshot is taken
+    when there is none yet; ``furnace snapshot`` takes a fresh one.
+    """
+    from furnace.settings import FurnaceSettings
+    from furnace.storage.duckdb import snapshot
+
+    settings = FurnaceSettings() if home is None else FurnaceSettings(home=Path(home))
+    return snapshot.connect(settings.db_path)
+
+
 __all__ = [
     "ancestor_pairs",
+    "connect",
     "ancestry",
     "best_agent",
     "curve_table",

@@ -1,11 +1,13 @@
 """What every page shares: settings and adapters built once per app process.
 
-Only plain objects are cached (settings, the Database owner, which holds no
-open connection); DuckDB connections stay short-lived inside furnace.
+Only plain objects are cached (settings, the Database owner). The app process
+holds its DuckDB instance while pages use it and frees it when another process
+asks for a turn (see docs/storage.md); a wait for another process is shown.
 """
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +33,12 @@ class Services:
     def db(self) -> Any:
         from furnace.adapters.factory import build_db
 
-        return self._get("db", lambda: build_db(self.settings))
+        def build() -> Any:
+            db = build_db(self.settings)
+            db.on_wait = _wait_notice
+            return db
+
+        return self._get("db", build)
 
     @property
     def store(self) -> Any:
@@ -77,8 +84,17 @@ class Services:
         return self._get("embedder", lambda: build_embedder(self.settings))
 
 
+def _wait_notice(message: str) -> None:
+    """Show a wait for another process's turn on the DuckDB file ("waiting for the experiment writer…")."""
+    with suppress(Exception):  # outside a script run there is nowhere to show it
+        st.toast(message[:1].upper() + message[1:], icon=":material/hourglass_top:")
+
+
 @st.cache_resource(show_spinner=False)
 def _services(home: str) -> Services:
+    from furnace.storage.duckdb.db import set_role
+
+    set_role("the app")
     return Services(settings=FurnaceSettings())
 
 

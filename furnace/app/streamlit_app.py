@@ -13,6 +13,7 @@ import streamlit as st  # noqa: E402
 st.set_page_config(page_title="furnace", page_icon=":material/science:", layout="wide")
 
 HERE = Path(__file__).resolve().parent
+UNIT_PAGES = {"Personas", "Lineage", "Compare"}  # pages that never call a model
 PAGES = [  # (file, title, icon)
     ("screens/personas.py", "Personas", ":material/science:"),
     ("screens/furnace.py", "Furnace", ":material/local_fire_department:"),
@@ -30,4 +31,13 @@ page = st.navigation(
         if (HERE / path).exists()
     ]
 )
-page.run()
+# A page render is one unit of work: its reads and writes share one cursor on the app's held
+# DuckDB instance. Pages that call a model (furnace, revision, arena, assistant) run outside a
+# unit, so no unit ever spans a model call.
+if page.title in UNIT_PAGES:
+    from furnace.app.services import services
+
+    with services().db.unit():
+        page.run()
+else:
+    page.run()

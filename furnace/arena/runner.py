@@ -54,7 +54,7 @@ from furnace.arena.store import ArenaStore
 from furnace.arena.supervisor import plan_open_discussion
 from furnace.domain.errors import InputError
 from furnace.llm.seam import LLM
-from furnace.storage.store import ElixirStore
+from furnace.storage.store import ElixirStore, snapshot_soon
 
 CheckpointHook = Callable[[str, int], None]
 
@@ -406,4 +406,5 @@ class Arena:
             if self.after_checkpoint is not None:
                 self.after_checkpoint(run.run_id, len(done) + replied + failed)
         self.store.set_status(run.run_id, "finished")
+        snapshot_soon(self.store)  # analysis reads the turn from a fresh snapshot
         yield RunFinished(**ids, replies=replied, failed=failed, skipped_done=len(done))

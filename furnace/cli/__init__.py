@@ -31,6 +31,7 @@ _GROUPS = [
     "furnace.cli.app_cmd",
     "furnace.cli.ask_cmd",
     "furnace.cli.demo_cmd",
+    "furnace.cli.snapshot_cmd",
 ]
 
 
@@ -41,7 +42,8 @@ _GROUPS = [
 @click.pass_context
 def cli(ctx: click.Context, home: str | None) -> None:
     """furnace — breed LLM personas: elixirs, fusion, lineage, experiments."""
-    ctx.obj = CliContext.from_env(home=home)
+    ctx.obj = CliContext.from_env(home=home, command=ctx.invoked_subcommand)
+    ctx.call_on_close(ctx.obj.close)  # a command holds the DuckDB file once, and frees it when it ends
 
 
 def _register() -> None:

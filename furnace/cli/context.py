@@ -11,6 +11,8 @@ import click
 
 from furnace.settings import FurnaceSettings
 
+_ROLES = {"experiment": "the experiment writer", "demo": "the demo", "arena": "the arena", "sweep": "the sweep"}
+
 
 @dataclass
 class CliContext:
@@ -20,11 +22,25 @@ class CliContext:
     _cache: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def from_env(cls, *, home: str | None = None) -> CliContext:
+    def from_env(cls, *, home: str | None = None, command: str | None = None) -> CliContext:
         settings = FurnaceSettings()
         if home:
             settings = settings.model_copy(update={"home": Path(home)})
+        if command:
+            from furnace.storage.duckdb.db import set_role
+
+            # named in the waiting message of another process ("waiting for the experiment writer…")
+            set_role(_ROLES.get(command, f"`furnace {command}`"))
         return cls(settings=settings)
+
+    def close(self) -> None:
+        """Release the DuckDB file (if this command opened it)."""
+        db = self._cache.get("db")
+        if db is not None:
+            from furnace.storage.duckdb import snapshot
+
+            snapshot.wait_pending()  # the command's last snapshot request is served before it ends
+            db.close()
 
     def _get(self, key: str, build: Any) -> Any:
         if key not in self._cache:

@@ -43,7 +43,16 @@ class RecordWriter:
                     self._queue.task_done()
 
     def _save(self, batch: list[Any]) -> None:
-        """Consecutive individuals go in one call; a generation record is saved after them."""
+        """One unit of work per batch: consecutive individuals go in one call, a generation record
+        after them; a finished generation asks for a fresh analysis snapshot."""
+        from furnace.storage.store import snapshot_soon, unit_of_work
+
+        with unit_of_work(self.results):
+            self._save_in_unit(batch)
+        if any(type(item).__name__ == "GenerationRecord" for item in batch):
+            snapshot_soon(self.results)
+
+    def _save_in_unit(self, batch: list[Any]) -> None:
         from furnace.evolution.records import GenerationRecord
 
         run: list[Any] = []

@@ -27,11 +27,19 @@ Rules every implementation keeps:
 - **Lineage queries** exclude the start node, return ``[]`` for an unknown
   id, and sort by (depth, id); ``via``/``operator`` are those of the smallest
   neighbour id at the shortest depth. ``parent_version=None`` is stored as 0.
+
+**Units of work.** A store may offer ``unit()``: a context in which every call
+of that store (and of any other store on the same file) uses one connection
+and one transaction. :func:`unit_of_work` enters it for whichever stores have
+one (in-memory stores need none); flows wrap each unit -- a revision step, an
+arena speaker, an experiment individual, a page render -- in it, never a
+model call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
@@ -41,6 +49,25 @@ from furnace.domain.errors import InputError, LineageError
 from furnace.domain.lineage import Lineage, verify_lineage
 
 Origin = Literal["library", "agent"]
+
+
+@contextmanager
+def unit_of_work(*stores: object) -> Iterator[None]:
+    """One connection and one transaction for every call inside, on each store that has ``unit()``."""
+    with ExitStack() as stack:
+        for store in stores:
+            unit = getattr(store, "unit", None)
+            if callable(unit):
+                stack.enter_context(unit())
+        yield
+
+
+def snapshot_soon(*stores: object) -> None:
+    """Ask for a fresh analysis snapshot (in the background) from each store that keeps one."""
+    for store in stores:
+        request = getattr(store, "snapshot_soon", None)
+        if callable(request):
+            request()
 
 
 class ElixirStore(Protocol):

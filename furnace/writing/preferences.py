@@ -24,7 +24,7 @@ from typing import Any, Literal
 from furnace.domain.elixir import MAX_PREFERENCES, ElixirRef, StylePreference, edit
 from furnace.domain.errors import LLMMalformedOutput
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
-from furnace.storage.store import ElixirStore
+from furnace.storage.store import ElixirStore, unit_of_work
 from furnace.writing.content import ContentStore, RevisionRecord, persona_origin
 
 log = logging.getLogger(__name__)
@@ -175,29 +175,31 @@ def learn_from_revision(
     Raises on a model or store failure (the revision itself is never touched;
     it stays unprocessed and a later batch retries it).
     """
-    if content_store.is_processed(revision.id):
-        return PreferenceUpdate(revision.id, "already")
-    persona = store.get_elixir(revision.persona_id)
-    if any(p.source_revision == revision.id for p in persona.style_preferences):
-        content_store.mark_processed(
-            revision.id, persona_id=persona.id, persona_version=persona.version, preferences=[], status="already"
-        )
-        return PreferenceUpdate(
-            revision.id, "already", persona_ref=persona.ref, preferences=tuple(persona.style_preferences)
-        )
+    with unit_of_work(store, content_store):  # the reads before the model call: one connection
+        if content_store.is_processed(revision.id):
+            return PreferenceUpdate(revision.id, "already")
+        persona = store.get_elixir(revision.persona_id)
+        if any(p.source_revision == revision.id for p in persona.style_preferences):
+            content_store.mark_processed(
+                revision.id, persona_id=persona.id, persona_version=persona.version, preferences=[], status="already"
+            )
+            return PreferenceUpdate(
+                revision.id, "already", persona_ref=persona.ref, preferences=tuple(persona.style_preferences)
+            )
     learned = extract_preferences(llm, revision, language=persona.language, seed=seed)
     merged = merge_preferences(persona.style_preferences, learned)
     ref: ElixirRef | None = None
-    if learned and merged != list(persona.style_preferences):
-        updated = edit(persona, style_preferences=[p.model_dump(mode="json") for p in merged])
-        ref = store.save_elixir(updated, origin=persona_origin(persona.id))
-    content_store.mark_processed(
-        revision.id,
-        persona_id=persona.id,
-        persona_version=ref.version if ref else persona.version,
-        preferences=[p.model_dump(mode="json") for p in learned],
-        status="learned" if learned else "nothing",
-    )
+    with unit_of_work(store, content_store):  # the new persona version and the mark: one transaction
+        if learned and merged != list(persona.style_preferences):
+            updated = edit(persona, style_preferences=[p.model_dump(mode="json") for p in merged])
+            ref = store.save_elixir(updated, origin=persona_origin(persona.id))
+        content_store.mark_processed(
+            revision.id,
+            persona_id=persona.id,
+            persona_version=ref.version if ref else persona.version,
+            preferences=[p.model_dump(mode="json") for p in learned],
+            status="learned" if learned else "nothing",
+        )
     return PreferenceUpdate(revision.id, "learned" if learned else "nothing", tuple(learned), ref, tuple(merged))
 
 

@@ -40,7 +40,7 @@ from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, LLMError, LLMMalformedOutput, LLMRateLimit, LLMTimeout, StoreError
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
-from furnace.storage.store import ElixirStore
+from furnace.storage.store import ElixirStore, snapshot_soon, unit_of_work
 from furnace.writing.addressing import (
     LANGUAGE_NAMES,
     available_operations,
@@ -254,12 +254,13 @@ def start_turn(content_store: ContentStore, content_id: str, suggestion: str, *,
 
     A UI shows the message at once and then calls :func:`finish_turn`.
     """
-    content = content_store.get_content(content_id)
-    suggestion = _check_suggestion(suggestion, content.language)
-    now = clock()
-    session, new_session, welcome = open_session(content_store, content, now)
-    user = ChatMessage(session_id=session.id, role="user", kind="suggestion", content=suggestion, created_at=now)
-    stored = content_store.commit(ContentBatch(session=new_session, messages=(*welcome, user)))
+    with unit_of_work(content_store):
+        content = content_store.get_content(content_id)
+        suggestion = _check_suggestion(suggestion, content.language)
+        now = clock()
+        session, new_session, welcome = open_session(content_store, content, now)
+        user = ChatMessage(session_id=session.id, role="user", kind="suggestion", content=suggestion, created_at=now)
+        stored = content_store.commit(ContentBatch(session=new_session, messages=(*welcome, user)))
     return TurnStart(content, session, stored[-1])
 
 
@@ -299,7 +300,9 @@ def revise(
     if not regenerate:
         return note_suggestion(content_store, content_id, suggestion, clock=clock)
     start = start_turn(content_store, content_id, suggestion, clock=clock)
-    return finish_turn(store, content_store, llm, start, learn=learn, seed=seed, clock=clock)
+    outcome = finish_turn(store, content_store, llm, start, learn=learn, seed=seed, clock=clock)
+    snapshot_soon(store, content_store)  # analysis reads the revision session from a fresh snapshot
+    return outcome
 
 
 def _refuse(
@@ -338,9 +341,11 @@ def finish_turn(
     steps: list[Step] = [Step.SESSION, Step.USER_MESSAGE]
 
     # 3. edit (the model sees the original title, body and every pending suggestion).
-    suggestions = pending_suggestions(content_store.messages(session.id))
-    current = content_store.get_version(content_id)  # fresh: another turn may have edited since start_turn
-    if not suggestions:  # a concurrent turn already applied this suggestion together with its own
+    with unit_of_work(store, content_store):  # the reads before the model call: one connection
+        suggestions = pending_suggestions(content_store.messages(session.id))
+        current = content_store.get_version(content_id)  # fresh: another turn may have edited since start_turn
+        persona = store.get_elixir(content.persona_id) if suggestions else None
+    if not suggestions or persona is None:  # a concurrent turn already applied this suggestion together with its own
         text = (
             f"这条建议已经在 V{current.version} 中一起处理了。"
             if zh
@@ -356,7 +361,6 @@ def finish_turn(
         return _refuse(
             content_store, session.id, user, steps, suggestions, problems, unknown, current.version, zh, clock
         )
-    persona = store.get_elixir(content.persona_id)
     try:
         completion = llm.complete(build_revise_request(persona, current, suggestions, seed=seed))
         title, body = parse_piece(completion.parsed, completion.text)

@@ -2,9 +2,10 @@
 
 ``furnace experiment run`` runs in a subprocess (its own DuckDB connections)
 while AppTest saves personas on the same FURNACE_HOME: every save succeeds
-(no lock error reaches the user) within a bounded time (the busy writer gives
-the app its turn, see ``furnace.storage.duckdb.db``), every version is
-stored, and the experiment finishes with all its rows.
+(no lock error reaches the user; the busy writer gives the app its turn, see
+docs/storage.md), every version is stored, and the experiment finishes with
+all its rows. How long a save takes is measured by ``python -m bench storage``,
+never asserted here.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -38,7 +38,6 @@ budget: {max_calls: 5000, max_tokens: 10000000, max_usd: 1.0}
 """
 PERSONA = "empathetic-coach"
 MIN_SAVES = 4
-MAX_SAVE_S = 8.0  # unloaded ~0.5 s; without fair turns a save waited for the whole experiment
 
 
 def test_app_saves_while_an_experiment_runs(app_home: Path, tmp_path: Path) -> None:
@@ -70,16 +69,13 @@ def test_app_saves_while_an_experiment_runs(app_home: Path, tmp_path: Path) -> N
     at.selectbox(key="persona_select").set_value(PERSONA).run()
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     saves = overlapping = 0
-    slowest = 0.0
     try:
         while proc.poll() is None or saves < MIN_SAVES:
             version = start_version + saves
             key = f"ed-{PERSONA}-{version}"
             at.text_area(key=f"{key}-identity").input(f"A warm coach who listens first (edit {saves + 1}).").run()
             running = proc.poll() is None and bool(results.list_experiments())  # the experiment is writing
-            started = time.monotonic()
             at.button(key="persona_save").click().run()
-            slowest = max(slowest, time.monotonic() - started) if running else slowest
             no_errors(at)
             assert f"Saved {PERSONA} v{version + 1}" in " ".join(s.value for s in at.success)
             saves += 1
@@ -92,7 +88,6 @@ def test_app_saves_while_an_experiment_runs(app_home: Path, tmp_path: Path) -> N
             proc.wait()
     assert proc.returncode == 0, err.decode()[-2000:]
     assert overlapping >= 2, f"only {overlapping} of {saves} save(s) overlapped the experiment's writes"
-    assert slowest < MAX_SAVE_S, f"a save took {slowest:.1f}s while the experiment wrote"
     versions = store.history(PERSONA)
     assert [v.version for v in versions] == list(range(1, start_version + saves + 1))
     assert versions[-1].identity.endswith(f"(edit {saves}).")

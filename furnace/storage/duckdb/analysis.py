@@ -1,7 +1,8 @@
 """Read-only queries for analysis: the furnace DuckDB file as pandas DataFrames.
 
-Every reader takes a :class:`~furnace.storage.duckdb.db.Database`, runs one
-parameterised ``SELECT`` on a short-lived connection and returns a DataFrame
+Every reader takes a :class:`~furnace.storage.duckdb.db.Database` or a DuckDB
+connection over the Parquet snapshots (``furnace.analysis.connect()``, the
+same table names), runs one parameterised ``SELECT`` and returns a DataFrame
 with fixed columns (empty, with the same columns, when there are no rows).
 JSON columns come back decoded (lists and dicts). The pure analysis over these
 frames lives in :mod:`furnace.analysis`.
@@ -79,10 +80,17 @@ CALL_COLUMNS = [
 ]
 
 
+def _rows(db: Database | Any, sql: str, params: Sequence[Any]) -> list[tuple]:
+    """Rows from the live file (a Database) or from a snapshot connection."""
+    if isinstance(db, Database):
+        return db.query(sql, list(params))
+    return db.execute(sql, list(params)).fetchall()
+
+
 def _frame(
     db: Database, sql: str, params: Sequence[Any], columns: list[str], json_cols: Sequence[str] = ()
 ) -> pd.DataFrame:
-    rows = db.query(sql, list(params))
+    rows = _rows(db, sql, params)
     frame = pd.DataFrame(rows, columns=columns) if rows else pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
     for col in json_cols:
         frame[col] = [json.loads(v) if isinstance(v, str) else v for v in frame[col]]
@@ -149,8 +157,8 @@ def individuals(db: Database, experiment_id: str | None = None) -> pd.DataFrame:
     """Evaluated individuals (one row per generation and agent); ``parents`` a list, ``objectives`` a dict."""
     where, params = _where({"experiment_id": experiment_id})
     sql = (
-        f"SELECT {', '.join(INDIVIDUAL_COLUMNS)} FROM experiment_individuals{where} "
-        "ORDER BY experiment_id, generation, slot"
+        f"SELECT {', '.join(INDIVIDUAL_COLUMNS)} FROM experiment_individuals{where}"
+        " ORDER BY experiment_id, generation, slot"
     )
     return _frame(db, sql, params, INDIVIDUAL_COLUMNS, json_cols=["parents", "objectives", "elixir"])
 
@@ -213,7 +221,7 @@ def persona_preferences(db: Database, persona_id: str | None = None) -> pd.DataF
     where, params = _where({"id": persona_id})
     sql = f"SELECT id, version, body->'$.style_preferences' FROM elixir_versions{where} ORDER BY id, version"
     rows = []
-    for id_, version, prefs in db.query(sql, params):
+    for id_, version, prefs in _rows(db, sql, params):
         for p in json.loads(prefs) if isinstance(prefs, str) else (prefs or []):
             rows.append(
                 [

@@ -8,6 +8,7 @@ index); a run's plan is written only while it is NULL.
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any
 
 from furnace.arena.models import ArenaSession, Checkpoint, Plan, ReplyRecord, RunRecord, RunStatus
@@ -32,6 +33,16 @@ class DuckDBArenaStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
+    def unit(self) -> AbstractContextManager[Any]:
+        """One connection, and one transaction once it writes, for every call inside (see ``unit_of_work``)."""
+        return self.db.unit(one_transaction=True)
+
+    def snapshot_soon(self) -> None:
+        """Refresh the Parquet snapshots that analysis reads, in the background (docs/storage.md)."""
+        from furnace.storage.duckdb import snapshot
+
+        snapshot.request(self.db)
+
     # --- sessions --------------------------------------------------------------
 
     def save_session(self, session: ArenaSession) -> None:
@@ -48,8 +59,8 @@ class DuckDBArenaStore:
     def _sessions(self, where: str = "", params: list[Any] | None = None) -> list[ArenaSession]:
         with self.db.connect() as con:
             heads = con.execute(
-                f"SELECT session_id, title, model, created_at FROM arena_sessions {where} "
-                "ORDER BY created_at DESC, session_id",
+                f"SELECT session_id, title, model, created_at FROM arena_sessions {where}"
+                " ORDER BY created_at DESC, session_id",
                 params or [],
             ).fetchall()
             members = con.execute(
@@ -138,8 +149,8 @@ class DuckDBArenaStore:
         with self.db.transaction() as con:
             if reply is not None:
                 con.execute(
-                    f"INSERT INTO arena_replies ({_REPLY_COLS}) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp) ON CONFLICT DO NOTHING",
+                    f"INSERT INTO arena_replies ({_REPLY_COLS})"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp) ON CONFLICT DO NOTHING",
                     [
                         reply.reply_id,
                         reply.run_id,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 import duckdb
@@ -46,6 +47,16 @@ class DuckDBContentStore:
     def __init__(self, db: Database, *, conflict_retries: int = 5) -> None:
         self.db = db
         self._conflict_retries = conflict_retries
+
+    def unit(self) -> AbstractContextManager[Any]:
+        """One connection, and one transaction once it writes, for every call inside (see ``unit_of_work``)."""
+        return self.db.unit(one_transaction=True)
+
+    def snapshot_soon(self) -> None:
+        """Refresh the Parquet snapshots that analysis reads, in the background (docs/storage.md)."""
+        from furnace.storage.duckdb import snapshot
+
+        snapshot.request(self.db)
 
     def _write(self, work: Callable[[Con], T]) -> T:
         return self.db.write(work, retries=self._conflict_retries)

@@ -1,20 +1,42 @@
-"""The one owner of the DuckDB file.
+"""The one owner of the DuckDB file: one held instance per process, one cursor per unit of work.
 
 DuckDB lets one process hold a read-write connection, which locks every other
-process out (read-only ones too). So furnace never keeps a connection open:
-:meth:`Database.connect` opens one for a short unit of work and closes it,
-retrying the lock error with jittered exponential backoff. Never hold a
-connection across a model call, a flow or a Streamlit rerun.
+process out (read-only ones too). Opening an instance costs 15-100 ms, so a
+process *holds* its instance while it is wanted and *releases* it when
+another process asks for a turn:
 
-Schema: numbered SQL files in ``migrations/`` (``0001_name.sql`` ...), applied
-in order inside a transaction and recorded in ``schema_version``.
+- **Units of work.** :meth:`Database.unit` hands the calling thread one cursor
+  on the held instance; every store method called on that thread inside the
+  unit joins it (:meth:`connect`, :meth:`query`, ...), and
+  :meth:`transaction` inside a unit joins the unit's open transaction, so a
+  unit that writes commits once. A store method called outside a unit is a
+  unit of its own.
+- **Hold while wanted.** Between units the instance stays open; it is closed
+  after ``idle_release_s`` without a unit, at :meth:`close`, and at exit.
+- **Release when asked.** A process that meets the lock announces itself with
+  a marker file ``<db>.wait-<pid>`` (refreshed while it waits). The holder's
+  monitor sees it within ``POLL_S`` and, once it has had the file for ``TURN_S``
+  (so each side of a busy pair gets work done per turn), drains: units already running finish,
+  new ones wait (at most ``lock_timeout_s``), the instance closes, and the
+  holder then holds back while the waiter's marker is fresh so the waiter gets
+  its turn. The waiter shows who it waits for (``<db>.holder`` names the
+  holder's role, e.g. "waiting for the experiment writer…") and gives up with a
+  clear error after ``lock_timeout_s``.
+
+See docs/storage.md for the protocol. Schema: numbered SQL files in
+``migrations/`` (``0001_name.sql`` ...), applied in order inside a transaction
+and recorded in ``schema_version``.
 """
 
 from __future__ import annotations
 
+import atexit
+import json
+import logging
 import os
 import random
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -27,23 +49,28 @@ import duckdb
 
 from furnace.domain.errors import StoreError
 
+log = logging.getLogger(__name__)
+
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _migrated: set[str] = set()
 _migrate_lock = threading.Lock()
 CONFLICT_RETRIES = 5
 T = TypeVar("T")
 
-# Fair turns between processes. DuckDB frees the file only when a process has no
-# connection open; a busy multi-threaded writer (an experiment) almost never gets
-# there, so a waiting process (the app) could retry for its whole timeout. A
-# process that meets the lock announces itself with a marker file
-# ``<db>.wait-<pid>`` (refreshed while it waits); a process about to open a
-# connection while it has none open, and seeing another's fresh marker, holds
-# back briefly so its open count can drop to zero and the waiter gets its turn.
-WAIT_MARKER_TTL_S = 2.0
-YIELD_MAX_S = 1.0
-_open_lock = threading.Lock()
-_open: dict[str, int] = {}
+WAIT_MARKER_TTL_S = 2.0  # a waiter's marker counts while younger than this (it refreshes it while waiting)
+YIELD_MAX_S = 1.0  # a process that just released holds back at most this long for a waiter
+POLL_S = 0.05  # how often a holder looks for waiters
+IDLE_RELEASE_S = 2.0  # a held instance with no unit for this long is closed
+TURN_S = 0.3  # a process that just got the file keeps it at least this long (when it has work) before draining
+NOTICE_AFTER_S = 0.3  # a wait longer than this is shown
+
+_role = "furnace process"
+
+
+def set_role(role: str) -> None:
+    """Name this process in waiting messages of others ("the experiment writer", "the app", ...)."""
+    global _role
+    _role = role
 
 
 def _is_lock_error(err: BaseException) -> bool:
@@ -65,8 +92,110 @@ def migrations() -> list[tuple[int, str, str]]:
     return found
 
 
+def _stderr_notice(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+class _Unit:
+    """One thread's unit of work: its cursor, and its transaction (begun at the first write when wanted)."""
+
+    __slots__ = ("con", "in_tx", "one_tx")
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, one_tx: bool) -> None:
+        self.con = con
+        self.in_tx = False
+        self.one_tx = one_tx
+
+
+class _Holder:
+    """The process-wide state of one DuckDB file: the held instance and the units using it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.cond = threading.Condition()
+        self.con: duckdb.DuckDBPyConnection | None = None
+        self.active = 0
+        self.draining = False
+        self.last_used = 0.0
+        self.released_at = 0.0
+        self.opened_at = 0.0
+        self.local = threading.local()
+        self.idle_release_s = IDLE_RELEASE_S
+        self.opens = 0  # instance opens (observable for tests and benchmarks)
+        self.lock_retries = 0
+        self.waits = 0  # how many acquisitions had to wait for another process
+
+    @property
+    def marker(self) -> Path:
+        return self.path.with_name(f"{self.path.name}.wait-{os.getpid()}")
+
+    @property
+    def holder_file(self) -> Path:
+        return self.path.with_name(f"{self.path.name}.holder")
+
+    def current(self) -> _Unit | None:
+        return getattr(self.local, "unit", None)
+
+    def close_now(self) -> None:
+        """Close the instance (caller holds ``cond`` and made sure no unit is active)."""
+        con, self.con = self.con, None
+        self.draining = False
+        self.released_at = time.monotonic()
+        if con is not None:
+            try:
+                con.close()
+            except duckdb.Error as err:  # e.g. the folder was removed under us (temp dirs)
+                log.debug("closing %s: %s", self.path.name, err)
+            _remove_own(self.holder_file)
+        self.cond.notify_all()
+
+    def monitor(self) -> None:
+        """Release the instance when another process waits, or after the idle timeout."""
+        while True:
+            time.sleep(POLL_S)
+            wanted = _other_waiter(self.path)
+            with self.cond:
+                if self.con is None:
+                    return
+                if wanted and time.monotonic() - self.opened_at >= TURN_S:
+                    self.draining = True
+                idle = time.monotonic() - self.last_used > self.idle_release_s
+                if self.active == 0 and (self.draining or idle):
+                    self.close_now()
+                    return
+
+
+_holders: dict[str, _Holder] = {}
+_holders_lock = threading.Lock()
+
+
+def _holder(path: Path) -> _Holder:
+    with _holders_lock:
+        found = _holders.get(str(path))
+        if found is None:
+            found = _holders[str(path)] = _Holder(path)
+        return found
+
+
+def _close_all() -> None:
+    for h in list(_holders.values()):
+        with h.cond:
+            if h.active == 0:
+                h.close_now()
+
+
+def _forget_after_fork() -> None:
+    # a forked child must not touch the parent's instance: it opens its own
+    for h in _holders.values():
+        h.con, h.active, h.draining, h.cond, h.local = None, 0, False, threading.Condition(), threading.local()
+
+
+atexit.register(_close_all)
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
 class Database:
-    """Short-lived connections to one DuckDB file, with lock retry and migrations."""
+    """Units of work on one DuckDB file: a held instance, cursors per unit, lock turns, migrations."""
 
     def __init__(
         self,
@@ -75,78 +204,128 @@ class Database:
         lock_timeout_s: float = 30.0,
         rng: random.Random | None = None,
         migrate: bool = True,
+        on_wait: Callable[[str], None] | None = None,
+        idle_release_s: float | None = None,
     ) -> None:
         self.path = Path(path).resolve()
         self.lock_timeout_s = lock_timeout_s
         self._rng = rng or random.Random()
-        self.lock_retries = 0  # observable for tests and benchmarks
+        self.on_wait = on_wait or _stderr_notice
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._holder = _holder(self.path)
+        if idle_release_s is not None:
+            self._holder.idle_release_s = idle_release_s
         if migrate:
             self.migrate()
 
-    # --- connections -----------------------------------------------------
+    @property
+    def lock_retries(self) -> int:
+        """Times this process met the other process's lock (observable for tests and benchmarks)."""
+        return self._holder.lock_retries
+
+    @property
+    def opens(self) -> int:
+        """Times this process opened the DuckDB instance."""
+        return self._holder.opens
+
+    @property
+    def waits(self) -> int:
+        """Units that had to wait for another process to release the file."""
+        return self._holder.waits
+
+    @property
+    def held(self) -> bool:
+        """True while this process holds the file open."""
+        return self._holder.con is not None
+
+    # --- units of work ---------------------------------------------------
+
+    @contextmanager
+    def unit(self, *, one_transaction: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One unit of work on this thread: every store call inside shares its cursor.
+
+        With ``one_transaction``, the unit's first write begins a transaction that every
+        later write joins and that commits when the unit ends (rolls back on an error);
+        reads before it run without one. A nested unit joins the outer one.
+        """
+        h = self._holder
+        current = h.current()
+        if current is not None:
+            if one_transaction and not current.one_tx and not current.in_tx:
+                current.one_tx = True
+                try:
+                    yield current.con
+                except BaseException:
+                    if current.in_tx:
+                        current.in_tx = False
+                        _quiet_rollback(current.con)
+                    raise
+                finally:
+                    current.one_tx = False
+                if current.in_tx:
+                    current.in_tx = False
+                    current.con.execute("COMMIT")
+                return
+            yield current.con
+            return
+        cursor = self._acquire()
+        unit = _Unit(cursor, one_transaction)
+        h.local.unit = unit
+        try:
+            yield cursor
+            if unit.in_tx:
+                unit.in_tx = False
+                cursor.execute("COMMIT")
+        finally:
+            h.local.unit = None
+            if unit.in_tx:
+                _quiet_rollback(cursor)
+            with suppress(duckdb.Error):
+                cursor.close()
+            self._release()
 
     @contextmanager
     def connect(self, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-        """Open a connection for one short unit of work; retries the lock error."""
-        deadline = time.monotonic() + self.lock_timeout_s
-        delay = 0.01
-        self._give_way()
-        marker = self.path.with_name(f"{self.path.name}.wait-{os.getpid()}")
-        announced = False
-        try:
-            while True:
-                try:
-                    con = duckdb.connect(str(self.path), read_only=read_only and self.path.exists())
-                    break
-                except duckdb.Error as err:
-                    if not _is_lock_error(err) or time.monotonic() > deadline:
-                        raise StoreError(f"cannot open {self.path.name}: {_first_line(err)}") from None
-                    self.lock_retries += 1
-                    _touch(marker)
-                    announced = True
-                    time.sleep(delay * (0.5 + self._rng.random()))
-                    delay = min(delay * 2, 0.1)  # short: a yielding holder leaves only a brief window
-        finally:
-            if announced:
-                marker.unlink(missing_ok=True)
-        key = str(self.path)
-        with _open_lock:
-            _open[key] = _open.get(key, 0) + 1
-        try:
+        """The current unit's cursor, or a unit of its own. (``read_only`` is accepted for old callers.)"""
+        with self.unit() as con:
             yield con
-        finally:
-            con.close()
-            with _open_lock:
-                _open[key] -= 1
-
-    def _give_way(self) -> None:
-        """Hold back (at most YIELD_MAX_S) while another process waits and this one has nothing open."""
-        until = time.monotonic() + YIELD_MAX_S
-        while time.monotonic() < until:
-            with _open_lock:
-                if _open.get(str(self.path), 0):
-                    return  # our own connections hold the file: waiting would not free it
-            if not _other_waiter(self.path):
-                return
-            time.sleep(0.01)
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A read-write connection inside BEGIN/COMMIT; rolls back on any error."""
-        with self.connect() as con:
+        """BEGIN/COMMIT on the unit's cursor; joins the unit's transaction when it has one."""
+        with self.unit() as con:
+            unit = self._holder.current()
+            assert unit is not None
+            if unit.in_tx:
+                yield con
+                return
             con.execute("BEGIN TRANSACTION")
+            unit.in_tx = True
+            if unit.one_tx:  # the unit's one transaction: it commits when the unit ends
+                try:
+                    yield con
+                except BaseException:
+                    unit.in_tx = False
+                    _quiet_rollback(con)
+                    raise
+                return
             try:
                 yield con
             except BaseException:
-                con.execute("ROLLBACK")
+                unit.in_tx = False
+                _quiet_rollback(con)
                 raise
-            else:
-                con.execute("COMMIT")
+            unit.in_tx = False
+            con.execute("COMMIT")
 
     def write(self, work: Callable[[duckdb.DuckDBPyConnection], T], *, retries: int = CONFLICT_RETRIES) -> T:
         """Run ``work`` in one transaction, retrying when another thread of this process
-        committed a conflicting write first (DuckDB's optimistic concurrency)."""
+        committed a conflicting write first (DuckDB's optimistic concurrency). Inside a
+        unit's open transaction, ``work`` joins it (the unit's owner handles conflicts)."""
+        current = self._holder.current()
+        if current is not None and (current.in_tx or current.one_tx):
+            with self.transaction() as con:
+                return work(con)
         for attempt in range(retries + 1):
             try:
                 with self.transaction() as con:
@@ -161,20 +340,103 @@ class Database:
 
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> list[tuple]:
         """Run one read statement and return all rows."""
-        with self.connect() as con:
+        with self.unit() as con:
             return con.execute(sql, params or []).fetchall()
 
     def query_dicts(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Run one read statement and return rows as dicts."""
-        with self.connect() as con:
+        with self.unit() as con:
             cur = con.execute(sql, params or [])
             cols = [d[0] for d in cur.description or []]
             return [dict(zip(cols, row, strict=False)) for row in cur.fetchall()]
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> None:
-        """Run one write statement in its own transaction."""
+        """Run one write statement in its own transaction (or the unit's)."""
         with self.transaction() as con:
             con.execute(sql, params or [])
+
+    def close(self) -> None:
+        """Release the file now (or, with units still running on other threads, when they end)."""
+        h = self._holder
+        with h.cond:
+            if h.con is None:
+                return
+            if h.active == 0:
+                h.close_now()
+            else:
+                h.draining = True
+
+    # --- the held instance -------------------------------------------------
+
+    def _acquire(self) -> duckdb.DuckDBPyConnection:
+        h = self._holder
+        with h.cond:
+            if h.draining and h.con is not None:
+                # The file is being handed to another process: new units wait for the close, so the
+                # count of running units reaches zero even in a busy multi-threaded writer. Bounded,
+                # so a unit that waits for another thread's new unit can never deadlock.
+                until = time.monotonic() + self.lock_timeout_s
+                while h.draining and h.con is not None and time.monotonic() < until:
+                    h.cond.wait(POLL_S)
+            if h.con is None:
+                self._open()
+            assert h.con is not None
+            h.active += 1
+            h.last_used = time.monotonic()
+            return h.con.cursor()
+
+    def _release(self) -> None:
+        h = self._holder
+        with h.cond:
+            h.active -= 1
+            h.last_used = time.monotonic()
+            if h.active == 0 and h.draining:
+                h.close_now()
+
+    def _open(self) -> None:
+        """Open the instance (caller holds ``cond``): give way to a waiter, retry the lock, show the wait."""
+        h = self._holder
+        started = time.monotonic()
+        deadline = started + self.lock_timeout_s
+        self._give_way()
+        delay = 0.01
+        announced = shown = False
+        try:
+            while True:
+                try:
+                    con = duckdb.connect(str(self.path))
+                    break
+                except duckdb.Error as err:
+                    if not _is_lock_error(err) or time.monotonic() > deadline:
+                        who = _holder_role(h.holder_file)
+                        hint = f" ({who} held it for {time.monotonic() - started:.0f}s)" if announced else ""
+                        raise StoreError(f"cannot open {self.path.name}: {_first_line(err)}{hint}") from None
+                    h.lock_retries += 1
+                    _touch(h.marker)
+                    if not announced:
+                        h.waits += 1
+                    announced = True
+                    if not shown and time.monotonic() - started > NOTICE_AFTER_S:
+                        shown = True
+                        self.on_wait(f"waiting for {_holder_role(h.holder_file)} to release {self.path.name}…")
+                    time.sleep(delay * (0.5 + self._rng.random()))
+                    delay = min(delay * 2, 0.1)  # short: a releasing holder leaves only a brief window
+        finally:
+            if announced:
+                h.marker.unlink(missing_ok=True)
+        h.con = con
+        h.opened_at = time.monotonic()
+        h.opens += 1
+        h.draining = False
+        h.last_used = time.monotonic()
+        _write_holder(h.holder_file)
+        threading.Thread(target=h.monitor, name=f"furnace-db-{self.path.name}", daemon=True).start()
+
+    def _give_way(self) -> None:
+        """Hold back (at most YIELD_MAX_S) after a release while another process's marker is fresh."""
+        until = time.monotonic() + YIELD_MAX_S
+        while time.monotonic() < until and _other_waiter(self.path):
+            time.sleep(0.01)
 
     # --- schema ----------------------------------------------------------
 
@@ -210,6 +472,32 @@ class Database:
                     current = version
             _migrated.add(key)
             return current
+
+
+def _quiet_rollback(con: duckdb.DuckDBPyConnection) -> None:
+    with suppress(duckdb.Error):  # the failed statement may already have ended the transaction
+        con.execute("ROLLBACK")
+
+
+def _write_holder(path: Path) -> None:
+    with suppress(OSError):
+        path.write_text(json.dumps({"pid": os.getpid(), "role": _role}), encoding="utf-8")
+
+
+def _remove_own(path: Path) -> None:
+    try:
+        if json.loads(path.read_text(encoding="utf-8")).get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, ValueError):
+        pass
+
+
+def _holder_role(path: Path) -> str:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return f"{data.get('role') or 'another process'} (pid {int(data['pid'])})"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another process"
 
 
 def _touch(marker: Path) -> None:

@@ -8,6 +8,7 @@ each, so a resumed run never duplicates a row.
 from __future__ import annotations
 
 import json
+from contextlib import AbstractContextManager
 from typing import Any
 
 from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord, ScoreRow
@@ -43,6 +44,16 @@ class DuckDBExperimentResults:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+
+    def unit(self) -> AbstractContextManager[Any]:
+        """One connection, and one transaction once it writes, for every call inside (see ``unit_of_work``)."""
+        return self.db.unit(one_transaction=True)
+
+    def snapshot_soon(self) -> None:
+        """Refresh the Parquet snapshots that analysis reads, in the background (docs/storage.md)."""
+        from furnace.storage.duckdb import snapshot
+
+        snapshot.request(self.db)
 
     # --- experiments ------------------------------------------------------
 

@@ -199,6 +199,17 @@ def _row(call: CallRecord) -> list[object]:
 
 
 def _quiet_flush(pending: _Pending) -> None:
+    # Runs from the garbage collector, possibly in the middle of another unit of work on this
+    # thread: flush on a thread of its own so the rows never land in that unit's cursor.
+    try:
+        worker = threading.Thread(target=_flush_ignoring_errors, args=(pending,), daemon=True)
+        worker.start()
+        worker.join()
+    except RuntimeError:  # no new threads at interpreter shutdown
+        _flush_ignoring_errors(pending)
+
+
+def _flush_ignoring_errors(pending: _Pending) -> None:
     with suppress(Exception):  # at exit the file may be gone (temp dirs); nothing to report to
         pending.flush()
 

@@ -1,0 +1,228 @@
+"""Parquet snapshots of the furnace DuckDB file, for analysis that never blocks a writer.
+
+Layout under ``<home>/snapshots/``::
+
+    CURRENT                 the id of the newest complete snapshot (replaced atomically)
+    <id>/<table>.parquet    every table, copied inside one read transaction
+    <id>/manifest.json      tables, row counts, schema version, time
+    <id>/.reader-<pid>      a lease: a live reader process keeps this snapshot from removal
+
+A refresh writes a new folder ``.tmp-<id>``, renames it to ``<id>`` and only
+then replaces ``CURRENT`` (write-then-rename), so a reader sees the old or
+the new snapshot, never half of one, and a writer killed mid-refresh leaves
+the previous snapshot intact. Older folders without a live reader are
+removed by later refreshes. :func:`connect` opens an in-memory DuckDB
+connection with one view per table over the current snapshot; it never
+touches ``furnace.duckdb``. See docs/storage.md.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+from contextlib import suppress
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from furnace.domain.errors import StoreError
+from furnace.storage.duckdb.db import Database
+
+log = logging.getLogger(__name__)
+
+FOLDER = "snapshots"
+POINTER = "CURRENT"
+KEEP = 2  # complete snapshots kept besides any a live reader holds
+DEBOUNCE_S = 0.2  # requests within this window share one refresh
+MIN_INTERVAL_S = 2.0  # background refreshes at most this often (the last request is always served)
+_counter = itertools.count()
+
+
+def snapshot_root(db_path: Path) -> Path:
+    """Where the snapshots of ``db_path`` live."""
+    return Path(db_path).resolve().parent / FOLDER
+
+
+def current(root: Path) -> Path | None:
+    """The folder of the newest complete snapshot, or None."""
+    try:
+        name = (root / POINTER).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    folder = root / name
+    return folder if name and (folder / "manifest.json").exists() else None
+
+
+def manifest(folder: Path) -> dict[str, Any]:
+    """The manifest of one snapshot folder: id, tables (row counts), schema_version, taken_at."""
+    return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+
+
+def refresh(db: Database) -> Path:
+    """Copy every table into a new snapshot and make it current; returns its folder."""
+    root = snapshot_root(db.path)
+    root.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+    sid = f"{stamp}-{os.getpid()}-{next(_counter)}"
+    tmp = root / f".tmp-{sid}"
+    tmp.mkdir()
+    try:
+        counts: dict[str, int] = {}
+        with db.transaction() as con:  # one read transaction: every table at the same point in time
+            tables = [
+                r[0]
+                for r in con.execute(
+                    "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' ORDER BY table_name"
+                ).fetchall()
+            ]
+            for table in tables:
+                target = (tmp / f"{table}.parquet").as_posix().replace("'", "''")
+                con.execute(f"COPY (SELECT * FROM \"{table}\") TO '{target}' (FORMAT parquet)")
+                counts[table] = int(con.execute(f'SELECT count(*) FROM "{table}"').fetchall()[0][0])
+            version = int(con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchall()[0][0])
+        written = {"id": sid, "tables": counts, "schema_version": version, "taken_at": stamp}
+        (tmp / "manifest.json").write_text(json.dumps(written, indent=1), encoding="utf-8")
+        folder = root / sid
+        os.replace(tmp, folder)
+        pointer = root / f"{POINTER}.tmp-{os.getpid()}-{threading.get_ident()}"
+        pointer.write_text(sid, encoding="utf-8")
+        os.replace(pointer, root / POINTER)  # the atomic step: readers now open the new snapshot
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    _collect(root, keep=folder)
+    return folder
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _pid_of(name: str, prefix: str) -> int | None:
+    try:
+        return int(name.removeprefix(prefix).split("-")[1 if prefix == ".tmp-" else 0])
+    except (IndexError, ValueError):
+        return None
+
+
+def _collect(root: Path, *, keep: Path) -> None:
+    """Remove snapshots nobody needs: not current, not among the newest KEEP, no live reader."""
+    now_current = current(root)
+    complete = sorted((p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")), reverse=True)
+    for folder in complete[KEEP:]:
+        if folder in (keep, now_current):
+            continue
+        leases = [_pid_of(p.name, ".reader-") for p in folder.glob(".reader-*")]
+        if any(pid is None or _alive(pid) for pid in leases):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+    for tmp in root.glob(".tmp-*"):  # left by a writer killed mid-refresh
+        pid = _pid_of(tmp.name, ".tmp-")
+        if pid is not None and not _alive(pid):
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def connect(db_path: Path, *, create: bool = True) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection with one view per table over the current snapshot.
+
+    Takes a first snapshot (a short unit on the file) when there is none yet and
+    ``create`` is set. The snapshot stays readable for as long as this process lives.
+    """
+    root = snapshot_root(db_path)
+    folder = current(root)
+    if folder is None:
+        if not create or not Path(db_path).exists():
+            raise StoreError(f"no snapshot of {Path(db_path).name} yet: run `furnace snapshot`")
+        folder = refresh(Database(db_path))
+    with suppress(OSError):
+        (folder / f".reader-{os.getpid()}").touch()
+    con = duckdb.connect(":memory:")
+    for table in manifest(folder)["tables"]:
+        path = (folder / f"{table}.parquet").as_posix().replace("'", "''")
+        con.execute(f"CREATE VIEW \"{table}\" AS SELECT * FROM read_parquet('{path}')")
+    return con
+
+
+class _Refresher:
+    """Background refreshes of one file's snapshot: requests are coalesced, never block the caller."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.wanted = threading.Event()
+        self.hurry = threading.Event()  # set by wait_pending: no more spacing, refresh now
+        self.idle = threading.Event()
+        self.idle.set()
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+        self.last = 0.0
+        self.refreshes = 0
+
+    def request(self) -> None:
+        with self.lock:
+            self.idle.clear()
+            self.wanted.set()
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._run, name="furnace-snapshot", daemon=True)
+                self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            with self.lock:
+                if not self.wanted.is_set():
+                    self.thread = None
+                    self.idle.set()
+                    return
+            delay = max(DEBOUNCE_S, MIN_INTERVAL_S - (time.monotonic() - self.last))
+            self.hurry.wait(delay)
+            self.wanted.clear()
+            try:
+                refresh(self.db)
+                self.refreshes += 1
+            except Exception as err:  # noqa: BLE001 - a failed refresh keeps the previous snapshot; say so
+                log.warning("snapshot of %s not refreshed: %s", self.db.path.name, err)
+            self.last = time.monotonic()
+
+    def wait(self, timeout: float) -> bool:
+        self.hurry.set()
+        try:
+            return self.idle.wait(timeout)
+        finally:
+            self.hurry.clear()
+
+
+_refreshers: dict[str, _Refresher] = {}
+_refreshers_lock = threading.Lock()
+
+
+def request(db: Database) -> None:
+    """Refresh the snapshot of ``db`` soon, on a background thread (coalescing close requests)."""
+    with _refreshers_lock:
+        refresher = _refreshers.get(str(db.path))
+        if refresher is None:
+            refresher = _refreshers[str(db.path)] = _Refresher(db)
+    refresher.request()
+
+
+def wait_pending(timeout: float = 60.0) -> None:
+    """Finish every requested refresh of this process (at command end and at exit)."""
+    for refresher in list(_refreshers.values()):
+        refresher.wait(timeout)
+
+
+atexit.register(wait_pending)

@@ -1,0 +1,146 @@
+"""Parquet snapshots: consistent, atomic, readable while (and after) a writer runs (docs/storage.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from furnace.domain.elixir import parse_elixir
+from furnace.storage.duckdb import snapshot
+from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.store import DuckDBStore
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _elixir(id: str, identity: str = "x"):
+    return parse_elixir({"id": id, "name": id, "identity": identity, "expertise": ["a"], "principles": ["p"]})
+
+
+def test_connect_gives_views_with_the_table_names_over_the_newest_snapshot(tmp_path: Path) -> None:
+    store = DuckDBStore(Database(tmp_path / "furnace.duckdb"))
+    store.save_elixirs([_elixir("a"), _elixir("b")])
+    snapshot.refresh(store.db)
+    con = snapshot.connect(store.db.path)
+    assert con.execute("SELECT id FROM elixir_versions ORDER BY id").fetchall() == [("a",), ("b",)]
+    views = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()}
+    assert {"elixir_versions", "agents", "lineage_edges", "experiment_individuals", "revisions"} <= views
+    store.save_elixir(_elixir("c"))
+    assert len(con.execute("SELECT * FROM elixir_versions").fetchall()) == 2  # a snapshot never changes
+    snapshot.refresh(store.db)
+    assert len(snapshot.connect(store.db.path).execute("SELECT * FROM elixir_versions").fetchall()) == 3
+    assert len(con.execute("SELECT * FROM elixir_versions").fetchall()) == 2  # the old reader still reads
+
+
+def test_connect_never_opens_the_live_file(tmp_path: Path) -> None:
+    db = Database(tmp_path / "furnace.duckdb", idle_release_s=60)
+    DuckDBStore(db).save_elixir(_elixir("a"))
+    snapshot.refresh(db)
+    # another process reads the snapshot while this one holds the live file
+    code = (
+        "import sys; from furnace.storage.duckdb import snapshot;"
+        "con = snapshot.connect(sys.argv[1], create=False);"
+        "print(con.execute('SELECT count(*) FROM elixir_versions').fetchone()[0])"
+    )
+    assert db.held
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(db.path)], cwd=REPO, capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "1"
+    assert db.held and db.lock_retries == 0  # nobody asked for the file
+
+
+def test_a_failed_refresh_leaves_the_previous_snapshot_current(tmp_path: Path, monkeypatch) -> None:
+    store = DuckDBStore(Database(tmp_path / "furnace.duckdb"))
+    store.save_elixir(_elixir("a"))
+    first = snapshot.refresh(store.db)
+    store.save_elixir(_elixir("b"))
+    real_replace = os.replace
+
+    def crash(src, dst):  # the writer dies between writing the tables and publishing them
+        if Path(dst).name == snapshot.POINTER:
+            raise OSError("killed mid-snapshot")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(snapshot.os, "replace", crash)
+    with pytest.raises(OSError):
+        snapshot.refresh(store.db)
+    monkeypatch.undo()
+    root = snapshot.snapshot_root(store.db.path)
+    assert snapshot.current(root) == first
+    con = snapshot.connect(store.db.path, create=False)
+    assert con.execute("SELECT id FROM elixir_versions").fetchall() == [("a",)]
+
+
+_WRITER = textwrap.dedent(
+    """
+    import sys
+    from furnace.domain.elixir import parse_elixir
+    from furnace.storage.duckdb import snapshot
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.store import DuckDBStore
+
+    store = DuckDBStore(Database(sys.argv[1], lock_timeout_s=60))
+    round = 0
+    while True:  # every snapshot holds whole rounds: 5 elixirs saved in one transaction
+        round += 1
+        store.save_elixirs([
+            parse_elixir({"id": f"r{round}-{i}", "name": "n", "identity": "x", "expertise": ["a"], "principles": ["p"]})
+            for i in range(5)
+        ])
+        snapshot.refresh(store.db)
+        if round == 3:
+            print("ready", flush=True)
+    """
+)
+
+_READER = textwrap.dedent(
+    """
+    import json, sys
+    from furnace.storage.duckdb import snapshot
+
+    seen = []
+    for _ in range(int(sys.argv[2])):
+        con = snapshot.connect(sys.argv[1], create=False)
+        seen.append(con.execute("SELECT count(*) FROM elixir_versions").fetchone()[0])
+        con.close()
+    print(json.dumps(seen))
+    """
+)
+
+
+@pytest.mark.slow
+def test_readers_see_whole_snapshots_while_a_writer_runs_and_after_it_is_killed(tmp_path: Path) -> None:
+    path = tmp_path / "furnace.duckdb"
+    Database(path).close()
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(path)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+        reader = subprocess.run(
+            [sys.executable, "-c", _READER, str(path), "40"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert reader.returncode == 0, reader.stderr[-2000:]
+        counts = json.loads(reader.stdout)
+        assert all(n % 5 == 0 and n >= 15 for n in counts), counts  # never half a round
+        assert counts == sorted(counts)  # a newer snapshot never goes back
+        writer.send_signal(signal.SIGKILL)  # killed at any point: mid-round or mid-snapshot
+        writer.wait(timeout=30)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    con = snapshot.connect(path, create=False)  # still readable, and still whole
+    n = con.execute("SELECT count(*) FROM elixir_versions").fetchone()[0]
+    assert n % 5 == 0 and n >= max(counts)
