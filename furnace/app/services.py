@@ -81,7 +81,7 @@ class Services:
     def embedder(self) -> Any:
         from furnace.adapters.factory import build_embedder
 
-        return self._get("embedder", lambda: build_embedder(self.settings))
+        return self._get("embedder", lambda: build_embedder(self.settings, db=self.db))
 
 
 def _wait_notice(message: str) -> None:

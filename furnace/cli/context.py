@@ -69,7 +69,7 @@ class CliContext:
     def embedder(self) -> Any:
         from furnace.adapters.factory import build_embedder
 
-        return self._get("embedder", build_embedder)
+        return self._get("embedder", lambda s: build_embedder(s, db=self.db))
 
 
 def emit(data: Any, *, as_json: bool, human: str | None = None) -> None:

@@ -15,7 +15,7 @@ import math
 import operator
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
@@ -32,6 +32,43 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order."""
         ...
+
+
+class VectorStore(Protocol):
+    """Vectors by (model, text hash), e.g. :class:`furnace.storage.duckdb.embeddings.DuckDBVectors`."""
+
+    def get_many(self, model: str, text_hashes: Sequence[str]) -> dict[str, list[float]]: ...
+
+    def put_many(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None: ...
+
+
+def text_hash(text: str) -> str:
+    """The key of a text's vector: sha256 of its UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class StoredEmbedder:
+    """An embedder whose vectors are kept in a store by text hash: ``inner`` (and whatever it
+    loads -- a model, torch) is used only for texts never embedded before."""
+
+    def __init__(self, inner: Embedder, vectors: VectorStore) -> None:
+        self.inner = inner
+        self.vectors = vectors
+        self.name = inner.name
+        self.computed = 0  # texts the inner embedder had to embed (observable)
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order; only unseen texts reach the inner embedder."""
+        texts = list(texts)
+        keys = [text_hash(t) for t in texts]
+        found = self.vectors.get_many(self.name, list(dict.fromkeys(keys)))
+        missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
+        if missing:
+            fresh = dict(zip(missing, self.inner.embed(list(missing.values())), strict=True))
+            self.computed += len(fresh)
+            self.vectors.put_many(self.name, fresh)
+            found.update(fresh)
+        return [list(found[k]) for k in keys]
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:

@@ -99,11 +99,19 @@ class DuckDBStore:
         return self.db.write(work, retries=self._conflict_retries)
 
     @staticmethod
-    def _row_to_elixir(row: Sequence[Any]) -> Elixir:
+    def _row_to_elixir(row: Sequence[Any], *, verify: bool = True) -> Elixir:
+        """The stored elixir; ``verify`` recomputes its content hash and compares it with the stored one.
+
+        A listing does not verify (re-hashing every body made ``elixir list`` slow): it
+        carries the stored hash, and every read of one elixir (get, fusion, agents) verifies.
+        """
         id, version, content_hash, body, created_at, deleted_at = row
         data = json.loads(body)
         data.update(id=id, version=version, created_at=_from_db(created_at), deleted_at=_from_db(deleted_at))
         elixir = Elixir.model_validate(data)
+        if not verify:
+            elixir.__dict__["content_hash"] = content_hash  # seeds the cached property: no hashing
+            return elixir
         if elixir.content_hash != content_hash:
             raise LineageError(
                 f"elixir {id}@{version}: stored content_hash {content_hash[:12]}… does not match its "
@@ -219,7 +227,7 @@ class DuckDBStore:
         )
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [self._row_to_elixir(r) for r in self.db.query(sql, named)]
+        return [self._row_to_elixir(r, verify=False) for r in self.db.query(sql, named)]
 
     def delete_elixir(self, id: str) -> None:
         """Soft-delete every version of ``id``; raises NotFound."""

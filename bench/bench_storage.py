@@ -1,0 +1,254 @@
+"""The DuckDB file shared by the CLI, the app, notebooks and a running experiment (docs/storage.md).
+
+1. ``elixir list`` at 10,000 elixirs: ``DuckDBStore.list_elixirs()`` over a bulk-filled
+   library; baseline: fetching the same rows with no decoding. Target < 0.5 s.
+2. An app save while an experiment writes: an experiment (DuckDB store and records,
+   50 ms fake model, concurrency 4) runs in this process; another process saves a
+   persona version every 0.2 s through ``DuckDBStore.save_elixir`` (what the app's
+   Save button does) and reports each save's latency. Target p95 < 1 s; no save fails.
+3. A notebook during an experiment: the same experiment alone, then with another
+   process holding ``furnace.analysis.connect()`` open and querying every 0.2 s.
+   Target: < 5 % more wall time and 0 waits for the file in the experiment.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+LIST_N = 10_000
+LIST_TARGET_S = 0.5
+SAVE_P95_TARGET_S = 1.0
+NOTEBOOK_TARGET = 0.05
+LATENCY = 0.05
+EXPERIMENT = {
+    "name": "bench-storage",
+    "seed": 11,
+    "population": 12,
+    "generations": 3,
+    "concurrency": 4,
+    "seeds": {"language": "en"},
+    "selection": {"tournament_size": 3, "elitism": 1},
+    "probes": {"set": "writing-en", "limit": 3},
+    "scorers": {"constraints": 0.3, "fidelity": 0.3, "brief_fit": 0.4},
+}
+
+_SAVER = """
+import json, sys, time
+from furnace.domain.elixir import parse_elixir
+from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.store import DuckDBStore
+
+store = DuckDBStore(Database(sys.argv[1], lock_timeout_s=60, on_wait=lambda m: None))
+stop = sys.argv[2]
+times, i = [], 0
+import os
+while not os.path.exists(stop):
+    i += 1
+    elixir = parse_elixir({"id": "bench-saver", "name": "Saver", "identity": f"edit {i}",
+                           "expertise": ["a"], "principles": ["p"]})
+    started = time.perf_counter()
+    store.save_elixir(elixir)
+    times.append(time.perf_counter() - started)
+    time.sleep(0.2)
+print(json.dumps({"times": times, "waits": store.db.waits}))
+"""
+
+_READER = """
+import json, os, sys, time
+import furnace.analysis
+
+stop = sys.argv[2]
+con = furnace.analysis.connect(sys.argv[1])
+print("ready", flush=True)
+queries = 0
+while not os.path.exists(stop):
+    con = furnace.analysis.connect(sys.argv[1])  # the newest snapshot, as a notebook cell re-run would
+    con.execute("SELECT count(*) FROM experiment_individuals").fetchall()
+    queries += 1
+    time.sleep(0.2)
+print(json.dumps({"queries": queries}))
+"""
+
+
+def _bulk_library(db: Any, n: int) -> None:
+    import pandas as pd
+
+    from furnace import resources
+    from furnace.domain.elixir import parse_elixir
+    from furnace.interop.importers import load_elixir_file
+    from furnace.storage.store import as_stored
+
+    now = datetime.now(UTC).replace(tzinfo=None)
+    samples = [e for p in sorted(resources.LIBRARY_DIR.glob("*.yaml")) for e in load_elixir_file(p)]
+    exclude = {"id", "version", "created_at", "deleted_at", "content_hash"}
+    rows = []
+    for i in range(n):
+        base = samples[i % len(samples)]
+        data = base.model_dump(mode="json", exclude={"content_hash"})
+        data.update(id=f"{base.id}-{i:05d}", name=f"{base.name} #{i}")
+        stored = as_stored(parse_elixir(data), version=1, created_at=now)
+        body = json.dumps(stored.model_dump(mode="json", exclude=exclude), ensure_ascii=False, sort_keys=True)
+        rows.append((stored.id, 1, "library", stored.name, stored.content_hash, body, now, None))
+    cols = ["id", "version", "origin", "name", "content_hash", "body", "created_at", "deleted_at"]
+    frame = pd.DataFrame(rows, columns=cols)
+    with db.transaction() as con:
+        con.register("frame", frame)
+        con.execute(f"INSERT INTO elixir_versions ({', '.join(cols)}) SELECT * FROM frame")
+        con.unregister("frame")
+
+
+def _list(folder: Path) -> bool:
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.store import DuckDBStore
+
+    db = Database(folder / "list.duckdb")
+    _bulk_library(db, LIST_N)
+    store = DuckDBStore(db)
+    times, base = [], []
+    for _ in range(3):
+        started = time.perf_counter()
+        listed = store.list_elixirs()
+        times.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        db.query("SELECT id, version, content_hash, body, created_at, deleted_at FROM elixir_versions ORDER BY id")
+        base.append(time.perf_counter() - started)
+    db.close()
+    best, raw = statistics.median(times), statistics.median(base)
+    ok = best < LIST_TARGET_S and len(listed) == LIST_N
+    print(
+        f"   elixir list at {LIST_N:,}: {best:.3f}s (raw rows {raw:.3f}s, {best / raw:.1f}x) "
+        f"target < {LIST_TARGET_S}s: {'met' if ok else 'MISSED'}"
+    )
+    return ok
+
+
+def _experiment(home: Path, seeds: list[Any]) -> tuple[float, Any]:
+    from furnace.evolution.config import parse_config
+    from furnace.evolution.local import memory_evolution
+    from furnace.llm.cache import CachedLLM
+    from furnace.llm.fakes import SlowLLM
+    from furnace.llm.offline import OfflineEngine
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+    from furnace.storage.duckdb.store import DuckDBStore
+
+    db = Database(home / "furnace.duckdb", on_wait=lambda m: None)
+    store = DuckDBStore(db)
+    for elixir in seeds:
+        store.save_elixir(elixir)
+    evo = memory_evolution(
+        parse_config(EXPERIMENT),
+        seeds,
+        llm=CachedLLM(SlowLLM(OfflineEngine(), LATENCY)),
+        results=DuckDBExperimentResults(db),
+        store=store,
+    )
+    started = time.perf_counter()
+    evo.run()
+    wall = time.perf_counter() - started
+    from furnace.storage.duckdb import snapshot
+
+    snapshot.wait_pending()
+    return wall, db
+
+
+def _seeds() -> list[Any]:
+    import yaml
+
+    from furnace import resources
+    from furnace.domain.elixir import parse_elixir
+
+    found = [parse_elixir(yaml.safe_load(p.read_text("utf-8"))) for p in sorted(resources.LIBRARY_DIR.glob("*.yaml"))]
+    return [e for e in found if e.language == "en"]
+
+
+def _spawn(code: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def _finish(proc: subprocess.Popen[str], stop: Path) -> dict[str, Any]:
+    stop.touch()
+    out, err = proc.communicate(timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(err[-1500:])
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _save_during_experiment(folder: Path, seeds: list[Any]) -> bool:
+    home = folder / "save"
+    home.mkdir()
+    from furnace.storage.duckdb.db import Database
+
+    Database(home / "furnace.duckdb").close()
+    stop = home / "stop"
+    saver = _spawn(_SAVER, str(home / "furnace.duckdb"), str(stop))
+    time.sleep(1.0)
+    try:
+        wall, db = _experiment(home, seeds)
+        db.close()
+    finally:
+        figures = _finish(saver, stop)
+    times = sorted(figures["times"])
+    p95 = times[int(0.95 * (len(times) - 1))] if times else float("inf")
+    ok = p95 < SAVE_P95_TARGET_S and len(times) >= 5
+    print(
+        f"   app save while an experiment writes ({wall:.1f}s): {len(times)} saves, median "
+        f"{statistics.median(times) * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms, max {times[-1] * 1000:.0f} ms; "
+        f"waits {figures['waits']}; target p95 < {SAVE_P95_TARGET_S:.0f} s: {'met' if ok else 'MISSED'}"
+    )
+    return ok
+
+
+def _notebook_during_experiment(folder: Path, seeds: list[Any]) -> bool:
+    alone, db = _experiment(folder / "alone", seeds)
+    db.close()
+    home = folder / "notebook"
+    from furnace.storage.duckdb import snapshot
+    from furnace.storage.duckdb.db import Database
+
+    first = Database(home / "furnace.duckdb")
+    snapshot.refresh(first)  # the notebook opens before the experiment starts
+    first.close()
+    stop = home / "stop"
+    reader = _spawn(_READER, str(home), str(stop))
+    assert reader.stdout is not None and reader.stdout.readline().strip() == "ready"
+    try:
+        together, db = _experiment(home, seeds)
+        waits = db.waits
+        db.close()
+    finally:
+        figures = _finish(reader, stop)
+    extra = together / alone - 1
+    ok = extra < NOTEBOOK_TARGET and waits == 0
+    print(
+        f"   notebook on furnace.analysis.connect() during an experiment: {figures['queries']} queries; "
+        f"experiment {together:.2f}s vs {alone:.2f}s alone ({extra:+.1%}), {waits} waits; "
+        f"target < {NOTEBOOK_TARGET:.0%} and 0 waits: {'met' if ok else 'MISSED'}"
+    )
+    return ok
+
+
+def run() -> bool:
+    from furnace import offline_env
+
+    offline_env.apply()
+    seeds = _seeds()
+    with tempfile.TemporaryDirectory(prefix="furnace-bench-storage-") as tmp:
+        folder = Path(tmp)
+        results = [
+            _list(folder),
+            _save_during_experiment(folder, seeds),
+            _notebook_during_experiment(folder, seeds),
+        ]
+    return all(results)
