@@ -35,7 +35,7 @@ from furnace.analysis.revisions import (
 from furnace.analysis.runs import curve_table, differing_params, pick_champion
 
 
-def connect(home: str | Path | None = None) -> Any:
+def connect(home: str | Path | None = None) -> Any:  # not in __all__: an entry point, not pandas analysis
     """A DuckDB connection over the newest snapshot of ``home`` (default ``$FURNACE_HOME``).
 
     One view per table, with the same names as in ``furnace.duckdb``; reading it never
@@ -51,7 +51,6 @@ def connect(home: str | Path | None = None) -> Any:
 
 __all__ = [
     "ancestor_pairs",
-    "connect",
     "ancestry",
     "best_agent",
     "curve_table",

@@ -98,6 +98,10 @@ def build_sample(home: Path, need: Need | None = None) -> dict[str, Any]:
     contents = []
     if need in (None, "revisions"):
         contents = build_revision_sample(ctx.store, build_content_store(ctx.settings, db=ctx.db), ctx.llm)
+    from furnace.storage.duckdb import snapshot
+
+    snapshot.refresh(ctx.db)  # analysis reads the snapshot: it holds the whole sample
+    ctx.close()
     return {"home": str(home), "experiments": experiment_ids, "contents": contents}
 
 

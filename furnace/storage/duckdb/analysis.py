@@ -245,6 +245,10 @@ def persona_preferences(db: Database, persona_id: str | None = None) -> pd.DataF
 
 def call_totals(db: Database, run_id: str | None = None) -> pd.DataFrame:
     """Model-call accounting per run and task: calls, cached calls, tokens, cost, latency."""
+    if isinstance(db, Database):  # this process's buffered ledger rows count too
+        from furnace.storage.duckdb.llm_calls import flush_pending
+
+        flush_pending(db.path)
     where, params = _where({"run_id": run_id})
     sql = (
         "SELECT coalesce(run_id, ''), task, count(*), count(*) FILTER (WHERE cached),"

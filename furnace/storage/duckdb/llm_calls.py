@@ -147,10 +147,7 @@ class DuckDBCallLedger:
 
     def flush_all(self) -> None:
         """Flush every ledger of this process writing to the same file."""
-        with _LIVE_LOCK:
-            pendings = list(_LIVE.get(str(self.db.path), ()))
-        for pending in pendings:
-            pending.flush()
+        flush_pending(self.db.path)
 
     def calls(self, run_id: str | None = None) -> list[CallRecord]:
         """The calls (of one run), oldest first."""
@@ -178,6 +175,14 @@ class DuckDBCallLedger:
             latency_s=float(row[5]),
             failed_calls=int(row[6]),
         )
+
+
+def flush_pending(db_path: object) -> None:
+    """Write the buffered rows of every ledger of this process on ``db_path`` (before a read of the table)."""
+    with _LIVE_LOCK:
+        pendings = list(_LIVE.get(str(db_path), ()))
+    for pending in pendings:
+        pending.flush()
 
 
 def _row(call: CallRecord) -> list[object]:

@@ -144,6 +144,7 @@ def connect(db_path: Path, *, create: bool = True) -> duckdb.DuckDBPyConnection:
     Takes a first snapshot (a short unit on the file) when there is none yet and
     ``create`` is set. The snapshot stays readable for as long as this process lives.
     """
+    wait_pending()  # this process's own writes are in the snapshot it opens
     root = snapshot_root(db_path)
     folder = current(root)
     if folder is None:
