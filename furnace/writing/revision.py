@@ -139,6 +139,7 @@ def build_revise_request(
             f"Original title:\n<<<\n{current.title}\n>>>\n\nOriginal body:\n<<<\n{current.body}\n>>>\n\n"
             f"Suggestions (apply all, in order):\n{numbered}"
         )
+    user += _scope_line(suggestions, persona.language)
     schema = {
         **PIECE_SCHEMA,
         "properties": {
@@ -163,6 +164,18 @@ def build_revise_request(
             "language": persona.language,
         },
     )
+
+
+def _scope_line(suggestions: list[str], language: str) -> str:
+    """When every suggestion names a part of the piece, tell the model to touch only those parts
+    (what it changes elsewhere is restored anyway, see :func:`furnace.writing.addressing.confine`)."""
+    instructions = [parse_instruction(s, language) for s in suggestions]
+    if not instructions or any(not i.understood or i.target.kind == "whole" for i in instructions):
+        return ""
+    parts = list(dict.fromkeys(i.target.describe(language) for i in instructions))
+    if language == "zh":
+        return f"\n\n只修改：{'、'.join(parts)}；其余部分必须逐字保持不变。"
+    return f"\n\nChange only {', '.join(parts)}; everything else must stay exactly as it is."
 
 
 def pending_suggestions(messages: list[ChatMessage]) -> list[str]:

@@ -192,3 +192,41 @@ def test_chinese_edits_keep_the_invariants(piece, suggestion):
 @given(piece=pieces("en"), suggestion=st.text(max_size=60))
 def test_arbitrary_text_never_corrupts_the_piece(piece, suggestion):
     check("en", *piece, suggestion)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
+@given(suggestion=instructions("en"))
+def test_through_the_chat_only_an_applied_edit_makes_a_version_or_teaches(suggestion):
+    from furnace.domain.elixir import parse_elixir
+    from furnace.llm.offline import OfflineEngine
+    from furnace.storage.memory import MemoryStore
+    from furnace.writing.content import generate_content
+    from furnace.writing.content_memory import MemoryContentStore
+    from furnace.writing.revision import revise as chat_revise
+
+    from .conftest import EN_PERSONA, TickClock
+
+    clock, engine = TickClock(), OfflineEngine()
+    store, contents = MemoryStore(clock=clock), MemoryContentStore()
+    store.save_elixir(parse_elixir(EN_PERSONA))
+    content, v1 = generate_content(
+        store, contents, engine, persona_id=EN_PERSONA["id"], topic="winter birds", clock=clock
+    )
+    outcome = chat_revise(store, contents, engine, content.id, suggestion, clock=clock)
+    versions = contents.versions(content.id)
+    persona = store.get_elixir(EN_PERSONA["id"])
+    if outcome.status == "revised":
+        assert (
+            len(versions) == 2
+            and versions[1].body.strip()
+            and (versions[1].title, versions[1].body)
+            != (
+                v1.title,
+                v1.body,
+            )
+        )
+    else:
+        assert outcome.status == "failed" and versions == [v1] and contents.revisions(content.id) == []
+        assert persona.version == 1 and persona.style_preferences == []

@@ -78,3 +78,23 @@ def test_prompt_snapshots(lang, data):
         ext.messages[1].content,
     ]
     assert_snapshot(f"prompts_{lang}", "\n".join(parts) + "\n")
+
+
+def test_the_revise_prompt_names_the_scope_when_every_suggestion_has_one():
+    zh, en = parse_elixir(ZH_PERSONA), parse_elixir(EN_PERSONA)
+    current = ContentVersion(
+        content_id="cnt-x",
+        version=1,
+        title="T",
+        body="a\n\nb",
+        word_count=2,
+        source="generate",
+        created_at=datetime(2026, 1, 1),
+    )
+    scoped = build_revise_request(en, current, ["the intro is too long", 'change the title to "X"'])
+    assert scoped.messages[1].content.endswith(
+        "Change only paragraph 1, the title; everything else must stay exactly as it is."
+    )
+    assert "只修改：最后一段；" in build_revise_request(zh, current, ["结尾太长了"]).messages[1].content
+    whole = build_revise_request(en, current, ["the intro is too long", "make it more formal"]).messages[1].content
+    assert "Change only" not in whole
