@@ -17,7 +17,6 @@ from typing import Any, Literal
 from furnace import resources
 from furnace.settings import FurnaceSettings
 
-REPO = Path(__file__).resolve().parents[2]
 LIBRARY_DIR = resources.LIBRARY_DIR
 Need = Literal["experiments", "revisions", "mlflow"]
 
@@ -119,11 +118,21 @@ def build_revision_sample(store: Any, content_store: Any, llm: Any) -> list[str]
     return made
 
 
+def default_home(start: Path | None = None) -> Path:
+    """``data/`` of the working directory or of the nearest folder above it that has a furnace database
+    (a notebook runs in ``notebooks/`` of a checkout where ``make demo`` wrote ``data/``), else ``data``."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "data" / "furnace.duckdb").is_file():
+            return folder / "data"
+    return Path("data")
+
+
 def analysis_settings(need: Need = "experiments", *, env: dict[str, str] | None = None) -> FurnaceSettings:
-    """Settings for a notebook: ``$FURNACE_HOME`` (or the repo's ``data/``) when it holds what is
+    """Settings for a notebook: ``$FURNACE_HOME`` (or :func:`default_home`) when it holds what is
     needed, else a fresh temporary home filled with :func:`build_sample`."""
     env = dict(os.environ if env is None else env)
-    home = Path(env["FURNACE_HOME"]) if env.get("FURNACE_HOME") else REPO / "data"
+    home = Path(env["FURNACE_HOME"]) if env.get("FURNACE_HOME") else default_home()
     settings = FurnaceSettings(home=home)
     if has_data(settings, need):
         return settings

@@ -9,9 +9,16 @@ import click
 
 from furnace import resources
 
-REPO = Path(__file__).resolve().parents[2]
 DEMO_FILE = resources.DEMO_EXPERIMENT
 CHAMPION = "demo-champion"
+
+
+def shown_path(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it (``make demo`` in a checkout),
+    else as it is (an installed package)."""
+    path = path.resolve()
+    cwd = Path.cwd().resolve()
+    return str(path.relative_to(cwd)) if path.is_relative_to(cwd) else str(path)
 
 
 def _promote_and_register(ctx: Any, report: Any) -> str | None:
@@ -50,7 +57,7 @@ def run_demo(ctx: Any, *, file: Path = DEMO_FILE) -> Any:
     from furnace.cli.experiment_cmd import run_experiment_file
     from furnace.evolution.report import render_report
 
-    click.echo("\n5. Evolution experiment " + f"({file.relative_to(REPO) if file.is_relative_to(REPO) else file})")
+    click.echo(f"\n5. Evolution experiment ({shown_path(file)})")
     report = run_experiment_file(ctx, str(file), yes=True)
     click.echo(render_report(report))
     promoted = _promote_and_register(ctx, report)
