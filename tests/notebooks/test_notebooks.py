@@ -11,7 +11,6 @@ sample, which is the fresh-clone path.
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,6 @@ nbclient = pytest.importorskip("nbclient")
 pytestmark = pytest.mark.slow
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-MAX_SECONDS = 120  # ~10-40 s each when the machine is idle; generous for a shared CI box
 
 
 @pytest.fixture(scope="session")
@@ -43,7 +41,7 @@ def sample_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
-def execute(name: str, monkeypatch: pytest.MonkeyPatch, jupyter_path: Path, home: Path) -> tuple[object, float]:
+def execute(name: str, monkeypatch: pytest.MonkeyPatch, jupyter_path: Path, home: Path) -> object:
     monkeypatch.setenv("JUPYTER_PATH", str(jupyter_path))
     monkeypatch.setenv("FURNACE_HOME", str(home))
     monkeypatch.setenv("FURNACE_EMBEDDER", "hash")  # the real embedder has its own tests; keep these fast
@@ -53,9 +51,8 @@ def execute(name: str, monkeypatch: pytest.MonkeyPatch, jupyter_path: Path, home
     client = nbclient.NotebookClient(
         nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(NOTEBOOKS)}}
     )
-    started = time.perf_counter()
     client.execute()  # raises CellExecutionError naming the failing cell
-    return nb, time.perf_counter() - started
+    return nb
 
 
 def outputs(nb: object) -> list[dict]:
@@ -78,21 +75,20 @@ def no_errors(nb: object) -> None:
 
 
 def test_lineage_notebook(monkeypatch, jupyter_path, sample_home) -> None:
-    nb, seconds = execute("lineage_analysis.ipynb", monkeypatch, jupyter_path, sample_home)
+    nb = execute("lineage_analysis.ipynb", monkeypatch, jupyter_path, sample_home)
     no_errors(nb)
     s = summary(nb)
     assert int(s["ancestry"]) >= 2 and int(s["operators"]) >= 1 and int(s["drift"]) >= 1
     assert int(s["generations"]) == 8  # two sample experiments x generations 0..3
     assert int(s["calls"]) > 0
     assert count(nb, "image/png") >= 4 and count(nb, "text/html") >= 6
-    assert seconds < MAX_SECONDS, f"took {seconds:.0f} s"
 
 
 def test_revision_notebook_builds_its_own_sample_when_home_is_empty(monkeypatch, jupyter_path, tmp_path) -> None:
     empty = tmp_path / "empty-home"
     empty.mkdir()
     monkeypatch.setenv("TMPDIR", str(tmp_path))  # the kernel's sample home lands here, cleaned up by pytest
-    nb, seconds = execute("revision_analysis.ipynb", monkeypatch, jupyter_path, empty)
+    nb = execute("revision_analysis.ipynb", monkeypatch, jupyter_path, empty)
     no_errors(nb)
     s = summary(nb)
     assert int(s["chains"]) == 3 and int(s["edits"]) == 7
@@ -100,17 +96,15 @@ def test_revision_notebook_builds_its_own_sample_when_home_is_empty(monkeypatch,
     assert count(nb, "image/png") >= 3
     assert not (empty / "furnace.duckdb").exists(), "the sample must not be written into the user's home"
     assert list(tmp_path.glob("furnace-sample-*/home/furnace.duckdb")), "no sample home was built"
-    assert seconds < MAX_SECONDS, f"took {seconds:.0f} s"
 
 
 def test_mlflow_notebook_picks_champion_and_loads_its_prompt(monkeypatch, jupyter_path, sample_home) -> None:
-    nb, seconds = execute("mlflow_comparison.ipynb", monkeypatch, jupyter_path, sample_home)
+    nb = execute("mlflow_comparison.ipynb", monkeypatch, jupyter_path, sample_home)
     no_errors(nb)
     s = summary(nb)
     assert int(s["runs"]) == 2 and int(s["curves"]) == 8 and int(s["configs"]) >= 2
     assert s["champion"].startswith("agt-")
     assert count(nb, "image/png") >= 1
-    assert seconds < MAX_SECONDS, f"took {seconds:.0f} s"
 
 
 def test_committed_notebooks_match_the_generator() -> None:

@@ -184,11 +184,10 @@ def test_writer_runs_in_background_serialised_per_session():
 
         return run
 
-    started = time.perf_counter()
     for i in range(10):
         writer.submit("a", write("a", i))
         writer.submit("b", write("b", i))
-    assert time.perf_counter() - started < 0.5  # submitting never waits for the writes
+    assert order == {"a": [], "b": []}  # submitting never waits for the writes: all are still held at the gate
     gate.set()
     writer.submit("a", lambda: bank.remember("a", MemoryState("s", 3), "note"))
     writer.close()
