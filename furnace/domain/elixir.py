@@ -79,7 +79,7 @@ Unit = Annotated[float, Field(strict=True), AfterValidator(_unit)]
 StrictInt = Annotated[int, Field(strict=True)]
 
 
-def _unique(items: list[str], what: str) -> list[str]:
+def _unique(items: tuple[str, ...], what: str) -> tuple[str, ...]:
     seen: set[str] = set()
     for item in items:
         key = item.casefold()
@@ -108,12 +108,12 @@ class Constraints(_Frozen):
     """Hard constraints the persona must respect."""
 
     max_length: Annotated[StrictInt, Field(gt=0, le=MAX_LENGTH_LIMIT)] | None = None
-    forbidden_topics: Annotated[list[Item], Field(max_length=MAX_LIST)] = []
+    forbidden_topics: Annotated[tuple[Item, ...], Field(max_length=MAX_LIST)] = ()
     must_use_markdown: Annotated[bool, Field(strict=True)] = False
 
     @field_validator("forbidden_topics")
     @classmethod
-    def _unique_topics(cls, v: list[str]) -> list[str]:
+    def _unique_topics(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         return _unique(v, "topic")
 
 
@@ -154,16 +154,16 @@ class Elixir(_Frozen):
     name: Name
     language: Literal["zh", "en"] = "en"
     identity: Annotated[str, _text(MAX_IDENTITY)]
-    expertise: Annotated[list[Item], Field(min_length=1, max_length=MAX_LIST)]
-    principles: Annotated[list[Item], Field(min_length=1, max_length=MAX_LIST)]
+    expertise: Annotated[tuple[Item, ...], Field(min_length=1, max_length=MAX_LIST)]
+    principles: Annotated[tuple[Item, ...], Field(min_length=1, max_length=MAX_LIST)]
     tone: Tone = Tone()
     constraints: Constraints = Constraints()
-    few_shots: Annotated[list[FewShot], Field(max_length=MAX_FEW_SHOTS)] = []
-    tools: Annotated[list[str], Field(max_length=MAX_LIST)] = []
+    few_shots: Annotated[tuple[FewShot, ...], Field(max_length=MAX_FEW_SHOTS)] = ()
+    tools: Annotated[tuple[str, ...], Field(max_length=MAX_LIST)] = ()
     priority: Annotated[StrictInt, Field(ge=0, le=10_000)] = 100
-    conflicts_with: Annotated[list[str], Field(max_length=MAX_LIST)] = []
+    conflicts_with: Annotated[tuple[str, ...], Field(max_length=MAX_LIST)] = ()
     style_notes: Annotated[str, _text(MAX_STYLE_NOTES, allow_empty=True)] = ""
-    style_preferences: Annotated[list[StylePreference], Field(max_length=MAX_PREFERENCES)] = []
+    style_preferences: Annotated[tuple[StylePreference, ...], Field(max_length=MAX_PREFERENCES)] = ()
     # Data kept from other formats for faithful re-export (e.g. ``card``: the original
     # Character Card). Never rendered into prompts; part of the content hash when
     # non-empty, omitted from dumps (and so from the hash) when empty.
@@ -190,12 +190,12 @@ class Elixir(_Frozen):
 
     @field_validator("expertise", "principles")
     @classmethod
-    def _unique_items(cls, v: list[str]) -> list[str]:
+    def _unique_items(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         return _unique(v, "entry")
 
     @field_validator("tools")
     @classmethod
-    def _check_tools(cls, v: list[str]) -> list[str]:
+    def _check_tools(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         for tool in v:
             if not TOOL_PATTERN.match(tool):
                 raise ValueError(f"has an invalid tool name {tool!r}")
@@ -221,7 +221,7 @@ class Elixir(_Frozen):
 
     @field_validator("few_shots")
     @classmethod
-    def _unique_shots(cls, v: list[FewShot]) -> list[FewShot]:
+    def _unique_shots(cls, v: tuple[FewShot, ...]) -> tuple[FewShot, ...]:
         seen = set()
         for shot in v:
             key = (shot.input.casefold(), shot.output.casefold())
@@ -232,7 +232,7 @@ class Elixir(_Frozen):
 
     @field_validator("conflicts_with")
     @classmethod
-    def _no_self_conflict(cls, v: list[str], info: ValidationInfo) -> list[str]:
+    def _no_self_conflict(cls, v: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
         # A field validator (not a model one) so the error names ``conflicts_with``.
         names = {str(info.data[k]).casefold() for k in ("id", "name") if k in info.data}
         for other in v:
@@ -294,6 +294,7 @@ _EXPECTED = {
     "bool_type": "true or false",
     "bool_parsing": "true or false",
     "list_type": "a list",
+    "tuple_type": "a list",  # tuple fields take any list; users write lists
     "dict_type": "a mapping",
     "model_type": "a mapping",
     "model_attributes_type": "a mapping",

@@ -52,7 +52,7 @@ class ProbeChoice(_Strict):
 class Seeds(_Strict):
     """The initial population: library elixirs by id, or matching a query (first N by id)."""
 
-    ids: list[str] = []
+    ids: tuple[str, ...] = ()
     query: str | None = None
     language: str | None = None
 

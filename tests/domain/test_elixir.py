@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import ValidationError
 
 from furnace.domain import elixir as elixir_module
@@ -32,6 +33,7 @@ from furnace.domain.elixir import (
     slugify,
 )
 from furnace.domain.errors import InputError
+from furnace.resources import LIBRARY_DIR as ELIXIRS
 
 BASE: dict[str, Any] = {
     "id": "ada",
@@ -377,6 +379,55 @@ def test_frozen() -> None:
     e = parse_elixir(BASE)
     with pytest.raises(ValidationError, match="frozen"):
         e.identity = "changed"  # type: ignore[misc]
+
+
+# Content hashes computed before list fields became tuples: the canonical JSON (tuples are
+# written as arrays) and so every stored hash must stay exactly the same.
+PINNED_HASHES = {
+    "academic-editor.yaml": "bf18d965a3f43038b2cd69d58bb677c96fd65645fd4b9867b3b9b6945d1a918c",
+    "classical-poetry-guide-zh.yaml": "28482250fa4bfb17274f19a208d2482a6fbc12fa11f967be0bd30a5442f52204",
+    "data-science-mentor.yaml": "257f6090c3b1061a6fa70efd214ab5c2f0655d19d3a06a8c5b6d734c919493aa",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PINNED_HASHES))
+def test_shipped_elixir_hashes_are_unchanged(name: str) -> None:
+    data = yaml.safe_load((ELIXIRS / name).read_text(encoding="utf-8"))
+    assert parse_elixir(data).content_hash == PINNED_HASHES[name]
+
+
+def test_every_list_field_hashes_as_before() -> None:
+    data = make(
+        **{k: v for k, v in RICH.items() if k not in BASE},
+        tools=["search"],
+        conflicts_with=["bob"],
+        constraints={"forbidden_topics": ["x"]},
+    )
+    assert _hash(data) == "5818a97f16628ba53c8d41286973f800592333ea746393eb798c9045873c98b1"
+
+
+LIST_FIELDS = ("expertise", "principles", "few_shots", "tools", "conflicts_with", "style_preferences")
+
+
+@pytest.mark.parametrize("field", LIST_FIELDS)
+def test_list_fields_are_tuples_and_cannot_be_mutated(field: str) -> None:
+    e = parse_elixir(make(few_shots=RICH["few_shots"], style_preferences=RICH["style_preferences"]))
+    before = e.content_hash
+    value = getattr(e, field)
+    assert isinstance(value, tuple)
+    with pytest.raises(AttributeError):
+        value.append(value[0] if value else "x")
+    with pytest.raises(TypeError):
+        value[0] = "changed"
+    assert e.content_hash == before == Elixir.model_validate(e.model_dump()).content_hash
+
+
+def test_constraint_topics_are_a_tuple_and_lists_are_still_accepted() -> None:
+    e = parse_elixir(make(constraints={"forbidden_topics": ["politics"]}))
+    assert e.constraints.forbidden_topics == ("politics",)
+    with pytest.raises(AttributeError):
+        e.constraints.forbidden_topics.append("x")  # type: ignore[attr-defined]
+    assert e.model_dump(mode="json")["constraints"]["forbidden_topics"] == ["politics"]
 
 
 def test_edit_revalidates_and_rehashes() -> None:

@@ -53,7 +53,7 @@ class PureBreeder:
             other = ps[-1]
             for dim in tone:
                 tone[dim] = round((tone[dim] + getattr(other.tone, dim)) / 2, 3)
-            data["expertise"] = list(dict.fromkeys(data["expertise"] + other.expertise))[:40]
+            data["expertise"] = list(dict.fromkeys([*data["expertise"], *other.expertise]))[:40]
             data["constraints"] = dict(
                 data["constraints"], must_use_markdown=any(p.constraints.must_use_markdown for p in ps)
             )

@@ -85,5 +85,5 @@ def test_crossover_with_minilm_merges_same_meaning_principles() -> None:
         child_id="agt-x",
     )
     result = OPERATORS["crossover"].apply([a, b], ctx)
-    assert result.child.principles == ["Answer briefly.", "Cite sources.", "Use examples."]
+    assert result.child.principles == ("Answer briefly.", "Cite sources.", "Use examples.")
     assert any("means the same" in n.reason for n in result.notes)

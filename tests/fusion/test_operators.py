@@ -67,7 +67,7 @@ def test_crossover_collapses_same_meaning_to_higher_priority_wording() -> None:
     b = make_elixir("B", principles=["Answer briefly.", "Use examples."], priority=200)
     emb = TableEmbedder([["Answer briefly.", "Keep your answers short."]])
     result = OPERATORS["crossover"].apply([a, b], ctx(embedder=emb))
-    assert result.child.principles == ["Answer briefly.", "Use examples.", "Cite sources."]
+    assert result.child.principles == ("Answer briefly.", "Use examples.", "Cite sources.")
     note = next(n for n in result.notes if n.field == "principles")
     assert note.chose == "Answer briefly." and "means the same" in note.reason and "B" in note.reason
 
@@ -79,7 +79,7 @@ def test_contradiction_on_a_priority_tie_goes_to_adjudicate() -> None:
     result = OPERATORS["crossover"].apply([a, b], ctx(llm=llm))
     tasks = [c.task.value for c in llm.calls]
     assert tasks.count("adjudicate") == 1 and tasks.count("identity") == 1
-    assert result.child.principles == ["Give detailed, thorough explanations."]  # rule: the more specific wording
+    assert result.child.principles == ("Give detailed, thorough explanations.",)  # rule: the more specific wording
     note = next(n for n in result.notes if n.field == "principles")
     assert "length" in note.reason and "adjudicated" in note.reason
 
@@ -96,9 +96,9 @@ def test_contradiction_detector() -> None:
 def test_crossover_unions_and_resolves_constraints() -> None:
     a, b = make_elixir("Data Coach", **COACH), make_elixir("Travel Wit", **WIT)
     child = OPERATORS["crossover"].apply([b, a], ctx()).child  # order given does not beat priority
-    assert child.expertise == ["statistics", "python data analysis", "travel writing"]
-    assert child.tools == ["python", "sql", "maps"]
-    assert child.constraints.forbidden_topics == ["gambling", "politics"]
+    assert child.expertise == ("statistics", "python data analysis", "travel writing")
+    assert child.tools == ("python", "sql", "maps")
+    assert child.constraints.forbidden_topics == ("gambling", "politics")
     assert child.constraints.max_length == 200 and child.constraints.must_use_markdown is False
     assert [s.input for s in child.few_shots] == ["q1", "q3"]
     assert child.identity == "You are a seasoned data scientist and a witty travel writer in one voice."

@@ -65,7 +65,7 @@ def test_native_card_is_readable_by_card_tools(native: Elixir) -> None:
     data = card_for(native, "v3")["data"]
     assert data["name"] == "Night Editor"
     assert data["description"] == native.identity
-    assert data["tags"] == native.expertise
+    assert data["tags"] == list(native.expertise)
     assert data["personality"].startswith("- Fix errors of fact")
     assert "<START>\n{{user}}: Is 'alot' a word?\n{{char}}: No: write 'a lot'." in data["mes_example"]
     assert "## Principles" in data["system_prompt"]  # the rendered persona for tools that only read it
@@ -91,7 +91,7 @@ def test_card_edited_in_another_tool_wins_over_exact_values(native: Elixir) -> N
     c["data"]["tags"].append("fact checking")
     got = elixir_from_card(c).elixir
     assert got.identity == "A calm night editor who loves semicolons."
-    assert got.principles == ["Keep it short.", "Check every name twice."]
+    assert got.principles == ("Keep it short.", "Check every name twice.")
     assert got.expertise[-1] == "fact checking"
     # Untouched fields keep their exact values; elixir-only fields come from the extension.
     assert got.few_shots == native.few_shots
@@ -188,17 +188,17 @@ def test_v3_lorebook_greetings_assets_and_unknown_extensions_survive() -> None:
 def test_foreign_mapping() -> None:
     v3 = elixir_from_card(card(V3_CARD)).elixir
     assert v3.name == "Archivist Quill" and v3.id == "archivist-quill"
-    assert v3.expertise == ["Fantasy", "Library", "Robot"]
-    assert v3.principles[:2] == ["You are Quill, keeper of the Endless Library.", "Always stay polite to the user."]
+    assert v3.expertise == ("Fantasy", "Library", "Robot")
+    assert v3.principles[:2] == ("You are Quill, keeper of the Endless Library.", "Always stay polite to the user.")
     assert "Never invent a book that is not in the catalogue." in v3.principles
     assert [s.input for s in v3.few_shots] == ["Do you have anything on tides?", "What's behind the iron door?"]
     v2 = elixir_from_card(card(V2_CARD)).elixir
     assert v2.identity.startswith("Captain Mirela Voss is the weathered captain")  # {{char}} replaced
-    assert v2.expertise == ["Adventure", "Airship", "Female", "Steampunk"]  # case-insensitive duplicate dropped
+    assert v2.expertise == ("Adventure", "Airship", "Female", "Steampunk")  # case-insensitive duplicate dropped
     assert v2.few_shots[1].output == "Outrun? No. Outsmart? Always.\nHold on to something."
     assert any(p.startswith("Embody this personality: gruff") for p in v2.principles)
     zh = elixir_from_card(card(ZH_CARD)).elixir
-    assert zh.language == "zh" and zh.expertise == ["扮演茶馆掌柜老周"]
+    assert zh.language == "zh" and zh.expertise == ("扮演茶馆掌柜老周",)
     assert zh.identity == "老周是成都一家百年茶馆的掌柜，见多识广，说话带着川味幽默。"
 
 

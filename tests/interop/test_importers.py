@@ -429,4 +429,4 @@ def test_yaml_aliases_are_fine_within_limits(tmp_path: Path) -> None:
         "  principles: [Be precise.]\n"
         "- id: bea\n  name: Bea\n  identity: Another.\n  expertise: *ex\n  principles: [Be kind.]\n"
     )
-    assert [e.expertise for e in load_elixir_file(write(tmp_path, "a.yaml", text))] == [["python"], ["python"]]
+    assert [e.expertise for e in load_elixir_file(write(tmp_path, "a.yaml", text))] == [("python",), ("python",)]

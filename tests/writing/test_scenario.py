@@ -81,7 +81,7 @@ def test_three_revisions_learn_preferences_used_by_the_next_piece(lang, store, c
     assert prefs["tone"].source_revision == records[0].id
     assert prefs["emoji"].source_revision == records[2].id
     assert latest.version > 1
-    assert store.get_elixir(persona_id, 1).style_preferences == []
+    assert store.get_elixir(persona_id, 1).style_preferences == ()
 
     # ... and in the prompt of the next generated piece, which follows them
     llm.calls.clear()
