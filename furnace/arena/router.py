@@ -11,21 +11,14 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from furnace.arena.directives import Directive, DirectiveKind
 from furnace.arena.models import Plan, PlanBudget, SpeakerTask
+from furnace.domain.text import detect_language
 
 ROLL_CALL_TOKENS = 60
 REPLY_TOKENS = 400
-
-_CJK = re.compile(r"[\u3400-\u9fff]")
-
-
-def message_language(message: str) -> str:
-    """``zh`` when the message contains CJK characters, else ``en``."""
-    return "zh" if _CJK.search(message) else "en"
 
 
 def roll_call_task(ordinal: int, total: int, language: str) -> str:
@@ -47,7 +40,7 @@ def reply_task(language: str) -> str:
 
 def route(directive: Directive, members: Sequence[str], message: str) -> Plan | None:
     """The plan for a deterministic directive; ``None`` for open discussion and control."""
-    language = message_language(message)
+    language = detect_language(message)
     kind = directive.kind
     if kind is DirectiveKind.ROLL_CALL:
         addressed = list(members) if directive.addressed_all else [m for m in members if m in directive.mentions]
@@ -73,7 +66,7 @@ def route(directive: Directive, members: Sequence[str], message: str) -> Plan | 
 def fallback_plan(directive: Directive, members: Sequence[str], message: str, reason: str) -> Plan:
     """When the supervisor fails: the @mentioned member, else the primary member."""
     speaker = directive.mentions[0] if directive.mentions else members[0]
-    task = SpeakerTask(member_id=speaker, task=reply_task(message_language(message)))
+    task = SpeakerTask(member_id=speaker, task=reply_task(detect_language(message)))
     return Plan(
         source="fallback",
         directive=directive.kind.value,

@@ -20,9 +20,10 @@ from typing import Any
 
 from furnace.arena.directives import Directive
 from furnace.arena.models import MAX_MEMBERS, Plan, PlanBudget, SpeakerTask
-from furnace.arena.router import REPLY_TOKENS, fallback_plan, message_language
+from furnace.arena.router import REPLY_TOKENS, fallback_plan
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError
+from furnace.domain.text import detect_language
 from furnace.llm.seam import LLM, LLMRequest, TaskKind, system_user
 
 MAX_TASK_CHARS = 300
@@ -70,7 +71,7 @@ def build_plan_request(
     roster = [{"id": e.id, "name": e.name, "expertise": list(e.expertise), "identity": e.identity} for e in members]
     inputs = {
         "message": message,
-        "language": message_language(message),
+        "language": detect_language(message),
         "mentions": list(directive.mentions),
         "members": roster,
     }

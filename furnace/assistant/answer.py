@@ -24,6 +24,7 @@ from furnace.assistant.queries import run_query
 from furnace.assistant.results import AssistData, StructuredResult
 from furnace.assistant.scope import Catalogue, Inferred, Scope, infer_scope, match_names, parse_command
 from furnace.domain.errors import LLMError
+from furnace.domain.text import detect_language
 from furnace.llm.context import build_context
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 
@@ -95,10 +96,6 @@ def _cap(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
     return "".join(pieces).rstrip() + "…"
 
 
-def _zh(text: str) -> bool:
-    return bool(re.search(r"[\u4e00-\u9fff]", text))
-
-
 class Assistant:
     """Answers questions over furnace's own data through :class:`AssistData`."""
 
@@ -126,7 +123,7 @@ class Assistant:
     def ask(self, question: str, state: AssistantState) -> Iterator[AnswerEvent]:
         """Answer one question; updates ``state`` (locked scope, history)."""
         question = question.strip()
-        zh = _zh(question)
+        zh = detect_language(question) == "zh"
         yield Status(text="正在理解问题…" if zh else "Reading the question…")
         catalogue = self.data.catalogue()
         command = parse_command(question)

@@ -36,6 +36,7 @@ from furnace.domain.elixir import (
     MAX_NAME,
     Elixir,
 )
+from furnace.domain.text import detect_language, split_paragraphs
 
 MAPPED = ("name", "identity", "principles", "few_shots", "expertise")
 # The card fields each mapped elixir field is derived from (guards for exact values).
@@ -53,8 +54,6 @@ _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+")
 _START = re.compile(r"^\s*<start>\s*$", re.IGNORECASE)
 _TURN = re.compile(r"^\s*(\{\{user\}\}|<user>|\{\{char\}\}|<bot>)\s*:\s?(.*)$", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-_LATIN = re.compile(r"[A-Za-z]")
 
 _WORDS = {
     "en": {
@@ -81,10 +80,11 @@ def guard(data: dict[str, Any], field: str) -> str:
     return content_key({key: data.get(key) for key in SOURCES[field]})
 
 
-def detect_language(data: dict[str, Any]) -> str:
-    """``zh`` when Chinese characters outnumber Latin letters in the main text fields."""
-    text = " ".join(str(data.get(k) or "") for k in ("name", "description", "personality", "first_mes"))
-    return "zh" if len(_CJK.findall(text)) > len(_LATIN.findall(text)) else "en"
+def card_language(data: dict[str, Any]) -> str:
+    """The language of a card's main text fields (see :func:`furnace.domain.text.detect_language`)."""
+    return detect_language(
+        " ".join(str(data.get(k) or "") for k in ("name", "description", "personality", "first_mes"))
+    )
 
 
 def _clip(text: str, limit: int) -> str:
@@ -109,10 +109,6 @@ class _Macros:
 
     def __call__(self, text: str) -> str:
         return _USER.sub(self.user, _CHAR.sub(self.char, text))
-
-
-def _paragraphs(text: str) -> list[str]:
-    return [p.strip() for p in re.split(r"\n\s*\n", text.replace("\r\n", "\n")) if p.strip()]
 
 
 def _bullets(text: str) -> list[str] | None:
@@ -144,14 +140,14 @@ def _add_unique(out: list[str], item: str, limit: int = MAX_LIST) -> None:
 def derive_identity(data: dict[str, Any], language: str) -> tuple[str, str]:
     """The identity sentence and the rest of the description (background)."""
     macros = _Macros(data, language)
-    paras = _paragraphs(macros(data.get("description") or ""))
+    paras = split_paragraphs(macros(data.get("description") or ""))
     if paras:
         first = " ".join(paras[0].split())
         identity = _clip(first, MAX_IDENTITY)
         cut = len(identity) - 1 if identity.endswith("…") and not first.endswith("…") else len(identity)
         rest = "\n\n".join(p for p in [first[cut:].strip(), *paras[1:]] if p)
         return identity, rest
-    personality = _paragraphs(macros(data.get("personality") or ""))
+    personality = split_paragraphs(macros(data.get("personality") or ""))
     if personality:
         return _clip(personality[0], MAX_IDENTITY), ""
     return _clip(macros(str(data["name"])).strip() + ("。" if language == "zh" else "."), MAX_IDENTITY), ""

@@ -50,8 +50,8 @@ from furnace.interop.card_format import (
 from furnace.interop.card_mapping import (
     MAPPED,
     WRITES,
+    card_language,
     derive_fields,
-    detect_language,
     encode_visible,
     guard,
     mapped_values,
@@ -133,9 +133,9 @@ def elixir_from_card(decoded: DecodedCard | dict[str, Any]) -> CardImport:
     furn, rest = _split_furnace(decoded.card)
     data = decoded.card["data"]
     exact = (furn or {}).get("exact") or {}
-    language = (furn or {}).get("language") or detect_language(data)
+    language = (furn or {}).get("language") or card_language(data)
     if language not in ("en", "zh"):
-        language = detect_language(data)
+        language = card_language(data)
     fields: dict[str, Any] = derive_fields(data, language, generated_prompt=_generated(furn, data))
     for key in MAPPED:
         found, value = _exact_value(exact, key, guard(data, key))

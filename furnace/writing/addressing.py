@@ -15,7 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from furnace.llm.offline.writing_text import split_paragraphs, split_sentences
+from furnace.domain.text import split_paragraphs
+from furnace.llm.offline.writing_text import split_sentences
 
 TargetKind = Literal["whole", "title", "paragraph", "sentence"]
 OpKind = Literal[

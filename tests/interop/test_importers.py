@@ -15,6 +15,7 @@ from furnace import resources
 from furnace.domain.elixir import Elixir, parse_elixir
 from furnace.domain.errors import InputError
 from furnace.domain.render import render_prompt
+from furnace.domain.text import detect_language
 from furnace.interop.importers import (
     Reader,
     ReadResult,
@@ -25,7 +26,7 @@ from furnace.interop.importers import (
     read_file,
     register_reader,
 )
-from furnace.interop.importers.corpus import detect_language, instructions
+from furnace.interop.importers.corpus import instructions
 from furnace.interop.importers.files import parse_document
 from furnace.storage.memory import MemoryStore
 

@@ -9,8 +9,8 @@ import pytest
 
 from furnace.domain.elixir import parse_elixir
 from furnace.domain.errors import InputError
+from furnace.domain.text import split_paragraphs
 from furnace.llm.fakes import FakeLLM
-from furnace.llm.offline.writing_text import split_paragraphs
 from furnace.llm.seam import Completion, TaskKind
 from furnace.writing.content import generate_content
 from furnace.writing.revision import revise

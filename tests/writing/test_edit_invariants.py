@@ -14,8 +14,9 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from furnace.domain.text import split_paragraphs
 from furnace.llm.offline.writing import revise
-from furnace.llm.offline.writing_text import split_paragraphs, split_sentences
+from furnace.llm.offline.writing_text import split_sentences
 from furnace.llm.seam import LLMRequest, Message, TaskKind
 from furnace.writing.addressing import parse_instruction
 

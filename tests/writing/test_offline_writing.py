@@ -6,10 +6,11 @@ import random
 
 import pytest
 
+from furnace.domain.text import split_paragraphs
 from furnace.llm.offline import OfflineEngine
 from furnace.llm.offline.engine import estimate_tokens
 from furnace.llm.offline.writing import compress, extract_preferences, generate, revise
-from furnace.llm.offline.writing_text import count_emoji, split_paragraphs
+from furnace.llm.offline.writing_text import count_emoji
 from furnace.llm.seam import LLMRequest, Message, TaskKind
 
 from .conftest import EN_PERSONA, ZH_PERSONA

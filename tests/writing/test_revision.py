@@ -7,8 +7,9 @@ import logging
 import pytest
 
 from furnace.domain.errors import InputError, LLMMalformedOutput, LLMTimeout
+from furnace.domain.text import split_paragraphs
 from furnace.llm.fakes import FakeLLM
-from furnace.llm.offline.writing_text import count_emoji, split_paragraphs
+from furnace.llm.offline.writing_text import count_emoji
 from furnace.llm.seam import TaskKind
 from furnace.writing.content import generate_content
 from furnace.writing.revision import Step, diff_versions, pending_suggestions, revise, rollback

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from furnace.domain.render import render_prompt
+from furnace.domain.text import split_paragraphs
 from furnace.llm.fakes import EchoLLM
-from furnace.llm.offline.writing_text import count_emoji, split_paragraphs
+from furnace.llm.offline.writing_text import count_emoji
 from furnace.llm.seam import TaskKind
 from furnace.writing.content import generate_content
 from furnace.writing.revision import Step, revise

@@ -27,6 +27,7 @@ from typing import Any
 from furnace.domain.agent import Agent
 from furnace.domain.elixir import Elixir, ElixirRef, parse_elixir
 from furnace.domain.errors import InputError, LLMError
+from furnace.domain.text import terms as text_terms
 from furnace.fusion.operators import prompts
 from furnace.fusion.operators.base import (
     OperatorContext,
@@ -46,7 +47,6 @@ log = logging.getLogger("furnace.fusion.operators.ensemble")
 
 ROSTER_HEADER = "Committee members (a router picks who leads each answer):"
 _ROSTER_LINE = re.compile(r"^- member (\S+@\d+) \((.*)\): (.*)$")
-_TERM = re.compile(r"[a-z0-9]+|[\u4e00-\u9fff]{2,}")
 _TERM_STOP = {"and", "or", "of", "the", "a", "an", "in", "for", "with", "to", "on"}
 
 _IDENTITY = {
@@ -61,10 +61,10 @@ _LEAD_PRINCIPLE = {
 
 
 def expertise_terms(elixir: Elixir) -> set[str]:
-    """The word terms of an elixir's expertise (lowercased, CJK runs whole)."""
+    """The terms of an elixir's expertise (see :func:`furnace.domain.text.terms`)."""
     terms: set[str] = set()
     for item in elixir.expertise:
-        terms |= {t for t in _TERM.findall(item.casefold()) if t not in _TERM_STOP}
+        terms |= text_terms(item, min_len=1, stop=_TERM_STOP)
     return terms
 
 

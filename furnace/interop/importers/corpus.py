@@ -27,6 +27,7 @@ import re
 from furnace.domain.canonical import content_key
 from furnace.domain.elixir import MAX_ITEM, MAX_LIST, MAX_NAME, Elixir, parse_elixir, slugify
 from furnace.domain.errors import InputError
+from furnace.domain.text import detect_language, has_cjk
 from furnace.interop.importers.report import ReadResult
 
 COLUMNS = ("act", "prompt", "for_devs", "type", "contributor")
@@ -35,8 +36,6 @@ ID_PREFIX = "acp-"
 MAX_PRINCIPLES = 12
 CORPUS = "awesome-chatgpt-prompts"
 
-_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
-_LATIN = re.compile(r"[A-Za-z]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|(?<=[。！？；])")
 _BULLET = re.compile(r"^\s*(?:[-*•]+|\d+[.)、]|#+)\s*")
 _MARKUP = re.compile(r"\*\*|__|`")
@@ -99,13 +98,6 @@ _MARKDOWN = re.compile(r"markdown", re.I)
 _NO_MARKDOWN = re.compile(r"(no|not|without|never|avoid)\s+(use\s+)?(any\s+)?markdown|不要.{0,4}markdown", re.I)
 
 
-def detect_language(text: str) -> str:
-    """``zh`` when CJK characters make up at least a third of the letters, else ``en``."""
-    cjk = len(_CJK.findall(text))
-    latin_words = len(_WORD.findall(text))
-    return "zh" if cjk and cjk >= 0.33 * (cjk + latin_words) else "en"
-
-
 def _clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
@@ -154,7 +146,7 @@ def instructions(prompt: str) -> list[str]:
 def expertise(act: str, for_devs: bool) -> list[str]:
     """The role itself plus its meaningful words."""
     items = [act.strip()]
-    if _CJK.search(act):
+    if has_cjk(act):
         items += [w for w in _ZH_SPLIT.split(act) if len(w) >= 2]
     items += [w.lower() for w in _WORD.findall(act) if len(w) >= 3 and w.lower() not in _STOP]
     if for_devs:

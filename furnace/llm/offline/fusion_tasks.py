@@ -34,6 +34,7 @@ import random
 import re
 from typing import Any
 
+from furnace.domain.text import terms
 from furnace.llm.seam import LLMRequest
 
 # --- identity -------------------------------------------------------------------
@@ -325,11 +326,7 @@ def adjudicate(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
 
 
 def _terms(text: str) -> set[str]:
-    low = text.casefold()
-    words = {w for w in re.findall(r"[a-z0-9]+", low) if len(w) > 2}
-    for run in re.findall(r"[\u4e00-\u9fff]+", low):
-        words |= {run[i : i + 2] for i in range(len(run) - 1)}
-    return words
+    return terms(text, min_len=3, stop=())
 
 
 def route(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:

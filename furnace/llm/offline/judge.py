@@ -12,6 +12,7 @@ import random
 import re
 from typing import Any
 
+from furnace.domain.text import CONCISE, EMOJI, FORMAT, LENGTH, LIVELY, MORE, TONE, read_preference, terms
 from furnace.llm.seam import LLMRequest
 
 _FORMAL = {
@@ -24,7 +25,6 @@ _CASUAL = {
 }
 _EMOJI = re.compile("[\U0001f300-\U0001faff\u2600-\u27bf]")
 _MARKDOWN = re.compile(r"(^\s{0,3}#{1,6}\s)|(^\s*[-*+]\s)|(^\s*\d+\.\s)|(\*\*[^*]+\*\*)", re.M)
-_WORD = re.compile(r"[a-z][a-z'-]{3,}")
 _STOP = {
     "with",
     "that",
@@ -43,13 +43,8 @@ _STOP = {
 }
 
 
-def _terms(text: str, language: str) -> set[str]:
-    text = text.casefold()
-    if language == "zh" or re.search(r"[\u4e00-\u9fff]", text):
-        han = re.findall(r"[\u4e00-\u9fff]+", text)
-        terms = {run[i : i + 2] for run in han for i in range(len(run) - 1)}
-        return terms | {w for w in _WORD.findall(text) if w not in _STOP}
-    return {w for w in _WORD.findall(text) if w not in _STOP}
+def _terms(text: str) -> set[str]:
+    return terms(text, min_len=4, stop=_STOP)
 
 
 def _count(markers: tuple[str, ...], text: str) -> int:
@@ -59,8 +54,8 @@ def _count(markers: tuple[str, ...], text: str) -> int:
 
 def _fidelity(persona: dict[str, Any], answer: str, lang: str) -> tuple[float, str]:
     source = " ".join(persona.get("expertise", []) + persona.get("principles", []))
-    wanted = _terms(source, lang)
-    found = sorted(wanted & _terms(answer, lang))
+    wanted = _terms(source)
+    found = sorted(wanted & _terms(answer))
     coverage = min(1.0, len(found) / max(1.0, min(6.0, 0.5 * len(wanted))))
     score = 0.3 + 0.7 * coverage
     notes = [f"{len(found)} persona terms present ({', '.join(found[:4]) or 'none'})"]
@@ -103,16 +98,16 @@ def _preference(persona: dict[str, Any], answer: str, lang: str) -> tuple[float,
     missed: list[str] = []
     for pref in prefs:
         dim, value = str(pref.get("dimension", "")).casefold(), str(pref.get("value", "")).casefold()
-        emojis = len(_EMOJI.findall(answer))
-        if "emoji" in dim:
-            ok = emojis > 0 if any(w in value for w in ("more", "use", "多", "add")) else emojis == 0
-        elif "length" in dim or "concise" in value or "简" in value:
-            ok = len(answer) <= 400 if any(w in value for w in ("concise", "short", "简", "短")) else len(answer) > 200
-        elif "markdown" in dim or "format" in dim:
-            ok = bool(_MARKDOWN.search(answer))
-        elif "tone" in dim or "register" in dim:
+        known, wanted = read_preference(pref)
+        if known == EMOJI:
+            ok = (len(_EMOJI.findall(answer)) > 0) == (wanted == MORE)
+        elif known == LENGTH:
+            ok = len(answer) <= 400 if wanted == CONCISE else len(answer) > 200
+        elif known == FORMAT:
+            ok = bool(_MARKDOWN.search(answer)) != (wanted == "plain")
+        elif known == TONE:
             casual = _count(_CASUAL[lang], answer) > _count(_FORMAL[lang], answer)
-            ok = casual if any(w in value for w in ("lively", "casual", "活泼", "轻松")) else not casual
+            ok = casual == (wanted == LIVELY)
         else:
             ok = value[:6] in answer.casefold()
         (met if ok else missed).append(f"{dim}={value}")

@@ -10,13 +10,11 @@ gets one short task in the message's language.
 from __future__ import annotations
 
 import random
-import re
 from typing import Any
 
+from furnace.domain.text import detect_language, terms
 from furnace.llm.seam import LLMRequest
 
-_WORD = re.compile(r"[a-z0-9]+")
-_CJK = re.compile(r"[\u3400-\u9fff]+")
 _STOP = frozenset(
     [
         "the",
@@ -39,25 +37,14 @@ _STOP = frozenset(
 )
 
 
-def _en_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.casefold()) if len(w) >= 4 and w not in _STOP}
-
-
-def _cjk_bigrams(text: str) -> set[str]:
-    grams: set[str] = set()
-    for run in _CJK.findall(text):
-        grams.update(run[i : i + 2] for i in range(len(run) - 1))
-    return grams
-
-
 def _matches(expertise: list[str], message: str) -> list[str]:
     """The expertise entries the message touches."""
     msg = message.casefold()
-    words, grams = _en_words(msg), _cjk_bigrams(msg)
+    wanted = terms(msg, min_len=4, stop=_STOP)
     hits = []
     for item in expertise:
         low = item.casefold()
-        if low in msg or _en_words(low) & words or _cjk_bigrams(low) & grams:
+        if low in msg or terms(low, min_len=4, stop=_STOP) & wanted:
             hits.append(item)
     return hits
 
@@ -80,7 +67,7 @@ def plan(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
     """Order members by mention, then expertise match, then member order; one task each."""
     inputs = request.inputs
     message = str(inputs.get("message", ""))
-    language = inputs.get("language") or ("zh" if _CJK.search(message) else "en")
+    language = inputs.get("language") or detect_language(message)
     members = list(inputs.get("members") or [])
     mentions = list(inputs.get("mentions") or [])
     scored = []

@@ -38,13 +38,12 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from furnace.domain.text import CONCISE, EMOJI, LENGTH, LIVELY, MORE, TONE, has_cjk, read_preference, terms
 from furnace.llm.offline.reply_phrases import PHRASES
 from furnace.llm.seam import LLMRequest
 
 _MENTION = re.compile(r"@\S+")
 _SENTENCE_END = {"en": re.compile(r"[.?!\n]"), "zh": re.compile(r"[。？！?!\n]")}
-_WORD = re.compile(r"[a-z0-9][a-z0-9'+#-]{2,}")
-_HAN = re.compile(r"[\u4e00-\u9fff]+")
 _STOP = frozenset(
     [
         "the",
@@ -116,19 +115,13 @@ def voice_of(persona: dict[str, Any]) -> Voice:
     length = "short" if conciseness >= 0.7 else "long" if conciseness <= 0.3 else "normal"
     emoji = False
     for pref in persona.get("style_preferences") or []:
-        dim, value = str(pref.get("dimension", "")).casefold(), str(pref.get("value", "")).casefold()
-        if "emoji" in dim or "表情" in dim:
-            emoji = any(w in value for w in ("more", "use", "add", "多", "加"))
-        elif any(w in dim for w in ("tone", "register", "语气", "风格")):
-            if any(w in value for w in ("lively", "casual", "活泼", "轻松", "口语")):
-                register = "casual"
-            elif any(w in value for w in ("formal", "正式", "严谨", "书面")):
-                register = "formal"
-        elif any(w in dim for w in ("length", "篇幅", "长度")):
-            if any(w in value for w in ("concise", "short", "简", "短")):
-                length = "short"
-            elif any(w in value for w in ("detail", "long", "详", "长")):
-                length = "long"
+        dim, value = read_preference(pref)
+        if dim == EMOJI:
+            emoji = value == MORE
+        elif dim == TONE and value:
+            register = "casual" if value == LIVELY else "formal"
+        elif dim == LENGTH and value:
+            length = "short" if value == CONCISE else "long"
     max_length = constraints.get("max_length")
     return Voice(
         language="zh" if persona.get("language") == "zh" else "en",
@@ -151,16 +144,14 @@ def mentions(text: str, topic: str) -> bool:
     if needle in low:
         return True
     words = [w for w in re.findall(r"[a-z0-9]+", needle) if w not in _STOP]
-    if not words or _HAN.search(needle):
+    if not words or has_cjk(needle):
         return False
     stems = [w[:-1] if len(w) > 4 and w.endswith("s") else w for w in words]
     return all(re.search(r"\b" + re.escape(stem), low) for stem in stems)
 
 
 def _terms(text: str) -> set[str]:
-    low = text.casefold()
-    grams = {run[i : i + 2] for run in _HAN.findall(low) for i in range(max(1, len(run) - 1))}
-    return grams | {w for w in _WORD.findall(low) if w not in _STOP}
+    return terms(text, min_len=3, stop=_STOP)
 
 
 def _rank(items: list[str], text: str) -> list[str]:

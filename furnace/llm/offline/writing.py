@@ -20,10 +20,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from furnace.domain.text import detect_language
 from furnace.llm.offline.engine import estimate_tokens
 from furnace.llm.offline.writing_generate import generate
 from furnace.llm.offline.writing_revise import revise
-from furnace.llm.offline.writing_text import count_emoji, detect_language, first_sentence
+from furnace.llm.offline.writing_text import count_emoji, first_sentence
 from furnace.llm.seam import LLMRequest
 from furnace.writing.addressing import parse_instruction
 

@@ -21,12 +21,10 @@ import random
 import re
 from typing import Any
 
+from furnace.domain.text import CONCISE, DETAILED, EMOJI, FORMAL, LENGTH, LIVELY, MORE, TONE, preference
 from furnace.llm.offline.fusion_tasks import gerund
 from furnace.llm.offline.writing_text import join_paragraphs, join_sentences, split_sentences, topic_emoji
 from furnace.llm.seam import LLMRequest
-
-LIVELY_VALUES = {"lively", "casual", "relaxed", "playful", "活泼", "轻松"}
-FORMAL_VALUES = {"formal", "professional", "serious", "正式", "专业"}
 
 # Each paragraph is a list of sentences; {t}/{T} the topic as given (title, opening), {f}/{F} the topic as
 # a phrase that fits inside a sentence, {e0}/{e1} expertise, {p0}/{p1} principles. Every paragraph names the
@@ -160,21 +158,11 @@ def topic_phrase(topic: str, language: str) -> str:
     return text
 
 
-def preference(persona: dict[str, Any], dimension: str) -> str | None:
-    """The value of a learned style preference (case-insensitive dimension), if any."""
-    for pref in persona.get("style_preferences") or []:
-        if str(pref.get("dimension", "")).casefold() == dimension:
-            return str(pref.get("value", "")).casefold()
-    return None
-
-
 def register_of(persona: dict[str, Any]) -> str:
     """``lively`` or ``formal``: a learned tone preference wins over the tone sliders."""
-    tone_pref = preference(persona, "tone")
-    if tone_pref in LIVELY_VALUES:
-        return "lively"
-    if tone_pref in FORMAL_VALUES:
-        return "formal"
+    tone_pref = preference(persona, TONE)
+    if tone_pref in (LIVELY, FORMAL):
+        return tone_pref
     return "formal" if float((persona.get("tone") or {}).get("formality", 0.5)) >= 0.5 else "lively"
 
 
@@ -220,9 +208,9 @@ def generate(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
     }
 
     conciseness = float((persona.get("tone") or {}).get("conciseness", 0.5))
-    length_pref = preference(persona, "length")
-    concise = length_pref in {"concise", "short", "简洁"} or (length_pref is None and conciseness >= 0.75)
-    detailed = length_pref in {"detailed", "long", "详细"} or (length_pref is None and conciseness <= 0.25)
+    length_pref = preference(persona, LENGTH)
+    concise = length_pref == CONCISE or (length_pref is None and conciseness >= 0.75)
+    detailed = length_pref == DETAILED or (length_pref is None and conciseness <= 0.25)
 
     paragraphs: list[list[str]] = []
     for i, sentences in enumerate(spec["paragraphs"]):
@@ -246,8 +234,7 @@ def generate(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
         rest = join_sentences(paragraphs[2][2:], language)
         texts[2] = _fill(spec["list_lead"], values) + "\n" + bullets + ("\n" + rest if rest else "")
 
-    emoji_pref = preference(persona, "emoji")
-    if emoji_pref in {"more", "some", "yes", "多"}:
+    if preference(persona, EMOJI) == MORE:
         mark = topic_emoji(topic)
         sep = "" if language == "zh" else " "
         texts[0] = texts[0] + sep + mark

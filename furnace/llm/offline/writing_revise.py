@@ -21,12 +21,11 @@ import random
 import re
 from typing import Any
 
+from furnace.domain.text import detect_language, split_paragraphs
 from furnace.llm.offline.writing_text import (
     count_emoji,
-    detect_language,
     join_paragraphs,
     join_sentences,
-    split_paragraphs,
     split_sentences,
     strip_emoji,
     topic_emoji,

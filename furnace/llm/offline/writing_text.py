@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 
-PARAGRAPH_SPLIT = re.compile(r"\n\s*\n")
+from furnace.domain.text import detect_language
+
 _ZH_SENTENCE = re.compile(r"[^。！？!?…]+(?:[。！？!?…]+|$)")
 _EN_SENTENCE = re.compile(r"(?<=[.!?])\s+")
 EMOJI = re.compile("[\U0001f300-\U0001faff\U00002600-\U000027bf\U0001f000-\U0001f2ff\U0001f900-\U0001f9ff]\ufe0f?")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 
 # Keyword → emoji that fits the topic; the first match wins.
 _TOPIC_EMOJI = (
@@ -24,16 +24,6 @@ _TOPIC_EMOJI = (
     (("健康", "运动", "健身", "health", "fitness", "workout"), "💪"),
     (("学习", "读书", "study", "learn", "book"), "📚"),
 )
-
-
-def detect_language(text: str) -> str:
-    """``zh`` when the text has CJK characters, else ``en``."""
-    return "zh" if _CJK.search(text) else "en"
-
-
-def split_paragraphs(body: str) -> list[str]:
-    """Non-empty paragraphs of ``body``, stripped."""
-    return [p.strip() for p in PARAGRAPH_SPLIT.split(body.strip()) if p.strip()]
 
 
 def join_paragraphs(paragraphs: list[str]) -> str:
