@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from furnace.domain.text import split_paragraphs
+from furnace.domain.text import has_cjk, split_paragraphs
 from furnace.llm.offline.writing_text import split_sentences
 
 TargetKind = Literal["whole", "title", "paragraph", "sentence"]
@@ -138,14 +138,13 @@ class Instruction:
 _QUOTED = re.compile(
     r"[「“\"『《]([^」”\"』》]{1,300})[」”\"』》]|(?<![A-Za-z])'([^']{1,300})'(?![A-Za-z])"  # 'x', not don't
 )
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 
 
 def instruction_language(text: str) -> str | None:
     """``zh`` or ``en`` for the instruction's own words (quoted text is ignored); None when it has no words."""
     bare = _QUOTED.sub(" ", text)
-    if _CJK.search(bare):
+    if has_cjk(bare):
         return "zh"
     if _LATIN_WORD.search(bare):
         return "en"

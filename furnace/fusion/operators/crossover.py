@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import math
 import operator
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from furnace.domain.elixir import MAX_LIST, Elixir, parse_elixir
 from furnace.domain.errors import InputError
 from furnace.domain.lineage import ResolutionNote
+from furnace.domain.text import has_cjk
 from furnace.fusion.operators import prompts
 from furnace.fusion.operators.base import (
     OperatorContext,
@@ -143,7 +143,6 @@ def child_language(ordered: Sequence[Elixir], requested: Any) -> str:
     return str(requested)
 
 
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 _FALLBACK_IDENTITY = {
     "en": "You are an assistant that combines the strengths of {names}.",
     "zh": "你是一位融合了{names}所长的助手。",
@@ -152,7 +151,7 @@ _FALLBACK_IDENTITY = {
 
 def in_language(text: str, language: str) -> bool:
     """Whether an identity sentence is written in ``language`` (zh: has CJK; en: has none)."""
-    return bool(_CJK.search(text)) == (language == "zh")
+    return has_cjk(text) == (language == "zh")
 
 
 def synthesise_identity(parents: Sequence[Elixir], ctx: OperatorContext, language: str, op_version: str) -> str:

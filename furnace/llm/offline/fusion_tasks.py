@@ -34,7 +34,7 @@ import random
 import re
 from typing import Any
 
-from furnace.domain.text import terms
+from furnace.domain.text import has_cjk, terms
 from furnace.llm.seam import LLMRequest
 
 # --- identity -------------------------------------------------------------------
@@ -44,14 +44,13 @@ _EN_CUT = re.compile(
     r"\s+(who|that|which|with|whose|known for|specialising|specializing)\s+|[,;:.!?(—–]\s*|\s-\s", re.I
 )
 _ZH_LEAD = re.compile(r"^(你是|我是|作为)")
-_CJK = re.compile(r"[\u4e00-\u9fff]")
 _ZH_CUT = re.compile(r"[，。；：！？,.;:!?（(]")
 
 
 def role_phrase(identity: str, language: str) -> str:
     """The role part of an identity sentence ("a seasoned data scientist")."""
     text = " ".join(identity.split())
-    if language == "zh" or re.search(r"[\u4e00-\u9fff]", text[:4]):
+    if language == "zh" or has_cjk(text[:4]):
         text = _ZH_LEAD.sub("", text)
         return _ZH_CUT.split(text, maxsplit=1)[0].strip() or text
     text = _EN_LEAD.sub("", text)
@@ -81,7 +80,7 @@ def identity(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
     roles: list[str] = []
     for p in parents:
         role = role_phrase(str(p.get("identity") or p.get("name") or ""), language)
-        if bool(_CJK.search(role)) != (language == "zh"):
+        if has_cjk(role) != (language == "zh"):
             continue  # a role in another language would make a mixed-language sentence
         for part in _fused_roles(role, language):
             if part and part.casefold() not in {r.casefold() for r in roles}:
