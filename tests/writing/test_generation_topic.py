@@ -13,9 +13,10 @@ import re
 
 import pytest
 
+from furnace.domain.text import split_paragraphs
 from furnace.llm.offline.writing import generate
 from furnace.llm.offline.writing_generate import topic_phrase
-from furnace.llm.offline.writing_text import split_paragraphs, split_sentences
+from furnace.llm.offline.writing_text import split_sentences
 from furnace.llm.seam import LLMRequest, Message, TaskKind
 
 from .conftest import EN_PERSONA, ZH_PERSONA
