@@ -230,4 +230,4 @@ def test_through_the_chat_only_an_applied_edit_makes_a_version_or_teaches(sugges
         )
     else:
         assert outcome.status == "failed" and versions == [v1] and contents.revisions(content.id) == []
-        assert persona.version == 1 and persona.style_preferences == []
+        assert persona.version == 1 and persona.style_preferences == ()
