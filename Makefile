@@ -17,12 +17,13 @@ export TRANSFORMERS_OFFLINE := 1
 # mkdocs-material's banner about MkDocs 2 (the docs build stays quiet).
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: help setup browser demo test test-fast bench lint app docs docs-serve clean
+.PHONY: help setup browser demo test test-fast bench fuzz lint app docs docs-serve clean
 
 help:
 	@echo "make demo   - set up .venv and run the demo experiment offline"
 	@echo "make test   - set up .venv (and chromium) and run the test suite"
 	@echo "make bench  - run the benchmarks (ratios measured in one run)"
+	@echo "make fuzz   - fuzz every file importer with 10,000 cases"
 	@echo "make lint   - ruff (pyflakes rules) and mypy over furnace/"
 	@echo "make app    - start the Streamlit app on 127.0.0.1:8501"
 	@echo "make docs   - build the docs site (mkdocs --strict) into site/"
@@ -58,6 +59,10 @@ test-fast: setup
 
 bench: setup
 	$(BIN)/python -m bench
+
+# 10,000 mutated files through every importer; exits non-zero on any internal error.
+fuzz: setup
+	$(BIN)/python -m bench.fuzz_importers --cases 10000
 
 lint: setup
 	$(BIN)/ruff check --select F furnace bench tests

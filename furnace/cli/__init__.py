@@ -1,9 +1,13 @@
 """The ``furnace`` command line.
 
-Each command group lives in its own module and is registered here. Errors
-raised as :class:`~furnace.domain.errors.FurnaceError` print one line on stderr and
-exit 1; anything unexpected prints one line too (set ``FURNACE_DEBUG=1`` for
-the traceback). Every command accepts ``--json``.
+Each command group lives in its own module and is registered here. Every
+command accepts ``--json``. Exit codes (the contract, see docs/reliability.md):
+
+- 0: done;
+- 1: a user error or a failed operation (a :class:`~furnace.domain.errors.FurnaceError`,
+  printed as one line on stderr);
+- 2: a usage error (unknown command or option, bad argument);
+- 3: an internal error (a bug): one line, with a hint to set ``FURNACE_DEBUG=1`` for the traceback.
 """
 
 from __future__ import annotations
@@ -35,7 +39,20 @@ _GROUPS = [
 ]
 
 
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("furnace")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "unknown"
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(_version(), "--version", "-V", prog_name="furnace", message="%(prog)s %(version)s")
 @click.option(
     "--home", type=click.Path(file_okay=False), default=None, help="Data folder (default $FURNACE_HOME or ./data)."
 )
@@ -71,14 +88,17 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
+    except click.UsageError as err:
+        err.show()
+        sys.exit(EXIT_USAGE)
     except click.ClickException as err:
         err.show()
-        sys.exit(err.exit_code)
+        sys.exit(EXIT_FAILED)
     except click.exceptions.Exit as err:
         sys.exit(err.exit_code)
     except FurnaceError as err:
         click.echo(f"error: {err}", err=True)
-        sys.exit(1)
+        sys.exit(EXIT_FAILED)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
@@ -86,4 +106,4 @@ def main(argv: list[str] | None = None) -> None:
         if os.environ.get("FURNACE_DEBUG"):
             raise
         click.echo(f"internal error: {err.__class__.__name__}: {err} (set FURNACE_DEBUG=1 for details)", err=True)
-        sys.exit(2)
+        sys.exit(EXIT_INTERNAL)

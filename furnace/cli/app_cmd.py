@@ -43,6 +43,7 @@ def register(cli: click.Group) -> None:
         """Start the Streamlit app on the current FURNACE_HOME."""
         if not APP_ENTRY.exists():
             raise InputError(f"the app is not installed next to the package ({APP_ENTRY} missing)")
+        obj.ensure_home()
         settings = obj.settings
         env = dict(os.environ, FURNACE_HOME=str(settings.home.resolve()))
         host = host or settings.app_host

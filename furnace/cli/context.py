@@ -9,9 +9,41 @@ from typing import Any
 
 import click
 
+from furnace.domain.errors import InputError
 from furnace.settings import FurnaceSettings
 
 _ROLES = {"experiment": "the experiment writer", "demo": "the demo", "arena": "the arena", "sweep": "the sweep"}
+
+# Commands that only read: a FURNACE_HOME that does not exist is an error for them (a
+# mistyped path must not look like an empty library). Every other command creates it.
+READ_ONLY_COMMANDS = frozenset(
+    {
+        "elixir list",
+        "elixir show",
+        "elixir history",
+        "elixir diff",
+        "elixir render",
+        "agent show",
+        "lineage",
+        "experiment list",
+        "experiment show",
+        "content list",
+        "content show",
+        "content history",
+        "content diff",
+        "prefs",
+        "arena list",
+        "arena show",
+        "export",
+        "ask",
+    }
+)
+
+
+def _command_path() -> str:
+    """The running command without the program name (``"elixir list"``), or "" outside click."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.command_path.partition(" ")[2] if ctx is not None else ""
 
 
 @dataclass
@@ -42,6 +74,26 @@ class CliContext:
             snapshot.wait_pending()  # the command's last snapshot request is served before it ends
             db.close()
 
+    def ensure_home(self, *, writes: bool | None = None) -> Path:
+        """The data folder; a missing one is an error for read commands, created (and announced) for writers.
+
+        ``writes`` None: decided by the running command (:data:`READ_ONLY_COMMANDS`).
+        """
+        home = self.settings.home
+        if home.is_dir():
+            return home
+        if home.exists():
+            raise InputError(f"FURNACE_HOME {home} is not a folder", field="home")
+        if writes is None:
+            writes = _command_path() not in READ_ONLY_COMMANDS
+        if not writes:
+            raise InputError(
+                f"FURNACE_HOME {home} does not exist (mistyped? a command that writes creates it)", field="home"
+            )
+        home.mkdir(parents=True, exist_ok=True)
+        click.echo(f"created FURNACE_HOME {home.resolve()}", err=True)
+        return home
+
     def _get(self, key: str, build: Any) -> Any:
         if key not in self._cache:
             self._cache[key] = build(self.settings)
@@ -51,6 +103,8 @@ class CliContext:
     def db(self) -> Any:
         from furnace.adapters.factory import build_db
 
+        if "db" not in self._cache:
+            self.ensure_home()
         return self._get("db", build_db)
 
     @property

@@ -106,8 +106,13 @@ def _value(agent: Agent) -> dict[str, Any]:
     }
 
 
-def _agent_from_value(value: dict[str, Any], lineage_hash: str) -> Agent:
-    agent = Agent.model_validate(value["agent"])
+def _agent_from_value(value: dict[str, Any], lineage_hash: str) -> Agent | None:
+    """The cached agent; None for an entry that is not one (corrupted: a miss); LineageError if altered."""
+    try:
+        agent = Agent.model_validate(value["agent"])
+    except (KeyError, TypeError, ValueError):  # pydantic's ValidationError is a ValueError
+        log.warning("synth:%s: cached entry is not a valid agent; rebuilding", lineage_hash[:12])
+        return None
     if agent.lineage_hash != lineage_hash or agent.system_prompt != value.get("prompt"):
         raise LineageError(f"synth:{lineage_hash[:12]}…: cached agent does not match its key (altered cache row)")
     return agent
@@ -173,6 +178,10 @@ def fuse(
 
     value, from_cache = cache.get_or_build(lineage_hash, build)
     agent = _agent_from_value(value, lineage_hash)
+    if agent is None:  # a corrupted cache entry counts as a miss (it is not replaced: rows are insert-if-absent)
+        built = _agent_from_value(build(), lineage_hash)
+        assert built is not None
+        agent, from_cache = built, False
     if not cache.known_persisted(store, lineage_hash):  # make sure this store holds the agent
         try:
             agent = store.get_agent(agent_id)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from furnace.domain.errors import InputError
+from furnace.interop.limits import check_json_shape
 from furnace.interop.png import is_png, text_chunks
 
 Spec = Literal["v2", "v3"]
@@ -26,6 +27,7 @@ PNG_KEYWORDS: dict[Spec, str] = {"v2": "chara", "v3": "ccv3"}
 MAX_CARD_JSON_BYTES = 3_000_000  # the card JSON itself (lorebooks included)
 MAX_CARD_FILE_BYTES = 20_000_000  # a PNG file (the image counts too)
 MAX_DEPTH = 64  # JSON nesting; real cards use fewer than 10 levels
+FURNACE_OBJECTS = ("exact", "extensions", "lineage")  # ``extensions.furnace`` keys that must be objects
 
 STRING_FIELDS = (
     "name",
@@ -99,6 +101,10 @@ def _check_types(data: dict[str, Any]) -> None:
     furnace_ext = (data.get("extensions") or {}).get("furnace")
     if furnace_ext is not None and not isinstance(furnace_ext, dict):
         raise _fail("data.extensions.furnace must be an object", "data.extensions.furnace")
+    for key in FURNACE_OBJECTS:
+        value = (furnace_ext or {}).get(key)
+        if value is not None and not isinstance(value, dict):
+            raise _fail(f"data.extensions.furnace.{key} must be an object", f"data.extensions.furnace.{key}")
 
 
 def validate_card(obj: Any) -> DecodedCard:
@@ -112,6 +118,8 @@ def validate_card(obj: Any) -> DecodedCard:
         )
         raise _fail(f"no 'spec' field{hint}; expected chara_card_v2 or chara_card_v3", "spec")
     specs = {name: key for key, name in SPEC_NAMES.items()}
+    if not isinstance(spec_name, str):
+        raise _fail(f"'spec' must be a string, got {type(spec_name).__name__}", "spec")
     if spec_name not in specs:
         raise _fail(f"unsupported spec {spec_name!r}; expected chara_card_v2 or chara_card_v3", "spec")
     spec: Spec = specs[spec_name]
@@ -163,6 +171,10 @@ def _parse_json_text(text: str | bytes, where: str, label: str) -> Any:
     try:
         if isinstance(text, bytes):
             text = text.decode("utf-8-sig")
+        try:
+            check_json_shape(label, text, max_depth=MAX_DEPTH)
+        except InputError:
+            raise RecursionError from None
         obj = json.loads(text, parse_constant=_reject_constant)
         if _depth(obj) > MAX_DEPTH:
             raise RecursionError
@@ -229,6 +241,8 @@ def convert(card: dict[str, Any], spec: Spec) -> dict[str, Any]:
     """
     out = copy.deepcopy(card)
     current = "v3" if out.get("spec") == SPEC_NAMES["v3"] else "v2"
+    if spec == "v3":
+        _v3_book(out["data"])
     if current == spec:
         return out
     out["spec"] = SPEC_NAMES[spec]
@@ -241,6 +255,15 @@ def convert(card: dict[str, Any], spec: Spec) -> dict[str, Any]:
         for key in V3_ONLY_FIELDS:
             data.pop(key, None)
     return out
+
+
+def _v3_book(data: dict[str, Any]) -> None:
+    """V3 lorebook entries carry ``use_regex`` (required by the V3 spec; V2 keys are plain text: false)."""
+    book = data.get("character_book")
+    if isinstance(book, dict):
+        for entry in book.get("entries") or []:
+            if isinstance(entry, dict):
+                entry.setdefault("use_regex", False)
 
 
 def sync_v1_mirrors(card: dict[str, Any]) -> None:

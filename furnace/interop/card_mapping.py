@@ -18,7 +18,11 @@ expertise              ``tags``                                      tags (fallb
 =====================  ============================================  ==============================
 
 ``{{char}}``/``<BOT>`` become the character's name (or nickname) and
-``{{user}}``/``<USER>`` "the user" in derived text.
+``{{user}}``/``<USER>`` "the user" in derived text. Other SillyTavern macros
+(``{{original}}``, ``{{date}}``, ``{{random::a::b}}``, ``{{// note}}`` ...) are
+kept as macros: a line that holds nothing but macros is a placeholder, not a
+principle, and is left out of the elixir; the card keeps it verbatim (export
+starts from the original card).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ SOURCES: dict[str, tuple[str, ...]] = {
 _CHAR = re.compile(r"\{\{char\}\}|<bot>", re.IGNORECASE)
 _USER = re.compile(r"\{\{user\}\}|<user>", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+")
+_MACRO_ONLY = re.compile(r"^\s*(?:\{\{[^{}]*\}\}\s*)+$")  # e.g. "{{original}}" on its own line
 _START = re.compile(r"^\s*<start>\s*$", re.IGNORECASE)
 _TURN = re.compile(r"^\s*(\{\{user\}\}|<user>|\{\{char\}\}|<bot>)\s*:\s?(.*)$", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
@@ -159,12 +164,14 @@ def derive_principles(data: dict[str, Any], language: str, *, generated_prompt: 
     out: list[str] = []
     if not generated_prompt:
         for line in _lines(macros(data.get("system_prompt") or "")):
-            _add_unique(out, line)
+            if not _MACRO_ONLY.match(line):
+                _add_unique(out, line)
     personality = macros(data.get("personality") or "").strip()
     listed = _bullets(personality)
     if listed is not None:
         for item in listed:
-            _add_unique(out, item)
+            if not _MACRO_ONLY.match(item):
+                _add_unique(out, item)
     elif personality:
         _add_unique(out, words["personality"].format(" ".join(personality.split())))
     _, background = derive_identity(data, language)

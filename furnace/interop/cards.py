@@ -36,6 +36,7 @@ from furnace.domain.errors import InputError
 from furnace.interop.card_format import (
     BACKFILL_NOTE,
     MAX_CARD_FILE_BYTES,
+    MAX_DEPTH,
     PNG_KEYWORDS,
     SPEC_NAMES,
     SPEC_VERSIONS,
@@ -56,6 +57,7 @@ from furnace.interop.card_mapping import (
     guard,
     mapped_values,
 )
+from furnace.interop.limits import check_json_shape
 from furnace.interop.png import PNG_SIGNATURE, write_png
 
 FORMAT = "furnace.card/1"
@@ -107,6 +109,8 @@ def _split_furnace(card: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[st
     if not isinstance(extensions, dict) or EXT_KEY not in extensions:
         return None, rest
     furn = extensions.pop(EXT_KEY)
+    if not isinstance(furn, dict):  # ``"furnace": null``: no furnace data (validate_card refused anything else)
+        return None, rest
     if not extensions and furn.get("made_extensions"):
         del rest["data"]["extensions"]
     return furn, rest
@@ -215,8 +219,13 @@ def is_card_file(path: str | Path) -> bool:
             return True
         if path.suffix.lower() != ".json" or path.stat().st_size > MAX_CARD_FILE_BYTES:
             return False
-        obj = json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        raw = path.read_bytes()
+        if b"chara_card" not in raw:  # a card's "spec" names it; anything else is not one
+            return False
+        text = raw.decode("utf-8-sig")
+        check_json_shape(path.name, text, max_depth=MAX_DEPTH)  # too deep: the elixir reader says so
+        obj = json.loads(text)
+    except (OSError, ValueError, RecursionError):  # InputError is a ValueError
         return False
     return isinstance(obj, dict) and isinstance(obj.get("spec"), str) and obj["spec"].startswith("chara_card")
 

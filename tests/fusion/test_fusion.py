@@ -193,3 +193,22 @@ def test_default_settings_do_not_read_the_environment(store, cache, monkeypatch)
     monkeypatch.setenv("FURNACE_SIMILARITY_THRESHOLD", "0.99")
     agent = run(store, cache, operator="crossover").agent
     assert agent.lineage.params["similarity_threshold"] == 0.55
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        lambda value: {k: v for k, v in value.items() if k != "agent"},  # the agent is missing
+        lambda value: {**value, "agent": {"id": 7}},  # not an agent
+        lambda value: {**value, "agent": None},
+    ],
+    ids=["no agent", "not an agent", "null agent"],
+)
+def test_corrupted_cache_entry_is_a_miss(store, fsettings, corrupt) -> None:
+    kv = MemoryKV()
+    first = run(store, SynthesisCache(kv), operator="crossover", settings=fsettings).agent
+    key = synth_key(first.lineage_hash)
+    value, expires = kv._data[key]
+    kv._data[key] = (corrupt(value), expires)
+    again = run(store, SynthesisCache(kv), operator="crossover", settings=fsettings)
+    assert again.from_cache is False and again.agent.lineage_hash == first.lineage_hash

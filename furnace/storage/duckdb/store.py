@@ -139,31 +139,46 @@ class DuckDBStore:
         raise NotFound(f"elixir {id!r} has no version {version} (latest is {latest})", field="version")
 
     def _save_elixir(self, con: Con, elixir: Elixir, origin: Origin, id: str) -> ElixirRef:
-        rows = con.execute(
-            "SELECT version, content_hash, deleted_at, origin FROM elixir_versions WHERE id = ?"
-            " ORDER BY version DESC LIMIT 1",
-            [id],
-        ).fetchall()
-        if rows and rows[0][2] is not None:
-            raise deleted_id_error(id)
-        if rows and rows[0][1] == elixir.content_hash:
-            return ElixirRef(id=id, version=rows[0][0], content_hash=rows[0][1])
-        stored = as_stored(elixir, id=id, version=(rows[0][0] + 1) if rows else 1, created_at=self._clock())
-        body = json.dumps(stored.model_dump(mode="json", exclude=_BODY_EXCLUDE), ensure_ascii=False, sort_keys=True)
-        con.execute(
-            "INSERT INTO elixir_versions (id, version, origin, name, content_hash, body, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                id,
-                stored.version,
-                rows[0][3] if rows else origin,
-                stored.name,
-                stored.content_hash,
-                body,
-                _to_db(stored.created_at),
-            ],  # type: ignore[arg-type]
-        )
-        return stored.ref
+        return self._save_many(con, [(elixir, id)], origin)[0]
+
+    def _save_many(self, con: Con, items: Sequence[tuple[Elixir, str]], origin: Origin) -> list[ElixirRef]:
+        """Save ``(elixir, id)`` pairs: one query for the latest rows, one insert for all new versions."""
+        ids = list(dict.fromkeys(id for _, id in items))
+        latest: dict[str, tuple[int, str, Any, str]] = {}
+        for chunk in range(0, len(ids), 1000):
+            for id, version, content_hash, deleted_at, row_origin in con.execute(
+                "SELECT id, max(version), arg_max(content_hash, version), arg_max(deleted_at, version),"
+                " arg_max(origin, version) FROM elixir_versions WHERE list_contains(?::VARCHAR[], id) GROUP BY id",
+                [ids[chunk : chunk + 1000]],
+            ).fetchall():
+                latest[id] = (version, content_hash, deleted_at, row_origin)
+        refs: list[ElixirRef] = []
+        rows: list[list[Any]] = []
+        for elixir, id in items:
+            current = latest.get(id)
+            if current is not None and current[2] is not None:
+                raise deleted_id_error(id)
+            if current is not None and current[1] == elixir.content_hash:
+                refs.append(ElixirRef(id=id, version=current[0], content_hash=current[1]))
+                continue
+            version = current[0] + 1 if current is not None else 1
+            stored = as_stored(elixir, id=id, version=version, created_at=self._clock())
+            body = json.dumps(stored.model_dump(mode="json", exclude=_BODY_EXCLUDE), ensure_ascii=False, sort_keys=True)
+            row_origin = current[3] if current is not None else origin
+            rows.append(
+                [id, version, row_origin, stored.name, stored.content_hash, body, _to_db(stored.created_at)]  # type: ignore[arg-type]
+            )
+            latest[id] = (version, stored.content_hash, None, row_origin)
+            refs.append(stored.ref)
+        for chunk in range(0, len(rows), 500):
+            part = rows[chunk : chunk + 500]
+            con.execute(
+                "INSERT INTO elixir_versions (id, version, origin, name, content_hash, body, created_at)"
+                " SELECT unnest(?::VARCHAR[]), unnest(?::INTEGER[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[]),"
+                " unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::TIMESTAMP[])",
+                [list(column) for column in zip(*part, strict=True)],
+            )
+        return refs
 
     # --- elixirs ---------------------------------------------------------
 
@@ -173,7 +188,7 @@ class DuckDBStore:
 
     def save_elixirs(self, elixirs: Sequence[Elixir], *, origin: Origin = "library") -> list[ElixirRef]:
         """Save several elixirs all-or-nothing, in one transaction."""
-        return self._write(lambda con: [self._save_elixir(con, e, origin, e.id) for e in elixirs])
+        return self._write(lambda con: self._save_many(con, [(e, e.id) for e in elixirs], origin))
 
     def get_elixir(self, id: str, version: int | None = None) -> Elixir:
         """One version (latest when ``version`` is None); raises NotFound."""
