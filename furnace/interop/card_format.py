@@ -235,22 +235,21 @@ def encode_chunk(card: dict[str, Any]) -> str:
 def convert(card: dict[str, Any], spec: Spec) -> dict[str, Any]:
     """A deep copy of ``card`` in the ``spec`` envelope.
 
-    V2→V3 adds ``group_only_greetings``; V3→V2 drops the V3-only data fields
+    V2→V3 adds ``group_only_greetings`` and the lorebook entries' ``use_regex``; V3→V2 drops the V3-only data fields
     (the caller keeps the original when it needs them back). Top-level keys
     besides ``spec``/``spec_version``/``data`` (V1 mirrors) are kept.
     """
     out = copy.deepcopy(card)
     current = "v3" if out.get("spec") == SPEC_NAMES["v3"] else "v2"
-    if spec == "v3":
-        _v3_book(out["data"])
     if current == spec:
-        return out
+        return out  # a card's own lorebook is kept exactly as it came
     out["spec"] = SPEC_NAMES[spec]
     out["spec_version"] = SPEC_VERSIONS[spec]
     data = out["data"]
     if spec == "v3":
         data.setdefault("group_only_greetings", [])
         data.setdefault("alternate_greetings", [])
+        _v3_book(data)
     else:
         for key in V3_ONLY_FIELDS:
             data.pop(key, None)

@@ -59,6 +59,7 @@ from furnace.interop.card_mapping import (
 )
 from furnace.interop.limits import check_json_shape
 from furnace.interop.png import PNG_SIGNATURE, write_png
+from furnace.interop.secrets import refuse_secrets
 
 FORMAT = "furnace.card/1"
 EXT_KEY = "furnace"
@@ -342,19 +343,29 @@ def card_for(target: Target, spec: Spec = "v3", *, backfill: bool = False) -> di
     return card
 
 
+def _exported(target: Target, spec: Spec, *, backfill: bool = False) -> dict[str, Any]:
+    """:func:`card_for`, refused (InputError naming the field) when anything in it looks like a secret."""
+    card = card_for(target, spec, backfill=backfill)
+    kind = "agent" if isinstance(target, Agent) else "elixir"
+    refuse_secrets(card, what=f"{kind} {target.id!r} as a character card")
+    return card
+
+
 def export_card_json(target: Target, spec: Spec = "v3") -> bytes:
-    """The card as pretty UTF-8 JSON (deterministic for the same input)."""
-    return (json.dumps(card_for(target, spec), ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    """The card as pretty UTF-8 JSON (deterministic for the same input); refuses secrets."""
+    return (json.dumps(_exported(target, spec), ensure_ascii=False, indent=2) + "\n").encode("utf-8")
 
 
 def export_card_png(target: Target, spec: Spec = "v3") -> bytes:
-    """A PNG carrying the card: ``ccv3`` plus a backfilled ``chara`` (V2) for ``v3``; ``chara`` only for ``v2``."""
+    """A PNG carrying the card: ``ccv3`` plus a backfilled ``chara`` (V2) for ``v3``; ``chara`` only for ``v2``.
+
+    Refuses secrets like :func:`export_card_json`."""
     elixir, _ = _unpack(target)
     texts = []
     if spec == "v3":
-        texts.append((PNG_KEYWORDS["v3"], encode_chunk(card_for(target, "v3"))))
-        texts.append((PNG_KEYWORDS["v2"], encode_chunk(card_for(target, "v2", backfill=True))))
+        texts.append((PNG_KEYWORDS["v3"], encode_chunk(_exported(target, "v3"))))
+        texts.append((PNG_KEYWORDS["v2"], encode_chunk(_exported(target, "v2", backfill=True))))
     else:
-        texts.append((PNG_KEYWORDS["v2"], encode_chunk(card_for(target, "v2"))))
+        texts.append((PNG_KEYWORDS["v2"], encode_chunk(_exported(target, "v2"))))
     colour = bytes.fromhex(elixir.content_hash[:6])
     return write_png(texts, rgb=(colour[0], colour[1], colour[2]))

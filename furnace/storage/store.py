@@ -161,12 +161,17 @@ def as_stored(elixir: Elixir, *, version: int, created_at: datetime, id: str | N
 
     Re-validating (rather than ``model_copy``) means a value assembled without
     validation can never reach the store, and its ``content_hash`` is fresh.
+    Style notes or principles that look like they hold a secret are logged as a warning.
     """
+    from furnace.interop.secrets import warn_secrets
+
     data = elixir.model_dump(mode="json", exclude={"content_hash", "version", "created_at", "deleted_at"})
     data.update(version=version, created_at=created_at, deleted_at=None)
     if id is not None:
         data["id"] = id
-    return parse_elixir(data)
+    stored = parse_elixir(data)
+    warn_secrets(stored)  # a warning, never the secret: exports of it are refused
+    return stored
 
 
 def checked_ref(elixir: Elixir, ref: ElixirRef) -> Elixir:

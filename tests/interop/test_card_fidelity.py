@@ -7,7 +7,7 @@ import json
 from cards_data import V2_CARD, V3_CARD, card
 
 from furnace.interop.card_format import decode_card_bytes
-from furnace.interop.cards import export_card_json, export_card_png, read_card_bytes
+from furnace.interop.cards import card_for, export_card_json, export_card_png, read_card_bytes
 
 
 def _v2_with_book() -> dict:
@@ -32,12 +32,10 @@ def test_v2_lorebook_exported_as_v3_carries_use_regex_on_every_entry() -> None:
     assert all("use_regex" not in e for e in v2_entries)
 
 
-def test_v3_card_missing_use_regex_gets_it_and_a_true_one_is_kept() -> None:
-    original = card(V3_CARD)
-    del original["data"]["character_book"]["entries"][0]["use_regex"]
-    imported = read_card_bytes(json.dumps(original).encode())
-    entries = json.loads(export_card_json(imported.elixir, "v3"))["data"]["character_book"]["entries"]
-    assert [e["use_regex"] for e in entries] == [False, True]
+def test_furnace_v3_export_of_an_elixir_with_a_v2_lorebook_is_valid_v3() -> None:
+    imported = read_card_bytes(json.dumps(_v2_with_book()).encode())
+    book = card_for(imported.elixir, "v3")["data"]["character_book"]
+    assert all(isinstance(e["use_regex"], bool) for e in book["entries"])
 
 
 def test_v3_card_with_assets_and_lorebook_round_trips_json_and_png() -> None:
