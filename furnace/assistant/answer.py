@@ -14,14 +14,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
-from furnace.assistant.intent import CLASSIFY_SCHEMA, INTENTS, IntentGuess, classify
+from furnace.assistant.intent import CLASSIFY_SCHEMA, INTENTS, Classification, IntentGuess, classify, cost_group
 from furnace.assistant.leads import template_lead
-from furnace.assistant.queries import run_query
-from furnace.assistant.results import AssistData, StructuredResult
+from furnace.assistant.queries import examples, run_query
+from furnace.assistant.results import AssistData, Query, StructuredResult
 from furnace.assistant.scope import Catalogue, Inferred, Scope, infer_scope, match_names, parse_command
 from furnace.domain.errors import LLMError
 from furnace.domain.text import detect_language
@@ -29,6 +29,8 @@ from furnace.llm.context import build_context
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 
 MIN_CONFIDENCE = 0.6
+MAX_QUESTION_CHARS = 2_000
+LINEAGE = ("ancestors", "descendants", "common_ancestors")
 LEAD_MAX_TOKENS = 80
 LEAD_SYSTEM = (
     "You are furnace's lab assistant. The full result is already on the user's screen as a table. "
@@ -125,23 +127,36 @@ class Assistant:
         question = question.strip()
         zh = detect_language(question) == "zh"
         yield Status(text="正在理解问题…" if zh else "Reading the question…")
+        refusal = self._refuse(question, zh)
+        if refusal:
+            yield from self._finish(state, question[:200], refusal, None, state.locked or Scope(), clarify=True)
+            return
         catalogue = self.data.catalogue()
         command = parse_command(question)
         if command is not None:
             yield from self._command(command, question, state, catalogue, zh)
             return
+        yield from self._answer(question, state, catalogue, zh)
 
+    def _answer(
+        self, question: str, state: AssistantState, catalogue: Catalogue, zh: bool, *, prefix: str = ""
+    ) -> Iterator[AnswerEvent]:
         inferred = infer_scope(question, catalogue, self.now())
         guess = classify(question)
+        named = [e for e in catalogue.experiments if e.casefold() in question.casefold()]
+        if len(named) > 1 and guess.intent in (None, "experiments"):  # "exp-a vs exp-b"
+            guess = IntentGuess(intent="experiment_compare", confidence=1.0, source="rules")
         if guess.intent is None or inferred.unresolved:
             guess, inferred = self._ask_model(question, state, catalogue, guess, inferred)
-        clarify = self._clarification(guess, inferred, catalogue, zh)
-        if clarify:
-            yield from self._finish(state, question, clarify, None, state.locked or Scope(), clarify=True)
-            return
-
+        clarify = self._clarification(guess, inferred, catalogue, zh) or self._lock_conflict(state, inferred, zh)
         locked = state.locked or Scope()
         scope = locked.overlaid(inferred.scope)  # this turn only; the lock itself is unchanged
+        if not clarify and guess.intent is not None:
+            clarify = self._missing_subject(guess.intent, scope, inferred, zh)
+        if clarify:
+            yield from self._finish(state, question, prefix + clarify, None, locked, clarify=True)
+            return
+        assert guess.intent is not None
         yield Meta(
             scope=scope,
             scope_label=scope.label(),
@@ -150,10 +165,73 @@ class Assistant:
             intent_source=guess.source,
         )
         yield Status(text="正在查询…" if zh else "Querying…")
-        assert guess.intent is not None
-        result = run_query(self.data, guess.intent, scope, limit=self.limit, zh=zh)
-        lead = self._lead(question, result, zh, used_model=guess.source != "rules")
-        yield from self._finish(state, question, lead, result, scope)
+        query = Query(
+            scope=scope,
+            agents=tuple(inferred.agents),
+            versions=tuple(inferred.versions),
+            experiments=tuple(named) if len(named) > 1 else (),
+            group=cost_group(question),
+            limit=self.limit,
+        )
+        result = run_query(self.data, guess.intent, query, zh=zh)
+        lead = prefix + self._lead(question, result, zh, used_model=guess.source != "rules")
+        yield from self._finish(state, question, lead, result, scope, applied=result.applied)
+
+    @staticmethod
+    def _refuse(question: str, zh: bool) -> str | None:
+        """A clear answer for a question that can't be read at all (empty, far too long)."""
+        if not question:
+            return (
+                "请输入一个问题，例如：" + "；".join(examples(zh))
+                if zh
+                else "Ask a question, for example: " + "; ".join(examples(zh))
+            )
+        if len(question) > MAX_QUESTION_CHARS:
+            return (
+                f"这个问题有 {len(question):,} 个字符，太长了；请在 {MAX_QUESTION_CHARS:,} 字以内提问。"
+                if zh
+                else f"That question is {len(question):,} characters long; "
+                f"please ask in under {MAX_QUESTION_CHARS:,} characters."
+            )
+        return None
+
+    def _missing_subject(self, intent: str, scope: Scope, inferred: Inferred, zh: bool) -> str | None:
+        """Lineage and diff questions need something to start from; unknown agents are named."""
+        unknown = [a for a in inferred.agents if not self.data.known_agent(a)]
+        if unknown:
+            return f"我找不到智能体 {unknown[0]}。" if zh else f"I can't find an agent called {unknown[0]!r}."
+        nodes = len(inferred.agents) + (1 if scope.persona else 0)
+        if intent == "common_ancestors" and nodes < 2:
+            return (
+                "请给出两个智能体（agt-…）或人设，我来找它们的共同祖先。"
+                if zh
+                else "Name two agents (agt-…) or personas and I'll find their common ancestors."
+            )
+        if intent in ("ancestors", "descendants") and nodes < 1:
+            return (
+                "请说明从哪个智能体（agt-…）或人设开始。"
+                if zh
+                else "Which agent (agt-…) or persona should I start from?"
+            )
+        if intent == "persona_diff" and not scope.persona:
+            return "请说明要比较哪个人设的版本。" if zh else "Which persona's versions should I compare?"
+        return None
+
+    @staticmethod
+    def _lock_conflict(state: AssistantState, inferred: Inferred, zh: bool) -> str | None:
+        """A question naming another persona/experiment than the lock: ask before switching."""
+        if state.locked is None:
+            return None
+        for field in ("persona", "experiment"):
+            held, asked = getattr(state.locked, field), getattr(inferred.scope, field)
+            if held and asked and held != asked:
+                return (
+                    f"范围已锁定为 {field}={held}，而你问的是 {asked}。要切换吗？说“只看 {asked}”切换，或“清除范围”。"
+                    if zh
+                    else f"The scope is locked to {field}={held}, but you asked about {asked}. "
+                    f"Say 'only look at {asked}' to switch, or 'clear scope'."
+                )
+        return None
 
     def _finish(
         self,
@@ -164,11 +242,12 @@ class Assistant:
         scope: Scope,
         *,
         clarify: bool = False,
+        applied: str | None = None,
     ) -> Iterator[AnswerEvent]:
         for piece in re.findall(r"\S+\s*", lead):
             yield Delta(text=piece)
         state.history.append(Turn(question=question, answer=lead))
-        yield Done(lead=lead, result=result, clarify=clarify, scope_label=scope.label())
+        yield Done(lead=lead, result=result, clarify=clarify, scope_label=applied or scope.label())
 
     # --- scope commands -----------------------------------------------------
 
@@ -196,6 +275,13 @@ class Assistant:
             scope=inferred.scope, scope_label=inferred.scope.label(), locked=True, intent=None, intent_source="rules"
         )
         text = f"范围已锁定：{inferred.scope.label()}。" if zh else f"Scope locked: {inferred.scope.label()}."
+        asked = classify(target).intent
+        if asked is not None and asked not in (
+            "personas",
+            "experiments",
+        ):  # "只看 tea-master 的版本": lock, then answer
+            yield from self._answer(target, state, catalogue, zh, prefix=text + " ")
+            return
         yield from self._finish(state, question, text, None, inferred.scope)
 
     @staticmethod
@@ -220,29 +306,26 @@ class Assistant:
             attempts.append(("model+history", state.history))
         for source, history in attempts:
             parsed = self._classify_call(question, catalogue, history)
-            if parsed is None or float(parsed.get("confidence") or 0) < MIN_CONFIDENCE:
+            if parsed is None or parsed.confidence < MIN_CONFIDENCE:
                 continue
-            intent = parsed.get("intent") if parsed.get("intent") in INTENTS else guess.intent
+            intent = parsed.intent or guess.intent
             if intent is None:
                 continue
-            fields = {k: parsed.get(k) for k in ("persona", "experiment")}
             fields = {
                 k: v
-                for k, v in fields.items()
+                for k, v in (("persona", parsed.persona), ("experiment", parsed.experiment))
                 if v and v in (catalogue.personas if k == "persona" else catalogue.experiments)
             }
-            since = self.now() - timedelta(days=parsed["days"]) if parsed.get("days") else None
+            since = self.now() - timedelta(days=parsed.days) if parsed.days else None
             model_scope = Scope(since=since, **fields)
             unresolved = [u for u in inferred.unresolved if u.split(" ")[0] not in fields]
             return (
-                IntentGuess(intent=intent, confidence=float(parsed["confidence"]), source=source),  # type: ignore[arg-type]
-                Inferred(
-                    scope=inferred.scope.overlaid(model_scope), unresolved=unresolved, ambiguous=inferred.ambiguous
-                ),
+                IntentGuess(intent=intent, confidence=parsed.confidence, source=source),  # type: ignore[arg-type]
+                inferred.model_copy(update={"scope": inferred.scope.overlaid(model_scope), "unresolved": unresolved}),
             )
         return guess, inferred
 
-    def _classify_call(self, question: str, catalogue: Catalogue, history: list[Turn]) -> dict[str, Any] | None:
+    def _classify_call(self, question: str, catalogue: Catalogue, history: list[Turn]) -> Classification | None:
         assert self.llm is not None
         system = CLASSIFY_SYSTEM + "\nCatalogue: " + str(catalogue.model_dump())
         turns = [
@@ -276,7 +359,10 @@ class Assistant:
             parsed = self.llm.complete(request).parsed
         except LLMError:
             return None
-        return parsed if isinstance(parsed, dict) else None
+        try:
+            return Classification.model_validate(parsed)
+        except ValidationError:  # an answer outside the schema is no answer
+            return None
 
     def _lead(self, question: str, result: StructuredResult, zh: bool, *, used_model: bool) -> str:
         if self.llm is None or not (self.model_lead or used_model):
@@ -320,10 +406,13 @@ class Assistant:
                 else f"I can't find a {what} called {name!r}. Known: {hint}. Which one do you mean?"
             )
         if guess.intent is None:
+            asks = examples(zh)
             return (
-                "我不确定你想看什么：最佳智能体、修订记录、学到的偏好、实验、人设还是花费？"
+                "我不确定你想看什么。我能回答关于智能体、算子、谱系、人设版本、失败、评委反馈、实验、内容、群聊和花费的问题，例如："
+                + "；".join(f"“{q}”" for q in asks)
                 if zh
-                else "I'm not sure what you'd like to see: best agents, revisions, learned preferences, "
-                "experiments, personas or costs?"
+                else "I'm not sure what you'd like to see. I answer questions about agents, operators, lineage, "
+                "persona versions, failures, judge feedback, experiments, content, arena runs and costs, for example: "
+                + "; ".join(f"{q!r}" for q in asks)
             )
         return None

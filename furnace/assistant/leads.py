@@ -1,33 +1,98 @@
-"""Template leads: one sentence written in code when no model is needed."""
+"""Template leads: one sentence written in code when no model is needed.
+
+A lead points at the table without retyping it: the count and the one row worth
+noticing, in the question's language.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from furnace.assistant.results import StructuredResult
 
 
+def _num(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
 def template_lead(result: StructuredResult, zh: bool) -> str:
-    """A one-sentence lead that points at the table without retyping it."""
+    """A one-sentence lead for ``result`` (by its intent), in zh or en."""
     n = len(result.items)
     if n == 0:
         return "没有符合范围的记录。" if zh else "Nothing matches this scope yet."
     first = result.items[0]
-    if "fitness" in first and first.get("agent_id"):
-        best = (
-            f"{first['agent_id']}（适应度 {first['fitness']:.3f}）"
+    intent = result.intent
+    if intent == "top_agents":
+        best = f"{first['agent_id']} ({_num(first['fitness'])})"
+        return f"共 {n} 个智能体，最佳是 {best}。" if zh else f"{n} agent(s); the best is {best}."
+    if intent == "operators":
+        rate = first.get("success_rate")
+        shown = f"{rate:.0%}" if isinstance(rate, float) else "—"
+        return (
+            f"{n} 个算子；{first['operator']} 最常超过亲本（{shown}，共 {first['children']} 个后代）。"
             if zh
-            else f"{first['agent_id']} (fitness {first['fitness']:.3f})"
+            else f"{n} operator(s); {first['operator']} beat its parents most often ({shown} of "
+            f"{first['children']} children)."
         )
-        return f"共 {n} 条，最佳是 {best}。" if zh else f"{n} agent(s); the best is {best}."
-    if "dimension" in first:
+    if intent in ("ancestors", "descendants"):
+        deepest = max(int(r.get("depth") or 0) for r in result.items)
+        noun = ("祖先" if intent == "ancestors" else "后代") if zh else intent[:-1] + " link(s)"
+        return f"共 {n} 条{noun}，最深 {deepest} 代。" if zh else f"{n} {noun}, up to {deepest} generation(s) deep."
+    if intent == "common_ancestors":
+        return (
+            f"共 {n} 个共同祖先，最近的是 {first['ancestor']}。"
+            if zh
+            else f"{n} common ancestor(s); the nearest is {first['ancestor']}."
+        )
+    if intent == "persona_versions":
+        ids = {r["id"] for r in result.items}
+        return (
+            f"{len(ids)} 个人设共 {n} 个版本；最新是 {first['id']} v{first['version']}。"
+            if zh
+            else f"{n} version(s) of {len(ids)} persona(s); the newest is {first['id']} v{first['version']}."
+        )
+    if intent == "persona_diff":
+        if first.get("field") == "(error)":
+            return str(first["after"])
+        return (
+            f"{first['id']} 从 v{first['from_version']} 到 v{first['to_version']} 共有 {n} 处变化。"
+            if zh
+            else f"{n} change(s) from v{first['from_version']} to v{first['to_version']} of {first['id']}."
+        )
+    if intent == "failures":
+        return (
+            f"共 {n} 条失败记录，最近的在 {first['where']}。"
+            if zh
+            else f"{n} failure(s); the latest in {first['where']}."
+        )
+    if intent == "judge_feedback":
+        return (
+            f"共 {n} 条评委反馈，最弱的是 {first['agent_id']} 在 {first['probe']} 上的 {first['scorer']}。"
+            if zh
+            else f"{n} judge note(s); the weakest is {first['scorer']} for {first['agent_id']} on {first['probe']}."
+        )
+    if intent == "experiment_compare":
+        best = max(result.items, key=lambda r: r.get("best_fitness") or 0)
+        return (
+            f"对比 {n} 个实验；最佳适应度最高的是 {best['experiment_id']}（{_num(best['best_fitness'])}）。"
+            if zh
+            else f"{n} experiment(s) side by side; the highest best fitness is {best['experiment_id']} "
+            f"({_num(best['best_fitness'])})."
+        )
+    if intent == "preferences":
         return (
             f"共 {n} 条偏好，最强的是 {first['dimension']} → {first['value']}。"
             if zh
             else f"{n} preference(s); the strongest is {first['dimension']} → {first['value']}."
         )
-    if "cost_usd" in first:
+    if intent == "costs":
         calls = sum(int(r.get("calls") or 0) for r in result.items)
         cost = sum(float(r.get("cost_usd") or 0) for r in result.items)
+        failed = sum(int(r.get("failed_attempts") or 0) for r in result.items)
+        extra = (f"，另有 {failed} 次失败尝试" if zh else f", plus {failed} failed attempt(s)") if failed else ""
         return (
-            f"共 {calls} 次模型调用，花费 ${cost:.4f}。" if zh else f"{calls} model call(s) costing ${cost:.4f} in all."
+            f"共 {calls} 次模型调用{extra}，花费 ${cost:.4f}。"
+            if zh
+            else f"{calls} model call(s){extra} costing ${cost:.4f} in all."
         )
     return f"{result.title}：共 {n} 条。" if zh else f"{result.title}: {n} row(s)."

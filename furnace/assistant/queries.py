@@ -1,105 +1,276 @@
-"""From an intent and a scope to a structured result (the data layer does the reading)."""
+"""From an intent and a query to a structured result (the data layer does the reading).
+
+:data:`SHAPES` is the assistant's whole vocabulary: for every intent, its title,
+its columns, and which scope fields its read applies. A locked or inferred scope
+field that an intent cannot apply is named in the result ("not applied: …"), so
+the scope line never claims a filter that did not happen.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from furnace.assistant.intent import Intent
-from furnace.assistant.results import Action, AssistData, StructuredResult
+from furnace.assistant.results import Action, AssistData, Query, StructuredResult
 from furnace.assistant.scope import Scope
 
-# intent -> (type, English title, Chinese title, columns)
-_SHAPES: dict[str, tuple[str, str, str, list[str]]] = {
-    "top_agents": (
+ScopeField = Literal["persona", "experiment", "time"]
+
+
+@dataclass(frozen=True)
+class Shape:
+    kind: Literal["list", "stats"]
+    title_en: str
+    title_zh: str
+    columns: tuple[str, ...]
+    applies: tuple[ScopeField, ...]
+    example_en: str
+    example_zh: str
+
+
+_ALL: tuple[ScopeField, ...] = ("persona", "experiment", "time")
+COST_COLUMNS = ("calls", "cached_calls", "failed_attempts", "tokens", "cost_usd")
+SHAPES: dict[str, Shape] = {
+    "top_agents": Shape(
         "list",
         "Best agents",
         "得分最高的智能体",
-        ["agent_id", "experiment_id", "generation", "fitness", "operator", "created_at"],
+        ("agent_id", "experiment_id", "generation", "fitness", "operator", "created_at"),
+        _ALL,
+        "which agents scored best in the last experiment?",
+        "最近一次实验里表现最好的是谁？",
     ),
-    "revisions": (
+    "operators": Shape(
+        "stats",
+        "Operators: children bred and how often they beat their parents",
+        "算子统计：产出的后代及其超过亲本的比例",
+        ("operator", "children", "improved", "success_rate", "mean_fitness", "best_fitness", "failures"),
+        _ALL,
+        "which operator worked best?",
+        "哪个算子效果最好？",
+    ),
+    "ancestors": Shape(
+        "list",
+        "Ancestors",
+        "祖先",
+        ("depth", "ancestor", "kind", "child", "operator", "parent_version"),
+        ("persona",),
+        "where did agt-… come from?",
+        "agt-… 的祖先有哪些？",
+    ),
+    "descendants": Shape(
+        "list",
+        "Descendants",
+        "后代",
+        ("depth", "descendant", "parent", "operator", "parent_version"),
+        ("persona", "experiment"),
+        "show agents descended from go-reviewer",
+        "go-reviewer 有哪些后代？",
+    ),
+    "common_ancestors": Shape(
+        "list",
+        "Common ancestors",
+        "共同祖先",
+        ("ancestor", "kind", "depth_a", "depth_b"),
+        ("persona",),
+        "what are the common ancestors of agt-… and agt-…?",
+        "agt-… 和 agt-… 的共同祖先是谁？",
+    ),
+    "persona_versions": Shape(
+        "list",
+        "Persona versions",
+        "人设版本",
+        ("id", "version", "name", "content_hash", "created_at", "deleted"),
+        ("persona", "time"),
+        "what versions does tea-master have?",
+        "tea-master 有哪些版本？",
+    ),
+    "persona_diff": Shape(
+        "list",
+        "What changed between versions",
+        "版本之间的变化",
+        ("id", "from_version", "to_version", "field", "before", "after"),
+        ("persona",),
+        "what changed between v1 and v2 of tea-master?",
+        "tea-master 第1版和第2版有什么区别？",
+    ),
+    "failures": Shape(
+        "list",
+        "Failures and their reasons",
+        "失败记录及原因",
+        ("where", "subject", "what", "reason", "created_at"),
+        _ALL,
+        "what failed in the last experiment?",
+        "最近一次实验有哪些失败？",
+    ),
+    "judge_feedback": Shape(
+        "list",
+        "Judge feedback (weakest first)",
+        "评委反馈（最弱的在前）",
+        ("agent_id", "experiment_id", "probe", "scorer", "value", "feedback"),
+        _ALL,
+        "what did the judge say about the best agent?",
+        "评委给了什么反馈？",
+    ),
+    "experiment_compare": Shape(
+        "stats",
+        "Experiments side by side",
+        "实验对比",
+        ("experiment_id", "name", "generations", "best_fitness", "mean_fitness", "calls", "tokens", "cost_usd"),
+        ("persona", "experiment", "time"),
+        "compare my experiments",
+        "对比一下这些实验",
+    ),
+    "content_versions": Shape(
+        "list",
+        "Content versions",
+        "内容版本",
+        ("content_id", "persona_id", "topic", "version", "title", "source", "created_at"),
+        ("persona", "time"),
+        "show the versions of my articles",
+        "我的文章有哪些版本？",
+    ),
+    "arena_runs": Shape(
+        "list",
+        "Arena runs",
+        "群聊运行记录",
+        ("run_id", "session_id", "turn", "message", "directive", "status", "replies", "created_at"),
+        ("persona", "time"),
+        "show the arena runs",
+        "群聊里最近跑了什么？",
+    ),
+    "revisions": Shape(
         "list",
         "Revisions",
         "修订记录",
-        ["revision_id", "content_id", "persona_id", "step", "suggestion", "created_at"],
+        ("revision_id", "content_id", "persona_id", "step", "suggestion", "created_at"),
+        ("persona", "time"),
+        "show the coach persona's revisions this week",
+        "这周的修订记录",
     ),
-    "preferences": (
+    "preferences": Shape(
         "list",
         "Learned style preferences",
         "学到的风格偏好",
-        ["persona_id", "dimension", "value", "count", "weight", "evidence"],
+        ("persona_id", "dimension", "value", "count", "weight", "evidence"),
+        ("persona",),
+        "what did the coach persona learn?",
+        "学到了哪些偏好？",
     ),
-    "experiments": (
+    "experiments": Shape(
         "list",
         "Experiments",
         "实验",
-        ["experiment_id", "name", "status", "best_fitness", "model", "created_at"],
+        ("experiment_id", "name", "status", "best_fitness", "model", "created_at"),
+        ("persona", "experiment", "time"),
+        "list the experiments",
+        "有哪些实验？",
     ),
-    "personas": ("list", "Personas", "人设", ["id", "name", "language", "version", "expertise"]),
-    "costs": (
+    "personas": Shape(
+        "list", "Personas", "人设", ("id", "name", "language", "version", "expertise"), ("persona",), "", ""
+    ),
+    "costs": Shape(
         "stats",
         "Model calls and cost",
         "模型调用与花费",
-        ["task", "calls", "cached_calls", "tokens", "cost_usd"],
+        ("task", *COST_COLUMNS),
+        _ALL,
+        "how many model calls did my experiment cost?",
+        "这周每天花了多少？",
     ),
+}
+_GROUP_COLUMN = {
+    "task": "task",
+    "experiment": "experiment_id",
+    "persona": "persona_id",
+    "operator": "operator",
+    "day": "day",
 }
 
 
-def run_query(data: AssistData, intent: Intent, scope: Scope, *, limit: int, zh: bool) -> StructuredResult:
-    """Run the read for ``intent`` within ``scope`` and shape it for display."""
-    kind, title_en, title_zh, columns = _SHAPES[intent]
-    rows: list[dict[str, Any]] = getattr(data, intent)(scope, limit)
-    title = title_zh if zh else title_en
+def examples(zh: bool, k: int = 3) -> list[str]:
+    """Example questions the assistant answers (for "I can't answer that")."""
+    picks = ("operators", "costs", "top_agents") if k <= 3 else tuple(SHAPES)
+    return [SHAPES[i].example_zh if zh else SHAPES[i].example_en for i in picks][:k]
+
+
+def applied_scope(intent: str, scope: Scope) -> tuple[Scope, list[str]]:
+    """The part of ``scope`` the intent's read applies, and the names of the fields it cannot apply."""
+    applies = SHAPES[intent].applies
+    kept: dict[str, Any] = {}
+    skipped: list[str] = []
+    for field, value in (("persona", scope.persona), ("experiment", scope.experiment)):
+        if value is None:
+            continue
+        if field in applies:
+            kept[field] = value
+        else:
+            skipped.append(f"{field}={value}")
+    if scope.since or scope.until:
+        if "time" in applies:
+            kept.update(since=scope.since, until=scope.until)
+        else:
+            skipped.append("time")
+    return Scope(**kept), skipped
+
+
+def run_query(data: AssistData, intent: Intent, query: Query, *, zh: bool) -> StructuredResult:
+    """Run the read for ``intent`` with the scope it can apply, and shape it for display."""
+    shape = SHAPES[intent]
+    scope, skipped = applied_scope(intent, query.scope)
+    query = query.model_copy(update={"scope": scope})
+    if intent == "costs" and scope.persona and query.group == "task":
+        query = query.model_copy(update={"group": "experiment"})  # per-agent accounting has no model task
+    rows: list[dict[str, Any]] = getattr(data, intent)(query)
+    columns = list(shape.columns)
+    if intent == "costs":
+        columns = [_GROUP_COLUMN[query.group], *COST_COLUMNS]
+    applied = scope.label()
+    if skipped:
+        applied += (" · 未应用：" if zh else " · not applied: ") + ", ".join(skipped)
+    title = shape.title_zh if zh else shape.title_en
     if not scope.is_empty():
         title = f"{title} · {scope.label()}"
+    if intent == "costs" and scope.persona:
+        applied += (
+            f"（{scope.persona} 培育出的智能体的花费）" if zh else f" (costs of agents bred from {scope.persona})"
+        )
     return StructuredResult(
-        type=kind,  # type: ignore[arg-type]
+        type=shape.kind,
         title=title,
         columns=columns,
         items=[{c: row.get(c) for c in columns} for row in rows],
         actions=_actions(intent, rows, zh),
-        context=f"{len(rows)} row(s) for {intent} within {scope.label()}",
+        context=f"{len(rows)} row(s) for {intent} within {applied}",
+        intent=intent,
+        applied=applied,
     )
+
+
+def _open(zh: bool) -> str:
+    return "打开 " if zh else "Open "
 
 
 def _actions(intent: str, rows: list[dict[str, Any]], zh: bool) -> list[Action]:
     actions: list[Action] = []
-    if intent == "top_agents" and rows:
-        for row in rows[:3]:
-            actions.append(
-                Action(
-                    kind="open_agent",
-                    label=("打开 " if zh else "Open ") + row["agent_id"],
-                    target={"agent_id": row["agent_id"]},
-                )
-            )
-        if len(rows) >= 2:
-            ids = [r["agent_id"] for r in rows[: min(4, len(rows))]]
-            actions.append(
-                Action(
-                    kind="compare", label="对比前几名" if zh else "Compare the top agents", target={"agent_ids": ids}
-                )
-            )
+    agent_key = {"top_agents": "agent_id", "descendants": "descendant", "judge_feedback": "agent_id"}.get(intent)
+    if agent_key and rows:
+        agents = list(dict.fromkeys(r[agent_key] for r in rows if str(r.get(agent_key, "")).startswith("agt-")))
+        for agent in agents[:3]:
+            actions.append(Action(kind="open_agent", label=_open(zh) + agent, target={"agent_id": agent}))
+        if intent == "top_agents" and len(agents) >= 2:
+            label = "对比前几名" if zh else "Compare the top agents"
+            actions.append(Action(kind="compare", label=label, target={"agent_ids": agents[:4]}))
         exp = rows[0].get("experiment_id")
-        if exp:
-            actions.append(
-                Action(
-                    kind="lock_scope", label=("锁定到 " if zh else "Lock scope to ") + exp, target={"experiment": exp}
-                )
-            )
+        if intent == "top_agents" and exp:
+            label = ("锁定到 " if zh else "Lock scope to ") + exp
+            actions.append(Action(kind="lock_scope", label=label, target={"experiment": exp}))
     persona_ids = sorted({r["persona_id"] for r in rows if r.get("persona_id")})
-    if intent in ("revisions", "preferences") and len(persona_ids) == 1:
-        actions.append(
-            Action(
-                kind="lock_scope",
-                label=("锁定到 " if zh else "Lock scope to ") + persona_ids[0],
-                target={"persona": persona_ids[0]},
-            )
-        )
-    if intent == "personas":
-        for row in rows[:3]:
-            actions.append(
-                Action(
-                    kind="open_persona", label=("打开 " if zh else "Open ") + row["id"], target={"persona": row["id"]}
-                )
-            )
+    if intent in ("revisions", "preferences", "content_versions") and len(persona_ids) == 1:
+        label = ("锁定到 " if zh else "Lock scope to ") + persona_ids[0]
+        actions.append(Action(kind="lock_scope", label=label, target={"persona": persona_ids[0]}))
+    if intent in ("personas", "persona_versions"):
+        for pid in list(dict.fromkeys(r["id"] for r in rows))[:3]:
+            actions.append(Action(kind="open_persona", label=_open(zh) + pid, target={"persona": pid}))
     return actions

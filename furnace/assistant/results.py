@@ -6,6 +6,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from furnace.assistant.intent import CostGroup
 from furnace.assistant.scope import Catalogue, Scope
 
 
@@ -30,6 +31,8 @@ class StructuredResult(BaseModel):
     items: list[dict[str, Any]]
     actions: list[Action] = []
     context: str = ""  # a short text for the model (and for screen readers)
+    intent: str = ""
+    applied: str = "everything"  # the scope the query actually applied (always shown)
 
     def summary(self, top: int = 3) -> dict[str, Any]:
         """What the model sees to write its lead: never the whole list."""
@@ -44,19 +47,60 @@ class StructuredResult(BaseModel):
         }
 
 
+class Query(BaseModel):
+    """One read: the scope to apply, the subjects named (agents, versions), grouping and a row limit."""
+
+    model_config = ConfigDict(frozen=True)
+
+    scope: Scope = Scope()
+    agents: tuple[str, ...] = ()
+    versions: tuple[int, ...] = ()
+    experiments: tuple[str, ...] = ()  # several named for a comparison
+    group: CostGroup = "task"
+    limit: int = 50
+
+
 class AssistData(Protocol):
-    """Read-only, parameterised queries over furnace's own tables."""
+    """Read-only, parameterised queries over furnace's own tables, one per intent.
+
+    Each takes a :class:`Query` and honours every scope field its intent lists in
+    :data:`furnace.assistant.queries.SHAPES` (the assistant tells the user which).
+    """
 
     def catalogue(self) -> Catalogue: ...
 
-    def top_agents(self, scope: Scope, limit: int) -> list[dict[str, Any]]: ...
+    def known_agent(self, agent_id: str) -> bool: ...
 
-    def revisions(self, scope: Scope, limit: int) -> list[dict[str, Any]]: ...
+    def top_agents(self, q: Query) -> list[dict[str, Any]]: ...
 
-    def preferences(self, scope: Scope, limit: int) -> list[dict[str, Any]]: ...
+    def operators(self, q: Query) -> list[dict[str, Any]]: ...
 
-    def experiments(self, scope: Scope, limit: int) -> list[dict[str, Any]]: ...
+    def ancestors(self, q: Query) -> list[dict[str, Any]]: ...
 
-    def personas(self, scope: Scope, limit: int) -> list[dict[str, Any]]: ...
+    def descendants(self, q: Query) -> list[dict[str, Any]]: ...
 
-    def costs(self, scope: Scope, limit: int) -> list[dict[str, Any]]: ...
+    def common_ancestors(self, q: Query) -> list[dict[str, Any]]: ...
+
+    def persona_versions(self, q: Query) -> list[dict[str, Any]]: ...
+
+    def persona_diff(self, q: Query) -> list[dict[str, Any]]: ...
+
+    def failures(self, q: Query) -> list[dict[str, Any]]: ...
+
+    def judge_feedback(self, q: Query) -> list[dict[str, Any]]: ...
+
+    def experiment_compare(self, q: Query) -> list[dict[str, Any]]: ...
+
+    def content_versions(self, q: Query) -> list[dict[str, Any]]: ...
+
+    def arena_runs(self, q: Query) -> list[dict[str, Any]]: ...
+
+    def revisions(self, q: Query) -> list[dict[str, Any]]: ...
+
+    def preferences(self, q: Query) -> list[dict[str, Any]]: ...
+
+    def experiments(self, q: Query) -> list[dict[str, Any]]: ...
+
+    def personas(self, q: Query) -> list[dict[str, Any]]: ...
+
+    def costs(self, q: Query) -> list[dict[str, Any]]: ...

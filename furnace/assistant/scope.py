@@ -8,13 +8,12 @@ locked persists across turns; an inferred scope applies to one turn.
 
 from __future__ import annotations
 
+import difflib
 import re
 from datetime import datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
-
-Kind = Literal["agents", "revisions", "preferences", "experiments", "personas", "costs"]
 
 _CLEAR = re.compile(
     r"^\s*(clear|reset|drop)\s+(the\s+)?scope\s*[.!]?\s*$|^\s*(清除|清空|重置)范围\s*[。！!]?\s*$", re.I
@@ -60,16 +59,25 @@ class Scope(BaseModel):
 
 
 class Catalogue(BaseModel):
-    """The names a message may refer to: persona and experiment ids → display names."""
+    """The names a message may refer to: persona and experiment ids → display names.
+
+    ``experiments`` is ordered newest first, so "the last experiment" is its first key.
+    """
 
     personas: dict[str, str] = {}
     experiments: dict[str, str] = {}
+
+    @property
+    def latest_experiment(self) -> str | None:
+        return next(iter(self.experiments), None)
 
 
 class Inferred(BaseModel):
     """What the rules read from one message."""
 
     scope: Scope = Scope()
+    agents: list[str] = []  # agent ids named in the message (lineage questions)
+    versions: list[int] = []  # version numbers named in the message (diff, versions)
     unresolved: list[str] = []  # names the user mentioned that match nothing (ask, don't guess)
     ambiguous: dict[str, list[str]] = {}  # a name matching several records
 
@@ -86,7 +94,8 @@ def parse_command(text: str) -> tuple[Literal["clear", "lock"], str] | None:
 
 # --- time ---------------------------------------------------------------
 
-_DAYS = re.compile(r"(?:last|past)\s+(\d{1,3})\s+days?|(?:最近|过去)\s*(\d{1,3})\s*天", re.I)
+_DAYS = re.compile(r"(?:last|past)\s+(\d{1,3})\s+days?|(?:最近|过去|近)\s*(\d{1,3})\s*天", re.I)
+_PAST_WEEK = re.compile(r"\b(past|last)\s+(7 days|seven days)\b|\bpast week\b|(最近|过去|近)(一|1)(周|星期)", re.I)
 
 
 def infer_time(text: str, now: datetime) -> tuple[datetime | None, datetime | None]:
@@ -96,6 +105,8 @@ def infer_time(text: str, now: datetime) -> tuple[datetime | None, datetime | No
     m = _DAYS.search(text)
     if m:
         return now - timedelta(days=int(m.group(1) or m.group(2))), None
+    if _PAST_WEEK.search(text):
+        return now - timedelta(days=7), None
     if "last night" in low or "昨晚" in text or "昨夜" in text:
         return today - timedelta(hours=6), today + timedelta(hours=9)
     if "yesterday" in low or "昨天" in text:
@@ -107,71 +118,123 @@ def infer_time(text: str, now: datetime) -> tuple[datetime | None, datetime | No
     if "last week" in low or "上周" in text:
         start = today - timedelta(days=today.weekday() + 7)
         return start, start + timedelta(days=7)
-    if "this month" in low or "本月" in text:
+    if "this month" in low or "本月" in text or "这个月" in text:
         return today.replace(day=1), None
+    if "last month" in low or "上个月" in text or "上月" in text:
+        end = today.replace(day=1)
+        return (end - timedelta(days=1)).replace(day=1), end
     return None, None
 
 
 # --- names --------------------------------------------------------------
 
+
 # (pattern, explicit): "persona X" names a record; "X persona" may just be an adjective.
 _PERSONA_NAMED = (
-    (re.compile(r"(?:persona|elixir|人设|角色)\s*[\"'“]?([\w.-]+)", re.I), True),
+    (re.compile(r"(?:persona|elixir|人设|角色)\s*[\"'“]?([A-Za-z0-9][\w.-]*)", re.I), True),
     (re.compile(r"([\w.-]+)(?:'s)?\s+(?:persona|elixir)", re.I), False),
     (re.compile(r"([\w.\-\u4e00-\u9fff]{1,20}?)(?:这个)?人设"), False),
 )
 _EXPERIMENT_NAMED = (
-    (re.compile(r"(?:experiment|sweep|实验)\s*[\"'“]?([\w.-]+)", re.I), True),
+    (re.compile(r"(?:experiment|sweep|实验)\s*[\"'“]?([A-Za-z0-9][\w.-]*)", re.I), True),
     (re.compile(r"([\w.-]+)(?:'s)?\s+(?:experiment|sweep)", re.I), False),
 )
-_STOP = {
-    "the",
-    "a",
-    "an",
-    "this",
-    "that",
-    "my",
-    "our",
-    "its",
-    "which",
-    "each",
-    "every",
-    "last",
-    "night's",
-    "s",
-    "of",
-    "for",
-    "about",
-    "from",
-    "by",
-    "in",
-    "on",
-    "with",
-    "to",
-    "show",
-    "list",
-    "best",
-    "new",
-    "revisions",
-    "revision",
-    "preferences",
-    "learned",
-    "learn",
-    "agents",
-    "scores",
-    "results",
-    "history",
-    "versions",
-    "runs",
-    "leaderboard",
-    "costs",
-    "is",
-    "was",
-    "did",
-    "has",
-    "and",
-    "or",
-}
+_LATEST_EXPERIMENT = re.compile(
+    r"\b(last|latest|most recent|newest|previous|recent|my|our|this|current)\s+(experiment|run|sweep)\b|"
+    r"(最近|上|最新|刚才|刚刚)(一次|一个|的)?(的)?(实验|试验)|我的实验|这次实验",
+    re.I,
+)
+_AGENT = re.compile(r"\bagt-[0-9a-z][0-9a-z-]*", re.I)
+_VERSION = re.compile(r"\bv(\d{1,4})\b|\bversions?\s+(\d{1,4})\b|第\s*(\d{1,4})\s*(?:个)?版|(\d{1,4})\s*版本?", re.I)
+# Words that can follow "persona"/"experiment" without being a name.
+_STOP = set(
+    [
+        "the",
+        "a",
+        "an",
+        "this",
+        "that",
+        "my",
+        "our",
+        "its",
+        "which",
+        "each",
+        "every",
+        "last",
+        "latest",
+        "recent",
+        "previous",
+        "night's",
+        "s",
+        "of",
+        "for",
+        "about",
+        "from",
+        "by",
+        "in",
+        "on",
+        "with",
+        "to",
+        "show",
+        "list",
+        "best",
+        "top",
+        "new",
+        "revisions",
+        "revision",
+        "preferences",
+        "learned",
+        "learn",
+        "agents",
+        "agent",
+        "scores",
+        "score",
+        "results",
+        "history",
+        "versions",
+        "version",
+        "runs",
+        "run",
+        "leaderboard",
+        "costs",
+        "cost",
+        "calls",
+        "call",
+        "tokens",
+        "spend",
+        "spent",
+        "is",
+        "was",
+        "were",
+        "did",
+        "do",
+        "does",
+        "has",
+        "have",
+        "and",
+        "or",
+        "operators",
+        "operator",
+        "failures",
+        "failed",
+        "feedback",
+        "lineage",
+        "ancestors",
+        "descendants",
+        "compare",
+        "vs",
+        "versus",
+        "diff",
+        "changes",
+        "changed",
+        "what",
+        "how",
+        "many",
+        "much",
+        "so",
+        "far",
+    ]
+)
 
 
 def _tokens(text: str) -> set[str]:
@@ -179,12 +242,20 @@ def _tokens(text: str) -> set[str]:
 
 
 def match_names(word: str, names: dict[str, str]) -> list[str]:
-    """Ids whose id or display name matches ``word`` (exactly, or as one of its words)."""
+    """Ids whose id or display name matches ``word`` (exactly, as one of its words, or closely spelled)."""
     w = word.casefold().strip("\"'“”")
+    if not w:
+        return []
     exact = [i for i, n in names.items() if w in (i.casefold(), n.casefold())]
     if exact:
         return exact
-    return sorted(i for i, n in names.items() if w in _tokens(n) | _tokens(i) or (len(w) >= 2 and w in n))
+    partial = sorted(i for i, n in names.items() if w in _tokens(n) | _tokens(i) or (len(w) >= 2 and w in n))
+    if partial:
+        return partial
+    if len(w) >= 5:  # a typo: "tea-mastr", "empathic-coach"
+        keys = {i.casefold(): i for i in names}
+        return [keys[k] for k in difflib.get_close_matches(w, list(keys), n=2, cutoff=0.85)]
+    return []
 
 
 def _named(patterns: tuple[tuple[re.Pattern[str], bool], ...], text: str) -> list[tuple[str, bool]]:
@@ -198,14 +269,71 @@ def _named(patterns: tuple[tuple[re.Pattern[str], bool], ...], text: str) -> lis
     return words
 
 
+def _mentioned(text: str, names: dict[str, str]) -> list[str]:
+    """Ids whose id or display name appears in ``text`` as it is (longest mention first, no overlaps)."""
+    low = text.casefold()
+    spans: list[tuple[int, int, str]] = []
+    for ident, name in names.items():
+        for label in {ident, name}:
+            key = label.casefold()
+            if len(key) < 2:
+                continue
+            for m in re.finditer(re.escape(key), low):
+                start, end = m.span()
+                ascii_label = key.isascii()
+                if ascii_label and (
+                    (start > 0 and (low[start - 1].isalnum() or low[start - 1] in "-_"))
+                    or (end < len(low) and (low[end].isalnum() or low[end] in "-_"))
+                ):
+                    continue  # part of a longer word
+                spans.append((start, end, ident))
+    spans.sort(key=lambda s: (-(s[1] - s[0]), s[0]))
+    taken: list[tuple[int, int]] = []
+    found: list[str] = []
+    for start, end, ident in spans:
+        if any(start < e and s < end for s, e in taken):
+            continue
+        taken.append((start, end))
+        if ident not in found:
+            found.append(ident)
+    return found
+
+
+def _fuzzy(text: str, names: dict[str, str]) -> list[str]:
+    """Ids closely spelled by one word of ``text`` (typos in ids like ``tea-mastr``)."""
+    keys = {i.casefold(): i for i in names}
+    hits: list[str] = []
+    for word in re.findall(r"[a-z0-9][a-z0-9_-]{4,}", text.casefold()):
+        if word in _STOP:
+            continue
+        for key in difflib.get_close_matches(word, list(keys), n=1, cutoff=0.85):
+            if keys[key] not in hits:
+                hits.append(keys[key])
+    return hits
+
+
+def infer_versions(text: str) -> list[int]:
+    """Version numbers named in ``text`` in the order given ("v1 vs v3", "第2版")."""
+    return [int(next(g for g in m.groups() if g)) for m in _VERSION.finditer(text)]
+
+
 def infer_scope(text: str, catalogue: Catalogue, now: datetime) -> Inferred:
-    """Read persona, experiment and time range from one message by rules."""
+    """Read persona, experiment, agents, versions and time range from one message by rules."""
     inferred = Inferred()
     fields: dict[str, object] = {}
     for attr, pattern, names in (
         ("persona", _PERSONA_NAMED, catalogue.personas),
         ("experiment", _EXPERIMENT_NAMED, catalogue.experiments),
     ):
+        mentioned = _mentioned(text, names)
+        if len(mentioned) == 1:
+            fields[attr] = mentioned[0]
+            continue
+        if len(mentioned) > 1 and attr == "experiment":
+            continue  # several experiments named: a comparison, read by the experiments query itself
+        if len(mentioned) > 1:
+            fields[attr] = mentioned[0]
+            continue
         unknown = []
         for word, explicit in _named(pattern, text):
             hits = match_names(word, names)
@@ -218,7 +346,17 @@ def infer_scope(text: str, catalogue: Catalogue, now: datetime) -> Inferred:
             if explicit:  # "persona X" names something; "X persona" may be an adjective
                 unknown.append(f"{attr} {word}")
         else:
-            inferred.unresolved.extend(unknown)
+            fuzzy = _fuzzy(text, names)
+            if len(fuzzy) == 1:
+                fields[attr] = fuzzy[0]
+            else:
+                inferred.unresolved.extend(unknown)
+    if "experiment" not in fields and _LATEST_EXPERIMENT.search(text):
+        if catalogue.latest_experiment:
+            fields["experiment"] = catalogue.latest_experiment
+        inferred.unresolved = [u for u in inferred.unresolved if not u.startswith("experiment ")]
+    inferred.agents = list(dict.fromkeys(m.group(0).lower() for m in _AGENT.finditer(text)))
+    inferred.versions = infer_versions(_AGENT.sub(" ", text))
     since, until = infer_time(text, now)
     inferred.scope = Scope(since=since, until=until, **fields)  # type: ignore[arg-type]
     return inferred

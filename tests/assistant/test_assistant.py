@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from furnace.assistant.answer import Assistant, AssistantState, Done, Meta
+from furnace.assistant.results import Query
 from furnace.assistant.scope import Catalogue, Scope
 from furnace.domain.errors import LLMError
 from furnace.llm.fakes import FakeLLM
@@ -57,19 +58,25 @@ class FakeData:
             experiments={"exp-night": "night sweep", "exp-day": "day run"},
         )
 
+    def known_agent(self, agent_id: str) -> bool:
+        return any(a["agent_id"] == agent_id for a in self.agents)
+
     def _log(self, name: str, scope: Scope) -> None:
         self.queries.append((name, scope))
 
-    def top_agents(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
+    def top_agents(self, q: Query) -> list[dict[str, Any]]:
+        scope, limit = q.scope, q.limit
         self._log("top_agents", scope)
         rows = [a for a in self.agents if scope.experiment in (None, a["experiment_id"])]
         return sorted(rows, key=lambda a: -a["fitness"])[:limit]
 
-    def revisions(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
+    def revisions(self, q: Query) -> list[dict[str, Any]]:
+        scope, limit = q.scope, q.limit
         self._log("revisions", scope)
         return [r for r in self.revs if scope.persona in (None, r["persona_id"])][:limit]
 
-    def preferences(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
+    def preferences(self, q: Query) -> list[dict[str, Any]]:
+        scope, limit = q.scope, q.limit
         self._log("preferences", scope)
         return [
             {
@@ -82,16 +89,18 @@ class FakeData:
             }
         ][:limit]
 
-    def experiments(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
+    def experiments(self, q: Query) -> list[dict[str, Any]]:
+        scope, limit = q.scope, q.limit
         self._log("experiments", scope)
         return [{"experiment_id": e, "name": n} for e, n in self.catalogue().experiments.items()][:limit]
 
-    def personas(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
+    def personas(self, q: Query) -> list[dict[str, Any]]:
+        scope, limit = q.scope, q.limit
         self._log("personas", scope)
         return [{"id": i, "name": n} for i, n in self.catalogue().personas.items()][:limit]
 
-    def costs(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
-        self._log("costs", scope)
+    def costs(self, q: Query) -> list[dict[str, Any]]:
+        self._log("costs", q.scope)
         return [{"task": "reply", "calls": 3, "cached_calls": 1, "tokens": 300, "cost_usd": 0.01}]
 
 
@@ -203,7 +212,7 @@ def test_the_model_is_asked_only_when_rules_cannot_tell_then_with_history() -> N
     data = FakeData()
     assistant = Assistant(data, OfflineEngine(), now=lambda: NOW)
     state = AssistantState()
-    _, events = _ask(assistant, state, "who is our champion?")
+    _, events = _ask(assistant, state, "who is our standout?")
     meta = next(e for e in events if isinstance(e, Meta))
     assert (meta.intent, meta.intent_source) == ("top_agents", "model")
     _, events = _ask(assistant, state, "and what about yesterday?")
@@ -216,7 +225,7 @@ def test_the_model_is_asked_only_when_rules_cannot_tell_then_with_history() -> N
 
 def test_a_failing_model_becomes_a_clarifying_question() -> None:
     llm = FakeLLM([LLMError("down"), LLMError("down")])
-    done, _ = _ask(Assistant(FakeData(), llm, now=lambda: NOW), AssistantState(), "who is our champion?")
+    done, _ = _ask(Assistant(FakeData(), llm, now=lambda: NOW), AssistantState(), "who is our standout?")
     assert done.clarify
 
 

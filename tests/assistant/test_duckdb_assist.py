@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from furnace.assistant.answer import Assistant, AssistantState
+from furnace.assistant.results import Query
 from furnace.assistant.scope import Scope
 from furnace.storage.duckdb.assist import DuckDBAssistData
 from furnace.storage.duckdb.db import Database
@@ -53,21 +54,21 @@ def data(tmp_path) -> DuckDBAssistData:
 def test_catalogue_and_scoped_reads(data: DuckDBAssistData) -> None:
     cat = data.catalogue()
     assert set(cat.personas) == {"empathetic-coach", "go-reviewer"} and cat.experiments == {"exp-night": "night"}
-    top = data.top_agents(Scope(experiment="exp-night"), 5)
+    top = data.top_agents(Query(scope=Scope(experiment="exp-night"), limit=5))
     assert [r["agent_id"] for r in top] == ["agt-29", "agt-28", "agt-27", "agt-26", "agt-25"]
-    assert data.top_agents(Scope(since=NOW), 5) == []
-    revs = data.revisions(Scope(persona="empathetic-coach"), 10)
+    assert data.top_agents(Query(scope=Scope(since=NOW), limit=5)) == []
+    revs = data.revisions(Query(scope=Scope(persona="empathetic-coach"), limit=10))
     assert revs[0]["step"] == "V1→V2" and "活泼" in revs[0]["suggestion"]
-    assert data.revisions(Scope(persona="go-reviewer"), 10) == []
-    prefs = data.preferences(Scope(persona="go-reviewer"), 10)
+    assert data.revisions(Query(scope=Scope(persona="go-reviewer"), limit=10)) == []
+    prefs = data.preferences(Query(scope=Scope(persona="go-reviewer"), limit=10))
     assert [(p["dimension"], p["count"]) for p in prefs] == [("tone", 3)]
 
 
 def test_user_text_is_never_spliced_into_sql(data: DuckDBAssistData) -> None:
     evil = "x' OR '1'='1'; DROP TABLE revisions; --"
-    assert data.revisions(Scope(persona=evil), 10) == []
-    assert data.top_agents(Scope(experiment=evil), 10) == []
-    assert len(data.revisions(Scope(), 10)) == 1  # the table is still there
+    assert data.revisions(Query(scope=Scope(persona=evil), limit=10)) == []
+    assert data.top_agents(Query(scope=Scope(experiment=evil), limit=10)) == []
+    assert len(data.revisions(Query(scope=Scope(), limit=10))) == 1  # the table is still there
 
 
 def test_end_to_end_with_sessions(data: DuckDBAssistData) -> None:

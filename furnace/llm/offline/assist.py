@@ -20,13 +20,16 @@ from typing import Any
 
 from furnace.llm.seam import LLMRequest
 
-_SYNONYMS: dict[str, tuple[str, ...]] = {
-    "top_agents": ("champion", "strongest", "winning", "fittest", "冠军", "最强"),
+_SYNONYMS: dict[str, tuple[str, ...]] = {  # looser words than the assistant's rules (which ran first and failed)
+    "top_agents": ("standout", "star performer", "mvp", "doing great", "尖子", "高手", "佼佼者"),
+    "operators": ("which method", "breeding method", "which recipe", "哪种方法", "配方"),
     "revisions": ("changes", "changed", "改动", "改了"),
-    "preferences": ("taste", "likes", "habits", "口味", "习惯"),
-    "costs": ("money", "expensive", "price", "spend", "多少钱", "贵"),
-    "experiments": ("trials", "jobs", "试验"),
-    "personas": ("characters", "who do we have", "人物"),
+    "preferences": ("habits", "习惯"),
+    "costs": ("price", "how pricey", "多贵", "贵"),
+    "experiments": ("trials", "jobs"),
+    "personas": ("who do we have", "cast"),
+    "failures": ("problems", "issues", "毛病"),
+    "arena_runs": ("chat room", "聊天室"),
 }
 _FOLLOW_UP = re.compile(r"^\s*(and|what about|how about|same for|also)\b|^\s*(那|还有|同样)", re.I)
 

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from furnace.assistant.answer import AssistantState
+from furnace.assistant.results import Query
 from furnace.assistant.scope import Catalogue, Scope
 from furnace.storage.duckdb.db import Database
 
@@ -29,6 +30,41 @@ def _naive(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=None) if value and value.tzinfo else value
 
 
+def _short(value: Any, limit: int = 160) -> str | None:
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+_MAX_DEPTH = 64
+# Every node reachable upwards from ? (edges child -> parent), with its depth.
+_UP = (
+    "WITH RECURSIVE up(node, child, operator, parent_version, depth) AS ("
+    " SELECT parent, child, operator, parent_version, 1 FROM lineage_edges WHERE child = ?"
+    " UNION ALL SELECT e.parent, e.child, e.operator, e.parent_version, up.depth + 1"
+    f" FROM lineage_edges e JOIN up ON e.child = up.node WHERE up.depth < {_MAX_DEPTH}) "
+)
+_DOWN = (
+    "WITH RECURSIVE down(node, parent, operator, parent_version, depth) AS ("
+    " SELECT child, parent, operator, parent_version, 1 FROM lineage_edges WHERE parent = ?"
+    " UNION ALL SELECT e.child, e.parent, e.operator, e.parent_version, down.depth + 1"
+    f" FROM lineage_edges e JOIN down ON e.parent = down.node WHERE down.depth < {_MAX_DEPTH}) "
+)
+# Agents bred (at any depth) from a persona, or every agent when the persona is NULL.
+_BRED_FROM = (
+    "(CAST(? AS VARCHAR) IS NULL OR {col} IN ("
+    "WITH RECURSIVE d(node, depth) AS (SELECT child, 1 FROM lineage_edges WHERE parent = ?"
+    " UNION ALL SELECT e.child, d.depth + 1 FROM lineage_edges e JOIN d ON e.parent = d.node"
+    f" WHERE d.depth < {_MAX_DEPTH})"
+    " SELECT node FROM d))"
+)
+
+
+def _kind(node: str) -> str:
+    return "agent" if node.startswith("agt-") else "persona"
+
+
 class DuckDBAssistData:
     """The assistant's :class:`~furnace.assistant.results.AssistData` on DuckDB."""
 
@@ -40,26 +76,341 @@ class DuckDBAssistData:
 
     def catalogue(self) -> Catalogue:
         personas = self._rows(f"SELECT id, name {_LATEST_LIBRARY}", [])
-        experiments = self._rows("SELECT experiment_id, name FROM experiments", [])
+        experiments = self._rows("SELECT experiment_id, name FROM experiments ORDER BY created_at DESC", [])
         return Catalogue(
             personas={r["id"]: r["name"] for r in personas},
             experiments={r["experiment_id"]: r["name"] for r in experiments},
         )
 
-    def top_agents(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
+    def known_agent(self, agent_id: str) -> bool:
+        sql = "SELECT 1 FROM agents WHERE id = ? UNION ALL SELECT 1 FROM lineage_edges WHERE child = ? LIMIT 1"
+        return bool(self.db.query(sql, [agent_id, agent_id]))
+
+    @staticmethod
+    def _t(scope: Scope) -> list[Any]:
+        since, until = _naive(scope.since), _naive(scope.until)
+        return [since, since, until, until]
+
+    @staticmethod
+    def _start(q: Query) -> str | None:
+        return q.agents[0] if q.agents else q.scope.persona
+
+    # --- agents and operators ---------------------------------------------
+
+    def top_agents(self, q: Query) -> list[dict[str, Any]]:
+        s = q.scope
         sql = (
             "SELECT agent_id, experiment_id, max(fitness) AS fitness, min(generation) AS generation, "
             "any_value(operator) AS operator, min(created_at) AS created_at "
-            "FROM experiment_individuals i "
-            "WHERE " + _EQ.format(col="experiment_id") + " "
-            "AND (CAST(? AS VARCHAR) IS NULL OR CAST(parents AS VARCHAR) LIKE '%' || ? || '%') AND "
+            "FROM experiment_individuals i WHERE operator <> 'seed' AND "
+            + _EQ.format(col="experiment_id")
+            + " AND "
+            + _BRED_FROM.format(col="agent_id")
+            + " AND "
             + _TIME.format(col="created_at")
             + " GROUP BY agent_id, experiment_id ORDER BY fitness DESC, agent_id LIMIT ?"
         )
-        s = scope
-        return self._rows(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), limit])
+        return self._rows(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
 
-    def revisions(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
+    def operators(self, q: Query) -> list[dict[str, Any]]:
+        s = q.scope
+        sql = (
+            "SELECT experiment_id, agent_id, operator, parents, fitness, failures FROM experiment_individuals WHERE "
+            + _EQ.format(col="experiment_id")
+            + " AND "
+            + _TIME.format(col="created_at")
+        )
+        rows = self._rows(sql, [s.experiment, s.experiment, *self._t(s)])
+        fitness = {(r["experiment_id"], r["agent_id"]): r["fitness"] for r in rows}
+        bred = self._bred_from(s.persona)
+        stats: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            if r["operator"] == "seed" or (bred is not None and r["agent_id"] not in bred):
+                continue
+            parents = [fitness.get((r["experiment_id"], p)) for p in json.loads(r["parents"] or "[]")]
+            known = [f for f in parents if f is not None]
+            st = stats.setdefault(r["operator"], {"children": 0, "improved": 0, "compared": 0, "fit": [], "fails": 0})
+            st["children"] += 1
+            st["fit"].append(r["fitness"])
+            st["fails"] += int(r["failures"] or 0)
+            if known:
+                st["compared"] += 1
+                st["improved"] += int(r["fitness"] > max(known))
+        out = [
+            {
+                "operator": op,
+                "children": st["children"],
+                "improved": st["improved"],
+                "success_rate": round(st["improved"] / st["compared"], 4) if st["compared"] else None,
+                "mean_fitness": round(sum(st["fit"]) / len(st["fit"]), 4),
+                "best_fitness": round(max(st["fit"]), 4),
+                "failures": st["fails"],
+            }
+            for op, st in stats.items()
+        ]
+        out.sort(key=lambda r: (-(r["success_rate"] or 0), -r["mean_fitness"], r["operator"]))
+        return out[: q.limit]
+
+    def _bred_from(self, persona: str | None) -> set[str] | None:
+        if persona is None:
+            return None
+        return {r[0] for r in self.db.query(_DOWN + "SELECT DISTINCT node FROM down", [persona])}
+
+    # --- lineage -------------------------------------------------------------
+
+    def ancestors(self, q: Query) -> list[dict[str, Any]]:
+        sql = (
+            _UP + "SELECT min(depth) AS depth, node AS ancestor, child, operator, parent_version FROM up "
+            "GROUP BY node, child, operator, parent_version ORDER BY depth, ancestor, child LIMIT ?"
+        )
+        rows = self._rows(sql, [self._start(q), q.limit])
+        for row in rows:
+            row["kind"] = _kind(row["ancestor"])
+        return rows
+
+    def descendants(self, q: Query) -> list[dict[str, Any]]:
+        s = q.scope
+        sql = (
+            _DOWN + "SELECT min(depth) AS depth, node AS descendant, parent, operator, parent_version FROM down "
+            "WHERE (CAST(? AS VARCHAR) IS NULL OR node IN "
+            "(SELECT agent_id FROM experiment_individuals WHERE experiment_id = ?)) "
+            "GROUP BY node, parent, operator, parent_version ORDER BY depth, descendant, parent LIMIT ?"
+        )
+        return self._rows(sql, [self._start(q), s.experiment, s.experiment, q.limit])
+
+    def _depths(self, node: str) -> dict[str, int]:
+        rows = self.db.query(_UP + "SELECT node, min(depth) FROM up GROUP BY node", [node])
+        return {node: 0, **{r[0]: int(r[1]) for r in rows}}
+
+    def common_ancestors(self, q: Query) -> list[dict[str, Any]]:
+        nodes = [*q.agents, *([q.scope.persona] if q.scope.persona else [])][:2]
+        a, b = self._depths(nodes[0]), self._depths(nodes[1])
+        common = sorted((set(a) & set(b)) - set(nodes), key=lambda n: (a[n] + b[n], n))
+        return [{"ancestor": n, "kind": _kind(n), "depth_a": a[n], "depth_b": b[n]} for n in common][: q.limit]
+
+    # --- personas --------------------------------------------------------------
+
+    def persona_versions(self, q: Query) -> list[dict[str, Any]]:
+        s = q.scope
+        sql = (
+            "SELECT id, version, name, content_hash, created_at, deleted_at IS NOT NULL AS deleted "
+            "FROM elixir_versions WHERE origin = 'library' AND "
+            + _EQ.format(col="id")
+            + " AND "
+            + _TIME.format(col="created_at")
+            + " ORDER BY id, version DESC LIMIT ?"
+        )
+        return self._rows(sql, [s.persona, s.persona, *self._t(s), q.limit])
+
+    def persona_diff(self, q: Query) -> list[dict[str, Any]]:
+        from furnace.domain.diff import diff_elixirs
+        from furnace.storage.duckdb.store import DuckDBStore
+
+        persona = q.scope.persona
+        assert persona is not None
+        history = {e.version: e for e in DuckDBStore(self.db).history(persona)}
+        if len(history) < 2 and not q.versions:
+            return []
+        versions = sorted(history)
+        if len(q.versions) >= 2:
+            before, after = q.versions[0], q.versions[1]
+        elif len(q.versions) == 1:
+            after = q.versions[0]
+            before = max((v for v in versions if v < after), default=after)
+        else:
+            before, after = versions[-2], versions[-1]
+        if before not in history or after not in history:
+            missing = before if before not in history else after
+            return [
+                {
+                    "id": persona,
+                    "from_version": before,
+                    "to_version": after,
+                    "field": "(error)",
+                    "before": None,
+                    "after": f"{persona} has no version {missing} (has {versions})",
+                }
+            ]
+        return [
+            {
+                "id": persona,
+                "from_version": before,
+                "to_version": after,
+                "field": c.field,
+                "before": _short(c.before),
+                "after": _short(c.after),
+            }
+            for c in diff_elixirs(history[before], history[after])
+        ][: q.limit]
+
+    # --- failures and feedback -----------------------------------------------------
+
+    def failures(self, q: Query) -> list[dict[str, Any]]:
+        s = q.scope
+        exp, persona, t = [s.experiment, s.experiment], [s.persona, s.persona], self._t(s)
+        out: list[dict[str, Any]] = []
+        for row in self._rows(
+            "SELECT agent_id, experiment_id, failures, failure_reasons, created_at FROM experiment_individuals "
+            "WHERE failures > 0 AND "
+            + _EQ.format(col="experiment_id")
+            + " AND "
+            + _BRED_FROM.format(col="agent_id")
+            + " AND "
+            + _TIME.format(col="created_at")
+            + " ORDER BY created_at DESC LIMIT ?",
+            [*exp, *persona, *t, q.limit],
+        ):
+            reasons = json.loads(row["failure_reasons"] or "[]")
+            out.append(
+                {
+                    "where": f"experiment {row['experiment_id']}",
+                    "subject": row["agent_id"],
+                    "what": f"{row['failures']} failed step(s)",
+                    "reason": "; ".join(str(r) for r in reasons)[:300],
+                    "created_at": row["created_at"],
+                }
+            )
+        for row in self._rows(
+            "SELECT s.experiment_id, s.agent_id, s.probe, s.scorer, s.reason, i.created_at "
+            "FROM experiment_scores s LEFT JOIN experiment_individuals i USING (experiment_id, generation, agent_id) "
+            "WHERE s.failed AND "
+            + _EQ.format(col="s.experiment_id")
+            + " AND "
+            + _BRED_FROM.format(col="s.agent_id")
+            + " AND "
+            + _TIME.format(col="i.created_at")
+            + " ORDER BY i.created_at DESC LIMIT ?",
+            [*exp, *persona, *t, q.limit],
+        ):
+            out.append(
+                {
+                    "where": f"experiment {row['experiment_id']}",
+                    "subject": row["agent_id"],
+                    "what": f"unscored {row['scorer']} on {row['probe']}",
+                    "reason": row["reason"][:300],
+                    "created_at": row["created_at"],
+                }
+            )
+        if s.experiment is None:
+            for row in self._rows(
+                "SELECT c.run_id, c.speaker_index, c.error, c.created_at FROM arena_checkpoints c "
+                "JOIN arena_runs r USING (run_id) WHERE c.status = 'failed' AND (CAST(? AS VARCHAR) IS NULL OR "
+                "r.session_id IN (SELECT session_id FROM arena_members WHERE member_id = ?)) AND "
+                + _TIME.format(col="c.created_at")
+                + " ORDER BY c.created_at DESC LIMIT ?",
+                [*persona, *t, q.limit],
+            ):
+                out.append(
+                    {
+                        "where": "arena",
+                        "subject": f"{row['run_id']} speaker {row['speaker_index'] + 1}",
+                        "what": "speaker failed",
+                        "reason": (row["error"] or "")[:300],
+                        "created_at": row["created_at"],
+                    }
+                )
+        if s.persona is None:
+            for row in self._rows(
+                "SELECT run_id, task, model, status, created_at FROM llm_calls WHERE status <> 'ok' AND "
+                "(CAST(? AS VARCHAR) IS NULL OR run_id = ?) AND "
+                + _TIME.format(col="created_at")
+                + " ORDER BY created_at DESC LIMIT ?",
+                [*exp, *t, q.limit],
+            ):
+                out.append(
+                    {
+                        "where": "model call",
+                        "subject": row["run_id"] or "-",
+                        "what": f"{row['task']} on {row['model']}",
+                        "reason": row["status"],
+                        "created_at": row["created_at"],
+                    }
+                )
+        out.sort(key=lambda r: r["created_at"] or datetime.min, reverse=True)
+        return out[: q.limit]
+
+    def judge_feedback(self, q: Query) -> list[dict[str, Any]]:
+        s = q.scope
+        agent = q.agents[0] if q.agents else None
+        sql = (
+            "SELECT s.agent_id, s.experiment_id, s.probe, s.scorer, s.value, s.reason AS feedback "
+            "FROM experiment_scores s LEFT JOIN experiment_individuals i USING (experiment_id, generation, agent_id) "
+            "WHERE NOT s.failed AND s.reason <> '' AND s.probe <> '*' AND "
+            + _EQ.format(col="s.experiment_id")
+            + " AND "
+            + _EQ.format(col="s.agent_id")
+            + " AND "
+            + _BRED_FROM.format(col="s.agent_id")
+            + " AND "
+            + _TIME.format(col="i.created_at")
+            + " ORDER BY s.value, s.agent_id, s.probe, s.scorer LIMIT ?"
+        )
+        return self._rows(sql, [s.experiment, s.experiment, agent, agent, s.persona, s.persona, *self._t(s), q.limit])
+
+    # --- experiments -------------------------------------------------------------------
+
+    def experiment_compare(self, q: Query) -> list[dict[str, Any]]:
+        s = q.scope
+        named = list(q.experiments) or None
+        sql = (
+            "SELECT e.experiment_id, e.name, count(g.generation) AS generations, max(g.best_fitness) AS best_fitness, "
+            "round(avg(g.mean_fitness), 4) AS mean_fitness, "
+            "(SELECT count(*) FROM llm_calls c WHERE c.run_id = e.experiment_id AND NOT c.cached) AS calls, "
+            "(SELECT coalesce(sum(c.prompt_tokens + c.completion_tokens), 0) FROM llm_calls c "
+            " WHERE c.run_id = e.experiment_id) AS tokens, "
+            "(SELECT round(coalesce(sum(c.cost_usd), 0), 6) FROM llm_calls c WHERE c.run_id = e.experiment_id) "
+            "AS cost_usd, e.created_at "
+            "FROM experiments e LEFT JOIN experiment_generations g USING (experiment_id) WHERE "
+            "(CAST(? AS VARCHAR[]) IS NULL OR list_contains(?, e.experiment_id)) AND "
+            + _EQ.format(col="e.experiment_id")
+            + " AND "
+            "(CAST(? AS VARCHAR) IS NULL OR CAST(e.config AS VARCHAR) LIKE '%' || ? || '%') AND "
+            + _TIME.format(col="e.created_at")
+            + " GROUP BY e.experiment_id, e.name, e.created_at ORDER BY e.created_at DESC LIMIT ?"
+        )
+        return self._rows(sql, [named, named, s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
+
+    def experiments(self, q: Query) -> list[dict[str, Any]]:
+        s = q.scope
+        sql = (
+            "SELECT e.experiment_id, e.name, e.status, e.model, e.created_at, "
+            "(SELECT max(best_fitness) FROM experiment_generations g WHERE g.experiment_id = e.experiment_id) "
+            "AS best_fitness FROM experiments e WHERE "
+            + _EQ.format(col="e.experiment_id")
+            + " AND (CAST(? AS VARCHAR) IS NULL OR CAST(e.config AS VARCHAR) LIKE '%' || ? || '%') AND "
+            + _TIME.format(col="e.created_at")
+            + " ORDER BY e.created_at DESC LIMIT ?"
+        )
+        return self._rows(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
+
+    # --- writing, preferences, arena ------------------------------------------------------
+
+    def content_versions(self, q: Query) -> list[dict[str, Any]]:
+        s = q.scope
+        sql = (
+            "SELECT v.content_id, c.persona_id, c.topic, v.version, v.title, v.source, v.created_at "
+            "FROM content_versions v JOIN contents c ON c.id = v.content_id WHERE "
+            + _EQ.format(col="c.persona_id")
+            + " AND "
+            + _TIME.format(col="v.created_at")
+            + " ORDER BY v.created_at DESC, v.content_id, v.version DESC LIMIT ?"
+        )
+        return self._rows(sql, [s.persona, s.persona, *self._t(s), q.limit])
+
+    def arena_runs(self, q: Query) -> list[dict[str, Any]]:
+        s = q.scope
+        sql = (
+            "SELECT r.run_id, r.session_id, r.turn, r.message, r.directive, r.status, r.created_at, "
+            "(SELECT count(*) FROM arena_replies p WHERE p.run_id = r.run_id) AS replies FROM arena_runs r WHERE "
+            "(CAST(? AS VARCHAR) IS NULL OR r.session_id IN "
+            "(SELECT session_id FROM arena_members WHERE member_id = ?)) AND "
+            + _TIME.format(col="r.created_at")
+            + " ORDER BY r.created_at DESC, r.run_id LIMIT ?"
+        )
+        return self._rows(sql, [s.persona, s.persona, *self._t(s), q.limit])
+
+    def revisions(self, q: Query) -> list[dict[str, Any]]:
+        scope = q.scope
         sql = (
             "SELECT id AS revision_id, content_id, persona_id, from_version, to_version, suggestions, created_at "
             "FROM revisions WHERE "
@@ -68,14 +419,15 @@ class DuckDBAssistData:
             + _TIME.format(col="created_at")
             + " ORDER BY created_at DESC, id LIMIT ?"
         )
-        rows = self._rows(sql, [scope.persona, scope.persona, *self._t(scope), limit])
+        rows = self._rows(sql, [scope.persona, scope.persona, *self._t(scope), q.limit])
         for row in rows:
             suggestions = json.loads(row.pop("suggestions") or "[]")
             row["suggestion"] = " / ".join(str(s) for s in suggestions)
             row["step"] = f"V{row.pop('from_version')}→V{row.pop('to_version')}"
         return rows
 
-    def preferences(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
+    def preferences(self, q: Query) -> list[dict[str, Any]]:
+        scope = q.scope
         sql = f"SELECT id, body {_LATEST_LIBRARY} AND {_EQ.format(col='id')} ORDER BY id"
         out = []
         for row in self._rows(sql, [scope.persona, scope.persona]):
@@ -92,43 +444,68 @@ class DuckDBAssistData:
                     }
                 )
         out.sort(key=lambda p: (-(p["count"] or 0), -(p["weight"] or 0), p["persona_id"], p["dimension"] or ""))
-        return out[:limit]
+        return out[: q.limit]
 
-    def experiments(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
-        sql = (
-            "SELECT e.experiment_id, e.name, e.status, e.model, e.created_at, "
-            "(SELECT max(best_fitness) FROM experiment_generations g WHERE g.experiment_id = e.experiment_id) "
-            "AS best_fitness FROM experiments e WHERE "
-            + _EQ.format(col="e.experiment_id")
-            + " AND "
-            + _TIME.format(col="e.created_at")
-            + " ORDER BY e.created_at DESC LIMIT ?"
-        )
-        return self._rows(sql, [scope.experiment, scope.experiment, *self._t(scope), limit])
-
-    def personas(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
+    def personas(self, q: Query) -> list[dict[str, Any]]:
+        scope = q.scope
         sql = f"SELECT id, name, version, body {_LATEST_LIBRARY} AND {_EQ.format(col='id')} ORDER BY id LIMIT ?"
-        rows = self._rows(sql, [scope.persona, scope.persona, limit])
+        rows = self._rows(sql, [scope.persona, scope.persona, q.limit])
         for row in rows:
             body = json.loads(row.pop("body"))
             row["language"] = body.get("language")
             row["expertise"] = ", ".join(body.get("expertise") or [])
         return rows
 
-    def costs(self, scope: Scope, limit: int) -> list[dict[str, Any]]:
-        sql = (
-            "SELECT task, count(*) FILTER (WHERE NOT cached) AS calls, count(*) FILTER (WHERE cached) AS cached_calls, "
-            "sum(prompt_tokens + completion_tokens) AS tokens, round(sum(cost_usd), 6) AS cost_usd FROM llm_calls "
-            "WHERE (CAST(? AS VARCHAR) IS NULL OR run_id LIKE ? || '%') AND "
-            + _TIME.format(col="created_at")
-            + " GROUP BY task ORDER BY calls DESC, task LIMIT ?"
-        )
-        return self._rows(sql, [scope.experiment, scope.experiment, *self._t(scope), limit])
+    # --- costs ----------------------------------------------------------------------------
 
-    @staticmethod
-    def _t(scope: Scope) -> list[Any]:
-        since, until = _naive(scope.since), _naive(scope.until)
-        return [since, since, until, until]
+    def costs(self, q: Query) -> list[dict[str, Any]]:
+        """Totals from the call ledger; with a persona in scope, from the per-agent accounting of the
+        agents bred from that persona (the ledger does not know personas)."""
+        s = q.scope
+        if s.persona is not None or q.group in ("persona", "operator"):
+            return self._agent_costs(q)
+        key = {"task": "task", "experiment": "run_id", "day": "CAST(created_at AS DATE)"}[q.group]
+        name = {"task": "task", "experiment": "experiment_id", "day": "day"}[q.group]
+        sql = (
+            f"SELECT {key} AS {name}, count(*) FILTER (WHERE NOT cached AND status = 'ok') AS calls, "
+            "count(*) FILTER (WHERE cached) AS cached_calls, "
+            "count(*) FILTER (WHERE status <> 'ok') AS failed_attempts, "
+            "coalesce(sum(prompt_tokens + completion_tokens), 0) AS tokens, "
+            "round(coalesce(sum(cost_usd), 0), 6) AS cost_usd FROM llm_calls "
+            "WHERE (CAST(? AS VARCHAR) IS NULL OR run_id = ?) AND "
+            + _TIME.format(col="created_at")
+            + f" GROUP BY {key} ORDER BY {'day DESC' if q.group == 'day' else 'calls DESC'}, {name} LIMIT ?"
+        )
+        return self._rows(sql, [s.experiment, s.experiment, *self._t(s), q.limit])
+
+    def _agent_costs(self, q: Query) -> list[dict[str, Any]]:
+        s = q.scope
+        key = {
+            "task": "experiment_id",
+            "experiment": "experiment_id",
+            "operator": "operator",
+            "day": "CAST(created_at AS DATE)",
+            "persona": "?",
+        }[q.group]
+        name = {
+            "task": "experiment_id",
+            "experiment": "experiment_id",
+            "operator": "operator",
+            "day": "day",
+            "persona": "persona_id",
+        }[q.group]
+        params: list[Any] = [s.persona] if q.group == "persona" else []
+        sql = (
+            f"SELECT {key} AS {name}, sum(calls) AS calls, 0 AS cached_calls, sum(failures) AS failed_attempts, "
+            "sum(tokens) AS tokens, round(sum(cost_usd), 6) AS cost_usd FROM experiment_individuals WHERE "
+            + _EQ.format(col="experiment_id")
+            + " AND "
+            + _BRED_FROM.format(col="agent_id")
+            + " AND "
+            + _TIME.format(col="created_at")
+            + f" GROUP BY {name} ORDER BY calls DESC, {name} LIMIT ?"
+        )
+        return self._rows(sql, [*params, s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
 
     # --- sessions ----------------------------------------------------------
 
