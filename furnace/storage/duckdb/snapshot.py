@@ -68,6 +68,8 @@ def manifest(folder: Path) -> dict[str, Any]:
 
 def refresh(db: Database) -> Path:
     """Copy every table into a new snapshot and make it current; returns its folder."""
+    if not db.path.exists():  # e.g. a temporary home already removed: never recreate an empty file
+        raise StoreError(f"no {db.path.name} at {db.path.parent}: nothing to snapshot")
     root = snapshot_root(db.path)
     root.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
@@ -192,6 +194,8 @@ class _Refresher:
             delay = max(DEBOUNCE_S, MIN_INTERVAL_S - (time.monotonic() - self.last))
             self.hurry.wait(delay)
             self.wanted.clear()
+            if not self.db.path.exists():  # the home went away (a temporary folder): nothing to keep fresh
+                continue
             try:
                 refresh(self.db)
                 self.refreshes += 1
