@@ -2,22 +2,33 @@
 
 ``LiteLLMClient("deepseek/deepseek-chat")`` (key from ``DEEPSEEK_API_KEY``),
 ``LiteLLMClient("openai/gpt-4.1-mini")`` (``OPENAI_API_KEY``), or any
-OpenAI-compatible server with ``api_base=...``.
+OpenAI-compatible server with ``api_base=...`` (llama.cpp, vLLM, Ollama).
 
 - litellm is imported lazily, on the first call (the import costs seconds).
-- Retries are ours, so the count is exact: at most ``max_retries`` more attempts
-  after the first, only for transient failures (timeout, rate limit, 5xx,
-  connection trouble, output that does not parse or match the request's JSON
-  schema), with a short exponential backoff. litellm's and the OpenAI SDK's own
-  retries are switched off.
+- **The one retry policy** (tenacity) lives here and nowhere above: at most
+  ``max_retries`` more attempts after the first, so a logical call makes at most
+  ``max_retries + 1`` requests. Transient: timeouts, connection errors, HTTP
+  408/409/429/5xx; they wait an exponential backoff with full jitter, or the
+  server's ``Retry-After`` (seconds or HTTP-date, capped at ``max_retry_after_s``)
+  when longer. 400/401/403/404 and context-length errors fail at once; a missing
+  or rejected key names the environment variable to set. litellm's and the
+  OpenAI SDK's own retries are switched off.
+- **Structured output** (:mod:`furnace.llm.structured`): when the request has a
+  JSON schema, the JSON is extracted from the reply (prose, fences, think blocks)
+  and validated; an invalid reply is re-asked (bounded by ``reasks``, default 1)
+  with the reply and the validation error added to the conversation — never an
+  identical retry. A re-ask uses one of the attempts above. ``response_format``
+  carries the schema when litellm says the provider supports it (or for an
+  OpenAI-compatible ``api_base``), plain JSON mode otherwise.
 - litellm exceptions become :mod:`furnace.domain.errors` types. Their messages are
   scrubbed of the key (and of any ``*_API_KEY`` value in the environment, of
   ``Bearer`` tokens and ``sk-...`` strings) and raised *outside* the ``except``
   block, so the original exception (which may hold request headers) is neither
   chained nor kept as context.
-- Usage, cost (``litellm.completion_cost``; 0.0 when the price is unknown) and
-  latency are recorded on the :class:`~furnace.llm.seam.Completion`; when retries
-  happened, tokens and cost add up over every attempt actually paid for.
+- Accounting: usage, cost (``litellm.completion_cost``; 0.0 when the price is
+  unknown) and latency add up over **every attempt actually paid for**, failed
+  ones included; ``Completion.attempts`` says how many requests were made. A
+  failure carries the same figures on the error (``err.spent``, ``err.attempts``).
 """
 
 from __future__ import annotations
@@ -27,11 +38,16 @@ import os
 import re
 import threading
 import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from pydantic import SecretStr
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from furnace.domain.errors import LLMError, LLMMalformedOutput, LLMRateLimit, LLMTimeout
+from furnace.domain.errors import LLMError, LLMRateLimit, LLMTimeout
+from furnace.llm import structured
 from furnace.llm.seam import Completion, LLMRequest, Usage
 
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s'\",}]+")
@@ -39,6 +55,25 @@ _SK = re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}")
 _VENDOR_PREFIX = re.compile(r"^(litellm\.\w+:\s*)?(\w+Error:\s*)?(\w+Exception\s*-\s*)?")
 _MAX_MESSAGE = 300
 _MIN_SECRET = 6
+_TRANSIENT_STATUS = {408, 409, 429}
+_LOCAL_KEY = "furnace-local"  # sent to a keyless OpenAI-compatible server (the OpenAI SDK insists on one)
+
+
+class _Spent:
+    """What the attempts of one logical call cost (failed attempts included)."""
+
+    def __init__(self) -> None:
+        self.prompt_tokens = self.completion_tokens = self.attempts = 0
+        self.cost = 0.0
+
+    def add(self, usage: Usage, cost: float) -> None:
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        self.cost += cost
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens)
 
 
 class LiteLLMClient:
@@ -52,8 +87,11 @@ class LiteLLMClient:
         api_key: SecretStr | None = None,
         timeout_s: float = 60.0,
         max_retries: int = 2,
-        backoff_s: float = 0.25,
-        max_backoff_s: float = 4.0,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 8.0,
+        max_retry_after_s: float = 30.0,
+        reasks: int = 1,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if not model:
             raise LLMError("LiteLLMClient needs a litellm model string, e.g. deepseek/deepseek-chat")
@@ -64,7 +102,12 @@ class LiteLLMClient:
         self.max_retries = max(0, int(max_retries))
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
+        self.max_retry_after_s = max_retry_after_s
+        self.reasks = max(0, int(reasks))
+        self._sleep = sleep
+        self._jitter = wait_random_exponential(multiplier=backoff_s, max=max_backoff_s)
         self.attempts = 0  # every HTTP attempt made (observable for tests and accounting)
+        self.waits: list[float] = []  # every backoff slept, in order (observable for tests)
         self._attempts_lock = threading.Lock()
 
     def __repr__(self) -> str:  # never show the key
@@ -73,50 +116,70 @@ class LiteLLMClient:
     # --- the seam ----------------------------------------------------------
 
     def complete(self, request: LLMRequest) -> Completion:
-        """One completion, retried on transient failures; raises an :class:`LLMError`."""
+        """One logical call: at most ``max_retries + 1`` requests; raises an :class:`LLMError`."""
         started = time.perf_counter()
-        prompt_tokens = completion_tokens = 0
-        cost = 0.0
-        last: LLMError | None = None
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                time.sleep(self._backoff(attempt, last))
-            with self._attempts_lock:
-                self.attempts += 1
-            try:
-                text, parsed, usage, attempt_cost = self._attempt(request)
-            except LLMError as err:
-                last = err
-                spent: tuple[Usage, float] | None = getattr(err, "spent", None)
-                if spent is not None:
-                    prompt_tokens += spent[0].prompt_tokens
-                    completion_tokens += spent[0].completion_tokens
-                    cost += spent[1]
-                if not err.transient:
-                    raise
-                continue
-            return Completion(
-                text=text,
-                parsed=parsed,
-                usage=Usage(
-                    prompt_tokens=prompt_tokens + usage.prompt_tokens,
-                    completion_tokens=completion_tokens + usage.completion_tokens,
-                ),
-                cost_usd=cost + attempt_cost,
-                model=self.model_name,
-                latency_s=time.perf_counter() - started,
-            )
-        assert last is not None
-        if self.max_retries == 0:
-            raise last
-        final = type(last)(f"{last} (after {self.max_retries + 1} attempts)")
-        final.transient = last.transient
-        raise final
+        spent = _Spent()
+        state = {"request": request, "reasks": self.reasks}
+        retrying = Retrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=self._wait,
+            retry=retry_if_exception(lambda err: isinstance(err, LLMError) and err.transient),
+            sleep=self._slept,
+            reraise=True,
+        )
+        failure: LLMError | None = None
+        try:
+            for attempt in retrying:
+                with attempt:
+                    text, parsed = self._attempt(state, spent)
+        except LLMError as err:
+            failure = err
+        if failure is not None:
+            raise self._final(failure, spent)
+        return Completion(
+            text=text,
+            parsed=parsed,
+            usage=spent.usage,
+            cost_usd=spent.cost,
+            model=self.model_name,
+            latency_s=time.perf_counter() - started,
+            attempts=spent.attempts,
+        )
+
+    def _final(self, err: LLMError, spent: _Spent) -> LLMError:
+        """The error a caller sees: one line, with what the attempts cost attached."""
+        final = err
+        if spent.attempts > 1 and err.transient:
+            final = type(err)(f"{err} (after {spent.attempts} attempts)")
+            final.transient = err.transient
+            if hasattr(err, "excerpt"):
+                final.excerpt = err.excerpt
+        final.spent = spent.usage, spent.cost
+        final.attempts = spent.attempts
+        return final
+
+    def _wait(self, retry_state: RetryCallState) -> float:
+        """Backoff with full jitter, or the server's Retry-After when longer (capped)."""
+        delay = float(self._jitter(retry_state))
+        outcome = retry_state.outcome
+        err = outcome.exception() if outcome is not None else None
+        asked = getattr(err, "retry_after", None)
+        if isinstance(asked, (int, float)) and asked > 0:
+            delay = max(delay, min(float(asked), self.max_retry_after_s))
+        return delay
+
+    def _slept(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self._sleep(seconds)
 
     # --- one attempt ---------------------------------------------------------
 
-    def _attempt(self, request: LLMRequest) -> tuple[str, Any, Usage, float]:
+    def _attempt(self, state: dict[str, Any], spent: _Spent) -> tuple[str, Any]:
+        request: LLMRequest = state["request"]
         litellm = _litellm()
+        with self._attempts_lock:
+            self.attempts += 1
+        spent.attempts += 1
         translated: LLMError | None = None
         response: Any = None
         try:
@@ -127,18 +190,20 @@ class LiteLLMClient:
         if translated is not None:
             raise translated  # outside the except block: no chained vendor exception
         text = _text_of(response)
-        usage = _usage_of(response)
-        cost = _cost_of(litellm, response)
-        parsed: Any = None
-        if request.json_schema is not None:
-            problem = _validate(text, request.json_schema)
-            if isinstance(problem, str):
-                malformed = LLMMalformedOutput(self._scrub(f"{self.model_name}: {problem}"))
-                # these tokens were paid for even though the output is unusable
-                malformed.spent = usage, cost
-                raise malformed
-            parsed = problem[0]
-        return text, parsed, usage, cost
+        spent.add(_usage_of(response), _cost_of(litellm, response))  # paid for, usable or not
+        if request.json_schema is None:
+            return text, None
+        parsed, problem = structured.read_reply(text, request.json_schema)
+        if problem is None:
+            return text, parsed
+        if _finish_reason(response) == "length":
+            problem = f"the reply was cut off at the token limit (finish_reason=length): {problem}"
+        err = structured.malformed(request.task.value, self.model_name, self._scrub(problem), self._scrub(text))
+        err.transient = state["reasks"] > 0  # re-asked below; never an identical retry
+        if err.transient:
+            state["reasks"] -= 1
+            state["request"] = structured.reask(request, text, problem)
+        raise err
 
     def _kwargs(self, request: LLMRequest) -> dict[str, Any]:
         messages = [m.model_dump() for m in request.messages]
@@ -158,6 +223,10 @@ class LiteLLMClient:
             kwargs["api_base"] = self.api_base
         if self._api_key is not None:
             kwargs["api_key"] = self._api_key.get_secret_value()
+        elif self.api_base and self._missing_key():
+            kwargs["api_key"] = _LOCAL_KEY  # a local server needs no key; the SDK wants one anyway
+        elif self._missing_key():
+            raise self._no_key()
         if request.json_schema is not None:
             if self.api_base or _supports_schema(self.model_name):
                 kwargs["response_format"] = {
@@ -193,35 +262,63 @@ class LiteLLMClient:
         text = _BEARER.sub(r"\1***", text)
         return _SK.sub("sk-***", text)
 
+    def key_variable(self) -> str:
+        """The environment variable litellm reads this model's key from (e.g. ``DEEPSEEK_API_KEY``)."""
+        try:
+            provider = str(_litellm().get_llm_provider(self.model_name)[1])
+        except Exception:  # noqa: BLE001 - unknown provider: name the generic one
+            provider = self.model_name.split("/", 1)[0] if "/" in self.model_name else "openai"
+        return f"{provider.upper()}_API_KEY"
+
+    def _missing_key(self) -> bool:
+        try:
+            found = _litellm().validate_environment(model=self.model_name)
+        except Exception:  # noqa: BLE001 - litellm cannot tell: let the provider answer
+            return False
+        return bool(found.get("missing_keys")) and not found.get("keys_in_environment")
+
+    def _no_key(self) -> LLMError:
+        return LLMError(f"{self.model_name}: no API key: set {self.key_variable()} (or FURNACE_API_KEY)")
+
     def _translate(self, err: BaseException) -> LLMError:
         """Our error type for a litellm (or transport) failure, scrubbed of secrets."""
         litellm = _litellm()
         name = type(err).__name__
         status = getattr(err, "status_code", None)
+        status = status if isinstance(status, int) else None
         detail = _one_line(self._scrub(_VENDOR_PREFIX.sub("", str(err).strip())))
-        where = f"{self.model_name}"
-        if isinstance(err, litellm.Timeout) or name in ("Timeout", "APITimeoutError", "ReadTimeout"):
+        where = self.model_name
+        if "missing credentials" in detail.lower() or "api_key client option must be set" in detail.lower():
+            return self._no_key()
+        if isinstance(err, (litellm.AuthenticationError, litellm.PermissionDeniedError)) or status in (401, 403):
+            return LLMError(
+                f"{where}: the provider rejected the API key (HTTP {status or 401}): "
+                f"check {self.key_variable()} (or FURNACE_API_KEY)"
+            )
+        if isinstance(err, litellm.ContextWindowExceededError):
+            return LLMError(f"{where}: the prompt is longer than the model's context window: {detail}")
+        if (isinstance(err, litellm.Timeout) or name in ("Timeout", "APITimeoutError", "ReadTimeout")) and status in (
+            None,
+            408,
+        ):
+            if status == 408:
+                return LLMTimeout(f"{where}: the server timed out the request (HTTP 408)")
             return LLMTimeout(f"{where}: timed out after {self.timeout_s:g} s")
         if isinstance(err, litellm.RateLimitError) or status == 429:
-            return LLMRateLimit(f"{where}: rate limited (429): {detail}")
-        transient = isinstance(
-            err,
-            (
-                litellm.InternalServerError,
-                litellm.ServiceUnavailableError,
-                litellm.BadGatewayError,
-                litellm.APIConnectionError,
-            ),
-        ) or (isinstance(status, int) and status >= 500)
-        label = f"HTTP {status}" if isinstance(status, int) else name
-        message = f"{where}: {label}: {detail}"
-        return _transient_error(message) if transient else LLMError(message)
-
-    def _backoff(self, attempt: int, last: LLMError | None) -> float:
-        delay = self.backoff_s * (2 ** (attempt - 1))
-        if isinstance(last, LLMRateLimit):
-            delay *= 2
-        return min(delay, self.max_backoff_s)
+            limited = LLMRateLimit(f"{where}: rate limited (429): {detail}")
+            limited.retry_after = _retry_after(err)
+            return limited
+        transient = (
+            isinstance(err, (litellm.APIConnectionError, litellm.InternalServerError, litellm.ServiceUnavailableError))
+            or (status is not None and (status >= 500 or status in _TRANSIENT_STATUS))
+            or isinstance(err, (ConnectionError, TimeoutError))
+        )
+        label = f"HTTP {status}" if status is not None else name
+        out = LLMError(f"{where}: {label}: {detail}")
+        out.transient = transient
+        if transient:
+            out.retry_after = _retry_after(err)
+        return out
 
 
 # --- helpers -------------------------------------------------------------------
@@ -282,27 +379,38 @@ def _cost_of(litellm: Any, response: Any) -> float:
         return 0.0
 
 
-def _strip_fence(text: str) -> str:
-    stripped = text.strip()
-    if stripped.startswith("```"):
-        stripped = stripped.split("\n", 1)[1] if "\n" in stripped else ""
-        stripped = stripped.rsplit("```", 1)[0]
-    return stripped.strip()
-
-
-def _validate(text: str, schema: dict[str, Any]) -> tuple[Any] | str:
-    """``(parsed,)`` when ``text`` is JSON matching ``schema``, else the problem."""
-    import jsonschema
-
+def _finish_reason(response: Any) -> str | None:
     try:
-        parsed = json.loads(_strip_fence(text))
-    except json.JSONDecodeError as err:
-        return f"output is not JSON ({err.msg} at position {err.pos})"
+        return response.choices[0].finish_reason
+    except (AttributeError, IndexError, TypeError):
+        return None
+
+
+def _retry_after(err: BaseException) -> float | None:
+    """Seconds the server asked us to wait (``Retry-After``: seconds or an HTTP-date), if any."""
+    headers = getattr(err, "litellm_response_headers", None) or getattr(getattr(err, "response", None), "headers", None)
+    if headers is None:
+        return None
     try:
-        jsonschema.validate(parsed, schema)
-    except jsonschema.ValidationError as err:
-        path = ".".join(str(p) for p in err.absolute_path) or "output"
-        return f"output does not match the schema at {path}: {_one_line(err.message)[:120]}"
-    except jsonschema.SchemaError as err:
-        raise LLMError(f"the request's JSON schema is invalid: {_one_line(err.message)[:120]}") from None
-    return (parsed,)
+        raw = headers.get("retry-after") or headers.get("Retry-After")
+    except Exception:  # noqa: BLE001 - odd header containers: no hint
+        return None
+    return parse_retry_after(raw)
+
+
+def parse_retry_after(raw: Any, *, now: datetime | None = None) -> float | None:
+    """``Retry-After`` as seconds (``"5"``, ``"1.5"`` or an HTTP-date); None when absent or unreadable."""
+    if raw is None:
+        return None
+    text = str(raw).strip()
+    try:
+        return max(0.0, float(text))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())

@@ -18,6 +18,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from furnace.arena.directives import Directive
 from furnace.arena.models import MAX_MEMBERS, Plan, PlanBudget, SpeakerTask
 from furnace.arena.router import REPLY_TOKENS, fallback_plan
@@ -25,36 +27,35 @@ from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError
 from furnace.domain.text import detect_language
 from furnace.llm.seam import LLM, LLMRequest, TaskKind, system_user
+from furnace.llm.structured import NoJSON, extract_json, schema_of
 
 MAX_TASK_CHARS = 300
 
-PLAN_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["speakers", "budget"],
-    "additionalProperties": False,
-    "properties": {
-        "speakers": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": MAX_MEMBERS,
-            "items": {
-                "type": "object",
-                "required": ["member", "task"],
-                "additionalProperties": False,
-                "properties": {"member": {"type": "string"}, "task": {"type": "string"}},
-            },
-        },
-        "budget": {
-            "type": "object",
-            "required": ["max_speakers"],
-            "additionalProperties": False,
-            "properties": {
-                "max_speakers": {"type": "integer", "minimum": 1, "maximum": MAX_MEMBERS},
-                "max_tokens": {"type": "integer", "minimum": 16, "maximum": 4000},
-            },
-        },
-    },
-}
+
+class _PlanSpeaker(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    member: str
+    task: str
+
+
+class _PlanBudgetReply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_speakers: int = Field(ge=1, le=MAX_MEMBERS)
+    max_tokens: int | None = Field(default=None, ge=16, le=4000)
+
+
+class PlanReply(BaseModel):
+    """The supervisor's reply (semantic checks — known, distinct members — are in :func:`parse_plan`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    speakers: list[_PlanSpeaker] = Field(min_length=1, max_length=MAX_MEMBERS)
+    budget: _PlanBudgetReply
+
+
+PLAN_SCHEMA: dict[str, Any] = schema_of(PlanReply)
 
 _SYSTEM = (
     "You are the invisible moderator of a group chat. You never speak in the chat. "
@@ -96,8 +97,8 @@ def parse_plan(parsed: Any, members: Sequence[str], directive: Directive) -> Pla
     """Validate a supervisor answer into a :class:`Plan`; raises :class:`InputError` naming the problem."""
     if isinstance(parsed, str):
         try:
-            parsed = json.loads(parsed)
-        except json.JSONDecodeError:
+            parsed = extract_json(parsed)
+        except NoJSON:
             raise InputError("plan is not JSON", field="plan") from None
     if not isinstance(parsed, dict):
         raise InputError("plan must be a JSON object", field="plan")

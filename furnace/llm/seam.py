@@ -103,6 +103,7 @@ class Completion(BaseModel):
     model: str
     latency_s: float = 0.0
     cached: bool = False
+    attempts: int = 1  # requests made for this answer (retries and re-asks included)
 
 
 @runtime_checkable

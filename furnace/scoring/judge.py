@@ -6,28 +6,32 @@ A failed call or malformed verdict becomes a failure score, never an exception.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import LLMError
 from furnace.domain.render import render_prompt
-from furnace.llm.seam import LLM, LLMRequest, TaskKind, system_user
+from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind, system_user
+from furnace.llm.structured import parse_reply, schema_of
 from furnace.scoring.base import Score, persona_inputs
 
 Rubric = Literal["fidelity", "preference", "tone"]
 RUBRICS: tuple[str, ...] = ("fidelity", "preference", "tone")
 JUDGE_VERSION = "judge-v1"
 
-JUDGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "score": {"type": "number", "minimum": 0, "maximum": 1},
-        "reason": {"type": "string"},
-    },
-    "required": ["score", "reason"],
-    "additionalProperties": False,
-}
+
+class JudgeVerdict(BaseModel):
+    """A judge's reply."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score: float = Field(ge=0, le=1)
+    reason: str
+
+
+JUDGE_SCHEMA: dict[str, Any] = schema_of(JudgeVerdict)
 
 _RUBRIC_TEXT = {
     "fidelity": (
@@ -70,23 +74,13 @@ def build_judge_request(elixir: Elixir, message: str, answer: str, rubric: Rubri
     )
 
 
-def parse_verdict(parsed: Any, text: str) -> Score:
+def parse_verdict(parsed: Any, text: str, *, model: str = "judge") -> Score:
     """A :class:`Score` from a judge's structured output (failure score if malformed)."""
-    data = parsed
-    if data is None:
-        try:
-            data = json.loads(text)
-        except (TypeError, ValueError):
-            return Score.failure(f"judge output is not JSON: {text[:80]!r}")
-    if not isinstance(data, dict) or "score" not in data:
-        return Score.failure("judge output has no score")
     try:
-        value = float(data["score"])
-    except (TypeError, ValueError):
-        return Score.failure(f"judge score is not a number: {data['score']!r}")
-    if not 0.0 <= value <= 1.0:
-        return Score.failure(f"judge score out of range: {value}")
-    return Score(value, str(data.get("reason", ""))[:500] or "no reason given")
+        verdict = parse_reply(Completion(text=text or "", parsed=parsed, model=model), JudgeVerdict, task="judge")
+    except LLMError as err:
+        return Score.failure(str(err))
+    return Score(verdict.score, verdict.reason[:500] or "no reason given")
 
 
 def judge_answer(
@@ -106,4 +100,4 @@ def judge_answer(
         completion = llm.complete(build_judge_request(elixir, message, answer, rubric, seed=seed))
     except LLMError as err:
         return Score.failure(f"judge call failed: {err}")
-    return parse_verdict(completion.parsed, completion.text)
+    return parse_verdict(completion.parsed, completion.text, model=completion.model)

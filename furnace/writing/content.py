@@ -26,18 +26,23 @@ from pydantic import BaseModel, ConfigDict, Field
 from furnace.domain.agent import AGENT_PREFIX
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, LLMMalformedOutput
-from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
+from furnace.llm.seam import LLM, Completion, LLMRequest, Message, TaskKind
+from furnace.llm.structured import parse_reply, schema_of
 from furnace.storage.store import ElixirStore, Origin
 
 Clock = Callable[[], datetime]
 VersionSource = Literal["generate", "revise", "rollback"]
 Role = Literal["system", "user", "assistant"]
 
-PIECE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"title": {"type": "string"}, "body": {"type": "string"}},
-    "required": ["title", "body"],
-}
+
+class PieceReply(BaseModel):
+    """A written piece as the model returns it."""
+
+    title: str
+    body: str
+
+
+PIECE_SCHEMA: dict[str, Any] = schema_of(PieceReply)
 
 
 def utc_now() -> datetime:
@@ -280,21 +285,12 @@ def build_generate_request(persona: Elixir, topic: str, *, seed: int = 0) -> LLM
     )
 
 
-def parse_piece(parsed: Any, text: str = "") -> tuple[str, str]:
+def parse_piece(parsed: Any, text: str = "", *, model: str = "model") -> tuple[str, str]:
     """Title and body from a structured answer; raises LLMMalformedOutput when unusable."""
-    if not isinstance(parsed, dict) and text:
-        import json
-
-        try:
-            parsed = json.loads(text)
-        except ValueError:
-            parsed = None
-    if not isinstance(parsed, dict):
-        raise LLMMalformedOutput("the model did not return a {title, body} object")
-    title, body = parsed.get("title"), parsed.get("body")
-    if not isinstance(title, str) or not isinstance(body, str) or not title.strip() or not body.strip():
+    piece = parse_reply(Completion(text=text or "", parsed=parsed, model=model), PieceReply, task="piece")
+    if not piece.title.strip() or not piece.body.strip():
         raise LLMMalformedOutput("the model returned an empty title or body")
-    return title.strip(), body.strip()
+    return piece.title.strip(), piece.body.strip()
 
 
 def generate_content(
@@ -314,7 +310,7 @@ def generate_content(
         raise InputError("topic must not be empty", field="topic")
     persona = load_persona(store, persona_id)
     completion = llm.complete(build_generate_request(persona, topic, seed=seed))
-    title, body = parse_piece(completion.parsed, completion.text)
+    title, body = parse_piece(completion.parsed, completion.text, model=completion.model)
     now = clock()
     content = Content(
         id=content_id or new_content_id(),

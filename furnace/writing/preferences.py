@@ -21,9 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import BaseModel, Field
+
 from furnace.domain.elixir import MAX_PREFERENCES, ElixirRef, StylePreference, edit
 from furnace.domain.errors import LLMMalformedOutput
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
+from furnace.llm.structured import parse_reply, schema_of
 from furnace.storage.store import ElixirStore, unit_of_work
 from furnace.writing.content import ContentStore, RevisionRecord, persona_origin
 
@@ -31,25 +34,25 @@ log = logging.getLogger(__name__)
 
 REINFORCE_STEP = 0.1
 
-PREFERENCES_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "preferences": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "dimension": {"type": "string"},
-                    "value": {"type": "string"},
-                    "evidence": {"type": "string"},
-                    "weight": {"type": "number", "minimum": 0, "maximum": 1},
-                },
-                "required": ["dimension", "value"],
-            },
-        }
-    },
-    "required": ["preferences"],
-}
+
+class _PreferenceItem(BaseModel):
+    dimension: str
+    value: str
+    evidence: str = ""
+    weight: float = Field(default=0.5, ge=0, le=1)
+
+
+class _PreferencesSchema(BaseModel):
+    preferences: list[_PreferenceItem]
+
+
+class PreferencesReply(BaseModel):
+    """What is read back (leniently: bad items are skipped by :func:`parse_preferences`)."""
+
+    preferences: list[dict[str, Any]]
+
+
+PREFERENCES_SCHEMA: dict[str, Any] = schema_of(_PreferencesSchema)
 
 _INSTRUCTION = {
     "en": (
@@ -120,15 +123,8 @@ def parse_preferences(parsed: Any, *, revision_id: str) -> list[StylePreference]
 def extract_preferences(llm: LLM, revision: RevisionRecord, *, language: str, seed: int = 0) -> list[StylePreference]:
     """Ask the model which style preferences one revision reveals."""
     completion = llm.complete(build_extract_request(revision, language=language, seed=seed))
-    parsed = completion.parsed
-    if parsed is None and completion.text:
-        import json
-
-        try:
-            parsed = json.loads(completion.text)
-        except ValueError:
-            parsed = None
-    return parse_preferences(parsed, revision_id=revision.id)
+    reply = parse_reply(completion, PreferencesReply, task="extract_preferences")
+    return parse_preferences(reply.model_dump(), revision_id=revision.id)
 
 
 def merge_preferences(existing: Sequence[StylePreference], learned: Sequence[StylePreference]) -> list[StylePreference]:

@@ -40,6 +40,7 @@ from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, LLMError, LLMMalformedOutput, LLMRateLimit, LLMTimeout, StoreError
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
+from furnace.llm.structured import schema_of
 from furnace.storage.store import ElixirStore, snapshot_soon, unit_of_work
 from furnace.writing.addressing import (
     LANGUAGE_NAMES,
@@ -50,7 +51,6 @@ from furnace.writing.addressing import (
     target_problems,
 )
 from furnace.writing.content import (
-    PIECE_SCHEMA,
     ChatMessage,
     ChatSession,
     Clock,
@@ -58,6 +58,7 @@ from furnace.writing.content import (
     ContentBatch,
     ContentStore,
     ContentVersion,
+    PieceReply,
     RevisionRecord,
     open_session,
     parse_piece,
@@ -67,6 +68,14 @@ from furnace.writing.content import (
     word_count,
 )
 from furnace.writing.preferences import PreferenceUpdate, learn_from_revision
+
+
+class RevisedPiece(PieceReply):
+    """A revised piece: the text plus an optional note and the suggestions applied."""
+
+    note: str = ""
+    applied: list[str] = []
+
 
 log = logging.getLogger(__name__)
 
@@ -140,14 +149,7 @@ def build_revise_request(
             f"Suggestions (apply all, in order):\n{numbered}"
         )
     user += _scope_line(suggestions, persona.language)
-    schema = {
-        **PIECE_SCHEMA,
-        "properties": {
-            **PIECE_SCHEMA["properties"],
-            "note": {"type": "string"},
-            "applied": {"type": "array", "items": {"type": "string"}},
-        },
-    }
+    schema = schema_of(RevisedPiece)
     return LLMRequest(
         task=TaskKind.REVISE,
         messages=(
@@ -376,7 +378,7 @@ def finish_turn(
         )
     try:
         completion = llm.complete(build_revise_request(persona, current, suggestions, seed=seed))
-        title, body = parse_piece(completion.parsed, completion.text)
+        title, body = parse_piece(completion.parsed, completion.text, model=completion.model)
     except Exception as err:  # any failure: keep the user message, leave the content alone, say so kindly
         if not isinstance(err, LLMError):
             log.warning("revision edit of %s failed unexpectedly: %r", content_id, err)

@@ -73,7 +73,9 @@ def _c(text: str = "", parsed=None) -> Completion:
 
 def test_parsers() -> None:
     assert prompts.parse_identity(_c('{"identity": "You are X."}')) == "You are X."
-    assert prompts.parse_identity(_c("You are\n Y.")) == "You are Y."
+    assert prompts.parse_identity(_c('Sure! {"identity": "You are\\n Y."} Enjoy.')) == "You are Y."
+    with pytest.raises(LLMMalformedOutput, match="identity on m"):
+        prompts.parse_identity(_c("You are Y."))  # no JSON: a malformed reply, not a persona
     with pytest.raises(LLMMalformedOutput):
         prompts.parse_identity(_c("  "))
     assert prompts.parse_adjudicate(_c(parsed={"choice": 1, "reason": "r"}), 2) == (1, "r")

@@ -81,16 +81,116 @@ def test_client_errors_are_not_retried(stub, fake_key):
     assert stub.calls == 1 and not info.value.transient
 
 
-def test_malformed_json_is_retried_then_raises(stub, fake_key):
+def test_invalid_reply_is_reasked_once_with_the_error_then_raises(stub, fake_key):
     stub.push(
-        Reply(body=chat_body("not json at all")),
-        Reply(body=chat_body('{"score": 3, "reason": "out of range"}')),
-        Reply(body=chat_body('{"reason": "missing score"}')),
+        Reply(body=chat_body("not json at all", prompt_tokens=10, completion_tokens=4)),
+        Reply(body=chat_body('{"score": 3, "reason": "out of range"}', prompt_tokens=30, completion_tokens=8)),
+        Reply(body=chat_body('{"score": 0.5, "reason": "never asked for"}')),
     )
     with pytest.raises(LLMMalformedOutput) as info:
         client(stub, fake_key).complete(ask(json_schema=SCHEMA))
-    assert stub.calls == 3
-    assert "schema" in str(info.value)
+    assert stub.calls == 2  # one re-ask, never a third identical try
+    first, second = stub.requests
+    assert first["messages"] != second["messages"]
+    assert second["messages"][-2] == {"role": "assistant", "content": "not json at all"}
+    assert "no JSON object found" in second["messages"][-1]["content"]
+    err = info.value
+    assert "reply on openai/stub" in str(err) and "score" in str(err) and not err.transient
+    assert err.attempts == 2 and err.spent[0].prompt_tokens == 40  # failed attempts are paid for
+    assert "out of range" in err.excerpt
+
+
+def test_reasks_zero_fails_at_once(stub, fake_key):
+    stub.push(Reply(body=chat_body("nope")), Reply(body=chat_body('{"score": 0.5, "reason": "x"}')))
+    with pytest.raises(LLMMalformedOutput):
+        client(stub, fake_key, reasks=0).complete(ask(json_schema=SCHEMA))
+    assert stub.calls == 1
+
+
+def test_reask_uses_the_retry_budget(stub, fake_key):
+    stub.push(Reply(status=500, body=error_body("boom")), Reply(body=chat_body("prose only")))
+    with pytest.raises(LLMError):
+        client(stub, fake_key, max_retries=1).complete(ask(json_schema=SCHEMA))
+    assert stub.calls == 2
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        'Here is the verdict: {"score": 0.5, "reason": "fine"} Hope that helps!',
+        '<think>The answer {maybe} needs care.</think>\n{"score": 0.5, "reason": "fine"}',
+        '```jsonc\n{"score": 0.5, "reason": "fine"}\n```',
+        'Sure.\n```\n{"score": 0.5, "reason": "fine"}\n```\nDone.',
+    ],
+)
+def test_json_is_found_in_prose_fences_and_think_blocks(stub, fake_key, reply):
+    stub.push(Reply(body=chat_body(reply)))
+    done = client(stub, fake_key).complete(ask(json_schema=SCHEMA))
+    assert done.parsed == {"score": 0.5, "reason": "fine"} and stub.calls == 1 and done.attempts == 1
+
+
+def test_retry_after_seconds_is_honoured_and_capped(stub, fake_key):
+    slept: list[float] = []
+    stub.push(
+        Reply(status=429, body=error_body("slow"), headers={"Retry-After": "5"}),
+        Reply(status=503, body=error_body("busy"), headers={"Retry-After": "120"}),
+        Reply(body=chat_body("ok")),
+    )
+    llm = client(stub, fake_key, sleep=slept.append, max_retry_after_s=30.0)
+    assert llm.complete(ask()).text == "ok"
+    assert slept[0] >= 5.0 and slept[1] == 30.0
+
+
+def test_retry_after_http_date():
+    from datetime import UTC, datetime
+
+    from furnace.adapters.litellm_client import parse_retry_after
+
+    now = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+    assert parse_retry_after("Thu, 01 Jan 2026 12:00:07 GMT", now=now) == 7.0
+    assert parse_retry_after("3", now=now) == 3.0 and parse_retry_after("soon", now=now) is None
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404])
+def test_client_errors_fail_at_once(stub, fake_key, status):
+    stub.default = Reply(status=status, body=error_body("no"))
+    with pytest.raises(LLMError) as info:
+        client(stub, fake_key, max_retries=3).complete(ask())
+    assert stub.calls == 1 and not info.value.transient
+
+
+@pytest.mark.parametrize("status", [408, 409, 502])
+def test_transient_statuses_are_retried(stub, fake_key, status):
+    stub.push(Reply(status=status, body=error_body("later")), Reply(body=chat_body("ok")))
+    assert client(stub, fake_key).complete(ask()).text == "ok" and stub.calls == 2
+
+
+def test_rejected_key_names_the_variable(stub, fake_key):
+    stub.default = Reply(status=401, body=error_body("invalid key"))
+    with pytest.raises(LLMError) as info:
+        client(stub, fake_key).complete(ask())
+    assert "OPENAI_API_KEY" in str(info.value) and "HTTP 401" in str(info.value)
+
+
+def test_missing_key_names_the_variable_without_a_request(stub, monkeypatch):
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    with pytest.raises(LLMError) as info:
+        LiteLLMClient("deepseek/deepseek-chat").complete(ask())
+    assert "set DEEPSEEK_API_KEY" in str(info.value) and not info.value.transient
+
+
+def test_keyless_local_server_works(stub, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert LiteLLMClient("openai/local", api_base=stub.api_base).complete(ask()).text == "hello from the stub"
+
+
+def test_context_length_fails_at_once(stub, fake_key):
+    stub.default = Reply(
+        status=400, body=error_body("This model's maximum context length is 4096 tokens", "invalid_request_error")
+    )
+    with pytest.raises(LLMError) as info:
+        client(stub, fake_key).complete(ask())
+    assert stub.calls == 1 and "context window" in str(info.value)
 
 
 def test_malformed_then_valid_succeeds_and_sums_usage(stub, fake_key):
@@ -101,7 +201,7 @@ def test_malformed_then_valid_succeeds_and_sums_usage(stub, fake_key):
     done = client(stub, fake_key).complete(ask(json_schema=SCHEMA))
     assert done.parsed == {"score": 0.5, "reason": "fine"}
     assert (done.usage.prompt_tokens, done.usage.completion_tokens) == (20, 11)
-    assert stub.calls == 2
+    assert stub.calls == 2 and done.attempts == 2
 
 
 def test_timeout_raises_llm_timeout(stub, fake_key):

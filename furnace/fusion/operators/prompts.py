@@ -8,46 +8,41 @@ models and whose ``inputs`` are the structured form the offline engine reads
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
+
+from pydantic import BaseModel, Field
 
 from furnace.domain.elixir import MAX_IDENTITY, MAX_ITEM, Elixir
 from furnace.domain.errors import LLMMalformedOutput
 from furnace.llm.seam import Completion, LLMRequest, TaskKind, system_user
+from furnace.llm.structured import parse_reply, schema_of
 
-IDENTITY_SCHEMA = {
-    "type": "object",
-    "properties": {"identity": {"type": "string"}},
-    "required": ["identity"],
-}
-REWRITE_SCHEMA = {
-    "type": "object",
-    "properties": {"principle": {"type": "string"}},
-    "required": ["principle"],
-}
-ADJUDICATE_SCHEMA = {
-    "type": "object",
-    "properties": {"choice": {"type": "integer", "minimum": 0}, "reason": {"type": "string"}},
-    "required": ["choice", "reason"],
-}
-ROUTE_SCHEMA = {
-    "type": "object",
-    "properties": {"member": {"type": "string"}, "reason": {"type": "string"}},
-    "required": ["member", "reason"],
-}
+
+class IdentityReply(BaseModel):
+    identity: str
+
+
+class RewriteReply(BaseModel):
+    principle: str
+
+
+class AdjudicateReply(BaseModel):
+    choice: int = Field(ge=0, strict=True)
+    reason: str = ""
+
+
+class RouteReply(BaseModel):
+    member: str
+    reason: str = ""
+
+
+IDENTITY_SCHEMA = schema_of(IdentityReply)
+REWRITE_SCHEMA = schema_of(RewriteReply)
+ADJUDICATE_SCHEMA = schema_of(AdjudicateReply)
+ROUTE_SCHEMA = schema_of(RouteReply)
 
 _LANG = {"en": "English", "zh": "Chinese (简体中文)"}
-
-
-def _payload(completion: Completion) -> dict[str, Any]:
-    if isinstance(completion.parsed, dict):
-        return completion.parsed
-    try:
-        data = json.loads(completion.text)
-    except (TypeError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 def _one_line(text: str) -> str:
@@ -87,8 +82,7 @@ def build_identity_request(
 
 def parse_identity(completion: Completion) -> str:
     """The identity sentence (one line, within the elixir's identity limit)."""
-    text = _payload(completion).get("identity") or completion.text
-    text = _one_line(str(text)).strip().strip('"')
+    text = _one_line(parse_reply(completion, IdentityReply, task="identity").identity).strip().strip('"')
     if not text:
         raise LLMMalformedOutput("identity: the model returned an empty sentence")
     if len(text) > MAX_IDENTITY:
@@ -122,7 +116,7 @@ def build_rewrite_request(principle: str, *, language: str, temperature: float =
 
 def parse_rewrite(completion: Completion) -> str:
     """The reworded principle (one line, within the item limit)."""
-    text = _one_line(str(_payload(completion).get("principle") or completion.text)).strip().strip('"')
+    text = _one_line(parse_reply(completion, RewriteReply, task="rewrite").principle).strip().strip('"')
     if not text:
         raise LLMMalformedOutput("rewrite: the model returned an empty principle")
     if len(text) > MAX_ITEM:
@@ -165,11 +159,11 @@ def build_adjudicate_request(field: str, options: Sequence[dict[str, Any]], *, r
 
 def parse_adjudicate(completion: Completion, n_options: int) -> tuple[int, str]:
     """``(chosen index, reason)``."""
-    data = _payload(completion)
-    choice = data.get("choice")
-    if isinstance(choice, bool) or not isinstance(choice, int) or not 0 <= choice < n_options:
+    data = parse_reply(completion, AdjudicateReply, task="adjudicate")
+    choice = data.choice
+    if not 0 <= choice < n_options:
         raise LLMMalformedOutput(f"adjudicate: choice must be an option number 0..{n_options - 1}, got {choice!r}")
-    reason = _one_line(str(data.get("reason") or "")).strip() or "chosen by the model"
+    reason = _one_line(data.reason).strip() or "chosen by the model"
     return choice, reason[:300]
 
 
@@ -201,8 +195,7 @@ def build_route_request(message: str, members: Sequence[dict[str, Any]], *, lang
 
 def parse_route(completion: Completion, refs: Sequence[str]) -> str:
     """The chosen member ref (matched by ref, or by a unique id prefix)."""
-    data = _payload(completion)
-    member = str(data.get("member") or completion.text).strip()
+    member = parse_reply(completion, RouteReply, task="route").member.strip()
     if member in refs:
         return member
     by_id = [r for r in refs if r.split("@")[0] == member.split("@")[0]]
