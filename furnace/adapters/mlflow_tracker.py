@@ -108,8 +108,12 @@ class MLflowTracker:
         import time
 
         now = int(time.time() * 1000)
-        batch = [Metric(k, float(v), now, generation) for k, v in sorted(metrics.items())]
-        self.client.log_batch(self.run_id, metrics=batch)
+        # idempotent per step: a kill after the parent's metrics but before the child run leaves the
+        # step logged; a resumed run then only adds the child, never a second value at that step
+        logged = {m.step for m in self.client.get_metric_history(self.run_id, "best_fitness")}
+        if generation not in logged:
+            batch = [Metric(k, float(v), now, generation) for k, v in sorted(metrics.items())]
+            self.client.log_batch(self.run_id, metrics=batch)
         child = self.client.create_run(
             self.mlflow_experiment_id,
             run_name=f"generation-{generation}",
@@ -126,10 +130,23 @@ class MLflowTracker:
         self.client.set_terminated(child.info.run_id)
         self._logged.add(generation)
 
-    def finish(self, status: str, tags: dict[str, str], artifacts: dict[str, Any]) -> None:
-        """Tags, artifacts (text, JSON, the leaderboard as a table) and the final status."""
+    def finish(
+        self, status: str, tags: dict[str, str], artifacts: dict[str, Any], totals: dict[str, float] | None = None
+    ) -> None:
+        """Tags, artifacts (text, JSON, the leaderboard as a table), whole-run totals and the final status.
+
+        ``totals`` (from the call ledger) are logged on the parent run at a new step per finish, so a
+        resumed run's totals become the latest value and no step ever holds two values."""
         if self.run_id is None:
             return
+        if totals:
+            import time
+
+            step = len(self.client.get_metric_history(self.run_id, "calls"))
+            now = int(time.time() * 1000)
+            self.client.log_batch(
+                self.run_id, metrics=[Metric(k, float(v), now, step) for k, v in sorted(totals.items())]
+            )
         self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)[:5000]) for k, v in sorted(tags.items())])
         for name, value in artifacts.items():
             if isinstance(value, str):

@@ -11,8 +11,10 @@
     arena.messages(session.id)               # the transcript
 
 A turn: classify the message (code) → plan (router, or the supervisor for open
-discussion) stored once → each speaker through the persona pipeline, retried at
-most ``max_retries`` times, then a checkpoint → ``RunFinished``. A resumed run
+discussion) stored once → each speaker through the persona pipeline as one
+logical model call (retries happen only inside the model client, so a speaker
+costs at most ``FURNACE_MAX_RETRIES + 1`` requests), then a checkpoint →
+``RunFinished``. A resumed run
 loads its stored plan, skips checkpointed speakers and writes replies by their
 deterministic ids, so nothing is repeated or duplicated.
 """
@@ -94,7 +96,6 @@ class Arena:
         *,
         llm_for_model: Callable[[str], LLM] | None = None,
         context: ContextBuilder | None = None,
-        max_retries: int = 2,
         seed: int = 0,
         after_checkpoint: CheckpointHook | None = None,
     ) -> None:
@@ -103,7 +104,6 @@ class Arena:
         self.llm = llm
         self.llm_for_model = llm_for_model
         self.context = context
-        self.max_retries = max_retries
         self.seed = seed
         self.after_checkpoint = after_checkpoint
 
@@ -291,28 +291,24 @@ class Arena:
         group: list[str],
         max_tokens: int,
     ) -> tuple[SpokenReply | None, str, int]:
-        """One speaker, retried at most ``max_retries`` times: (reply or None, last error, attempts)."""
-        error = ""
-        for attempt in range(self.max_retries + 1):
-            try:
-                spoken = speak(
-                    persona,
-                    run.message,
-                    llm=llm,
-                    instruction=task.task,
-                    ordinal=task.ordinal,
-                    history=history,
-                    context=self.context,
-                    group=group,
-                    max_tokens=max_tokens,
-                    seed=self.seed,
-                    attempt=attempt,
-                    run_id=run.run_id,
-                )
-                return spoken, "", attempt + 1
-            except Exception as err:  # a failing speaker is data, never the end of the run
-                error = f"{err.__class__.__name__}: {err}"
-        return None, error, self.max_retries + 1
+        """One speaker, one logical call (retries live in the model client only): (reply or None, error, attempts)."""
+        try:
+            spoken = speak(
+                persona,
+                run.message,
+                llm=llm,
+                instruction=task.task,
+                ordinal=task.ordinal,
+                history=history,
+                context=self.context,
+                group=group,
+                max_tokens=max_tokens,
+                seed=self.seed,
+                run_id=run.run_id,
+            )
+        except Exception as err:  # a failing speaker is data, never the end of the run
+            return None, f"{err.__class__.__name__}: {err}", int(getattr(err, "attempts", 1) or 1)
+        return spoken, "", spoken.attempts
 
     def _drive(
         self,

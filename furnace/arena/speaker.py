@@ -200,7 +200,7 @@ def validate_reply(text: str, persona: Persona, *, ordinal: int | None = None) -
     """Check and fix a reply; returns (text, corrected).
 
     Strips a leading ``Name:`` the model may have echoed, refuses an empty reply
-    (a transient :class:`LLMMalformedOutput`, so the caller retries), enforces the
+    (an :class:`LLMMalformedOutput`: the speaker is recorded as failed), enforces the
     roll-call ordinal (one short line carrying exactly that number) and cuts the
     text to the persona's ``max_length``.
     """
@@ -237,6 +237,7 @@ class SpokenReply:
     raw: str
     model: str
     latency_s: float
+    attempts: int = 1
 
 
 def speak(
@@ -273,5 +274,10 @@ def speak(
     if on_delta is not None:
         on_delta(text)
     return SpokenReply(
-        text=text, corrected=corrected, raw=completion.text, model=completion.model, latency_s=completion.latency_s
+        text=text,
+        corrected=corrected,
+        raw=completion.text,
+        model=completion.model,
+        latency_s=completion.latency_s,
+        attempts=completion.attempts,
     )

@@ -26,13 +26,14 @@ from furnace.domain.errors import BudgetExceeded, FurnaceError
 from furnace.domain.render import render_prompt
 from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.evaluate import evaluate_agent, failed_evaluation
-from furnace.evolution.metering import Meter, MeteredLLM
+from furnace.evolution.metering import MeteredLLM, completion_totals, error_totals
 from furnace.evolution.records import ExperimentRecord, ExperimentResults, GenerationRecord, IndividualRecord
 from furnace.evolution.report import ExperimentReport, build_report
 from furnace.evolution.selection import OperatorBoard, choose_operator, survivors, tournament
 from furnace.evolution.tracker import NullTracker, Span, Tracker, start_trace
 from furnace.evolution.units import ThreadUnitRunner, Unit, UnitRunner
 from furnace.evolution.writer import RecordWriter
+from furnace.llm.cache import CallTotals
 from furnace.llm.seam import LLM, Completion, LLMRequest
 from furnace.scoring.base import persona_inputs
 from furnace.scoring.fitness import SCORERS
@@ -87,8 +88,7 @@ class _CountingLLM:
 
     def __init__(self, inner: LLM, parent: Span | None = None) -> None:
         self.inner, self.model_name = inner, inner.model_name
-        self.calls = self.tokens = 0
-        self.cost = 0.0
+        self.spent = CallTotals()
         self.parent = parent
         self._lock = threading.Lock()
 
@@ -102,6 +102,8 @@ class _CountingLLM:
         except Exception as err:
             if span is not None:
                 span.end(error=f"{err.__class__.__name__}: {err}"[:300])
+            with self._lock:
+                self.spent = self.spent.plus(error_totals(err))
             raise
         if span is not None:
             span.end(
@@ -113,10 +115,7 @@ class _CountingLLM:
                 }
             )
         with self._lock:
-            self.calls += 1
-            if not c.cached:
-                self.tokens += c.usage.total_tokens
-                self.cost += c.cost_usd
+            self.spent = self.spent.plus(completion_totals(c))
         return c
 
 
@@ -315,9 +314,9 @@ class Evolution:
             scores=ev.scores,
             failures=len(ev.failure_reasons),
             failure_reasons=ev.failure_reasons,
-            calls=llm.calls,
-            tokens=llm.tokens,
-            cost_usd=round(llm.cost, 9),
+            calls=llm.spent.calls,
+            tokens=llm.spent.total_tokens,
+            cost_usd=round(llm.spent.cost_usd, 9),
         )
 
     def _run_generation(
@@ -411,11 +410,17 @@ class Evolution:
             self._writer.flush()  # everything finished is on disk before the run reports or dies
         report = build_report(self, population, history)
         self.results.finish_experiment(self.experiment_id, self.status, report.summary())
-        self.tracker.finish(self.status, report.tags(), report.artifacts())
+        self.tracker.finish(self.status, report.tags(), report.artifacts(), report.totals)
         return report
 
+    def run_totals(self) -> CallTotals:
+        """This experiment's totals: from the call ledger (every run of it, interrupted ones included)
+        when the model keeps one, else this process's meter."""
+        from_ledger = getattr(self.llm, "run_totals", None)
+        return from_ledger() if callable(from_ledger) else self.metered.meter
+
     def _finish_generation(
-        self, generation: int, population: Sequence[IndividualRecord], weights: dict[str, float], spent: Meter
+        self, generation: int, population: Sequence[IndividualRecord], weights: dict[str, float], spent: CallTotals
     ) -> GenerationRecord:
         fits = [p.fitness for p in population]
         record = GenerationRecord(
@@ -425,9 +430,9 @@ class Evolution:
             max(fits, default=0.0),
             round(sum(fits) / len(fits), 9) if fits else 0.0,
             weights,
-            spent.calls,
+            spent.model_calls,
             spent.cached_calls,
-            spent.tokens,
+            spent.total_tokens,
             round(spent.cost_usd, 9),
         )
         self._writer.put(record)  # after its individuals (one FIFO writer): a saved generation is complete
@@ -437,10 +442,11 @@ class Evolution:
             {
                 "best_fitness": record.best_fitness,
                 "mean_fitness": record.mean_fitness,
-                "calls": spent.calls,
-                "tokens": spent.tokens,
-                "cost_usd": spent.cost_usd,
-                "cache_hit_rate": spent.cache_hit_rate,
+                # this generation's figures (as steps); whole-run totals are logged at finish
+                "generation_model_calls": spent.model_calls,
+                "generation_tokens": spent.total_tokens,
+                "generation_cost_usd": spent.cost_usd,
+                "generation_cache_hit_rate": spent.hit_rate,
                 **{f"weight_{k}": v for k, v in weights.items()},
             },
             {

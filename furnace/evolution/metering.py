@@ -1,48 +1,50 @@
-"""A model wrapper that bounds concurrency, meters calls and enforces the budget."""
+"""A model wrapper that bounds concurrency, meters calls and enforces the budget.
+
+The meter is this process's running :class:`~furnace.llm.cache.CallTotals` (the
+same type as the ledger's); it drives the budget. A run's reported totals come
+from the call ledger, which also holds what earlier (interrupted) runs spent.
+"""
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 
 from furnace.domain.errors import BudgetExceeded
 from furnace.evolution.config import Budget
+from furnace.llm.cache import CallTotals
 from furnace.llm.seam import LLM, Completion, LLMRequest
 
+Meter = CallTotals  # the one accounting type (furnace.llm.cache.CallTotals)
 
-@dataclass(frozen=True)
-class Meter:
-    """Figures of one run. ``calls`` are non-cached calls (what costs); ``cached_calls`` were free."""
 
-    calls: int = 0
-    cached_calls: int = 0
-    failed_calls: int = 0
-    tokens: int = 0
-    cost_usd: float = 0.0
+def completion_totals(completion: Completion) -> CallTotals:
+    """One answered call as totals (a cache hit costs nothing and made no request)."""
+    if completion.cached:
+        return CallTotals(calls=1, cached_calls=1)
+    return CallTotals(
+        calls=1,
+        prompt_tokens=completion.usage.prompt_tokens,
+        completion_tokens=completion.usage.completion_tokens,
+        cost_usd=completion.cost_usd,
+        attempts=completion.attempts,
+        failed_attempts=max(0, completion.attempts - 1),
+    )
 
-    @property
-    def cache_hit_rate(self) -> float:
-        total = self.calls + self.cached_calls
-        return self.cached_calls / total if total else 0.0
 
-    def minus(self, other: Meter) -> Meter:
-        return Meter(
-            self.calls - other.calls,
-            self.cached_calls - other.cached_calls,
-            self.failed_calls - other.failed_calls,
-            self.tokens - other.tokens,
-            round(self.cost_usd - other.cost_usd, 9),
-        )
-
-    def as_dict(self) -> dict[str, float]:
-        return {
-            "calls": self.calls,
-            "cached_calls": self.cached_calls,
-            "failed_calls": self.failed_calls,
-            "tokens": self.tokens,
-            "cost_usd": round(self.cost_usd, 6),
-            "cache_hit_rate": round(self.cache_hit_rate, 4),
-        }
+def error_totals(err: BaseException) -> CallTotals:
+    """One failed call as totals: its attempts failed, and what they were billed counts."""
+    attempts = int(getattr(err, "attempts", 1) or 1)
+    spent = getattr(err, "spent", None)
+    usage, cost = spent if spent is not None else (None, 0.0)
+    return CallTotals(
+        calls=1,
+        failed_calls=1,
+        prompt_tokens=getattr(usage, "prompt_tokens", 0),
+        completion_tokens=getattr(usage, "completion_tokens", 0),
+        cost_usd=cost,
+        attempts=attempts,
+        failed_attempts=attempts,
+    )
 
 
 class MeteredLLM:
@@ -56,11 +58,11 @@ class MeteredLLM:
         self.budget = budget or Budget()
         self._slots = threading.BoundedSemaphore(concurrency)
         self._lock = threading.Lock()
-        self._meter = Meter()
+        self._meter = CallTotals()
         self._in_flight = 0
 
     @property
-    def meter(self) -> Meter:
+    def meter(self) -> CallTotals:
         with self._lock:
             return self._meter
 
@@ -71,10 +73,10 @@ class MeteredLLM:
 
     def _exhausted(self, extra_calls: int) -> str | None:
         m, b = self._meter, self.budget
-        if b.max_calls is not None and m.calls + self._in_flight + extra_calls > b.max_calls:
-            return f"budget.max_calls {b.max_calls} reached ({m.calls} calls made)"
-        if b.max_tokens is not None and m.tokens >= b.max_tokens:
-            return f"budget.max_tokens {b.max_tokens} reached ({m.tokens} tokens)"
+        if b.max_calls is not None and m.model_calls + self._in_flight + extra_calls > b.max_calls:
+            return f"budget.max_calls {b.max_calls} reached ({m.model_calls} model calls made)"
+        if b.max_tokens is not None and m.total_tokens >= b.max_tokens:
+            return f"budget.max_tokens {b.max_tokens} reached ({m.total_tokens} tokens)"
         if b.max_usd is not None and b.max_usd > 0 and m.cost_usd >= b.max_usd:
             return f"budget.max_usd {b.max_usd} reached (${m.cost_usd:.4f})"
         return None
@@ -88,23 +90,12 @@ class MeteredLLM:
         try:
             with self._slots:
                 completion = self.inner.complete(request)
-        except Exception:
+        except Exception as err:
             with self._lock:
                 self._in_flight -= 1
-                m = self._meter
-                self._meter = Meter(m.calls + 1, m.cached_calls, m.failed_calls + 1, m.tokens, m.cost_usd)
+                self._meter = self._meter.plus(error_totals(err))
             raise
         with self._lock:
             self._in_flight -= 1
-            m = self._meter
-            if completion.cached:
-                self._meter = Meter(m.calls, m.cached_calls + 1, m.failed_calls, m.tokens, m.cost_usd)
-            else:
-                self._meter = Meter(
-                    m.calls + 1,
-                    m.cached_calls,
-                    m.failed_calls,
-                    m.tokens + completion.usage.total_tokens,
-                    m.cost_usd + completion.cost_usd,
-                )
+            self._meter = self._meter.plus(completion_totals(completion))
         return completion

@@ -167,7 +167,7 @@ def build_report(
             k: v.as_dict() | {"weight": evo.board.weights().get(k, 0.0)} for k, v in sorted(evo.board.stats.items())
         },
         pareto=pareto,
-        totals=evo.metered.meter.as_dict(),
+        totals=evo.run_totals().as_dict(),
         failures=sum(r.failures for r in records),
         failed_individuals=failed[:20],
     )
@@ -207,8 +207,10 @@ def render_report(report: ExperimentReport) -> str:
     t = report.totals
     lines += [
         "",
-        f"model calls {int(t['calls'])} (+{int(t['cached_calls'])} cached, hit rate {t['cache_hit_rate']:.0%}), "
-        f"failed {int(t['failed_calls'])}, tokens {int(t['tokens'])}, cost ${t['cost_usd']:.4f}",
+        f"calls {int(t['calls'])}: {int(t.get('model_calls', t['calls']))} to the model"
+        f" + {int(t['cached_calls'])} cached (hit rate {t['cache_hit_rate']:.0%}), failed {int(t['failed_calls'])};"
+        f" attempts {int(t.get('attempts', 0))} (failed {int(t.get('failed_attempts', 0))});"
+        f" tokens {int(t['tokens'])}, cost ${t['cost_usd']:.4f}",
     ]
     if report.failures:
         lines.append(

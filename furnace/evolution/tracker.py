@@ -24,8 +24,11 @@ class Tracker(Protocol):
         """Metrics of one finished generation (step = generation)."""
         ...
 
-    def finish(self, status: str, tags: dict[str, str], artifacts: dict[str, Any]) -> None:
-        """Close the run; ``artifacts`` maps file names to text (``.txt/.md``) or JSON data."""
+    def finish(
+        self, status: str, tags: dict[str, str], artifacts: dict[str, Any], totals: dict[str, float] | None = None
+    ) -> None:
+        """Close the run; ``artifacts`` maps file names to text (``.txt/.md``) or JSON data; ``totals``
+        are the whole run's call figures (from the ledger)."""
         ...
 
 
@@ -47,5 +50,7 @@ class NullTracker:
     def log_generation(self, generation: int, metrics: dict[str, float], tags: dict[str, str]) -> None:
         self.events.append(("generation", generation))
 
-    def finish(self, status: str, tags: dict[str, str], artifacts: dict[str, Any]) -> None:
+    def finish(
+        self, status: str, tags: dict[str, str], artifacts: dict[str, Any], totals: dict[str, float] | None = None
+    ) -> None:
         self.events.append(("finish", status))

@@ -38,7 +38,12 @@ from furnace.llm.seam import LLM, Completion, LLMRequest
 
 
 class CallRecord(BaseModel):
-    """One model call as accounted: who asked, what it cost, whether it was served from cache."""
+    """One logical model call as accounted: who asked, what it cost, whether it was served from cache.
+
+    ``attempts`` counts the requests the client made for it (retries and re-asks); tokens and
+    cost are what all of them were billed, failed ones included. ``detail`` is a scrubbed
+    excerpt of an unusable reply (never an error message from the provider).
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -54,10 +59,26 @@ class CallRecord(BaseModel):
     cached: bool = False
     status: str = "ok"  # "ok" or the error class name (never its message)
     created_at: datetime
+    attempts: int = 1
+    detail: str = ""
+
+    @property
+    def failed_attempts(self) -> int:
+        if self.cached:
+            return 0
+        return self.attempts if self.status != "ok" else max(0, self.attempts - 1)
 
 
 class CallTotals(BaseModel):
-    """Sums over ledger rows (all rows, or one run's)."""
+    """The one accounting type: sums over call records (the ledger, a meter, a report, MLflow).
+
+    - ``calls``: logical calls the code made (cache hits included);
+    - ``cached_calls``: served from the response cache (free);
+    - ``model_calls``: reached the model (``calls - cached_calls``);
+    - ``failed_calls``: logical calls that ended in an error;
+    - ``attempts`` / ``failed_attempts``: requests sent (retries, re-asks) and how many failed;
+    - tokens and cost: everything billed, failed attempts included.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -68,6 +89,8 @@ class CallTotals(BaseModel):
     cost_usd: float = 0.0
     latency_s: float = 0.0
     failed_calls: int = 0
+    attempts: int = 0
+    failed_attempts: int = 0
 
     @property
     def model_calls(self) -> int:
@@ -79,9 +102,52 @@ class CallTotals(BaseModel):
         return self.prompt_tokens + self.completion_tokens
 
     @property
+    def tokens(self) -> int:
+        return self.total_tokens
+
+    @property
     def hit_rate(self) -> float:
         """Share of calls served from the cache (0.0 when there were none)."""
         return self.cached_calls / self.calls if self.calls else 0.0
+
+    cache_hit_rate = hit_rate
+
+    def plus(self, other: CallTotals) -> CallTotals:
+        return CallTotals(**{k: getattr(self, k) + getattr(other, k) for k in CallTotals.model_fields})
+
+    def minus(self, other: CallTotals) -> CallTotals:
+        out = {k: getattr(self, k) - getattr(other, k) for k in CallTotals.model_fields}
+        out["cost_usd"] = round(out["cost_usd"], 9)
+        return CallTotals(**out)
+
+    def as_dict(self) -> dict[str, float]:
+        """The figures shown in reports, stored in summaries and logged to MLflow."""
+        return {
+            "calls": self.calls,
+            "model_calls": self.model_calls,
+            "cached_calls": self.cached_calls,
+            "failed_calls": self.failed_calls,
+            "attempts": self.attempts,
+            "failed_attempts": self.failed_attempts,
+            "tokens": self.total_tokens,
+            "cost_usd": round(self.cost_usd, 6),
+            "cache_hit_rate": round(self.hit_rate, 4),
+        }
+
+
+def record_totals(record: CallRecord) -> CallTotals:
+    """One record as totals."""
+    return CallTotals(
+        calls=1,
+        cached_calls=int(record.cached),
+        prompt_tokens=record.prompt_tokens,
+        completion_tokens=record.completion_tokens,
+        cost_usd=record.cost_usd,
+        latency_s=record.latency_s,
+        failed_calls=int(record.status != "ok"),
+        attempts=0 if record.cached else record.attempts,
+        failed_attempts=record.failed_attempts,
+    )
 
 
 class ResponseCache(Protocol):
@@ -115,15 +181,10 @@ class CallLedger(Protocol):
 
 def sum_calls(records: list[CallRecord]) -> CallTotals:
     """Totals of ``records`` (shared by the in-memory ledger and tests)."""
-    return CallTotals(
-        calls=len(records),
-        cached_calls=sum(r.cached for r in records),
-        prompt_tokens=sum(r.prompt_tokens for r in records),
-        completion_tokens=sum(r.completion_tokens for r in records),
-        cost_usd=sum(r.cost_usd for r in records),
-        latency_s=sum(r.latency_s for r in records),
-        failed_calls=sum(r.status != "ok" for r in records),
-    )
+    total = CallTotals()
+    for record in records:
+        total = total.plus(record_totals(record))
+    return total
 
 
 class MemoryResponseCache:
@@ -226,6 +287,10 @@ class CachedLLM:
         """The ledger's totals (shorthand)."""
         return self.ledger.totals(run_id)
 
+    def run_totals(self) -> CallTotals:
+        """Totals of this view's run, from the ledger (every process that worked on it)."""
+        return self.ledger.totals(self.run_id) if self.run_id is not None else self.ledger.totals()
+
     def complete(self, request: LLMRequest) -> Completion:
         """Serve from cache, join an identical in-flight call, or call the inner model once."""
         started = time.perf_counter()
@@ -250,9 +315,10 @@ class CachedLLM:
                 self._record(request, key, started, cached=False, error=err)
                 raise
             result = fresh.model_copy(update={"cached": False})
+            # write-ahead: the paid call is in the ledger before its answer is stored or used
+            self._record(request, key, started, cached=False, completion=result)
             self.cache.put(key, result, task=request.task.value)
             flight.result = result
-            self._record(request, key, started, cached=False, completion=result)
             return result
         except BaseException as err:
             if flight.result is None and flight.error is None:
@@ -279,18 +345,29 @@ class CachedLLM:
         error: BaseException | None = None,
     ) -> None:
         spent = completion is not None and not cached
+        paid: tuple[Any, float] | None = getattr(error, "spent", None) if error is not None and not cached else None
+        prompt_tokens = completion_tokens = 0
+        cost = 0.0
+        if spent and completion is not None:
+            prompt_tokens, completion_tokens = completion.usage.prompt_tokens, completion.usage.completion_tokens
+            cost = completion.cost_usd
+        elif paid is not None:  # a failed call's attempts were billed too
+            prompt_tokens, completion_tokens, cost = paid[0].prompt_tokens, paid[0].completion_tokens, paid[1]
+        attempts = completion.attempts if completion is not None else int(getattr(error, "attempts", 1) or 1)
         row: dict[str, Any] = {
             "id": uuid.uuid4().hex,
             "run_id": request.run_id or self.run_id,
             "task": request.task.value,
             "model": completion.model if completion is not None else self.model_name,
             "cache_key": key,
-            "prompt_tokens": completion.usage.prompt_tokens if spent and completion else 0,
-            "completion_tokens": completion.usage.completion_tokens if spent and completion else 0,
-            "cost_usd": completion.cost_usd if spent and completion else 0.0,
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "cost_usd": cost,
             "latency_s": time.perf_counter() - started,
             "cached": cached,
             "status": "ok" if error is None else type(error).__name__,
             "created_at": datetime.now(UTC),
+            "attempts": 0 if cached else attempts,
+            "detail": str(getattr(error, "excerpt", "") or "")[:300] if error is not None else "",
         }
         self.ledger.record(CallRecord(**row))

@@ -52,6 +52,7 @@ def test_repeat_is_served_from_cache_without_inner_call(storage):
         cost_usd=0.002,
         latency_s=totals.latency_s,
         failed_calls=0,
+        attempts=1,
     )
     assert totals.hit_rate == 0.5 and totals.model_calls == 1
 

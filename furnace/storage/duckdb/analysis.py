@@ -248,7 +248,7 @@ def call_totals(db: Database, run_id: str | None = None) -> pd.DataFrame:
     if isinstance(db, Database):  # this process's buffered ledger rows count too
         from furnace.storage.duckdb.llm_calls import flush_pending
 
-        flush_pending(db.path)
+        flush_pending(db)
     where, params = _where({"run_id": run_id})
     sql = (
         "SELECT coalesce(run_id, ''), task, count(*), count(*) FILTER (WHERE cached),"

@@ -238,6 +238,12 @@ class Database:
         """True while this process holds the file open."""
         return self._holder.con is not None
 
+    @property
+    def in_transaction(self) -> bool:
+        """True while this thread's unit has (or will have) an open transaction."""
+        unit = self._holder.current()
+        return unit is not None and (unit.in_tx or unit.one_tx)
+
     # --- units of work ---------------------------------------------------
 
     @contextmanager

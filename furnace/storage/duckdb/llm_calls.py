@@ -1,36 +1,45 @@
 """DuckDB storage for the LLM response cache and the call ledger.
 
-Tables (migration ``0002_llm.sql``):
+Tables (migrations ``0002_llm.sql``, ``0009_llm_accounting.sql``):
 
 - ``llm_responses(cache_key PK, model, task, completion JSON, created_at)`` —
   insert-if-absent by content key, so processes racing on one key keep the
-  first stored answer and a re-run repeats no finished model call;
+  first stored answer and a re-run repeats no finished model call. Rows older
+  than ``ttl_s`` are not served and are purged (:meth:`DuckDBResponseCache.prune`,
+  also ``furnace cache prune``);
 - ``llm_calls(id PK, run_id, task, model, cache_key, prompt_tokens,
-  completion_tokens, cost_usd, latency_s, cached, status, created_at)`` — one
-  row per call (hits included). ``status`` is ``ok`` or an error class name,
-  never an error message, so no provider text (which might echo a key) lands
-  in the file.
+  completion_tokens, cost_usd, latency_s, cached, status, created_at, attempts,
+  detail)`` — one row per logical call (hits included). ``status`` is ``ok`` or
+  an error class name, never an error message; ``detail`` is a scrubbed excerpt
+  of an unusable reply.
+
+**Write-ahead ledger.** A call is appended (one ``write`` of one JSON line) to
+this process's journal file ``<db>.ledger/<pid>-<token>.jsonl`` *before* its
+answer is used, so a SIGKILL loses no paid call. Journal rows reach the table
+in batches (at ``batch`` rows, after ``flush_interval_s``, at exit); a journal
+whose process is gone is replayed into the table (idempotent by row id) by the
+next ledger that opens the file or reads totals. Reads also count rows still in
+live processes' journals, so totals are exact across processes.
 
 Each operation uses one short-lived connection from :class:`Database`; none is
-held across a model call. Opening one costs ~15-30 ms, so both classes avoid
-needless round trips: the response cache keeps the completions it has seen in
-memory (they are content-addressed, hence immutable), and the ledger buffers
-rows and writes them in one transaction per batch (at ``batch`` rows, after
-``flush_interval_s``, and at interpreter exit). A read (``totals``/``calls``)
-first flushes every ledger of this process on the same file, so a budget check
-always sees every call made so far in the process.
+held across a model call. The response cache keeps the completions it has seen
+in memory (content-addressed, hence immutable).
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+import uuid
 import weakref
 from collections import OrderedDict
 from contextlib import suppress
-from datetime import UTC
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import IO, Any
 
-from furnace.llm.cache import CallRecord, CallTotals
+from furnace.llm.cache import CallRecord, CallTotals, sum_calls
 from furnace.llm.seam import Completion
 from furnace.storage.duckdb.db import Database
 
@@ -39,16 +48,19 @@ _LIVE_LOCK = threading.Lock()
 
 _COLUMNS = (
     "id, run_id, task, model, cache_key, prompt_tokens, completion_tokens,"
-    " cost_usd, latency_s, cached, status, created_at"
+    " cost_usd, latency_s, cached, status, created_at, attempts, detail"
 )
+_INSERT = f"INSERT INTO llm_calls ({_COLUMNS}) VALUES ({', '.join('?' * 14)}) ON CONFLICT DO NOTHING"
+DEFAULT_RESPONSE_TTL_S = 90 * 24 * 3600
 
 
 class DuckDBResponseCache:
     """Completions by content key in ``llm_responses``, with an in-memory read layer."""
 
-    def __init__(self, db: Database, *, memory_items: int = 4096) -> None:
+    def __init__(self, db: Database, *, memory_items: int = 4096, ttl_s: float | None = DEFAULT_RESPONSE_TTL_S) -> None:
         self.db = db
         self.memory_items = memory_items
+        self.ttl_s = ttl_s
         self._memory: OrderedDict[str, Completion] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -57,8 +69,8 @@ class DuckDBResponseCache:
         with self._lock:
             if key in self._memory:
                 return self._memory[key]
-        rows = self.db.query("SELECT completion FROM llm_responses WHERE cache_key = ?", [key])
-        if not rows:
+        rows = self.db.query("SELECT completion, created_at FROM llm_responses WHERE cache_key = ?", [key])
+        if not rows or self._expired(rows[0][1]):
             return None
         found = Completion.model_validate_json(rows[0][0])
         self._remember(key, found)
@@ -70,14 +82,41 @@ class DuckDBResponseCache:
         with self.db.transaction() as con:
             rows = con.execute(
                 "INSERT INTO llm_responses (cache_key, model, task, completion) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT DO NOTHING RETURNING cache_key",
-                [key, completion.model, task, stored.model_dump_json()],
+                " ON CONFLICT DO UPDATE SET completion = excluded.completion, created_at = now()::TIMESTAMP"
+                " WHERE llm_responses.created_at < ? RETURNING cache_key",
+                [key, completion.model, task, stored.model_dump_json(), self._cutoff()],
             ).fetchall()
             if not rows:  # another process stored it first: converge on its answer
                 first = con.execute("SELECT completion FROM llm_responses WHERE cache_key = ?", [key]).fetchall()
                 stored = Completion.model_validate_json(first[0][0]) if first else stored
         self._remember(key, stored)
         return bool(rows)
+
+    def _expired(self, created_at: datetime | None) -> bool:
+        if self.ttl_s is None or created_at is None:
+            return False
+        return created_at < datetime.now(UTC).replace(tzinfo=None) - timedelta(seconds=self.ttl_s)
+
+    def _cutoff(self) -> datetime:
+        """Rows created before this are expired (the epoch when there is no TTL)."""
+        if self.ttl_s is None:
+            return datetime(1970, 1, 1)
+        return datetime.now(UTC).replace(tzinfo=None) - timedelta(seconds=self.ttl_s)
+
+    def prune(self, ttl_s: float | None = None) -> int:
+        """Delete responses older than ``ttl_s`` (default: this cache's TTL); returns how many."""
+        ttl = self.ttl_s if ttl_s is None else ttl_s
+        if ttl is None:
+            return 0
+        cutoff = datetime.now(UTC).replace(tzinfo=None) - timedelta(seconds=ttl)
+        with self.db.transaction() as con:
+            gone = con.execute(
+                "DELETE FROM llm_responses WHERE created_at < ? RETURNING cache_key", [cutoff]
+            ).fetchall()
+        with self._lock:
+            for (key,) in gone:
+                self._memory.pop(key, None)
+        return len(gone)
 
     def _remember(self, key: str, completion: Completion) -> None:
         with self._lock:
@@ -91,36 +130,67 @@ class DuckDBResponseCache:
 
 
 class _Pending:
-    """Buffered ledger rows for one file; outlives its ledger until flushed."""
+    """Ledger rows of one ledger: journaled on disk at once, written to the table in batches."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
         self.rows: list[CallRecord] = []
         self.lock = threading.Lock()
         self.last_flush = time.monotonic()
+        self.folder = journal_folder(db)
+        self._file: IO[bytes] | None = None
+        self._path: Path | None = None
+        self._retired: list[Path] = []
+        self._unsure: list[CallRecord] = []  # written inside a caller's transaction, not yet known committed
+
+    def journal(self, call: CallRecord) -> None:
+        """Append one row to the journal (under ``lock``): one write, before the answer is used."""
+        if self._file is None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._path = self.folder / f"{os.getpid()}-{uuid.uuid4().hex[:12]}.jsonl"
+            self._file = open(self._path, "ab", buffering=0)  # noqa: SIM115 - kept open across calls
+        self._file.write((call.model_dump_json() + "\n").encode())
 
     def flush(self) -> int:
+        # Inside a caller's unit transaction the rows commit (or roll back) with it: they and their
+        # journals are kept and written again at the next flush outside one (idempotent by row id).
+        committed = not self.db.in_transaction
         with self.lock:
             rows, self.rows = self.rows, []
             self.last_flush = time.monotonic()
-        if not rows:
-            return 0
-        try:
-            with self.db.transaction() as con:
-                con.executemany(
-                    f"INSERT INTO llm_calls ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT DO NOTHING",
-                    [_row(call) for call in rows],
-                )
-        except BaseException:
-            with self.lock:  # keep them for the next attempt
-                self.rows[:0] = rows
-            raise
+            if self._file is not None:  # the next row starts a new journal; this one retires once written
+                self._file.close()
+                self._file = None
+                if self._path is not None:
+                    self._retired.append(self._path)
+            retired, self._retired = self._retired, []
+            if committed:
+                rows, self._unsure = [*self._unsure, *rows], []
+        if rows:
+            try:
+                with self.db.transaction() as con:
+                    con.executemany(_INSERT, [_row(call) for call in rows])
+            except BaseException:
+                with self.lock:  # keep them (and their journals) for the next attempt
+                    self.rows[:0] = rows
+                    self._retired[:0] = retired
+                raise
+        if not committed:
+            with self.lock:
+                self._unsure += rows
+                self._retired[:0] = retired
+            return len(rows)
+        for path in retired:
+            path.unlink(missing_ok=True)
         return len(rows)
+
+    def own(self) -> set[Path]:
+        with self.lock:
+            return {*self._retired, *([self._path] if self._file is not None and self._path else [])}
 
 
 class DuckDBCallLedger:
-    """One row per model call in ``llm_calls``, written in batches."""
+    """One row per model call in ``llm_calls``, journaled first (write-ahead), written in batches."""
 
     def __init__(self, db: Database, *, batch: int = 32, flush_interval_s: float = 0.5) -> None:
         self.db = db
@@ -131,11 +201,13 @@ class DuckDBCallLedger:
         weakref.finalize(self, _quiet_flush, self._pending)
         with _LIVE_LOCK:
             _LIVE.setdefault(str(db.path), weakref.WeakSet()).add(self._pending)
+        recover_journals(db)
 
     def record(self, call: CallRecord) -> None:
-        """Append one call (written at the next flush; idempotent by its id)."""
+        """Append one call: on disk (journal) before returning, in the table at the next flush."""
         pending = self._pending
         with pending.lock:
+            pending.journal(call)
             pending.rows.append(call)
             due = len(pending.rows) >= self.batch or time.monotonic() - pending.last_flush >= self.flush_interval_s
         if due:
@@ -146,15 +218,28 @@ class DuckDBCallLedger:
         return self._pending.flush()
 
     def flush_all(self) -> None:
-        """Flush every ledger of this process writing to the same file."""
-        flush_pending(self.db.path)
+        """Flush every ledger of this process writing to the same file, and replay dead processes' journals."""
+        flush_pending(self.db)
+
+    def _in_flight(self, run_id: str | None) -> list[CallRecord]:
+        """Rows other live processes have journaled but not yet written (counted, not moved)."""
+        with _LIVE_LOCK:
+            mine = set().union(*(p.own() for p in _LIVE.get(str(self.db.path), ())))
+        rows = []
+        for path in _journals(self.db):
+            if path not in mine:
+                rows += [r for r in _read_journal(path) if run_id is None or r.run_id == run_id]
+        return rows
 
     def calls(self, run_id: str | None = None) -> list[CallRecord]:
         """The calls (of one run), oldest first."""
         self.flush_all()
         where, params = _where(run_id)
         rows = self.db.query_dicts(f"SELECT {_COLUMNS} FROM llm_calls{where} ORDER BY created_at, id", params)
-        return [CallRecord(**{**r, "created_at": r["created_at"].replace(tzinfo=UTC)}) for r in rows]
+        stored = [_record(r) for r in rows]
+        ids = {r.id for r in stored}
+        extra = [r for r in self._in_flight(run_id) if r.id not in ids]
+        return sorted([*stored, *extra], key=lambda r: (r.created_at, r.id))
 
     def totals(self, run_id: str | None = None) -> CallTotals:
         """Sums over every call, or over one run's calls."""
@@ -163,10 +248,13 @@ class DuckDBCallLedger:
         row = self.db.query(
             "SELECT count(*), count(*) FILTER (WHERE cached), coalesce(sum(prompt_tokens), 0),"
             " coalesce(sum(completion_tokens), 0), coalesce(sum(cost_usd), 0), coalesce(sum(latency_s), 0),"
-            f" count(*) FILTER (WHERE status <> 'ok') FROM llm_calls{where}",
+            " count(*) FILTER (WHERE status <> 'ok'),"
+            " coalesce(sum(coalesce(attempts, 1)) FILTER (WHERE NOT cached), 0),"
+            " coalesce(sum(CASE WHEN cached THEN 0 WHEN status <> 'ok' THEN coalesce(attempts, 1)"
+            f" ELSE greatest(coalesce(attempts, 1) - 1, 0) END), 0) FROM llm_calls{where}",
             params,
         )[0]
-        return CallTotals(
+        stored = CallTotals(
             calls=int(row[0]),
             cached_calls=int(row[1]),
             prompt_tokens=int(row[2]),
@@ -174,15 +262,91 @@ class DuckDBCallLedger:
             cost_usd=float(row[4]),
             latency_s=float(row[5]),
             failed_calls=int(row[6]),
+            attempts=int(row[7]),
+            failed_attempts=int(row[8]),
         )
+        extra = self._in_flight(run_id)
+        if not extra:
+            return stored
+        known = {
+            r[0]
+            for r in self.db.query(
+                f"SELECT id FROM llm_calls WHERE id IN ({', '.join('?' * len(extra))})", [r.id for r in extra]
+            )
+        }
+        return stored.plus(sum_calls([r for r in extra if r.id not in known]))
 
 
-def flush_pending(db_path: object) -> None:
-    """Write the buffered rows of every ledger of this process on ``db_path`` (before a read of the table)."""
+def journal_folder(db: Database) -> Path:
+    """Where the ledger journals of ``db`` live."""
+    return db.path.with_name(db.path.name + ".ledger")
+
+
+def _journals(db: Database) -> list[Path]:
+    folder = journal_folder(db)
+    return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def _read_journal(path: Path) -> list[CallRecord]:
+    try:
+        lines = path.read_bytes().splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(CallRecord.model_validate_json(line))
+        except ValueError:
+            continue  # a line cut by a kill mid-write: the call's answer was never used
+    return out
+
+
+def recover_journals(db: Database) -> int:
+    """Replay the journals of processes that are gone into ``llm_calls`` (idempotent); returns rows replayed."""
+    replayed = 0
+    for path in _journals(db):
+        try:
+            pid = int(path.name.split("-", 1)[0])
+        except ValueError:
+            continue
+        if _alive(pid):
+            continue
+        rows = _read_journal(path)
+        if rows:
+            with db.transaction() as con:
+                con.executemany(_INSERT, [_row(call) for call in rows])
+            replayed += len(rows)
+        path.unlink(missing_ok=True)
+    return replayed
+
+
+def _record(r: dict[str, Any]) -> CallRecord:
+    r = {**r, "created_at": r["created_at"].replace(tzinfo=UTC)}
+    r["attempts"] = 1 if r.get("attempts") is None else r["attempts"]
+    r["detail"] = r.get("detail") or ""
+    return CallRecord(**r)
+
+
+def flush_pending(db: Database) -> None:
+    """Before a read of ``llm_calls``: write the buffered rows of every ledger of this process on
+    ``db``'s file and replay the journals of processes that are gone."""
     with _LIVE_LOCK:
-        pendings = list(_LIVE.get(str(db_path), ()))
+        pendings = list(_LIVE.get(str(db.path), ()))
     for pending in pendings:
         pending.flush()
+    recover_journals(db)
 
 
 def _row(call: CallRecord) -> list[object]:
@@ -200,6 +364,8 @@ def _row(call: CallRecord) -> list[object]:
         call.cached,
         call.status,
         created,
+        call.attempts,
+        call.detail,
     ]
 
 
