@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -177,3 +178,28 @@ def test_duckdb_ledger_rows_and_batching(tmp_path):
     rows = db.query_dicts("SELECT * FROM llm_calls ORDER BY created_at")
     assert {r["run_id"] for r in rows} == {"r1"} and {r["task"] for r in rows} == {"reply"}
     assert all(r["prompt_tokens"] == 10 and r["status"] == "ok" and len(r["cache_key"]) == 64 for r in rows)
+
+
+def test_a_ledger_collected_while_the_database_lock_is_held_does_not_deadlock(tmp_path):
+    # The garbage collector may finalise a ledger at any point, e.g. while this thread opens the
+    # file (holding the database's lock): its flush must not wait for that lock on this thread.
+    db = Database(tmp_path / "f.duckdb")
+    ledger = DuckDBCallLedger(db, batch=100, flush_interval_s=3600)
+    CachedLLM(FakeLLM(respond=lambda r: priced("x")), MemoryResponseCache(), ledger).for_run("r1").complete(ask("0"))
+    finished = threading.Event()
+
+    def collect_while_holding_the_lock():
+        nonlocal ledger
+        with db._holder.cond:
+            del ledger  # the only reference: finalised here, inside the lock
+            finished.set()
+
+    worker = threading.Thread(target=collect_while_holding_the_lock, daemon=True)
+    worker.start()
+    assert finished.wait(60), "finalising a ledger inside the database lock deadlocked"
+    worker.join(60)
+    # the flush ran on a thread of its own once the lock was free: the buffered row reaches the table
+    deadline = time.monotonic() + 60
+    while db.query("SELECT count(*) FROM llm_calls") != [(1,)] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert db.query("SELECT count(*) FROM llm_calls WHERE run_id = 'r1'") == [(1,)]

@@ -371,11 +371,15 @@ def _row(call: CallRecord) -> list[object]:
 
 def _quiet_flush(pending: _Pending) -> None:
     # Runs from the garbage collector, possibly in the middle of another unit of work on this
-    # thread: flush on a thread of its own so the rows never land in that unit's cursor.
+    # thread, or while this thread holds the database's lock (opening the file): flush on a thread
+    # of its own so the rows never land in that unit's cursor, and never wait for it then — it may
+    # need that very lock. The rows are journaled already, so nothing is lost if it cannot finish.
+    # At interpreter exit (the main thread has ended) no unit is running: wait for the flush.
     try:
         worker = threading.Thread(target=_flush_ignoring_errors, args=(pending,), daemon=True)
         worker.start()
-        worker.join()
+        if not threading.main_thread().is_alive():
+            worker.join()
     except RuntimeError:  # no new threads at interpreter shutdown
         _flush_ignoring_errors(pending)
 
