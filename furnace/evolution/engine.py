@@ -1,9 +1,20 @@
 """The evolution loop: select, breed, evaluate concurrently, keep survivors, repeat.
 
+No generation barrier: generation 0 (the seeds) is evaluated, then children are planned
+one by one and each is submitted as soon as its plan is known. Child ``n`` is planned from
+the population after children ``0 .. n - W`` have been taken in (``W`` = the children of
+one generation, a fixed window that does not depend on the concurrency), and children are
+taken in strictly in plan order (steady state: each replaces the weakest non-elite member).
+So the next generation's model calls start while the previous one finishes, the metered
+model serves the oldest units first (they are closest to finishing and the next plans wait
+on them), and a run is identical for the same seed at any concurrency and with any runner.
+A generation ``g`` is complete when its last child is taken in; its record is the
+population at that point.
+
 Reproducible and resumable by construction:
 
 - one ``random.Random(config.seed)`` drives every choice, and only the main
-  thread draws from it, in a fixed order;
+  thread draws from it, in a fixed order (plan order);
 - a run always replays from generation 0: a slot whose individual is already
   recorded is read back (no fusion, no model call), so an interrupted run
   continues where it stopped and ends exactly where an uninterrupted run ends;
@@ -31,7 +42,7 @@ from furnace.evolution.records import ExperimentRecord, ExperimentResults, Gener
 from furnace.evolution.report import ExperimentReport, build_report
 from furnace.evolution.selection import OperatorBoard, choose_operator, survivors, tournament
 from furnace.evolution.tracker import NullTracker, Span, Tracker, start_trace
-from furnace.evolution.units import ThreadUnitRunner, Unit, UnitRunner
+from furnace.evolution.units import Finished, ThreadUnitRunner, Unit, UnitRunner
 from furnace.evolution.writer import RecordWriter
 from furnace.llm.cache import CallTotals
 from furnace.llm.seam import LLM, Completion, LLMRequest
@@ -118,6 +129,12 @@ class _CountingLLM:
             self.spent = self.spent.plus(completion_totals(c))
         return c
 
+    @property
+    def meter(self) -> CallTotals:
+        """This unit's calls so far."""
+        with self._lock:
+            return self.spent
+
 
 class Embedder(Protocol):
     name: str
@@ -147,6 +164,7 @@ class Evolution:
         self.board = OperatorBoard(dict(self.config.operators), adapt=self.config.adapt_operators)
         self._embed_lock = threading.Lock()
         self._vectors: dict[str, list[float]] = {}
+        self._unit_meters: dict[tuple[int, int], CallTotals] = {}  # (generation, slot) -> calls of units run here
         self.status = "finished"
 
     # --- helpers ---------------------------------------------------------
@@ -163,27 +181,25 @@ class Evolution:
         if self.progress is not None:
             self.progress(Progress(**kwargs))
 
-    def _plan(
-        self, population: Sequence[IndividualRecord], rng: random.Random, weights: dict[str, float]
-    ) -> list[Plan]:
-        plans = []
+    def _plan_child(
+        self, slot: int, population: Sequence[IndividualRecord], rng: random.Random, weights: dict[str, float]
+    ) -> Plan:
+        """One child's plan: operator, parents and seed, drawn from ``rng`` (main thread, plan order)."""
         size = self.config.selection.tournament_size
-        for slot in range(self.config.children_per_generation):
-            op = choose_operator(weights, rng)
-            first = tournament(population, size, rng)
-            parents: tuple[IndividualRecord, ...] = (first,)
-            if op != "mutation":
-                second = first
-                for _ in range(5):  # a distinct partner if the population allows
-                    second = tournament(population, size, rng)
-                    if second.agent_id != first.agent_id:
-                        break
-                parents = (first, second) if second.agent_id != first.agent_id else (first,)
-                if len(parents) == 1:
-                    op = "mutation"
-            params = {"rate": self.config.mutation_rate} if op == "mutation" else {}
-            plans.append(Plan(slot, op, parents, rng.randrange(2**31), params))
-        return plans
+        op = choose_operator(weights, rng)
+        first = tournament(population, size, rng)
+        parents: tuple[IndividualRecord, ...] = (first,)
+        if op != "mutation":
+            second = first
+            for _ in range(5):  # a distinct partner if the population allows
+                second = tournament(population, size, rng)
+                if second.agent_id != first.agent_id:
+                    break
+            parents = (first, second) if second.agent_id != first.agent_id else (first,)
+            if len(parents) == 1:
+                op = "mutation"
+        params = {"rate": self.config.mutation_rate} if op == "mutation" else {}
+        return Plan(slot, op, parents, rng.randrange(2**31), params)
 
     def unit_key(self, generation: int, plan: Plan) -> str:
         """Content key of one unit: what is made and how it is scored (operator and scorer versions)."""
@@ -206,10 +222,16 @@ class Evolution:
         )
 
     def evaluate_unit(
-        self, generation: int, plan: Plan, population: Sequence[IndividualRecord], known: dict[str, IndividualRecord]
+        self,
+        generation: int,
+        plan: Plan,
+        population: Sequence[IndividualRecord],
+        known: dict[str, IndividualRecord],
+        order: int = 0,
     ) -> IndividualRecord:
         """One individual: breed (unless a library seed), evaluate, build its record (no write).
-        Traced (when the tracker traces) as a root span with a fusion and an evaluation step."""
+        Its model calls queue at priority ``order`` (older units first). Traced (when the
+        tracker traces) as a root span with a fusion and an evaluation step."""
         root = start_trace(
             self.tracker,
             f"individual g{generation} s{plan.slot}",
@@ -221,12 +243,16 @@ class Evolution:
                 "parents": [p.agent_id for p in plan.parents],
             },
         )
+        llm = _CountingLLM(self.metered.at(order))
         try:
-            record = self._evaluate_unit(generation, plan, population, known, root)
+            record = self._evaluate_unit(generation, plan, population, known, root, llm)
         except BaseException as err:
             if root is not None:
                 root.end(error=f"{err.__class__.__name__}: {err}"[:300])
             raise
+        finally:
+            with self._embed_lock:
+                self._unit_meters[(generation, plan.slot)] = llm.meter
         if root is not None:
             root.end({"agent_id": record.agent_id, "fitness": record.fitness, "failures": record.failures})
         return record
@@ -238,8 +264,8 @@ class Evolution:
         population: Sequence[IndividualRecord],
         known: dict[str, IndividualRecord],
         root: Span | None,
+        llm: _CountingLLM,
     ) -> IndividualRecord:
-        llm = _CountingLLM(self.metered)
         if plan.elixir is not None:
             elixir, prompt = plan.elixir, render_prompt(plan.elixir)
             agent_id, lineage_hash, parents = elixir.id, None, tuple[str, ...]()
@@ -319,38 +345,22 @@ class Evolution:
             cost_usd=round(llm.spent.cost_usd, 9),
         )
 
-    def _run_generation(
-        self, generation: int, plans: list[Plan], population: Sequence[IndividualRecord]
-    ) -> list[IndividualRecord]:
-        """Evaluate every slot (recorded ones read back), save new records from this thread."""
-        existing = self._recorded.get(generation, [])
-        by_slot = {r.slot: r for r in existing}
-        known = {r.agent_id: r for r in existing}
-        out: dict[int, IndividualRecord] = {p.slot: by_slot[p.slot] for p in plans if p.slot in by_slot}
-        todo = [p for p in plans if p.slot not in out]
-        best = max((r.fitness for r in [*out.values(), *population]), default=0.0)
-        self._emit(
-            generation=generation, generations=self.config.generations, done=len(out), total=len(plans), best=best
+    def unit(
+        self,
+        order: int,
+        generation: int,
+        plan: Plan,
+        population: Sequence[IndividualRecord],
+        known: dict[str, IndividualRecord],
+    ) -> Unit:
+        """The unit that makes and scores ``plan`` (``order``: its place in the run, its priority)."""
+        return Unit(
+            self.unit_key(generation, plan),
+            plan.slot,
+            partial(self.evaluate_unit, generation, plan, population, known, order),
+            (generation, plan, tuple(population), dict(known), order),
+            order,
         )
-        units = [
-            Unit(
-                self.unit_key(generation, p),
-                p.slot,
-                partial(self.evaluate_unit, generation, p, population, known),
-                (generation, p, tuple(population), dict(known)),
-            )
-            for p in todo
-        ]
-        runner = self.unit_runner or ThreadUnitRunner(min(max(self.config.concurrency * 2, 1), 64))
-        for unit, record in runner(units):
-            if record.experiment_id == self.experiment_id and record.slot == unit.slot:
-                self._writer.put(record)  # saved in the background, batched, in order
-            out[unit.slot] = record
-            best = max(best, record.fitness)
-            self._emit(
-                generation=generation, generations=self.config.generations, done=len(out), total=len(plans), best=best
-            )
-        return [out[p.slot] for p in plans]
 
     # --- the loop ---------------------------------------------------------
 
@@ -365,50 +375,23 @@ class Evolution:
             _flat_params(cfg),
             {"furnace.experiment_id": self.experiment_id, "furnace.model": self.llm.model_name},
         )
-        rng = random.Random(cfg.seed)
         self._writer = RecordWriter(self.results)
-        self._recorded: dict[int, list[IndividualRecord]] = {}
+        self._recorded: dict[int, dict[int, IndividualRecord]] = {}
         for rec in self.results.individuals(self.experiment_id):  # one read: what a previous run finished
-            self._recorded.setdefault(rec.generation, []).append(rec)
-        population: list[IndividualRecord] = []
-        history: list[GenerationRecord] = []
-        plans = [Plan(i, "seed", elixir=e) for i, e in enumerate(self.seeds)]
-        generation = 0
+            self._recorded.setdefault(rec.generation, {})[rec.slot] = rec
+        workers = min(max(cfg.children_per_generation, len(self.seeds), 1), 64)
+        runner = self.unit_runner or ThreadUnitRunner(workers)
+        schedule = _Schedule(self, random.Random(cfg.seed), runner)
         try:
-            while generation <= cfg.generations:
-                before = self.metered.meter
-                weights = self.board.weights()
-                if generation > 0:
-                    reason = self.metered.exhausted(extra_calls=0)
-                    if reason:
-                        self.status = f"stopped: {reason}"
-                        break
-                    plans = self._plan(population, rng, weights)
-                children = self._run_generation(generation, plans, population)
-                if generation == 0:
-                    population = survivors([], children, cfg.population, 0)
-                else:
-                    fitness = {p.agent_id: p.fitness for p in population}
-                    seen: set[str] = set()
-                    for child in children:
-                        if child.agent_id in seen:
-                            continue
-                        seen.add(child.agent_id)
-                        parent_best = max((fitness.get(p, 0.0) for p in child.parents), default=0.0)
-                        self.board.record(
-                            child.operator, child.fitness, parent_best, failed=child.failures > 0 and not child.scores
-                        )
-                    viable = [c for c in children if c.scores]  # a failed fusion never displaces a member
-                    population = survivors(population, viable, cfg.population, cfg.selection.elitism)
-                history.append(
-                    self._finish_generation(generation, population, weights, self.metered.meter.minus(before))
-                )
-                generation += 1
+            schedule.run()
         except BudgetExceeded as err:
             self.status = f"stopped: {err}"
         finally:
-            self._writer.flush()  # everything finished is on disk before the run reports or dies
-        report = build_report(self, population, history)
+            try:
+                runner.close()
+            finally:
+                self._writer.flush()  # everything finished is on disk before the run reports or dies
+        report = build_report(self, schedule.population, schedule.history)
         self.results.finish_experiment(self.experiment_id, self.status, report.summary())
         self.tracker.finish(self.status, report.tags(), report.artifacts(), report.totals)
         return report
@@ -455,6 +438,163 @@ class Evolution:
             },
         )
         return record
+
+
+class _Schedule:
+    """The loop without a generation barrier (see the module docstring): plans in order, runs
+    units as their plans are known, takes finished children in strictly in plan order."""
+
+    def __init__(self, evo: Evolution, rng: random.Random, runner: UnitRunner) -> None:
+        self.evo, self.rng, self.runner = evo, rng, runner
+        cfg = evo.config
+        self.per_generation = cfg.children_per_generation
+        self.total = cfg.generations * self.per_generation  # children of generations 1..G
+        self.window = max(1, self.per_generation)
+        self.population: list[IndividualRecord] = []
+        self.history: list[GenerationRecord] = []
+        self.finished = Finished()
+        self.plans: dict[int, tuple[Plan, dict[str, float]]] = {}  # child index -> plan, weights it saw
+        self.done: dict[int, IndividualRecord] = {}  # child index -> record, not yet taken in
+        self.planned = self.taken = 0
+        self.stop: str | None = None
+        self.error: BaseException | None = None
+        self.seen: set[str] = set()  # agent ids taken in during the current generation
+        self.generation_weights: dict[int, dict[str, float]] = {}  # what the generation's first plan saw
+
+    def generation_of(self, n: int) -> tuple[int, int]:
+        """Child index -> (generation, slot)."""
+        return 1 + n // self.per_generation, n % self.per_generation
+
+    # --- units ------------------------------------------------------------
+
+    def start(self, order: int, generation: int, plan: Plan) -> IndividualRecord | None:
+        """Submit ``plan``'s unit, or return its record when a previous run finished it."""
+        recorded = self.evo._recorded.get(generation, {})
+        if plan.slot in recorded:
+            return recorded[plan.slot]
+        known = {r.agent_id: r for r in recorded.values()}
+        unit = self.evo.unit(order, generation, plan, tuple(self.population), known)
+        self.finished.watch(unit, self.runner.submit(unit))
+        return None
+
+    def wait_one(self) -> tuple[Unit, IndividualRecord | None]:
+        """The next unit to finish, its record written; an error stops planning (returned as None)."""
+        unit, fut = self.finished.get()
+        try:
+            record = fut.result()
+        except BaseException as err:
+            if self.error is None:
+                self.error = err
+            return unit, None
+        if record.experiment_id == self.evo.experiment_id and record.slot == unit.slot:
+            self.evo._writer.put(record)  # saved in the background, batched, as units finish
+        return unit, record
+
+    def drain(self) -> None:
+        """Wait for the units still running (their records are written), then raise the first error."""
+        while self.finished.pending:
+            self.wait_one()
+        if self.error is not None:
+            raise self.error
+
+    # --- the loop ---------------------------------------------------------
+
+    def run(self) -> None:
+        if not self.seed_generation():
+            return
+        for n in range(min(self.window, self.total)):
+            self.plan(n)
+        while self.taken < self.planned:
+            if self.error is not None:
+                self.drain()
+            while self.taken in self.done:
+                self.take(self.done.pop(self.taken))
+            if self.taken == self.planned:
+                break
+            unit, record = self.wait_one()
+            if record is not None:
+                self.done[unit.order - len(self.evo.seeds)] = record
+        if self.stop is not None:
+            self.evo.status = f"stopped: {self.stop}"
+
+    def seed_generation(self) -> bool:
+        """Generation 0 (the library seeds): every later plan needs all of it."""
+        evo = self.evo
+        weights = evo.board.weights()
+        plans = [Plan(i, "seed", elixir=e) for i, e in enumerate(evo.seeds)]
+        records: dict[int, IndividualRecord] = {}
+        for plan in plans:
+            record = self.start(plan.slot, 0, plan)
+            if record is not None:
+                records[plan.slot] = record
+        self.progress(0, len(records), len(plans))
+        while self.finished.pending:
+            unit, record = self.wait_one()
+            if record is not None:
+                records[unit.slot] = record
+                self.progress(0, len(records), len(plans))
+        if self.error is not None:
+            raise self.error
+        self.population = survivors([], [records[p.slot] for p in plans], evo.config.population, 0)
+        self.finish(0, weights)
+        return True
+
+    def plan(self, n: int) -> None:
+        """Plan child ``n`` from the current population (the one after children ``0 .. n - window``)."""
+        if self.stop is not None or self.error is not None:
+            return
+        reason = self.evo.metered.exhausted(extra_calls=0)
+        if reason:
+            self.stop = reason
+            return
+        generation, slot = self.generation_of(n)
+        weights = self.evo.board.weights()
+        plan = self.evo._plan_child(slot, self.population, self.rng, weights)
+        self.plans[n] = (plan, weights)
+        self.generation_weights.setdefault(generation, weights)
+        self.planned = n + 1
+        record = self.start(len(self.evo.seeds) + n, generation, plan)
+        if record is not None:
+            self.done[n] = record
+
+    def take(self, child: IndividualRecord) -> None:
+        """Take child ``self.taken`` into the population, close its generation when it is the last,
+        then plan the child whose window this opens."""
+        evo, cfg = self.evo, self.evo.config
+        n = self.taken
+        plan, _ = self.plans.pop(n)
+        generation, slot = self.generation_of(n)
+        if slot == 0:
+            self.seen = set()
+        if child.agent_id not in self.seen:
+            self.seen.add(child.agent_id)
+            parent_best = max((p.fitness for p in plan.parents), default=0.0)
+            evo.board.record(child.operator, child.fitness, parent_best, failed=child.failures > 0 and not child.scores)
+        if child.scores:  # a failed fusion never displaces a member
+            self.population = survivors(self.population, [child], cfg.population, cfg.selection.elitism)
+        self.taken += 1
+        self.progress(generation, slot + 1, self.per_generation)
+        if slot == self.per_generation - 1:
+            self.finish(generation, self.generation_weights.pop(generation))
+        if self.taken + self.window - 1 < self.total:
+            self.plan(self.taken + self.window - 1)
+
+    def finish(self, generation: int, weights: dict[str, float]) -> None:
+        """Record generation ``generation``: its population now, and the calls its units made here."""
+        evo = self.evo
+        spent = CallTotals()
+        with evo._embed_lock:
+            for (g, _), meter in evo._unit_meters.items():
+                if g == generation:
+                    spent = spent.plus(meter)
+            evo._unit_meters = {k: v for k, v in evo._unit_meters.items() if k[0] != generation}
+        self.history.append(evo._finish_generation(generation, self.population, weights, spent))
+
+    def progress(self, generation: int, done: int, total: int) -> None:
+        best = max((r.fitness for r in self.population), default=0.0)
+        self.evo._emit(
+            generation=generation, generations=self.evo.config.generations, done=done, total=total, best=best
+        )
 
 
 def experiment_inputs(seeds: Sequence[Elixir], probes: ProbeSet) -> dict[str, Any]:

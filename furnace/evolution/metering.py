@@ -3,10 +3,16 @@
 The meter is this process's running :class:`~furnace.llm.cache.CallTotals` (the
 same type as the ledger's); it drives the budget. A run's reported totals come
 from the call ledger, which also holds what earlier (interrupted) runs spent.
+
+Its slots are handed out by priority: when a slot frees, the waiting call with the smallest
+priority gets it (ties: first come, first served). The evolution loop gives each unit its
+order number as priority, so the units closest to finishing (the oldest) are served first.
 """
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import threading
 
 from furnace.domain.errors import BudgetExceeded
@@ -47,6 +53,42 @@ def error_totals(err: BaseException) -> CallTotals:
     )
 
 
+class PrioritySlots:
+    """At most ``size`` holders; a freed slot goes straight to the waiter with the smallest priority."""
+
+    def __init__(self, size: int) -> None:
+        self._free = max(1, size)
+        self._lock = threading.Lock()
+        self._waiters: list[tuple[float, int, threading.Event]] = []
+        self._order = itertools.count()
+
+    def acquire(self, priority: float = 0.0) -> None:
+        with self._lock:
+            if self._free > 0 and not self._waiters:
+                self._free -= 1
+                return
+            turn = threading.Event()
+            heapq.heappush(self._waiters, (priority, next(self._order), turn))
+        turn.wait()  # the releasing thread handed its slot to this waiter
+
+    def release(self) -> None:
+        with self._lock:
+            if self._waiters:
+                heapq.heappop(self._waiters)[2].set()
+            else:
+                self._free += 1
+
+
+class _AtPriority:
+    """The metered model as seen by one unit: every call waits for a slot with ``priority``."""
+
+    def __init__(self, metered: MeteredLLM, priority: float) -> None:
+        self.metered, self.priority, self.model_name = metered, priority, metered.model_name
+
+    def complete(self, request: LLMRequest) -> Completion:
+        return self.metered.complete(request, priority=self.priority)
+
+
 class MeteredLLM:
     """Wraps an LLM (usually the cached one): at most ``concurrency`` calls in flight,
     every call metered, and :class:`BudgetExceeded` raised *before* a call once the
@@ -56,7 +98,7 @@ class MeteredLLM:
         self.inner = inner
         self.model_name = inner.model_name
         self.budget = budget or Budget()
-        self._slots = threading.BoundedSemaphore(concurrency)
+        self._slots = PrioritySlots(concurrency)
         self._lock = threading.Lock()
         self._meter = CallTotals()
         self._in_flight = 0
@@ -81,15 +123,22 @@ class MeteredLLM:
             return f"budget.max_usd {b.max_usd} reached (${m.cost_usd:.4f})"
         return None
 
-    def complete(self, request: LLMRequest) -> Completion:
+    def at(self, priority: float) -> LLM:
+        """This model with every call queued at ``priority`` (smaller is served first)."""
+        return _AtPriority(self, priority)
+
+    def complete(self, request: LLMRequest, *, priority: float = 0.0) -> Completion:
         with self._lock:  # calls in flight count against max_calls, so it is never overshot
             reason = self._exhausted(1)
             if reason:
                 raise BudgetExceeded(reason)
             self._in_flight += 1
         try:
-            with self._slots:
+            self._slots.acquire(priority)
+            try:
                 completion = self.inner.complete(request)
+            finally:
+                self._slots.release()
         except Exception as err:
             with self._lock:
                 self._in_flight -= 1

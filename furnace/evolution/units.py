@@ -1,14 +1,17 @@
-"""Running the units of a generation (one unit = one individual: fuse, answer probes, score).
+"""Running the units of an experiment (one unit = one individual: fuse, answer probes, score).
 
-The default runner is a bounded thread pool inside the process. The Prefect
-flows pass a runner that submits each unit as a task (see ``flows/evolution.py``),
-so the same loop runs on Prefect's task runners (threads or Dask).
+A runner starts one unit at a time (``submit``) and returns a future; the evolution loop
+submits a unit as soon as its plan is known, so units of consecutive generations overlap
+(see ``furnace/evolution/engine.py``). The default runner is a thread pool inside the
+process. The Prefect flows pass a runner that submits each unit as a task (see
+``flows/evolution.py``), so the same loop runs on Prefect's task runners (threads or Dask).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+import queue
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -17,18 +20,30 @@ from typing import Any, Protocol
 class Unit:
     """One unit of work: ``key`` is its content key (experiment, generation, slot, what to make,
     operator/scorer versions); ``run()`` returns the individual's record in this process, and
-    ``args`` are the picklable inputs of ``Evolution.evaluate_unit`` for runners in other workers."""
+    ``args`` are the picklable inputs of ``Evolution.evaluate_unit`` for runners in other workers.
+    ``order`` is its place in the run (seeds first, then children in plan order)."""
 
     key: str
     slot: int
     run: Callable[[], Any]
     args: tuple[Any, ...] = ()  # plain data (generation, plan, population, known) for remote runners
+    order: int = 0
+
+
+class UnitFuture(Protocol):
+    """What ``submit`` returns (``concurrent.futures.Future`` and Prefect's futures fit)."""
+
+    def result(self) -> Any: ...
+
+    def add_done_callback(self, fn: Callable[[Any], None]) -> None: ...
 
 
 class UnitRunner(Protocol):
-    """Runs units and yields ``(unit, result)`` as they finish; the first error propagates."""
+    """Starts one unit and returns its future; ``close()`` ends the runner (not-started units dropped)."""
 
-    def __call__(self, units: Sequence[Unit]) -> Iterator[tuple[Unit, Any]]: ...
+    def submit(self, unit: Unit) -> UnitFuture: ...
+
+    def close(self) -> None: ...
 
 
 class ThreadUnitRunner:
@@ -36,20 +51,31 @@ class ThreadUnitRunner:
 
     def __init__(self, workers: int) -> None:
         self.workers = max(1, workers)
+        self._pool: ThreadPoolExecutor | None = None
 
-    def __call__(self, units: Sequence[Unit]) -> Iterator[tuple[Unit, Any]]:
-        if not units:
-            return
-        pool = ThreadPoolExecutor(max_workers=min(self.workers, len(units)), thread_name_prefix="furnace-unit")
-        try:
-            futures = {pool.submit(u.run): u for u in units}
-            pending = set(futures)
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
-                for fut in sorted(done, key=lambda f: futures[f].slot):
-                    error = fut.exception()
-                    if error is not None:
-                        raise error
-                    yield futures[fut], fut.result()
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+    def submit(self, unit: Unit) -> UnitFuture:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="furnace-unit")
+        return self._pool.submit(unit.run)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+class Finished:
+    """Collects units as they finish, from whatever thread finishes them; ``get()`` blocks for the next."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[Unit, UnitFuture]] = queue.SimpleQueue()
+        self.pending = 0
+
+    def watch(self, unit: Unit, future: UnitFuture) -> None:
+        self.pending += 1
+        future.add_done_callback(lambda fut: self._queue.put((unit, fut)))
+
+    def get(self) -> tuple[Unit, UnitFuture]:
+        unit, fut = self._queue.get()
+        self.pending -= 1
+        return unit, fut

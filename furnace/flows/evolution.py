@@ -7,7 +7,6 @@ serves it as a deployment on a schedule (against ``prefect server start``). The 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence  # noqa: E402
 from datetime import timedelta  # noqa: E402
 from functools import lru_cache  # noqa: E402
 from typing import Any  # noqa: E402
@@ -48,12 +47,11 @@ class PrefectUnitRunner:
     def __init__(self, version: str) -> None:
         self.task = evaluation_task(version)
 
-    def __call__(self, units: Sequence[Unit]) -> Iterator[tuple[Unit, Any]]:
-        futures = [
-            (u, self.task.with_options(task_run_name=f"slot-{u.slot}-{u.key[:8]}").submit(u.key, u)) for u in units
-        ]
-        for unit, fut in futures:
-            yield unit, fut.result()
+    def submit(self, unit: Unit) -> Any:
+        return self.task.with_options(task_run_name=f"slot-{unit.slot}-{unit.key[:8]}").submit(unit.key, unit)
+
+    def close(self) -> None:
+        """Prefect's task runner ends with the flow."""
 
 
 def evaluate_remote(file: str, home: str | None, key: str, args: tuple[Any, ...]) -> Any:
@@ -83,18 +81,9 @@ class DaskUnitRunner(PrefectUnitRunner):
         )(evaluate_remote)
         self.file, self.home = file, home
 
-    def __call__(self, units: Sequence[Unit]) -> Iterator[tuple[Unit, Any]]:
-        futures = [
-            (
-                u,
-                self.task.with_options(task_run_name=f"slot-{u.slot}-{u.key[:8]}").submit(
-                    self.file, self.home, u.key, u.args
-                ),
-            )
-            for u in units
-        ]
-        for unit, fut in futures:
-            yield unit, fut.result()
+    def submit(self, unit: Unit) -> Any:
+        name = f"slot-{unit.slot}-{unit.key[:8]}"
+        return self.task.with_options(task_run_name=name).submit(self.file, self.home, unit.key, unit.args)
 
 
 def _task_runner(runner: str, concurrency: int) -> Any:

@@ -1,0 +1,181 @@
+"""The loop without a generation barrier: same seed, same run at any concurrency and with any runner;
+units of the next generation start before the previous one has finished; the oldest waiting call
+gets a freed model slot first."""
+
+from __future__ import annotations
+
+import random
+import threading
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+
+from experiments.helpers import library
+from experiments.test_evolution import make
+from furnace.evolution.metering import PrioritySlots
+from furnace.evolution.records import MemoryResults
+from furnace.evolution.units import Unit
+
+
+class ShuffledRunner:
+    """Runs submitted units one at a time on a background thread, each time picking a seeded-random
+    pending one: completion order has nothing to do with plan order."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = random.Random(seed)
+        self.pending: list[tuple[Unit, Future]] = []
+        self.cond = threading.Condition()
+        self.closed = False
+        self.log: list[tuple[str, int, int]] = []  # ("start"/"end", generation, slot)
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.thread.start()
+
+    def submit(self, unit: Unit) -> Future:
+        fut: Future = Future()
+        with self.cond:
+            self.pending.append((unit, fut))
+            self.cond.notify()
+        return fut
+
+    def _loop(self) -> None:
+        while True:
+            with self.cond:
+                while not self.pending and not self.closed:
+                    self.cond.wait()
+                if self.closed and not self.pending:
+                    return
+                unit, fut = self.pending.pop(self.rng.randrange(len(self.pending)))
+            generation, plan = unit.args[0], unit.args[1]
+            self.log.append(("start", generation, plan.slot))
+            try:
+                result = unit.run()
+            except BaseException as err:
+                fut.set_exception(err)
+            else:
+                fut.set_result(result)
+            self.log.append(("end", generation, plan.slot))
+
+    def close(self) -> None:
+        with self.cond:
+            self.closed = True
+            self.cond.notify()
+        self.thread.join()
+
+
+def _outcome(evo, report, results) -> tuple:
+    rows = sorted(
+        (r.generation, r.slot, r.agent_id, r.operator, r.parents, r.fitness, tuple(r.scores))
+        for r in results.individuals(evo.experiment_id)
+    )
+    return report.result_signature(), rows
+
+
+def test_same_seed_same_run_at_any_concurrency_and_with_any_runner():
+    outcomes = []
+    for concurrency in (1, 8, 32):
+        results = MemoryResults()
+        evo = make(results, concurrency=concurrency)
+        outcomes.append(_outcome(evo, evo.run(), results))
+    for seed in (1, 2):
+        results = MemoryResults()
+        evo = make(results)
+        evo.unit_runner = ShuffledRunner(seed)
+        outcomes.append(_outcome(evo, evo.run(), results))
+    assert all(o == outcomes[0] for o in outcomes[1:])
+    assert len(outcomes[0][1]) == 6 + 3 * 5  # every seed and child recorded once
+    other = make(MemoryResults(), seed=4).run()
+    assert other.result_signature() != outcomes[0][0]
+
+
+def test_next_generation_starts_before_the_previous_one_finishes():
+    runner = ShuffledRunner(7)
+    evo = make(MemoryResults())
+    evo.unit_runner = runner
+    report = evo.run()
+    assert report.status == "finished"
+    ends = {(g, s): i for i, (what, g, s) in enumerate(runner.log) if what == "end"}
+    starts = {(g, s): i for i, (what, g, s) in enumerate(runner.log) if what == "start"}
+    overlapped = [
+        g
+        for g in (2, 3)
+        if min(i for (gg, _), i in starts.items() if gg == g) < max(ends[k] for k in ends if k[0] == g - 1)
+    ]
+    assert overlapped  # a unit of generation g started while generation g-1 still had a unit running or waiting
+    # generation 0 (the seeds) is complete before any child starts: every plan needs it
+    first_child = min(i for (g, _), i in starts.items() if g >= 1)
+    assert all(i < first_child for (g, _), i in ends.items() if g == 0)
+
+
+def test_duckdb_fusion_run_is_identical_at_concurrency_1_and_8(tmp_path: Path):
+    from furnace.evolution.config import parse_config
+    from furnace.evolution.local import memory_evolution
+    from furnace.llm.cache import CachedLLM
+    from furnace.llm.offline import OfflineEngine
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+    from furnace.storage.duckdb.store import DuckDBStore
+
+    seeds = [e for e in library() if e.language == "en"]
+    outcomes = []
+    for concurrency in (1, 8):
+        db = Database(tmp_path / f"c{concurrency}" / "furnace.duckdb")
+        store = DuckDBStore(db)
+        store.save_elixirs(seeds)
+        config = parse_config(
+            {
+                "name": "sched",
+                "seed": 11,
+                "population": 5,
+                "generations": 2,
+                "concurrency": concurrency,
+                "seeds": {"language": "en"},
+                "probes": {"set": "writing-en", "limit": 2},
+                "scorers": {"constraints": 0.2, "fidelity": 0.2, "brief_fit": 0.5, "diversity": 0.1},
+            }
+        )
+        results = DuckDBExperimentResults(db)
+        evo = memory_evolution(config, seeds, llm=CachedLLM(OfflineEngine()), results=results, store=store)
+        report = evo.run()
+        assert report.status == "finished"
+        lineage = sorted((a.id, tuple(p.id for p in a.lineage.parents)) for a in store.list_agents())
+        outcomes.append((_outcome(evo, report, results), lineage))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][1]  # children were made and stored with their lineage
+
+
+def test_a_freed_slot_goes_to_the_waiter_with_the_smallest_priority():
+    slots = PrioritySlots(1)
+    slots.acquire(0)
+    served: list[int] = []
+    threads = []
+    for priority in (5, 1, 3):
+        queued = threading.Event()
+
+        def wait(p: int = priority, q: threading.Event = queued) -> None:
+            q.set()
+            slots.acquire(p)
+            served.append(p)
+            slots.release()
+
+        t = threading.Thread(target=wait)
+        t.start()
+        queued.wait()
+        while len(slots._waiters) < len(threads) + 1:  # the waiter is queued
+            threading.Event().wait(0.001)
+        threads.append(t)
+    slots.release()
+    for t in threads:
+        t.join(5)
+    assert served == [1, 3, 5]
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_budget_stop_keeps_every_finished_individual(concurrency):
+    results = MemoryResults()
+    evo = make(results, concurrency=concurrency, budget={"max_calls": 30})
+    report = evo.run()
+    assert report.status.startswith("stopped") and report.totals["calls"] <= 30
+    recorded = results.individuals(evo.experiment_id)
+    assert len(recorded) == len({(r.generation, r.slot) for r in recorded})
+    assert report.leaderboard
