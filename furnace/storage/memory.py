@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from furnace.domain.agent import Agent, LineageNode
+from furnace.domain.agent import Agent, LineageNode, record_seal, verify_edges, verify_seal
 from furnace.domain.elixir import Elixir, ElixirRef
-from furnace.domain.errors import NotFound
+from furnace.domain.errors import LineageError, NotFound
 from furnace.storage.store import (
     Origin,
     as_stored,
@@ -90,6 +90,7 @@ class MemoryStore:
         elixir = self.get_by_ref(ref_or_id) if isinstance(ref_or_id, ElixirRef) else self.get_elixir(ref_or_id)
         if elixir.withdrawn:
             raise withdrawn_error(elixir)
+        self._verify_agents_among([elixir.id])  # an agent as a parent: its whole record
         return elixir
 
     def history(self, id: str) -> list[Elixir]:
@@ -142,6 +143,7 @@ class MemoryStore:
                 "members": [m.model_dump(mode="json") for m in agent.members],
                 "elixir_version": ref.version,
                 "created_at": self._clock(),
+                "seal": record_seal(agent.lineage, ref.content_hash, agent.system_prompt, agent.tools, agent.members),
             }
             for parent in agent.lineage.parents:
                 self._add_edge(parent.id, agent.id, agent.lineage.operator, agent.lineage.op_version, parent.version)
@@ -153,15 +155,26 @@ class MemoryStore:
         if record is None:
             raise NotFound(f"no agent {id!r}", field="id")
         lineage = verify_agent_lineage(id, record["lineage"], self._stored_hash)
-        return Agent(
-            id=id,
-            elixir=self.get_elixir(id, record["elixir_version"]),
-            lineage=lineage,
-            system_prompt=record["system_prompt"],
-            tools=tuple(record["tools"]),
-            members=tuple(ElixirRef.model_validate(m) for m in record["members"]),
-            created_at=record["created_at"],
-        )
+        verify_edges(id, lineage, {(p, op, v, pv) for p, c, op, v, pv in self._edge_list() if c == id})
+        try:
+            agent = Agent(
+                id=id,
+                elixir=self.get_elixir(id, record["elixir_version"]),
+                lineage=lineage,
+                system_prompt=record["system_prompt"],
+                tools=tuple(record["tools"]),
+                members=tuple(ElixirRef.model_validate(m) for m in record["members"]),
+                created_at=record["created_at"],
+            )
+        except (ValueError, TypeError) as err:  # pydantic's ValidationError is a ValueError
+            raise LineageError(f"agent {id}: unreadable agent record ({err.__class__.__name__})") from None
+        return verify_seal(agent, record.get("seal"))
+
+    def _verify_agents_among(self, ids: Iterable[str]) -> None:
+        """Load (and so verify) every agent among ``ids``: a lineage walk never passes a tampered agent."""
+        for id in ids:
+            if id in self._agents:
+                self.get_agent(id)
 
     def _stored_hash(self, id: str, version: int) -> str | None:
         versions = self._versions.get(id, [])
@@ -186,12 +199,21 @@ class MemoryStore:
         self._edges.add((parent, child, operator, op_version or "", parent_version or 0))
 
     def ancestors(self, id: str, *, max_depth: int | None = None) -> list[LineageNode]:
-        """Every ancestor of ``id`` with its shortest depth (recursive)."""
-        return bfs(id, adjacency((e[1], e[0], e[2]) for e in self._edge_list()), max_depth)
+        """Every ancestor of ``id`` with its shortest depth (recursive); agents on the way are verified."""
+        nodes = bfs(id, adjacency((e[1], e[0], e[2]) for e in self._edge_list()), max_depth)
+        self._verify_agents_among([id, *(n.id for n in nodes)])
+        return nodes
 
     def descendants(self, id: str, *, max_depth: int | None = None) -> list[LineageNode]:
-        """Every descendant of ``id`` with its shortest depth (recursive)."""
-        return bfs(id, adjacency((e[0], e[1], e[2]) for e in self._edge_list()), max_depth)
+        """Every descendant of ``id`` with its shortest depth (recursive); agents on the way are verified."""
+        nodes = bfs(id, adjacency((e[0], e[1], e[2]) for e in self._edge_list()), max_depth)
+        self._verify_agents_among([id, *(n.id for n in nodes)])
+        # a redirected edge must not hide a child: agents whose lineage record names a reached node
+        leaves = {id, *(n.id for n in nodes if max_depth is None or n.depth < max_depth)}
+        with self._lock:
+            named = [i for i, r in self._agents.items() if leaves & {p.get("id") for p in r["lineage"]["parents"]}]
+        self._verify_agents_among(named)
+        return nodes
 
     def _edge_list(self) -> list[Edge]:
         with self._lock:

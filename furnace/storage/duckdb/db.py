@@ -464,9 +464,15 @@ class Database:
                 )
                 done = {r[0] for r in con.execute("SELECT version FROM schema_version").fetchall()}
                 current = max(done, default=0)
+                functions = False
                 for version, name, sql in migrations():
                     if version in done:
                         continue
+                    if "furnace_" in sql and not functions:  # a migration calling furnace's SQL functions
+                        from furnace.storage.duckdb import seal
+
+                        seal.register(con)
+                        functions = True
                     try:
                         con.execute(sql)
                     except duckdb.Error as err:

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import duckdb
 
-from furnace.domain.agent import Agent, LineageNode
+from furnace.domain.agent import Agent, LineageNode, record_seal, verify_edges, verify_seal
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import LineageError, NotFound
 from furnace.storage.duckdb.db import Database
@@ -200,10 +200,11 @@ class DuckDBStore:
         return checked_ref(self.get_elixir(ref.id, ref.version), ref)
 
     def load_for_fusion(self, ref_or_id: ElixirRef | str) -> Elixir:
-        """Like get, but a withdrawn elixir raises LineageError."""
+        """Like get, but a withdrawn elixir raises LineageError; an agent's whole record is verified."""
         elixir = self.get_by_ref(ref_or_id) if isinstance(ref_or_id, ElixirRef) else self.get_elixir(ref_or_id)
         if elixir.withdrawn:
             raise withdrawn_error(elixir)
+        self._verify_agents_among([elixir.id])
         return elixir
 
     def history(self, id: str) -> list[Elixir]:
@@ -270,7 +271,7 @@ class DuckDBStore:
             ref = self._save_elixir(con, agent.elixir, "agent", agent.id)
             con.execute(
                 "INSERT INTO agents (id, lineage, lineage_hash, elixir_version, system_prompt, tools, members,"
-                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " created_at, seal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     agent.id,
                     lineage.model_dump_json(),
@@ -280,6 +281,10 @@ class DuckDBStore:
                     json.dumps(list(agent.tools)),
                     json.dumps([m.model_dump(mode="json") for m in agent.members]),
                     _to_db(self._clock()),
+                    json.dumps(
+                        record_seal(lineage, ref.content_hash, agent.system_prompt, agent.tools, agent.members),
+                        sort_keys=True,
+                    ),
                 ],
             )
             con.executemany(
@@ -292,13 +297,22 @@ class DuckDBStore:
 
     def _load_agents(self, con: Con, where: str, params: list[Any], limit: int | None = None) -> list[Agent]:
         sql = (
-            "SELECT id, lineage, elixir_version, system_prompt, tools, members, created_at"
+            "SELECT id, lineage, elixir_version, system_prompt, tools, members, created_at, seal"
             f" FROM agents WHERE {where} ORDER BY created_at DESC, id"
         )
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
+        rows = con.execute(sql, params).fetchall()
+        edges: dict[str, set[tuple[str, str, str, int]]] = {row[0]: set() for row in rows}
+        if edges:
+            for parent, child, operator, op_version, parent_version in con.execute(
+                "SELECT parent, child, operator, op_version, parent_version FROM lineage_edges"
+                " WHERE list_contains(?::VARCHAR[], child)",
+                [list(edges)],
+            ).fetchall():
+                edges[child].add((parent, operator, op_version, parent_version))
         agents = []
-        for id, lineage_json, elixir_version, prompt, tools, members, created_at in con.execute(sql, params).fetchall():
+        for id, lineage_json, elixir_version, prompt, tools, members, created_at, seal in rows:
 
             def stored_hash(pid: str, version: int) -> str | None:
                 rows = con.execute(
@@ -311,8 +325,9 @@ class DuckDBStore:
             except ValueError:
                 raise LineageError(f"agent {id}: unreadable lineage record (not JSON)") from None
             lineage = verify_agent_lineage(id, data, stored_hash)
-            agents.append(
-                Agent(
+            verify_edges(id, lineage, edges[id])
+            try:
+                agent = Agent(
                     id=id,
                     elixir=self._fetch(con, id, elixir_version),
                     lineage=lineage,
@@ -321,8 +336,18 @@ class DuckDBStore:
                     members=tuple(ElixirRef.model_validate(m) for m in json.loads(members)),
                     created_at=_from_db(created_at),
                 )
-            )
+                stored_seal = json.loads(seal) if seal is not None else None
+            except (ValueError, TypeError) as err:  # pydantic's ValidationError is a ValueError
+                raise LineageError(f"agent {id}: unreadable agent record ({err.__class__.__name__})") from None
+            agents.append(verify_seal(agent, stored_seal))
         return agents
+
+    def _verify_agents_among(self, ids: Sequence[str]) -> None:
+        """Load (and so verify) every agent among ``ids``: a lineage walk never passes a tampered agent."""
+        if not ids:
+            return
+        with self.db.connect() as con:
+            self._load_agents(con, "list_contains(?::VARCHAR[], id)", [list(ids)])
 
     def get_agent(self, id: str) -> Agent:
         """Load and verify an agent; raises NotFound or LineageError."""
@@ -356,19 +381,36 @@ class DuckDBStore:
             index.sync(con)
         return index
 
+    def _walk(self, id: str, *, up: bool, max_depth: int | None) -> list[LineageNode]:
+        """Walk the edge index and verify every agent it reached (and, walking down, every agent whose
+        lineage record names a reached node as a parent, so a redirected edge cannot hide a child)."""
+        nodes = self._edges().walk(id, up=up, max_depth=max_depth)
+        reached = [id, *(n.id for n in nodes)]
+        with self.db.unit() as con:
+            self._verify_agents_among(reached)
+            if not up:
+                leaves = reached if max_depth is None else [id, *(n.id for n in nodes if n.depth < max_depth)]
+                self._load_agents(
+                    con,
+                    "len(list_intersect(json_extract_string(lineage, '$.parents[*].id'), ?::VARCHAR[])) > 0",
+                    [leaves],
+                )
+        return nodes
+
     def ancestors(self, id: str, *, max_depth: int | None = None) -> list[LineageNode]:
         """Every ancestor of ``id`` with its shortest depth."""
-        return self._edges().walk(id, up=True, max_depth=max_depth)
+        return self._walk(id, up=True, max_depth=max_depth)
 
     def descendants(self, id: str, *, max_depth: int | None = None) -> list[LineageNode]:
         """Every descendant of ``id`` with its shortest depth."""
-        return self._edges().walk(id, up=False, max_depth=max_depth)
+        return self._walk(id, up=False, max_depth=max_depth)
 
     def common_ancestors(self, a: str, b: str) -> list[str]:
-        """Ids that are ancestors of both."""
+        """Ids that are ancestors of both (every agent involved verified)."""
         index = self._edges()
-        both = {n.id for n in index.walk(a, up=True)} & {n.id for n in index.walk(b, up=True)}
-        return sorted(both)
+        both = sorted({n.id for n in index.walk(a, up=True)} & {n.id for n in index.walk(b, up=True)})
+        self._verify_agents_among([a, b, *both])
+        return both
 
     def same_blood(self, a: str, b: str) -> bool:
         """True when one descends from the other or they share an ancestor."""
