@@ -79,6 +79,7 @@ def report_lines(report: Any) -> str:
         for r in refs
     ]
     lines += [f"skipped row {row}: {reason}" for row, reason in report.skipped]
+    lines += [f"conflict: {message}" for _, message in report.conflicts]
     lines.append(report.summary())
     return "\n".join(lines)
 
@@ -106,7 +107,7 @@ def add(ctx: CliContext, file: Path, as_json: bool) -> None:
     from furnace.interop.importers import import_elixirs, load_elixir_file
 
     elixirs = load_elixir_file(file)
-    report = import_elixirs([(file.name, e) for e in elixirs], ctx.store)
+    report = import_elixirs([(file.name, e) for e in elixirs], ctx.store, new_version=True)  # add = new versions
     rows = [
         {**r.model_dump(mode="json"), "status": s}
         for s, refs in (("created", report.created), ("updated", report.updated), ("unchanged", report.unchanged))
@@ -213,16 +214,25 @@ def delete(ctx: CliContext, id: str, as_json: bool) -> None:
 @click.option(
     "--library", is_flag=True, help="Import every elixir file in furnace/resources/elixirs (the sample library)."
 )
+@click.option(
+    "--new-version",
+    is_flag=True,
+    help="An id that exists with different content gets it as its next version (default: a conflict, left as is).",
+)
 @json_option
 @click.pass_obj
-def import_(ctx: CliContext, file: Path | None, library: bool, as_json: bool) -> None:
-    """Import FILE (.yaml/.yml/.json elixirs, the awesome-chatgpt-prompts .csv, or a character card .json/.png)."""
+def import_(ctx: CliContext, file: Path | None, library: bool, new_version: bool, as_json: bool) -> None:
+    """Import FILE (.yaml/.yml/.json elixirs, the awesome-chatgpt-prompts .csv, or a character card .json/.png).
+
+    Ids are owned: agent ids (agt-…) are refused, and an existing id with different
+    content is reported as a conflict and left as it is unless --new-version.
+    """
     from furnace.interop.importers import import_file, import_library
 
     if library and file is None:
-        report = import_library(LIBRARY_DIR, ctx.store)
+        report = import_library(LIBRARY_DIR, ctx.store, new_version=new_version)
     elif file is not None and not library:
-        report = import_file(file, ctx.store)
+        report = import_file(file, ctx.store, new_version=new_version)
     else:
         raise InputError("give either FILE or --library")
     emit(report.as_dict(), as_json=as_json, human=report_lines(report))

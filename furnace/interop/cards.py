@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from furnace.domain.agent import Agent
+from furnace.domain.agent import AGENT_PREFIX, Agent
 from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir, parse_elixir
 from furnace.domain.errors import InputError
@@ -150,8 +150,8 @@ def elixir_from_card(decoded: DecodedCard | dict[str, Any]) -> CardImport:
     extensions: dict[str, Any] = {}
     if furn:
         fields.update({key: furn[key] for key in ELIXIR_ONLY if key in furn})
-        if isinstance(furn.get("id"), str):
-            fields["id"] = furn["id"]
+        if isinstance(furn.get("id"), str) and not furn["id"].startswith(AGENT_PREFIX):
+            fields["id"] = furn["id"]  # an agent's card imports as a new elixir named after the card
         extensions.update(furn.get("extensions") or {})
     found, card = _exact_value(exact, "card", content_key(rest))
     if not found:

@@ -137,7 +137,11 @@ def test_import_twice_creates_nothing_new_and_edits_make_versions(tmp_path: Path
     second = import_file(path, store)
     assert not second.created and not second.updated and [r.version for r in second.unchanged] == [1]
     write(tmp_path, "ada.yaml", yaml.safe_dump({**GOOD, "tone": {"humor": 0.9}}))
-    third = import_file(path, store)
+    conflict = import_file(path, store)  # the stored content is never replaced silently
+    assert not conflict.updated and [r.version for r, _ in conflict.conflicts] == [1]
+    assert "already exists (v1) with different content" in conflict.conflicts[0][1]
+    assert len(store.history("ada")) == 1
+    third = import_file(path, store, new_version=True)
     assert [r.version for r in third.updated] == [2]
     assert len(store.history("ada")) == 2
 
@@ -312,7 +316,10 @@ def test_import_library_is_idempotent_and_keep_existing() -> None:
     store.save_elixir(edited)
     kept = import_library(LIBRARY, store, keep_existing=True)
     assert not kept.updated and store.get_elixir("go-reviewer").version == 2
-    reverted = import_library(LIBRARY, store)
+    again = import_library(LIBRARY, store)  # never replaces the user's newer, different elixir
+    assert not again.updated and [r.id for r, _ in again.conflicts] == ["go-reviewer"]
+    assert store.get_elixir("go-reviewer").priority == 1
+    reverted = import_library(LIBRARY, store, new_version=True)
     assert [r.id for r in reverted.updated] == ["go-reviewer"]
 
 

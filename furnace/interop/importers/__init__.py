@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from furnace.domain.agent import AGENT_PREFIX
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, NotFound
 from furnace.interop.importers.corpus import read_corpus
@@ -125,32 +126,54 @@ def import_elixirs(
     skipped: list[tuple[int, str]] | None = None,
     row_wise: bool = False,
     keep_existing: bool = False,
+    new_version: bool = False,
+    source: str = "",
 ) -> ImportReport:
-    """Save already-validated elixirs, reporting what was created, updated or unchanged.
+    """Save already-validated elixirs, reporting what was created, updated, unchanged or in conflict.
 
-    An id that was deleted is refused before anything is written, or, when
-    ``row_wise``, its row is skipped with the reason. With ``keep_existing``,
-    ids already stored are left as they are (reported as unchanged), so that
-    seeding a library never reverts later edits.
+    Ids are owned: an ``agt-…`` id (an agent's, made by fusion) is refused; an id that was
+    deleted is refused. Both are refused before anything is written, or, when ``row_wise``,
+    their rows are skipped with the reason. An id that exists with different content is a
+    **conflict**: left as it is and reported in ``conflicts`` (counted, with a message),
+    unless ``new_version`` adds the content as its next version deliberately. With
+    ``keep_existing`` (seeding a library) existing ids are reported as unchanged instead.
     """
     report = ImportReport(skipped=list(skipped or []))
-    latest = _latest(store, [e.id for _, e in elixirs])
+    latest = _latest(store, [e.id for _, e in elixirs if not e.id.startswith(AGENT_PREFIX)])
+
+    def label(where: str) -> str:  # "ada.yaml", "lib.yaml: item 2", "row 7"
+        return ": ".join(part for part in (source, "" if where == "file" else where) if part) or where
+
     todo = []
     for where, elixir in elixirs:
         current = latest.get(elixir.id)
-        if current is not None and current.withdrawn and not keep_existing:
-            if not row_wise:
-                raise InputError(f"{where}: elixir {elixir.id!r} was deleted; give it a new id", field="id")
-            row = int(where.removeprefix("row ")) if where.startswith("row ") else 0
-            report.skipped.append((row, f"elixir {elixir.id!r} was deleted"))
+        if elixir.id.startswith(AGENT_PREFIX):
+            problem = (
+                f"id {elixir.id!r} belongs to an agent (agents are made by fusion, not imported); give it another id"
+            )
+        elif current is not None and current.withdrawn and not keep_existing:
+            problem = f"elixir {elixir.id!r} was deleted; give it a new id"
         else:
-            todo.append(elixir)
+            todo.append((where, elixir))
+            continue
+        if not row_wise:
+            raise InputError(f"{label(where)}: {problem}", field="id")
+        row = int(where.removeprefix("row ")) if where.startswith("row ") else 0
+        report.skipped.append((row, problem.partition(";")[0]))
     report.skipped.sort()
     to_write = []
-    for elixir in todo:
+    for where, elixir in todo:
         current = latest.get(elixir.id)
         if current is not None and (keep_existing or current.content_hash == elixir.content_hash):
             report.unchanged.append(current.ref)  # the store's no-op, without a write
+        elif current is not None and not new_version:
+            report.conflicts.append(
+                (
+                    current.ref,
+                    f"{label(where)}: elixir {elixir.id!r} already exists (v{current.version}) with different content; "
+                    "left as it is (use --new-version to add this as its next version)",
+                )
+            )
         else:
             to_write.append(elixir)
     for ref in store.save_elixirs(to_write):  # one transaction: all or nothing
@@ -158,20 +181,32 @@ def import_elixirs(
     return report
 
 
-def import_file(path: str | Path, store: ElixirStore) -> ImportReport:
+def import_file(path: str | Path, store: ElixirStore, *, new_version: bool = False) -> ImportReport:
     """Import ``path`` into ``store``: validate everything first, then write.
 
     Elixir files are all-or-nothing; row-wise files (the CSV corpus) import the
-    valid rows and report the others in ``ImportReport.skipped``.
+    valid rows and report the others in ``ImportReport.skipped``. Existing ids with
+    different content are conflicts unless ``new_version`` (see :func:`import_elixirs`).
     """
     result = read_file(path)
-    return import_elixirs(result.elixirs, store, skipped=result.skipped, row_wise=result.row_wise)
+    return import_elixirs(
+        result.elixirs,
+        store,
+        skipped=result.skipped,
+        row_wise=result.row_wise,
+        new_version=new_version,
+        source=Path(path).name,
+    )
 
 
-def import_library(folder: str | Path, store: ElixirStore, *, keep_existing: bool = False) -> ImportReport:
+def import_library(
+    folder: str | Path, store: ElixirStore, *, keep_existing: bool = False, new_version: bool = False
+) -> ImportReport:
     """Import every ``*.yaml``/``*.yml``/``*.json`` elixir file in ``folder`` (sorted), all validated first.
 
-    ``keep_existing`` leaves ids already in the store untouched (see :func:`import_elixirs`).
+    A user's elixir with the same id and different content is never replaced: it is a
+    conflict (``new_version`` adds the library's as the next version; ``keep_existing``
+    reports it as unchanged), see :func:`import_elixirs`.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -188,4 +223,4 @@ def import_library(folder: str | Path, store: ElixirStore, *, keep_existing: boo
                 raise InputError(f"{label}: id {elixir.id!r} already used in {seen[elixir.id]}", field="id")
             seen[elixir.id] = label
             elixirs.append((label, elixir))
-    return import_elixirs(elixirs, store, keep_existing=keep_existing)
+    return import_elixirs(elixirs, store, keep_existing=keep_existing, new_version=new_version)

@@ -27,14 +27,17 @@ class ImportReport:
     """The outcome of :func:`furnace.interop.importers.import_file`.
 
     ``created``: new ids (version 1); ``updated``: existing ids that got a new
-    version; ``unchanged``: identical content already stored (the store's no-op);
-    ``skipped``: ``(row number, reason)`` for rows that could not be imported.
+    version (``--new-version``); ``unchanged``: identical content already stored (the
+    store's no-op); ``conflicts``: ``(stored ref, message)`` for existing ids whose stored
+    content was left as it is; ``skipped``: ``(row number, reason)`` for rows that could
+    not be imported.
     """
 
     created: list[ElixirRef] = field(default_factory=list)
     updated: list[ElixirRef] = field(default_factory=list)
     unchanged: list[ElixirRef] = field(default_factory=list)
     skipped: list[tuple[int, str]] = field(default_factory=list)
+    conflicts: list[tuple[ElixirRef, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
         """Plain data for ``--json`` output."""
@@ -44,11 +47,12 @@ class ImportReport:
             "updated": refs(self.updated),
             "unchanged": refs(self.unchanged),
             "skipped": [{"row": row, "reason": reason} for row, reason in self.skipped],
+            "conflicts": [{"stored": ref.model_dump(mode="json"), "message": m} for ref, m in self.conflicts],
         }
 
     def summary(self) -> str:
-        """One human line, e.g. ``created 12, updated 0, unchanged 0, skipped 2``."""
+        """One human line, e.g. ``created 12, updated 0, unchanged 0, skipped 2, conflicts 1``."""
         return (
             f"created {len(self.created)}, updated {len(self.updated)}, "
-            f"unchanged {len(self.unchanged)}, skipped {len(self.skipped)}"
+            f"unchanged {len(self.unchanged)}, skipped {len(self.skipped)}, conflicts {len(self.conflicts)}"
         )
