@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -49,4 +48,6 @@ def register(cli: click.Group) -> None:
         host = host or settings.app_host
         port = port or settings.app_port
         click.echo(f"furnace app on http://{host}:{port}  (data: {settings.home.resolve()}; Ctrl-C to stop)")
-        raise SystemExit(subprocess.call(app_command(APP_ENTRY, host=host, port=port), env=env))
+        from furnace.adapters.processes import run_child  # stopped with furnace, even on kill -9
+
+        raise SystemExit(run_child(app_command(APP_ENTRY, host=host, port=port), env=env))

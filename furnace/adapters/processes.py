@@ -1,0 +1,78 @@
+"""Child processes furnace starts are stopped when furnace stops.
+
+:func:`run_child` runs a server (Streamlit for ``furnace app``) in the foreground:
+
+- **SIGTERM / SIGINT** of furnace are forwarded: the child is asked to stop
+  (SIGTERM), given :data:`STOP_GRACE_S`, then killed; furnace then exits with
+  the usual code for the signal (143 / 130).
+- **SIGKILL** of furnace cannot be caught, so the child notices its parent is
+  gone: on Linux the kernel sends it SIGTERM when its parent dies
+  (``PR_SET_PDEATHSIG``, set between fork and exec); elsewhere a watcher thread
+  is not possible in the child, and the process group is the fallback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from types import FrameType
+
+STOP_GRACE_S = 10.0
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:  # runs in the child, between fork and exec
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def stop(child: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> int:
+    """Ask ``child`` to stop, kill it after ``grace_s``; its exit code."""
+    if child.poll() is None:
+        child.terminate()
+        try:
+            child.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            child.kill()
+    return child.wait()
+
+
+def _kill_if_running(child: subprocess.Popen[bytes]) -> None:
+    if child.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            child.kill()
+
+
+def run_child(command: Sequence[str], *, env: dict[str, str] | None = None) -> int:
+    """Run ``command`` until it exits or furnace is told to stop; never leaves it running."""
+    parent = os.getpid()
+    child = subprocess.Popen(list(command), env=env, preexec_fn=lambda: _die_with_parent(parent))  # noqa: PLW1509
+    received: list[int] = []
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        # Only signal here: the interrupted ``child.wait()`` below holds the child's wait lock.
+        received.append(signum)
+        if child.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                child.send_signal(signal.SIGTERM)
+            killer = threading.Timer(STOP_GRACE_S, _kill_if_running, args=(child,))
+            killer.daemon = True
+            killer.start()
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        code = child.wait()
+    finally:
+        stop(child)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 128 + received[0] if received else code

@@ -1,0 +1,100 @@
+"""Processes furnace starts stop with it: SIGTERM/SIGINT are forwarded, SIGKILL is noticed by the child."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux-only")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"  # a zombie has stopped running (nobody reaped it yet)
+
+
+def _children(pid: int, timeout_s: float = 60.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            found = [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+        except FileNotFoundError:
+            found = []
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} started no child")
+
+
+def _gone(pids: list[int], timeout_s: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not any(_alive(p) for p in pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _env(home: Path) -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(REPO), FURNACE_HOME=str(home))
+
+
+PARENT = (
+    "import sys\n"
+    "from furnace.adapters.processes import run_child\n"
+    "sys.exit(run_child([sys.executable, '-c', 'import time; time.sleep(600)']))\n"
+)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=["TERM", "INT", "KILL"])
+def test_child_is_stopped_when_the_parent_is_signalled(sig: signal.Signals, tmp_path: Path) -> None:
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], env=_env(tmp_path))
+    try:
+        children = _children(parent.pid)
+        time.sleep(0.3)  # past the child's exec
+        parent.send_signal(sig)
+        code = parent.wait(30)
+        assert _gone(children), f"child {children} still running after {sig.name} of its parent"
+        if sig != signal.SIGKILL:
+            assert code == 128 + sig.value
+    finally:
+        parent.kill()
+        parent.wait()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
+def test_furnace_app_leaves_no_streamlit_behind(sig: signal.Signals, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    app = subprocess.Popen(
+        [sys.executable, "-c", "from furnace.cli import main; main()", "app", "--port", str(_free_port())],
+        env=_env(home),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        streamlit = _children(app.pid)
+        time.sleep(1.0)
+        app.send_signal(sig)
+        app.wait(30)
+        assert _gone(streamlit), f"streamlit {streamlit} still running after {sig.name} of furnace app"
+    finally:
+        app.kill()
+        app.wait()
