@@ -102,8 +102,11 @@ TAMPERS: dict[str, tuple[Callable[[Any, str, str], None], str]] = {
 
 @pytest.mark.parametrize("group", list(TAMPERS))
 def test_tampered_field_group_is_caught_on_every_read(store: Any, group: str) -> None:
-    agent, a, _ = _saved(store)
+    agent, a, b = _saved(store)
     assert store.get_agent(agent.id).system_prompt == agent.system_prompt  # clean before
+    # walks verified the clean records once: a later tamper must still be seen (no stale "verified")
+    assert {n.id for n in store.ancestors(agent.id)} == {a.id, b.id}
+    assert [n.id for n in store.descendants(a.id)] == [agent.id]
     tamper, expected = TAMPERS[group]
     tamper(store, agent.id, a.id)
     reads = {

@@ -65,6 +65,17 @@ _ANCESTORS = _WALK.format(near="child", far="parent")
 _DESCENDANTS = _WALK.format(near="parent", far="child")
 _NO_LIMIT = 2**31 - 1
 
+# One fingerprint per agent over everything its verification reads (see _verify_agents_among).
+_FINGERPRINTS = """
+SELECT a.id, md5(concat_ws(chr(31), a.lineage, a.elixir_version, a.system_prompt, a.tools, a.members,
+                           a.seal::VARCHAR, e.content_hash, e.body,
+                           (SELECT string_agg(concat_ws(chr(30), parent, operator, op_version, parent_version), chr(29)
+                                              ORDER BY parent, operator, op_version, parent_version)
+                              FROM lineage_edges WHERE child = a.id)))
+FROM agents a LEFT JOIN elixir_versions e ON e.id = a.id AND e.version = a.elixir_version
+WHERE a.id IN (SELECT unnest(?::VARCHAR[]))
+"""
+
 
 def _to_db(ts: datetime) -> datetime:
     return ts.astimezone(UTC).replace(tzinfo=None)
@@ -80,6 +91,7 @@ class DuckDBStore:
     def __init__(self, db: Database, *, clock: Callable[[], datetime] = utc_now, conflict_retries: int = 5) -> None:
         self.db = db
         self._clock = clock
+        self._verified: dict[str, str] = {}  # agent id -> fingerprint of the record last verified in full
         self._conflict_retries = conflict_retries
 
     def unit(self) -> AbstractContextManager[Any]:
@@ -343,11 +355,22 @@ class DuckDBStore:
         return agents
 
     def _verify_agents_among(self, ids: Sequence[str]) -> None:
-        """Load (and so verify) every agent among ``ids``: a lineage walk never passes a tampered agent."""
+        """Verify every agent among ``ids``: a lineage walk never passes a tampered agent.
+
+        DuckDB fingerprints each agent's raw record (its row, its persona row and the edges into
+        it) in one query; an agent is loaded and verified in full (seal, lineage, edges, persona
+        hash) unless this store already verified that exact fingerprint. A walk over a thousand
+        ancestors so costs one query after the first, and any edit to a row changes its
+        fingerprint and is verified again.
+        """
         if not ids:
             return
-        with self.db.connect() as con:
-            self._load_agents(con, "list_contains(?::VARCHAR[], id)", [list(ids)])
+        with self.db.unit() as con:
+            rows = con.execute(_FINGERPRINTS, [list(dict.fromkeys(ids))]).fetchall()
+            stale = {id: fp for id, fp in rows if self._verified.get(id) != fp}
+            if stale:
+                self._load_agents(con, "id IN (SELECT unnest(?::VARCHAR[]))", [list(stale)])
+                self._verified.update(stale)
 
     def get_agent(self, id: str) -> Agent:
         """Load and verify an agent; raises NotFound or LineageError."""
@@ -387,14 +410,15 @@ class DuckDBStore:
         nodes = self._edges().walk(id, up=up, max_depth=max_depth)
         reached = [id, *(n.id for n in nodes)]
         with self.db.unit() as con:
-            self._verify_agents_among(reached)
             if not up:
                 leaves = reached if max_depth is None else [id, *(n.id for n in nodes if n.depth < max_depth)]
-                self._load_agents(
-                    con,
-                    "len(list_intersect(json_extract_string(lineage, '$.parents[*].id'), ?::VARCHAR[])) > 0",
+                named = con.execute(
+                    "SELECT id FROM agents WHERE"
+                    " len(list_intersect(json_extract_string(lineage, '$.parents[*].id'), ?::VARCHAR[])) > 0",
                     [leaves],
-                )
+                ).fetchall()
+                reached += [r[0] for r in named]
+            self._verify_agents_among(reached)
         return nodes
 
     def ancestors(self, id: str, *, max_depth: int | None = None) -> list[LineageNode]:
