@@ -37,6 +37,7 @@ from furnace.arena.events import (
     SpeakerFailed,
     SpeakerStarted,
 )
+from furnace.arena.lease import LEASE_TTL_S, Holder, busy_error
 from furnace.arena.models import (
     MAX_MEMBERS,
     ArenaMessage,
@@ -319,6 +320,25 @@ class Arena:
         *,
         resumed: bool,
     ) -> Iterator[ArenaEvent]:
+        holder = Holder.here()
+        busy = self.store.claim_run(run.run_id, holder, LEASE_TTL_S)
+        if busy is not None:
+            raise busy_error(run.run_id, busy)
+        try:
+            yield from self._drive_held(run, session, personas, directive, resumed=resumed, holder=holder)
+        finally:
+            self.store.release_run(run.run_id, holder)
+
+    def _drive_held(
+        self,
+        run: RunRecord,
+        session: ArenaSession,
+        personas: dict[str, Persona],
+        directive: Directive,
+        *,
+        resumed: bool,
+        holder: Holder,
+    ) -> Iterator[ArenaEvent]:
         ids: dict[str, Any] = {"run_id": run.run_id, "session_id": session.id}
         base = self.llm_for_model(session.model) if self.llm_for_model else self.llm
         llm = base.for_run(run.run_id) if hasattr(base, "for_run") else base
@@ -346,6 +366,9 @@ class Arena:
                 yield RunCancelled(**ids, completed=finished, remaining=len(plan.speakers) - finished)
                 return
             persona = personas[task.member_id]
+            taken = self.store.claim_run(run.run_id, holder, LEASE_TTL_S)  # renew: this speaker may take a while
+            if taken is not None:  # our lease ran out and another process took the run over
+                raise busy_error(run.run_id, taken)
             yield SpeakerStarted(
                 **ids, index=index, member_id=task.member_id, name=persona.name, task=task.task, ordinal=task.ordinal
             )

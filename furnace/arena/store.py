@@ -15,9 +15,10 @@ the system of record. Rules both keep:
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
+from furnace.arena.lease import Holder, is_free
 from furnace.arena.models import ArenaSession, Checkpoint, Plan, ReplyRecord, RunRecord, RunStatus
 from furnace.domain.errors import NotFound
 
@@ -74,6 +75,14 @@ class ArenaStore(Protocol):
         """Ask a running run to stop at the next speaker boundary."""
         ...
 
+    def claim_run(self, run_id: str, holder: Holder, ttl_s: float) -> Holder | None:
+        """Take or renew the run's lease for ``ttl_s``; None when taken, else the live holder."""
+        ...
+
+    def release_run(self, run_id: str, holder: Holder) -> None:
+        """Give the lease back (only ``holder``'s own)."""
+        ...
+
     def cancel_requested(self, run_id: str) -> bool:
         """Whether a cancel was requested."""
         ...
@@ -92,6 +101,7 @@ class InMemoryArenaStore:
         self._runs: dict[str, RunRecord] = {}
         self._replies: dict[str, ReplyRecord] = {}
         self._checkpoints: dict[tuple[str, int], Checkpoint] = {}
+        self._leases: dict[str, tuple[Holder, datetime]] = {}
 
     def save_session(self, session: ArenaSession) -> None:
         with self._lock:
@@ -165,3 +175,17 @@ class InMemoryArenaStore:
 
     def cancel_requested(self, run_id: str) -> bool:
         return self.get_run(run_id).cancel_requested
+
+    def claim_run(self, run_id: str, holder: Holder, ttl_s: float) -> Holder | None:
+        with self._lock:
+            now = _now()
+            current = self._leases.get(run_id)
+            if current is not None and current[0].token != holder.token and not is_free(*current, now):
+                return current[0]
+            self._leases[run_id] = (holder, now + timedelta(seconds=ttl_s))
+            return None
+
+    def release_run(self, run_id: str, holder: Holder) -> None:
+        with self._lock:
+            if run_id in self._leases and self._leases[run_id][0].token == holder.token:
+                del self._leases[run_id]

@@ -9,8 +9,10 @@ index); a run's plan is written only while it is NULL.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from furnace.arena.lease import Holder, is_free
 from furnace.arena.models import ArenaSession, Checkpoint, Plan, ReplyRecord, RunRecord, RunStatus
 from furnace.domain.errors import NotFound
 from furnace.storage.duckdb.db import Database
@@ -142,6 +144,28 @@ class DuckDBArenaStore:
     def cancel_requested(self, run_id: str) -> bool:
         rows = self.db.query("SELECT cancel_requested FROM arena_runs WHERE run_id = ?", [run_id])
         return bool(rows and rows[0][0])
+
+    # --- leases (one driver per run) --------------------------------------------
+
+    def claim_run(self, run_id: str, holder: Holder, ttl_s: float) -> Holder | None:
+        with self.db.transaction() as con:
+            now = datetime.now(UTC).replace(tzinfo=None)
+            rows = con.execute(
+                "SELECT token, host, pid, expires_at FROM arena_leases WHERE run_id = ?", [run_id]
+            ).fetchall()
+            if rows:
+                token, host, pid, expires_at = rows[0]
+                current = Holder(token=token, host=host, pid=pid)
+                if token != holder.token and not is_free(current, expires_at, now):
+                    return current
+            con.execute(
+                "INSERT OR REPLACE INTO arena_leases (run_id, token, host, pid, expires_at) VALUES (?, ?, ?, ?, ?)",
+                [run_id, holder.token, holder.host, holder.pid, now + timedelta(seconds=ttl_s)],
+            )
+        return None
+
+    def release_run(self, run_id: str, holder: Holder) -> None:
+        self.db.execute("DELETE FROM arena_leases WHERE run_id = ? AND token = ?", [run_id, holder.token])
 
     # --- speakers --------------------------------------------------------------
 
