@@ -79,7 +79,11 @@ def build(path: Path) -> Database:
             )
             for parent in parents:
                 con.execute("INSERT INTO lineage_edges VALUES (?, ?, ?, '1', 1)", [parent, agent, op])
-            con.execute("INSERT INTO agents VALUES (?, '{}', ?, 1, '', '[]', '[]', ?)", [agent, f"lh-{agent}", created])
+            con.execute(
+                "INSERT INTO agents (id, lineage, lineage_hash, elixir_version, system_prompt, tools, members,"
+                " created_at) VALUES (?, '{}', ?, 1, '', '[]', '[]', ?)",
+                [agent, f"lh-{agent}", created],
+            )
             for probe, value in (("autumn-tea", fit - 0.1), ("code-review", fit)):
                 con.execute(
                     "INSERT INTO experiment_scores VALUES (?, ?, ?, ?, 'fidelity', ?, ?, false)",
