@@ -14,7 +14,7 @@ def build_assistant(obj: CliContext, *, model_lead: bool = False):  # noqa: ANN2
     from furnace.llm.context import counter_for
     from furnace.storage.duckdb.assist import DuckDBAssistData
 
-    data = DuckDBAssistData(obj.db)
+    data = DuckDBAssistData(obj.db, verify_agents=obj.store.verify_agents)
     assistant = Assistant(
         data,
         obj.llm,

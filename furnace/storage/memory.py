@@ -170,6 +170,10 @@ class MemoryStore:
             raise LineageError(f"agent {id}: unreadable agent record ({err.__class__.__name__})") from None
         return verify_seal(agent, record.get("seal"))
 
+    def verify_agents(self, ids: Iterable[str]) -> None:
+        """Raise LineageError if any agent among ``ids`` was altered; other ids are ignored."""
+        self._verify_agents_among(ids)
+
     def _verify_agents_among(self, ids: Iterable[str]) -> None:
         """Load (and so verify) every agent among ``ids``: a lineage walk never passes a tampered agent."""
         for id in ids:

@@ -213,6 +213,8 @@ def test_cli_lineage_fuse_show_and_export_refuse_a_tampered_agent(tmp_path, monk
         ["agent", "show", agent_id],
         ["export", agent_id, "--format", "card-v3", "--out", str(tmp_path / "x.json")],
         ["fuse", agent_id, "socratic-math-tutor", "--operator", "crossover"],
+        ["ask", f"show the ancestors of {agent_id}"],
+        ["ask", "show agents descended from data-science-mentor"],
     ):
         result = runner.invoke(cli, argv)
         assert result.exit_code != 0, argv

@@ -15,7 +15,7 @@ SESSION = "app"
 
 st.title("Lab assistant")
 svc = services()
-data = DuckDBAssistData(svc.db)
+data = DuckDBAssistData(svc.db, verify_agents=svc.store.verify_agents)
 state = data.load_state(SESSION)
 
 scope_col, clear_col = st.columns([5, 1])

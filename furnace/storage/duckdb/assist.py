@@ -8,6 +8,7 @@ the whole reach of the assistant.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -68,8 +69,11 @@ def _kind(node: str) -> str:
 class DuckDBAssistData:
     """The assistant's :class:`~furnace.assistant.results.AssistData` on DuckDB."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, verify_agents: Callable[[Sequence[str]], None] | None = None) -> None:
+        """``verify_agents`` (the store's) checks every agent a lineage answer names, so the
+        assistant never shows a tampered agent's lineage; None only for fixtures without seals."""
         self.db = db
+        self.verify_agents = verify_agents or (lambda ids: None)
 
     def _rows(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
         return self.db.query_dicts(sql, params)
@@ -163,7 +167,9 @@ class DuckDBAssistData:
             _UP + "SELECT min(depth) AS depth, node AS ancestor, child, operator, parent_version FROM up "
             "GROUP BY node, child, operator, parent_version ORDER BY depth, ancestor, child LIMIT ?"
         )
-        rows = self._rows(sql, [self._start(q), q.limit])
+        start = self._start(q)
+        rows = self._rows(sql, [start, q.limit])
+        self.verify_agents([start, *(r["ancestor"] for r in rows), *(r["child"] for r in rows)])
         for row in rows:
             row["kind"] = _kind(row["ancestor"])
         return rows
@@ -176,7 +182,10 @@ class DuckDBAssistData:
             "(SELECT agent_id FROM experiment_individuals WHERE experiment_id = ?)) "
             "GROUP BY node, parent, operator, parent_version ORDER BY depth, descendant, parent LIMIT ?"
         )
-        return self._rows(sql, [self._start(q), s.experiment, s.experiment, q.limit])
+        start = self._start(q)
+        rows = self._rows(sql, [start, s.experiment, s.experiment, q.limit])
+        self.verify_agents([start, *(r["descendant"] for r in rows)])
+        return rows
 
     def _depths(self, node: str) -> dict[str, int]:
         rows = self.db.query(_UP + "SELECT node, min(depth) FROM up GROUP BY node", [node])
@@ -186,6 +195,7 @@ class DuckDBAssistData:
         nodes = [*q.agents, *([q.scope.persona] if q.scope.persona else [])][:2]
         a, b = self._depths(nodes[0]), self._depths(nodes[1])
         common = sorted((set(a) & set(b)) - set(nodes), key=lambda n: (a[n] + b[n], n))
+        self.verify_agents([*a, *b])
         return [{"ancestor": n, "kind": _kind(n), "depth_a": a[n], "depth_b": b[n]} for n in common][: q.limit]
 
     # --- personas --------------------------------------------------------------

@@ -354,6 +354,11 @@ class DuckDBStore:
             agents.append(verify_seal(agent, stored_seal))
         return agents
 
+    def verify_agents(self, ids: Sequence[str]) -> None:
+        """Raise LineageError (naming the agent and field group) if any agent among ``ids`` was altered;
+        ids that are not agents are ignored. For readers that walk lineage with SQL of their own."""
+        self._verify_agents_among(ids)
+
     def _verify_agents_among(self, ids: Sequence[str]) -> None:
         """Verify every agent among ``ids``: a lineage walk never passes a tampered agent.
 
