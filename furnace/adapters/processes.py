@@ -1,6 +1,8 @@
 """Child processes furnace starts are stopped when furnace stops.
 
-:func:`run_child` runs a server (Streamlit for ``furnace app``) in the foreground:
+:func:`run_child` runs a server (Streamlit for ``furnace app``) in the foreground;
+:func:`start_child` starts one in the background (the temporary Prefect server
+of ``--prefect`` runs, :mod:`furnace.adapters.prefect_server`):
 
 - **SIGTERM / SIGINT** of furnace are forwarded: the child is asked to stop
   (SIGTERM), given :data:`STOP_GRACE_S`, then killed; furnace then exits with
@@ -22,6 +24,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from types import FrameType
+from typing import Any
 
 STOP_GRACE_S = 10.0
 _PR_SET_PDEATHSIG = 1
@@ -52,10 +55,16 @@ def _kill_if_running(child: subprocess.Popen[bytes]) -> None:
             child.kill()
 
 
+def start_child(command: Sequence[str], *, env: dict[str, str] | None = None, **popen: Any) -> subprocess.Popen[bytes]:
+    """Start ``command`` in the background, bound to furnace's life: it gets SIGTERM when furnace
+    dies, however it dies (call from the main thread: the binding is to the calling thread)."""
+    parent = os.getpid()
+    return subprocess.Popen(list(command), env=env, preexec_fn=lambda: _die_with_parent(parent), **popen)  # noqa: PLW1509
+
+
 def run_child(command: Sequence[str], *, env: dict[str, str] | None = None) -> int:
     """Run ``command`` until it exits or furnace is told to stop; never leaves it running."""
-    parent = os.getpid()
-    child = subprocess.Popen(list(command), env=env, preexec_fn=lambda: _die_with_parent(parent))  # noqa: PLW1509
+    child = start_child(command, env=env)
     received: list[int] = []
 
     def forward(signum: int, _frame: FrameType | None) -> None:

@@ -152,7 +152,7 @@ def register(cli: click.Group) -> None:
     @click.argument("file", type=click.Path(exists=True, dir_okay=False))
     @click.option("--yes", is_flag=True, help="Start even when the estimate exceeds the budget.")
     @click.option("--no-mlflow", is_flag=True, help="Do not log to MLflow.")
-    @click.option("--prefect", is_flag=True, help="Run as a Prefect flow (needs a server or starts a temporary one).")
+    @click.option("--prefect", is_flag=True, help="Run as a Prefect flow (PREFECT_API_URL, or a temporary server).")
     @click.option("--runner", type=click.Choice(["threads", "dask"]), default="threads", help="Prefect task runner.")
     @json_option
     @click.pass_obj
@@ -163,9 +163,12 @@ def register(cli: click.Group) -> None:
         from furnace.evolution.report import render_report
 
         if prefect:
-            data = flows_module("evolution").evolution_flow(
-                str(Path(file).resolve()), home=str(obj.settings.home), yes=yes, track=not no_mlflow, runner=runner
-            )
+            from furnace.adapters.prefect_server import prefect_api
+
+            with prefect_api(obj.settings.home, on_status=lambda line: click.echo(line, err=True)):
+                data = flows_module("evolution").evolution_flow(
+                    str(Path(file).resolve()), home=str(obj.settings.home), yes=yes, track=not no_mlflow, runner=runner
+                )
             emit(data, as_json=as_json, human=data.get("text"))
             return
         report = run_experiment_file(obj, file, yes=yes, as_json=as_json, track=not no_mlflow)

@@ -98,3 +98,54 @@ def test_furnace_app_leaves_no_streamlit_behind(sig: signal.Signals, tmp_path: P
     finally:
         app.kill()
         app.wait()
+
+
+def _up(url: str) -> bool:
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
+def test_a_prefect_run_leaves_no_temporary_server_behind(sig: signal.Signals, tmp_path: Path) -> None:
+    import re
+
+    home = tmp_path / "home"
+    env = {k: v for k, v in _env(home).items() if k != "PREFECT_API_URL"}
+    env["FURNACE_EMBEDDER"] = "hash"
+    furnace = [sys.executable, "-c", "from furnace.cli import main; main()"]
+    subprocess.run([*furnace, "import", "--library"], env=env, check=True, capture_output=True, timeout=120)
+    demo = REPO / "furnace" / "resources" / "experiments" / "demo.yaml"
+    run = subprocess.Popen(
+        [*furnace, "experiment", "run", str(demo), "--prefect", "--no-mlflow", "--yes"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert run.stderr is not None
+        found = None
+        for line in run.stderr:  # the announcement comes first
+            found = re.search(r"temporary Prefect server \(pid (\d+)\) at (\S+)", line)
+            if found:
+                break
+        assert found, "no temporary Prefect server was announced"
+        server, url = int(found.group(1)), found.group(2)
+        deadline = time.monotonic() + 120
+        while not _up(url) and time.monotonic() < deadline and _alive(server):
+            time.sleep(0.2)
+        assert _up(url), "the temporary Prefect server never came up"
+        assert url.startswith("http://127.0.0.1:")
+        run.send_signal(sig)
+        run.wait(60)
+        assert _gone([server]), f"Prefect server {server} still running after {sig.name} of furnace"
+        assert not _up(url)
+    finally:
+        run.kill()
+        run.wait()
