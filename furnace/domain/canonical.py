@@ -20,6 +20,39 @@ _FLOAT_DIGITS = 9
 
 def normalise(value: Any) -> Any:
     """Return ``value`` with strings NFC-normalised and floats canonicalised."""
+    kind = type(value)  # exact types first (the hot path: parsed JSON and model dumps)
+    if kind is str:
+        return value if value.isascii() else unicodedata.normalize("NFC", value)  # ASCII is already NFC
+    if kind is dict:
+        out = {}
+        for k, v in value.items():
+            key = k if type(k) is str else str(k)
+            out[key if key.isascii() else unicodedata.normalize("NFC", key)] = (
+                v if type(v) is str and v.isascii() else normalise(v)
+            )
+        if len(out) != len(value):  # e.g. NFC and NFD spellings of one key: no single canonical form
+            raise ValueError("two keys are the same after normalisation")
+        return out
+    if kind is list or kind is tuple:
+        return [v if type(v) is str and v.isascii() else normalise(v) for v in value]
+    if kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        return _float(value)
+    return _normalise_other(value)
+
+
+def _float(value: float) -> float | int:
+    if math.isnan(value) or math.isinf(value):
+        raise ValueError("non-finite float has no canonical form")
+    rounded = round(value, _FLOAT_DIGITS)
+    if rounded == int(rounded) and abs(rounded) < 2**53:
+        return int(rounded)
+    return float(repr(rounded))
+
+
+def _normalise_other(value: Any) -> Any:
+    """Floats and subclasses of the JSON types."""
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, str):
@@ -27,17 +60,9 @@ def normalise(value: Any) -> Any:
     if isinstance(value, int):
         return value
     if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            raise ValueError("non-finite float has no canonical form")
-        rounded = round(value, _FLOAT_DIGITS)
-        if rounded == int(rounded) and abs(rounded) < 2**53:
-            return int(rounded)
-        return float(repr(rounded))
+        return _float(value)
     if isinstance(value, dict):
-        out = {normalise(str(k)): normalise(v) for k, v in value.items()}
-        if len(out) != len(value):  # e.g. NFC and NFD spellings of one key: no single canonical form
-            raise ValueError("two keys are the same after normalisation")
-        return out
+        return normalise(dict(value))
     if isinstance(value, (list, tuple)):
         return [normalise(v) for v in value]
     raise TypeError(f"cannot canonicalise {type(value).__name__}")

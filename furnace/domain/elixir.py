@@ -244,8 +244,7 @@ class Elixir(_Frozen):
 
     def content(self) -> dict[str, Any]:
         """The content fields as plain JSON data (what the hash covers)."""
-        data = self.model_dump(mode="json", exclude=set(NON_CONTENT_FIELDS) | {"content_hash"})
-        return data
+        return self.model_dump(mode="json", exclude=_NOT_CONTENT)
 
     @computed_field  # type: ignore[prop-decorator]
     @cached_property
@@ -268,6 +267,9 @@ class Elixir(_Frozen):
         copy = super().model_copy(update=update, deep=deep)
         copy.__dict__.pop("content_hash", None)
         return copy
+
+
+_NOT_CONTENT = frozenset(NON_CONTENT_FIELDS) | {"content_hash"}
 
 
 def slugify(name: str) -> str:

@@ -138,17 +138,20 @@ TEMPLATES: dict[str, _Template] = {"en": EN, "zh": ZH}
 
 
 def _escape_fences(line: str) -> str:
+    if "``" not in line and "~~" not in line:  # no run of three: nothing to escape (the common case)
+        return line
     return _FENCE.sub(lambda m: "".join("\\" + c for c in m.group(1)), line)
 
 
 def _escape_line(line: str) -> str:
-    return _HEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), _escape_fences(line))
+    line = _escape_fences(line)
+    return _HEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), line) if "#" in line else line
 
 
 def inline(text: str) -> str:
     """One line of user text: whitespace (newlines included) collapsed, markers escaped."""
-    line = _escape_fences(_SPACE.sub(" ", text).strip())
-    return _INLINE_HEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), line)
+    line = _escape_fences(" ".join(text.split()))  # str.split and re's \s agree on what whitespace is
+    return _INLINE_HEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), line) if "#" in line else line
 
 
 def quote(text: str) -> str:
