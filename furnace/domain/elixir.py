@@ -56,7 +56,7 @@ NON_CONTENT_FIELDS = frozenset({"id", "version", "created_at", "deleted_at"})
 
 def _text(max_len: int, *, allow_empty: bool = False):
     def check(value: str) -> str:
-        value = unicodedata.normalize("NFC", value).strip()
+        value = (value if value.isascii() else unicodedata.normalize("NFC", value)).strip()  # ASCII is NFC
         if not value and not allow_empty:
             raise ValueError("must not be empty")
         if len(value) > max_len:
@@ -80,6 +80,8 @@ StrictInt = Annotated[int, Field(strict=True)]
 
 
 def _unique(items: tuple[str, ...], what: str) -> tuple[str, ...]:
+    if len({item.casefold() for item in items}) == len(items):
+        return items
     seen: set[str] = set()
     for item in items:
         key = item.casefold()
