@@ -144,3 +144,63 @@ def test_readers_see_whole_snapshots_while_a_writer_runs_and_after_it_is_killed(
     con = snapshot.connect(path, create=False)  # still readable, and still whole
     n = con.execute("SELECT count(*) FROM elixir_versions").fetchone()[0]
     assert n % 5 == 0 and n >= max(counts)
+
+
+_KILLED_MID_SNAPSHOT = textwrap.dedent(
+    """
+    import pathlib, sys, time
+    from furnace.domain.elixir import parse_elixir
+    from furnace.storage.duckdb import snapshot
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.store import DuckDBStore
+
+    store = DuckDBStore(Database(sys.argv[1]))
+    fields = {"id": "new", "name": "n", "identity": "x", "expertise": ["a"], "principles": ["p"]}
+    store.save_elixir(parse_elixir(fields))
+    real = pathlib.Path.write_text
+
+    def stall(self, *args, **kwargs):  # every table is copied into the temporary folder; stop before publishing
+        if self.name == "manifest.json":
+            print("mid-snapshot", flush=True)
+            time.sleep(600)
+        return real(self, *args, **kwargs)
+
+    pathlib.Path.write_text = stall
+    snapshot.refresh(store.db)
+    """
+)
+
+
+@pytest.mark.slow
+def test_a_writer_killed_mid_snapshot_leaves_the_previous_snapshot_whole(tmp_path: Path) -> None:
+    path = tmp_path / "furnace.duckdb"
+    store = DuckDBStore(Database(path))
+    store.save_elixir(_elixir("old"))
+    first = snapshot.refresh(store.db)
+    store.db.close()
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_MID_SNAPSHOT, str(path)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "mid-snapshot", writer.stderr
+        root = snapshot.snapshot_root(path)
+        partial = [p for p in root.glob(".tmp-*") if list(p.glob("*.parquet"))]
+        assert partial  # the new snapshot's tables were being written
+        writer.send_signal(signal.SIGKILL)
+        writer.wait(timeout=30)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+    assert snapshot.current(root) == first  # the pointer still names the previous, complete snapshot
+    con = snapshot.connect(path, create=False)
+    assert con.execute("SELECT id FROM elixir_versions").fetchall() == [("old",)]
+    con.close()
+    # the next refresh publishes the writer's committed row and clears the dead writer's leftovers
+    newer = snapshot.refresh(Database(path))
+    assert snapshot.current(root) == newer and not list(root.glob(".tmp-*"))
+    con = snapshot.connect(path, create=False)
+    assert sorted(r[0] for r in con.execute("SELECT id FROM elixir_versions").fetchall()) == ["new", "old"]
