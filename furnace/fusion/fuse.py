@@ -183,10 +183,8 @@ def fuse(
         assert built is not None
         agent, from_cache = built, False
     if not cache.known_persisted(store, lineage_hash):  # make sure this store holds the agent
-        try:
+        if not store.save_agent(agent):  # it was there already: use the stored (verified) one
             agent = store.get_agent(agent_id)
-        except NotFound:
-            store.save_agent(agent)
         cache.mark_persisted(store, lineage_hash)
     return FusionResult(agent=agent, from_cache=from_cache, model_calls=calls[0])
 

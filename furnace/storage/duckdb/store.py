@@ -157,6 +157,14 @@ class DuckDBStore:
         """Save ``(elixir, id)`` pairs: one query for the latest rows, one insert for all new versions."""
         ids = list(dict.fromkeys(id for _, id in items))
         latest: dict[str, tuple[int, str, Any, str]] = {}
+        if len(ids) == 1:  # one elixir (an agent, an edit): a point lookup
+            for id, version, content_hash, deleted_at, row_origin in con.execute(
+                "SELECT id, version, content_hash, deleted_at, origin FROM elixir_versions WHERE id = ?"
+                " ORDER BY version DESC LIMIT 1",
+                ids,
+            ).fetchall():
+                latest[id] = (version, content_hash, deleted_at, row_origin)
+            ids = []
         for chunk in range(0, len(ids), 1000):
             for id, version, content_hash, deleted_at, row_origin in con.execute(
                 "SELECT id, max(version), arg_max(content_hash, version), arg_max(deleted_at, version),"
@@ -299,10 +307,14 @@ class DuckDBStore:
                     ),
                 ],
             )
-            con.executemany(
-                "INSERT INTO lineage_edges VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                [[p.id, agent.id, lineage.operator, lineage.op_version, p.version] for p in lineage.parents],
-            )
+            edges = [[p.id, agent.id, lineage.operator, lineage.op_version, p.version] for p in lineage.parents]
+            if edges:  # one statement for every edge (executemany runs one per row)
+                con.execute(
+                    "INSERT INTO lineage_edges VALUES "
+                    + ", ".join(["(?, ?, ?, ?, ?)"] * len(edges))
+                    + " ON CONFLICT DO NOTHING",
+                    [v for edge in edges for v in edge],
+                )
             return True
 
         return self._write(work)
