@@ -109,12 +109,14 @@ def run() -> bool:
         f"overhead {(turn - baseline) / baseline:.1%}"
     )
 
+    from furnace.storage.duckdb import snapshot
     from furnace.storage.duckdb.arena import DuckDBArenaStore
     from furnace.storage.duckdb.db import Database
 
     with tempfile.TemporaryDirectory() as tmp:
         db = Database(Path(tmp) / "bench.duckdb")
         db_turn, db_base, _ = _measure(lambda: DuckDBArenaStore(db))
+        snapshot.wait_pending()  # the background refresh writes into tmp: let it finish first
         db.close()
     overhead = (db_turn - db_base) / db_base
     print(

@@ -87,6 +87,7 @@ def run() -> bool:
         f"{base:.3f}s → overhead {(total - base) / base:+.1%}"
     )
     with tempfile.TemporaryDirectory() as tmp:
+        from furnace.storage.duckdb import snapshot
         from furnace.storage.duckdb.content import DuckDBContentStore
         from furnace.storage.duckdb.db import Database
         from furnace.storage.duckdb.store import DuckDBStore
@@ -98,6 +99,7 @@ def run() -> bool:
             f"   duckdb stores: {d_total:.3f}s vs model-only {d_base:.3f}s → overhead {overhead:+.1%} "
             f"(target < {TARGET:.0%}; {db.lock_retries} lock retries)"
         )
+        snapshot.wait_pending()  # the background refresh writes into tmp: let it finish first
         db.close()
     return overhead < TARGET
 

@@ -255,7 +255,7 @@ def bfs(start: str, links: Adjacency, max_depth: int | None = None) -> list[Line
     id it was reached through at that depth. Also the in-memory baseline of
     ``bench/bench_lineage.py``.
     """
-    best: dict[str, LineageNode] = {}
+    best: dict[str, tuple[int, str, str | None]] = {}  # id -> (depth, via, operator); nodes built once at the end
     frontier = deque([(start, 0)])
     seen = {start}
     while frontier:
@@ -266,9 +266,12 @@ def bfs(start: str, links: Adjacency, max_depth: int | None = None) -> list[Line
             if nxt == start:
                 continue
             known = best.get(nxt)
-            if known is None or known.depth == depth + 1 and (node, op) < (known.via or "", known.operator or ""):
-                best[nxt] = LineageNode(id=nxt, depth=depth + 1, operator=op, via=node)
+            if known is None or known[0] == depth + 1 and (node, op) < (known[1] or "", known[2] or ""):
+                best[nxt] = (depth + 1, node, op)
             if nxt not in seen:
                 seen.add(nxt)
                 frontier.append((nxt, depth + 1))
-    return sorted(best.values(), key=lambda n: (n.depth, n.id))
+    return [
+        LineageNode(id=id, depth=depth, operator=op, via=via)
+        for id, (depth, via, op) in sorted(best.items(), key=lambda item: (item[1][0], item[0]))
+    ]
