@@ -17,6 +17,17 @@ def context(home: str | None) -> CliContext:
     return CliContext.from_env(home=home)
 
 
+def results_dir(home: str | None) -> str:
+    """Where Prefect persists this home's task results: ``FURNACE_HOME/prefect/results``.
+
+    Never Prefect's shared default (``~/.prefect/storage``): a result cached there would be
+    served to every other home on the machine, skipping its model calls and its writes.
+    """
+    path = context(home).settings.home / "prefect" / "results"
+    path.mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
 def unit_version(config: Any) -> str:
     """The version of an evaluation task: the operator and scorer versions it runs."""
     from furnace.fusion.operators import OPERATORS

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from datetime import timedelta  # noqa: E402
 from functools import lru_cache  # noqa: E402
+from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from prefect import flow, task  # noqa: E402
 
 from furnace.evolution.units import Unit  # noqa: E402
-from furnace.flows._common import context, resolve, unit_version
+from furnace.flows._common import context, resolve, results_dir, unit_version
 
 
 def _unit_cache_key(_context: Any, parameters: dict[str, Any]) -> str:
@@ -28,24 +29,31 @@ def evaluate_individual(key: str, unit: Unit) -> Any:
     return unit.run()
 
 
+def _evaluation_options(version: str, results: str) -> dict[str, Any]:
+    """The per-individual task's options: versioned by the operator and scorer versions it runs,
+    cached on the unit's content key, its results persisted under this home only."""
+    return {
+        "name": "evaluate-individual",
+        "version": version,
+        "cache_key_fn": _unit_cache_key,
+        "cache_expiration": timedelta(days=30),
+        "persist_result": True,
+        "result_storage": Path(results),
+        "retries": 0,
+    }
+
+
 @lru_cache(maxsize=32)
-def evaluation_task(version: str) -> Any:
-    """The per-individual task, versioned by the operator and scorer versions it runs."""
-    return task(
-        name="evaluate-individual",
-        version=version,
-        cache_key_fn=_unit_cache_key,
-        cache_expiration=timedelta(days=30),
-        persist_result=True,
-        retries=0,
-    )(evaluate_individual)
+def evaluation_task(version: str, results: str) -> Any:
+    """The per-individual task (see :func:`_evaluation_options`)."""
+    return task(**_evaluation_options(version, results))(evaluate_individual)
 
 
 class PrefectUnitRunner:
     """Submits each unit as a Prefect task (named and versioned by content and versions)."""
 
-    def __init__(self, version: str) -> None:
-        self.task = evaluation_task(version)
+    def __init__(self, version: str, results: str) -> None:
+        self.task = evaluation_task(version, results)
 
     def submit(self, unit: Unit) -> Any:
         return self.task.with_options(task_run_name=f"slot-{unit.slot}-{unit.key[:8]}").submit(unit.key, unit)
@@ -71,14 +79,8 @@ def _worker_evolution(file: str, home: str | None) -> Any:
 class DaskUnitRunner(PrefectUnitRunner):
     """Submits picklable unit inputs (no closures) so Dask can ship them to its workers."""
 
-    def __init__(self, version: str, file: str, home: str | None) -> None:
-        self.task = task(
-            name="evaluate-individual",
-            version=version,
-            cache_key_fn=_unit_cache_key,
-            cache_expiration=timedelta(days=30),
-            persist_result=True,
-        )(evaluate_remote)
+    def __init__(self, version: str, results: str, file: str, home: str | None) -> None:
+        self.task = task(**_evaluation_options(version, results))(evaluate_remote)
         self.file, self.home = file, home
 
     def submit(self, unit: Unit) -> Any:
@@ -91,7 +93,12 @@ def _task_runner(runner: str, concurrency: int) -> Any:
         from prefect_dask import DaskTaskRunner
 
         return DaskTaskRunner(
-            cluster_kwargs={"processes": False, "n_workers": 1, "threads_per_worker": max(2, concurrency)}
+            cluster_kwargs={
+                "processes": False,
+                "n_workers": 1,
+                "threads_per_worker": max(2, concurrency),
+                "dashboard_address": "127.0.0.1:0",  # loopback only, any free port
+            }
         )
     from prefect.task_runners import ThreadPoolTaskRunner
 
@@ -110,9 +117,9 @@ def run_evolution(
     config = load_config(file)
     prepared = prepare(ctx, config, track=track)
     check_budget(prepared, yes=yes, as_json=True)
-    version = unit_version(config)
+    version, results = unit_version(config), results_dir(home)
     prepared.evolution.unit_runner = (
-        DaskUnitRunner(version, file, home) if runner == "dask" else PrefectUnitRunner(version)
+        DaskUnitRunner(version, results, file, home) if runner == "dask" else PrefectUnitRunner(version, results)
     )
     report = prepared.evolution.run()
     return {**report.as_dict(), "text": render_report(report)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -34,8 +35,13 @@ def test_evolution_flow_matches_the_plain_run(library_home, prefect_harness, tmp
     from furnace.cli.experiment_cmd import run_experiment_file
     from furnace.flows.evolution import evolution_flow
 
+    shared = Path(os.environ["PREFECT_RESULTS_LOCAL_STORAGE_PATH"])
+    shared_before = set(shared.rglob("*")) if shared.exists() else set()
     flowed = evolution_flow(str(CONFIG), home=str(library_home), track=False)
     assert flowed["status"] == "finished" and "leaderboard" in flowed["text"]
+    # task results live in this home only: another home never gets them served from a shared cache
+    assert any((library_home / "prefect" / "results").iterdir())
+    assert (set(shared.rglob("*")) if shared.exists() else set()) == shared_before
     # the same experiment run directly reads every individual back: identical result, no model call
     plain = run_experiment_file(CliContext.from_env(home=str(library_home)), str(CONFIG), track=False, quiet=True)
     assert plain.totals["model_calls"] == flowed["totals"]["model_calls"]  # no new model call; totals kept
