@@ -28,6 +28,7 @@ in memory (content-addressed, hence immutable).
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
@@ -369,24 +370,37 @@ def _row(call: CallRecord) -> list[object]:
     ]
 
 
+_FLUSHERS: set[threading.Thread] = set()
+
+
 def _quiet_flush(pending: _Pending) -> None:
     # Runs from the garbage collector, possibly in the middle of another unit of work on this
     # thread, or while this thread holds the database's lock (opening the file): flush on a thread
-    # of its own so the rows never land in that unit's cursor, and never wait for it then — it may
-    # need that very lock. The rows are journaled already, so nothing is lost if it cannot finish.
-    # At interpreter exit (the main thread has ended) no unit is running: wait for the flush.
+    # of its own so the rows never land in that unit's cursor, and never wait for it here — it may
+    # need that very lock. The rows are journaled already; the exit hook below waits for the thread
+    # (a daemon thread still inside DuckDB when the interpreter ends aborts the process).
     try:
         worker = threading.Thread(target=_flush_ignoring_errors, args=(pending,), daemon=True)
+        _FLUSHERS.add(worker)
         worker.start()
-        if not threading.main_thread().is_alive():
+        if not threading.main_thread().is_alive():  # at interpreter exit: no unit is running
             worker.join()
     except RuntimeError:  # no new threads at interpreter shutdown
         _flush_ignoring_errors(pending)
 
 
 def _flush_ignoring_errors(pending: _Pending) -> None:
-    with suppress(Exception):  # at exit the file may be gone (temp dirs); nothing to report to
-        pending.flush()
+    try:
+        with suppress(Exception):  # at exit the file may be gone (temp dirs); nothing to report to
+            pending.flush()
+    finally:
+        _FLUSHERS.discard(threading.current_thread())
+
+
+@atexit.register
+def _wait_for_flushers() -> None:
+    for worker in list(_FLUSHERS):
+        worker.join(60)
 
 
 def _where(run_id: str | None) -> tuple[str, list[str]]:
