@@ -109,6 +109,15 @@ def test_offline_identity_en_and_zh() -> None:
         fusion_tasks.role_phrase("A practical data-science mentor who teaches.", "en")
         == "a practical data-science mentor"
     )
+    # commas between adjectives are part of the role; a comma after the noun ends it
+    roles = {
+        "A warm, patient coach who helps people untangle stress.": "a warm, patient coach",
+        "A calm, dry, exact reviewer.": "a calm, dry, exact reviewer",
+        "A data engineer, writer and teacher.": "a data engineer",
+        "You are a chef, who cooks.": "a chef",
+    }
+    for identity, role in roles.items():
+        assert fusion_tasks.role_phrase(identity, "en") == role, identity
 
 
 def test_offline_rewrite_is_seeded_and_changes_wording() -> None:

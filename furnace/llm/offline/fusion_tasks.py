@@ -41,8 +41,9 @@ from furnace.llm.seam import LLMRequest
 
 _EN_LEAD = re.compile(r"^(you are|you're|i am|i'm|as)\s+", re.I)
 _EN_CUT = re.compile(
-    r"\s+(who|that|which|with|whose|known for|specialising|specializing)\s+|[,;:.!?(—–]\s*|\s-\s", re.I
+    r"\s+(?:who|that|which|with|whose|known for|specialising|specializing)\s+|[;:.!?(—–]\s*|\s-\s", re.I
 )
+_ARTICLES = ("a", "an", "the")
 _ZH_LEAD = re.compile(r"^(你是|我是|作为)")
 _ZH_CUT = re.compile(r"[，。；：！？,.;:!?（(]")
 
@@ -54,7 +55,16 @@ def role_phrase(identity: str, language: str) -> str:
         text = _ZH_LEAD.sub("", text)
         return _ZH_CUT.split(text, maxsplit=1)[0].strip() or text
     text = _EN_LEAD.sub("", text)
-    role = _EN_CUT.split(text, maxsplit=1)[0].strip() or text.rstrip(".")
+    head = _EN_CUT.split(text, maxsplit=1)[0].strip()
+    # A comma ends the role unless it only separates adjectives ("A warm, patient coach"):
+    # keep adding comma parts while the last one is a single word (after an article).
+    parts = [p.strip() for p in head.split(",")]
+    role, last = parts[0], parts[0].split()
+    for part in parts[1:]:
+        if len(last) - (bool(last) and last[0].lower() in _ARTICLES) > 1 or not part:
+            break
+        role, last = f"{role}, {part}", part.split()
+    role = role.rstrip(",").strip() or text.rstrip(".")
     if role.split(" ", 1)[0] in ("A", "An", "The"):
         role = role[0].lower() + role[1:]
     return role
