@@ -200,6 +200,22 @@ def test_an_ensemble_routes_once_and_the_leader_answers_in_its_own_voice():
     assert stats.leader == coach.ref and len(llm.calls) == 4
 
 
+def test_a_two_letter_expertise_term_routes():
+    store = MemoryStore()
+    chef = store.get_by_ref(store.save_elixir(make_elixir("Chef", expertise=["home cooking", "knife skills"])))
+    gopher = store.get_by_ref(store.save_elixir(make_elixir("Gopher", expertise=["Go", "concurrency"])))
+    result = OPERATORS["ensemble"].apply([chef, gopher], ctx())
+    agent = Agent(
+        id="agt-go",
+        elixir=result.child,
+        system_prompt=render_prompt(result.child),
+        members=result.members,
+        lineage=Lineage(parents=result.members, operator="ensemble", op_version="2"),
+    )
+    out = answer(agent, "How should I review a Go pull request quickly?", counting(), [chef, gopher])
+    assert out.leader == gopher.ref and not out.fallback, out.reason
+
+
 def test_a_repeated_message_is_routed_from_the_cache():
     from furnace.llm.cache import CachedLLM, MemoryCallLedger, MemoryResponseCache
 

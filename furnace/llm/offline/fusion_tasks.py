@@ -335,7 +335,8 @@ def adjudicate(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
 
 
 def _terms(text: str) -> set[str]:
-    return terms(text, min_len=3, stop=())
+    # two letters count: expertise such as "Go", "AI" or "UX" must be able to match
+    return terms(text, min_len=2, stop=())
 
 
 def route(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
