@@ -28,14 +28,35 @@ def results_dir(home: str | None) -> str:
     return str(path)
 
 
-def unit_version(config: Any) -> str:
-    """The version of an evaluation task: the operator and scorer versions it runs."""
-    from furnace.fusion.operators import OPERATORS
+def furnace_version() -> str:
+    """The installed furnace version (side-effect tasks are versioned by the code that runs them)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("furnace")
+    except PackageNotFoundError:  # a source checkout that was never installed
+        return "0+source"
+
+
+def scorer_versions(names: Any = None) -> str:
+    """``scorers[name:version,…]`` for ``names`` (all scorers when None)."""
     from furnace.scoring.fitness import SCORERS
 
-    ops = ",".join(f"{n}:{OPERATORS[n].op_version}" for n in sorted(config.operators) if n in OPERATORS)
-    scorers = ",".join(f"{n}:{SCORERS[n].version}" for n in sorted(config.scorers))
-    return f"ops[{ops}] scorers[{scorers}]"
+    chosen = sorted(SCORERS if names is None else names)
+    return "scorers[" + ",".join(f"{n}:{SCORERS[n].version}" for n in chosen if n in SCORERS) + "]"
+
+
+def operator_versions(names: Any = None) -> str:
+    """``ops[name:op_version,…]`` for ``names`` (all operators when None)."""
+    from furnace.fusion.operators import OPERATORS
+
+    chosen = sorted(OPERATORS if names is None else names)
+    return "ops[" + ",".join(f"{n}:{OPERATORS[n].op_version}" for n in chosen if n in OPERATORS) + "]"
+
+
+def unit_version(config: Any) -> str:
+    """The version of an evaluation task: the operator and scorer versions it runs."""
+    return f"{operator_versions(config.operators)} {scorer_versions(config.scorers)}"
 
 
 def resolve(path: str) -> str:

@@ -5,14 +5,21 @@ from __future__ import annotations
 from typing import Any  # noqa: E402
 
 from prefect import flow, task  # noqa: E402
+from prefect.cache_policies import NONE  # noqa: E402
 
-from furnace.flows._common import context
-from furnace.scoring.fitness import SCORERS  # noqa: E402
+from furnace.flows._common import context, furnace_version, operator_versions, scorer_versions
 
 DEFAULT_SCORERS = {"constraints": 0.3, "fidelity": 0.3, "tone": 0.2, "brief_fit": 0.2}
 
 
-@task(name="fuse-and-score", version="scorers:" + ",".join(f"{k}:{v.version}" for k, v in sorted(SCORERS.items())))
+# Prefect does not cache these tasks (cache_policy=NONE, stated): parents are ids whose latest
+# version can change, so a key on the inputs could serve a stale child. furnace's own caches are
+# content-addressed (synthesis by the parents' content hashes, responses by the full request).
+@task(
+    name="fuse-and-score",
+    version=f"{operator_versions()} {scorer_versions(DEFAULT_SCORERS)}",
+    cache_policy=NONE,
+)
 def fuse_and_score(
     home: str | None,
     parents: list[str],
@@ -56,7 +63,7 @@ def fuse_and_score(
     }
 
 
-@task(name="log-fusion")
+@task(name="log-fusion", version=f"furnace:{furnace_version()}", cache_policy=NONE)
 def log_fusion(home: str | None, row: dict[str, Any]) -> None:
     """One MLflow run for the fusion (params, metrics, lineage tag)."""
     from furnace.adapters.mlflow_tracker import MLflowTracker

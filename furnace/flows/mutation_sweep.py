@@ -5,19 +5,25 @@ from __future__ import annotations
 from typing import Any  # noqa: E402
 
 from prefect import flow, task  # noqa: E402
+from prefect.cache_policies import NONE  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
-from furnace.flows._common import context
-from furnace.fusion.operators import OPERATORS  # noqa: E402
+from furnace.evolution.sweep import DEFAULT_SCORERS  # noqa: E402
+from furnace.flows._common import context, operator_versions, scorer_versions
 
 
-@task(name="mutate-and-score", version=f"mutation:{OPERATORS['mutation'].op_version}")
+# Not cached by Prefect (the base is an id whose latest version can change); see fusion_generation.
+@task(
+    name="mutate-and-score",
+    version=f"{operator_versions(['mutation'])} {scorer_versions(DEFAULT_SCORERS)}",
+    cache_policy=NONE,
+)
 def mutate_and_score(
     home: str | None, base_id: str, rate: float, seed: int, probe_set: str, limit: int | None
 ) -> dict[str, Any]:
     """One cell of the grid (``furnace.evolution.sweep.sweep_variant``)."""
     from furnace.evolution.breeding import FusionBreeder
-    from furnace.evolution.sweep import DEFAULT_SCORERS, sweep_variant
+    from furnace.evolution.sweep import sweep_variant
     from furnace.fusion.synthesis import SynthesisCache
     from furnace.scoring.probes import load_probe_set
     from furnace.storage.duckdb.kv import DuckDBKV

@@ -21,19 +21,20 @@ offline_env.apply()
 from prefect import flow, task  # noqa: E402
 from prefect.cache_policies import NONE  # noqa: E402
 
+from furnace.flows._common import furnace_version  # noqa: E402
 from furnace.settings import FurnaceSettings  # noqa: E402
 from furnace.writing.preferences import BatchReport, process_unprocessed  # noqa: E402
 
 MLFLOW_EXPERIMENT = "furnace-preferences"
 
 
-@task(cache_policy=NONE)
+@task(name="process-batch", version=f"furnace:{furnace_version()}", cache_policy=NONE)
 def process_batch(store: Any, content_store: Any, llm: Any, limit: int | None, seed: int) -> BatchReport:
     """Learn from every unprocessed revision (one furnace call)."""
     return process_unprocessed(store, content_store, llm, limit=limit, seed=seed)
 
 
-@task(cache_policy=NONE)
+@task(name="log-batch", version=f"furnace:{furnace_version()}", cache_policy=NONE)
 def log_batch(tracking_uri: str, report: BatchReport, params: dict[str, Any]) -> str:
     """One MLflow run per flow run: params, counts as metrics, persona versions as tags, the report."""
     from mlflow import MlflowClient
@@ -72,6 +73,8 @@ def preference_extraction(home: str | None = None, limit: int | None = None, see
     report = process_batch(
         build_store(settings, db=db), build_content_store(settings, db=db), build_llm(settings, db=db), limit, seed
     )
+    if not (report.processed or report.failed):  # nothing to learn from: no empty MLflow run
+        return {**report.as_dict(), "mlflow_run_id": None}
     run_id = log_batch(settings.tracking_uri, report, {"limit": limit, "seed": seed, "model": settings.model_name})
     return {**report.as_dict(), "mlflow_run_id": run_id}
 

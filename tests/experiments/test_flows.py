@@ -72,3 +72,23 @@ def test_fusion_generation_and_mutation_sweep_flows(library_home, prefect_harnes
     rows = mutation_sweep("viral-copywriter", [0.1, 0.3], [1, 2], limit=1, home=home)
     assert sorted((r["rate"], r["seed"]) for r in rows) == [(0.1, 1), (0.1, 2), (0.3, 1), (0.3, 2)]
     assert [r["fitness"] for r in rows] == sorted((r["fitness"] for r in rows), reverse=True)
+
+
+def test_every_task_run_is_versioned(library_home, prefect_harness):
+    """Every furnace task that ran in this session's Prefect API carries the versions of the code it ran."""
+    from prefect.client.orchestration import get_client
+
+    from furnace.flows.fusion_generation import fusion_generation
+    from furnace.flows.mutation_sweep import mutation_sweep
+
+    home = str(library_home)
+    fusion_generation(["viral-copywriter", "data-science-mentor"], operator="crossover", limit=1, home=home)
+    mutation_sweep("viral-copywriter", [0.1], [1], limit=1, home=home)
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs()
+    names = {r.name.split("-")[0] for r in runs}
+    assert {"fuse", "mutate", "log"} <= names, names
+    unversioned = sorted({r.name for r in runs if not r.task_version})
+    assert unversioned == []
+    fuse = next(r for r in runs if r.name.startswith("fuse-and-score"))
+    assert "crossover:" in fuse.task_version and "scorers[" in fuse.task_version

@@ -31,6 +31,7 @@ def test_flow_processes_pending_revisions_once_and_logs_to_mlflow(settings, pref
 
     second = preference_extraction(home=str(settings.home))
     assert second["processed"] == 0 and store.get_elixir("skin-advisor-en").version == persona.version
+    assert second["mlflow_run_id"] is None  # an empty batch logs no MLflow run
 
     from mlflow import MlflowClient
 
@@ -38,3 +39,5 @@ def test_flow_processes_pending_revisions_once_and_logs_to_mlflow(settings, pref
     run = client.get_run(first["mlflow_run_id"])
     assert run.data.metrics["learned"] == 2.0
     assert run.data.tags["furnace.persona.skin-advisor-en"] == str(persona.version)
+    runs = client.search_runs([run.info.experiment_id])
+    assert [r.info.run_id for r in runs] == [first["mlflow_run_id"]]
