@@ -167,7 +167,12 @@ def register(cli: click.Group) -> None:
 
             with prefect_api(obj.settings.home, on_status=lambda line: click.echo(line, err=True)):
                 data = flows_module("evolution").evolution_flow(
-                    str(Path(file).resolve()), home=str(obj.settings.home), yes=yes, track=not no_mlflow, runner=runner
+                    str(Path(file).resolve()),
+                    home=str(obj.settings.home),
+                    yes=yes,
+                    track=not no_mlflow,
+                    runner=runner,
+                    show=not as_json,
                 )
             emit(data, as_json=as_json, human=data.get("text"))
             return

@@ -106,17 +106,25 @@ def _task_runner(runner: str, concurrency: int) -> Any:
 
 
 def run_evolution(
-    file: str, *, home: str | None = None, yes: bool = False, track: bool = True, runner: str = "threads"
+    file: str,
+    *,
+    home: str | None = None,
+    yes: bool = False,
+    track: bool = True,
+    runner: str = "threads",
+    show: bool = False,
 ) -> dict[str, Any]:
-    """The flow body: prepare the experiment as the CLI does, run it with Prefect tasks."""
-    from furnace.cli.experiment_cmd import check_budget, prepare
+    """The flow body: prepare the experiment as the CLI does (``show``: the estimate and the
+    progress bar on stderr, as in a plain run), run it with Prefect tasks."""
+    from furnace.cli.experiment_cmd import ProgressBar, check_budget, prepare
     from furnace.evolution.config import load_config
     from furnace.evolution.report import render_report
 
     ctx = context(home)
     config = load_config(file)
-    prepared = prepare(ctx, config, track=track)
-    check_budget(prepared, yes=yes, as_json=True)
+    probes_dir = Path(file).resolve().parent.parent / "probes"
+    prepared = prepare(ctx, config, progress=ProgressBar(enabled=show), track=track, probes_dir=probes_dir)
+    check_budget(prepared, yes=yes, as_json=not show)
     version, results = unit_version(config), results_dir(home)
     prepared.evolution.unit_runner = (
         DaskUnitRunner(version, results, file, home) if runner == "dask" else PrefectUnitRunner(version, results)
@@ -127,21 +135,32 @@ def run_evolution(
 
 @flow(name="furnace-evolution", log_prints=False)
 def evolution(
-    file: str, home: str | None = None, yes: bool = False, track: bool = True, runner: str = "threads"
+    file: str,
+    home: str | None = None,
+    yes: bool = False,
+    track: bool = True,
+    runner: str = "threads",
+    show: bool = False,
 ) -> dict[str, Any]:
     """Run (or resume) the evolution experiment in ``file``."""
-    return run_evolution(file, home=home, yes=yes, track=track, runner=runner)
+    return run_evolution(file, home=home, yes=yes, track=track, runner=runner, show=show)
 
 
 def evolution_flow(
-    file: str, *, home: str | None = None, yes: bool = False, track: bool = True, runner: str = "threads"
+    file: str,
+    *,
+    home: str | None = None,
+    yes: bool = False,
+    track: bool = True,
+    runner: str = "threads",
+    show: bool = False,
 ) -> dict[str, Any]:
     """Run the flow with the chosen task runner (``threads`` or ``dask``)."""
     from furnace.evolution.config import load_config
 
     concurrency = load_config(file).concurrency
     configured = evolution.with_options(task_runner=_task_runner(runner, concurrency))
-    return configured(resolve(file), home=home, yes=yes, track=track, runner=runner)
+    return configured(resolve(file), home=home, yes=yes, track=track, runner=runner, show=show)
 
 
 def serve(file: str, *, home: str | None = None, cron: str = "0 3 * * *", name: str | None = None) -> None:

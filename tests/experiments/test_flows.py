@@ -30,15 +30,17 @@ def test_unit_version_names_operator_and_scorer_versions():
     assert "crossover:" in version and "brief_fit:brief-v1" in version
 
 
-def test_evolution_flow_matches_the_plain_run(library_home, prefect_harness, tmp_path):
+def test_evolution_flow_matches_the_plain_run(library_home, prefect_harness, tmp_path, capsys):
     from furnace.cli.context import CliContext
     from furnace.cli.experiment_cmd import run_experiment_file
     from furnace.flows.evolution import evolution_flow
 
     shared = Path(os.environ["PREFECT_RESULTS_LOCAL_STORAGE_PATH"])
     shared_before = set(shared.rglob("*")) if shared.exists() else set()
-    flowed = evolution_flow(str(CONFIG), home=str(library_home), track=False)
+    flowed = evolution_flow(str(CONFIG), home=str(library_home), track=False, show=True)
     assert flowed["status"] == "finished" and "leaderboard" in flowed["text"]
+    shown = capsys.readouterr().err  # --prefect keeps the estimate and the progress of a plain run
+    assert "estimate: ~" in shown and "generation 3/3" in shown
     # task results live in this home only: another home never gets them served from a shared cache
     assert any((library_home / "prefect" / "results").iterdir())
     assert (set(shared.rglob("*")) if shared.exists() else set()) == shared_before
