@@ -7,7 +7,7 @@ serves it as a deployment on a schedule (against ``prefect server start``). The 
 
 from __future__ import annotations
 
-from datetime import timedelta  # noqa: E402
+from datetime import UTC, datetime, timedelta  # noqa: E402
 from functools import lru_cache  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -113,15 +113,19 @@ def run_evolution(
     track: bool = True,
     runner: str = "threads",
     show: bool = False,
+    reseed: bool = False,
 ) -> dict[str, Any]:
     """The flow body: prepare the experiment as the CLI does (``show``: the estimate and the
-    progress bar on stderr, as in a plain run), run it with Prefect tasks."""
+    progress bar on stderr, as in a plain run), run it with Prefect tasks. ``reseed``: a
+    scheduled run's seed comes from its scheduled start (:func:`seed_for_slot`)."""
     from furnace.cli.experiment_cmd import ProgressBar, check_budget, prepare
     from furnace.evolution.config import load_config
     from furnace.evolution.report import render_report
 
     ctx = context(home)
     config = load_config(file)
+    if reseed:
+        config = config.model_copy(update={"seed": seed_for_slot(_scheduled_start())})
     probes_dir = Path(file).resolve().parent.parent / "probes"
     prepared = prepare(ctx, config, progress=ProgressBar(enabled=show), track=track, probes_dir=probes_dir)
     check_budget(prepared, yes=yes, as_json=not show)
@@ -141,9 +145,10 @@ def evolution(
     track: bool = True,
     runner: str = "threads",
     show: bool = False,
+    reseed: bool = False,
 ) -> dict[str, Any]:
     """Run (or resume) the evolution experiment in ``file``."""
-    return run_evolution(file, home=home, yes=yes, track=track, runner=runner, show=show)
+    return run_evolution(file, home=home, yes=yes, track=track, runner=runner, show=show, reseed=reseed)
 
 
 def evolution_flow(
@@ -163,13 +168,30 @@ def evolution_flow(
     return configured(resolve(file), home=home, yes=yes, track=track, runner=runner, show=show)
 
 
+def seed_for_slot(scheduled: datetime) -> int:
+    """The seed of the scheduled run for ``scheduled`` (UTC, to the minute): each slot of a
+    schedule is a new experiment (a new seed gives a new experiment id), and a retry of the
+    same slot resumes it instead of starting over."""
+    minute = scheduled.astimezone(UTC).replace(second=0, microsecond=0, tzinfo=None)
+    return int(minute.strftime("%Y%m%d%H%M")) % 2**31
+
+
+def _scheduled_start() -> datetime:
+    from prefect.runtime import flow_run
+
+    start = flow_run.scheduled_start_time
+    return start if isinstance(start, datetime) else datetime.now(UTC)
+
+
 def serve(file: str, *, home: str | None = None, cron: str = "0 3 * * *", name: str | None = None) -> None:
-    """Serve the flow for ``file`` as a deployment on ``cron`` (needs a Prefect server)."""
+    """Serve the flow for ``file`` as a deployment on ``cron`` (needs a Prefect server): each
+    scheduled run evolves a fresh seed (:func:`seed_for_slot`), so an unchanged file yields a new
+    experiment per slot instead of finding the finished one and doing nothing."""
     from furnace.evolution.config import load_config
 
     config = load_config(file)
     evolution.serve(
         name=name or f"furnace-{config.name}",
         cron=cron,
-        parameters={"file": resolve(file), "home": home, "yes": True, "track": True},
+        parameters={"file": resolve(file), "home": home, "yes": True, "track": True, "reseed": True},
     )

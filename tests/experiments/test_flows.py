@@ -94,3 +94,19 @@ def test_every_task_run_is_versioned(library_home, prefect_harness):
     assert unversioned == []
     fuse = next(r for r in runs if r.name.startswith("fuse-and-score"))
     assert "crossover:" in fuse.task_version and "scorers[" in fuse.task_version
+
+
+def test_each_scheduled_slot_is_a_new_experiment_and_a_retry_resumes_it():
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from furnace.evolution.config import load_config
+    from furnace.flows.evolution import seed_for_slot
+
+    slot = datetime(2026, 12, 1, 3, 0, 12, tzinfo=UTC)
+    same_slot_elsewhere = slot.astimezone(timezone(timedelta(hours=8))) + timedelta(seconds=30)
+    assert seed_for_slot(slot) == seed_for_slot(same_slot_elsewhere)  # a retry of the slot resumes
+    next_day = seed_for_slot(slot + timedelta(days=1))
+    assert next_day != seed_for_slot(slot)
+    config = load_config(CONFIG)
+    ids = {config.model_copy(update={"seed": s}).experiment_id("offline") for s in (seed_for_slot(slot), next_day)}
+    assert len(ids) == 2  # a new seed is a new experiment id: the schedule never finds a finished run
