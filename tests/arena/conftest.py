@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from furnace.arena.store import InMemoryArenaStore
+from furnace.storage.duckdb.arena import DuckDBArenaStore
+from furnace.storage.duckdb.db import Database
 from furnace.storage.memory import MemoryStore
 
 from .helpers import make_store
@@ -18,3 +20,11 @@ def elixirs() -> MemoryStore:
 @pytest.fixture()
 def arena_store() -> InMemoryArenaStore:
     return InMemoryArenaStore()
+
+
+@pytest.fixture(params=["memory", "duckdb"])
+def store(request, tmp_path):
+    """Each arena store: the in-memory twin and DuckDB."""
+    if request.param == "memory":
+        return InMemoryArenaStore()
+    return DuckDBArenaStore(Database(tmp_path / "arena.duckdb"))

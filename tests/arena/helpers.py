@@ -47,6 +47,16 @@ MEMBERS = [
 ]
 IDS = [m["id"] for m in MEMBERS]
 
+OPEN = "Tell me something useful about your field."
+PLAN_ALL = {"speakers": [{"member": m, "task": f"task {m}"} for m in IDS], "budget": {"max_speakers": 4}}
+
+
+def named(request):
+    """A fake model: the plan above for PLAN calls, "<name> says hi" for every reply."""
+    if request.task is TaskKind.PLAN:
+        return PLAN_ALL
+    return f"{request.inputs['persona']['name']} says hi"
+
 
 def make_store() -> MemoryStore:
     store = MemoryStore()

@@ -14,29 +14,12 @@ import pytest
 
 from furnace.arena.events import FinalReply
 from furnace.arena.lease import Holder, RunBusy
-from furnace.arena.store import InMemoryArenaStore
 from furnace.llm.fakes import FakeLLM
 from furnace.llm.seam import TaskKind
 from furnace.storage.duckdb.arena import DuckDBArenaStore
 from furnace.storage.duckdb.db import Database
 
-from .helpers import IDS, make_arena
-
-OPEN = "Tell me something useful about your field."
-PLAN_ALL = {"speakers": [{"member": m, "task": f"task {m}"} for m in IDS], "budget": {"max_speakers": 4}}
-
-
-def named(request):
-    if request.task is TaskKind.PLAN:
-        return PLAN_ALL
-    return f"{request.inputs['persona']['name']} says hi"
-
-
-@pytest.fixture(params=["memory", "duckdb"])
-def store(request, tmp_path: Path):
-    if request.param == "memory":
-        return InMemoryArenaStore()
-    return DuckDBArenaStore(Database(tmp_path / "arena.duckdb"))
+from .helpers import IDS, OPEN, make_arena, named
 
 
 def _interrupted(store):

@@ -2,36 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from furnace.arena.events import ArenaEventAdapter, FinalReply, PlanCreated, RunCancelled, SpeakerFailed
 from furnace.arena.models import Checkpoint, ReplyRecord, reply_id_for
-from furnace.arena.store import InMemoryArenaStore
 from furnace.domain.errors import LLMTimeout, NotFound
 from furnace.llm.fakes import FakeLLM
 from furnace.llm.seam import TaskKind
-from furnace.storage.duckdb.arena import DuckDBArenaStore
-from furnace.storage.duckdb.db import Database
 
-from .helpers import IDS, count, make_arena
-
-OPEN = "Tell me something useful about your field."
-PLAN_ALL = {"speakers": [{"member": m, "task": f"task {m}"} for m in IDS], "budget": {"max_speakers": 4}}
-
-
-def named(request):
-    if request.task is TaskKind.PLAN:
-        return PLAN_ALL
-    return f"{request.inputs['persona']['name']} says hi"
-
-
-@pytest.fixture(params=["memory", "duckdb"])
-def store(request, tmp_path: Path):
-    if request.param == "memory":
-        return InMemoryArenaStore()
-    return DuckDBArenaStore(Database(tmp_path / "arena.duckdb"))
+from .helpers import IDS, OPEN, count, make_arena, named
 
 
 def test_a_speaker_that_always_fails_is_skipped_and_reported(store) -> None:

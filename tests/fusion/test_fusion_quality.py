@@ -168,10 +168,10 @@ def test_mutation_rewords_with_a_paraphrase_or_keeps_and_says_so():
             assert not after.startswith("请务必")
 
 
-def _committee():
+def _committee(first=("Data Coach", COACH), second=("Travel Wit", WIT)):
     store = MemoryStore()
-    a = store.get_by_ref(store.save_elixir(make_elixir("Data Coach", **COACH)))
-    b = store.get_by_ref(store.save_elixir(make_elixir("Travel Wit", **WIT)))
+    a = store.get_by_ref(store.save_elixir(make_elixir(first[0], **first[1])))
+    b = store.get_by_ref(store.save_elixir(make_elixir(second[0], **second[1])))
     result = OPERATORS["ensemble"].apply([a, b], ctx())
     agent = Agent(
         id="agt-x",
@@ -201,16 +201,8 @@ def test_an_ensemble_routes_once_and_the_leader_answers_in_its_own_voice():
 
 
 def test_a_two_letter_expertise_term_routes():
-    store = MemoryStore()
-    chef = store.get_by_ref(store.save_elixir(make_elixir("Chef", expertise=["home cooking", "knife skills"])))
-    gopher = store.get_by_ref(store.save_elixir(make_elixir("Gopher", expertise=["Go", "concurrency"])))
-    result = OPERATORS["ensemble"].apply([chef, gopher], ctx())
-    agent = Agent(
-        id="agt-go",
-        elixir=result.child,
-        system_prompt=render_prompt(result.child),
-        members=result.members,
-        lineage=Lineage(parents=result.members, operator="ensemble", op_version="2"),
+    agent, chef, gopher = _committee(
+        ("Chef", {"expertise": ["home cooking", "knife skills"]}), ("Gopher", {"expertise": ["Go", "concurrency"]})
     )
     out = answer(agent, "How should I review a Go pull request quickly?", counting(), [chef, gopher])
     assert out.leader == gopher.ref and not out.fallback, out.reason
