@@ -257,6 +257,7 @@ def register(cli: click.Group) -> None:
                 for r in board
             ],
             "failures": failures,
+            "feedback": {r.agent_id: _feedback_rows(r) for r in board[:3]},
         }
         lines = [
             f"{exp.experiment_id} ({exp.name}) — {exp.status}; model {exp.model}",
@@ -266,6 +267,10 @@ def register(cli: click.Group) -> None:
         lines += ["leaderboard"] + [
             f"  {r.agent_id:<26} gen {r.generation} {r.operator:<9} {r.fitness:.3f}" for r in board
         ]
+        if board:
+            rows = data["feedback"][board[0].agent_id]
+            lines.append(f"judge feedback on {board[0].agent_id}" + ("" if rows else ": none recorded"))
+            lines += [f"  {f['probe']:<16} {f['scorer']:<10} {f['value']:.3f}  {f['feedback']}" for f in rows]
         if failures:
             lines.append(
                 f"{len(failures)} individual(s) with failure scores, e.g. "
@@ -325,3 +330,12 @@ def register(cli: click.Group) -> None:
         serve = flows_module("evolution").serve
         click.echo(f"serving {file} on '{cron}' — needs a Prefect server (PREFECT_API_URL); Ctrl-C to stop", err=True)
         serve(str(Path(file).resolve()), home=str(obj.settings.home), cron=cron, name=name)
+
+
+def _feedback_rows(record: Any) -> list[dict[str, Any]]:
+    """The judge feedback stored for one individual, per probe and scorer (rows with feedback only)."""
+    return [
+        {"probe": s.probe, "scorer": s.scorer, "value": s.value, "feedback": s.feedback}
+        for s in record.scores
+        if s.feedback
+    ]

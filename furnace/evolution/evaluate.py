@@ -65,18 +65,28 @@ def _score_probe(
         except LLMError as err:
             error = f"reply failed: {err}"
     rows = []
+    target = probes.target_for(probe)  # the judge's yardstick; never shown to the persona
     for name in sorted(scorers):
         if scorers[name] <= 0 or not SCORERS[name].per_probe:
             continue
         kind = SCORERS[name].kind
         if kind == "rule":
-            score = constraint_compliance(elixir, answer, error=error)
+            score = constraint_compliance(elixir, answer, error=error, target=target)
         elif kind == "judge":
-            score = judge_answer(llm, elixir, probe.message, answer, name, seed=seed, error=error)  # type: ignore[arg-type]
+            score = judge_answer(
+                llm,
+                elixir,
+                probe.message,
+                answer,
+                name,  # type: ignore[arg-type]
+                seed=seed,
+                error=error,
+                target=target,
+            )
         else:
             brief = probes.brief_for(probe)
             score = brief_fit(elixir, brief) if brief else Score(1.0, "probe has no brief")
-        rows.append(ScoreRow(probe.id, name, score.value, score.reason, score.failed))
+        rows.append(ScoreRow(probe.id, name, score.value, score.reason, score.failed, score.feedback))
     return rows
 
 

@@ -22,6 +22,7 @@ class ScoreRow:
     value: float
     reason: str
     failed: bool = False
+    feedback: str = ""  # the judge's structured note (furnace.scoring.feedback); "" for other scorers
 
 
 @dataclass(frozen=True)

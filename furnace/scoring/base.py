@@ -12,11 +12,13 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Score:
     """A value in [0, 1] with the reason for it. ``failed`` marks a failure score
-    (the answer or the judge call failed), which counts as 0."""
+    (the answer or the judge call failed), which counts as 0. ``feedback`` is a judge's
+    short structured note on what was missing or wrong (see :mod:`furnace.scoring.feedback`)."""
 
     value: float
     reason: str
     failed: bool = False
+    feedback: str = ""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.value <= 1.0:

@@ -12,6 +12,13 @@ File format (``furnace/resources/probes/<name>.yaml``)::
       - id: launch
         message: Write a short launch note for our new tea brand.
         brief: {...}      # optional, overrides the set's brief
+        rubric:           # optional held-out rubric, overrides the set's
+          expect: [tasting notes, a call to action]   # what a good answer contains
+          avoid: [discount codes]                     # what a good answer leaves out
+
+Brief and rubric describe the *target*. Only the judge sees them (and ``brief_fit``);
+the persona's reply and the fusion operators never do, so a search is judged
+against what the user wants, not against the persona's own words.
 """
 
 from __future__ import annotations
@@ -30,14 +37,24 @@ from furnace.scoring.brief import Brief
 PROBES_DIR = resources.PROBES_DIR
 
 
+class Rubric(BaseModel):
+    """A held-out description of a good answer: descriptors it should contain and avoid."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    expect: list[str] = Field(default_factory=list, max_length=40)
+    avoid: list[str] = Field(default_factory=list, max_length=40)
+
+
 class Probe(BaseModel):
-    """One user message; ``brief`` is the target the answerer should fit (optional)."""
+    """One user message; ``brief`` and ``rubric`` describe the target answer (optional)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str = Field(pattern=r"^[A-Za-z0-9._-]{1,60}$")
     message: str = Field(min_length=1, max_length=4000)
     brief: Brief | None = None
+    rubric: Rubric | None = None
 
 
 class ProbeSet(BaseModel):
@@ -48,6 +65,7 @@ class ProbeSet(BaseModel):
     name: str
     language: Literal["zh", "en"] = "en"
     brief: Brief | None = None
+    rubric: Rubric | None = None
     probes: list[Probe] = Field(min_length=1, max_length=200)
 
     @model_validator(mode="after")
@@ -61,9 +79,28 @@ class ProbeSet(BaseModel):
         """The probe's own brief, else the set's."""
         return probe.brief or self.brief
 
+    def rubric_for(self, probe: Probe) -> Rubric | None:
+        """The probe's own rubric, else the set's."""
+        return probe.rubric or self.rubric
+
+    def target_for(self, probe: Probe) -> dict[str, Any] | None:
+        """What the judge scores ``probe``'s answer against (brief and rubric), or None."""
+        return target_inputs(self.brief_for(probe), self.rubric_for(probe), self.language)
+
     def head(self, n: int | None) -> ProbeSet:
         """The first ``n`` probes (all when ``n`` is None)."""
         return self if n is None else self.model_copy(update={"probes": self.probes[:n]})
+
+
+def target_inputs(brief: Brief | None, rubric: Rubric | None, language: str = "en") -> dict[str, Any] | None:
+    """The target as judge inputs: the brief's fields plus the rubric's ``expect``/``avoid``."""
+    if brief is None and rubric is None:
+        return None
+    data: dict[str, Any] = brief.model_dump(mode="json", exclude_none=True) if brief else {}
+    data.setdefault("language", language)
+    if rubric is not None:
+        data.update(expect=list(rubric.expect), avoid=list(rubric.avoid))
+    return data
 
 
 def parse_probe_set(data: Any, *, source: str = "probe set") -> ProbeSet:

@@ -57,6 +57,12 @@ def test_run_list_show(library_home, capsys):
     shown = json.loads(out)
     assert [g["generation"] for g in shown["generations"]] == [0, 1, 2, 3]
     assert shown["leaderboard"][0]["fitness"] == pytest.approx(rows[0]["best_fitness"], abs=1e-6)
+    best = shown["leaderboard"][0]["agent_id"]
+    notes = shown["feedback"][best]  # the judge's per-probe feedback, read back from DuckDB
+    assert notes and {n["scorer"] for n in notes} == {"fidelity"} and all(n["feedback"] for n in notes)
+    assert {n["probe"] for n in notes} <= {"launch-note", "churn-numbers"}
+    code, out, _ = run(capsys, "experiment", "show", rows[0]["experiment_id"])
+    assert f"judge feedback on {best}" in out and notes[0]["feedback"] in out
     code, _, err = run(capsys, "experiment", "show", "exp-nope")
     assert code == 1 and "no experiment" in err
 

@@ -129,6 +129,10 @@ def test_duckdb_results_resume_without_duplicates(settings):
     counts = results.count_rows(first.experiment_id)
     assert counts["experiment_generations"] == 3
     assert counts["experiment_scores"] > counts["experiment_individuals"]
+    saved = results.individuals(first.experiment_id)
+    judged = [s for r in saved for s in r.scores if s.scorer == "fidelity"]
+    assert judged and all(s.feedback.startswith("missing: ") for s in judged if s.value < 1)
+    assert all(s.feedback == "" for r in saved for s in r.scores if s.scorer != "fidelity")
     llm = scripted_llm()
     second = make(DuckDBExperimentResults(db), llm=llm, breeder=breeder, generations=2).run()
     assert llm.calls == []

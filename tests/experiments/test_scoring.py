@@ -70,9 +70,12 @@ def test_brief_fit_rewards_structural_closeness_without_a_model():
 def test_judge_request_is_structured_and_parser_never_raises():
     req = build_judge_request(persona(), "hi", "## hello", "tone", seed=3)
     assert req.task == TaskKind.JUDGE and req.json_schema["required"] == ["score", "reason"]
+    assert "feedback" in req.json_schema["properties"]  # asked for; a judge that omits it still scores
     assert req.inputs["rubric"] == "tone" and "created_at" not in req.inputs["persona"]
     assert "## Answer to evaluate\n## hello" in req.messages[1].content
     assert parse_verdict({"score": 0.4, "reason": "ok"}, "").value == 0.4
+    with_feedback = parse_verdict({"score": 0.4, "reason": "ok", "feedback": "missing: a, b ; tone: too formal"}, "")
+    assert with_feedback.feedback == "missing: a, b; tone: too formal"
     for parsed, text in [(None, "not json"), ({"score": 7}, ""), ({"reason": "x"}, ""), ({"score": "x"}, "")]:
         s = parse_verdict(parsed, text)
         assert s.failed and s.value == 0 and s.reason
@@ -84,21 +87,89 @@ def test_judge_call_failure_is_a_failure_score():
     assert judge_answer(FakeLLM(), persona(), "hi", None, "tone", error="reply failed").failed
 
 
+TARGETS = {
+    "en": {
+        "expertise": ["product launches"],
+        "expect": ["tasting notes", "call to action"],
+        "avoid": ["discount"],
+        "tone": {"formality": 0.3, "empathy": 0.8},
+        "constraints": {"max_length": 200, "must_use_markdown": True},
+        "language": "en",
+    },
+    "zh": {
+        "expertise": ["产品发布"],
+        "expect": ["茶叶品鉴", "行动号召"],
+        "avoid": ["折扣"],
+        "tone": {"formality": 0.3, "empathy": 0.8},
+        "constraints": {"max_length": 200, "must_use_markdown": True},
+        "language": "zh",
+    },
+}
+GOOD = {
+    "en": "## Product launches\n- tasting notes of orchid, I totally understand the wait! Call to action: order now",
+    "zh": "## 产品发布\n- 茶叶品鉴吧！我理解你的期待。行动号召：快来尝尝",
+}
+BAD = {
+    "en": "Therefore, please consider a discount regarding this matter. " * 5,
+    "zh": "因此，您务必考虑折扣。" * 20,
+}
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_offline_judge_scores_from_evidence(lang):
-    e = persona(language=lang, expertise=["产品发布", "茶叶品鉴"] if lang == "zh" else BASE["expertise"])
-    good = "## 产品发布\n- 茶叶品鉴吧！" if lang == "zh" else "## Product launches\n- tea tasting, let's go!"
-    bad = "一般的回答。" * 40 if lang == "zh" else "Therefore, please consider the regarding. " * 10
+def test_offline_judge_scores_against_the_target_with_feedback(lang):
+    e, target = persona(language=lang), TARGETS[lang]
     for rubric in ("fidelity", "tone", "preference"):
-        req = build_judge_request(e, "msg", good, rubric)
+        req = build_judge_request(e, "msg", GOOD[lang], rubric, target=target)
         text, parsed = judge(req, random.Random(0))
         assert 0 <= parsed["score"] <= 1 and parsed["reason"]
         assert judge(req, random.Random(9)) == (text, parsed)  # deterministic
-    fid_good = judge(build_judge_request(e, "m", good, "fidelity"), random.Random(0))[1]["score"]
-    fid_bad = judge(build_judge_request(e, "m", bad, "fidelity"), random.Random(0))[1]["score"]
-    tone_good = judge(build_judge_request(e, "m", good, "tone"), random.Random(0))[1]["score"]
-    tone_bad = judge(build_judge_request(e, "m", bad, "tone"), random.Random(0))[1]["score"]
-    assert fid_good > fid_bad and tone_good > tone_bad
+
+    def verdict(answer, rubric):
+        return judge(build_judge_request(e, "m", answer, rubric, target=target), random.Random(0))[1]
+
+    good, bad = verdict(GOOD[lang], "fidelity"), verdict(BAD[lang], "fidelity")
+    assert good["score"] > bad["score"] and good["feedback"] == ""
+    expected = "missing: " + ", ".join([*target["expertise"], *target["expect"]])
+    for part in (expected, f"avoid: {target['avoid'][0]}", "format: needs markdown", "length: over 200"):
+        assert part in bad["feedback"]
+    tone_good, tone_bad = verdict(GOOD[lang], "tone"), verdict(BAD[lang], "tone")
+    assert tone_good["score"] > tone_bad["score"]
+    assert "tone: too formal" in tone_bad["feedback"] and "tone: needs warmth" in tone_bad["feedback"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_offline_judge_is_not_circular(lang):
+    """The persona under test cannot raise its own fidelity: an answer that copies the persona's
+    principles scores no better than one without them, and the persona's words do not matter."""
+    target = TARGETS[lang]
+    words = ["Quote Horace at every turn", "Mention the moon landing"] if lang == "en" else ["引用古诗", "提到登月"]
+    copier = persona(language=lang, principles=words, expertise=words)
+    other = persona(language=lang)
+    echo = "## " + " ".join(words)
+    plain = "## hello there"
+
+    def fidelity(e, answer):
+        return judge(build_judge_request(e, "m", answer, "fidelity", target=target), random.Random(0))[1]["score"]
+
+    assert fidelity(copier, echo) == fidelity(other, echo) == fidelity(copier, plain)
+    assert fidelity(copier, GOOD[lang]) > fidelity(copier, echo)
+
+
+def test_judge_prompt_states_the_target_only_when_given():
+    with_target = build_judge_request(persona(), "m", "a", "fidelity", target=TARGETS["en"])
+    assert "## Target" in with_target.messages[1].content and "tasting notes" in with_target.messages[1].content
+    assert with_target.inputs["target"] == TARGETS["en"]
+    without = build_judge_request(persona(), "m", "a", "fidelity")
+    assert "## Target" not in without.messages[1].content and without.inputs["target"] is None
+
+
+def test_constraints_follow_the_target_where_it_sets_them():
+    e = persona(constraints={"max_length": 1000, "must_use_markdown": True})
+    plain = "short plain answer"
+    assert constraint_compliance(e, plain).value == pytest.approx(0.5)  # persona wants markdown
+    target = {"constraints": {"max_length": 10, "must_use_markdown": False}}
+    s = constraint_compliance(e, plain, target=target)
+    assert s.value == pytest.approx((10 / len(plain) + 1) / 2) and "(target)" in s.reason
 
 
 def test_offline_judge_checks_learned_preferences():

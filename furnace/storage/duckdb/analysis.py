@@ -48,7 +48,7 @@ GENERATION_COLUMNS = [
     "tokens",
     "cost_usd",
 ]
-SCORE_COLUMNS = ["experiment_id", "generation", "agent_id", "probe", "scorer", "value", "reason", "failed"]
+SCORE_COLUMNS = ["experiment_id", "generation", "agent_id", "probe", "scorer", "value", "reason", "failed", "feedback"]
 EXPERIMENT_COLUMNS = ["experiment_id", "name", "model", "status", "seed", "config", "summary", "created_at"]
 CONTENT_COLUMNS = ["content_id", "persona_id", "persona_version", "topic", "language", "created_at"]
 VERSION_COLUMNS = ["content_id", "version", "title", "body", "word_count", "source", "revision_id", "created_at"]

@@ -127,14 +127,14 @@ class DuckDBExperimentResults:
             ]
             _insert_many(con, "experiment_individuals", _IND_COLS, ind)
             scores = [
-                [r.experiment_id, r.generation, r.agent_id, s.probe, s.scorer, s.value, s.reason, s.failed]
+                [r.experiment_id, r.generation, r.agent_id, s.probe, s.scorer, s.value, s.reason, s.failed, s.feedback]
                 for r in records
                 for s in r.scores
             ]
             _insert_many(
                 con,
                 "experiment_scores",
-                "experiment_id, generation, agent_id, probe, scorer, value, reason, failed",
+                "experiment_id, generation, agent_id, probe, scorer, value, reason, failed, feedback",
                 scores,
             )
 
@@ -148,13 +148,13 @@ class DuckDBExperimentResults:
         exp = rows[0]["experiment_id"]
         scores: dict[tuple[int, str], list[ScoreRow]] = {}
         for s in self.db.query_dicts(
-            "SELECT generation, agent_id, probe, scorer, value, reason, failed FROM experiment_scores"
+            "SELECT generation, agent_id, probe, scorer, value, reason, failed, feedback FROM experiment_scores"
             " WHERE experiment_id = ? ORDER BY generation, agent_id, probe, scorer",
             [exp],
         ):
             if (s["generation"], s["agent_id"]) in keys:
                 scores.setdefault((s["generation"], s["agent_id"]), []).append(
-                    ScoreRow(s["probe"], s["scorer"], s["value"], s["reason"], bool(s["failed"]))
+                    ScoreRow(s["probe"], s["scorer"], s["value"], s["reason"], bool(s["failed"]), s["feedback"] or "")
                 )
         return [
             IndividualRecord(
