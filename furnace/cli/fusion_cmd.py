@@ -80,21 +80,38 @@ def register(cli: click.Group) -> None:
     @click.argument("parents", nargs=-1, required=True)
     @click.option(
         "--operator",
-        type=click.Choice(["crossover", "mutation", "ensemble"]),
+        type=click.Choice(["crossover", "mutation", "ensemble", "reflect"]),
         default=None,
         help="Default: mutation for one parent, ensemble when expertise is far apart, else crossover.",
     )
     @click.option("--seed", type=int, default=0, show_default=True)
     @click.option("--rate", type=float, default=None, help="Mutation rate in (0, 1] (default 0.25).")
+    @click.option(
+        "--feedback",
+        "feedback",
+        multiple=True,
+        help="reflect: feedback to act on (repeatable), e.g. 'missing: statistics' or a revision suggestion.",
+    )
     @json_option
     @click.pass_obj
     def fuse_cmd(
-        obj: Any, parents: tuple[str, ...], operator: str | None, seed: int, rate: float | None, as_json: bool
+        obj: Any,
+        parents: tuple[str, ...],
+        operator: str | None,
+        seed: int,
+        rate: float | None,
+        feedback: tuple[str, ...],
+        as_json: bool,
     ) -> None:
         """Fuse elixirs (ID or ID@VERSION) into an agent, through the synthesis cache."""
         from furnace.fusion.fuse import fuse
+        from furnace.scoring.feedback import revision_feedback
 
-        params = {"rate": rate} if rate is not None else None
+        params: dict[str, Any] | None = {"rate": rate} if rate is not None else None
+        if feedback:
+            if operator != "reflect":
+                raise click.UsageError("--feedback goes with --operator reflect")
+            params = {**(params or {}), "feedback": revision_feedback(list(feedback))}
         result = fuse(
             obj.store,
             list(parents),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -19,7 +19,7 @@ from furnace.domain.elixir import format_validation_error
 from furnace.domain.errors import InputError, NotFound
 from furnace.scoring.fitness import SCORERS
 
-KNOWN_OPERATORS = ("crossover", "mutation", "ensemble")
+KNOWN_OPERATORS = ("crossover", "mutation", "ensemble", "reflect")
 
 
 class _Strict(BaseModel):
@@ -27,8 +27,11 @@ class _Strict(BaseModel):
 
 
 class Selection(_Strict):
-    """Tournament selection with elitism."""
+    """Parent selection with elitism: ``tournament`` (the fittest of ``tournament_size``) or
+    ``pareto`` (GEPA's per-probe frontier: members best on at least one probe, drawn in
+    proportion to the probes they lead). ``selection: pareto`` is short for ``{method: pareto}``."""
 
+    method: Literal["tournament", "pareto"] = "tournament"
     tournament_size: int = Field(default=3, ge=1, le=64)
     elitism: int = Field(default=1, ge=0)
 
@@ -89,6 +92,11 @@ class ExperimentConfig(_Strict):
     model: str | None = Field(default=None, description="litellm model string; unset = FURNACE_MODEL / offline")
     concurrency: int = Field(default=4, ge=1, le=256)
     budget: Budget = Budget()
+
+    @field_validator("selection", mode="before")
+    @classmethod
+    def _selection_shorthand(cls, v: Any) -> Any:
+        return {"method": v} if isinstance(v, str) else v
 
     @field_validator("operators")
     @classmethod

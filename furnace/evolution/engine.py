@@ -39,8 +39,9 @@ from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.evaluate import evaluate_agent, failed_evaluation
 from furnace.evolution.metering import MeteredLLM, completion_totals, error_totals
 from furnace.evolution.records import ExperimentRecord, ExperimentResults, GenerationRecord, IndividualRecord
+from furnace.evolution.reflection import SINGLE_PARENT, operator_params, parent_picker
 from furnace.evolution.report import ExperimentReport, build_report
-from furnace.evolution.selection import OperatorBoard, choose_operator, survivors, tournament
+from furnace.evolution.selection import OperatorBoard, choose_operator, survivors
 from furnace.evolution.tracker import NullTracker, Span, Tracker, start_trace
 from furnace.evolution.units import Finished, ThreadUnitRunner, Unit, UnitRunner
 from furnace.evolution.writer import RecordWriter
@@ -185,20 +186,20 @@ class Evolution:
         self, slot: int, population: Sequence[IndividualRecord], rng: random.Random, weights: dict[str, float]
     ) -> Plan:
         """One child's plan: operator, parents and seed, drawn from ``rng`` (main thread, plan order)."""
-        size = self.config.selection.tournament_size
         op = choose_operator(weights, rng)
-        first = tournament(population, size, rng)
+        pick = parent_picker(self.config, population, rng)
+        first = pick()
         parents: tuple[IndividualRecord, ...] = (first,)
-        if op != "mutation":
+        if op not in SINGLE_PARENT:
             second = first
             for _ in range(5):  # a distinct partner if the population allows
-                second = tournament(population, size, rng)
+                second = pick()
                 if second.agent_id != first.agent_id:
                     break
             parents = (first, second) if second.agent_id != first.agent_id else (first,)
             if len(parents) == 1:
                 op = "mutation"
-        params = {"rate": self.config.mutation_rate} if op == "mutation" else {}
+        params = operator_params(op, first, self.config, self.probes)
         return Plan(slot, op, parents, rng.randrange(2**31), params)
 
     def unit_key(self, generation: int, plan: Plan) -> str:

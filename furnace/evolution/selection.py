@@ -1,4 +1,5 @@
-"""Parent selection, adaptive operator weights and survivor selection (seeded, pure)."""
+"""Parent selection (tournament or per-probe Pareto), adaptive operator weights and survivor
+selection (seeded, pure)."""
 
 from __future__ import annotations
 
@@ -105,3 +106,52 @@ def survivors(old: Sequence[R], children: Sequence[R], size: int, elitism: int) 
     take(sorted(children, key=rank_key), size)
     take(ranked_old, size)
     return sorted(chosen, key=rank_key)
+
+
+class Scored(Ranked, Protocol):
+    """A population member with per-probe score rows (``IndividualRecord``)."""
+
+    @property
+    def scores(self) -> Sequence[object]: ...
+
+
+S = TypeVar("S", bound=Scored)
+
+
+def probe_scores(ind: Scored, weights: Mapping[str, float]) -> dict[str, float]:
+    """Per probe, the weighted mean of the per-probe scorers' values (probe ``*`` rows skipped)."""
+    sums: dict[str, float] = {}
+    totals: dict[str, float] = {}
+    for row in ind.scores:
+        probe, scorer, value = row.probe, row.scorer, row.value  # type: ignore[attr-defined]
+        w = weights.get(scorer, 0.0)
+        if probe == "*" or w <= 0:
+            continue
+        sums[probe] = sums.get(probe, 0.0) + w * value
+        totals[probe] = totals.get(probe, 0.0) + w
+    return {p: round(sums[p] / totals[p], 9) for p in sorted(sums)}
+
+
+def probe_frontier(population: Sequence[S], weights: Mapping[str, float]) -> dict[str, int]:
+    """GEPA's per-instance frontier: each member that is best (ties included) on at least one
+    probe, with the number of probes it is best on. Empty when nobody has per-probe scores."""
+    table = {ind.agent_id: probe_scores(ind, weights) for ind in population}
+    probes = sorted({p for scores in table.values() for p in scores})
+    counts: dict[str, int] = {}
+    for probe in probes:
+        best = max(scores.get(probe, 0.0) for scores in table.values())
+        for agent_id, scores in table.items():
+            if probe in scores and scores[probe] == best:
+                counts[agent_id] = counts.get(agent_id, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def pareto_parent(population: Sequence[S], weights: Mapping[str, float], rng: random.Random, size: int) -> S:
+    """A parent from the per-probe frontier, drawn in proportion to the probes it leads (falls
+    back to a tournament of ``size`` when no member has per-probe scores)."""
+    counts = probe_frontier(population, weights)
+    if not counts:
+        return tournament(population, size, rng)
+    by_id = {ind.agent_id: ind for ind in population}
+    names = list(counts)
+    return by_id[rng.choices(names, weights=[counts[n] for n in names], k=1)[0]]

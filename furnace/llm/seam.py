@@ -38,6 +38,7 @@ class TaskKind(StrEnum):
     COMPRESS = "compress"
     ROUTE = "route"
     ASSIST = "assist"
+    REFLECT = "reflect"
 
 
 class Message(BaseModel):

@@ -162,12 +162,17 @@ _AVOID = re.compile(
 
 
 def revision_feedback(suggestions: Sequence[str]) -> str:
-    """A reflection brief from a person's accepted revision suggestions (the revision chat):
-    the categories a rule engine understands where a suggestion states one, else ``user: ...``."""
+    """A reflection brief from a person's accepted revision suggestions (the revision chat) or
+    hand-written clauses: the categories a rule engine understands where a suggestion states
+    one, else ``user: ...``."""
     lines: list[str] = ["probe: user-revision"]
     for suggestion in suggestions:
         text = " ".join(suggestion.split())
         if not text:
+            continue
+        stated = parse_clauses(text)
+        if all(category in ACTIONABLE for category, _ in stated):  # already in the clause format
+            lines.extend(clause(category, detail) for category, detail in stated)
             continue
         found = [c for pattern, c in _REVISION_RULES if pattern.search(text)]
         avoid = _AVOID.search(text)

@@ -10,8 +10,9 @@ from furnace.fusion.operators.base import Operator, OperatorContext, OperatorRes
 from furnace.fusion.operators.crossover import Crossover
 from furnace.fusion.operators.ensemble import Ensemble, expertise_distance, route
 from furnace.fusion.operators.mutation import Mutation
+from furnace.fusion.operators.reflect import Reflect
 
-OPERATORS: dict[str, Operator] = {op.name: op for op in (Crossover(), Mutation(), Ensemble())}
+OPERATORS: dict[str, Operator] = {op.name: op for op in (Crossover(), Mutation(), Ensemble(), Reflect())}
 
 __all__ = [
     "OPERATORS",
@@ -21,6 +22,7 @@ __all__ = [
     "Operator",
     "OperatorContext",
     "OperatorResult",
+    "Reflect",
     "expertise_distance",
     "route",
 ]

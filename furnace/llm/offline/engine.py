@@ -29,6 +29,7 @@ HANDLERS: dict[TaskKind, str] = {
     TaskKind.COMPRESS: "writing:compress",
     TaskKind.PLAN: "plan:plan",
     TaskKind.ASSIST: "assist:assist",
+    TaskKind.REFLECT: "reflect:reflect",
 }
 
 

@@ -1,0 +1,104 @@
+"""Reflective evolution and per-probe Pareto selection, end to end on the offline engine."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from experiments.helpers import library
+from furnace.domain.errors import InputError
+from furnace.evolution.config import parse_config
+from furnace.evolution.local import memory_evolution
+from furnace.evolution.records import IndividualRecord, ScoreRow
+from furnace.evolution.selection import pareto_parent, probe_frontier, probe_scores
+from furnace.scoring.probes import load_probe_set
+
+CONFIG = {
+    "name": "reflect",
+    "seed": 4,
+    "population": 4,
+    "generations": 2,
+    "seeds": {"language": "en"},
+    "operators": {"mutation": 0.3, "reflect": 0.7},
+    "selection": {"tournament_size": 2, "elitism": 1},
+    "probes": {"set": "writing-en", "limit": 2},
+    "scorers": {"constraints": 0.2, "fidelity": 0.5, "tone": 0.3},
+    "concurrency": 2,
+}
+
+
+def run(**overrides):
+    cfg = parse_config({**CONFIG, **overrides})
+    seeds = [e for e in library() if e.language == "en"][: cfg.population]
+    evo = memory_evolution(cfg, seeds)
+    report = evo.run()
+    records = evo.results.individuals(evo.experiment_id)
+    return evo, report, records
+
+
+def facts(records):
+    return [(r.generation, r.slot, r.agent_id, r.lineage_hash, r.fitness, r.scores) for r in records]
+
+
+@pytest.mark.parametrize("selection", ["tournament", "pareto"])
+def test_same_seed_and_model_give_identical_lineage_hashes_and_scores(selection):
+    _, first, a = run(selection=selection)
+    _, second, b = run(selection=selection)
+    assert facts(a) == facts(b) and first.result_signature() == second.result_signature()
+    reflected = [r for r in a if r.operator == "reflect" and r.scores]
+    assert reflected and all(r.lineage_hash for r in reflected)
+
+
+def test_reflect_children_read_their_parents_feedback_and_are_on_the_operator_board():
+    evo, report, records = run()
+    assert "reflect" in report.operators and report.operators["reflect"]["children"] > 0
+    for child in (r for r in records if r.operator == "reflect" and r.scores):
+        (parent_id,) = child.parents
+        parent = next(r for r in records if r.agent_id == parent_id)
+        notes = [s.feedback for s in parent.scores if s.feedback]
+        assert notes, "a reflected parent had judge feedback to read"
+        assert child.elixir != parent.elixir
+
+
+def test_a_reflect_without_usable_feedback_is_a_recorded_failure_not_a_copy():
+    # probes without a target: tone is judged against the persona's own settings, which yields no feedback
+    _, report, records = run(
+        scorers={"constraints": 0.5, "tone": 0.5},
+        operators={"reflect": 1.0},
+        probes={"set": "support-en", "limit": 2},
+    )
+    failed = [r for r in records if r.operator == "reflect"]
+    assert failed and all(not r.scores and r.failures == 1 for r in failed)
+    assert all("reflect: no feedback to act on" in r.failure_reasons[0] for r in failed)
+    assert report.operators["reflect"]["failures"] == len({r.agent_id for r in failed}) > 0
+    assert report.operators["reflect"]["successes"] == 0
+
+
+def _ind(agent_id, fitness, per_probe):
+    rows = tuple(ScoreRow(p, "fidelity", v, "") for p, v in per_probe.items()) + (ScoreRow("*", "diversity", 1, ""),)
+    return IndividualRecord("e", 1, agent_id, 0, "seed", (), None, {}, "", fitness, {}, rows)
+
+
+def test_probe_frontier_keeps_every_member_best_on_some_probe():
+    pop = [
+        _ind("a", 0.9, {"p1": 0.9, "p2": 0.9, "p3": 0.1}),
+        _ind("b", 0.5, {"p1": 0.2, "p2": 0.2, "p3": 0.8}),  # lower fitness, but leads p3
+        _ind("c", 0.6, {"p1": 0.5, "p2": 0.5, "p3": 0.5}),  # dominated on every probe
+        _ind("d", 0.4, {"p1": 0.9, "p2": 0.1, "p3": 0.1}),  # ties a on p1
+    ]
+    assert probe_scores(pop[0], {"fidelity": 1.0, "diversity": 1.0}) == {"p1": 0.9, "p2": 0.9, "p3": 0.1}
+    assert probe_frontier(pop, {"fidelity": 1.0}) == {"a": 2, "b": 1, "d": 1}
+    draws = [pareto_parent(pop, {"fidelity": 1.0}, random.Random(s), 2).agent_id for s in range(200)]
+    assert set(draws) == {"a", "b", "d"} and draws.count("a") > draws.count("b")
+    # no per-probe scores at all: a tournament
+    bare = [IndividualRecord("e", 1, x, 0, "seed", (), None, {}, "", f, {}) for x, f in (("x", 0.1), ("y", 0.9))]
+    assert pareto_parent(bare, {"fidelity": 1.0}, random.Random(0), 2).agent_id == "y"
+
+
+def test_selection_shorthand_and_bad_values():
+    assert parse_config({**CONFIG, "selection": "pareto"}).selection.method == "pareto"
+    assert parse_config(CONFIG).selection.method == "tournament"
+    with pytest.raises(InputError, match="selection"):
+        parse_config({**CONFIG, "selection": "roulette"})
+    assert load_probe_set("writing-en").target_for(load_probe_set("writing-en").probes[0])["language"] == "en"
