@@ -40,7 +40,7 @@ def sample_config(name: str, overrides: dict[str, Any]) -> dict[str, Any]:
     """One small experiment config (5 seeds, 3 generations, 2 probes) with ``overrides`` applied."""
     base: dict[str, Any] = {
         "name": name,
-        "seed": 11,
+        "seed": 13,  # a seed whose best agent has an ancestry under the target-based judge (notebook tests)
         "population": 4,
         "generations": 3,
         "seeds": {"ids": SEED_IDS},
