@@ -108,7 +108,7 @@ SHAPES: dict[str, Shape] = {
         "list",
         "Judge feedback (weakest first)",
         "评委反馈（最弱的在前）",
-        ("agent_id", "experiment_id", "probe", "scorer", "value", "feedback"),
+        ("agent_id", "experiment_id", "probe", "scorer", "value", "feedback", "reason"),
         _ALL,
         "what did the judge say about the best agent?",
         "评委给了什么反馈？",

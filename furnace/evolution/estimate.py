@@ -9,7 +9,7 @@ from furnace.scoring.fitness import SCORERS
 
 # Rough per-call token sizes for the estimate (prompt + completion).
 TOKENS_PER_CALL = 900
-FUSE_CALLS = {"crossover": 1.0, "mutation": 1.0, "ensemble": 1.0}
+FUSE_CALLS = {"crossover": 1.0, "mutation": 1.0, "ensemble": 1.0, "reflect": 1.0}  # one model call per child
 
 
 @dataclass(frozen=True)

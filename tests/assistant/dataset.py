@@ -86,12 +86,12 @@ def build(path: Path) -> Database:
             )
             for probe, value in (("autumn-tea", fit - 0.1), ("code-review", fit)):
                 con.execute(
-                    "INSERT INTO experiment_scores VALUES (?, ?, ?, ?, 'fidelity', ?, ?, false)",
-                    [eid, gen, agent, probe, value, f"missing the target's {probe} terms"],
+                    "INSERT INTO experiment_scores VALUES (?, ?, ?, ?, 'fidelity', ?, ?, false, ?)",
+                    [eid, gen, agent, probe, value, "1/3 target descriptors present", f"missing: {probe} terms"],
                 )
             if fails:
                 con.execute(
-                    "INSERT INTO experiment_scores VALUES (?, ?, ?, 'autumn-tea', 'judge', 0, ?, true)",
+                    "INSERT INTO experiment_scores VALUES (?, ?, ?, 'autumn-tea', 'judge', 0, ?, true, '')",
                     [eid, gen, agent, "judge unavailable: HTTP 503"],
                 )
         for k, (eid, task, status) in enumerate(

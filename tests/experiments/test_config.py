@@ -8,7 +8,7 @@ import pytest
 
 from furnace import resources
 from furnace.domain.errors import InputError
-from furnace.evolution.config import load_config, parse_config
+from furnace.evolution.config import KNOWN_OPERATORS, load_config, parse_config
 from furnace.evolution.estimate import estimate
 
 REPO = Path(__file__).resolve().parents[2]
@@ -58,6 +58,12 @@ def test_estimate_counts_judges_and_exceeds_small_budgets():
     # generation 0: 4 x 2 probes x (1 reply + 2 judges); then 3 children x (1 fusion + 6) per generation
     assert est.calls == 4 * 2 * 3 + 2 * 3 * 7
     assert est.over_budget(cfg) and "max_calls" in est.over_budget(cfg)[0]
+
+
+@pytest.mark.parametrize("operator", KNOWN_OPERATORS)
+def test_every_known_operator_has_an_estimate(operator):
+    cfg = parse_config({"name": "x", "population": 4, "generations": 1, "operators": {operator: 1.0}})
+    assert estimate(cfg, 2).calls > estimate(parse_config({"name": "x", "population": 4, "generations": 0}), 2).calls
 
 
 def test_experiment_id_depends_on_config_model_and_inputs():

@@ -137,6 +137,17 @@ def test_offline_judge_scores_against_the_target_with_feedback(lang):
     assert "tone: too formal" in tone_bad["feedback"] and "tone: needs warmth" in tone_bad["feedback"]
 
 
+def test_tone_within_the_gap_earns_no_feedback():
+    # humour is read as 0.2 (absent) or 0.8 (present): present against a 0.6 target is a 0.2 gap, not "less humour"
+    target = {"tone": {"humor": 0.6}, "language": "en"}
+    funny, flat = "Remember: this is not rocket science.", "This is a plain note."
+    verdicts = [
+        judge(build_judge_request(persona(), "m", a, "tone", target=target), random.Random(0))[1] for a in (funny, flat)
+    ]
+    assert verdicts[0]["feedback"] == "" and verdicts[1]["feedback"] == "tone: needs humour"
+    assert verdicts[0]["score"] > verdicts[1]["score"]
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_offline_judge_is_not_circular(lang):
     """The persona under test cannot raise its own fidelity: an answer that copies the persona's

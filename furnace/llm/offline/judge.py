@@ -166,7 +166,7 @@ def _tone(
     feedback = [
         clause(*_TONE_CLAUSES[d][0 if g > 0 else 1])
         for d, g in sorted(gaps.items(), key=lambda kv: (-abs(kv[1]), kv[0]))
-        if abs(g) > _GAP and source == "target"
+        if round(abs(g), 6) > _GAP and source == "target"  # measured 0.8 vs 0.6 is within the gap
     ]
     return score, reason, feedback
 

@@ -343,9 +343,9 @@ class DuckDBAssistData:
         s = q.scope
         agent = q.agents[0] if q.agents else None
         sql = (
-            "SELECT s.agent_id, s.experiment_id, s.probe, s.scorer, s.value, s.reason AS feedback "
+            "SELECT s.agent_id, s.experiment_id, s.probe, s.scorer, s.value, s.feedback, s.reason "
             "FROM experiment_scores s LEFT JOIN experiment_individuals i USING (experiment_id, generation, agent_id) "
-            "WHERE NOT s.failed AND s.reason <> '' AND s.probe <> '*' AND "
+            "WHERE NOT s.failed AND (s.feedback <> '' OR s.reason <> '') AND s.probe <> '*' AND "
             + _EQ.format(col="s.experiment_id")
             + " AND "
             + _EQ.format(col="s.agent_id")
