@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from furnace.domain.errors import LLMMalformedOutput
 from furnace.fusion.embedding import HashEmbedder
 from furnace.fusion.fuse import fuse
 from furnace.fusion.operators.reflect import NoUsableFeedback, apply_edits, build_reflect_request
@@ -119,8 +120,8 @@ def test_a_models_invalid_edits_are_skipped_and_all_invalid_is_a_failure(store):
     bad = {
         "edits": [
             {"kind": "drop_principle", "index": 9},
-            {"kind": "tone", "dimension": "sparkle", "delta": 0.1},
             {"kind": "add_principle", "text": ""},
+            {"kind": "max_length", "value": 0},
         ],
         "reason": "x",
     }
@@ -131,6 +132,12 @@ def test_a_models_invalid_edits_are_skipped_and_all_invalid_is_a_failure(store):
     assert agent.elixir.tone.humor == pytest.approx(0.5)  # delta clamped to 0.3
     skipped = [n for n in agent.lineage.resolution_notes if n.chose == "(skipped)"]
     assert len(skipped) == 3
+
+
+def test_a_reply_outside_the_schema_is_a_malformed_output_not_a_copy(store):
+    off_schema = {"edits": [{"kind": "tone", "dimension": "sparkle", "delta": 0.1}], "reason": "x"}
+    with pytest.raises(LLMMalformedOutput, match="reflect .*dimension"):
+        _fuse(store, "tone: too formal", llm=FakeLLM([off_schema, off_schema]), seed=2)
 
 
 def test_apply_edits_reports_no_change_for_edits_that_change_nothing():

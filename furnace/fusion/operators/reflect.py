@@ -16,9 +16,10 @@ never passed off as a copy of the parent.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel
 
 from furnace.domain.elixir import MAX_ITEM, MAX_LENGTH_LIMIT, MAX_LIST, Elixir, Tone, parse_elixir
 from furnace.domain.errors import InputError
@@ -26,6 +27,7 @@ from furnace.domain.lineage import ResolutionNote
 from furnace.domain.render import render_prompt
 from furnace.fusion.operators.base import OperatorContext, OperatorResult
 from furnace.llm.seam import Completion, LLMRequest, TaskKind, system_user
+from furnace.llm.structured import parse_reply, schema_of
 from furnace.scoring.feedback import MAX_BRIEF
 
 MAX_EDITS = 4
@@ -39,28 +41,27 @@ EDIT_KINDS = (
     "markdown",
     "forbid_topic",
 )
-REFLECT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "edits": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "kind": {"type": "string", "enum": list(EDIT_KINDS)},
-                    "index": {"type": "integer"},
-                    "text": {"type": "string"},
-                    "dimension": {"type": "string", "enum": list(Tone.DIMENSIONS)},
-                    "delta": {"type": "number"},
-                    "value": {},
-                },
-                "required": ["kind"],
-            },
-        },
-        "reason": {"type": "string"},
-    },
-    "required": ["edits", "reason"],
-}
+
+
+class ReflectEdit(BaseModel):
+    """One proposed edit (which fields matter depends on ``kind``; :func:`apply_edits` checks them)."""
+
+    kind: Literal[EDIT_KINDS]  # type: ignore[valid-type]
+    index: int | None = None
+    text: str | None = None
+    dimension: Literal[Tone.DIMENSIONS] | None = None  # type: ignore[valid-type]
+    delta: float | None = None
+    value: bool | int | None = None
+
+
+class ReflectReply(BaseModel):
+    """The REFLECT task's reply: a few edits and one sentence on why."""
+
+    edits: list[ReflectEdit]
+    reason: str = ""
+
+
+REFLECT_SCHEMA: dict[str, Any] = schema_of(ReflectReply)
 
 
 class NoUsableFeedback(InputError):
@@ -99,19 +100,11 @@ def build_reflect_request(parent: Elixir, feedback: str, *, seed: int = 0, tempe
 
 
 def parse_reflect(completion: Completion) -> dict[str, Any]:
-    """``{"edits": [...], "reason": str}`` from the model's answer (no edits if unreadable)."""
-    data = completion.parsed
-    if not isinstance(data, dict):
-        try:
-            data = json.loads(completion.text)
-        except (TypeError, ValueError):
-            return {"edits": [], "reason": f"unreadable proposal: {completion.text[:80]!r}"}
-    if not isinstance(data, dict):
-        return {"edits": [], "reason": "the proposal is not a JSON object"}
-    edits = data.get("edits")
+    """``{"edits": [...], "reason": str}`` from the model's answer; :class:`LLMMalformedOutput` if unreadable."""
+    reply = parse_reply(completion, ReflectReply, task="reflect")
     return {
-        "edits": [e for e in edits if isinstance(e, dict)][:MAX_EDITS] if isinstance(edits, list) else [],
-        "reason": " ".join(str(data.get("reason") or "").split())[:300],
+        "edits": [e.model_dump(exclude_none=True) for e in reply.edits][:MAX_EDITS],
+        "reason": " ".join(reply.reason.split())[:300],
     }
 
 
