@@ -210,8 +210,9 @@ def register(cli: click.Group) -> None:
     @json_option
     @click.pass_obj
     def show_cmd(obj: CliContext, experiment_id: str, as_json: bool) -> None:
-        """Generations, leaderboard and failures of one experiment."""
+        """Generations, leaderboard, judge feedback and failures of one experiment."""
         from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+        from furnace.views.experiments import feedback_rows
 
         results = DuckDBExperimentResults(obj.db)
         exp = results.get_experiment(experiment_id)
@@ -257,7 +258,7 @@ def register(cli: click.Group) -> None:
                 for r in board
             ],
             "failures": failures,
-            "feedback": {r.agent_id: _feedback_rows(r) for r in board[:3]},
+            "feedback": {r.agent_id: feedback_rows(r) for r in board[:3]},
         }
         lines = [
             f"{exp.experiment_id} ({exp.name}) — {exp.status}; model {exp.model}",
@@ -330,12 +331,3 @@ def register(cli: click.Group) -> None:
         serve = flows_module("evolution").serve
         click.echo(f"serving {file} on '{cron}' — needs a Prefect server (PREFECT_API_URL); Ctrl-C to stop", err=True)
         serve(str(Path(file).resolve()), home=str(obj.settings.home), cron=cron, name=name)
-
-
-def _feedback_rows(record: Any) -> list[dict[str, Any]]:
-    """The judge feedback stored for one individual, per probe and scorer (rows with feedback only)."""
-    return [
-        {"probe": s.probe, "scorer": s.scorer, "value": s.value, "feedback": s.feedback}
-        for s in record.scores
-        if s.feedback
-    ]

@@ -1,4 +1,4 @@
-"""Experiments over generations: fitness, cost and operator success, as table rows.
+"""Experiments over generations: fitness, cost, operator success and judge feedback, as table rows.
 
 Reads :class:`furnace.evolution.records.ExperimentResults` (DuckDB in the app);
 MLflow figures are merged in by the page when a run exists.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from furnace.evolution.records import ExperimentResults
+from furnace.evolution.records import ExperimentResults, IndividualRecord
 
 
 def generation_rows(results: ExperimentResults, experiment_id: str) -> list[dict[str, Any]]:
@@ -74,3 +74,19 @@ def leaderboard_rows(results: ExperimentResults, experiment_id: str, limit: int 
         }
         for r in ranked
     ]
+
+
+def feedback_rows(record: IndividualRecord) -> list[dict[str, Any]]:
+    """The judge's feedback stored for one individual: one row per probe and scorer that has some,
+    weakest first (what was missing or wrong; the score's evidence is its ``reason``)."""
+    rows = [s for s in record.scores if s.feedback]
+    return [
+        {"probe": s.probe, "scorer": s.scorer, "value": round(s.value, 4), "feedback": s.feedback}
+        for s in sorted(rows, key=lambda s: (s.value, s.probe, s.scorer))
+    ]
+
+
+def agent_feedback(results: ExperimentResults, experiment_id: str, agent_id: str) -> list[dict[str, Any]]:
+    """:func:`feedback_rows` of ``agent_id``'s first scoring in the experiment (a survivor is not judged again)."""
+    mine = sorted((r for r in results.individuals(experiment_id) if r.agent_id == agent_id), key=lambda r: r.generation)
+    return feedback_rows(mine[0]) if mine else []

@@ -166,3 +166,28 @@ def test_promote_the_fused_child(app, app_home):
     store = store_for(app_home)
     assert store.get_elixir("tutor-mutant").name == "Tutor Mutant"
     assert [n.operator for n in store.ancestors("tutor-mutant")][:1] == ["promote"]
+
+
+def test_compare_experiments_tab_shows_the_judge_feedback(app, app_home):
+    from furnace.adapters.factory import build_db
+    from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord, ScoreRow
+    from furnace.settings import FurnaceSettings
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+
+    results = DuckDBExperimentResults(build_db(FurnaceSettings(home=app_home)))
+    results.start_experiment(ExperimentRecord("exp-fb", "feedback", {}, 1, "offline"))
+    scores = (
+        ScoreRow("launch-note", "fidelity", 0.4, "1/3 target descriptors present", feedback="missing: tasting notes"),
+        ScoreRow("launch-note", "tone", 0.9, "vs target: humor 0.80/0.60"),
+    )
+    results.save_individual(IndividualRecord("exp-fb", 0, A, 0, "seed", (), None, {}, "p", 0.5, {}, scores=scores))
+    results.save_generation(GenerationRecord("exp-fb", 0, (A,), 0.5, 0.5, {}))
+    at = app.switch_page("screens/compare.py").run()
+    at.selectbox(key="compare_experiment").set_value("exp-fb").run()
+    no_errors(at)
+    shown = [d.value for d in at.dataframe if "feedback" in d.value.columns]
+    assert (
+        shown
+        and list(shown[0]["feedback"]) == ["missing: tasting notes"]
+        and list(shown[0]["probe"]) == ["launch-note"]
+    )

@@ -9,12 +9,12 @@ from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, NotFound
 from furnace.domain.lineage import Lineage
 from furnace.domain.render import render_prompt
-from furnace.evolution.records import GenerationRecord, IndividualRecord, MemoryResults
+from furnace.evolution.records import GenerationRecord, IndividualRecord, MemoryResults, ScoreRow
 from furnace.llm.offline import OfflineEngine
 from furnace.scoring.probes import load_probe_set
 from furnace.storage.memory import MemoryStore
 from furnace.views.compare import compare_agents, objective_rows, prompt_diff
-from furnace.views.experiments import generation_rows, leaderboard_rows, operator_rows
+from furnace.views.experiments import agent_feedback, generation_rows, leaderboard_rows, operator_rows
 from furnace.views.lineage import lineage_graph, to_dot
 
 
@@ -125,3 +125,18 @@ def test_experiment_rows() -> None:
     }
     assert ops == {("crossover", 1): (1, 1), ("mutation", 1): (1, 0)}
     assert [r["agent_id"] for r in leaderboard_rows(results, "x")] == ["r", "q", "p", "s"]
+
+
+def test_agent_feedback_is_the_first_scoring_weakest_first() -> None:
+    results = MemoryResults()
+    first = (
+        ScoreRow("b", "fidelity", 0.7, "r", feedback="missing: x"),
+        ScoreRow("a", "tone", 0.3, "r", feedback="tone: too formal"),
+        ScoreRow("a", "constraints", 1.0, "r"),
+    )
+    results.save_individual(IndividualRecord("x", 0, "p", 0, "seed", (), None, {}, "", 0.5, {}, scores=first))
+    again = (ScoreRow("a", "tone", 0.1, "r", feedback="later"),)
+    results.save_individual(IndividualRecord("x", 1, "p", 0, "seed", (), None, {}, "", 0.5, {}, scores=again))
+    rows = agent_feedback(results, "x", "p")
+    assert [(r["probe"], r["feedback"]) for r in rows] == [("a", "tone: too formal"), ("b", "missing: x")]
+    assert agent_feedback(results, "x", "nobody") == []

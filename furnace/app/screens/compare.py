@@ -11,7 +11,7 @@ from furnace.app.services import services, show_error, subject_labels
 from furnace.domain.errors import FurnaceError
 from furnace.scoring.probes import PROBES_DIR, load_probe_set
 from furnace.views.compare import MAX_AGENTS, compare_agents, load_subject, objective_rows, prompt_diff
-from furnace.views.experiments import generation_rows, leaderboard_rows, operator_rows
+from furnace.views.experiments import agent_feedback, generation_rows, leaderboard_rows, operator_rows
 
 st.title("Compare")
 svc = services()
@@ -113,6 +113,16 @@ with experiments_tab:
                 st.session_state["compare_pick"] = [r["agent_id"] for r in board[:2]]
                 st.session_state["compare_ids"] = st.session_state["compare_pick"]
                 st.rerun()
+            if board:
+                with st.expander("Judge feedback (what was missing or wrong, per probe)"):
+                    agent = st.selectbox(
+                        "Agent", [r["agent_id"] for r in board], key="feedback_agent", label_visibility="collapsed"
+                    )
+                    notes = agent_feedback(svc.results, exp_id, agent)
+                    if notes:
+                        st.dataframe(notes, width="stretch", hide_index=True)
+                    else:
+                        st.caption("No judge feedback recorded for this agent (its judges found nothing to fix).")
             with st.expander("Generations table"):
                 st.dataframe(gens, width="stretch", hide_index=True)
         with st.expander("MLflow run"):
