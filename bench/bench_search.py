@@ -221,16 +221,14 @@ def _library() -> dict[str, Elixir]:
 
 
 def _model(latency: float) -> Any:
-    from furnace.llm.offline import OfflineEngine
+    """The configured model (``FURNACE_MODEL`` with its api base and key; offline when unset) behind an
+    in-memory response cache; the 50 ms fake latency is added to the offline engine only."""
+    from furnace.adapters.factory import build_llm
+    from furnace.settings import FurnaceSettings
 
-    model = os.environ.get("FURNACE_MODEL")
-    if model:
-        from furnace.adapters.litellm_client import LiteLLMClient
-
-        inner: Any = LiteLLMClient(model)
-    else:
-        inner = OfflineEngine()
-    return CachedLLM(SlowLLM(inner, latency) if latency else inner)
+    settings = FurnaceSettings()
+    llm = build_llm(settings)
+    return CachedLLM(SlowLLM(llm.inner, latency)) if latency and not settings.model else llm
 
 
 class _Tracker:
@@ -282,10 +280,10 @@ def _evolution(evo: Any, tracker: _Tracker) -> tuple[dict[str, dict[str, float]]
     report = evo.run()
     calls = 0
     for gen in evo.results.generations(evo.experiment_id):
-        calls += gen.calls
+        calls += gen.calls - gen.cached_calls  # model calls (the budget counts these)
         tracker.best = max(tracker.best, gen.best_fitness)
         tracker.curve.append((calls, round(tracker.best, 6)))
-    tracker.curve.append((evo.metered.meter.calls, round(tracker.best, 6)))
+    tracker.curve.append((evo.metered.meter.model_calls, round(tracker.best, 6)))
     keys = ("children", "successes", "failures", "success_rate")
     ops = {k: {n: v[n] for n in keys} for k, v in report.operators.items()}
     return ops, report.status
@@ -466,7 +464,7 @@ def _gepa(evo: Any, probes: ProbeSet, seeds: Sequence[Elixir], tracker: _Tracker
 def run_one(task: str, method: str, seed: int, budget: int, latency: float) -> RunResult:
     """One method on one task with one seed, at ``budget`` non-cached calls."""
     evo, probes, seeds = _setup(task, method, seed, budget, latency)
-    tracker = _Tracker(lambda: evo.metered.meter.calls)
+    tracker = _Tracker(lambda: evo.metered.meter.model_calls)
     status = "finished"
     started = time.perf_counter()
     if method in OPERATORS:
@@ -485,7 +483,7 @@ def run_one(task: str, method: str, seed: int, budget: int, latency: float) -> R
         method,
         seed,
         round(tracker.best, 6),
-        evo.metered.meter.calls,
+        evo.metered.meter.model_calls,
         wall,
         latency,
         tracker.curve,
