@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 
 from furnace import offline_env
@@ -11,6 +13,10 @@ offline_env.apply()
 import streamlit as st  # noqa: E402
 
 st.set_page_config(page_title="furnace", page_icon=":material/science:", layout="wide")
+DEBUG = bool(os.environ.get("FURNACE_DEBUG"))
+# An error on a page is one clear message (show_error below); Streamlit's own traceback view
+# only with FURNACE_DEBUG=1 (then exceptions also propagate to it).
+st.set_option("client.showErrorDetails", "full" if DEBUG else "none")
 
 HERE = Path(__file__).resolve().parent
 UNIT_PAGES = {"Personas", "Lineage", "Compare"}  # pages that never call a model
@@ -34,10 +40,26 @@ page = st.navigation(
 # A page render is one unit of work: its reads and writes share one cursor on the app's held
 # DuckDB instance. Pages that call a model (furnace, revision, arena, assistant) run outside a
 # unit, so no unit ever spans a model call.
-if page.title in UNIT_PAGES:
-    from furnace.app.services import services
 
-    with services().db.unit():
-        page.run()
-else:
-    page.run()
+
+def run_page() -> None:
+    """Run the page; an exception becomes one message on it (logged with its traceback), unless FURNACE_DEBUG."""
+    from furnace.app.services import show_error
+
+    try:
+        if page.title in UNIT_PAGES:
+            from furnace.app.services import services
+
+            with services().db.unit():
+                page.run()
+        else:
+            page.run()
+    except Exception as err:  # st.stop/st.rerun/switch_page are BaseExceptions and pass through
+        if DEBUG:
+            raise
+        logging.getLogger("furnace.app").exception("page %s failed", page.title)
+        show_error(err)
+        st.caption("The details are in the app's log; set FURNACE_DEBUG=1 to see the traceback here.")
+
+
+run_page()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from furnace import resources
@@ -34,3 +35,31 @@ def no_errors(at) -> None:
     """The page rendered without an exception or an error box."""
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+
+
+SMALL_EXPERIMENTS = (("small-a", 7), ("small-b", 11))  # (name, seed): two runs to overlay
+
+
+def run_small_experiments(home: Path) -> list[str]:
+    """Run the demo experiment shrunk (4 members, 2 generations) once per SMALL_EXPERIMENTS entry; their ids."""
+    import re
+
+    from click.testing import CliRunner
+
+    from furnace.cli import cli
+    from furnace.resources import DEMO_EXPERIMENT
+
+    text = DEMO_EXPERIMENT.read_text()
+    ids = []
+    for name, seed in SMALL_EXPERIMENTS:
+        small = re.sub(r"(?m)^population: \d+", "population: 4", text)
+        small = re.sub(r"(?m)^generations: \d+", "generations: 2", small)
+        small = re.sub(r"(?m)^seed: \d+", f"seed: {seed}", re.sub(r"(?m)^name: \w+", f"name: {name}", small))
+        path = home / f"{name}.yaml"
+        path.write_text(small)
+        result = CliRunner().invoke(
+            cli, ["--home", str(home), "experiment", "run", str(path), "--no-mlflow", "--yes", "--json"]
+        )
+        assert result.exit_code == 0, result.output
+        ids.append(json.loads(result.output[result.output.index("{") :])["experiment_id"])
+    return ids

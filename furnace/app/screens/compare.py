@@ -15,7 +15,15 @@ from furnace.views.experiments import agent_feedback, generation_rows, leaderboa
 
 st.title("Compare")
 svc = services()
-agents_tab, experiments_tab = st.tabs(["Agents side by side", "Experiments over generations"])
+AGENTS_TAB, EXPERIMENTS_TAB = "Agents side by side", "Experiments over generations"
+agents_tab, experiments_tab = st.tabs([AGENTS_TAB, EXPERIMENTS_TAB], key="compare_tab", on_change="rerun")
+
+
+def _compare_top_two(agent_ids: list[str]) -> None:
+    """A button callback (runs before any widget): pick the agents and show the side-by-side tab."""
+    st.session_state["compare_pick"] = agent_ids
+    st.session_state["compare_tab"] = AGENTS_TAB
+
 
 with agents_tab:
     labels = subject_labels(svc)
@@ -24,10 +32,12 @@ with agents_tab:
             with contextlib.suppress(FurnaceError):
                 labels[extra] = f"{load_subject(svc.store, extra)[0].name} ({extra})"
     preset = [i for i in st.session_state.get("compare_pick") or [] if i in labels][:MAX_AGENTS]
+    if preset and st.session_state.get("_applied_compare_pick") != preset:  # picked elsewhere: move the widget
+        st.session_state["compare_ids"] = preset
+        st.session_state["_applied_compare_pick"] = preset
     chosen = st.multiselect(
         "Agents or elixirs (2–4)",
         list(labels),
-        default=preset,
         max_selections=MAX_AGENTS,
         format_func=lambda i: labels.get(i, i),
         key="compare_ids",
@@ -109,10 +119,13 @@ with experiments_tab:
             st.markdown("**Leaderboard**")
             board = leaderboard_rows(svc.results, exp_id)
             st.dataframe(board, width="stretch", hide_index=True)
-            if board and st.button("Compare the top two", key="compare_top"):
-                st.session_state["compare_pick"] = [r["agent_id"] for r in board[:2]]
-                st.session_state["compare_ids"] = st.session_state["compare_pick"]
-                st.rerun()
+            st.button(
+                "Compare the top two",
+                key="compare_top",
+                disabled=len(board) < 2,
+                on_click=_compare_top_two,
+                args=([r["agent_id"] for r in board[:2]],),
+            )
             if board:
                 with st.expander("Judge feedback (what was missing or wrong, per probe)"):
                     agent = st.selectbox(
