@@ -134,7 +134,7 @@ def build_report(
     pareto = [
         {"agent_id": a, "fitness": round(everyone[a].fitness, 6), "objectives": everyone[a].objectives}
         for a in front_ids
-    ][:20]
+    ]
     failed = [
         {
             "agent_id": r.agent_id,
@@ -173,6 +173,16 @@ def build_report(
     )
 
 
+PARETO_SHOWN = 12  # front members named in the printed report; the rest are counted
+
+
+def cut_list(ids: Sequence[str], shown: int = PARETO_SHOWN) -> str:
+    """``a, b, c`` in full, or the first ``shown`` then ``… and N more``."""
+    if len(ids) <= shown:
+        return ", ".join(ids)
+    return ", ".join(ids[:shown]) + f", … and {len(ids) - shown} more"
+
+
 def render_report(report: ExperimentReport) -> str:
     """The human-readable report printed by ``furnace experiment run``."""
     lines = [f"experiment {report.experiment_id} ({report.name}) — {report.status}", f"model: {report.model}", ""]
@@ -203,7 +213,7 @@ def render_report(report: ExperimentReport) -> str:
             f"  {name:<11} {int(s['children']):>8}  {s['success_rate']:>7.0%}  "
             f"{int(s['failures']):>8}  {s['weight']:.2f}"
         )
-    lines += ["", f"pareto front ({len(report.pareto)}): " + ", ".join(p["agent_id"] for p in report.pareto[:8])]
+    lines += ["", f"pareto front ({len(report.pareto)}): " + cut_list([p["agent_id"] for p in report.pareto])]
     t = report.totals
     lines += [
         "",

@@ -7,9 +7,11 @@ MLflow figures are merged in by the page when a run exists.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from furnace.evolution.records import ExperimentResults, IndividualRecord
+from furnace.scoring.fitness import SCORERS, pareto_front
 
 
 def generation_rows(results: ExperimentResults, experiment_id: str) -> list[dict[str, Any]]:
@@ -71,6 +73,7 @@ def leaderboard_rows(results: ExperimentResults, experiment_id: str, limit: int 
             "operator": r.operator,
             "fitness": round(r.fitness, 4),
             **{k: round(v, 3) for k, v in sorted(r.objectives.items())},
+            "judge_feedback": judge_feedback(r),
         }
         for r in ranked
     ]
@@ -90,3 +93,123 @@ def agent_feedback(results: ExperimentResults, experiment_id: str, agent_id: str
     """:func:`feedback_rows` of ``agent_id``'s first scoring in the experiment (a survivor is not judged again)."""
     mine = sorted((r for r in results.individuals(experiment_id) if r.agent_id == agent_id), key=lambda r: r.generation)
     return feedback_rows(mine[0]) if mine else []
+
+
+MAX_OVERLAY = 5  # experiments overlaid at once
+
+
+def overlay_rows(results: ExperimentResults, experiment_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Long-format rows for overlaying experiments: per experiment and generation, best and mean
+    fitness against the generation and against the model calls spent so far (cumulative, from the ledger figures)."""
+    rows: list[dict[str, Any]] = []
+    for exp_id in list(dict.fromkeys(experiment_ids))[:MAX_OVERLAY]:
+        spent = cost = 0.0
+        for g in sorted(results.generations(exp_id), key=lambda g: g.generation):
+            spent += g.calls
+            cost += g.cost_usd
+            for measure, value in (("best", g.best_fitness), ("mean", g.mean_fitness)):
+                rows.append(
+                    {
+                        "experiment": exp_id,
+                        "generation": g.generation,
+                        "calls_spent": int(spent),
+                        "cost_spent_usd": round(cost, 6),
+                        "measure": measure,
+                        "fitness": round(value, 4),
+                    }
+                )
+    return rows
+
+
+def totals_rows(results: ExperimentResults, experiment_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per experiment: generations, best fitness, model calls, cached calls, tokens and cost."""
+    rows = []
+    for exp_id in list(dict.fromkeys(experiment_ids))[:MAX_OVERLAY]:
+        gens = results.generations(exp_id)
+        rows.append(
+            {
+                "experiment": exp_id,
+                "generations": len(gens),
+                "best_fitness": round(max((g.best_fitness for g in gens), default=0.0), 4),
+                "calls": sum(g.calls for g in gens),
+                "cached_calls": sum(g.cached_calls for g in gens),
+                "tokens": sum(g.tokens for g in gens),
+                "cost_usd": round(sum(g.cost_usd for g in gens), 6),
+            }
+        )
+    return rows
+
+
+def operator_totals(results: ExperimentResults, experiment_ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Per experiment and operator over all generations: children made and the share fitter than their parents."""
+    rows = []
+    for exp_id in list(dict.fromkeys(experiment_ids))[:MAX_OVERLAY]:
+        made: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for r in operator_rows(results, exp_id):
+            made[r["operator"]][0] += r["children"]
+            made[r["operator"]][1] += r["fitter_than_parents"]
+        rows += [
+            {
+                "experiment": exp_id,
+                "operator": op,
+                "children": n,
+                "fitter_than_parents": won,
+                "success_rate": round(won / n, 3) if n else 0.0,
+            }
+            for op, (n, won) in sorted(made.items())
+        ]
+    return rows
+
+
+def axis_domain(values: Sequence[float], *, pad: float = 0.1, min_span: float = 0.02) -> tuple[float, float]:
+    """An axis range scaled to the data (not from 0): min..max widened by ``pad`` of the span on each side."""
+    if not values:
+        return (0.0, 1.0)
+    lo, hi = min(values), max(values)
+    span = max(hi - lo, min_span)
+    mid = (lo + hi) / 2
+    lo, hi = min(lo, mid - span / 2), max(hi, mid + span / 2)
+    return (round(lo - pad * span, 4), round(hi + pad * span, 4))
+
+
+def objective_names(results: ExperimentResults, experiment_ids: Sequence[str]) -> list[str]:
+    """The objectives scored in these experiments, sorted."""
+    return sorted({k for exp_id in experiment_ids for r in results.individuals(exp_id) for k in r.objectives})
+
+
+def pareto_points(results: ExperimentResults, experiment_ids: Sequence[str], x: str, y: str) -> list[dict[str, Any]]:
+    """Each distinct scored agent of the experiments (its best record) on objectives ``x`` and ``y``;
+    ``front`` marks the agents no other agent beats on both (the Pareto front of these two)."""
+    best: dict[str, IndividualRecord] = {}
+    where: dict[str, str] = {}
+    for exp_id in list(dict.fromkeys(experiment_ids))[:MAX_OVERLAY]:
+        for r in results.individuals(exp_id):
+            if not r.scores or x not in r.objectives or y not in r.objectives:
+                continue  # failed or unscored: not a point
+            if r.agent_id not in best or r.fitness > best[r.agent_id].fitness:
+                best[r.agent_id], where[r.agent_id] = r, exp_id
+    keys = [x] if x == y else [x, y]
+    front = set(pareto_front({a: r.objectives for a, r in best.items()}, keys))
+    return [
+        {
+            "agent_id": a,
+            "experiment": where[a],
+            "generation": r.generation,
+            "operator": r.operator,
+            "fitness": round(r.fitness, 4),
+            "x": round(r.objectives[x], 4),
+            "y": round(r.objectives[y], 4),
+            "front": a in front,
+        }
+        for a, r in sorted(best.items(), key=lambda item: (-item[1].fitness, item[0]))
+    ]
+
+
+def judge_feedback(record: IndividualRecord, *, limit: int = 2) -> str:
+    """The judge's reasons for one record (judge scorers only, failed verdicts left out), first ``limit`` per scorer."""
+    by_scorer: dict[str, list[str]] = defaultdict(list)
+    for s in record.scores:
+        spec = SCORERS.get(s.scorer)
+        if spec and spec.kind == "judge" and not s.failed and s.reason and len(by_scorer[s.scorer]) < limit:
+            by_scorer[s.scorer].append(s.reason)
+    return " · ".join(f"{scorer}: {' / '.join(reasons)}" for scorer, reasons in sorted(by_scorer.items()))

@@ -35,3 +35,71 @@ def test_an_error_on_a_page_is_a_message_not_a_traceback(app, experiments, monke
     monkeypatch.setenv("FURNACE_DEBUG", "1")
     at.run()
     assert at.exception  # with FURNACE_DEBUG the traceback reaches Streamlit
+
+
+def _charts(at) -> list[dict]:
+    """Each Altair chart's Vega-Lite spec, its datasets (name → rows) under "datasets"."""
+    import json
+
+    from streamlit import dataframe_util
+
+    charts = []
+    for c in at.get("vega_lite_chart"):
+        spec = json.loads(c.proto.spec)
+        spec["datasets"] = {
+            d.name: dataframe_util.convert_arrow_bytes_to_pandas_df(d.data.data).to_dict("records")
+            for d in c.proto.datasets
+        }
+        charts.append(spec)
+    return charts
+
+
+def _layers(spec: dict) -> list[dict]:
+    return spec.get("layer", [spec])
+
+
+def test_two_experiments_overlaid_with_axes_scaled_to_the_data(app, experiments):
+    at = app.switch_page("screens/compare.py").run()
+    no_errors(at)
+    assert set(at.multiselect(key="compare_experiments").value) == set(experiments)
+    titles = {s.get("title"): s for s in _charts(at)}
+    for title, x in (("Fitness per generation", "generation"), ("Fitness vs model calls spent", "calls_spent")):
+        spec = titles[title]
+        assert spec["encoding"]["x"]["field"] == x and spec["encoding"]["color"]["field"] == "experiment"
+        values = [r["fitness"] for r in spec["datasets"][spec["data"]["name"]]]
+        lo, hi = spec["encoding"]["y"]["scale"]["domain"]
+        assert 0 < lo <= min(values) and max(values) <= hi <= 1.0 + 1e-9  # not pinned at 0
+        assert {r["experiment"] for r in spec["datasets"][spec["data"]["name"]]} == set(experiments)
+    [totals] = [d.value for d in at.dataframe if {"experiment", "cost_usd"} <= set(d.value.columns)]
+    assert set(totals["experiment"]) == set(experiments) and (totals["calls"] > 0).all()
+    assert any("Operator success" in str(s.get("title")) for s in _charts(at))
+
+
+def test_pareto_scatter_highlights_the_front_and_a_click_opens_the_agent(app, experiments):
+    at = app.switch_page("screens/compare.py").run()
+    at.selectbox(key="pareto_x").set_value("brief_fit").run()
+    at.selectbox(key="pareto_y").set_value("tone").run()
+    no_errors(at)
+    [spec] = [s for s in _charts(at) if "front in orange" in str(s.get("title"))]
+    dots = next(layer for layer in _layers(spec) if layer["mark"].get("filled"))
+    rows = spec["datasets"][dots["data"]["name"]]
+    front = {r["agent_id"] for r in rows if r["front"]}
+    assert front and len(front) < len(rows)
+    for r in rows:  # a front member is beaten on both axes by nobody; everyone else is
+        beaten = any(o["x"] >= r["x"] and o["y"] >= r["y"] and (o["x"], o["y"]) != (r["x"], r["y"]) for o in rows)
+        assert beaten == (r["agent_id"] not in front), r
+    best = max(rows, key=lambda r: r["x"])
+    at.session_state["pareto_chart"] = {"selection": {"agent": [{"agent_id": best["agent_id"]}]}}
+    at.run()
+    no_errors(at)
+    assert any(best["agent_id"] in m.value for m in at.markdown), "the clicked agent is not shown"
+
+
+def test_leaderboard_has_objective_columns_and_the_judges_feedback(app, experiments):
+    at = app.switch_page("screens/compare.py").run()
+    at.selectbox(key="compare_experiment").set_value(experiments[1]).run()
+    no_errors(at)
+    [board] = [d.value for d in at.dataframe if "judge_feedback" in d.value.columns]
+    assert {"fitness", "brief_fit", "tone", "fidelity", "constraints"} <= set(board.columns)
+    assert board["fitness"].is_monotonic_decreasing
+    assert board["judge_feedback"].str.contains("tone: ").any()

@@ -140,3 +140,30 @@ def test_agent_feedback_is_the_first_scoring_weakest_first() -> None:
     rows = agent_feedback(results, "x", "p")
     assert [(r["probe"], r["feedback"]) for r in rows] == [("a", "tone: too formal"), ("b", "missing: x")]
     assert agent_feedback(results, "x", "nobody") == []
+
+
+def test_overlay_totals_pareto_and_axis_domain() -> None:
+    from furnace.views.experiments import axis_domain, overlay_rows, pareto_points, totals_rows
+
+    results = MemoryResults()
+    for exp, calls in (("x", (10, 8)), ("y", (5, 5))):
+        for gen, (best, mean) in enumerate(((0.76, 0.7), (0.9, 0.8))):
+            results.save_generation(GenerationRecord(exp, gen, (), best, mean, calls=calls[gen], cost_usd=0.01))
+    rows = overlay_rows(results, ["x", "y", "x"])
+    assert [(r["experiment"], r["generation"], r["calls_spent"]) for r in rows if r["measure"] == "best"] == [
+        ("x", 0, 10),
+        ("x", 1, 18),  # cumulative calls spent
+        ("y", 0, 5),
+        ("y", 1, 10),
+    ]
+    assert [t["calls"] for t in totals_rows(results, ["x", "y"])] == [18, 10]
+    lo, hi = axis_domain([0.76, 0.9])
+    assert 0.7 < lo < 0.76 and 0.9 < hi < 0.95  # scaled to the data, not from 0
+    assert axis_domain([0.5, 0.5]) == (0.488, 0.512)  # a flat series still gets a readable span
+    scores = (ScoreRow("p", "tone", 0.5, "ok"),)
+    for agent, a, b in (("p", 0.9, 0.1), ("q", 0.5, 0.5), ("r", 0.4, 0.4), ("s", 0.1, 0.9)):
+        results.save_individual(
+            IndividualRecord("x", 0, agent, 0, "seed", (), None, {}, "", a, {"a": a, "b": b}, scores=scores)
+        )
+    points = {p["agent_id"]: p["front"] for p in pareto_points(results, ["x"], "a", "b")}
+    assert points == {"p": True, "q": True, "r": False, "s": True}

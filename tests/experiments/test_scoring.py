@@ -211,3 +211,12 @@ def test_probe_sets_ship_in_both_languages_and_validate():
     assert "probes.0.message" in str(err.value)
     with pytest.raises(InputError):
         load_probe_set("no-such-set")
+
+
+def test_printed_pareto_front_is_full_or_says_how_many_more():
+    from furnace.evolution.report import cut_list
+
+    ids = [f"agt-{i}" for i in range(15)]
+    assert cut_list(ids[:12]) == ", ".join(ids[:12])  # up to 12: every id, no ellipsis
+    cut = cut_list(ids)
+    assert cut.startswith("agt-0, agt-1") and cut.endswith("agt-11, … and 3 more") and "agt-12" not in cut

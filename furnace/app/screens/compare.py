@@ -3,19 +3,134 @@
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
+from furnace.app.charts import PARETO_SELECTION, fitness_overlay, grouped_bars, pareto_scatter
 from furnace.app.services import services, show_error, subject_labels
 from furnace.domain.errors import FurnaceError
 from furnace.scoring.probes import PROBES_DIR, load_probe_set
 from furnace.views.compare import MAX_AGENTS, compare_agents, load_subject, objective_rows, prompt_diff
-from furnace.views.experiments import agent_feedback, generation_rows, leaderboard_rows, operator_rows
+from furnace.views.experiments import (
+    MAX_OVERLAY,
+    agent_feedback,
+    generation_rows,
+    leaderboard_rows,
+    objective_names,
+    operator_rows,
+    operator_totals,
+    overlay_rows,
+    pareto_points,
+    totals_rows,
+)
+
+
+def pareto_section(svc: Any, experiment_ids: list[str]) -> None:
+    """Agents on any two objectives with the front highlighted; a clicked point opens that agent."""
+    objectives = objective_names(svc.results, experiment_ids)
+    if len(objectives) < 2:
+        return
+    st.markdown("**Pareto front**")
+    x_col, y_col = st.columns(2)
+    x = x_col.selectbox("x objective", objectives, key="pareto_x")
+    y = y_col.selectbox("y objective", objectives, index=1, key="pareto_y")
+    points = pareto_points(svc.results, experiment_ids, x, y)
+    if not points:
+        st.info("No scored agents on these objectives.")
+        return
+    event = st.altair_chart(
+        pareto_scatter(points, x, y),
+        width="stretch",
+        on_select="rerun",
+        selection_mode=PARETO_SELECTION,
+        key="pareto_chart",
+    )
+    picked_points = (event.get("selection") or {}).get(PARETO_SELECTION) or []  # VegaLiteState is a dict
+    chosen = [p["agent_id"] for p in picked_points if p.get("agent_id")]
+    front = [p for p in points if p["front"]]
+    st.caption(f"{len(front)} of {len(points)} agents on the front of {x} and {y}.")
+    if chosen:
+        agent_panel(svc, chosen[0], points)
+
+
+def agent_panel(svc: Any, agent_id: str, points: list[dict[str, Any]]) -> None:
+    """The agent picked in a chart: its figures, prompt and ways on (lineage, side by side)."""
+    point = next((p for p in points if p["agent_id"] == agent_id), {})
+    with st.container(border=True):
+        try:
+            elixir, prompt, kind = load_subject(svc.store, agent_id)
+        except FurnaceError as err:
+            show_error(err)
+            return
+        st.markdown(f"**{elixir.name}** · `{agent_id}` · {kind} · fitness {point.get('fitness', 0):.3f}")
+        st.caption(f"{point.get('experiment', '')} · generation {point.get('generation')} · {point.get('operator')}")
+        with st.expander("System prompt"):
+            st.code(prompt, language="markdown", wrap_lines=True)
+        if st.button("Open in the lineage explorer", key="pareto_open_lineage"):
+            st.session_state["lineage_pick"] = agent_id
+            st.switch_page("screens/lineage.py")
+
+
+def experiment_detail(svc: Any, exp_id: str) -> None:
+    """One experiment: leaderboard with per-objective columns and the judge's feedback, generations, MLflow."""
+    gens = pd.DataFrame(generation_rows(svc.results, exp_id))
+    if gens.empty:
+        st.info("This experiment has no finished generation yet.")
+    else:
+        st.markdown("**Leaderboard** (per-objective scores and the judge's feedback)")
+        board = leaderboard_rows(svc.results, exp_id)
+        st.dataframe(
+            board,
+            width="stretch",
+            hide_index=True,
+            column_config={"judge_feedback": st.column_config.TextColumn("judge's feedback", width="large")},
+        )
+        st.button(
+            "Compare the top two",
+            key="compare_top",
+            disabled=len(board) < 2,
+            on_click=_compare_top_two,
+            args=([r["agent_id"] for r in board[:2]],),
+        )
+        if board:
+            with st.expander("Judge feedback (what was missing or wrong, per probe)"):
+                agent = st.selectbox(
+                    "Agent", [r["agent_id"] for r in board], key="feedback_agent", label_visibility="collapsed"
+                )
+                notes = agent_feedback(svc.results, exp_id, agent)
+                if notes:
+                    st.dataframe(notes, width="stretch", hide_index=True)
+                else:
+                    st.caption("No judge feedback recorded for this agent (its judges found nothing to fix).")
+        ops = pd.DataFrame(operator_rows(svc.results, exp_id))
+        if not ops.empty:
+            with st.expander("Operator success per generation"):
+                st.dataframe(ops, width="stretch", hide_index=True)
+        with st.expander("Generations table"):
+            st.dataframe(gens, width="stretch", hide_index=True)
+    with st.expander("MLflow run"):
+        try:
+            from furnace.adapters.mlflow_tracker import run_summary
+
+            summary = run_summary(svc.settings.tracking_uri, exp_id)
+        except Exception as err:  # MLflow is for comparison only; DuckDB above is the record
+            summary = None
+            st.caption(f"MLflow unavailable: {err.__class__.__name__}")
+        if summary:
+            st.caption(f"run {summary['run_id']} · {summary['status']} · {summary['children']} child run(s)")
+            steps = pd.DataFrame(summary["best_fitness_steps"], columns=["step", "best_fitness"])
+            if not steps.empty:
+                st.line_chart(steps.set_index("step"))
+            st.json({"params": summary["params"], "artifacts": summary["artifacts"]}, expanded=False)
+        else:
+            st.caption("No MLflow run recorded for this experiment.")
+
 
 st.title("Compare")
 svc = services()
-AGENTS_TAB, EXPERIMENTS_TAB = "Agents side by side", "Experiments over generations"
+AGENTS_TAB, EXPERIMENTS_TAB = "Agents side by side", "Experiments"
 agents_tab, experiments_tab = st.tabs([AGENTS_TAB, EXPERIMENTS_TAB], key="compare_tab", on_change="rerun")
 
 
@@ -94,63 +209,37 @@ with experiments_tab:
         )
     else:
         names = {e.experiment_id: f"{e.name} · {e.experiment_id} · {e.status}" for e in experiments}
-        exp_id = st.selectbox("Experiment", list(names), format_func=names.get, key="compare_experiment")
-        gens = pd.DataFrame(generation_rows(svc.results, exp_id))
-        if gens.empty:
-            st.info("This experiment has no finished generation yet.")
+        if not st.session_state.get("compare_experiments"):
+            st.session_state["compare_experiments"] = list(names)[:2]  # the two newest
+        picked = st.multiselect(
+            f"Experiments to overlay (1–{MAX_OVERLAY})",
+            list(names),
+            max_selections=MAX_OVERLAY,
+            format_func=names.get,
+            key="compare_experiments",
+        )
+        overlay = overlay_rows(svc.results, picked)
+        if not overlay:
+            st.info("Pick an experiment with at least one finished generation.")
         else:
-            fit_col, cost_col = st.columns(2)
-            with fit_col:
-                st.markdown("**Fitness per generation**")
-                st.line_chart(gens.set_index("generation")[["best_fitness", "mean_fitness"]])
-            with cost_col:
-                st.markdown("**Model calls per generation**")
-                st.bar_chart(gens.set_index("generation")[["calls", "cached_calls"]])
-                st.caption(
-                    f"total: {int(gens['calls'].sum())} calls ({int(gens['cached_calls'].sum())} cached), "
-                    f"{int(gens['tokens'].sum()):,} tokens, ${gens['cost_usd'].sum():.4f}"
-                )
-            ops = pd.DataFrame(operator_rows(svc.results, exp_id))
-            if not ops.empty:
-                st.markdown("**Operator success (children fitter than their fittest parent)**")
-                st.bar_chart(
-                    ops.pivot_table(index="generation", columns="operator", values="success_rate"), stack=False
-                )
-            st.markdown("**Leaderboard**")
-            board = leaderboard_rows(svc.results, exp_id)
-            st.dataframe(board, width="stretch", hide_index=True)
-            st.button(
-                "Compare the top two",
-                key="compare_top",
-                disabled=len(board) < 2,
-                on_click=_compare_top_two,
-                args=([r["agent_id"] for r in board[:2]],),
+            gen_col, calls_col = st.columns(2)
+            gen_col.altair_chart(fitness_overlay(overlay, "generation", "Fitness per generation"), width="stretch")
+            calls_col.altair_chart(
+                fitness_overlay(overlay, "calls_spent", "Fitness vs model calls spent"), width="stretch"
             )
-            if board:
-                with st.expander("Judge feedback (what was missing or wrong, per probe)"):
-                    agent = st.selectbox(
-                        "Agent", [r["agent_id"] for r in board], key="feedback_agent", label_visibility="collapsed"
-                    )
-                    notes = agent_feedback(svc.results, exp_id, agent)
-                    if notes:
-                        st.dataframe(notes, width="stretch", hide_index=True)
-                    else:
-                        st.caption("No judge feedback recorded for this agent (its judges found nothing to fix).")
-            with st.expander("Generations table"):
-                st.dataframe(gens, width="stretch", hide_index=True)
-        with st.expander("MLflow run"):
-            try:
-                from furnace.adapters.mlflow_tracker import run_summary
-
-                summary = run_summary(svc.settings.tracking_uri, exp_id)
-            except Exception as err:  # MLflow is for comparison only; DuckDB above is the record
-                summary = None
-                st.caption(f"MLflow unavailable: {err.__class__.__name__}")
-            if summary:
-                st.caption(f"run {summary['run_id']} · {summary['status']} · {summary['children']} child run(s)")
-                steps = pd.DataFrame(summary["best_fitness_steps"], columns=["step", "best_fitness"])
-                if not steps.empty:
-                    st.line_chart(steps.set_index("step"))
-                st.json({"params": summary["params"], "artifacts": summary["artifacts"]}, expanded=False)
-            else:
-                st.caption("No MLflow run recorded for this experiment.")
+            st.caption("Solid: best fitness; dashed: mean. Axes are scaled to the data; drag to pan, scroll to zoom.")
+            st.markdown("**Calls and cost** (from the call ledger)")
+            st.dataframe(totals_rows(svc.results, picked), width="stretch", hide_index=True)
+            ops = operator_totals(svc.results, picked)
+            if ops:
+                st.altair_chart(
+                    grouped_bars(
+                        ops, "operator", "success_rate", "experiment", "Operator success (children fitter than parents)"
+                    ),
+                    width="stretch",
+                )
+            pareto_section(svc, picked)
+        exp_id = st.selectbox(
+            "Experiment in detail", picked or list(names), format_func=names.get, key="compare_experiment"
+        )
+        experiment_detail(svc, exp_id)

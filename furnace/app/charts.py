@@ -1,0 +1,77 @@
+"""Altair charts for the app's dashboards (Vega-Lite, rendered by Streamlit: pan/zoom and selection, no fetch).
+
+Each function takes view-model rows (furnace.views) and returns a chart; axes are scaled to
+the data (``axis_domain``), never pinned at 0, so 0.76 → 0.90 is not flattened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from furnace.views.experiments import axis_domain
+
+PARETO_SELECTION = "agent"  # the point selection's name (st.altair_chart on_select state key)
+
+
+def fitness_overlay(rows: Sequence[dict[str, Any]], x: str, title: str) -> alt.Chart:
+    """Best (solid) and mean (dashed) fitness of each experiment against ``x`` (generation or calls_spent)."""
+    data = pd.DataFrame(rows)
+    y_scale = alt.Scale(domain=list(axis_domain(data["fitness"].tolist())), zero=False)
+    x_scale = alt.Scale(domain=list(axis_domain(data[x].tolist(), pad=0.02, min_span=1)), zero=False, nice=False)
+    return (
+        alt.Chart(data, title=title)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X(f"{x}:Q", scale=x_scale, title=x.replace("_", " "), axis=alt.Axis(tickMinStep=1)),
+            y=alt.Y("fitness:Q", scale=y_scale, title="fitness"),
+            color=alt.Color("experiment:N", legend=alt.Legend(orient="bottom", columns=1)),
+            strokeDash=alt.StrokeDash("measure:N", sort=["best", "mean"], legend=alt.Legend(orient="bottom")),
+            tooltip=["experiment", "generation", "calls_spent", "cost_spent_usd", "measure", "fitness"],
+        )
+        .interactive()
+    )
+
+
+def grouped_bars(rows: Sequence[dict[str, Any]], x: str, y: str, group: str, title: str) -> alt.Chart:
+    """Bars of ``y`` per ``x``, one bar per ``group`` side by side."""
+    return (
+        alt.Chart(pd.DataFrame(rows), title=title)
+        .mark_bar()
+        .encode(
+            x=alt.X(f"{x}:N", title=x.replace("_", " ")),
+            xOffset=f"{group}:N",
+            y=alt.Y(f"{y}:Q", title=y.replace("_", " ")),
+            color=alt.Color(f"{group}:N", legend=alt.Legend(orient="bottom", columns=1)),
+            tooltip=list(rows[0]) if rows else [],
+        )
+    )
+
+
+def pareto_scatter(points: Sequence[dict[str, Any]], x: str, y: str) -> alt.Chart:
+    """Agents on two objectives: the Pareto front filled, joined by a line and ringed; click a point to select it."""
+    data = pd.DataFrame(points)
+    pick = alt.selection_point(name=PARETO_SELECTION, fields=["agent_id"], on="click")
+    x_axis = alt.X("x:Q", title=x, scale=alt.Scale(domain=list(axis_domain(data["x"].tolist())), zero=False))
+    y_axis = alt.Y("y:Q", title=y, scale=alt.Scale(domain=list(axis_domain(data["y"].tolist())), zero=False))
+    tooltip = ["agent_id", "experiment", "generation", "operator", "fitness", "x", "y", "front"]
+    dots = (
+        alt.Chart(data)
+        .mark_point(filled=True, size=90)
+        .encode(
+            x=x_axis,
+            y=y_axis,
+            color=alt.Color("experiment:N", legend=alt.Legend(orient="bottom", columns=1)),
+            shape=alt.Shape("front:N", title="on the front", scale=alt.Scale(domain=[True, False])),
+            opacity=alt.condition(pick, alt.value(1.0), alt.value(0.35)),
+            tooltip=tooltip,
+        )
+        .add_params(pick)
+    )
+    front = data[data["front"]].sort_values(["x", "y"])
+    line = alt.Chart(front).mark_line(color="#e8590c", strokeWidth=2).encode(x=x_axis, y=y_axis, order="x:Q")
+    rings = alt.Chart(front).mark_point(size=260, color="#e8590c", strokeWidth=2).encode(x=x_axis, y=y_axis)
+    return alt.layer(line, rings, dots, title=f"{y} vs {x} — front in orange").interactive()
