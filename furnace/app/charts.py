@@ -75,3 +75,44 @@ def pareto_scatter(points: Sequence[dict[str, Any]], x: str, y: str) -> alt.Char
     line = alt.Chart(front).mark_line(color="#e8590c", strokeWidth=2).encode(x=x_axis, y=y_axis, order="x:Q")
     rings = alt.Chart(front).mark_point(size=260, color="#e8590c", strokeWidth=2).encode(x=x_axis, y=y_axis)
     return alt.layer(line, rings, dots, title=f"{y} vs {x} — front in orange").interactive()
+
+
+LINEAGE_SELECTION = "node"
+ROW_PX = 24  # vertical space per node: labels never overlap
+
+
+def lineage_explorer(nodes: Sequence[dict[str, Any]], edges: Sequence[dict[str, Any]]) -> alt.LayerChart:
+    """The lineage as a pannable, zoomable layered graph: edges as lines labelled ``operator · vN``,
+    nodes labelled with name and the version bred from; search matches ringed; click selects a node."""
+    data = pd.DataFrame(nodes)
+    rows = int(data["row"].max()) + 1 if len(data) else 1
+    x = alt.X("depth:Q", title="depth (ancestors < 0 < descendants)", axis=alt.Axis(tickMinStep=1))
+    y = alt.Y("row:Q", axis=None, scale=alt.Scale(reverse=True, domain=[-0.5, rows - 0.5]))
+    pick = alt.selection_point(name=LINEAGE_SELECTION, fields=["id"], on="click")
+    links = (
+        alt.Chart(pd.DataFrame(edges, columns=["parent", "child", "label", "x", "y", "x2", "y2"]))
+        .mark_rule(color="#868e96", opacity=0.6)
+        .encode(x="x:Q", y="y:Q", x2="x2:Q", y2="y2:Q", tooltip=["parent:N", "child:N", "label:N"])
+    )
+    dots = (
+        alt.Chart(data)
+        .mark_circle(size=140)
+        .encode(
+            x=x,
+            y=y,
+            color=alt.Color(
+                "kind:N",
+                scale=alt.Scale(domain=["root", "agent", "elixir"], range=["#e8590c", "#1c7ed6", "#868e96"]),
+                legend=alt.Legend(orient="bottom"),
+            ),
+            tooltip=["id", "name", "label", "depth"],
+        )
+        .add_params(pick)
+    )
+    rings = (
+        alt.Chart(data[data["match"]] if len(data) else data)
+        .mark_point(size=420, color="#f59f00", strokeWidth=3)
+        .encode(x=x, y=y)
+    )
+    labels = alt.Chart(data).mark_text(align="left", dx=9, fontSize=11).encode(x=x, y=y, text="label:N")
+    return alt.layer(links, rings, dots, labels).properties(height=max(240, ROW_PX * rows)).interactive()

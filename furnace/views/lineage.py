@@ -8,6 +8,8 @@ child shows both parents, not only the one the walk came through).
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -66,8 +68,13 @@ def lineage_graph(
     max_depth: int | None = None,
     max_nodes: int = MAX_NODES,
     max_details: int = MAX_DETAILS,
+    edge_versions: Callable[[list[str]], Mapping[tuple[str, str], int]] | None = None,
 ) -> LineageGraph:
-    """The neighbourhood of ``node_id``; raises NotFound for an unknown id."""
+    """The neighbourhood of ``node_id``; raises NotFound for an unknown id.
+
+    ``edge_versions(child ids)`` (one bulk read, e.g. the analysis layer's ``lineage_edges``) pins the
+    parent version on edges beyond the ``max_details`` nodes read one by one.
+    """
     root = store.get_elixir(node_id)
     ancestors = store.ancestors(node_id, max_depth=max_depth)
     descendants = store.descendants(node_id, max_depth=max_depth)
@@ -86,6 +93,12 @@ def lineage_graph(
         found = dict(zip(detailed, pool.map(lambda i: _detail(store, i, ids), detailed), strict=False))
     for _name, _version, pinned in found.values():
         edges.update({(e.parent, e.child): e for e in pinned})
+    if edge_versions is not None:
+        unpinned = sorted({e.child for e in edges.values() if e.parent_version is None})
+        versions = edge_versions(unpinned) if unpinned else {}
+        for key, e in list(edges.items()):
+            if e.parent_version is None and versions.get(key):
+                edges[key] = GraphEdge(e.parent, e.child, e.operator, versions[key])
     nodes = [GraphNode(node_id, 0, _kind(node_id), root.name, root.version)]
     for n, depth in kept:
         name, version, _ = found.get(n.id, ("", None, []))
@@ -113,6 +126,24 @@ def _detail(store: ElixirStore, node_id: str, ids: set[str]) -> tuple[str, int |
         return "", None, []
 
 
+def node_version_labels(graph: LineageGraph) -> dict[str, str]:
+    """Per node, the version(s) shown on it: the exact versions its children were bred from
+    (``v1``, ``v1, v3``; ``v1 (now v3)`` when the latest differs), else its own version."""
+    bred: dict[str, set[int]] = defaultdict(set)
+    for e in graph.edges:
+        if e.parent_version:
+            bred[e.parent].add(e.parent_version)
+    labels: dict[str, str] = {}
+    for n in graph.nodes:
+        used = sorted(bred.get(n.id, ()))
+        if used:
+            now = f" (now v{n.version})" if n.version and n.version not in used else ""
+            labels[n.id] = ", ".join(f"v{v}" for v in used) + now
+        elif n.version:
+            labels[n.id] = f"v{n.version}"
+    return labels
+
+
 def _quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ") + '"'
 
@@ -125,10 +156,11 @@ def to_dot(graph: LineageGraph) -> str:
         '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=10, fillcolor="#f5f5f5"];',
         '  edge [fontname="Helvetica", fontsize=9, color="#666666"];',
     ]
+    bred = node_version_labels(graph)
     for n in graph.nodes:
         title = n.name or n.id
         sub = n.id if n.name and n.name != n.id else ""
-        version = f" v{n.version}" if n.version else ""
+        version = f" {bred[n.id]}" if bred.get(n.id) else ""
         label = _quote(f"{title}{version}")[:-1] + (f"\\n{_quote(sub)[1:-1]}" if sub else "") + '"'
         colour = "#ffd8a8" if n.depth == 0 else ("#d0ebff" if n.kind == "agent" else "#f5f5f5")
         shape = ", shape=ellipse" if n.kind == "agent" else ""
@@ -159,3 +191,59 @@ def graph_rows(graph: LineageGraph) -> list[dict[str, object]]:
             }
         )
     return rows
+
+
+def explorer_layout(
+    graph: LineageGraph, *, depths: tuple[int, int] | None = None, search: str = ""
+) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    """Node and edge rows for the interactive explorer: depth left to right (ancestors left of the root),
+    the nodes of one depth stacked top to bottom in their parents' order (few crossings), so labels never
+    overlap at any size. ``depths`` keeps nodes with depth in [lo, hi]; ``search`` (case-insensitive,
+    id or name) marks matches."""
+    lo, hi = depths or (min(n.depth for n in graph.nodes), max(n.depth for n in graph.nodes))
+    kept = [n for n in graph.nodes if lo <= n.depth <= hi or n.depth == 0]
+    versions = node_version_labels(graph)
+    parents: dict[str, list[str]] = defaultdict(list)
+    for e in graph.edges:
+        parents[e.child].append(e.parent)
+    row: dict[str, float] = {}
+    needle = search.strip().lower()
+    nodes: list[dict[str, object]] = []
+    for depth in sorted({n.depth for n in kept}):
+        layer = [n for n in kept if n.depth == depth]
+
+        def order(n: GraphNode) -> tuple[float, str]:
+            near = [row[p] for p in parents.get(n.id, []) if p in row] + [
+                row[e.child] for e in graph.edges if e.parent == n.id and e.child in row
+            ]
+            return (sum(near) / len(near) if near else 0.0, n.id)
+
+        for i, n in enumerate(sorted(layer, key=order)):
+            row[n.id] = float(i)
+            title = n.name or n.id
+            nodes.append(
+                {
+                    "id": n.id,
+                    "name": n.name,
+                    "kind": "root" if n.depth == 0 else n.kind,
+                    "depth": n.depth,
+                    "row": i,
+                    "label": f"{title} {versions.get(n.id, '')}".strip(),
+                    "match": bool(needle) and (needle in n.id.lower() or needle in n.name.lower()),
+                }
+            )
+    depth_of = {n.id: n.depth for n in kept}
+    edges = [
+        {
+            "parent": e.parent,
+            "child": e.child,
+            "label": e.label,
+            "x": depth_of[e.parent],
+            "y": row[e.parent],
+            "x2": depth_of[e.child],
+            "y2": row[e.child],
+        }
+        for e in graph.edges
+        if e.parent in row and e.child in row
+    ]
+    return nodes, edges

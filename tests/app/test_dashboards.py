@@ -103,3 +103,54 @@ def test_leaderboard_has_objective_columns_and_the_judges_feedback(app, experime
     assert {"fitness", "brief_fit", "tone", "fidelity", "constraints"} <= set(board.columns)
     assert board["fitness"].is_monotonic_decreasing
     assert board["judge_feedback"].str.contains("tone: ").any()
+
+
+@pytest.fixture(scope="module")
+def big_family(app_home) -> tuple[str, list[str]]:
+    """120 mutations of viral-copywriter v1 (the library then moves it to v3): a 121-node lineage."""
+    from furnace.domain.agent import Agent, agent_id_for
+    from furnace.domain.elixir import edit
+    from furnace.domain.lineage import Lineage
+
+    from .helpers import store_for
+
+    store = store_for(app_home)
+    parent = store.get_elixir("viral-copywriter")
+    assert parent.version == 1
+    ids = []
+    for i in range(120):
+        lineage = Lineage(parents=(parent.ref,), operator="mutation", params={"seed": i}, op_version="1")
+        child = edit(parent, identity=f"A copywriter, variant {i}.")
+        agent = Agent(id=agent_id_for(lineage.lineage_hash), elixir=child, lineage=lineage, system_prompt=f"v{i}")
+        store.save_agent(agent)
+        ids.append(agent.id)
+    for n in (2, 3):
+        store.save_elixir(edit(store.get_elixir("viral-copywriter"), identity=f"A copywriter, edition {n}."))
+    return "viral-copywriter", ids
+
+
+def test_lineage_explorer_stays_readable_at_120_nodes(app, big_family):
+    root, children = big_family
+    app.session_state["lineage_pick"] = root
+    at = app.switch_page("screens/lineage.py").run()
+    no_errors(at)
+    [spec] = [s for s in _charts(at) if s.get("layer")]
+    layers = _layers(spec)
+    nodes = spec["datasets"][next(layer for layer in layers if layer["mark"]["type"] == "circle")["data"]["name"]]
+    edges = spec["datasets"][next(layer for layer in layers if layer["mark"]["type"] == "rule")["data"]["name"]]
+    assert len(nodes) == 121 and len({(n["depth"], n["row"]) for n in nodes}) == 121  # no two nodes overlap
+    assert spec["height"] >= 24 * 120  # a row per node: labels never collide
+    assert any(p.get("bind") == "scales" for p in spec.get("params", []))  # pan/zoom
+    [root_node] = [n for n in nodes if n["id"] == root]
+    assert root_node["label"].endswith("v1 (now v3)")  # the version bred from, not the current one
+    assert len(edges) == 120 and {e["label"] for e in edges} == {"mutation · v1"}  # every edge pinned
+    at.text_input(key="lineage_search").input(children[7]).run()
+    no_errors(at)
+    [spec] = [s for s in _charts(at) if s.get("layer")]
+    ring = next(layer for layer in _layers(spec) if layer["mark"]["type"] == "point")
+    assert [n["id"] for n in spec["datasets"][ring["data"]["name"]]] == [children[7]]
+    assert len(at.dataframe[0].value) == 1  # the table is filtered too
+    at.slider(key="lineage_depths").set_value((0, 0)).run()
+    [spec] = [s for s in _charts(at) if s.get("layer")]
+    dots = next(layer for layer in _layers(spec) if layer["mark"]["type"] == "circle")
+    assert [n["id"] for n in spec["datasets"][dots["data"]["name"]]] == [root]

@@ -167,3 +167,39 @@ def test_overlay_totals_pareto_and_axis_domain() -> None:
         )
     points = {p["agent_id"]: p["front"] for p in pareto_points(results, ["x"], "a", "b")}
     assert points == {"p": True, "q": True, "r": False, "s": True}
+
+
+def test_nodes_show_the_version_bred_from_and_the_explorer_never_overlaps(family) -> None:
+    from furnace.views.lineage import explorer_layout, node_version_labels
+
+    store, child, grandchild = family
+    store.save_elixir(_elixir("a", "Ann", "statistics again"))  # a is now v2; child was bred from a v1
+    graph = lineage_graph(store, grandchild.id)
+    labels = node_version_labels(graph)
+    assert labels["a"] == "v1 (now v2)" and labels["b"] == "v2"
+    assert '"a" [label="Ann v1 (now v2)\\na"' in to_dot(graph)
+    nodes, edges = explorer_layout(graph)
+    assert len({(n["depth"], n["row"]) for n in nodes}) == len(nodes) == len(graph.nodes)
+    assert {(e["parent"], e["child"], e["label"]) for e in edges} >= {("a", child.id, "crossover · v1")}
+    only_parents, _ = explorer_layout(graph, depths=(-1, 0), search="ann")
+    assert {n["id"] for n in only_parents} == {child.id, "c", grandchild.id}  # depth -1 and the root
+    found, _ = explorer_layout(graph, search="ANN")
+    assert [n["id"] for n in found if n["match"]] == ["a"]
+
+
+def test_bulk_edge_versions_pin_edges_beyond_the_detailed_nodes(family) -> None:
+    store, child, grandchild = family
+    bare = lineage_graph(store, "a", max_details=0)
+    assert all(e.parent_version is None for e in bare.edges)
+    asked: list[list[str]] = []
+
+    def versions(children: list[str]) -> dict[tuple[str, str], int]:
+        asked.append(children)
+        return {("a", child.id): 1, (child.id, grandchild.id): 1}
+
+    pinned = lineage_graph(store, "a", max_details=0, edge_versions=versions)
+    assert {(e.parent, e.child): e.label for e in pinned.edges} == {
+        ("a", child.id): "crossover · v1",
+        (child.id, grandchild.id): "mutation · v1",
+    }
+    assert asked == [sorted([child.id, grandchild.id])]  # one bulk read

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import streamlit as st
 
+from furnace.app.charts import LINEAGE_SELECTION, lineage_explorer
 from furnace.app.services import RECENT_AGENTS, services, show_error
 from furnace.domain.errors import FurnaceError
-from furnace.views.lineage import MAX_NODES, graph_rows, lineage_graph, to_dot
+from furnace.storage.duckdb.analysis import lineage_edges
+from furnace.views.lineage import MAX_NODES, explorer_layout, graph_rows, lineage_graph, to_dot
+
+
+def pinned_versions(children: list[str]) -> dict[tuple[str, str], int]:
+    """(parent, child) → the parent version bred from, for edges into ``children`` (one analysis-layer read)."""
+    frame = lineage_edges(svc.db, children)
+    return {(r.parent, r.child): int(r.parent_version) for r in frame.itertuples() if r.parent_version}
+
 
 st.title("Lineage")
 svc = services()
@@ -40,7 +49,7 @@ if not typed:
     st.stop()
 
 try:
-    graph = lineage_graph(svc.store, typed.strip(), max_depth=int(depth) or None)
+    graph = lineage_graph(svc.store, typed.strip(), max_depth=int(depth) or None, edge_versions=pinned_versions)
 except FurnaceError as err:
     show_error(err)
     st.stop()
@@ -53,5 +62,38 @@ c2.metric("Descendants", descendants)
 c3.metric("Edges", len(graph.edges))
 if graph.truncated:
     st.warning(f"{graph.total_nodes} nodes in this lineage; the graph shows the nearest {MAX_NODES}.")
-st.graphviz_chart(to_dot(graph), width="stretch")
-st.dataframe(graph_rows(graph), width="stretch", hide_index=True)
+low, high = min(n.depth for n in graph.nodes), max(n.depth for n in graph.nodes)
+filter_col, search_col = st.columns([2, 2])
+shown = (
+    filter_col.slider("Depths shown (ancestors < 0 < descendants)", low, high, (low, high), key="lineage_depths")
+    if low < high
+    else (low, high)
+)
+search = search_col.text_input("Search (id or name)", key="lineage_search")
+nodes, edges = explorer_layout(graph, depths=shown, search=search)
+matches = [n for n in nodes if n["match"]]
+if search:
+    search_col.caption(f"{len(matches)} match(es), ringed in orange" if matches else "no match in the shown depths")
+event = st.altair_chart(
+    lineage_explorer(nodes, edges),
+    width="stretch",
+    on_select="rerun",
+    selection_mode=LINEAGE_SELECTION,
+    key="lineage_chart",
+)
+st.caption(
+    "Drag to pan, scroll to zoom, double-click to reset; edges read `operator · vN` (the parent version bred from), "
+    "nodes show the version(s) their children were bred from. Click a node to open it."
+)
+clicked = [p["id"] for p in ((event.get("selection") or {}).get(LINEAGE_SELECTION) or []) if p.get("id")]
+opened = clicked and clicked[0] != graph.root
+if opened and st.button(f"Open {clicked[0]} as the root", key="lineage_open_clicked"):
+    st.session_state["lineage_pick"] = clicked[0]
+    st.rerun()
+if len(graph.nodes) <= 30:
+    with st.expander("As a Graphviz diagram"):
+        st.graphviz_chart(to_dot(graph), width="stretch")
+rows = graph_rows(graph)
+if search:
+    rows = [r for r in rows if search.strip().lower() in f"{r['id']} {r['name']}".lower()]
+st.dataframe(rows, width="stretch", hide_index=True)

@@ -108,9 +108,12 @@ def _where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
 # --- lineage -------------------------------------------------------------------
 
 
-def lineage_edges(db: Database) -> pd.DataFrame:
-    """Every lineage edge: parent, child, operator, op_version, parent_version (0 = unpinned)."""
-    return _frame(db, f"SELECT {', '.join(EDGE_COLUMNS)} FROM lineage_edges ORDER BY child, parent", [], EDGE_COLUMNS)
+def lineage_edges(db: Database, children: Sequence[str] | None = None) -> pd.DataFrame:
+    """Every lineage edge (or those into ``children``): parent, child, operator, op_version, parent_version
+    (0 = unpinned)."""
+    where, params = ("", []) if children is None else (" WHERE list_contains(?, child)", [list(children)])
+    sql = f"SELECT {', '.join(EDGE_COLUMNS)} FROM lineage_edges{where} ORDER BY child, parent"
+    return _frame(db, sql, params, EDGE_COLUMNS)
 
 
 def agents(db: Database) -> pd.DataFrame:
