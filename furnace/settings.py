@@ -28,6 +28,8 @@ class FurnaceSettings(BaseSettings):
     synth_ttl_s: int = 30 * 24 * 3600
     embedder: str = Field(default="auto", description="auto | minilm | hash")
     mlflow_uri: str | None = None
+    mlflow_ui_url: str | None = Field(default=None, description="a running `mlflow ui` (the app links runs to it)")
+    prefect_ui_url: str | None = Field(default=None, description="a Prefect UI (the app links flow runs to it)")
     app_host: str = "127.0.0.1"
     app_port: int = 8501
 

@@ -199,6 +199,7 @@ def run_summary(tracking_uri: str, experiment_id: str) -> dict[str, Any] | None:
     history = client.get_metric_history(parent.info.run_id, "best_fitness")
     return {
         "run_id": parent.info.run_id,
+        "mlflow_experiment_id": exp.experiment_id,
         "status": parent.info.status,
         "tags": dict(parent.data.tags),
         "params": dict(parent.data.params),

@@ -213,3 +213,21 @@ def judge_feedback(record: IndividualRecord, *, limit: int = 2) -> str:
         if spec and spec.kind == "judge" and not s.failed and s.reason and len(by_scorer[s.scorer]) < limit:
             by_scorer[s.scorer].append(s.reason)
     return " · ".join(f"{scorer}: {' / '.join(reasons)}" for scorer, reasons in sorted(by_scorer.items()))
+
+
+PREFECT_FLOW_RUN_TAG = "furnace.prefect_flow_run_id"  # set on the MLflow run by a run made under Prefect
+
+
+def run_links(summary: dict[str, Any] | None, *, mlflow_ui: str | None, prefect_ui: str | None) -> dict[str, str]:
+    """Links out to the experiment's MLflow run and Prefect flow run, only for the UIs configured
+    (FURNACE_MLFLOW_UI_URL, FURNACE_PREFECT_UI_URL) and the runs known; empty otherwise."""
+    links: dict[str, str] = {}
+    if not summary:
+        return links
+    if mlflow_ui and summary.get("mlflow_experiment_id"):
+        base = mlflow_ui.rstrip("/")
+        links["MLflow run"] = f"{base}/#/experiments/{summary['mlflow_experiment_id']}/runs/{summary['run_id']}"
+    flow_run = (summary.get("tags") or {}).get(PREFECT_FLOW_RUN_TAG)
+    if prefect_ui and flow_run:
+        links["Prefect flow run"] = f"{prefect_ui.rstrip('/')}/runs/flow-run/{flow_run}"
+    return links

@@ -154,3 +154,20 @@ def test_lineage_explorer_stays_readable_at_120_nodes(app, big_family):
     [spec] = [s for s in _charts(at) if s.get("layer")]
     dots = next(layer for layer in _layers(spec) if layer["mark"]["type"] == "circle")
     assert [n["id"] for n in spec["datasets"][dots["data"]["name"]]] == [root]
+
+
+def test_links_out_to_mlflow_only_when_its_ui_is_configured(app, experiments, monkeypatch):
+    import furnace.adapters.mlflow_tracker as tracker
+
+    summary = {"run_id": "r1", "mlflow_experiment_id": "4", "status": "FINISHED", "children": 2, "tags": {}}
+    monkeypatch.setattr(
+        tracker, "run_summary", lambda *_: {**summary, "best_fitness_steps": [], "params": {}, "artifacts": []}
+    )
+    at = app.switch_page("screens/compare.py").run()
+    no_errors(at)
+    assert not at.get("link_button")  # no FURNACE_MLFLOW_UI_URL: hidden
+    monkeypatch.setenv("FURNACE_MLFLOW_UI_URL", "http://127.0.0.1:5000")
+    at = app.switch_page("screens/compare.py").run()
+    no_errors(at)
+    [link] = at.get("link_button")
+    assert link.proto.url == "http://127.0.0.1:5000/#/experiments/4/runs/r1"

@@ -69,10 +69,21 @@ def test_revision_chat_grows_the_version_chain(app, app_home):
     assert [v.version for v in contents.versions(content.id)] == [1, 2]
     texts = [m.markdown[0].value for m in at.chat_message if m.markdown]
     assert any("V1→V2" in t for t in texts), texts
+    assert any("current V2 ·" in c.value for c in at.caption), [c.value for c in at.caption]  # not stale
+    [chat] = [col for col in at.columns if col.get("chat_input")]
+    order = [node.type for node in _walk(chat)]
+    assert order.index("chat_input") > max(i for i, t in enumerate(order) if t == "chat_message")  # above the input
     assert any("V1 → V2" in c.value for c in at.code)  # the diff of the two versions
     at.button(key="rev_rollback").click().run()
     no_errors(at)
     assert [v.source for v in contents.versions(content.id)] == ["generate", "revise", "rollback"]
+
+
+def _walk(node):
+    """Every element and block under ``node``, in page order."""
+    for child in getattr(node, "children", {}).values():
+        yield child
+        yield from _walk(child)
 
 
 def test_lineage_page_renders_the_graph_for_an_agent(app, fused):

@@ -203,3 +203,16 @@ def test_bulk_edge_versions_pin_edges_beyond_the_detailed_nodes(family) -> None:
         (child.id, grandchild.id): "mutation · v1",
     }
     assert asked == [sorted([child.id, grandchild.id])]  # one bulk read
+
+
+def test_run_links_only_for_configured_uis_and_known_runs() -> None:
+    from furnace.views.experiments import PREFECT_FLOW_RUN_TAG, run_links
+
+    summary = {"run_id": "r1", "mlflow_experiment_id": "3", "tags": {PREFECT_FLOW_RUN_TAG: "f-9"}}
+    assert run_links(summary, mlflow_ui=None, prefect_ui=None) == {}
+    assert run_links(None, mlflow_ui="http://127.0.0.1:5000", prefect_ui="http://127.0.0.1:4200") == {}
+    assert run_links(summary, mlflow_ui="http://127.0.0.1:5000/", prefect_ui="http://127.0.0.1:4200") == {
+        "MLflow run": "http://127.0.0.1:5000/#/experiments/3/runs/r1",
+        "Prefect flow run": "http://127.0.0.1:4200/runs/flow-run/f-9",
+    }
+    assert list(run_links({**summary, "tags": {}}, mlflow_ui="u", prefect_ui="p")) == ["MLflow run"]

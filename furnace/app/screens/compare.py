@@ -12,6 +12,7 @@ from furnace.app.charts import PARETO_SELECTION, fitness_overlay, grouped_bars, 
 from furnace.app.services import services, show_error, subject_labels
 from furnace.domain.errors import FurnaceError
 from furnace.scoring.probes import PROBES_DIR, load_probe_set
+from furnace.settings import FurnaceSettings
 from furnace.views.compare import MAX_AGENTS, compare_agents, load_subject, objective_rows, prompt_diff
 from furnace.views.experiments import (
     MAX_OVERLAY,
@@ -23,6 +24,7 @@ from furnace.views.experiments import (
     operator_totals,
     overlay_rows,
     pareto_points,
+    run_links,
     totals_rows,
 )
 
@@ -110,14 +112,18 @@ def experiment_detail(svc: Any, exp_id: str) -> None:
                 st.dataframe(ops, width="stretch", hide_index=True)
         with st.expander("Generations table"):
             st.dataframe(gens, width="stretch", hide_index=True)
-    with st.expander("MLflow run"):
-        try:
-            from furnace.adapters.mlflow_tracker import run_summary
+    try:
+        from furnace.adapters.mlflow_tracker import run_summary
 
-            summary = run_summary(svc.settings.tracking_uri, exp_id)
-        except Exception as err:  # MLflow is for comparison only; DuckDB above is the record
-            summary = None
-            st.caption(f"MLflow unavailable: {err.__class__.__name__}")
+        summary, unavailable = run_summary(svc.settings.tracking_uri, exp_id), ""
+    except Exception as err:  # MLflow is for comparison only; DuckDB above is the record
+        summary, unavailable = None, f"MLflow unavailable: {err.__class__.__name__}"
+    ui = FurnaceSettings()  # read per render: a UI configured later shows up without restarting the app
+    links = run_links(summary, mlflow_ui=ui.mlflow_ui_url, prefect_ui=ui.prefect_ui_url)
+    if links:  # only for the UIs configured in settings, and runs that exist
+        for column, (label, url) in zip(st.columns(len(links)), links.items(), strict=True):
+            column.link_button(f"Open the {label}", url)
+    with st.expander("MLflow run"):
         if summary:
             st.caption(f"run {summary['run_id']} · {summary['status']} · {summary['children']} child run(s)")
             steps = pd.DataFrame(summary["best_fitness_steps"], columns=["step", "best_fitness"])
@@ -125,7 +131,7 @@ def experiment_detail(svc: Any, exp_id: str) -> None:
                 st.line_chart(steps.set_index("step"))
             st.json({"params": summary["params"], "artifacts": summary["artifacts"]}, expanded=False)
         else:
-            st.caption("No MLflow run recorded for this experiment.")
+            st.caption(unavailable or "No MLflow run recorded for this experiment.")
 
 
 st.title("Compare")

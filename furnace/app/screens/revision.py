@@ -53,28 +53,38 @@ content = contents.get_content(choice)
 chat_col, side_col = st.columns([3, 2])
 
 with chat_col:
-    current = contents.get_version(content.id)
-    st.caption(f"{content.persona_id} · {content.language} · current V{current.version} · {current.word_count} words")
-    with st.expander(f"V{current.version}: {current.title}", expanded=False):
-        st.markdown(current.body)
+    # The caption, the current version and the messages sit in containers made before the input,
+    # filled after any edit: new messages appear above the input and the caption names the new version.
+    header = st.container()
+    thread = st.container()
+    suggestion = st.chat_input("Suggest an edit, e.g. “too formal, make it livelier”", key="revision_input")
     session = contents.get_session(content.id)
     history = contents.messages(session.id) if session else []
-    for message in history:
-        role = "user" if message.role == "user" else "assistant"
-        st.chat_message(role).write(message.content)
-    suggestion = st.chat_input("Suggest an edit, e.g. “too formal, make it livelier”", key="revision_input")
-    if suggestion:
-        st.chat_message("user").write(suggestion)  # shows at once; the edit runs below it
-        with st.chat_message("assistant"):
-            try:
-                with st.status("Editing…", expanded=False) as status:
-                    outcome = revise(svc.store, contents, svc.llm, content.id, suggestion)
-                    status.update(label=f"Done ({outcome.status})", state="complete")
-                st.write(outcome.reply.content)
-                if outcome.learned is not None and outcome.learned.learned:
-                    st.caption("Learned: " + ", ".join(f"{p.dimension} → {p.value}" for p in outcome.learned.learned))
-            except FurnaceError as err:
-                show_error(err)
+    with thread:
+        for message in history:
+            role = "user" if message.role == "user" else "assistant"
+            st.chat_message(role).write(message.content)
+        if suggestion:
+            st.chat_message("user").write(suggestion)  # shows at once; the edit runs below it
+            with st.chat_message("assistant"):
+                try:
+                    with st.status("Editing…", expanded=False) as status:
+                        outcome = revise(svc.store, contents, svc.llm, content.id, suggestion)
+                        status.update(label=f"Done ({outcome.status})", state="complete")
+                    st.write(outcome.reply.content)
+                    if outcome.learned is not None and outcome.learned.learned:
+                        st.caption(
+                            "Learned: " + ", ".join(f"{p.dimension} → {p.value}" for p in outcome.learned.learned)
+                        )
+                except FurnaceError as err:
+                    show_error(err)
+    with header:
+        current = contents.get_version(content.id)
+        st.caption(
+            f"{content.persona_id} · {content.language} · current V{current.version} · {current.word_count} words"
+        )
+        with st.expander(f"V{current.version}: {current.title}", expanded=False):
+            st.markdown(current.body)
 
 with side_col:
     versions = contents.versions(content.id)
