@@ -86,13 +86,22 @@ def lineage_explorer(nodes: Sequence[dict[str, Any]], edges: Sequence[dict[str, 
     nodes labelled with name and the version bred from; search matches ringed; click selects a node."""
     data = pd.DataFrame(nodes)
     rows = int(data["row"].max()) + 1 if len(data) else 1
-    x = alt.X("depth:Q", title="depth (ancestors < 0 < descendants)", axis=alt.Axis(tickMinStep=1))
-    y = alt.Y("row:Q", axis=None, scale=alt.Scale(reverse=True, domain=[-0.5, rows - 0.5]))
+    x_scale = alt.Scale(domain=[float(data["depth"].min()) - 0.3, float(data["depth"].max()) + 0.9], nice=False)
+    y_scale = alt.Scale(reverse=True, domain=[-0.5, rows - 0.5], nice=False)
+    x_axis = alt.Axis(title="depth (ancestors < 0 < descendants)", tickMinStep=1)
+    x = alt.X("depth:Q", scale=x_scale, axis=x_axis)
+    y = alt.Y("row:Q", scale=y_scale, axis=None)
     pick = alt.selection_point(name=LINEAGE_SELECTION, fields=["id"], on="click")
     links = (
         alt.Chart(pd.DataFrame(edges, columns=["parent", "child", "label", "x", "y", "x2", "y2"]))
         .mark_rule(color="#868e96", opacity=0.6)
-        .encode(x="x:Q", y="y:Q", x2="x2:Q", y2="y2:Q", tooltip=["parent:N", "child:N", "label:N"])
+        .encode(
+            x=alt.X("x:Q", scale=x_scale, axis=x_axis),
+            y=alt.Y("y:Q", scale=y_scale, axis=None),
+            x2=alt.X2("x2"),
+            y2=alt.Y2("y2"),
+            tooltip=["parent:N", "child:N", "label:N"],
+        )
     )
     dots = (
         alt.Chart(data)
