@@ -109,7 +109,7 @@ def shoot(url: str, out: Path) -> list[Path]:
         box = page.get_by_label("Agent or elixir id", exact=True).and_(page.get_by_role("textbox"))
         box.fill("demo-champion")
         box.press("Enter")
-        page.locator('[data-testid="stGraphVizChart"] svg').first.wait_for()
+        page.locator('[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg').first.wait_for()
         snap("lineage")
 
         page.goto(f"{url}/compare")
@@ -118,9 +118,8 @@ def shoot(url: str, out: Path) -> list[Path]:
         page.get_by_role("button", name="Compare", exact=True).click()
         page.get_by_test_id("stMetric").nth(1).wait_for()
         snap("compare-agents")
-        page.get_by_role("tab", name="Experiments over generations").click()
-        page.get_by_text("Fitness per generation").wait_for()
-        page.locator('[data-testid="stVegaLiteChart"]').first.wait_for()
+        page.get_by_role("tab", name="Experiments").click()
+        page.locator('[data-testid="stVegaLiteChart"]').nth(3).wait_for()  # fitness x2, operators, Pareto
         snap("compare-experiments")
 
         page.goto(f"{url}/arena")
