@@ -235,7 +235,12 @@ with experiments_tab:
             )
             st.caption("Solid: best fitness; dashed: mean. Axes are scaled to the data; drag to pan, scroll to zoom.")
             st.markdown("**Calls and cost** (from the call ledger)")
-            st.dataframe(totals_rows(svc.results, picked), width="stretch", hide_index=True)
+            totals = totals_rows(svc.results, picked)
+            st.dataframe(totals, width="stretch", hide_index=True)
+            st.caption(
+                f"total: {sum(t['calls'] for t in totals)} calls ({sum(t['cached_calls'] for t in totals)} cached), "
+                f"{sum(t['tokens'] for t in totals):,} tokens, ${sum(t['cost_usd'] for t in totals):.4f}"
+            )
             ops = operator_totals(svc.results, picked)
             if ops:
                 st.altair_chart(
