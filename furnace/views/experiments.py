@@ -210,8 +210,9 @@ def judge_feedback(record: IndividualRecord, *, limit: int = 2) -> str:
     by_scorer: dict[str, list[str]] = defaultdict(list)
     for s in record.scores:
         spec = SCORERS.get(s.scorer)
-        if spec and spec.kind == "judge" and not s.failed and s.reason and len(by_scorer[s.scorer]) < limit:
-            by_scorer[s.scorer].append(s.reason)
+        text = s.feedback or s.reason  # what was missing or wrong, else the verdict's reason
+        if spec and spec.kind == "judge" and not s.failed and text and len(by_scorer[s.scorer]) < limit:
+            by_scorer[s.scorer].append(text)
     return " · ".join(f"{scorer}: {' / '.join(reasons)}" for scorer, reasons in sorted(by_scorer.items()))
 
 
