@@ -89,11 +89,11 @@ def _rows(seed: int = 0) -> tuple[list[tuple], list[tuple], list[tuple], str]:
 def _bulk(home: Path) -> tuple[int, int, str]:
     import pandas as pd
 
-    from furnace.adapters.factory import build_db
+    from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
 
     elixirs, agents, edges, middle = _rows()
-    db = build_db(FurnaceSettings(home=home))
+    db = Runtime(FurnaceSettings(home=home)).db
     frames = {
         "elixir_versions": pd.DataFrame(
             elixirs, columns=["id", "version", "origin", "name", "content_hash", "body", "created_at", "deleted_at"]
@@ -159,11 +159,11 @@ def run() -> bool:
         with tempfile.TemporaryDirectory(prefix="furnace-bench-app-") as tmp:
             small = Path(tmp) / "small"
             small.mkdir()
-            from furnace.adapters.factory import build_store
             from furnace.interop.importers import import_library
+            from furnace.runtime import Runtime
             from furnace.settings import FurnaceSettings
 
-            import_library(resources.LIBRARY_DIR, build_store(FurnaceSettings(home=small)))
+            import_library(resources.LIBRARY_DIR, Runtime(FurnaceSettings(home=small)).store)
             baseline = _time_pages(small, {})["personas"]
 
             big = Path(tmp) / "big"

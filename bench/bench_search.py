@@ -223,7 +223,7 @@ def _library() -> dict[str, Elixir]:
 def _model(latency: float) -> Any:
     """The configured model (``FURNACE_MODEL`` with its api base and key; offline when unset) behind an
     in-memory response cache; the 50 ms fake latency is added to the offline engine only."""
-    from furnace.adapters.factory import build_llm
+    from furnace.runtime import build_llm
     from furnace.settings import FurnaceSettings
 
     settings = FurnaceSettings()

@@ -3,7 +3,8 @@
 Run ``.venv/bin/python notebooks/make_notebooks.py`` after editing a cell; the
 ``.ipynb`` files are generated, so edit here rather than in Jupyter. The
 notebooks hold analysis only: everything reusable is imported from
-``furnace.analysis`` and the readers in ``furnace.adapters``.
+``furnace.analysis`` and the readers in ``furnace.adapters``; each notebook gets its data
+through one :class:`furnace.runtime.Runtime` (``analysis_runtime``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from IPython.display import display
 import furnace.analysis as fa
 from furnace.storage.duckdb import analysis as q
 from furnace.analysis.plots import use_cjk_font
-from furnace.analysis.sample import analysis_settings
+from furnace.runtime import analysis_runtime
 
 use_cjk_font()
 pd.set_option("display.width", 160)
@@ -43,10 +44,10 @@ LINEAGE = [
     new_code_cell(
         SETUP
         + """\
-from furnace.adapters.factory import build_embedder
 from furnace.analysis.plots import plot_lineage
 
-settings = analysis_settings("experiments")
+rt = analysis_runtime("experiments")
+settings = rt.settings
 db = fa.connect(settings.home)  # Parquet snapshots: never blocks a running experiment
 print("data from", settings.home)"""
     ),
@@ -102,7 +103,9 @@ plt.show()"""),
         "prompts under the configured embedder (MiniLM when installed, the hash fallback otherwise)."
     ),
     new_code_cell("""\
-embedder = build_embedder(settings)
+from furnace.runtime import build_embedder
+
+embedder = build_embedder(settings)  # no vector store: the notebook never opens the live database
 elixirs = fa.elixirs_from_individuals(individuals)
 pairs = fa.ancestor_pairs(edges, nodes=[a for a in elixirs if a.startswith("agt-")])
 drift = fa.drift(pairs, elixirs, embedder)
@@ -132,7 +135,8 @@ REVISION = [
     new_code_cell(
         SETUP
         + """\
-settings = analysis_settings("revisions")
+rt = analysis_runtime("revisions")
+settings = rt.settings
 db = fa.connect(settings.home)  # Parquet snapshots: never blocks a running experiment
 print("data from", settings.home)"""
     ),
@@ -199,13 +203,11 @@ MLFLOW = [
     new_code_cell(
         SETUP
         + """\
-from furnace.adapters.factory import build_store
 from furnace.adapters.mlflow_analysis import EXPERIMENT_TAG, fitness_curves, search_runs
 from furnace.adapters.mlflow_prompts import CHAMPION, load_agent, register_agent_prompt
 
-settings = analysis_settings("mlflow")
-store = build_store(settings)
-db = store.db
+rt = analysis_runtime("mlflow")
+settings, store, db = rt.settings, rt.store, rt.db
 print("tracking URI", settings.tracking_uri)"""
     ),
     new_markdown_cell("## Runs and their configs"),

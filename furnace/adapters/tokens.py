@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from furnace.llm.context import TokenCounter
 from furnace.llm.offline.engine import estimate_tokens
 from furnace.llm.seam import OFFLINE_MODEL_NAME
 
@@ -40,3 +41,8 @@ def count_tokens(text: str, model: str | None = None) -> int:
         return _litellm_count(text, model)  # type: ignore[arg-type]
     except Exception:  # unknown tokenizer, missing file: the estimate is good enough for a budget
         return estimate_tokens(text)
+
+
+def counter_for(model: str | None) -> TokenCounter:
+    """The token counter for ``model`` (litellm's offline counter; the engine's estimate offline)."""
+    return lambda text: count_tokens(text, model)

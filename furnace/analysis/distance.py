@@ -3,7 +3,7 @@
 Field distance counts :func:`furnace.domain.diff.diff_elixirs` changes (and names the
 top-level fields touched); embedding distance is ``1 - cosine`` of the two
 rendered prompts under the embedder passed in (``HashEmbedder`` offline, or the
-real one from ``furnace.adapters.factory.build_embedder``).
+real one from ``furnace.runtime.Runtime.embedder``).
 """
 
 from __future__ import annotations

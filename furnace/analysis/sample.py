@@ -1,21 +1,26 @@
-"""Data for the notebooks: the user's FURNACE_HOME when it has some, else a small offline sample.
+"""A small offline data set for notebooks run on a fresh clone.
 
-This is edge code (like the CLI): it builds adapters from settings through
-:mod:`furnace.adapters.factory` and the experiment command's ``prepare``. The
-sample runs offline in ~5-20 s: the sample library, two small evolution
-experiments with different configs (logged to MLflow in the sample home) and
-three revision chats whose suggestions teach (and reinforce) preferences.
+:func:`build_sample` fills the home of the :class:`~furnace.runtime.Runtime` it
+is given (see :func:`furnace.runtime.analysis_runtime`, which decides whether a
+notebook reads the user's data or this sample). It runs offline in ~5-20 s: the
+sample library, two small evolution experiments with different configs (logged
+to MLflow in the sample home) and three revision chats whose suggestions teach
+(and reinforce) preferences.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from furnace import resources
 from furnace.settings import FurnaceSettings
+
+if TYPE_CHECKING:  # the runtime is built at the edge and handed in
+    from furnace.llm.seam import LLM
+    from furnace.runtime import Runtime
+    from furnace.storage.store import ElixirStore
+    from furnace.writing.content import ContentStore
 
 LIBRARY_DIR = resources.LIBRARY_DIR
 Need = Literal["experiments", "revisions", "mlflow"]
@@ -56,59 +61,35 @@ def sample_config(name: str, overrides: dict[str, Any]) -> dict[str, Any]:
     return base | overrides
 
 
-def _count(db_path: Path, table: str) -> int:
-    from furnace.storage.duckdb.db import Database
-
-    if not db_path.exists():
-        return 0
-    try:
-        return int(Database(db_path, migrate=False).query(f"SELECT count(*) FROM {table}")[0][0])
-    except Exception:  # no such table yet, or locked by a writer: treat as no data
-        return 0
+def sample_settings(home: Path) -> FurnaceSettings:
+    """Settings for a sample home: offline engine, hash embedder, MLflow beside the data."""
+    return FurnaceSettings(home=home, model=None, embedder="hash", mlflow_uri=None)
 
 
-def has_data(settings: FurnaceSettings, need: Need) -> bool:
-    """Whether ``settings.home`` holds what a notebook needs (experiments, revisions, or MLflow runs)."""
-    db = settings.db_path
-    if need == "revisions":
-        return _count(db, "revisions") > 0
-    has_experiments = _count(db, "experiment_individuals") > 0
-    if need == "mlflow":
-        return has_experiments and (settings.mlflow_uri is not None or (settings.home / "mlflow.db").exists())
-    return has_experiments
-
-
-def build_sample(home: Path, need: Need | None = None) -> dict[str, Any]:
-    """Fill ``home`` with the offline sample (all of it, or just what ``need`` asks for: revisions
-    need no experiment, experiments no MLflow); returns the experiment ids and content ids made."""
+def build_sample(runtime: Runtime, need: Need | None = None) -> dict[str, Any]:
+    """Fill the runtime's home with the offline sample (all of it, or just what ``need`` asks for:
+    revisions need no experiment, experiments no MLflow); returns the experiment ids and content ids made."""
     import yaml
 
-    from furnace.adapters.factory import build_content_store
-    from furnace.cli.context import CliContext
-    from furnace.cli.experiment_cmd import prepare
     from furnace.evolution.config import parse_config
     from furnace.interop.importers import import_library
 
+    home = runtime.settings.home
     home.mkdir(parents=True, exist_ok=True)
-    ctx = CliContext(settings=FurnaceSettings(home=home, model=None, embedder="hash", mlflow_uri=None))
-    import_library(LIBRARY_DIR, ctx.store, keep_existing=True)
+    import_library(LIBRARY_DIR, runtime.store, keep_existing=True)
     experiment_ids = []
     for name, overrides in SAMPLE_CONFIGS.items() if need != "revisions" else ():
         data = sample_config(name, overrides)
         (home / f"{name}.yaml").write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
-        report = prepare(ctx, parse_config(data, source=name), track=need in (None, "mlflow")).evolution.run()
-        experiment_ids.append(report.experiment_id)
+        prepared = runtime.prepare_experiment(parse_config(data, source=name), track=need in (None, "mlflow"))
+        experiment_ids.append(prepared.evolution.run().experiment_id)
     contents = []
     if need in (None, "revisions"):
-        contents = build_revision_sample(ctx.store, build_content_store(ctx.settings, db=ctx.db), ctx.llm)
-    from furnace.storage.duckdb import snapshot
-
-    snapshot.refresh(ctx.db)  # analysis reads the snapshot: it holds the whole sample
-    ctx.close()
+        contents = build_revision_sample(runtime.store, runtime.content_store, runtime.llm)
     return {"home": str(home), "experiments": experiment_ids, "contents": contents}
 
 
-def build_revision_sample(store: Any, content_store: Any, llm: Any) -> list[str]:
+def build_revision_sample(store: ElixirStore, content_store: ContentStore, llm: LLM) -> list[str]:
     """Write one piece per :data:`REVISION_SESSIONS` entry and revise it with each suggestion."""
     from furnace.writing.content import generate_content
     from furnace.writing.revision import revise
@@ -120,26 +101,3 @@ def build_revision_sample(store: Any, content_store: Any, llm: Any) -> list[str]
             revise(store, content_store, llm, content.id, suggestion)
         made.append(content.id)
     return made
-
-
-def default_home(start: Path | None = None) -> Path:
-    """``data/`` of the working directory or of the nearest folder above it that has a furnace database
-    (a notebook runs in ``notebooks/`` of a checkout where ``make demo`` wrote ``data/``), else ``data``."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / "data" / "furnace.duckdb").is_file():
-            return folder / "data"
-    return Path("data")
-
-
-def analysis_settings(need: Need = "experiments", *, env: dict[str, str] | None = None) -> FurnaceSettings:
-    """Settings for a notebook: ``$FURNACE_HOME`` (or :func:`default_home`) when it holds what is
-    needed, else a fresh temporary home filled with :func:`build_sample`."""
-    env = dict(os.environ if env is None else env)
-    home = Path(env["FURNACE_HOME"]) if env.get("FURNACE_HOME") else default_home()
-    settings = FurnaceSettings(home=home)
-    if has_data(settings, need):
-        return settings
-    sample_home = Path(tempfile.mkdtemp(prefix="furnace-sample-")) / "home"
-    build_sample(sample_home, need)
-    return FurnaceSettings(home=sample_home, model=None, embedder="hash", mlflow_uri=None)

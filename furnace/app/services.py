@@ -1,4 +1,4 @@
-"""What every page shares: settings and adapters built once per app process.
+"""What every page shares: one :class:`~furnace.runtime.Runtime` per app process, and page helpers.
 
 Only plain objects are cached (settings, the Database owner). The app process
 holds its DuckDB instance while pages use it and frees it when another process
@@ -8,80 +8,15 @@ asks for a turn (see docs/storage.md); a wait for another process is shown.
 from __future__ import annotations
 
 from contextlib import suppress
-from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
 
 from furnace.domain.errors import FurnaceError
+from furnace.runtime import Runtime
 from furnace.settings import FurnaceSettings
 
 RECENT_AGENTS = 30  # agents offered in pickers (newest first); any other id can be typed or reached via lineage
-
-
-@dataclass
-class Services:
-    settings: FurnaceSettings
-    _built: dict[str, Any] = field(default_factory=dict)
-
-    def _get(self, name: str, build: Any) -> Any:
-        if name not in self._built:
-            self._built[name] = build()
-        return self._built[name]
-
-    @property
-    def db(self) -> Any:
-        from furnace.adapters.factory import build_db
-
-        def build() -> Any:
-            db = build_db(self.settings)
-            db.on_wait = _wait_notice
-            return db
-
-        return self._get("db", build)
-
-    @property
-    def store(self) -> Any:
-        from furnace.adapters.factory import build_store
-
-        return self._get("store", lambda: build_store(self.settings, db=self.db))
-
-    @property
-    def llm(self) -> Any:
-        from furnace.adapters.factory import build_llm
-
-        return self._get("llm", lambda: build_llm(self.settings, db=self.db))
-
-    @property
-    def content_store(self) -> Any:
-        from furnace.adapters.factory import build_content_store
-
-        return self._get("content_store", lambda: build_content_store(self.settings, db=self.db))
-
-    @property
-    def synthesis_cache(self) -> Any:
-        from furnace.fusion.synthesis import SynthesisCache
-        from furnace.storage.duckdb.kv import DuckDBKV
-
-        return self._get("synthesis_cache", lambda: SynthesisCache(DuckDBKV(self.db), ttl_s=self.settings.synth_ttl_s))
-
-    @property
-    def results(self) -> Any:
-        from furnace.storage.duckdb.experiments import DuckDBExperimentResults
-
-        return self._get("results", lambda: DuckDBExperimentResults(self.db))
-
-    @property
-    def arena(self) -> Any:
-        from furnace.storage.duckdb.arena import build_arena
-
-        return self._get("arena", lambda: build_arena(self.settings, db=self.db, llm=self.llm, store=self.store))
-
-    @property
-    def embedder(self) -> Any:
-        from furnace.adapters.factory import build_embedder
-
-        return self._get("embedder", lambda: build_embedder(self.settings, db=self.db))
 
 
 def _wait_notice(message: str) -> None:
@@ -91,17 +26,17 @@ def _wait_notice(message: str) -> None:
 
 
 @st.cache_resource(show_spinner=False)
-def _services(home: str) -> Services:
+def _runtime(home: str) -> Runtime:
     from furnace.storage.duckdb.db import set_role
 
     set_role("the app")
-    return Services(settings=FurnaceSettings())
+    return Runtime(FurnaceSettings(), on_wait=_wait_notice)
 
 
-def services() -> Services:
-    """The shared services for this app process (keyed by FURNACE_HOME)."""
+def services() -> Runtime:
+    """The runtime shared by every page of this app process (keyed by FURNACE_HOME)."""
     settings = FurnaceSettings()
-    return _services(str(settings.home.resolve()))
+    return _runtime(str(settings.home.resolve()))
 
 
 def show_error(err: Exception) -> None:
@@ -130,7 +65,7 @@ def picker(
     return st.selectbox(label, options, key=key, format_func=format_func)
 
 
-def subject_labels(svc: Services) -> dict[str, str]:
+def subject_labels(svc: Runtime) -> dict[str, str]:
     """Library elixirs and the newest agents, id → label, for parent/agent pickers (stops the page on error)."""
     try:
         library = svc.store.list_elixirs()

@@ -30,6 +30,7 @@ from furnace.arena.ordinals import enforce_ordinal
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import LLMMalformedOutput, NotFound
 from furnace.domain.render import render_prompt
+from furnace.llm.context import TokenCounter, build_context, estimate_counter
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 from furnace.storage.store import ElixirStore
 
@@ -110,14 +111,12 @@ ContextBuilder = Callable[[Persona, str, str, Sequence[HistoryTurn]], list[Messa
 
 
 def token_aware_context(
-    *, context_limit: int = DEFAULT_CONTEXT_LIMIT, model: str | None = None, llm: LLM | None = None
+    *, context_limit: int = DEFAULT_CONTEXT_LIMIT, count: TokenCounter = estimate_counter, llm: LLM | None = None
 ) -> ContextBuilder:
     """Memory selection by :func:`furnace.llm.context.build_context` (DESIGN §5): the history
-    fits ``context_limit × 0.85`` minus the fixed costs; older turns are compressed
-    (by ``llm`` when given, else extractively) and the last 4 stay verbatim."""
-    from furnace.llm.context import build_context, counter_for
-
-    count = counter_for(model)
+    fits ``context_limit × 0.85`` minus the fixed costs, counted by ``count`` (the model's own
+    counter, injected by the runtime; the offline estimate by default); older turns are
+    compressed (by ``llm`` when given, else extractively) and the last 4 stay verbatim."""
 
     def build(persona: Persona, system_prompt: str, user_message: str, history: Sequence[HistoryTurn]) -> list[Message]:
         return build_context(

@@ -18,12 +18,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from furnace.assistant.intent import CLASSIFY_SCHEMA, INTENTS, Classification, IntentGuess, classify, cost_group
+from furnace.assistant.intent import CLASSIFY_SCHEMA, Classification, IntentGuess, classify
 from furnace.assistant.leads import template_lead
 from furnace.assistant.queries import examples, run_query
 from furnace.assistant.results import AssistData, Query, StructuredResult
 from furnace.assistant.scope import Catalogue, Inferred, Scope, infer_scope, match_names, parse_command
 from furnace.domain.errors import LLMError
+from furnace.domain.intents import INTENTS, cost_group
 from furnace.domain.text import detect_language
 from furnace.llm.context import build_context
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind

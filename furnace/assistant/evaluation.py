@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from furnace.assistant.answer import Assistant, AssistantState, Done, Meta
-from furnace.assistant.intent import cost_group
 from furnace.assistant.queries import COST_COLUMNS, SHAPES
+from furnace.domain.intents import cost_group
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from furnace.assistant.intent import Intent
 from furnace.assistant.results import Action, AssistData, Query, StructuredResult
 from furnace.assistant.scope import Scope
+from furnace.domain.intents import Intent
 
 ScopeField = Literal["persona", "experiment", "time"]
 

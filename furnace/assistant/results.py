@@ -6,8 +6,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from furnace.assistant.intent import CostGroup
 from furnace.assistant.scope import Catalogue, Scope
+from furnace.domain.intents import CostGroup
 
 
 class Action(BaseModel):

@@ -21,7 +21,7 @@ from furnace import offline_env
 
 offline_env.apply()
 
-from furnace.cli.context import CliContext  # noqa: E402
+from furnace.cli.context import cli_runtime  # noqa: E402
 from furnace.domain.errors import FurnaceError  # noqa: E402
 
 _GROUPS = [
@@ -59,7 +59,7 @@ def _version() -> str:
 @click.pass_context
 def cli(ctx: click.Context, home: str | None) -> None:
     """furnace — breed LLM personas: elixirs, fusion, lineage, experiments."""
-    ctx.obj = CliContext.from_env(home=home, command=ctx.invoked_subcommand)
+    ctx.obj = cli_runtime(home=home, command=ctx.invoked_subcommand)
     ctx.call_on_close(ctx.obj.close)  # a command holds the DuckDB file once, and frees it when it ends
 
 

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import click
 
-from furnace.cli.context import CliContext
+from furnace.cli.context import ensure_home
 from furnace.domain.errors import InputError
+from furnace.runtime import Runtime
 
 APP_ENTRY = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
 
@@ -38,11 +39,11 @@ def register(cli: click.Group) -> None:
     @click.option("--host", default=None, help="Address to bind (default 127.0.0.1).")
     @click.option("--port", type=int, default=None, help="Port (default 8501).")
     @click.pass_obj
-    def app(obj: CliContext, host: str | None, port: int | None) -> None:
+    def app(obj: Runtime, host: str | None, port: int | None) -> None:
         """Start the Streamlit app on the current FURNACE_HOME."""
         if not APP_ENTRY.exists():
             raise InputError(f"the app is not installed next to the package ({APP_ENTRY} missing)")
-        obj.ensure_home()
+        ensure_home(obj.settings.home)
         settings = obj.settings
         env = dict(os.environ, FURNACE_HOME=str(settings.home.resolve()))
         host = host or settings.app_host

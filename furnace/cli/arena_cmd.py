@@ -19,7 +19,8 @@ from typing import Any
 
 import click
 
-from furnace.cli.context import CliContext, emit, json_option
+from furnace.cli.context import emit, json_option
+from furnace.runtime import Runtime
 
 KILL_AFTER_ENV = "FURNACE_ARENA_KILL_AFTER"
 
@@ -37,10 +38,8 @@ def _kill_hook() -> Any:
     return hook
 
 
-def _arena(ctx: CliContext) -> Any:
-    from furnace.storage.duckdb.arena import build_arena
-
-    return build_arena(ctx.settings, db=ctx.db, llm=ctx.llm, store=ctx.store, after_checkpoint=_kill_hook())
+def _arena(ctx: Runtime) -> Any:
+    return ctx.arena(after_checkpoint=_kill_hook())
 
 
 def _printer(as_json: bool) -> Any:
@@ -82,7 +81,7 @@ def register(cli: click.Group) -> None:
     @click.option("--model", default=None, help="The session's model (default: the configured one).")
     @json_option
     @click.pass_obj
-    def new(ctx: CliContext, members: str, title: str, model: str | None, as_json: bool) -> None:
+    def new(ctx: Runtime, members: str, title: str, model: str | None, as_json: bool) -> None:
         """Create a session."""
         session = _arena(ctx).create_session(members.split(","), title=title, model=model)
         emit(
@@ -96,7 +95,7 @@ def register(cli: click.Group) -> None:
     @click.argument("message")
     @json_option
     @click.pass_obj
-    def say(ctx: CliContext, session_id: str, message: str, as_json: bool) -> None:
+    def say(ctx: Runtime, session_id: str, message: str, as_json: bool) -> None:
         """Send MESSAGE to SESSION; prints each speaker's reply as it lands."""
         outcome = _arena(ctx).say(session_id, message, on_event=_printer(as_json))
         if not outcome.events and not as_json:  # stop/continue with no turn to act on
@@ -106,7 +105,7 @@ def register(cli: click.Group) -> None:
     @click.argument("run_id")
     @json_option
     @click.pass_obj
-    def resume(ctx: CliContext, run_id: str, as_json: bool) -> None:
+    def resume(ctx: Runtime, run_id: str, as_json: bool) -> None:
         """Finish an interrupted or cancelled turn (remaining speakers only, same plan)."""
         _arena(ctx).resume(run_id, on_event=_printer(as_json))
 
@@ -114,7 +113,7 @@ def register(cli: click.Group) -> None:
     @click.argument("run_id")
     @json_option
     @click.pass_obj
-    def cancel(ctx: CliContext, run_id: str, as_json: bool) -> None:
+    def cancel(ctx: Runtime, run_id: str, as_json: bool) -> None:
         """Ask a running turn to stop before its next speaker."""
         _arena(ctx).cancel(run_id)
         emit({"run_id": run_id, "cancel_requested": True}, as_json=as_json, human=f"cancel requested for {run_id}")
@@ -122,7 +121,7 @@ def register(cli: click.Group) -> None:
     @arena.command("list")
     @json_option
     @click.pass_obj
-    def list_(ctx: CliContext, as_json: bool) -> None:
+    def list_(ctx: Runtime, as_json: bool) -> None:
         """List sessions, newest first."""
         sessions = _arena(ctx).store.list_sessions()
         emit(
@@ -136,7 +135,7 @@ def register(cli: click.Group) -> None:
     @click.option("--plans", is_flag=True, help="Show each turn's plan (the supervisor is otherwise invisible).")
     @json_option
     @click.pass_obj
-    def show(ctx: CliContext, session_id: str, plans: bool, as_json: bool) -> None:
+    def show(ctx: Runtime, session_id: str, plans: bool, as_json: bool) -> None:
         """Print a session's transcript."""
         arena_ = _arena(ctx)
         session = arena_.store.get_session(session_id)

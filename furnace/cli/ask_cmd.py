@@ -2,25 +2,30 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from furnace.cli.context import CliContext, emit, json_option
+from furnace.cli.context import emit, json_option
 from furnace.cli.table import format_table
+from furnace.runtime import Runtime
 
-
-def build_assistant(obj: CliContext, *, model_lead: bool = False):  # noqa: ANN201 - edge wiring
-    """The assistant and its data layer on this CLI's store and model."""
+if TYPE_CHECKING:
     from furnace.assistant.answer import Assistant
-    from furnace.llm.context import counter_for
     from furnace.storage.duckdb.assist import DuckDBAssistData
 
-    data = DuckDBAssistData(obj.db, verify_agents=obj.store.verify_agents)
+
+def build_assistant(obj: Runtime, *, model_lead: bool = False) -> tuple[Assistant, DuckDBAssistData]:
+    """The assistant and its data layer on this runtime's store and model."""
+    from furnace.assistant.answer import Assistant
+
+    data = obj.assist_data
     assistant = Assistant(
         data,
         obj.llm,
         model_lead=model_lead,
         context_limit=obj.settings.context_limit,
-        count_tokens=counter_for(obj.settings.model),
+        count_tokens=obj.token_counter,
     )
     return assistant, data
 
@@ -32,17 +37,20 @@ def register(cli: click.Group) -> None:
     @click.option("--model-lead", is_flag=True, help="Let the model write the lead even for rule-only questions.")
     @json_option
     @click.pass_obj
-    def ask(obj: CliContext, question: str, session: str, model_lead: bool, as_json: bool) -> None:
+    def ask(obj: Runtime, question: str, session: str, model_lead: bool, as_json: bool) -> None:
         """Ask about furnace's data in plain words (zh or en).
 
         Lock a scope with "from now on only the coach persona" / "只看 experiment X";
         clear it with "clear scope" / "清除范围".
         """
+        from furnace.assistant.answer import Done
+
         assistant, data = build_assistant(obj, model_lead=model_lead)
         state = data.load_state(session)
         events = list(assistant.ask(question, state))
         data.save_state(state)
         done = events[-1]
+        assert isinstance(done, Done), "the assistant ends every answer with Done"
         if as_json:
             emit([e.model_dump(mode="json") for e in events], as_json=True)
             return

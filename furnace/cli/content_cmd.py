@@ -6,16 +6,11 @@ from typing import Any
 
 import click
 
-from furnace.cli.context import CliContext, emit, json_option
+from furnace.cli.context import emit, json_option
 from furnace.domain.elixir import Elixir
+from furnace.runtime import Runtime
 from furnace.writing.content import ContentVersion, generate_content
 from furnace.writing.revision import diff_versions, rollback
-
-
-def _content_store(ctx: CliContext) -> Any:
-    from furnace.adapters.factory import build_content_store
-
-    return ctx._get("content_store", lambda s: build_content_store(s, db=ctx.db))
 
 
 def version_data(v: ContentVersion) -> dict[str, Any]:
@@ -82,10 +77,10 @@ def register(cli: click.Group) -> None:
     @click.option("--seed", type=int, default=0, show_default=True)
     @json_option
     @click.pass_obj
-    def content_new(ctx: CliContext, persona_id: str, topic: str, seed: int, as_json: bool) -> None:
+    def content_new(ctx: Runtime, persona_id: str, topic: str, seed: int, as_json: bool) -> None:
         """Write V1 of a new piece in the persona's voice (learned preferences included)."""
         content, v1 = generate_content(
-            ctx.store, _content_store(ctx), ctx.llm, persona_id=persona_id, topic=topic, seed=seed
+            ctx.store, ctx.content_store, ctx.llm, persona_id=persona_id, topic=topic, seed=seed
         )
         emit(
             {"content": content.model_dump(mode="json"), "version": version_data(v1)},
@@ -99,9 +94,9 @@ def register(cli: click.Group) -> None:
     @click.option("--persona", "persona_id", default=None)
     @json_option
     @click.pass_obj
-    def content_list(ctx: CliContext, persona_id: str | None, as_json: bool) -> None:
+    def content_list(ctx: Runtime, persona_id: str | None, as_json: bool) -> None:
         """Content items, newest first."""
-        cs = _content_store(ctx)
+        cs = ctx.content_store
         items = cs.list_contents(persona_id=persona_id)
         rows = [{**c.model_dump(mode="json"), "latest": cs.get_version(c.id).version} for c in items]
         emit(
@@ -116,9 +111,9 @@ def register(cli: click.Group) -> None:
     @click.option("--version", "version", type=int, default=None, help="Default: the latest.")
     @json_option
     @click.pass_obj
-    def content_show(ctx: CliContext, content_id: str, version: int | None, as_json: bool) -> None:
+    def content_show(ctx: Runtime, content_id: str, version: int | None, as_json: bool) -> None:
         """Show one version of a piece."""
-        cs = _content_store(ctx)
+        cs = ctx.content_store
         v = cs.get_version(content_id, version)
         emit(
             version_data(v),
@@ -130,9 +125,9 @@ def register(cli: click.Group) -> None:
     @click.argument("content_id")
     @json_option
     @click.pass_obj
-    def content_history(ctx: CliContext, content_id: str, as_json: bool) -> None:
+    def content_history(ctx: Runtime, content_id: str, as_json: bool) -> None:
         """The version chain and the revision chat of a piece."""
-        cs = _content_store(ctx)
+        cs = ctx.content_store
         versions = cs.versions(content_id)
         if not versions:
             cs.get_content(content_id)  # raises NotFound
@@ -156,9 +151,9 @@ def register(cli: click.Group) -> None:
     @click.argument("b", type=int)
     @json_option
     @click.pass_obj
-    def content_diff(ctx: CliContext, content_id: str, a: int, b: int, as_json: bool) -> None:
+    def content_diff(ctx: Runtime, content_id: str, a: int, b: int, as_json: bool) -> None:
         """Word-level diff of two versions (zh: character-level)."""
-        cs = _content_store(ctx)
+        cs = ctx.content_store
         content = cs.get_content(content_id)
         diff = diff_versions(cs.get_version(content_id, a), cs.get_version(content_id, b), content.language)
         emit(diff.model_dump(mode="json"), as_json=as_json, human=diff.render())
@@ -168,9 +163,9 @@ def register(cli: click.Group) -> None:
     @click.argument("version", type=int)
     @json_option
     @click.pass_obj
-    def content_rollback(ctx: CliContext, content_id: str, version: int, as_json: bool) -> None:
+    def content_rollback(ctx: Runtime, content_id: str, version: int, as_json: bool) -> None:
         """Make an old version current again (as a new version; nothing is deleted)."""
-        v = rollback(_content_store(ctx), content_id, version)
+        v = rollback(ctx.content_store, content_id, version)
         emit(version_data(v), as_json=as_json, human=f"{content_id}: V{v.version} = V{version} (rollback)")
 
     @cli.command("revise")
@@ -185,13 +180,11 @@ def register(cli: click.Group) -> None:
     @click.option("--seed", type=int, default=0, show_default=True)
     @json_option
     @click.pass_obj
-    def revise_cmd(
-        ctx: CliContext, content_id: str, suggestion: str, regenerate: bool, seed: int, as_json: bool
-    ) -> None:
+    def revise_cmd(ctx: Runtime, content_id: str, suggestion: str, regenerate: bool, seed: int, as_json: bool) -> None:
         """Send a suggestion to a piece's revision chat."""
         from furnace.writing.revision import revise
 
-        out = revise(ctx.store, _content_store(ctx), ctx.llm, content_id, suggestion, regenerate=regenerate, seed=seed)
+        out = revise(ctx.store, ctx.content_store, ctx.llm, content_id, suggestion, regenerate=regenerate, seed=seed)
         data: dict[str, Any] = {
             "status": out.status,
             "reply": out.reply.content,
@@ -220,13 +213,13 @@ def register(cli: click.Group) -> None:
     )
     @json_option
     @click.pass_obj
-    def prefs_cmd(ctx: CliContext, persona_id: str, learn_pending: bool, as_json: bool) -> None:
+    def prefs_cmd(ctx: Runtime, persona_id: str, learn_pending: bool, as_json: bool) -> None:
         """A persona's learned style preferences (latest version)."""
         report = None
         if learn_pending:
             from furnace.writing.preferences import process_unprocessed
 
-            report = process_unprocessed(ctx.store, _content_store(ctx), ctx.llm)
+            report = process_unprocessed(ctx.store, ctx.content_store, ctx.llm)
         elixir = ctx.store.get_elixir(persona_id)
         data = prefs_data(elixir)
         human = prefs_text(elixir)

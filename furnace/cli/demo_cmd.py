@@ -11,9 +11,10 @@ from typing import Any
 
 import click
 
-from furnace.cli.context import CliContext, emit, json_option
+from furnace.cli.context import emit, json_option
 from furnace.cli.elixir_cmd import LIBRARY_DIR, diff_payload
 from furnace.domain.elixir import Elixir, edit
+from furnace.runtime import Runtime
 
 DEMO_PERSONA = "lifestyle-blogger-zh"
 DEMO_PRINCIPLE = "夏天的内容结尾都提醒读者：出门前涂防晒，每两小时补涂一次。"
@@ -55,7 +56,7 @@ def run_library_demo(store: Any, *, persona: str = DEMO_PERSONA) -> dict[str, An
 @click.command("demo")
 @json_option
 @click.pass_obj
-def demo(ctx: CliContext, as_json: bool) -> None:
+def demo(ctx: Runtime, as_json: bool) -> None:
     """Run the offline demo (sample library, rendering, versions, diff)."""
     result = run_library_demo(ctx.store)
     if as_json:
@@ -105,16 +106,15 @@ REVISION_TOPIC = "夏季防晒推荐"
 REVISION_SUGGESTIONS = ["太正式了，活泼点", "第三段太长，缩短一点", "加一个 emoji"]
 
 
-def preference_demo_text(ctx: CliContext) -> str:
+def preference_demo_text(ctx: Runtime) -> str:
     """Step 6: write, revise by chat, learn preferences, and write again with them."""
-    from furnace.adapters.factory import build_content_store
     from furnace.cli.content_cmd import run_revision_demo
     from furnace.domain.render import render_prompt
 
     before = ctx.store.get_elixir(REVISION_PERSONA)
     result = run_revision_demo(
         ctx.store,
-        build_content_store(ctx.settings, db=ctx.db),
+        ctx.content_store,
         ctx.llm,
         persona=REVISION_PERSONA,
         topic=REVISION_TOPIC,

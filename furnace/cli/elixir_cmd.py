@@ -9,9 +9,10 @@ import click
 import yaml
 
 from furnace import resources
-from furnace.cli.context import CliContext, emit, json_option
+from furnace.cli.context import emit, json_option
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import InputError
+from furnace.runtime import Runtime
 
 LIBRARY_DIR = resources.LIBRARY_DIR
 
@@ -102,7 +103,7 @@ def elixir_group() -> None:
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @json_option
 @click.pass_obj
-def add(ctx: CliContext, file: Path, as_json: bool) -> None:
+def add(ctx: Runtime, file: Path, as_json: bool) -> None:
     """Add the elixir(s) in a YAML or JSON FILE (all validated before any is saved)."""
     from furnace.interop.importers import import_elixirs, load_elixir_file
 
@@ -128,7 +129,7 @@ def add(ctx: CliContext, file: Path, as_json: bool) -> None:
 @click.option("--limit", type=click.IntRange(min=1), default=None)
 @json_option
 @click.pass_obj
-def list_(ctx: CliContext, query: str | None, include_deleted: bool, limit: int | None, as_json: bool) -> None:
+def list_(ctx: Runtime, query: str | None, include_deleted: bool, limit: int | None, as_json: bool) -> None:
     """List the library (latest versions)."""
     elixirs = ctx.store.list_elixirs(query=query, include_deleted=include_deleted, limit=limit)
     rows = [summary(e) for e in elixirs]
@@ -144,7 +145,7 @@ def list_(ctx: CliContext, query: str | None, include_deleted: bool, limit: int 
 @click.argument("ref")
 @json_option
 @click.pass_obj
-def show(ctx: CliContext, ref: str, as_json: bool) -> None:
+def show(ctx: Runtime, ref: str, as_json: bool) -> None:
     """Show every field of ID[@VERSION] (latest by default)."""
     elixir = load(ctx.store, ref)
     emit(full(elixir), as_json=as_json, human=show_text(elixir))
@@ -154,7 +155,7 @@ def show(ctx: CliContext, ref: str, as_json: bool) -> None:
 @click.argument("id")
 @json_option
 @click.pass_obj
-def history(ctx: CliContext, id: str, as_json: bool) -> None:
+def history(ctx: Runtime, id: str, as_json: bool) -> None:
     """Every version of ID, oldest first."""
     versions = ctx.store.history(id)
     human = "\n".join(history_line(e) for e in versions)
@@ -166,7 +167,7 @@ def history(ctx: CliContext, id: str, as_json: bool) -> None:
 @click.argument("b")
 @json_option
 @click.pass_obj
-def diff(ctx: CliContext, a: str, b: str, as_json: bool) -> None:
+def diff(ctx: Runtime, a: str, b: str, as_json: bool) -> None:
     """Field-level changes from ID@A to ID@B (any two versions or elixirs)."""
     left, right = load(ctx.store, a), load(ctx.store, b)
     data, human = diff_payload(left, right)
@@ -184,7 +185,7 @@ def diff(ctx: CliContext, a: str, b: str, as_json: bool) -> None:
 )
 @json_option
 @click.pass_obj
-def render(ctx: CliContext, ref: str, lang: str | None, as_json: bool) -> None:
+def render(ctx: Runtime, ref: str, lang: str | None, as_json: bool) -> None:
     """Print the system prompt of ID[@VERSION]."""
     from furnace.domain.render import render_prompt
 
@@ -198,7 +199,7 @@ def render(ctx: CliContext, ref: str, lang: str | None, as_json: bool) -> None:
 @click.argument("id")
 @json_option
 @click.pass_obj
-def delete(ctx: CliContext, id: str, as_json: bool) -> None:
+def delete(ctx: Runtime, id: str, as_json: bool) -> None:
     """Soft-delete ID: every version stays readable, none can be fused."""
     ctx.store.delete_elixir(id)
     versions = ctx.store.history(id)
@@ -221,7 +222,7 @@ def delete(ctx: CliContext, id: str, as_json: bool) -> None:
 )
 @json_option
 @click.pass_obj
-def import_(ctx: CliContext, file: Path | None, library: bool, new_version: bool, as_json: bool) -> None:
+def import_(ctx: Runtime, file: Path | None, library: bool, new_version: bool, as_json: bool) -> None:
     """Import FILE (.yaml/.yml/.json elixirs, the awesome-chatgpt-prompts .csv, or a character card .json/.png).
 
     Ids are owned: agent ids (agt-…) are refused, and an existing id with different

@@ -7,136 +7,35 @@ as a Prefect flow instead.
 
 from __future__ import annotations
 
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
-from furnace.cli.context import CliContext, emit, json_option
-from furnace.domain.errors import BudgetExceeded, InputError, NotFound
+from furnace.cli.context import emit, json_option
+from furnace.domain.errors import InputError, NotFound
+from furnace.evolution.progress import ProgressBar
+from furnace.runtime import PreparedExperiment, Runtime
 
 
-def flows_module(name: str) -> Any:
-    """Import ``furnace.flows.<name>`` lazily (Prefect loads only when a flow is asked for)."""
-    import importlib
-
-    return importlib.import_module(f"furnace.flows.{name}")
-
-
-class ProgressBar:
-    """A one-line progress bar on stderr (silent when stderr is not wanted)."""
-
-    def __init__(self, enabled: bool = True, width: int = 24, *, interactive: bool | None = None) -> None:
-        self.enabled, self.width = enabled, width
-        # On a terminal the bar redraws in place; in a log (CI, a file) one line per generation.
-        self.interactive = sys.stderr.isatty() if interactive is None else interactive
-        self._last = ""
-        self._started = time.perf_counter()
-
-    def __call__(self, p: Any) -> None:
-        if not self.enabled or (not self.interactive and p.done != p.total):
-            return
-        filled = int(self.width * p.done / p.total) if p.total else self.width
-        line = (
-            f"{chr(13) if self.interactive else ''}generation {p.generation}/{p.generations} "
-            f"[{'#' * filled}{'.' * (self.width - filled)}] "
-            f"{p.done}/{p.total}  best {p.best:.3f}  {time.perf_counter() - self._started:5.1f}s"
-        )
-        if line != self._last:
-            self._last = line
-            click.echo(line, nl=p.done == p.total, err=True)
-
-
-@dataclass
-class Prepared:
-    """A ready-to-run experiment and what the CLI needs around it."""
-
-    evolution: Any
-    estimate: Any
-    llm: Any
-
-
-def prepare(
-    ctx: CliContext, config: Any, *, progress: Any = None, track: bool = True, probes_dir: Path | None = None
-) -> Prepared:
-    """Build the experiment's collaborators from settings (the only place adapters are built)."""
-    from furnace.adapters.factory import build_llm
-    from furnace.evolution.breeding import FusionBreeder
-    from furnace.evolution.engine import Evolution, experiment_inputs
-    from furnace.evolution.estimate import estimate
-    from furnace.evolution.seeds import select_seeds
-    from furnace.evolution.tracker import NullTracker
-    from furnace.fusion.synthesis import SynthesisCache
-    from furnace.scoring.probes import load_probe_set
-    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
-    from furnace.storage.duckdb.kv import DuckDBKV
-
-    settings = ctx.settings
-    if config.model and config.model != settings.model:
-        settings = settings.model_copy(update={"model": config.model})
-        llm = build_llm(settings, db=ctx.db)
-    else:
-        llm = ctx.llm
-    probes = load_probe_set(config.probes.set, search_dir=probes_dir).head(config.probes.limit)
-    seeds = select_seeds(ctx.store, config)
-    experiment_id = config.experiment_id(llm.model_name, experiment_inputs(seeds[: config.population], probes))
-    run_llm = llm.for_run(experiment_id) if hasattr(llm, "for_run") else llm
-    if track:
-        from furnace.adapters.mlflow_tracker import MLflowTracker
-
-        tracker: Any = MLflowTracker(settings.tracking_uri)
-    else:
-        tracker = NullTracker()
-    breeder = FusionBreeder(
-        ctx.store,
-        embedder=ctx.embedder,
-        cache=SynthesisCache(DuckDBKV(ctx.db), ttl_s=settings.synth_ttl_s),
-        settings=settings,
-    )
-    evo = Evolution(
-        config,
-        probes,
-        seeds,
-        run_llm,
-        breeder,
-        DuckDBExperimentResults(ctx.db),
-        embedder=ctx.embedder,
-        tracker=tracker,
-        progress=progress,
-    )
-    return Prepared(evo, estimate(config, len(probes.probes)), llm)
-
-
-def check_budget(prepared: Prepared, *, yes: bool, as_json: bool) -> None:
+def check_budget(prepared: PreparedExperiment, *, yes: bool, as_json: bool) -> None:
     """Print the estimate; refuse when it exceeds the budget unless ``yes``."""
-    est, cfg = prepared.estimate, prepared.evolution.config
-    usd = f", ~${est.usd:.2f}" if est.usd else (", $0 (offline engine)" if "offline" in prepared.llm.model_name else "")
     if not as_json:
-        click.echo(
-            f"estimate: ~{est.calls} model calls (~{est.calls_per_generation}/generation), "
-            f"~{est.tokens:,} tokens{usd}; cached calls are free",
-            err=True,
-        )
-    over = est.over_budget(cfg)
-    if over and not yes:
-        raise BudgetExceeded(
-            "estimate exceeds the budget: " + "; ".join(over) + " (run with --yes to start anyway;"
-            " the run still stops at the budget)"
-        )
+        click.echo(prepared.estimate_line(), err=True)
+    prepared.check_budget(yes=yes)
 
 
 def run_experiment_file(
-    ctx: CliContext, file: str, *, yes: bool = False, as_json: bool = False, track: bool = True, quiet: bool = False
+    ctx: Runtime, file: str, *, yes: bool = False, as_json: bool = False, track: bool = True, quiet: bool = False
 ) -> Any:
     """Load, estimate, run and return the report of one experiment file."""
     from furnace.evolution.config import load_config
 
     config = load_config(file)
     bar = ProgressBar(enabled=not quiet and not as_json)
-    prepared = prepare(ctx, config, progress=bar, track=track, probes_dir=Path(file).resolve().parent.parent / "probes")
+    prepared = ctx.prepare_experiment(
+        config, progress=bar, track=track, probes_dir=Path(file).resolve().parent.parent / "probes"
+    )
     check_budget(prepared, yes=yes, as_json=as_json)
     return prepared.evolution.run()
 
@@ -156,17 +55,16 @@ def register(cli: click.Group) -> None:
     @click.option("--runner", type=click.Choice(["threads", "dask"]), default="threads", help="Prefect task runner.")
     @json_option
     @click.pass_obj
-    def run_cmd(
-        obj: CliContext, file: str, yes: bool, no_mlflow: bool, prefect: bool, runner: str, as_json: bool
-    ) -> None:
+    def run_cmd(obj: Runtime, file: str, yes: bool, no_mlflow: bool, prefect: bool, runner: str, as_json: bool) -> None:
         """Run (or resume) the experiment in FILE and print its report."""
         from furnace.evolution.report import render_report
 
         if prefect:
             from furnace.adapters.prefect_server import prefect_api
+            from furnace.flows.evolution import evolution_flow  # the launcher edge cli -> flows (lazy: Prefect)
 
             with prefect_api(obj.settings.home, on_status=lambda line: click.echo(line, err=True)):
-                data = flows_module("evolution").evolution_flow(
+                data = evolution_flow(
                     str(Path(file).resolve()),
                     home=str(obj.settings.home),
                     yes=yes,
@@ -182,10 +80,8 @@ def register(cli: click.Group) -> None:
     @experiment_group.command("list")
     @json_option
     @click.pass_obj
-    def list_cmd(obj: CliContext, as_json: bool) -> None:
+    def list_cmd(obj: Runtime, as_json: bool) -> None:
         """Experiments recorded in DuckDB, newest first."""
-        from furnace.storage.duckdb.experiments import DuckDBExperimentResults
-
         rows: list[dict[str, Any]] = [
             {
                 "experiment_id": e.experiment_id,
@@ -196,7 +92,7 @@ def register(cli: click.Group) -> None:
                 "best_fitness": e.summary.get("best_fitness"),
                 "generations": e.summary.get("generations"),
             }
-            for e in DuckDBExperimentResults(obj.db).list_experiments()
+            for e in obj.results.list_experiments()
         ]
         lines = [
             f"{r['experiment_id']:<32} {r['status'][:30]:<30} best {r['best_fitness'] or 0:.3f} "
@@ -209,12 +105,11 @@ def register(cli: click.Group) -> None:
     @click.argument("experiment_id")
     @json_option
     @click.pass_obj
-    def show_cmd(obj: CliContext, experiment_id: str, as_json: bool) -> None:
+    def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
         """Generations, leaderboard, judge feedback and failures of one experiment."""
-        from furnace.storage.duckdb.experiments import DuckDBExperimentResults
         from furnace.views.experiments import feedback_rows
 
-        results = DuckDBExperimentResults(obj.db)
+        results = obj.results
         exp = results.get_experiment(experiment_id)
         if exp is None:
             raise NotFound(f"no experiment {experiment_id!r} (see furnace experiment list)")
@@ -288,26 +183,18 @@ def register(cli: click.Group) -> None:
     @json_option
     @click.pass_obj
     def sweep_cmd(
-        obj: CliContext, base_id: str, rates: str, seeds: str, probe_set: str, limit: int, as_json: bool
+        obj: Runtime, base_id: str, rates: str, seeds: str, probe_set: str, limit: int, as_json: bool
     ) -> None:
         """Mutation sweep: BASE_ID x rates x seeds, each variant scored, one table."""
-        from furnace.evolution.breeding import FusionBreeder
         from furnace.evolution.sweep import mutation_sweep
-        from furnace.fusion.synthesis import SynthesisCache
         from furnace.scoring.probes import load_probe_set
-        from furnace.storage.duckdb.kv import DuckDBKV
 
         try:
             rate_list = [float(r) for r in rates.split(",") if r.strip()]
             seed_list = [int(s) for s in seeds.split(",") if s.strip()]
         except ValueError:
             raise InputError("--rates must be numbers and --seeds integers, comma-separated", field="rates") from None
-        breeder = FusionBreeder(
-            obj.store,
-            embedder=obj.embedder,
-            settings=obj.settings,
-            cache=SynthesisCache(DuckDBKV(obj.db), ttl_s=obj.settings.synth_ttl_s),
-        )
+        breeder = obj.fusion_breeder()
         rows = mutation_sweep(
             obj.store.get_elixir(base_id),
             rate_list,
@@ -326,8 +213,9 @@ def register(cli: click.Group) -> None:
     @click.option("--cron", default="0 3 * * *", show_default=True, help="Cron schedule.")
     @click.option("--name", default=None, help="Deployment name (default: furnace-<experiment name>).")
     @click.pass_obj
-    def serve_cmd(obj: CliContext, file: str, cron: str, name: str | None) -> None:
+    def serve_cmd(obj: Runtime, file: str, cron: str, name: str | None) -> None:
         """Serve the evolution flow for FILE on a cron schedule (needs `prefect server start`)."""
-        serve = flows_module("evolution").serve
+        from furnace.flows.evolution import serve  # the launcher edge cli -> flows (lazy: Prefect)
+
         click.echo(f"serving {file} on '{cron}' — needs a Prefect server (PREFECT_API_URL); Ctrl-C to stop", err=True)
         serve(str(Path(file).resolve()), home=str(obj.settings.home), cron=cron, name=name)

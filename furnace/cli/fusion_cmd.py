@@ -11,13 +11,6 @@ from furnace.cli.context import emit, json_option
 from furnace.domain.agent import Agent, LineageNode
 
 
-def _cache(obj: Any) -> Any:
-    from furnace.fusion.synthesis import SynthesisCache
-    from furnace.storage.duckdb.kv import DuckDBKV
-
-    return SynthesisCache(DuckDBKV(obj.db), ttl_s=obj.settings.synth_ttl_s)
-
-
 def _agent_data(agent: Agent) -> dict[str, Any]:
     lin = agent.lineage
     return {
@@ -117,7 +110,7 @@ def register(cli: click.Group) -> None:
             list(parents),
             llm=obj.llm,
             embedder=obj.embedder,
-            cache=_cache(obj),
+            cache=obj.synthesis_cache,
             operator=operator,
             seed=seed,
             params=params,

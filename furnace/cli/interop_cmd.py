@@ -7,10 +7,11 @@ from typing import Any
 
 import click
 
-from furnace.cli.context import CliContext, emit, json_option
+from furnace.cli.context import emit, json_option
 from furnace.domain.agent import AGENT_PREFIX, Agent
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, NotFound
+from furnace.runtime import Runtime
 
 FORMATS = ("card-v2", "card-v3", "card-png", "skill", "skill-zip")
 
@@ -87,7 +88,7 @@ def export_target(target: Elixir | Agent, fmt: str, out: Path | None) -> tuple[P
 )
 @json_option
 @click.pass_obj
-def export(ctx: CliContext, ref: str, fmt: str, out: Path | None, as_json: bool) -> None:
+def export(ctx: Runtime, ref: str, fmt: str, out: Path | None, as_json: bool) -> None:
     """Export REF (an elixir ID[@VERSION] or an agent id) as a character card or a skill."""
     target = resolve_target(ctx.store, ref)
     path, size, stdout = export_target(target, fmt, out)

@@ -11,7 +11,8 @@ from typing import Any
 
 import click
 
-from furnace.cli.context import CliContext, emit, json_option
+from furnace.cli.context import emit, json_option
+from furnace.runtime import Runtime
 
 ALIAS_CHOICE = click.Choice(["champion", "candidate"])
 
@@ -21,9 +22,7 @@ def _text(reg: Any, verb: str) -> str:
     return f"{verb} {reg.uri} for {reg.agent_id} (lineage {reg.lineage_hash[:12]}){aliases}"
 
 
-def register_promoted(
-    ctx: CliContext, agent_id: str, ref: Any, *, alias: str = "candidate", quiet: bool = False
-) -> Any:
+def register_promoted(ctx: Runtime, agent_id: str, ref: Any, *, alias: str = "candidate", quiet: bool = False) -> Any:
     """Register a just-promoted agent's prompt (alias ``candidate``); a registry failure is a note, not an error.
 
     Prints one line on stderr (unless ``quiet``, e.g. under ``--json``) naming the registered version."""
@@ -61,7 +60,7 @@ def register(cli: click.Group) -> None:
     @click.option("--name", default=None, help="Registry name (default: furnace-<agent name>).")
     @json_option
     @click.pass_obj
-    def register_cmd(obj: CliContext, agent_id: str, alias: str | None, name: str | None, as_json: bool) -> None:
+    def register_cmd(obj: Runtime, agent_id: str, alias: str | None, name: str | None, as_json: bool) -> None:
         """Register an agent's rendered prompt in MLflow's Prompt Registry, with lineage tags."""
         from furnace.adapters.mlflow_prompts import register_agent_prompt
 
@@ -74,7 +73,7 @@ def register(cli: click.Group) -> None:
     @click.argument("alias", type=ALIAS_CHOICE)
     @json_option
     @click.pass_obj
-    def alias_cmd(obj: CliContext, name: str, version: int, alias: str, as_json: bool) -> None:
+    def alias_cmd(obj: Runtime, name: str, version: int, alias: str, as_json: bool) -> None:
         """Point ALIAS (champion | candidate) of prompt NAME at VERSION."""
         from furnace.adapters.mlflow_prompts import set_alias
 
@@ -85,7 +84,7 @@ def register(cli: click.Group) -> None:
     @click.argument("uri")
     @json_option
     @click.pass_obj
-    def load_cmd(obj: CliContext, uri: str, as_json: bool) -> None:
+    def load_cmd(obj: Runtime, uri: str, as_json: bool) -> None:
         """Load prompts:/NAME@ALIAS (or prompts:/NAME/VERSION) back to the agent it was registered for."""
         from furnace.adapters.mlflow_prompts import load_agent
 

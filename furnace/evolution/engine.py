@@ -392,7 +392,16 @@ class Evolution:
                 runner.close()
             finally:
                 self._writer.flush()  # everything finished is on disk before the run reports or dies
-        report = build_report(self, schedule.population, schedule.history)
+        report = build_report(
+            self.results.individuals(self.experiment_id),
+            schedule.history,
+            experiment_id=self.experiment_id,
+            name=self.config.name,
+            model=self.llm.model_name,
+            status=self.status,
+            board=self.board,
+            totals=self.run_totals().as_dict(),
+        )
         self.results.finish_experiment(self.experiment_id, self.status, report.summary())
         self.tracker.finish(self.status, report.tags(), report.artifacts(), report.totals)
         return report

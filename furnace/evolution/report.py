@@ -5,14 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from furnace.evolution.records import GenerationRecord, IndividualRecord
-from furnace.evolution.selection import rank_key
+from furnace.evolution.selection import OperatorBoard, rank_key
 from furnace.scoring.fitness import pareto_front
-
-if TYPE_CHECKING:
-    from furnace.evolution.engine import Evolution
 
 
 @dataclass(frozen=True)
@@ -109,10 +106,18 @@ def _lineage(best: IndividualRecord | None, everyone: dict[str, IndividualRecord
 
 
 def build_report(
-    evo: Evolution, population: Sequence[IndividualRecord], history: Sequence[GenerationRecord]
+    records: Sequence[IndividualRecord],
+    history: Sequence[GenerationRecord],
+    *,
+    experiment_id: str,
+    name: str,
+    model: str,
+    status: str,
+    board: OperatorBoard,
+    totals: dict[str, Any],
 ) -> ExperimentReport:
-    """Assemble the report from the run's records."""
-    records = evo.results.individuals(evo.experiment_id)
+    """Assemble the report of one run from its individual records (every generation), its
+    generation history, the operator board and the metered totals."""
     everyone: dict[str, IndividualRecord] = {}
     for r in records:  # earliest generation wins for lineage
         everyone.setdefault(r.agent_id, r)
@@ -146,10 +151,10 @@ def build_report(
         if r.failures
     ]
     return ExperimentReport(
-        experiment_id=evo.experiment_id,
-        name=evo.config.name,
-        model=evo.llm.model_name,
-        status=evo.status,
+        experiment_id=experiment_id,
+        name=name,
+        model=model,
+        status=status,
         generations=[
             {
                 "generation": g.generation,
@@ -163,11 +168,9 @@ def build_report(
         leaderboard=leaderboard,
         best_prompt=best.system_prompt if best else "",
         lineage=_lineage(best, everyone),
-        operators={
-            k: v.as_dict() | {"weight": evo.board.weights().get(k, 0.0)} for k, v in sorted(evo.board.stats.items())
-        },
+        operators={k: v.as_dict() | {"weight": board.weights().get(k, 0.0)} for k, v in sorted(board.stats.items())},
         pareto=pareto,
-        totals=evo.run_totals().as_dict(),
+        totals=totals,
         failures=sum(r.failures for r in records),
         failed_individuals=failed[:20],
     )

@@ -1,4 +1,4 @@
-"""What the flows share: offline defaults, a CLI-like context from a home folder, versions."""
+"""What the flows share: offline defaults, a runtime for a home folder, versions."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ offline_env.apply()
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
-from furnace.cli.context import CliContext  # noqa: E402
+from furnace.runtime import Runtime  # noqa: E402
 
 
-def context(home: str | None) -> CliContext:
-    """Settings and lazily built adapters for ``home`` (as the CLI builds them)."""
-    return CliContext.from_env(home=home)
+def runtime(home: str | None) -> Runtime:
+    """The runtime for ``home`` (settings from the environment, as the CLI builds it). Built per
+    task: a task may run in another process (Dask) and a flow may be served for days."""
+    return Runtime.from_env(home=home)
 
 
 def results_dir(home: str | None) -> str:
@@ -23,7 +24,7 @@ def results_dir(home: str | None) -> str:
     Never Prefect's shared default (``~/.prefect/storage``): a result cached there would be
     served to every other home on the machine, skipping its model calls and its writes.
     """
-    path = context(home).settings.home / "prefect" / "results"
+    path = runtime(home).settings.home / "prefect" / "results"
     path.mkdir(parents=True, exist_ok=True)
     return str(path)
 

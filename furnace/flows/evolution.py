@@ -7,6 +7,7 @@ serves it as a deployment on a schedule (against ``prefect server start``). The 
 
 from __future__ import annotations
 
+import sys  # noqa: E402
 from datetime import UTC, datetime, timedelta  # noqa: E402
 from functools import lru_cache  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -15,7 +16,7 @@ from typing import Any  # noqa: E402
 from prefect import flow, task  # noqa: E402
 
 from furnace.evolution.units import Unit  # noqa: E402
-from furnace.flows._common import context, resolve, results_dir, unit_version
+from furnace.flows._common import resolve, results_dir, runtime, unit_version
 
 
 def _unit_cache_key(_context: Any, parameters: dict[str, Any]) -> str:
@@ -70,10 +71,9 @@ def evaluate_remote(file: str, home: str | None, key: str, args: tuple[Any, ...]
 
 @lru_cache(maxsize=8)
 def _worker_evolution(file: str, home: str | None) -> Any:
-    from furnace.cli.experiment_cmd import prepare
     from furnace.evolution.config import load_config
 
-    return prepare(context(home), load_config(file), track=False).evolution
+    return runtime(home).prepare_experiment(load_config(file), track=False).evolution
 
 
 class DaskUnitRunner(PrefectUnitRunner):
@@ -118,17 +118,20 @@ def run_evolution(
     """The flow body: prepare the experiment as the CLI does (``show``: the estimate and the
     progress bar on stderr, as in a plain run), run it with Prefect tasks. ``reseed``: a
     scheduled run's seed comes from its scheduled start (:func:`seed_for_slot`)."""
-    from furnace.cli.experiment_cmd import ProgressBar, check_budget, prepare
     from furnace.evolution.config import load_config
+    from furnace.evolution.progress import ProgressBar
     from furnace.evolution.report import render_report
 
-    ctx = context(home)
     config = load_config(file)
     if reseed:
         config = config.model_copy(update={"seed": seed_for_slot(_scheduled_start())})
     probes_dir = Path(file).resolve().parent.parent / "probes"
-    prepared = prepare(ctx, config, progress=ProgressBar(enabled=show), track=track, probes_dir=probes_dir)
-    check_budget(prepared, yes=yes, as_json=not show)
+    prepared = runtime(home).prepare_experiment(
+        config, progress=ProgressBar(enabled=show), track=track, probes_dir=probes_dir
+    )
+    if show:
+        print(prepared.estimate_line(), file=sys.stderr)
+    prepared.check_budget(yes=yes)
     version, results = unit_version(config), results_dir(home)
     prepared.evolution.unit_runner = (
         DaskUnitRunner(version, results, file, home) if runner == "dask" else PrefectUnitRunner(version, results)

@@ -7,7 +7,7 @@ from typing import Any  # noqa: E402
 from prefect import flow, task  # noqa: E402
 from prefect.cache_policies import NONE  # noqa: E402
 
-from furnace.flows._common import context, furnace_version, operator_versions, scorer_versions
+from furnace.flows._common import furnace_version, operator_versions, runtime, scorer_versions
 
 DEFAULT_SCORERS = {"constraints": 0.3, "fidelity": 0.3, "tone": 0.2, "brief_fit": 0.2}
 
@@ -32,11 +32,9 @@ def fuse_and_score(
     """One fusion and its evaluation (furnace functions; the task only wires them)."""
     from furnace.evolution.evaluate import evaluate_agent
     from furnace.fusion.fuse import fuse
-    from furnace.fusion.synthesis import SynthesisCache
     from furnace.scoring.probes import load_probe_set
-    from furnace.storage.duckdb.kv import DuckDBKV
 
-    ctx = context(home)
+    ctx = runtime(home)
     result = fuse(
         ctx.store,
         parents,
@@ -46,7 +44,7 @@ def fuse_and_score(
         seed=seed,
         params=params or None,
         settings=ctx.settings,
-        cache=SynthesisCache(DuckDBKV(ctx.db), ttl_s=ctx.settings.synth_ttl_s),
+        cache=ctx.synthesis_cache,
     )
     agent = result.agent
     ev = evaluate_agent(
@@ -66,9 +64,7 @@ def fuse_and_score(
 @task(name="log-fusion", version=f"furnace:{furnace_version()}", cache_policy=NONE)
 def log_fusion(home: str | None, row: dict[str, Any]) -> None:
     """One MLflow run for the fusion (params, metrics, lineage tag)."""
-    from furnace.adapters.mlflow_tracker import MLflowTracker
-
-    tracker = MLflowTracker(context(home).settings.tracking_uri, mlflow_experiment="furnace-fusions")
+    tracker = runtime(home).new_tracker(mlflow_experiment="furnace-fusions")
     tracker.start_experiment(
         f"fusion-{row['agent_id']}", {"operator": row["operator"]}, {"furnace.lineage_hash": row["lineage_hash"]}
     )

@@ -9,7 +9,7 @@ from prefect.cache_policies import NONE  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
 from furnace.evolution.sweep import DEFAULT_SCORERS  # noqa: E402
-from furnace.flows._common import context, operator_versions, scorer_versions
+from furnace.flows._common import operator_versions, runtime, scorer_versions
 
 
 # Not cached by Prefect (the base is an id whose latest version can change); see fusion_generation.
@@ -22,19 +22,11 @@ def mutate_and_score(
     home: str | None, base_id: str, rate: float, seed: int, probe_set: str, limit: int | None
 ) -> dict[str, Any]:
     """One cell of the grid (``furnace.evolution.sweep.sweep_variant``)."""
-    from furnace.evolution.breeding import FusionBreeder
     from furnace.evolution.sweep import sweep_variant
-    from furnace.fusion.synthesis import SynthesisCache
     from furnace.scoring.probes import load_probe_set
-    from furnace.storage.duckdb.kv import DuckDBKV
 
-    ctx = context(home)
-    breeder = FusionBreeder(
-        ctx.store,
-        embedder=ctx.embedder,
-        settings=ctx.settings,
-        cache=SynthesisCache(DuckDBKV(ctx.db), ttl_s=ctx.settings.synth_ttl_s),
-    )
+    ctx = runtime(home)
+    breeder = ctx.fusion_breeder()
     return sweep_variant(
         ctx.store.get_elixir(base_id),
         rate,

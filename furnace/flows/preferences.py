@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 from furnace import offline_env
@@ -21,8 +20,7 @@ offline_env.apply()
 from prefect import flow, task  # noqa: E402
 from prefect.cache_policies import NONE  # noqa: E402
 
-from furnace.flows._common import furnace_version  # noqa: E402
-from furnace.settings import FurnaceSettings  # noqa: E402
+from furnace.flows._common import furnace_version, runtime  # noqa: E402
 from furnace.writing.preferences import BatchReport, process_unprocessed  # noqa: E402
 
 MLFLOW_EXPERIMENT = "furnace-preferences"
@@ -66,13 +64,9 @@ def log_batch(tracking_uri: str, report: BatchReport, params: dict[str, Any]) ->
 @flow(name="preference-extraction")
 def preference_extraction(home: str | None = None, limit: int | None = None, seed: int = 0) -> dict[str, Any]:
     """Process unprocessed revisions into new persona versions; returns the batch report (+ MLflow run id)."""
-    from furnace.adapters.factory import build_content_store, build_db, build_llm, build_store
-
-    settings = FurnaceSettings() if home is None else FurnaceSettings(home=Path(home))
-    db = build_db(settings)
-    report = process_batch(
-        build_store(settings, db=db), build_content_store(settings, db=db), build_llm(settings, db=db), limit, seed
-    )
+    rt = runtime(home)
+    settings = rt.settings
+    report = process_batch(rt.store, rt.content_store, rt.llm, limit, seed)
     if not (report.processed or report.failed):  # nothing to learn from: no empty MLflow run
         return {**report.as_dict(), "mlflow_run_id": None}
     run_id = log_batch(settings.tracking_uri, report, {"limit": limit, "seed": seed, "model": settings.model_name})

@@ -4,11 +4,12 @@
   ``is_card_file``, ``card_for``, ``export_card_json``, ``export_card_png``).
 - :mod:`furnace.interop.skill` — ``<slug>/SKILL.md`` + ``references/persona.json``
   as a folder or a byte-reproducible zip.
-- :mod:`furnace.interop.secrets` — the secret scan that guards exports.
+- ``find_secret`` / ``refuse_secrets`` (from :mod:`furnace.domain.secrets`) — the secret scan that guards exports.
 """
 
 from __future__ import annotations
 
+from furnace.domain.secrets import find_secret, refuse_secrets
 from furnace.interop.cards import (
     CardImport,
     card_for,
@@ -20,7 +21,6 @@ from furnace.interop.cards import (
     read_card_bytes,
     read_card_file,
 )
-from furnace.interop.secrets import find_secret, refuse_secrets
 from furnace.interop.skill import SkillBundle, build_skill, skill_zip_bytes, write_skill_folder
 
 __all__ = [

@@ -33,6 +33,7 @@ from furnace.domain.agent import AGENT_PREFIX, Agent
 from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir, parse_elixir
 from furnace.domain.errors import InputError
+from furnace.domain.secrets import refuse_secrets
 from furnace.interop.card_format import (
     BACKFILL_NOTE,
     MAX_CARD_FILE_BYTES,
@@ -59,7 +60,6 @@ from furnace.interop.card_mapping import (
 )
 from furnace.interop.limits import check_json_shape
 from furnace.interop.png import PNG_SIGNATURE, write_png
-from furnace.interop.secrets import refuse_secrets
 
 FORMAT = "furnace.card/1"
 EXT_KEY = "furnace"

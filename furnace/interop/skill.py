@@ -28,7 +28,7 @@ import yaml
 from furnace.domain.agent import Agent
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError
-from furnace.interop.secrets import refuse_secrets
+from furnace.domain.secrets import refuse_secrets
 
 FORMAT = "furnace.persona/1"
 MAX_DESCRIPTION = 1024

@@ -27,6 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal
 
+from furnace.llm.offline.engine import estimate_tokens
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 
 log = logging.getLogger(__name__)
@@ -49,11 +50,11 @@ _HEADERS = {
 }
 
 
-def counter_for(model: str | None) -> TokenCounter:
-    """The token counter for ``model`` (litellm's offline counter; the engine's estimate offline)."""
-    from furnace.adapters.tokens import count_tokens  # no litellm import until a real model is counted
-
-    return lambda text: count_tokens(text, model)
+def estimate_counter(text: str) -> int:
+    """The default :data:`TokenCounter`: the offline engine's deterministic estimate (CJK characters
+    count one each), needing no tokenizer library. A runtime injects a model's own counter
+    (:func:`furnace.adapters.tokens.counter_for`) where it has one."""
+    return estimate_tokens(text) if text else 0
 
 
 @dataclass(frozen=True)

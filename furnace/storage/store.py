@@ -163,7 +163,7 @@ def as_stored(elixir: Elixir, *, version: int, created_at: datetime, id: str | N
     validation can never reach the store, and its ``content_hash`` is fresh.
     Style notes or principles that look like they hold a secret are logged as a warning.
     """
-    from furnace.interop.secrets import warn_secrets
+    from furnace.domain.secrets import warn_secrets
 
     data = elixir.model_dump(mode="json", exclude={"content_hash", "version", "created_at", "deleted_at"})
     data.update(version=version, created_at=created_at, deleted_at=None)

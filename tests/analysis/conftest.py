@@ -26,19 +26,16 @@ class Lab:
 
 @pytest.fixture()
 def lab(settings) -> Lab:
-    from furnace.adapters.factory import build_db, build_llm, build_store
     from furnace.fusion.embedding import HashEmbedder
     from furnace.fusion.fuse import fuse
-    from furnace.fusion.synthesis import SynthesisCache
     from furnace.interop.importers import import_file
-    from furnace.storage.duckdb.kv import DuckDBKV
+    from furnace.runtime import Runtime
 
-    db = build_db(settings)
-    store = build_store(settings, db=db)
+    rt = Runtime(settings)
+    db, store, llm = rt.db, rt.store, rt.llm
     for name in ("data-science-mentor", "viral-copywriter"):
         import_file(LIBRARY_DIR / f"{name}.yaml", store)
-    llm = build_llm(settings, db=db)
-    kw = dict(llm=llm, embedder=HashEmbedder(), cache=SynthesisCache(DuckDBKV(db)), settings=settings)
+    kw = dict(llm=llm, embedder=HashEmbedder(), cache=rt.synthesis_cache, settings=settings)
     cross = fuse(store, ["data-science-mentor", "viral-copywriter"], operator="crossover", **kw).agent
     mutant = fuse(store, ["data-science-mentor"], operator="mutation", seed=3, **kw).agent
     grandchild = fuse(store, [cross.id], operator="mutation", seed=5, **kw).agent

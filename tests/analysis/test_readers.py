@@ -58,11 +58,11 @@ def test_experiment_readers_decode_json_and_filter(lab) -> None:
 
 
 def test_revision_readers(lab) -> None:
-    from furnace.adapters.factory import build_content_store
+    from furnace.runtime import Runtime
     from furnace.writing.content import generate_content
     from furnace.writing.revision import revise
 
-    cs = build_content_store(lab.settings, db=lab.db)
+    cs = Runtime(lab.settings).content_store
     content, _ = generate_content(lab.store, cs, lab.llm, persona_id="viral-copywriter", topic="tea")
     outcome = revise(lab.store, cs, lab.llm, content.id, "add an emoji")
     assert outcome.status == "revised"

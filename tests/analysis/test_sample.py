@@ -1,10 +1,11 @@
-"""furnace.analysis.sample: which home a notebook reads, and the offline sample's contents."""
+"""Notebook data: which home a notebook reads (furnace.runtime.analysis_runtime), and the offline sample."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import furnace.analysis.sample as sample
+import furnace.runtime as runtime
 from furnace.settings import FurnaceSettings
 
 
@@ -12,13 +13,13 @@ def test_empty_home_falls_back_to_a_fresh_sample_home(tmp_path, monkeypatch) -> 
     empty = tmp_path / "empty"
     empty.mkdir()
     for need in ("experiments", "revisions", "mlflow"):
-        assert not sample.has_data(FurnaceSettings(home=empty), need)
+        assert not runtime.has_data(FurnaceSettings(home=empty), need)
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the sample home's folder lands under tmp_path
     built: list[tuple[Path, object]] = []
-    monkeypatch.setattr(sample, "build_sample", lambda home, need=None: built.append((home, need)))
-    settings = sample.analysis_settings("revisions", env={"FURNACE_HOME": str(empty), "FURNACE_MODEL": "x/y"})
+    monkeypatch.setattr(sample, "build_sample", lambda rt, need=None: built.append((rt.settings.home, need)))
+    settings = runtime.analysis_runtime("revisions", env={"FURNACE_HOME": str(empty), "FURNACE_MODEL": "x/y"}).settings
     assert built == [(settings.home, "revisions")] and settings.home.parent.parent == tmp_path
     assert settings.model is None and settings.embedder == "hash"
     assert not (empty / "furnace.duckdb").exists()  # nothing written into the user's home
@@ -30,13 +31,13 @@ def test_a_home_with_data_is_used_as_it_is(lab, monkeypatch) -> None:
 
     home = str(lab.settings.home)
     monkeypatch.setattr(sample, "build_sample", lambda *a, **k: (_ for _ in ()).throw(AssertionError("built")))
-    assert not sample.has_data(lab.settings, "experiments")
+    assert not runtime.has_data(lab.settings, "experiments")
     DuckDBExperimentResults(lab.db).save_individual(
         IndividualRecord("exp-1", 0, "data-science-mentor", 0, "seed", (), None, {}, "p", 0.5, {})
     )
-    assert sample.analysis_settings("experiments", env={"FURNACE_HOME": home}).home == lab.settings.home
-    assert not sample.has_data(lab.settings, "mlflow")  # no mlflow.db in this home yet
-    assert not sample.has_data(lab.settings, "revisions")
+    assert runtime.analysis_runtime("experiments", env={"FURNACE_HOME": home}).settings.home == lab.settings.home
+    assert not runtime.has_data(lab.settings, "mlflow")  # no mlflow.db in this home yet
+    assert not runtime.has_data(lab.settings, "revisions")
 
 
 def test_sample_configs_differ_in_operators_and_rate() -> None:

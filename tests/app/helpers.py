@@ -14,21 +14,21 @@ LIBRARY_DIR = resources.LIBRARY_DIR
 
 def seed_home(path: Path) -> Path:
     """A FURNACE_HOME holding the sample library (``data/elixirs``)."""
-    from furnace.adapters.factory import build_store
     from furnace.interop.importers import import_library
+    from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
 
     path.mkdir(parents=True, exist_ok=True)
-    import_library(LIBRARY_DIR, build_store(FurnaceSettings(home=path)), keep_existing=True)
+    import_library(LIBRARY_DIR, Runtime(FurnaceSettings(home=path)).store, keep_existing=True)
     return path
 
 
 def store_for(home: Path):
     """The DuckDB store of ``home`` (what the app writes to)."""
-    from furnace.adapters.factory import build_store
+    from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
 
-    return build_store(FurnaceSettings(home=home))
+    return Runtime(FurnaceSettings(home=home)).store
 
 
 def no_errors(at) -> None:

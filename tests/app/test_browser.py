@@ -19,16 +19,15 @@ def seeded(tmp_path: Path) -> Path:
     if reason:
         pytest.skip(reason)
     home = seed_home(tmp_path / "home")
-    from furnace.adapters.factory import build_content_store, build_db, build_llm, build_store
+    from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
     from furnace.writing.content import generate_content
 
-    settings = FurnaceSettings(home=home)
-    db = build_db(settings)
+    rt = Runtime(FurnaceSettings(home=home))
     generate_content(
-        build_store(settings, db=db),
-        build_content_store(settings, db=db),
-        build_llm(settings, db=db),
+        rt.store,
+        rt.content_store,
+        rt.llm,
         persona_id="lifestyle-blogger-zh",
         topic="夏日防晒",
     )
@@ -62,13 +61,13 @@ def test_edit_persona_and_revise_in_a_real_browser(seeded: Path) -> None:
         page.screenshot(path=str(ARTIFACTS / "browser-revision-reply.png"), full_page=True)
         assert "V1→V2" in reply.inner_text()
 
-    from furnace.adapters.factory import build_content_store, build_store
+    from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
 
     settings = FurnaceSettings(home=seeded)
-    assert build_store(settings).get_elixir("academic-editor").version == 2
-    [content] = build_content_store(settings).list_contents()
-    assert len(build_content_store(settings).versions(content.id)) == 2
+    assert Runtime(settings).store.get_elixir("academic-editor").version == 2
+    [content] = Runtime(settings).content_store.list_contents()
+    assert len(Runtime(settings).content_store.versions(content.id)) == 2
 
 
 PAGES = [  # (url path, heading)

@@ -57,11 +57,11 @@ def test_app_saves_while_an_experiment_runs(app_home: Path, tmp_path: Path) -> N
         "--no-mlflow",
         "--json",
     ]
-    from furnace.adapters.factory import build_db
+    from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
     from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
-    results = DuckDBExperimentResults(build_db(FurnaceSettings(home=app_home)))
+    results = DuckDBExperimentResults(Runtime(FurnaceSettings(home=app_home)).db)
     store = store_for(app_home)
     start_version = store.get_elixir(PERSONA).version
     at = AppTest.from_file(str(APP), default_timeout=60)

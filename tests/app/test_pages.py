@@ -12,21 +12,19 @@ A, B = "academic-editor", "data-science-mentor"
 @pytest.fixture(scope="module")
 def fused(app_home):
     """A crossover agent of A and B, made through the furnace page's own function."""
-    from furnace.adapters.factory import build_db, build_llm, build_store
     from furnace.fusion.embedding import HashEmbedder
     from furnace.fusion.fuse import fuse
-    from furnace.fusion.synthesis import SynthesisCache
+    from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
-    from furnace.storage.duckdb.kv import DuckDBKV
 
     settings = FurnaceSettings(home=app_home)
-    db = build_db(settings)
+    rt = Runtime(settings)
     result = fuse(
-        build_store(settings, db=db),
+        rt.store,
         [A, B],
-        llm=build_llm(settings, db=db),
+        llm=rt.llm,
         embedder=HashEmbedder(),
-        cache=SynthesisCache(DuckDBKV(db)),
+        cache=rt.synthesis_cache,
         operator="crossover",
         settings=settings,
     )
@@ -58,10 +56,10 @@ def test_revision_chat_grows_the_version_chain(app, app_home):
     at.text_input(key="revision_topic").input("夏日防晒").run()
     at.button(key="revision_create").click().run()
     no_errors(at)
-    from furnace.adapters.factory import build_content_store
+    from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
 
-    contents = build_content_store(FurnaceSettings(home=app_home))
+    contents = Runtime(FurnaceSettings(home=app_home)).content_store
     [content] = contents.list_contents()
     assert [v.version for v in contents.versions(content.id)] == [1]
     at.chat_input(key="revision_input").set_value("太正式了，活泼一点，加一个 emoji").run()
@@ -137,10 +135,10 @@ def test_assistant_question_renders_a_table(app, fused):
 
 def test_arena_stop_and_continue_an_interrupted_turn(app, app_home):
     from furnace.arena.events import FinalReply
+    from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
-    from furnace.storage.duckdb.arena import build_arena
 
-    arena = build_arena(FurnaceSettings(home=app_home))
+    arena = Runtime(FurnaceSettings(home=app_home)).arena()
     session = arena.create_session(
         ["go-reviewer", "academic-editor", "security-auditor", "viral-copywriter"], title="interrupted"
     )
@@ -180,12 +178,11 @@ def test_promote_the_fused_child(app, app_home):
 
 
 def test_compare_experiments_tab_shows_the_judge_feedback(app, app_home):
-    from furnace.adapters.factory import build_db
     from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord, ScoreRow
+    from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
-    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
-    results = DuckDBExperimentResults(build_db(FurnaceSettings(home=app_home)))
+    results = Runtime(FurnaceSettings(home=app_home)).results
     results.start_experiment(ExperimentRecord("exp-fb", "feedback", {}, 1, "offline"))
     scores = (
         ScoreRow("launch-note", "fidelity", 0.4, "1/3 target descriptors present", feedback="missing: tasting notes"),

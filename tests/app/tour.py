@@ -30,35 +30,28 @@ def prepare(home: Path) -> None:
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    from furnace.adapters.factory import build_content_store, build_db, build_llm, build_store
     from furnace.fusion.embedding import HashEmbedder
     from furnace.fusion.fuse import fuse
-    from furnace.fusion.synthesis import SynthesisCache
+    from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
-    from furnace.storage.duckdb.arena import build_arena
-    from furnace.storage.duckdb.kv import DuckDBKV
     from furnace.writing.content import generate_content
     from furnace.writing.revision import revise
 
     settings = FurnaceSettings(home=home, embedder="hash")
-    db = build_db(settings)
-    store, llm, contents = (
-        build_store(settings, db=db),
-        build_llm(settings, db=db),
-        build_content_store(settings, db=db),
-    )
+    rt = Runtime(settings)
+    store, llm, contents = rt.store, rt.llm, rt.content_store
     fuse(
         store,
         ["academic-editor", "legal-plain-language"],
         llm=llm,
         embedder=HashEmbedder(),
-        cache=SynthesisCache(DuckDBKV(db)),
+        cache=rt.synthesis_cache,
         operator="crossover",
         settings=settings,
     )
     content, _ = generate_content(store, contents, llm, persona_id="viral-copywriter", topic="summer sunscreen habits")
     revise(store, contents, llm, content.id, "Too formal, make it livelier and add an emoji")
-    arena = build_arena(settings, db=db, llm=llm, store=store)
+    arena = rt.arena()
     session = arena.create_session(EN_MEMBERS, title="Review board")
     arena.say(session.id, "Sound off!")
 

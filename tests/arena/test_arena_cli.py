@@ -16,8 +16,8 @@ from furnace.cli import cli, main
 from furnace.domain.elixir import Elixir
 from furnace.llm.fakes import FakeLLM
 from furnace.llm.offline import OfflineEngine
+from furnace.runtime import Runtime
 from furnace.settings import FurnaceSettings
-from furnace.storage.duckdb.arena import build_arena
 from furnace.storage.duckdb.db import Database
 from furnace.storage.duckdb.store import DuckDBStore
 
@@ -109,7 +109,7 @@ def test_killed_after_speaker_two_resumes_speakers_three_and_four(home: Path) ->
     # Resume through the same API the CLI uses, with every model call counted.
     engine = OfflineEngine()
     llm = FakeLLM(respond=engine.complete, model_name=engine.model_name)
-    arena = build_arena(FurnaceSettings(home=home), db=db, llm=llm, store=DuckDBStore(db))
+    arena = Runtime(FurnaceSettings(home=home)).arena(llm=llm)
     after = [json.loads(e.model_dump_json()) for e in arena.resume(run_id).events]
     assert after[0]["resumed"] is True
     assert [e["reused"] for e in after if e["type"] == "plan_created"] == [True]

@@ -86,21 +86,6 @@ def test_public_names_resolve_and_the_pipeline_imports_first() -> None:
 
     for name in arena.__all__:
         assert getattr(arena, name) is not None
-    # persona_pipeline uses arena.ordinals: importing it first must not hit an import cycle
+    # the persona pipeline (speaker) uses arena.ordinals: importing it first must not hit an import cycle
     code = "import furnace.arena.speaker, furnace.arena.runner; print('ok')"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "ok"
-
-
-def test_core_arena_modules_import_no_adapters() -> None:
-    import re
-    from pathlib import Path
-
-    import furnace.arena
-
-    banned = re.compile(
-        r"^\s*(from|import)\s+(duckdb|litellm|mlflow|prefect|streamlit|furnace\.adapters|furnace\.storage\.duckdb)\b",
-        re.M,
-    )
-    root = Path(furnace.arena.__file__).parent
-    for path in [*root.glob("*.py"), root.parent / "llm" / "offline" / "plan.py"]:
-        assert not banned.search(path.read_text(encoding="utf-8")), f"{path.name} imports an adapter dependency"

@@ -25,7 +25,7 @@ def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
 
 
 def test_the_set_has_sixty_phrasings_per_language_and_covers_every_intent() -> None:
-    from furnace.assistant.intent import INTENTS
+    from furnace.domain.intents import INTENTS
 
     for lang in ("en", "zh"):
         assert len(QUESTIONS["tuned"][lang]) >= 60, lang

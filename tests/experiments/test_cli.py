@@ -15,12 +15,12 @@ CONFIG = Path(__file__).parent / "data" / "small.yaml"
 @pytest.fixture()
 def library_home(home, monkeypatch):
     monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
-    from furnace.adapters.factory import build_store
     from furnace.cli.elixir_cmd import LIBRARY_DIR
     from furnace.interop.importers import import_library
+    from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
 
-    import_library(LIBRARY_DIR, build_store(FurnaceSettings()), keep_existing=True)
+    import_library(LIBRARY_DIR, Runtime(FurnaceSettings()).store, keep_existing=True)
     return home
 
 

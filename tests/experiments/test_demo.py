@@ -35,9 +35,9 @@ def test_demo_experiment_end_to_end(home, monkeypatch, capsys):
     # step 6: the preference loop — revise by chat, learn, write again with what was learned
     assert "6. Revision chat: skincare-science-writer-zh@1" in out
     assert "V1→V2" in out and "V3→V4" in out
-    from furnace.adapters.factory import build_store
+    from furnace.runtime import Runtime
 
-    persona = build_store(FurnaceSettings(home=home)).get_elixir("skincare-science-writer-zh")
+    persona = Runtime(FurnaceSettings(home=home)).store.get_elixir("skincare-science-writer-zh")
     learned = {(p.dimension, p.value) for p in persona.style_preferences}
     assert {("tone", "lively"), ("emoji", "more")} <= learned
     assert f"learned preferences → skincare-science-writer-zh@{persona.version}" in out

@@ -13,12 +13,12 @@ CONFIG = Path(__file__).parent / "data" / "small.yaml"
 @pytest.fixture()
 def library_home(home, monkeypatch):
     monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
-    from furnace.adapters.factory import build_store
     from furnace.cli.elixir_cmd import LIBRARY_DIR
     from furnace.interop.importers import import_library
+    from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
 
-    import_library(LIBRARY_DIR, build_store(FurnaceSettings()), keep_existing=True)
+    import_library(LIBRARY_DIR, Runtime(FurnaceSettings()).store, keep_existing=True)
     return home
 
 
@@ -31,9 +31,9 @@ def test_unit_version_names_operator_and_scorer_versions():
 
 
 def test_evolution_flow_matches_the_plain_run(library_home, prefect_harness, tmp_path, capsys):
-    from furnace.cli.context import CliContext
     from furnace.cli.experiment_cmd import run_experiment_file
     from furnace.flows.evolution import evolution_flow
+    from furnace.runtime import Runtime
 
     shared = Path(os.environ["PREFECT_RESULTS_LOCAL_STORAGE_PATH"])
     shared_before = set(shared.rglob("*")) if shared.exists() else set()
@@ -45,7 +45,7 @@ def test_evolution_flow_matches_the_plain_run(library_home, prefect_harness, tmp
     assert any((library_home / "prefect" / "results").iterdir())
     assert (set(shared.rglob("*")) if shared.exists() else set()) == shared_before
     # the same experiment run directly reads every individual back: identical result, no model call
-    plain = run_experiment_file(CliContext.from_env(home=str(library_home)), str(CONFIG), track=False, quiet=True)
+    plain = run_experiment_file(Runtime.from_env(home=str(library_home)), str(CONFIG), track=False, quiet=True)
     assert plain.totals["model_calls"] == flowed["totals"]["model_calls"]  # no new model call; totals kept
     assert plain.leaderboard == flowed["leaderboard"] and plain.lineage == flowed["lineage"]
 

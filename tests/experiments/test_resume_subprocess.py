@@ -27,9 +27,9 @@ def _env(home: Path) -> dict[str, str]:
 def _prepare(home: Path) -> None:
     home.mkdir()
     code = (
-        "from furnace.adapters.factory import build_store; from furnace.settings import FurnaceSettings;"
+        "from furnace.runtime import Runtime; from furnace.settings import FurnaceSettings;"
         "from furnace.interop.importers import import_library; from furnace.cli.elixir_cmd import LIBRARY_DIR;"
-        "import_library(LIBRARY_DIR, build_store(FurnaceSettings()), keep_existing=True)"
+        "import_library(LIBRARY_DIR, Runtime(FurnaceSettings()).store, keep_existing=True)"
     )
     subprocess.run([sys.executable, "-c", code], env=_env(home), check=True, cwd=REPO, timeout=120)
 

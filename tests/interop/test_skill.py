@@ -16,8 +16,8 @@ from conftest import make_agent, make_native
 from furnace.domain.elixir import Elixir, edit, parse_elixir
 from furnace.domain.errors import InputError
 from furnace.domain.render import render_prompt
+from furnace.domain.secrets import find_secret
 from furnace.interop.cards import elixir_from_card
-from furnace.interop.secrets import find_secret
 from furnace.interop.skill import build_skill, skill_zip_bytes, write_skill_folder
 from furnace.storage.memory import MemoryStore
 

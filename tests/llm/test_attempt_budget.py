@@ -14,8 +14,8 @@ from collections import Counter
 import pytest
 from pydantic import SecretStr
 
-from furnace.adapters.factory import build_llm
 from furnace.domain.errors import FurnaceError
+from furnace.runtime import build_llm
 from furnace.settings import FurnaceSettings
 
 from .stub_server import Reply, StubServer, error_body

@@ -7,11 +7,11 @@ import sys
 
 from pydantic import SecretStr
 
-from furnace.adapters.factory import build_llm
 from furnace.adapters.litellm_client import LiteLLMClient
 from furnace.llm.cache import CachedLLM, MemoryCallLedger, MemoryResponseCache
 from furnace.llm.offline import OfflineEngine
 from furnace.llm.seam import OFFLINE_MODEL_NAME, TaskKind, system_user
+from furnace.runtime import build_llm
 from furnace.settings import FurnaceSettings
 from furnace.storage.duckdb.db import Database
 from furnace.storage.duckdb.llm_calls import DuckDBCallLedger, DuckDBResponseCache
@@ -60,9 +60,9 @@ def test_model_setting_builds_litellm_client(home):
 
 def test_importing_the_seam_does_not_import_litellm():
     code = (
-        "import sys, furnace.adapters.factory, furnace.adapters.litellm_client, furnace.llm.cache, furnace.llm.offline;"
+        "import sys, furnace.runtime, furnace.adapters.litellm_client, furnace.llm.cache, furnace.llm.offline;"
         "from furnace.settings import FurnaceSettings;"
-        "furnace.adapters.factory.build_llm(FurnaceSettings());"
+        "furnace.runtime.build_llm(FurnaceSettings());"
         "print('litellm' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from furnace.adapters.factory import build_llm
 from furnace.domain.errors import LLMError
 from furnace.llm.cache import CachedLLM
 from furnace.llm.seam import TaskKind, system_user
+from furnace.runtime import build_llm
 from furnace.settings import FurnaceSettings
 from furnace.storage.duckdb.db import Database
 

@@ -34,10 +34,10 @@ def jupyter_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def sample_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from furnace.analysis.sample import build_sample
+    from furnace.runtime import sample_runtime
 
     home = tmp_path_factory.mktemp("analysis-sample") / "home"
-    build_sample(home)
+    sample_runtime(home)
     return home
 
 

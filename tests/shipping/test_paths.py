@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from furnace.analysis.sample import default_home
 from furnace.cli.demo_experiment import shown_path
+from furnace.runtime import default_home
 
 PACKAGE = Path(__file__).resolve().parents[2] / "furnace"
 CLIMB = re.compile(r"Path\(__file__\)(?:\.resolve\(\))?(?P<parents>\.parents\[(?P<n>\d+)\]|(?:\.parent)+)")

@@ -14,10 +14,10 @@ from .conftest import ZH_PERSONA
 
 @pytest.fixture()
 def run(settings):
-    from furnace.adapters.factory import build_store
     from furnace.cli import cli
+    from furnace.runtime import Runtime
 
-    build_store(settings).save_elixir(parse_elixir(ZH_PERSONA))
+    Runtime(settings).store.save_elixir(parse_elixir(ZH_PERSONA))
     runner = CliRunner()
 
     def invoke(*args: str, ok: bool = True):
@@ -78,11 +78,11 @@ def test_cli_errors_are_one_line(run, settings):
 
 
 def test_prefs_learn_pending_processes_revisions_made_without_learning(run, settings):
-    from furnace.adapters.factory import build_content_store, build_llm, build_store
+    from furnace.runtime import Runtime, build_llm
     from furnace.writing.content import generate_content
     from furnace.writing.revision import revise
 
-    store, contents, llm = build_store(settings), build_content_store(settings), build_llm(settings)
+    store, contents, llm = Runtime(settings).store, Runtime(settings).content_store, build_llm(settings)
     content, _ = generate_content(store, contents, llm, persona_id="skin-advisor", topic="夏季防晒推荐")
     revise(store, contents, llm, content.id, "加一个 emoji", learn=False)
     assert json.loads(run("prefs", "skin-advisor", "--json").output)["preferences"] == []

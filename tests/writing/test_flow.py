@@ -11,13 +11,13 @@ from .conftest import EN_PERSONA
 
 @pytest.mark.slow
 def test_flow_processes_pending_revisions_once_and_logs_to_mlflow(settings, prefect_harness):
-    from furnace.adapters.factory import build_content_store, build_db, build_llm, build_store
     from furnace.flows.preferences import preference_extraction
+    from furnace.runtime import Runtime, build_llm
     from furnace.writing.content import generate_content
     from furnace.writing.revision import revise
 
-    db = build_db(settings)
-    store, contents, llm = build_store(settings, db=db), build_content_store(settings, db=db), build_llm(settings)
+    rt = Runtime(settings)
+    store, contents, llm = rt.store, rt.content_store, build_llm(settings)
     store.save_elixir(parse_elixir(EN_PERSONA))
     content, _ = generate_content(store, contents, llm, persona_id="skin-advisor-en", topic="sunscreen")
     for s in ["too formal, make it livelier", "add an emoji"]:

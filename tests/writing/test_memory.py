@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from furnace.adapters.tokens import counter_for
 from furnace.domain.errors import LLMTimeout
 from furnace.llm.context import (
     ContextBudget,
@@ -14,7 +15,6 @@ from furnace.llm.context import (
     MemoryState,
     MemoryWriter,
     build_context,
-    counter_for,
     fit_tokens,
 )
 from furnace.llm.fakes import FakeLLM

@@ -13,7 +13,7 @@ PICK = "arena_pick"
 
 st.title("Arena")
 svc = services()
-arena = svc.arena
+arena = svc.arena()
 
 try:
     sessions = arena.store.list_sessions()

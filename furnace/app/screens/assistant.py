@@ -8,14 +8,12 @@ from furnace.app.services import services, show_error
 from furnace.assistant.answer import Assistant, Done
 from furnace.assistant.scope import Scope
 from furnace.domain.errors import FurnaceError
-from furnace.llm.context import counter_for
-from furnace.storage.duckdb.assist import DuckDBAssistData
 
 SESSION = "app"
 
 st.title("Lab assistant")
 svc = services()
-data = DuckDBAssistData(svc.db, verify_agents=svc.store.verify_agents)
+data = svc.assist_data
 state = data.load_state(SESSION)
 
 scope_col, clear_col = st.columns([5, 1])
@@ -67,7 +65,7 @@ if question:
     with st.chat_message("assistant"):
         try:
             assistant = Assistant(
-                data, svc.llm, context_limit=svc.settings.context_limit, count_tokens=counter_for(svc.settings.model)
+                data, svc.llm, context_limit=svc.settings.context_limit, count_tokens=svc.token_counter
             )
             with st.status("Thinking…", expanded=False) as status:
                 events = []

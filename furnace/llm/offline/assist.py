@@ -4,7 +4,7 @@ Inputs (``request.inputs``):
 
 - ``{"mode": "classify", "question": str, "catalogue": {...}, "history": [earlier questions]}``
   → parsed ``{intent, persona, experiment, days, confidence}``. The rules in
-  :mod:`furnace.assistant.intent` already ran and failed, so this looks for
+  :mod:`furnace.domain.intents` already ran and failed, so this looks for
   looser synonyms; for a follow-up ("and yesterday?") it carries the intent of
   the latest earlier question. Unknown → ``confidence`` 0 (the assistant then
   asks a clarifying question instead of guessing).
@@ -18,6 +18,7 @@ import random
 import re
 from typing import Any
 
+from furnace.domain.intents import rule_intent
 from furnace.llm.seam import LLMRequest
 
 _SYNONYMS: dict[str, tuple[str, ...]] = {  # looser words than the assistant's rules (which ran first and failed)
@@ -43,8 +44,6 @@ def _synonym_intent(text: str) -> str | None:
 
 
 def _classify(inputs: dict[str, Any]) -> dict[str, Any]:
-    from furnace.assistant.intent import classify
-
     question = inputs.get("question", "")
     intent = _synonym_intent(question)
     if intent:
@@ -52,7 +51,7 @@ def _classify(inputs: dict[str, Any]) -> dict[str, Any]:
     history = inputs.get("history") or []
     if history and _FOLLOW_UP.search(question):
         for earlier in reversed(history):
-            guess = classify(earlier).intent or _synonym_intent(earlier)
+            guess = rule_intent(earlier) or _synonym_intent(earlier)
             if guess:
                 return {"intent": guess, "persona": None, "experiment": None, "days": None, "confidence": 0.65}
     return {"intent": None, "persona": None, "experiment": None, "days": None, "confidence": 0.0}

@@ -1,0 +1,1 @@
+"""The Streamlit app (a face): started by path (``furnace app`` runs ``streamlit_app.py``)."""

