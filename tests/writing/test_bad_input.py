@@ -150,9 +150,9 @@ def test_the_issue_scenarios_touch_only_their_target(store, contents, engine, cl
 
 @pytest.fixture()
 def cli(settings):
-    from furnace.adapters.factory import build_store
+    from furnace.runtime import Runtime
 
-    store = build_store(settings)
+    store = Runtime(settings).store
     store.save_elixir(parse_elixir(ZH_PERSONA))
     store.save_elixir(parse_elixir(EN_PERSONA))
 
