@@ -34,21 +34,24 @@ def app_command(entry: Path, *, host: str, port: int) -> list[str]:
     ]
 
 
-def register(cli: click.Group) -> None:
-    @cli.command("app")
-    @click.option("--host", default=None, help="Address to bind (default 127.0.0.1).")
-    @click.option("--port", type=int, default=None, help="Port (default 8501).")
-    @click.pass_obj
-    def app(obj: Runtime, host: str | None, port: int | None) -> None:
-        """Start the Streamlit app on the current FURNACE_HOME."""
-        if not APP_ENTRY.exists():
-            raise InputError(f"the app is not installed next to the package ({APP_ENTRY} missing)")
-        ensure_home(obj.settings.home)
-        settings = obj.settings
-        env = dict(os.environ, FURNACE_HOME=str(settings.home.resolve()))
-        host = host or settings.app_host
-        port = port or settings.app_port
-        click.echo(f"furnace app on http://{host}:{port}  (data: {settings.home.resolve()}; Ctrl-C to stop)")
-        from furnace.adapters.processes import run_child  # stopped with furnace, even on kill -9
+@click.command("app")
+@click.option("--host", default=None, help="Address to bind (default 127.0.0.1).")
+@click.option("--port", type=int, default=None, help="Port (default 8501).")
+@click.pass_obj
+def app(obj: Runtime, host: str | None, port: int | None) -> None:
+    """Start the Streamlit app on the current FURNACE_HOME."""
+    if not APP_ENTRY.exists():
+        raise InputError(f"the app is not installed next to the package ({APP_ENTRY} missing)")
+    ensure_home(obj.settings.home)
+    settings = obj.settings
+    env = dict(os.environ, FURNACE_HOME=str(settings.home.resolve()))
+    host = host or settings.app_host
+    port = port or settings.app_port
+    click.echo(f"furnace app on http://{host}:{port}  (data: {settings.home.resolve()}; Ctrl-C to stop)")
+    from furnace.adapters.processes import run_child  # stopped with furnace, even on kill -9
 
-        raise SystemExit(run_child(app_command(APP_ENTRY, host=host, port=port), env=env))
+    raise SystemExit(run_child(app_command(APP_ENTRY, host=host, port=port), env=env))
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(app)

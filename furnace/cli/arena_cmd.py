@@ -68,94 +68,102 @@ def _printer(as_json: bool) -> Any:
     return show
 
 
+@click.group("arena")
+def arena() -> None:
+    """Group chat: several personas in one session (deterministic directives, supervisor, resume)."""
+
+
+@arena.command("new")
+@click.option("--members", required=True, help="Comma-separated agent or elixir ids (1-8), primary first.")
+@click.option("--title", default="", help="A title for the session.")
+@click.option("--model", default=None, help="The session's model (default: the configured one).")
+@json_option
+@click.pass_obj
+def new(ctx: Runtime, members: str, title: str, model: str | None, as_json: bool) -> None:
+    """Create a session."""
+    session = _arena(ctx).create_session(members.split(","), title=title, model=model)
+    emit(
+        session.model_dump(mode="json"),
+        as_json=as_json,
+        human=f"{session.id}  members: {', '.join(session.members)}  model: {session.model}",
+    )
+
+
+@arena.command("say")
+@click.argument("session_id")
+@click.argument("message")
+@json_option
+@click.pass_obj
+def say(ctx: Runtime, session_id: str, message: str, as_json: bool) -> None:
+    """Send MESSAGE to SESSION; prints each speaker's reply as it lands."""
+    outcome = _arena(ctx).say(session_id, message, on_event=_printer(as_json))
+    if not outcome.events and not as_json:  # stop/continue with no turn to act on
+        click.echo("no running or interrupted turn in this session")
+
+
+@arena.command("resume")
+@click.argument("run_id")
+@json_option
+@click.pass_obj
+def resume(ctx: Runtime, run_id: str, as_json: bool) -> None:
+    """Finish an interrupted or cancelled turn (remaining speakers only, same plan)."""
+    _arena(ctx).resume(run_id, on_event=_printer(as_json))
+
+
+@arena.command("cancel")
+@click.argument("run_id")
+@json_option
+@click.pass_obj
+def cancel(ctx: Runtime, run_id: str, as_json: bool) -> None:
+    """Ask a running turn to stop before its next speaker."""
+    _arena(ctx).cancel(run_id)
+    emit({"run_id": run_id, "cancel_requested": True}, as_json=as_json, human=f"cancel requested for {run_id}")
+
+
+@arena.command("list")
+@json_option
+@click.pass_obj
+def list_(ctx: Runtime, as_json: bool) -> None:
+    """List sessions, newest first."""
+    sessions = _arena(ctx).store.list_sessions()
+    emit(
+        [s.model_dump(mode="json") for s in sessions],
+        as_json=as_json,
+        human="\n".join(f"{s.id}  {', '.join(s.members)}  {s.title}" for s in sessions) or "no sessions",
+    )
+
+
+@arena.command("show")
+@click.argument("session_id")
+@click.option("--plans", is_flag=True, help="Show each turn's plan (the supervisor is otherwise invisible).")
+@json_option
+@click.pass_obj
+def show(ctx: Runtime, session_id: str, plans: bool, as_json: bool) -> None:
+    """Print a session's transcript."""
+    arena_ = _arena(ctx)
+    session = arena_.store.get_session(session_id)
+    runs = {r.run_id: r for r in arena_.store.list_runs(session_id)}
+    messages = arena_.messages(session_id)
+    if as_json:
+        data = {
+            "session": session.model_dump(mode="json"),
+            "runs": [r.model_dump(mode="json") for r in runs.values()],
+            "messages": [m.model_dump(mode="json") for m in messages],
+        }
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
+        return
+    click.echo(f"{session.id}  members: {', '.join(session.members)}  model: {session.model}")
+    for m in messages:
+        if m.role == "user":
+            run = runs[m.run_id]
+            click.echo(f"\n> {m.text}   [{run.run_id} · {run.directive} · {run.status}]")
+            if plans and run.plan is not None:
+                for i, s in enumerate(run.plan.speakers, start=1):
+                    click.echo(f"  plan {i}. {s.member_id}: {s.task}")
+        else:
+            click.echo(f"{m.member_name}: {m.text}")
+
+
 def register(cli: click.Group) -> None:
     """Add the ``arena`` command group."""
-
-    @cli.group("arena")
-    def arena() -> None:
-        """Group chat: several personas in one session (deterministic directives, supervisor, resume)."""
-
-    @arena.command("new")
-    @click.option("--members", required=True, help="Comma-separated agent or elixir ids (1-8), primary first.")
-    @click.option("--title", default="", help="A title for the session.")
-    @click.option("--model", default=None, help="The session's model (default: the configured one).")
-    @json_option
-    @click.pass_obj
-    def new(ctx: Runtime, members: str, title: str, model: str | None, as_json: bool) -> None:
-        """Create a session."""
-        session = _arena(ctx).create_session(members.split(","), title=title, model=model)
-        emit(
-            session.model_dump(mode="json"),
-            as_json=as_json,
-            human=f"{session.id}  members: {', '.join(session.members)}  model: {session.model}",
-        )
-
-    @arena.command("say")
-    @click.argument("session_id")
-    @click.argument("message")
-    @json_option
-    @click.pass_obj
-    def say(ctx: Runtime, session_id: str, message: str, as_json: bool) -> None:
-        """Send MESSAGE to SESSION; prints each speaker's reply as it lands."""
-        outcome = _arena(ctx).say(session_id, message, on_event=_printer(as_json))
-        if not outcome.events and not as_json:  # stop/continue with no turn to act on
-            click.echo("no running or interrupted turn in this session")
-
-    @arena.command("resume")
-    @click.argument("run_id")
-    @json_option
-    @click.pass_obj
-    def resume(ctx: Runtime, run_id: str, as_json: bool) -> None:
-        """Finish an interrupted or cancelled turn (remaining speakers only, same plan)."""
-        _arena(ctx).resume(run_id, on_event=_printer(as_json))
-
-    @arena.command("cancel")
-    @click.argument("run_id")
-    @json_option
-    @click.pass_obj
-    def cancel(ctx: Runtime, run_id: str, as_json: bool) -> None:
-        """Ask a running turn to stop before its next speaker."""
-        _arena(ctx).cancel(run_id)
-        emit({"run_id": run_id, "cancel_requested": True}, as_json=as_json, human=f"cancel requested for {run_id}")
-
-    @arena.command("list")
-    @json_option
-    @click.pass_obj
-    def list_(ctx: Runtime, as_json: bool) -> None:
-        """List sessions, newest first."""
-        sessions = _arena(ctx).store.list_sessions()
-        emit(
-            [s.model_dump(mode="json") for s in sessions],
-            as_json=as_json,
-            human="\n".join(f"{s.id}  {', '.join(s.members)}  {s.title}" for s in sessions) or "no sessions",
-        )
-
-    @arena.command("show")
-    @click.argument("session_id")
-    @click.option("--plans", is_flag=True, help="Show each turn's plan (the supervisor is otherwise invisible).")
-    @json_option
-    @click.pass_obj
-    def show(ctx: Runtime, session_id: str, plans: bool, as_json: bool) -> None:
-        """Print a session's transcript."""
-        arena_ = _arena(ctx)
-        session = arena_.store.get_session(session_id)
-        runs = {r.run_id: r for r in arena_.store.list_runs(session_id)}
-        messages = arena_.messages(session_id)
-        if as_json:
-            data = {
-                "session": session.model_dump(mode="json"),
-                "runs": [r.model_dump(mode="json") for r in runs.values()],
-                "messages": [m.model_dump(mode="json") for m in messages],
-            }
-            click.echo(json.dumps(data, ensure_ascii=False, indent=2, default=str))
-            return
-        click.echo(f"{session.id}  members: {', '.join(session.members)}  model: {session.model}")
-        for m in messages:
-            if m.role == "user":
-                run = runs[m.run_id]
-                click.echo(f"\n> {m.text}   [{run.run_id} · {run.directive} · {run.status}]")
-                if plans and run.plan is not None:
-                    for i, s in enumerate(run.plan.speakers, start=1):
-                        click.echo(f"  plan {i}. {s.member_id}: {s.task}")
-            else:
-                click.echo(f"{m.member_name}: {m.text}")
+    cli.add_command(arena)

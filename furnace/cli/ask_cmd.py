@@ -30,36 +30,39 @@ def build_assistant(obj: Runtime, *, model_lead: bool = False) -> tuple[Assistan
     return assistant, data
 
 
+@click.command("ask")
+@click.argument("question")
+@click.option("--session", default="default", show_default=True, help="Assistant session (keeps a locked scope).")
+@click.option("--model-lead", is_flag=True, help="Let the model write the lead even for rule-only questions.")
+@json_option
+@click.pass_obj
+def ask(obj: Runtime, question: str, session: str, model_lead: bool, as_json: bool) -> None:
+    """Ask about furnace's data in plain words (zh or en).
+
+    Lock a scope with "from now on only the coach persona" / "只看 experiment X";
+    clear it with "clear scope" / "清除范围".
+    """
+    from furnace.assistant.answer import Done
+
+    assistant, data = build_assistant(obj, model_lead=model_lead)
+    state = data.load_state(session)
+    events = list(assistant.ask(question, state))
+    data.save_state(state)
+    done = events[-1]
+    assert isinstance(done, Done), "the assistant ends every answer with Done"
+    if as_json:
+        emit([e.model_dump(mode="json") for e in events], as_json=True)
+        return
+    locked = f"locked: {state.locked.label()}" if state.locked else "not locked"
+    click.echo(f"scope: {done.scope_label}  ({locked})")
+    click.echo(done.lead)
+    if done.result is not None:
+        click.echo("")
+        click.echo(done.result.title)
+        click.echo(format_table(done.result.items, done.result.columns))
+        for action in done.result.actions:
+            click.echo(f"  → {action.label}")
+
+
 def register(cli: click.Group) -> None:
-    @cli.command("ask")
-    @click.argument("question")
-    @click.option("--session", default="default", show_default=True, help="Assistant session (keeps a locked scope).")
-    @click.option("--model-lead", is_flag=True, help="Let the model write the lead even for rule-only questions.")
-    @json_option
-    @click.pass_obj
-    def ask(obj: Runtime, question: str, session: str, model_lead: bool, as_json: bool) -> None:
-        """Ask about furnace's data in plain words (zh or en).
-
-        Lock a scope with "from now on only the coach persona" / "只看 experiment X";
-        clear it with "clear scope" / "清除范围".
-        """
-        from furnace.assistant.answer import Done
-
-        assistant, data = build_assistant(obj, model_lead=model_lead)
-        state = data.load_state(session)
-        events = list(assistant.ask(question, state))
-        data.save_state(state)
-        done = events[-1]
-        assert isinstance(done, Done), "the assistant ends every answer with Done"
-        if as_json:
-            emit([e.model_dump(mode="json") for e in events], as_json=True)
-            return
-        locked = f"locked: {state.locked.label()}" if state.locked else "not locked"
-        click.echo(f"scope: {done.scope_label}  ({locked})")
-        click.echo(done.lead)
-        if done.result is not None:
-            click.echo("")
-            click.echo(done.result.title)
-            click.echo(format_table(done.result.items, done.result.columns))
-            for action in done.result.actions:
-                click.echo(f"  → {action.label}")
+    cli.add_command(ask)

@@ -64,169 +64,179 @@ def run_revision_demo(
     }
 
 
+@click.group("content")
+def content_group() -> None:
+    """Persona-written content with a version chain (V1, V2, ...)."""
+
+
+@content_group.command("new")
+@click.option("--persona", "persona_id", required=True, help="Elixir or agent id that writes the piece.")
+@click.option("--topic", required=True, help="What the piece is about.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@json_option
+@click.pass_obj
+def content_new(ctx: Runtime, persona_id: str, topic: str, seed: int, as_json: bool) -> None:
+    """Write V1 of a new piece in the persona's voice (learned preferences included)."""
+    content, v1 = generate_content(ctx.store, ctx.content_store, ctx.llm, persona_id=persona_id, topic=topic, seed=seed)
+    emit(
+        {"content": content.model_dump(mode="json"), "version": version_data(v1)},
+        as_json=as_json,
+        human=version_text(
+            v1, head=f"{content.id}  by {content.persona_id}@{content.persona_version}  ", language=content.language
+        ),
+    )
+
+
+@content_group.command("list")
+@click.option("--persona", "persona_id", default=None)
+@json_option
+@click.pass_obj
+def content_list(ctx: Runtime, persona_id: str | None, as_json: bool) -> None:
+    """Content items, newest first."""
+    cs = ctx.content_store
+    items = cs.list_contents(persona_id=persona_id)
+    rows = [{**c.model_dump(mode="json"), "latest": cs.get_version(c.id).version} for c in items]
+    emit(
+        rows,
+        as_json=as_json,
+        human="\n".join(f"{r['id']}  V{r['latest']}  {r['persona_id']}  {r['topic']}" for r in rows)
+        or "no content yet",
+    )
+
+
+@content_group.command("show")
+@click.argument("content_id")
+@click.option("--version", "version", type=int, default=None, help="Default: the latest.")
+@json_option
+@click.pass_obj
+def content_show(ctx: Runtime, content_id: str, version: int | None, as_json: bool) -> None:
+    """Show one version of a piece."""
+    cs = ctx.content_store
+    v = cs.get_version(content_id, version)
+    emit(
+        version_data(v),
+        as_json=as_json,
+        human=version_text(v, head=f"{content_id}  ", language=cs.get_content(content_id).language),
+    )
+
+
+@content_group.command("history")
+@click.argument("content_id")
+@json_option
+@click.pass_obj
+def content_history(ctx: Runtime, content_id: str, as_json: bool) -> None:
+    """The version chain and the revision chat of a piece."""
+    cs = ctx.content_store
+    versions = cs.versions(content_id)
+    if not versions:
+        cs.get_content(content_id)  # raises NotFound
+    session = cs.get_session(content_id)
+    messages = cs.messages(session.id) if session else []
+    data = {
+        "content_id": content_id,
+        "versions": [{k: v for k, v in version_data(x).items() if k not in ("body",)} for x in versions],
+        "messages": [m.model_dump(mode="json") for m in messages],
+    }
+    unit = "字" if cs.get_content(content_id).language == "zh" else "words"
+    lines = [f"V{v.version}  {v.word_count:>5} {unit}  {v.source:<8} {v.title}" for v in versions]
+    if messages:
+        lines.append("")
+        lines += [f"[{m.role}] {m.content}" for m in messages]
+    emit(data, as_json=as_json, human="\n".join(lines))
+
+
+@content_group.command("diff")
+@click.argument("content_id")
+@click.argument("a", type=int)
+@click.argument("b", type=int)
+@json_option
+@click.pass_obj
+def content_diff(ctx: Runtime, content_id: str, a: int, b: int, as_json: bool) -> None:
+    """Word-level diff of two versions (zh: character-level)."""
+    cs = ctx.content_store
+    content = cs.get_content(content_id)
+    diff = diff_versions(cs.get_version(content_id, a), cs.get_version(content_id, b), content.language)
+    emit(diff.model_dump(mode="json"), as_json=as_json, human=diff.render())
+
+
+@content_group.command("rollback")
+@click.argument("content_id")
+@click.argument("version", type=int)
+@json_option
+@click.pass_obj
+def content_rollback(ctx: Runtime, content_id: str, version: int, as_json: bool) -> None:
+    """Make an old version current again (as a new version; nothing is deleted)."""
+    v = rollback(ctx.content_store, content_id, version)
+    emit(version_data(v), as_json=as_json, human=f"{content_id}: V{v.version} = V{version} (rollback)")
+
+
+@click.command("revise")
+@click.argument("content_id")
+@click.argument("suggestion")
+@click.option(
+    "--regenerate/--no-regenerate",
+    default=True,
+    show_default=True,
+    help="--no-regenerate only records the suggestion; the next edit applies all pending ones.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@json_option
+@click.pass_obj
+def revise_cmd(ctx: Runtime, content_id: str, suggestion: str, regenerate: bool, seed: int, as_json: bool) -> None:
+    """Send a suggestion to a piece's revision chat."""
+    from furnace.writing.revision import revise
+
+    out = revise(ctx.store, ctx.content_store, ctx.llm, content_id, suggestion, regenerate=regenerate, seed=seed)
+    data: dict[str, Any] = {
+        "status": out.status,
+        "reply": out.reply.content,
+        "steps": [s.value for s in out.steps],
+        "pending": list(out.pending),
+        "version": version_data(out.version) if out.version else None,
+        "revision_id": out.revision.id if out.revision else None,
+        "learned": [p.model_dump(mode="json") for p in out.learned.learned] if out.learned else [],
+        "persona_version": out.learned.persona_ref.version if out.learned and out.learned.persona_ref else None,
+    }
+    human = out.reply.content
+    if out.learned and out.learned.learned:
+        ref = out.learned.persona_ref
+        where = f" → {ref.id}@{ref.version}" if ref else ""
+        human += "\nlearned: " + ", ".join(f"{p.dimension}={p.value}" for p in out.learned.learned) + where
+    emit(data, as_json=as_json, human=human)
+    if out.status == "failed":
+        raise click.exceptions.Exit(1)
+
+
+@click.command("prefs")
+@click.argument("persona_id")
+@click.option(
+    "--learn-pending",
+    is_flag=True,
+    help="First learn from every revision not processed yet (what the preference flow does).",
+)
+@json_option
+@click.pass_obj
+def prefs_cmd(ctx: Runtime, persona_id: str, learn_pending: bool, as_json: bool) -> None:
+    """A persona's learned style preferences (latest version)."""
+    report = None
+    if learn_pending:
+        from furnace.writing.preferences import process_unprocessed
+
+        report = process_unprocessed(ctx.store, ctx.content_store, ctx.llm)
+    elixir = ctx.store.get_elixir(persona_id)
+    data = prefs_data(elixir)
+    human = prefs_text(elixir)
+    if report is not None:
+        data["batch"] = report.as_dict()
+        human = (
+            f"learned from {report.processed} pending revision(s) ({report.learned} with preferences, "
+            f"{report.failed} failed)\n"
+        ) + human
+    emit(data, as_json=as_json, human=human)
+
+
 def register(cli: click.Group) -> None:
     """Add ``content``, ``revise`` and ``prefs`` to the CLI."""
-
-    @cli.group("content")
-    def content_group() -> None:
-        """Persona-written content with a version chain (V1, V2, ...)."""
-
-    @content_group.command("new")
-    @click.option("--persona", "persona_id", required=True, help="Elixir or agent id that writes the piece.")
-    @click.option("--topic", required=True, help="What the piece is about.")
-    @click.option("--seed", type=int, default=0, show_default=True)
-    @json_option
-    @click.pass_obj
-    def content_new(ctx: Runtime, persona_id: str, topic: str, seed: int, as_json: bool) -> None:
-        """Write V1 of a new piece in the persona's voice (learned preferences included)."""
-        content, v1 = generate_content(
-            ctx.store, ctx.content_store, ctx.llm, persona_id=persona_id, topic=topic, seed=seed
-        )
-        emit(
-            {"content": content.model_dump(mode="json"), "version": version_data(v1)},
-            as_json=as_json,
-            human=version_text(
-                v1, head=f"{content.id}  by {content.persona_id}@{content.persona_version}  ", language=content.language
-            ),
-        )
-
-    @content_group.command("list")
-    @click.option("--persona", "persona_id", default=None)
-    @json_option
-    @click.pass_obj
-    def content_list(ctx: Runtime, persona_id: str | None, as_json: bool) -> None:
-        """Content items, newest first."""
-        cs = ctx.content_store
-        items = cs.list_contents(persona_id=persona_id)
-        rows = [{**c.model_dump(mode="json"), "latest": cs.get_version(c.id).version} for c in items]
-        emit(
-            rows,
-            as_json=as_json,
-            human="\n".join(f"{r['id']}  V{r['latest']}  {r['persona_id']}  {r['topic']}" for r in rows)
-            or "no content yet",
-        )
-
-    @content_group.command("show")
-    @click.argument("content_id")
-    @click.option("--version", "version", type=int, default=None, help="Default: the latest.")
-    @json_option
-    @click.pass_obj
-    def content_show(ctx: Runtime, content_id: str, version: int | None, as_json: bool) -> None:
-        """Show one version of a piece."""
-        cs = ctx.content_store
-        v = cs.get_version(content_id, version)
-        emit(
-            version_data(v),
-            as_json=as_json,
-            human=version_text(v, head=f"{content_id}  ", language=cs.get_content(content_id).language),
-        )
-
-    @content_group.command("history")
-    @click.argument("content_id")
-    @json_option
-    @click.pass_obj
-    def content_history(ctx: Runtime, content_id: str, as_json: bool) -> None:
-        """The version chain and the revision chat of a piece."""
-        cs = ctx.content_store
-        versions = cs.versions(content_id)
-        if not versions:
-            cs.get_content(content_id)  # raises NotFound
-        session = cs.get_session(content_id)
-        messages = cs.messages(session.id) if session else []
-        data = {
-            "content_id": content_id,
-            "versions": [{k: v for k, v in version_data(x).items() if k not in ("body",)} for x in versions],
-            "messages": [m.model_dump(mode="json") for m in messages],
-        }
-        unit = "字" if cs.get_content(content_id).language == "zh" else "words"
-        lines = [f"V{v.version}  {v.word_count:>5} {unit}  {v.source:<8} {v.title}" for v in versions]
-        if messages:
-            lines.append("")
-            lines += [f"[{m.role}] {m.content}" for m in messages]
-        emit(data, as_json=as_json, human="\n".join(lines))
-
-    @content_group.command("diff")
-    @click.argument("content_id")
-    @click.argument("a", type=int)
-    @click.argument("b", type=int)
-    @json_option
-    @click.pass_obj
-    def content_diff(ctx: Runtime, content_id: str, a: int, b: int, as_json: bool) -> None:
-        """Word-level diff of two versions (zh: character-level)."""
-        cs = ctx.content_store
-        content = cs.get_content(content_id)
-        diff = diff_versions(cs.get_version(content_id, a), cs.get_version(content_id, b), content.language)
-        emit(diff.model_dump(mode="json"), as_json=as_json, human=diff.render())
-
-    @content_group.command("rollback")
-    @click.argument("content_id")
-    @click.argument("version", type=int)
-    @json_option
-    @click.pass_obj
-    def content_rollback(ctx: Runtime, content_id: str, version: int, as_json: bool) -> None:
-        """Make an old version current again (as a new version; nothing is deleted)."""
-        v = rollback(ctx.content_store, content_id, version)
-        emit(version_data(v), as_json=as_json, human=f"{content_id}: V{v.version} = V{version} (rollback)")
-
-    @cli.command("revise")
-    @click.argument("content_id")
-    @click.argument("suggestion")
-    @click.option(
-        "--regenerate/--no-regenerate",
-        default=True,
-        show_default=True,
-        help="--no-regenerate only records the suggestion; the next edit applies all pending ones.",
-    )
-    @click.option("--seed", type=int, default=0, show_default=True)
-    @json_option
-    @click.pass_obj
-    def revise_cmd(ctx: Runtime, content_id: str, suggestion: str, regenerate: bool, seed: int, as_json: bool) -> None:
-        """Send a suggestion to a piece's revision chat."""
-        from furnace.writing.revision import revise
-
-        out = revise(ctx.store, ctx.content_store, ctx.llm, content_id, suggestion, regenerate=regenerate, seed=seed)
-        data: dict[str, Any] = {
-            "status": out.status,
-            "reply": out.reply.content,
-            "steps": [s.value for s in out.steps],
-            "pending": list(out.pending),
-            "version": version_data(out.version) if out.version else None,
-            "revision_id": out.revision.id if out.revision else None,
-            "learned": [p.model_dump(mode="json") for p in out.learned.learned] if out.learned else [],
-            "persona_version": out.learned.persona_ref.version if out.learned and out.learned.persona_ref else None,
-        }
-        human = out.reply.content
-        if out.learned and out.learned.learned:
-            ref = out.learned.persona_ref
-            where = f" → {ref.id}@{ref.version}" if ref else ""
-            human += "\nlearned: " + ", ".join(f"{p.dimension}={p.value}" for p in out.learned.learned) + where
-        emit(data, as_json=as_json, human=human)
-        if out.status == "failed":
-            raise click.exceptions.Exit(1)
-
-    @cli.command("prefs")
-    @click.argument("persona_id")
-    @click.option(
-        "--learn-pending",
-        is_flag=True,
-        help="First learn from every revision not processed yet (what the preference flow does).",
-    )
-    @json_option
-    @click.pass_obj
-    def prefs_cmd(ctx: Runtime, persona_id: str, learn_pending: bool, as_json: bool) -> None:
-        """A persona's learned style preferences (latest version)."""
-        report = None
-        if learn_pending:
-            from furnace.writing.preferences import process_unprocessed
-
-            report = process_unprocessed(ctx.store, ctx.content_store, ctx.llm)
-        elixir = ctx.store.get_elixir(persona_id)
-        data = prefs_data(elixir)
-        human = prefs_text(elixir)
-        if report is not None:
-            data["batch"] = report.as_dict()
-            human = (
-                f"learned from {report.processed} pending revision(s) ({report.learned} with preferences, "
-                f"{report.failed} failed)\n"
-            ) + human
-        emit(data, as_json=as_json, human=human)
+    cli.add_command(content_group)
+    cli.add_command(revise_cmd)
+    cli.add_command(prefs_cmd)

@@ -45,6 +45,68 @@ def register_promoted(ctx: Runtime, agent_id: str, ref: Any, *, alias: str = "ca
     return reg
 
 
+@click.command("register")
+@click.argument("agent_id")
+@click.option("--alias", type=ALIAS_CHOICE, default=None, help="Point this alias at the registered version.")
+@click.option("--name", default=None, help="Registry name (default: furnace-<agent name>).")
+@json_option
+@click.pass_obj
+def register_cmd(obj: Runtime, agent_id: str, alias: str | None, name: str | None, as_json: bool) -> None:
+    """Register an agent's rendered prompt in MLflow's Prompt Registry, with lineage tags."""
+    from furnace.adapters.mlflow_prompts import register_agent_prompt
+
+    reg = register_agent_prompt(obj.store, agent_id, tracking_uri=obj.settings.tracking_uri, name=name, alias=alias)
+    emit(reg.as_dict(), as_json=as_json, human=_text(reg, "reused" if reg.reused else "registered"))
+
+
+@click.command("alias")
+@click.argument("name")
+@click.argument("version", type=int)
+@click.argument("alias", type=ALIAS_CHOICE)
+@json_option
+@click.pass_obj
+def alias_cmd(obj: Runtime, name: str, version: int, alias: str, as_json: bool) -> None:
+    """Point ALIAS (champion | candidate) of prompt NAME at VERSION."""
+    from furnace.adapters.mlflow_prompts import set_alias
+
+    reg = set_alias(obj.settings.tracking_uri, name, version, alias)
+    emit(reg.as_dict() | {"alias": alias}, as_json=as_json, human=f"prompts:/{name}@{alias} → version {version}")
+
+
+@click.command("load")
+@click.argument("uri")
+@json_option
+@click.pass_obj
+def load_cmd(obj: Runtime, uri: str, as_json: bool) -> None:
+    """Load prompts:/NAME@ALIAS (or prompts:/NAME/VERSION) back to the agent it was registered for."""
+    from furnace.adapters.mlflow_prompts import load_agent
+
+    loaded = load_agent(obj.store, uri, tracking_uri=obj.settings.tracking_uri)
+    agent = loaded.agent
+    data = {
+        "uri": uri,
+        "prompt": loaded.prompt.as_dict(),
+        "agent_id": agent.id,
+        "name": agent.elixir.name,
+        "lineage_hash": agent.lineage_hash,
+        "operator": agent.lineage.operator,
+        "parents": [str(p) for p in agent.lineage.parents],
+        "system_prompt": agent.system_prompt,
+        "elixir": agent.elixir.model_dump(mode="json"),
+    }
+    human = "\n".join(
+        [
+            f"{uri} → version {loaded.prompt.version}",
+            f"agent         {agent.id}",
+            f"name          {agent.elixir.name}",
+            f"operator      {agent.lineage.operator} (op_version {agent.lineage.op_version})",
+            f"parents       {', '.join(str(p) for p in agent.lineage.parents)}",
+            f"lineage_hash  {agent.lineage_hash}",
+        ]
+    )
+    emit(data, as_json=as_json, human=human)
+
+
 def register(cli: click.Group) -> None:
     """Add the registry commands to ``furnace agent``."""
     found = cli.commands.get("agent")
@@ -53,62 +115,5 @@ def register(cli: click.Group) -> None:
     )
     if found is None:
         cli.add_command(group)
-
-    @group.command("register")
-    @click.argument("agent_id")
-    @click.option("--alias", type=ALIAS_CHOICE, default=None, help="Point this alias at the registered version.")
-    @click.option("--name", default=None, help="Registry name (default: furnace-<agent name>).")
-    @json_option
-    @click.pass_obj
-    def register_cmd(obj: Runtime, agent_id: str, alias: str | None, name: str | None, as_json: bool) -> None:
-        """Register an agent's rendered prompt in MLflow's Prompt Registry, with lineage tags."""
-        from furnace.adapters.mlflow_prompts import register_agent_prompt
-
-        reg = register_agent_prompt(obj.store, agent_id, tracking_uri=obj.settings.tracking_uri, name=name, alias=alias)
-        emit(reg.as_dict(), as_json=as_json, human=_text(reg, "reused" if reg.reused else "registered"))
-
-    @group.command("alias")
-    @click.argument("name")
-    @click.argument("version", type=int)
-    @click.argument("alias", type=ALIAS_CHOICE)
-    @json_option
-    @click.pass_obj
-    def alias_cmd(obj: Runtime, name: str, version: int, alias: str, as_json: bool) -> None:
-        """Point ALIAS (champion | candidate) of prompt NAME at VERSION."""
-        from furnace.adapters.mlflow_prompts import set_alias
-
-        reg = set_alias(obj.settings.tracking_uri, name, version, alias)
-        emit(reg.as_dict() | {"alias": alias}, as_json=as_json, human=f"prompts:/{name}@{alias} → version {version}")
-
-    @group.command("load")
-    @click.argument("uri")
-    @json_option
-    @click.pass_obj
-    def load_cmd(obj: Runtime, uri: str, as_json: bool) -> None:
-        """Load prompts:/NAME@ALIAS (or prompts:/NAME/VERSION) back to the agent it was registered for."""
-        from furnace.adapters.mlflow_prompts import load_agent
-
-        loaded = load_agent(obj.store, uri, tracking_uri=obj.settings.tracking_uri)
-        agent = loaded.agent
-        data = {
-            "uri": uri,
-            "prompt": loaded.prompt.as_dict(),
-            "agent_id": agent.id,
-            "name": agent.elixir.name,
-            "lineage_hash": agent.lineage_hash,
-            "operator": agent.lineage.operator,
-            "parents": [str(p) for p in agent.lineage.parents],
-            "system_prompt": agent.system_prompt,
-            "elixir": agent.elixir.model_dump(mode="json"),
-        }
-        human = "\n".join(
-            [
-                f"{uri} → version {loaded.prompt.version}",
-                f"agent         {agent.id}",
-                f"name          {agent.elixir.name}",
-                f"operator      {agent.lineage.operator} (op_version {agent.lineage.op_version})",
-                f"parents       {', '.join(str(p) for p in agent.lineage.parents)}",
-                f"lineage_hash  {agent.lineage_hash}",
-            ]
-        )
-        emit(data, as_json=as_json, human=human)
+    for command in (register_cmd, alias_cmd, load_cmd):
+        group.add_command(command)
