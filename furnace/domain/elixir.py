@@ -261,9 +261,6 @@ class Elixir(_Frozen):
     def withdrawn(self) -> bool:
         return self.deleted_at is not None
 
-    def same_content(self, other: Elixir) -> bool:
-        return self.content_hash == other.content_hash
-
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Elixir:
         """A copy; the cached ``content_hash`` is dropped so a content update re-hashes."""
         copy = super().model_copy(update=update, deep=deep)

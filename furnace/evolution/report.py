@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -230,8 +229,3 @@ def render_report(report: ExperimentReport) -> str:
             f"failure scores recorded: {report.failures} (see `furnace experiment show {report.experiment_id}`)"
         )
     return "\n".join(lines)
-
-
-def report_json(report: ExperimentReport) -> str:
-    """The report as JSON text."""
-    return json.dumps(report.as_dict(), ensure_ascii=False, indent=2, default=str)

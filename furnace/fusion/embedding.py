@@ -125,9 +125,3 @@ def _hashed(text: str, dim: int) -> tuple[float, ...]:
         vec[index] += sign * weight
     norm = math.sqrt(sum(x * x for x in vec))
     return tuple(x / norm for x in vec) if norm else tuple(vec)
-
-
-def similarity_matrix(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
-    """Pairwise cosine similarities of ``texts`` (one embed call)."""
-    vectors = embedder.embed(list(texts))
-    return [[cosine(a, b) for b in vectors] for a in vectors]
