@@ -182,11 +182,13 @@ class Runtime:
         return Database(self.settings.db_path, on_wait=self.on_wait)
 
     def close(self) -> None:
-        """Release the DuckDB file if this runtime opened it (after its last snapshot request is served);
-        the next use opens it again."""
+        """Release the DuckDB file if this runtime opened it, after writing the call ledger's buffered rows
+        and serving its last snapshot request; the next use opens it again."""
         if "db" in self.__dict__:
             from furnace.storage.duckdb import snapshot
+            from furnace.storage.duckdb.llm_calls import flush_pending
 
+            flush_pending(self.db.path)  # nothing is left for a garbage-collection-time flush
             snapshot.wait_pending()
             self.db.close()
 

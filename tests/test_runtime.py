@@ -1,0 +1,44 @@
+"""The composition root: what a Runtime opens, when, and what its close() leaves behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from furnace.llm.seam import TaskKind, system_user
+from furnace.runtime import Runtime
+from furnace.settings import FurnaceSettings
+
+PERSONA = {"name": "Ada", "language": "en", "identity": "x", "expertise": ["testing"], "principles": ["Be precise."]}
+
+
+def test_nothing_is_opened_before_first_use_and_before_open_runs_first(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    seen: list[tuple[Path, bool]] = []
+    runtime = Runtime(FurnaceSettings(home=home), before_open=lambda h: seen.append((h, h.exists())))
+    assert runtime.settings.home == home and seen == [] and not home.exists()
+    home.mkdir()
+    runtime.store.list_elixirs()
+    assert seen == [(home, True)] and runtime.settings.db_path.exists()
+    runtime.content_store  # noqa: B018  (same database: the hook ran once)
+    assert len(seen) == 1
+
+
+def test_close_writes_buffered_ledger_rows_and_frees_the_file(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    runtime = Runtime(FurnaceSettings(home=home, model=None))
+    request = system_user(TaskKind.REPLY, "sys", "hi", inputs={"persona": PERSONA, "message": "How to start?"})
+    runtime.llm.for_run("r1").complete(request)
+    runtime.close()
+    with duckdb.connect(str(runtime.settings.db_path), read_only=True) as con:  # another owner: the file is free
+        assert con.execute("SELECT count(*), min(run_id) FROM llm_calls").fetchone() == (1, "r1")
+    assert runtime.llm.totals("r1").calls == 1  # the runtime opens the file again on its next use
+    runtime.close()
+
+
+def test_close_of_an_unused_runtime_opens_nothing(tmp_path: Path) -> None:
+    runtime = Runtime(FurnaceSettings(home=tmp_path / "missing"))
+    runtime.close()
+    assert not (tmp_path / "missing").exists()
