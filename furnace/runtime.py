@@ -188,7 +188,7 @@ class Runtime:
             from furnace.storage.duckdb import snapshot
             from furnace.storage.duckdb.llm_calls import flush_pending
 
-            flush_pending(self.db.path)  # nothing is left for a garbage-collection-time flush
+            flush_pending(self.db)  # nothing is left for a garbage-collection-time flush
             snapshot.wait_pending()
             self.db.close()
 
