@@ -9,7 +9,6 @@ import click
 
 from furnace.cli.context import emit, json_option
 from furnace.domain.agent import Agent, LineageNode
-from furnace.runtime import Runtime
 
 
 def _agent_data(agent: Agent) -> dict[str, Any]:
