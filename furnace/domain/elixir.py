@@ -36,6 +36,7 @@ from pydantic import (
 
 from furnace.domain.canonical import canonical_json, content_key
 from furnace.domain.errors import InputError
+from furnace.domain.frozen import FrozenDict, freeze
 
 # Limits. Generous for real personas, small enough to keep prompts sane.
 MAX_NAME = 120
@@ -168,8 +169,9 @@ class Elixir(_Frozen):
     style_preferences: Annotated[tuple[StylePreference, ...], Field(max_length=MAX_PREFERENCES)] = ()
     # Data kept from other formats for faithful re-export (e.g. ``card``: the original
     # Character Card). Never rendered into prompts; part of the content hash when
-    # non-empty, omitted from dumps (and so from the hash) when empty.
-    extensions: dict[str, Any] = {}
+    # non-empty, omitted from dumps (and so from the hash) when empty. Read-only at every
+    # depth (furnace.domain.frozen); dumps give plain dicts and lists.
+    extensions: dict[str, Any] = Field(default_factory=FrozenDict)
     created_at: datetime | None = None
     deleted_at: datetime | None = None
 
@@ -212,7 +214,7 @@ class Elixir(_Frozen):
             raise ValueError(f"must be plain JSON data ({err})") from None
         if size > MAX_EXTENSIONS_CHARS:
             raise ValueError(f"is too large ({size} characters of JSON, at most {MAX_EXTENSIONS_CHARS})")
-        return v
+        return freeze(v)  # read-only at every depth: the cached content_hash can never go stale
 
     @model_serializer(mode="wrap")
     def _omit_empty_extensions(self, handler: SerializerFunctionWrapHandler) -> Any:
@@ -265,6 +267,7 @@ class Elixir(_Frozen):
         """A copy; the cached ``content_hash`` is dropped so a content update re-hashes."""
         copy = super().model_copy(update=update, deep=deep)
         copy.__dict__.pop("content_hash", None)
+        copy.__dict__["extensions"] = freeze(copy.__dict__.get("extensions", {}))  # a deep copy thaws; refreeze
         return copy
 
 

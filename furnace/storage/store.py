@@ -121,6 +121,11 @@ class ElixirStore(Protocol):
         """Load and verify an agent; raises NotFound or LineageError."""
         ...
 
+    def verify_agents(self, ids: Sequence[str]) -> None:
+        """Raise LineageError if any agent among ``ids`` was altered since it was saved; ids that are
+        not agents are ignored (for readers that walk lineage on their own)."""
+        ...
+
     def list_agents(self, *, limit: int | None = None) -> list[Agent]:
         """Agents, newest first."""
         ...

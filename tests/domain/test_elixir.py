@@ -460,3 +460,59 @@ def test_tone_dimensions_is_not_a_field() -> None:
 
 def test_limits_documented_in_module() -> None:
     assert elixir_module.MAX_LIST == MAX_LIST
+
+
+EXTENSIONS = {
+    "card": {"data": {"name": "Ada", "tags": ["a", "b"], "book": {"entries": [{"keys": ["x"], "n": 1}]}}},
+    "other": [1, 2.5, None, True],
+}
+# Computed before extensions became read-only: freezing changes no stored hash.
+EXTENSIONS_HASH = "9062bf91f151a24dc36523622f925cd822eda85dd4c90563e32e7193c2346fba"
+
+
+def test_extensions_hash_as_before_and_dump_as_plain_json() -> None:
+    e = parse_elixir(make(extensions=EXTENSIONS))
+    assert e.content_hash == EXTENSIONS_HASH
+    dumped = e.model_dump()["extensions"]
+    assert dumped == EXTENSIONS and type(dumped) is dict and type(dumped["card"]["data"]["tags"]) is list
+    assert json.loads(e.model_dump_json())["extensions"] == EXTENSIONS
+    assert json.loads(json.dumps(e.extensions)) == EXTENSIONS
+    assert Elixir.model_validate(e.model_dump()).content_hash == EXTENSIONS_HASH
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda x: x.__setitem__("new", 1),
+        lambda x: x.update(new=1),
+        lambda x: x.pop("other"),
+        lambda x: x.setdefault("new", 1),
+        lambda x: x.clear(),
+        lambda x: x["card"]["data"].__setitem__("name", "Eve"),
+        lambda x: x["card"]["data"]["tags"].append("c"),
+        lambda x: x["card"]["data"]["tags"].__setitem__(0, "z"),
+        lambda x: x["card"]["data"]["book"]["entries"][0]["keys"].extend(["y"]),
+        lambda x: x["other"].sort(key=str),
+        lambda x: x["other"].__iadd__([3]),
+    ],
+)
+def test_extensions_cannot_be_changed_at_any_depth(change) -> None:
+    e = parse_elixir(make(extensions=EXTENSIONS))
+    with pytest.raises(TypeError, match="read-only"):
+        change(e.extensions)
+    assert e.extensions == EXTENSIONS and e.content_hash == EXTENSIONS_HASH
+    assert parse_elixir(e.model_dump()).content_hash == EXTENSIONS_HASH  # the cached hash is still the true one
+
+
+def test_extensions_copies_are_editable_and_copies_of_the_elixir_stay_frozen() -> None:
+    import copy
+
+    e = parse_elixir(make(extensions=EXTENSIONS))
+    mine = copy.deepcopy(e.extensions)
+    mine["card"]["data"]["tags"].append("c")  # a deep copy is the caller's own
+    assert e.extensions["card"]["data"]["tags"] == ["a", "b"]
+    for other in (e.model_copy(deep=True), e.model_copy(update={"extensions": {"k": [1]}}), parse_elixir(BASE)):
+        with pytest.raises(TypeError):
+            other.extensions["new"] = 1
+    assert e.model_copy(update={"extensions": {"k": [1]}}).content_hash != EXTENSIONS_HASH
+    assert isinstance(e.extensions, dict) and isinstance(e.extensions["other"], list)  # interop's checks still hold
