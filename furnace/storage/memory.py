@@ -170,7 +170,7 @@ class MemoryStore:
             raise LineageError(f"agent {id}: unreadable agent record ({err.__class__.__name__})") from None
         return verify_seal(agent, record.get("seal"))
 
-    def verify_agents(self, ids: Iterable[str]) -> None:
+    def verify_agents(self, ids: Sequence[str]) -> None:
         """Raise LineageError if any agent among ``ids`` was altered; other ids are ignored."""
         self._verify_agents_among(ids)
 
