@@ -42,10 +42,10 @@ def estimate(config: ExperimentConfig, n_probes: int) -> Estimate:
     """Estimate the calls of a full run with ``n_probes`` probes per individual."""
     per_individual = n_probes * calls_per_answer(config)
     total_w = sum(config.operators.values())
-    ensemble_share = config.operators.get("ensemble", 0.0) / total_w if total_w else 0.0
     fuse = sum(FUSE_CALLS[o] * w for o, w in config.operators.items()) / total_w if total_w else 0.0
-    # an ensemble answer routes first: one more call per answer
-    child = fuse + per_individual + ensemble_share * n_probes
+    # An ensemble child answers probes with its committee prompt: one reply call, like any agent
+    # (routing to one member is `furnace agent answer`; experiments do not route yet).
+    child = fuse + per_individual
     per_gen = round(config.children_per_generation * child)
     calls = config.population * per_individual + config.generations * per_gen
     tokens = calls * TOKENS_PER_CALL
