@@ -76,7 +76,9 @@ def build_llm(settings: FurnaceSettings, *, db: Database | None = None) -> Cache
         return CachedLLM(inner)
     from furnace.storage.duckdb.llm_calls import DuckDBCallLedger, DuckDBResponseCache
 
-    return CachedLLM(inner, DuckDBResponseCache(db), DuckDBCallLedger(db))
+    cache = DuckDBResponseCache(db, ttl_s=settings.cache_ttl_days * 86400)
+    cache.prune_if_due()  # expired responses are purged automatically (also: furnace cache prune)
+    return CachedLLM(inner, cache, DuckDBCallLedger(db))
 
 
 def build_embedder(settings: FurnaceSettings, *, db: Database | None = None) -> Embedder:

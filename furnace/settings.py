@@ -26,6 +26,9 @@ class FurnaceSettings(BaseSettings):
     similarity_threshold: float = 0.55  # measured with all-MiniLM-L6-v2: paraphrases 0.53-0.68, unrelated <= 0.49
     ensemble_threshold: float = 0.8
     synth_ttl_s: int = 30 * 24 * 3600
+    cache_ttl_days: float = Field(
+        default=90.0, gt=0, description="model responses older than this are not served and are purged"
+    )
     embedder: str = Field(default="auto", description="auto | minilm | hash")
     mlflow_uri: str | None = None
     mlflow_ui_url: str | None = Field(default=None, description="a running `mlflow ui` (the app links runs to it)")

@@ -79,6 +79,8 @@ class _Spent:
 class LiteLLMClient:
     """A real model through litellm, implementing :class:`furnace.llm.seam.LLM`."""
 
+    reads_inputs = False  # only the messages reach the model: ``inputs`` stay out of cache keys
+
     def __init__(
         self,
         model: str,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from furnace.assistant.intent import CLASSIFY_SCHEMA, Classification, IntentGuess, classify
 from furnace.assistant.leads import template_lead
@@ -28,6 +28,7 @@ from furnace.domain.intents import INTENTS, cost_group
 from furnace.domain.text import detect_language
 from furnace.llm.context import build_context
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
+from furnace.llm.structured import parse_reply
 
 MIN_CONFIDENCE = 0.6
 MAX_QUESTION_CHARS = 2_000
@@ -356,13 +357,9 @@ class Assistant:
                 "history": [t.question for t in history],
             },
         )
-        try:
-            parsed = self.llm.complete(request).parsed
-        except LLMError:
-            return None
-        try:
-            return Classification.model_validate(parsed)
-        except ValidationError:  # an answer outside the schema is no answer
+        try:  # the one structured-output path: JSON found in any reply shape, validated into the model
+            return parse_reply(self.llm.complete(request), Classification, task="assist classify")
+        except LLMError:  # a failed call or a reply outside the schema is no answer: the rules' guess stands
             return None
 
     def _lead(self, question: str, result: StructuredResult, zh: bool, *, used_model: bool) -> str:

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from furnace.domain.intents import Intent, rule_intent
+from furnace.llm.structured import schema_of
 
 
 class IntentGuess(BaseModel):
@@ -38,4 +39,4 @@ class Classification(BaseModel):
     confidence: float = Field(default=0.0, ge=0, le=1)
 
 
-CLASSIFY_SCHEMA = Classification.model_json_schema()
+CLASSIFY_SCHEMA = schema_of(Classification)

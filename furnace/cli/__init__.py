@@ -36,6 +36,7 @@ _GROUPS = [
     "furnace.cli.ask_cmd",
     "furnace.cli.demo_cmd",
     "furnace.cli.snapshot_cmd",
+    "furnace.cli.cache_cmd",
 ]
 
 

@@ -36,6 +36,7 @@ READ_ONLY_COMMANDS = frozenset(
         "arena show",
         "export",
         "ask",
+        "cache stats",
     }
 )
 

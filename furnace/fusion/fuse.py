@@ -29,6 +29,7 @@ from furnace.domain.render import render_prompt
 from furnace.fusion.embedding import Embedder
 from furnace.fusion.operators import OPERATORS, OperatorContext, expertise_distance
 from furnace.fusion.operators.conflicts import check_hard_conflicts
+from furnace.fusion.operators.prompts import answer_versions
 from furnace.fusion.synthesis import SubResultCache, SynthesisCache
 from furnace.llm.seam import LLM
 from furnace.settings import FurnaceSettings
@@ -72,12 +73,15 @@ def choose_operator(parents: Sequence[Elixir], settings: FurnaceSettings) -> str
     return "ensemble" if expertise_distance(parents) > settings.ensemble_threshold else "crossover"
 
 
+_FIXED_PARAMS = frozenset({"model", "engine", "prompts", "embedder", "seed"})  # set by furnace, not by a user
+
+
 def lineage_params(
     operator: str, *, llm: LLM, embedder: Embedder, seed: int, params: dict[str, Any] | None, settings: FurnaceSettings
 ) -> dict[str, Any]:
     """Every param that shapes the result (defaults filled in; unknown keys refused)."""
     op = OPERATORS[operator]
-    base: dict[str, Any] = {"seed": int(seed), "model": llm.model_name}
+    base: dict[str, Any] = {"seed": int(seed), "model": llm.model_name, **answer_versions(llm)}
     if op.min_parents > 1:
         base.update(
             embedder=embedder.name,
@@ -86,8 +90,8 @@ def lineage_params(
         )
     base.update(op.param_defaults())
     for key, value in (params or {}).items():
-        if key not in base or key in ("model", "embedder", "seed"):
-            allowed = sorted(set(base) - {"model", "embedder", "seed"})
+        if key not in base or key in _FIXED_PARAMS:
+            allowed = sorted(set(base) - _FIXED_PARAMS)
             raise InputError(
                 f"unknown param {key!r} for {operator} (allowed: {', '.join(allowed) or 'none'})", field="params"
             )

@@ -2,9 +2,9 @@
 
 :class:`CachedLLM` wraps an :class:`~furnace.llm.seam.LLM`:
 
-- **Response cache.** Each request's content key (``request.cache_key(model)``:
-  model, task, messages, temperature, seed, max tokens, schema, inputs, sample
-  index) looks up a stored completion first. A hit is served with
+- **Response cache.** Each request's content key
+  (:func:`~furnace.llm.seam.answer_key`: everything that shapes the answer,
+  nothing else) looks up a stored completion first. A hit is served with
   ``cached=True`` and ``cost_usd=0.0`` and makes no inner call. Only
   successful completions are stored (insert-if-absent, so two processes
   racing on one key keep the first answer).
@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from furnace.llm.seam import LLM, Completion, LLMRequest
+from furnace.llm.seam import LLM, Completion, LLMRequest, answer_key
 
 
 class CallRecord(BaseModel):
@@ -294,7 +294,7 @@ class CachedLLM:
     def complete(self, request: LLMRequest) -> Completion:
         """Serve from cache, join an identical in-flight call, or call the inner model once."""
         started = time.perf_counter()
-        key = request.cache_key(self.model_name)
+        key = answer_key(self.inner, request)
         flight, leader = self._flights.join(key)
         if not leader:
             flight.done.wait()

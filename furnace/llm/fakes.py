@@ -44,8 +44,12 @@ class FakeLLM:
         *,
         respond: Callable[[LLMRequest], Any] | None = None,
         model_name: str = "fake",
+        reads_inputs: bool = True,
+        engine_version: str = "",
     ) -> None:
         self.model_name = model_name
+        self.reads_inputs = reads_inputs  # False: behaves like a real model for cache keys (messages only)
+        self.engine_version = engine_version
         self._queue: deque[Any] = deque(responses)
         self._respond = respond
         self._lock = threading.Lock()

@@ -11,6 +11,16 @@ Operators, scorers, revision chat, the arena and the assistant all build an
 ``request.inputs`` carries the task's structured inputs so that the offline
 engine (and fakes) can do the task without parsing prose; real models read
 ``messages``.
+
+**Cache keys are complete and minimal** (:func:`answer_key`): everything that
+shapes an answer and nothing else. Always: the model name, the task kind, the
+full rendered messages, temperature, seed, max tokens, the response schema and
+the sample index. Then what the model at the bottom of a wrapper chain says
+about itself: ``engine_version`` (the offline engine's rules version, so
+editing a rule misses the cache) and ``reads_inputs`` (real models read only
+the messages, so ``inputs`` stay out of their keys; the offline engine and
+fakes read ``inputs``, minus a persona's identity fields, see
+:func:`shaping_inputs`). Who asked (``run_id``) is never part of a key.
 """
 
 from __future__ import annotations
@@ -64,21 +74,55 @@ class LLMRequest(BaseModel):
     # Not part of the cache key: who asked (for accounting) and a label for traces.
     run_id: str | None = None
 
-    def cache_key(self, model: str) -> str:
-        """Content key of this request for ``model`` (run_id excluded)."""
-        return content_key(
-            {
-                "model": model,
-                "task": self.task.value,
-                "messages": [m.model_dump() for m in self.messages],
-                "temperature": self.temperature,
-                "seed": self.seed,
-                "max_tokens": self.max_tokens,
-                "schema": self.json_schema,
-                "inputs": self.inputs,
-                "sample": self.sample_index,
-            }
-        )
+    def cache_key(self, model: str, *, engine_version: str = "", reads_inputs: bool = True) -> str:
+        """Content key of this request for ``model`` (run_id excluded); see :func:`answer_key`."""
+        parts: dict[str, Any] = {
+            "model": model,
+            "task": self.task.value,
+            "messages": [m.model_dump() for m in self.messages],
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+            "schema": self.json_schema,
+            "sample": self.sample_index,
+        }
+        if reads_inputs:
+            parts["inputs"] = shaping_inputs(self.inputs)
+        if engine_version:
+            parts["engine"] = engine_version
+        return content_key(parts)
+
+
+# Fields of a persona that name or date it but never shape what is said.
+IDENTITY_FIELDS = frozenset({"id", "version", "created_at", "deleted_at"})
+
+
+def shaping_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
+    """``inputs`` without a persona's identity fields (what an inputs-reading model may use)."""
+    persona = inputs.get("persona")
+    if not isinstance(persona, dict) or not IDENTITY_FIELDS & persona.keys():
+        return inputs
+    return {**inputs, "persona": {k: v for k, v in persona.items() if k not in IDENTITY_FIELDS}}
+
+
+def base_model(llm: Any) -> Any:
+    """The model at the bottom of a chain of wrappers (each wrapper keeps its model in ``inner``)."""
+    seen = 0
+    while getattr(llm, "inner", None) is not None and seen < 32:
+        llm, seen = llm.inner, seen + 1
+    return llm
+
+
+def answer_traits(llm: Any) -> tuple[str, bool]:
+    """``(engine_version, reads_inputs)`` of the model that actually answers."""
+    base = base_model(llm)
+    return str(getattr(base, "engine_version", "") or ""), bool(getattr(base, "reads_inputs", True))
+
+
+def answer_key(llm: Any, request: LLMRequest) -> str:
+    """The response-cache key of ``request`` on ``llm``: everything that shapes its answer."""
+    engine_version, reads_inputs = answer_traits(llm)
+    return request.cache_key(llm.model_name, engine_version=engine_version, reads_inputs=reads_inputs)
 
 
 class Usage(BaseModel):
@@ -109,7 +153,12 @@ class Completion(BaseModel):
 
 @runtime_checkable
 class LLM(Protocol):
-    """The seam. ``model_name`` is what goes into cache keys and lineage params."""
+    """The seam. ``model_name`` is what goes into cache keys and lineage params.
+
+    Optional attributes (read by :func:`answer_traits`): ``engine_version`` (a
+    version of the rules that produce answers) and ``reads_inputs`` (False for a
+    model that reads only ``messages``; default True).
+    """
 
     model_name: str
 

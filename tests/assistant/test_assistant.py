@@ -223,6 +223,25 @@ def test_the_model_is_asked_only_when_rules_cannot_tell_then_with_history() -> N
     assert done.clarify and done.result is None
 
 
+@pytest.mark.parametrize(
+    "reply",
+    [
+        'Sure! Here is the classification: {"intent": "top_agents", "confidence": 0.8} Hope that helps.',
+        '<think>they want the best ones</think>\n```jsonc\n{"intent": "top_agents", "confidence": 0.8}\n```',
+    ],
+)
+def test_the_model_fallback_reads_replies_through_the_structured_path(reply: str) -> None:
+    done, events = _ask(Assistant(FakeData(), FakeLLM([reply]), now=lambda: NOW), AssistantState(), "who shines?")
+    meta = next(e for e in events if isinstance(e, Meta))
+    assert (meta.intent, meta.intent_source) == ("top_agents", "model") and not done.clarify
+
+
+def test_a_model_reply_outside_the_schema_is_no_answer() -> None:
+    llm = FakeLLM(['{"intent": "top_agents", "confidence": 7}'])
+    done, _ = _ask(Assistant(FakeData(), llm, now=lambda: NOW), AssistantState(), "who shines?")
+    assert done.clarify and done.result is None
+
+
 def test_a_failing_model_becomes_a_clarifying_question() -> None:
     llm = FakeLLM([LLMError("down"), LLMError("down")])
     done, _ = _ask(Assistant(FakeData(), llm, now=lambda: NOW), AssistantState(), "who is our standout?")

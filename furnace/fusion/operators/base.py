@@ -27,6 +27,7 @@ from furnace.domain.elixir import (
 )
 from furnace.domain.lineage import ResolutionNote
 from furnace.fusion.embedding import Embedder
+from furnace.fusion.operators.prompts import answer_versions
 from furnace.fusion.synthesis import SubResultCache
 from furnace.llm.seam import LLM, Completion, LLMRequest
 
@@ -52,7 +53,7 @@ class OperatorContext:
         """A sub-result through the sub-result cache (computed directly without one)."""
         if self.subcache is None:
             return compute()
-        return self.subcache.get_or_compute(kind, key_parts, compute)
+        return self.subcache.get_or_compute(kind, {"parts": key_parts, **answer_versions(self.llm)}, compute)
 
 
 @dataclass

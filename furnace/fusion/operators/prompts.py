@@ -9,13 +9,15 @@ models and whose ``inputs`` are the structured form the offline engine reads
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, Field
 
+from furnace.domain.canonical import content_key
 from furnace.domain.elixir import MAX_IDENTITY, MAX_ITEM, Elixir
 from furnace.domain.errors import LLMMalformedOutput
-from furnace.llm.seam import Completion, LLMRequest, TaskKind, system_user
+from furnace.llm.seam import Completion, LLMRequest, TaskKind, answer_traits, system_user
 from furnace.llm.structured import parse_reply, schema_of
 
 
@@ -202,3 +204,34 @@ def parse_route(completion: Completion, refs: Sequence[str]) -> str:
     if len(by_id) == 1:
         return by_id[0]
     raise LLMMalformedOutput(f"route: {member[:40]!r} is not one of the members {', '.join(refs)}")
+
+
+# --- versions ------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def templates_version() -> str:
+    """A fingerprint of the fusion prompt templates: the requests they render for fixed sample inputs.
+
+    Any change to what a template sends (wording, schema, limits) changes it; it is part of
+    every fused agent's lineage params and sub-result keys when a real model writes them.
+    """
+    sample = Elixir(id="sample", name="Sample", identity="You are a sample.", expertise=("a",), principles=("b",))
+    option = {"label": "x", "value": 1, "priority": 1, "source": "sample"}
+    requests = [
+        build_identity_request([sample, sample], language="en"),
+        build_rewrite_request("Be brief.", language="en"),
+        build_adjudicate_request("tone", [option, option], rule="stricter", language="en"),
+        build_route_request("Hi", [{"ref": "sample@1", "name": "Sample", "expertise": ["a"]}], language="en"),
+    ]
+    return content_key([r.model_dump(mode="json", exclude={"inputs", "run_id"}) for r in requests])[:16]
+
+
+def answer_versions(llm: Any) -> dict[str, str]:
+    """What besides the model name shapes a fusion answer: the offline rules version, or, for a
+    model that reads the prose, the prompt templates' version."""
+    engine_version, reads_inputs = answer_traits(llm)
+    out = {"engine": engine_version} if engine_version else {}
+    if not reads_inputs:
+        out["prompts"] = templates_version()
+    return out

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import random
 import time
 from collections.abc import Callable
+from importlib import resources
 from typing import Any
 
 from furnace.domain.canonical import content_key
 from furnace.domain.errors import LLMError
-from furnace.llm.seam import OFFLINE_MODEL_NAME, Completion, LLMRequest, TaskKind, Usage
+from furnace.llm.seam import OFFLINE_MODEL_NAME, Completion, LLMRequest, TaskKind, Usage, shaping_inputs
 
 Handler = Callable[[LLMRequest, random.Random], tuple[str, Any]]
 
@@ -33,6 +35,22 @@ HANDLERS: dict[TaskKind, str] = {
 }
 
 
+def rules_version(package: Any = None) -> str:
+    """A version of the offline engine's rules: a hash over its source files (rule tables and handlers).
+
+    Any edit to a rule changes it, so the response cache never serves an answer
+    the current rules would not give (it is part of every offline cache key).
+    """
+    root = package if package is not None else resources.files("furnace.llm.offline")
+    digest = hashlib.sha256()
+    for item in sorted((f for f in root.iterdir() if f.name.endswith(".py")), key=lambda f: f.name):
+        digest.update(item.name.encode() + b"\0" + item.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+RULES_VERSION = rules_version()
+
+
 def estimate_tokens(text: str) -> int:
     """A cheap, deterministic token estimate (CJK chars count one each)."""
     cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
@@ -43,6 +61,8 @@ class OfflineEngine:
     """The default model: rules, not a language model. Says so in its name."""
 
     model_name = OFFLINE_MODEL_NAME
+    engine_version = f"rules-{RULES_VERSION}"
+    reads_inputs = True  # answers come from ``inputs`` (minus a persona's identity fields), not the prose
 
     def __init__(self) -> None:
         self._cache: dict[TaskKind, Handler] = {}
@@ -60,7 +80,8 @@ class OfflineEngine:
     def complete(self, request: LLMRequest) -> Completion:
         started = time.perf_counter()
         # Seeded per request: same request, same answer.
-        rng = random.Random(content_key([request.seed, request.sample_index, request.task.value, request.inputs]))
+        inputs = shaping_inputs(request.inputs)
+        rng = random.Random(content_key([request.seed, request.sample_index, request.task.value, inputs]))
         text, parsed = self._handler(request.task)(request, rng)
         if parsed is not None and not text:
             text = json.dumps(parsed, ensure_ascii=False)

@@ -119,6 +119,32 @@ class DuckDBResponseCache:
                 self._memory.pop(key, None)
         return len(gone)
 
+    def prune_if_due(self) -> int:
+        """The automatic purge: delete expired rows when the oldest row is past the TTL (one cheap
+        indexed read otherwise); returns how many went."""
+        if self.ttl_s is None:
+            return 0
+        oldest = self.db.query("SELECT min(created_at) FROM llm_responses")[0][0]
+        return self.prune() if oldest is not None and self._expired(oldest) else 0
+
+    def stats(self) -> dict[str, Any]:
+        """Rows, expired rows, oldest/newest and rows per task (``furnace cache stats``)."""
+        cutoff = self._cutoff()
+        total, expired, oldest, newest = self.db.query(
+            "SELECT count(*), count(*) FILTER (WHERE created_at < ?), min(created_at), max(created_at)"
+            " FROM llm_responses",
+            [cutoff],
+        )[0]
+        by_task = self.db.query("SELECT task, count(*) FROM llm_responses GROUP BY task ORDER BY 2 DESC, 1")
+        return {
+            "responses": int(total),
+            "expired": int(expired),
+            "ttl_days": None if self.ttl_s is None else round(self.ttl_s / 86400, 3),
+            "oldest": oldest.isoformat(sep=" ", timespec="seconds") if oldest else None,
+            "newest": newest.isoformat(sep=" ", timespec="seconds") if newest else None,
+            "by_task": {str(task): int(n) for task, n in by_task},
+        }
+
     def _remember(self, key: str, completion: Completion) -> None:
         with self._lock:
             self._memory[key] = completion

@@ -1,0 +1,59 @@
+"""``furnace cache stats|prune`` and the automatic purge of expired model responses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from furnace.adapters.factory import build_db, build_llm
+from furnace.cli import EXIT_OK, main
+from furnace.llm.seam import Completion
+from furnace.settings import FurnaceSettings
+from furnace.storage.duckdb.llm_calls import DuckDBResponseCache
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code: object = 0
+    try:
+        main(list(argv))
+    except SystemExit as done:
+        code = done.code
+    return (0 if code is None else int(code)), capsys.readouterr().out  # type: ignore[call-overload]
+
+
+def _seed(home: Path, ages_days: dict[str, float]) -> None:
+    db = build_db(FurnaceSettings(home=home))
+    cache = DuckDBResponseCache(db, ttl_s=None)
+    for key, age in ages_days.items():
+        cache.put(key, Completion(text=key, model="m"), task="judge")
+        db.execute(
+            "UPDATE llm_responses SET created_at = now()::TIMESTAMP - to_days(CAST(? AS INTEGER)) WHERE cache_key = ?",
+            [int(age), key],
+        )
+    db.close()
+
+
+def test_stats_and_prune_by_the_ttl(capsys, home: Path, monkeypatch) -> None:
+    monkeypatch.setenv("FURNACE_CACHE_TTL_DAYS", "30")
+    _seed(home, {"old": 40, "older": 400, "fresh": 1})
+    code, out = _run(capsys, "cache", "stats", "--json")
+    stats = json.loads(out)
+    assert code == EXIT_OK and (stats["responses"], stats["expired"], stats["ttl_days"]) == (3, 2, 30)
+    assert stats["by_task"] == {"judge": 3}
+    code, out = _run(capsys, "cache", "prune", "--json")
+    assert code == EXIT_OK and json.loads(out)["responses_deleted"] == 2
+    assert json.loads(_run(capsys, "cache", "stats", "--json")[1])["responses"] == 1
+    code, out = _run(capsys, "cache", "prune", "--older-than", "0")
+    assert code == EXIT_OK and "deleted 1 cached responses" in out
+
+
+def test_an_expired_response_is_not_served_and_is_purged_when_the_model_is_built(home: Path) -> None:
+    _seed(home, {"old": 100, "fresh": 0})
+    settings = FurnaceSettings(home=home, cache_ttl_days=90)
+    db = build_db(settings)
+    llm = build_llm(settings, db=db)  # the automatic purge
+    assert [r[0] for r in db.query("SELECT cache_key FROM llm_responses")] == ["fresh"]
+    assert llm.cache.get("fresh") is not None and llm.cache.get("old") is None
+    db.close()
