@@ -318,9 +318,11 @@ class Runtime:
         progress: Callable[[Progress], None] | None = None,
         track: bool = True,
         probes_dir: Path | None = None,
+        keep_failures: bool = False,
     ) -> PreparedExperiment:
         """An experiment ready to run: seeds, probes, the model (``config.model`` overrides the
-        setting), the fusion breeder, DuckDB records and the tracker (MLflow unless ``track`` is off)."""
+        setting), a separate judge (``config.judge_model`` / ``FURNACE_JUDGE_MODEL``), the fusion
+        breeder, DuckDB records and the tracker (MLflow unless ``track`` is off)."""
         from furnace.evolution.engine import Evolution, experiment_inputs
         from furnace.evolution.estimate import estimate
         from furnace.evolution.seeds import select_seeds
@@ -329,7 +331,10 @@ class Runtime:
         llm = self.llm_for(config.model) if config.model and config.model != self.settings.model else self.llm
         probes = load_probe_set(config.probes.set, search_dir=probes_dir).head(config.probes.limit)
         seeds = select_seeds(self.store, config)
-        experiment_id = config.experiment_id(llm.model_name, experiment_inputs(seeds[: config.population], probes))
+        judge_name = config.judge_model or self.settings.judge_model
+        judge = self.llm_for(judge_name) if judge_name and judge_name != llm.model_name else None
+        inputs = experiment_inputs(seeds[: config.population], probes, judge_model=judge.model_name if judge else None)
+        experiment_id = config.experiment_id(llm.model_name, inputs)
         evolution = Evolution(
             config,
             probes,
@@ -340,6 +345,8 @@ class Runtime:
             embedder=self.embedder,
             tracker=self.new_tracker(track=track),
             progress=progress,
+            judge=judge.for_run(experiment_id) if judge is not None else None,  # same cache, ledger, run id
+            keep_failures=keep_failures,
         )
         return PreparedExperiment(evolution, estimate(config, len(probes.probes)), llm)
 

@@ -18,6 +18,9 @@ class FurnaceSettings(BaseSettings):
 
     home: Path = Field(default=Path("data"), description="folder holding furnace.duckdb, mlflow.db, caches")
     model: str | None = Field(default=None, description="litellm model string; unset = offline engine")
+    judge_model: str | None = Field(
+        default=None, description="the judge scorers' model (experiments); unset = the experiment's model"
+    )
     api_base: str | None = Field(default=None, description="OpenAI-compatible base URL for the model")
     api_key: SecretStr | None = Field(default=None, description="optional key; else the provider's usual variable")
     timeout_s: float = 60.0

@@ -26,7 +26,14 @@ def check_budget(prepared: PreparedExperiment, *, yes: bool, as_json: bool) -> N
 
 
 def run_experiment_file(
-    ctx: Runtime, file: str, *, yes: bool = False, as_json: bool = False, track: bool = True, quiet: bool = False
+    ctx: Runtime,
+    file: str,
+    *,
+    yes: bool = False,
+    as_json: bool = False,
+    track: bool = True,
+    quiet: bool = False,
+    keep_failures: bool = False,
 ) -> Any:
     """Load, estimate, run and return the report of one experiment file."""
     from furnace.evolution.config import load_config
@@ -34,7 +41,11 @@ def run_experiment_file(
     config = load_config(file)
     bar = ProgressBar(enabled=not quiet and not as_json)
     prepared = ctx.prepare_experiment(
-        config, progress=bar, track=track, probes_dir=Path(file).resolve().parent.parent / "probes"
+        config,
+        progress=bar,
+        track=track,
+        probes_dir=Path(file).resolve().parent.parent / "probes",
+        keep_failures=keep_failures,
     )
     check_budget(prepared, yes=yes, as_json=as_json)
     return prepared.evolution.run()
@@ -53,9 +64,19 @@ def register(cli: click.Group) -> None:
     @click.option("--no-mlflow", is_flag=True, help="Do not log to MLflow.")
     @click.option("--prefect", is_flag=True, help="Run as a Prefect flow (PREFECT_API_URL, or a temporary server).")
     @click.option("--runner", type=click.Choice(["threads", "dask"]), default="threads", help="Prefect task runner.")
+    @click.option("--keep-failures", is_flag=True, help="On a rerun, keep individuals whose scoring failed (no retry).")
     @json_option
     @click.pass_obj
-    def run_cmd(obj: Runtime, file: str, yes: bool, no_mlflow: bool, prefect: bool, runner: str, as_json: bool) -> None:
+    def run_cmd(
+        obj: Runtime,
+        file: str,
+        yes: bool,
+        no_mlflow: bool,
+        prefect: bool,
+        runner: str,
+        keep_failures: bool,
+        as_json: bool,
+    ) -> None:
         """Run (or resume) the experiment in FILE and print its report."""
         from furnace.evolution.report import render_report
 
@@ -74,7 +95,9 @@ def register(cli: click.Group) -> None:
                 )
             emit(data, as_json=as_json, human=data.get("text"))
             return
-        report = run_experiment_file(obj, file, yes=yes, as_json=as_json, track=not no_mlflow)
+        report = run_experiment_file(
+            obj, file, yes=yes, as_json=as_json, track=not no_mlflow, keep_failures=keep_failures
+        )
         emit(report.as_dict(), as_json=as_json, human=render_report(report))
 
     @experiment_group.command("list")

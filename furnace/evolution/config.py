@@ -90,6 +90,9 @@ class ExperimentConfig(_Strict):
         default_factory=lambda: {"constraints": 0.2, "fidelity": 0.2, "tone": 0.2, "brief_fit": 0.3, "diversity": 0.1}
     )
     model: str | None = Field(default=None, description="litellm model string; unset = FURNACE_MODEL / offline")
+    judge_model: str | None = Field(
+        default=None, description="the judge scorers' model; unset = FURNACE_JUDGE_MODEL, else the model"
+    )
     concurrency: int = Field(default=4, ge=1, le=256)
     budget: Budget = Budget()
 
@@ -124,10 +127,10 @@ class ExperimentConfig(_Strict):
 
     def experiment_id(self, model_name: str, inputs: Any = None) -> str:
         """Stable id: the name plus a hash of the config, the model and ``inputs`` (the seed
-        elixirs' content hashes and the probe set), so changed inputs never resume old records."""
-        digest = content_key(
-            {"config": self.model_dump(mode="json"), "model": self.model or model_name, "inputs": inputs}
-        )
+        elixirs' content hashes, the probe set and a separate judge model), so changed inputs never
+        resume old records. (The judge is named in ``inputs`` as resolved, so it is left out here.)"""
+        config = self.model_dump(mode="json", exclude={"judge_model"})
+        digest = content_key({"config": config, "model": self.model or model_name, "inputs": inputs})
         return f"exp-{self.name.lower()}-{digest[:10]}"
 
 

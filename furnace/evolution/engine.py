@@ -16,8 +16,13 @@ Reproducible and resumable by construction:
 - one ``random.Random(config.seed)`` drives every choice, and only the main
   thread draws from it, in a fixed order (plan order);
 - a run always replays from generation 0: a slot whose individual is already
-  recorded is read back (no fusion, no model call), so an interrupted run
-  continues where it stopped and ends exactly where an uninterrupted run ends;
+  recorded (for the same plan) is read back (no fusion, no model call), so an
+  interrupted run continues where it stopped and ends exactly where an
+  uninterrupted run ends;
+- an individual whose scoring failed (fusion, an answer or a judgement: provider
+  noise) is *unscored*: kept out of selection and means, and evaluated again by
+  the next run (its successful calls come from the response cache), which then
+  replaces its record; ``keep_failures`` keeps such records instead;
 - records are written from the main thread, one transaction per individual,
   idempotent by natural keys.
 """
@@ -44,9 +49,10 @@ from furnace.evolution.report import ExperimentReport, build_report
 from furnace.evolution.selection import OperatorBoard, choose_operator, survivors
 from furnace.evolution.tracker import NullTracker, Span, Tracker, start_trace
 from furnace.evolution.units import Finished, ThreadUnitRunner, Unit, UnitRunner
-from furnace.evolution.writer import RecordWriter
+from furnace.evolution.writer import RecordWriter, Replacement
 from furnace.llm.cache import CallTotals
-from furnace.llm.seam import LLM, Completion, LLMRequest
+from furnace.llm.routing import TaskRouter
+from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind
 from furnace.scoring.base import persona_inputs
 from furnace.scoring.fitness import SCORERS
 from furnace.scoring.probes import ProbeSet
@@ -157,11 +163,19 @@ class Evolution:
     tracker: Tracker = field(default_factory=NullTracker)
     progress: Callable[[Progress], None] | None = None
     unit_runner: UnitRunner | None = None
+    judge: LLM | None = None  # the judge scorers' model (default: ``llm``, the agents' own model)
+    keep_failures: bool = False  # a rerun keeps unscored records instead of evaluating them again
 
     def __post_init__(self) -> None:
         self.seeds = list(self.seeds)[: self.config.population]
-        self.metered = MeteredLLM(self.llm, concurrency=self.config.concurrency, budget=self.config.budget)
-        self.experiment_id = self.config.experiment_id(self.llm.model_name, experiment_inputs(self.seeds, self.probes))
+        self.judge_model = self.judge.model_name if self.judge is not None else self.llm.model_name
+        # judge calls go to the judge model below the meter: budgets, slots and unit counters see them
+        routed = TaskRouter(self.llm, {TaskKind.JUDGE: self.judge}) if self.judge is not None else self.llm
+        self.metered = MeteredLLM(routed, concurrency=self.config.concurrency, budget=self.config.budget)
+        separate = self.judge_model if self.judge_model != self.llm.model_name else None
+        self.experiment_id = self.config.experiment_id(
+            self.llm.model_name, experiment_inputs(self.seeds, self.probes, judge_model=separate)
+        )
         self.board = OperatorBoard(dict(self.config.operators), adapt=self.config.adapt_operators)
         self._embed_lock = threading.Lock()
         self._vectors: dict[str, list[float]] = {}
@@ -401,6 +415,7 @@ class Evolution:
             status=self.status,
             board=self.board,
             totals=self.run_totals().as_dict(),
+            judge_model=self.judge_model,
         )
         self.results.finish_experiment(self.experiment_id, self.status, report.summary())
         self.tracker.finish(self.status, report.tags(), report.artifacts(), report.totals)
@@ -469,6 +484,7 @@ class _Schedule:
         self.stop: str | None = None
         self.error: BaseException | None = None
         self.seen: set[str] = set()  # agent ids taken in during the current generation
+        self.replacing: set[int] = set()  # orders of units whose slot holds a stale or unscored record
         self.generation_weights: dict[int, dict[str, float]] = {}  # what the generation's first plan saw
 
     def generation_of(self, n: int) -> tuple[int, int]:
@@ -479,10 +495,14 @@ class _Schedule:
 
     def start(self, order: int, generation: int, plan: Plan) -> IndividualRecord | None:
         """Submit ``plan``'s unit, or return its record when a previous run finished it."""
-        recorded = self.evo._recorded.get(generation, {})
-        if plan.slot in recorded:
-            return recorded[plan.slot]
-        known = {r.agent_id: r for r in recorded.values()}
+        evo = self.evo
+        recorded = evo._recorded.get(generation, {})
+        old = recorded.get(plan.slot)
+        if old is not None and (old.scored or evo.keep_failures) and _made_by(old, plan):
+            return old
+        if old is not None:  # unscored (retried) or made by another plan (an earlier slot was rescored)
+            self.replacing.add(order)
+        known = {r.agent_id: r for r in recorded.values() if r.scored or evo.keep_failures}
         unit = self.evo.unit(order, generation, plan, tuple(self.population), known)
         self.finished.watch(unit, self.runner.submit(unit))
         return None
@@ -497,7 +517,8 @@ class _Schedule:
                 self.error = err
             return unit, None
         if record.experiment_id == self.evo.experiment_id and record.slot == unit.slot:
-            self.evo._writer.put(record)  # saved in the background, batched, as units finish
+            # saved in the background, batched, as units finish
+            self.evo._writer.put(Replacement(record) if unit.order in self.replacing else record)
         return unit, record
 
     def drain(self) -> None:
@@ -545,7 +566,11 @@ class _Schedule:
                 self.progress(0, len(records), len(plans))
         if self.error is not None:
             raise self.error
-        self.population = survivors([], [records[p.slot] for p in plans], evo.config.population, 0)
+        scored = [records[p.slot] for p in plans if records[p.slot].scored]  # only these take part in selection
+        if not scored:
+            evo.status = f"stopped: no individual could be scored ({len(plans)} unscored; rerun to retry)"
+            return False
+        self.population = survivors([], scored, evo.config.population, 0)
         self.finish(0, weights)
         return True
 
@@ -579,8 +604,9 @@ class _Schedule:
         if child.agent_id not in self.seen:
             self.seen.add(child.agent_id)
             parent_best = max((p.fitness for p in plan.parents), default=0.0)
-            evo.board.record(child.operator, child.fitness, parent_best, failed=child.failures > 0 and not child.scores)
-        if child.scores:  # a failed fusion never displaces a member
+            if child.scored or not child.scores:  # an unscored judgement says nothing about the operator
+                evo.board.record(child.operator, child.fitness, parent_best, failed=not child.scores)
+        if child.scored:  # an unscored child (failed fusion, answer or judgement) never displaces a member
             self.population = survivors(self.population, [child], cfg.population, cfg.selection.elitism)
         self.taken += 1
         self.progress(generation, slot + 1, self.per_generation)
@@ -607,9 +633,19 @@ class _Schedule:
         )
 
 
-def experiment_inputs(seeds: Sequence[Elixir], probes: ProbeSet) -> dict[str, Any]:
-    """What besides the config shapes a run: the seeds' content and the probes."""
-    return {"seeds": [e.content_hash for e in seeds], "probes": probes.model_dump(mode="json")}
+def experiment_inputs(seeds: Sequence[Elixir], probes: ProbeSet, *, judge_model: str | None = None) -> dict[str, Any]:
+    """What besides the config shapes a run: the seeds' content, the probes and a separate judge model."""
+    out: dict[str, Any] = {"seeds": [e.content_hash for e in seeds], "probes": probes.model_dump(mode="json")}
+    if judge_model:
+        out["judge"] = judge_model
+    return out
+
+
+def _made_by(record: IndividualRecord, plan: Plan) -> bool:
+    """True when ``record`` is what ``plan`` makes (a rescored earlier slot can change later plans)."""
+    if plan.elixir is not None:
+        return record.operator == "seed" and record.agent_id == plan.elixir.id
+    return record.operator == plan.operator and record.parents == tuple(p.agent_id for p in plan.parents)
 
 
 def _flat_params(cfg: ExperimentConfig) -> dict[str, Any]:

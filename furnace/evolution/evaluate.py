@@ -1,8 +1,14 @@
 """Evaluating one agent: answer every probe, score every answer, combine into fitness.
 
 This is the unit of work an experiment runs concurrently (and a Prefect task
-wraps). A failed answer or judge call becomes a failure score with its reason;
-only :class:`~furnace.domain.errors.BudgetExceeded` propagates (the run must stop).
+wraps). A failed answer or judge call is recorded as a *failed* score row with
+its reason, never as a 0: the objective it belongs to is **unscored** for that
+agent (left out of its objectives and fitness, listed in ``unscored``), so
+provider noise never counts against an agent; a rerun retries it. Only
+:class:`~furnace.domain.errors.BudgetExceeded` propagates (the run must stop).
+
+Judge scorers ask ``judge`` (the experiment's ``judge_model``) when given, else
+the agent's own model.
 """
 
 from __future__ import annotations
@@ -26,12 +32,14 @@ from furnace.scoring.rules import constraint_compliance
 
 @dataclass(frozen=True)
 class Evaluation:
-    """Scores, objectives (mean per scorer) and weighted fitness of one agent."""
+    """Scores, objectives (mean per fully scored scorer), weighted fitness over them, and the
+    objectives left unscored by a failure (with the reasons)."""
 
     scores: tuple[ScoreRow, ...]
     objectives: dict[str, float]
     fitness: float
     failure_reasons: tuple[str, ...] = field(default_factory=tuple)
+    unscored: tuple[str, ...] = field(default_factory=tuple)
 
 
 def reply(llm: LLM, elixir: Elixir, system_prompt: str, probe: Probe, *, seed: int) -> str:
@@ -55,6 +63,7 @@ def _score_probe(
     probes: ProbeSet,
     scorers: Mapping[str, float],
     seed: int,
+    judge: LLM,
 ) -> list[ScoreRow]:
     needs_answer = any(SCORERS[s].kind in ("rule", "judge") for s, w in scorers.items() if w > 0)
     answer: str | None = None
@@ -74,7 +83,7 @@ def _score_probe(
             score = constraint_compliance(elixir, answer, error=error, target=target)
         elif kind == "judge":
             score = judge_answer(
-                llm,
+                judge,
                 elixir,
                 probe.message,
                 answer,
@@ -101,13 +110,16 @@ def evaluate_agent(
     vector: Sequence[float] | None = None,
     population_vectors: Sequence[Sequence[float]] = (),
     parallel: int = 1,
+    judge: LLM | None = None,
 ) -> Evaluation:
     """Answer and score every probe (``parallel`` probes at once; the model's own concurrency
-    bound still applies), add diversity, and compute the weighted fitness."""
+    bound still applies), add diversity, and compute the weighted fitness. Judge scorers ask
+    ``judge`` (default: ``llm``)."""
     rows: list[ScoreRow] = []
+    judge_llm = judge if judge is not None else llm
 
     def one(probe: Probe) -> list[ScoreRow]:
-        return _score_probe(llm, elixir, system_prompt, probe, probes, scorers, seed)
+        return _score_probe(llm, elixir, system_prompt, probe, probes, scorers, seed, judge_llm)
 
     if parallel > 1 and len(probes.probes) > 1:
         with ThreadPoolExecutor(max_workers=min(parallel, len(probes.probes))) as pool:
@@ -123,15 +135,23 @@ def evaluate_agent(
 
 
 def combine(rows: Sequence[ScoreRow], scorers: Mapping[str, float]) -> Evaluation:
-    """Objectives (mean value per scorer) and weighted fitness from score rows."""
+    """Objectives (mean value per scorer) and weighted fitness from score rows.
+
+    A scorer with a failed row is *unscored*: it has no objective (a mean over fewer probes
+    would not compare with other agents'), and the fitness is the weighted mean of the
+    objectives that were scored. The engine keeps unscored agents out of selection.
+    """
+    unscored = sorted({r.scorer for r in rows if r.failed})
     by_scorer: dict[str, list[float]] = {}
     for row in rows:
-        by_scorer.setdefault(row.scorer, []).append(row.value)
+        if row.scorer not in unscored:
+            by_scorer.setdefault(row.scorer, []).append(row.value)
     objectives = {k: round(sum(v) / len(v), 6) for k, v in sorted(by_scorer.items())}
     reasons = tuple(f"{r.probe}/{r.scorer}: {r.reason}" for r in rows if r.failed)
-    return Evaluation(tuple(rows), objectives, weighted_fitness(objectives, scorers), reasons)
+    weights = {k: w for k, w in scorers.items() if k in objectives}
+    return Evaluation(tuple(rows), objectives, weighted_fitness(objectives, weights), reasons, tuple(unscored))
 
 
 def failed_evaluation(reason: str, scorers: Mapping[str, float]) -> Evaluation:
-    """The evaluation of an agent that could not be made (e.g. its fusion failed)."""
-    return Evaluation((), {k: 0.0 for k, w in sorted(scorers.items()) if w > 0}, 0.0, (reason,))
+    """The evaluation of an agent that could not be made (e.g. its fusion failed): nothing scored."""
+    return Evaluation((), {}, 0.0, (reason,), tuple(k for k, w in sorted(scorers.items()) if w > 0))

@@ -47,6 +47,17 @@ class IndividualRecord:
     tokens: int = 0
     cost_usd: float = 0.0
 
+    @property
+    def scored(self) -> bool:
+        """False when something failed (fusion, an answer or a judgement): kept out of selection."""
+        return self.failures == 0
+
+    @property
+    def unscored(self) -> tuple[str, ...]:
+        """The objectives a failure left unscored (``*``: nothing could be scored)."""
+        names = sorted({s.scorer for s in self.scores if s.failed})
+        return tuple(names) if names or self.scored else ("*",)
+
 
 @dataclass(frozen=True)
 class GenerationRecord:
@@ -96,13 +107,20 @@ class ExperimentResults(Protocol):
         """Insert the individual and its scores (no-op for existing keys)."""
         ...
 
+    def replace_individual(self, record: IndividualRecord) -> None:
+        """Replace whatever is recorded at the record's (experiment, generation, slot), scores included
+        (a rerun's new evaluation of an unscored individual), in one transaction."""
+        ...
+
     def individual_by_slot(self, experiment_id: str, generation: int, slot: int) -> IndividualRecord | None: ...
 
     def individual(self, experiment_id: str, generation: int, agent_id: str) -> IndividualRecord | None: ...
 
     def individuals(self, experiment_id: str, generation: int | None = None) -> list[IndividualRecord]: ...
 
-    def save_generation(self, record: GenerationRecord) -> None: ...
+    def save_generation(self, record: GenerationRecord) -> None:
+        """Insert or replace (a rerun that rescored individuals recomputes the generation)."""
+        ...
 
     def generations(self, experiment_id: str) -> list[GenerationRecord]: ...
 
@@ -138,6 +156,16 @@ class MemoryResults:
         with self._lock:
             self._individuals.setdefault((record.experiment_id, record.generation, record.agent_id), record)
 
+    def replace_individual(self, record: IndividualRecord) -> None:
+        with self._lock:
+            for key in [
+                k
+                for k, r in self._individuals.items()
+                if k[:2] == (record.experiment_id, record.generation) and r.slot == record.slot
+            ]:
+                del self._individuals[key]
+            self._individuals[(record.experiment_id, record.generation, record.agent_id)] = record
+
     def individual_by_slot(self, experiment_id: str, generation: int, slot: int) -> IndividualRecord | None:
         return next(
             (
@@ -161,7 +189,7 @@ class MemoryResults:
 
     def save_generation(self, record: GenerationRecord) -> None:
         with self._lock:
-            self._generations.setdefault((record.experiment_id, record.generation), record)
+            self._generations[(record.experiment_id, record.generation)] = record
 
     def generations(self, experiment_id: str) -> list[GenerationRecord]:
         return sorted((r for (e, _), r in self._generations.items() if e == experiment_id), key=lambda r: r.generation)

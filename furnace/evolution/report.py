@@ -28,6 +28,8 @@ class ExperimentReport:
     totals: dict[str, float]
     failures: int = 0
     failed_individuals: list[dict[str, Any]] = field(default_factory=list)
+    judge_model: str = ""
+    unscored: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def best(self) -> dict[str, Any] | None:
@@ -51,6 +53,8 @@ class ExperimentReport:
             "best_fitness": best.get("fitness"),
             "generations": len(self.generations),
             "failures": self.failures,
+            "unscored": len(self.unscored),
+            "judge_model": self.judge_model,
             **self.totals,
         }
 
@@ -114,6 +118,7 @@ def build_report(
     status: str,
     board: OperatorBoard,
     totals: dict[str, Any],
+    judge_model: str = "",
 ) -> ExperimentReport:
     """Assemble the report of one run from its individual records (every generation), its
     generation history, the operator board and the metered totals."""
@@ -121,7 +126,7 @@ def build_report(
     for r in records:  # earliest generation wins for lineage
         everyone.setdefault(r.agent_id, r)
     unique = sorted(everyone.values(), key=rank_key)
-    ok = [r for r in unique if r.scores]
+    ok = [r for r in unique if r.scored]  # unscored individuals are listed apart, never ranked
     leaderboard = [
         {
             "agent_id": r.agent_id,
@@ -138,6 +143,17 @@ def build_report(
     pareto = [
         {"agent_id": a, "fitness": round(everyone[a].fitness, 6), "objectives": everyone[a].objectives}
         for a in front_ids
+    ]
+    unscored = [
+        {
+            "agent_id": r.agent_id,
+            "generation": r.generation,
+            "operator": r.operator,
+            "unscored": list(r.unscored),
+            "reasons": list(r.failure_reasons[:3]),
+        }
+        for r in unique
+        if not r.scored
     ]
     failed = [
         {
@@ -172,6 +188,8 @@ def build_report(
         totals=totals,
         failures=sum(r.failures for r in records),
         failed_individuals=failed[:20],
+        judge_model=judge_model or model,
+        unscored=unscored[:50],
     )
 
 
@@ -187,7 +205,13 @@ def cut_list(ids: Sequence[str], shown: int = PARETO_SHOWN) -> str:
 
 def render_report(report: ExperimentReport) -> str:
     """The human-readable report printed by ``furnace experiment run``."""
-    lines = [f"experiment {report.experiment_id} ({report.name}) — {report.status}", f"model: {report.model}", ""]
+    judge = report.judge_model or report.model
+    lines = [
+        f"experiment {report.experiment_id} ({report.name}) — {report.status}",
+        f"model: {report.model}",
+        f"judge: {judge}" + (" (the same model as the agents)" if judge == report.model else ""),
+        "",
+    ]
     lines.append("generation  best    mean")
     for g in report.generations:
         lines.append(f"{g['generation']:>10}  {g['best_fitness']:.3f}  {g['mean_fitness']:.3f}")
@@ -202,6 +226,16 @@ def render_report(report: ExperimentReport) -> str:
             f"  {i:>2} {row['agent_id'][:26]:<26} {row['generation']:>3} {row['operator']:<9} "
             f"{row['fitness']:>7.3f}  {objs}"
         )
+    if report.unscored:
+        lines += [
+            "",
+            f"unscored ({len(report.unscored)}): a failure, not a score — kept out of selection; a rerun retries",
+        ]
+        for row in report.unscored[:10]:
+            reason = row["reasons"][0] if row["reasons"] else ""
+            lines.append(
+                f"  {row['agent_id'][:26]:<26} gen {row['generation']:>2}  {', '.join(row['unscored'])}: {reason[:90]}"
+            )
     lines += ["", "best agent's lineage"]
     for node in report.lineage[:12]:
         parents = ", ".join(node["parents"]) or "library"

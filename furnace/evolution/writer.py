@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import queue
 import threading
+from dataclasses import dataclass
 from typing import Any
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """An individual that replaces what is recorded at its slot (a rerun's new evaluation)."""
+
+    record: Any
 
 
 class RecordWriter:
@@ -57,7 +65,7 @@ class RecordWriter:
 
         run: list[Any] = []
         for item in [*batch, None]:
-            if item is None or isinstance(item, GenerationRecord):
+            if item is None or isinstance(item, (GenerationRecord, Replacement)):
                 if run:
                     many = getattr(self.results, "save_individuals", None)
                     if callable(many):
@@ -66,7 +74,9 @@ class RecordWriter:
                         for record in run:
                             self.results.save_individual(record)
                     run = []
-                if item is not None:
+                if isinstance(item, Replacement):
+                    self.results.replace_individual(item.record)
+                elif item is not None:
                     self.results.save_generation(item)
             else:
                 run.append(item)

@@ -108,9 +108,9 @@ def test_budget_stops_cleanly_with_the_best_so_far():
 
 def test_flaky_model_completes_and_records_failures_per_individual():
     results = MemoryResults()
-    report = make(results, llm=FlakyLLM(scripted_llm(), rate=0.3, seed=1)).run()
+    report = make(results, llm=FlakyLLM(scripted_llm(), rate=0.1, seed=1)).run()
     assert report.status == "finished"
-    assert report.failures > 0
+    assert report.failures > 0 and report.unscored
     records = results.individuals(report.experiment_id)
     failing = [r for r in records if r.failures]
     assert failing and all(r.failure_reasons for r in failing)

@@ -113,7 +113,8 @@ SHAPING: dict[str, Callable[[LLMRequest], LLMRequest]] = {
 
 
 def test_every_task_kind_has_a_builder_here() -> None:
-    assert set(BUILDERS) == set(TaskKind)
+    missing = set(TaskKind) - set(BUILDERS)
+    assert not missing, f"add a builder for {sorted(k.value for k in missing)} to BUILDERS in this file"
     assert all(BUILDERS[task](persona()).task is task for task in TaskKind)
 
 

@@ -138,6 +138,22 @@ class DuckDBExperimentResults:
                 scores,
             )
 
+    def replace_individual(self, record: IndividualRecord) -> None:
+        """Replace what is recorded at the record's slot (and its scores) in one transaction."""
+        r = record
+        with self.db.transaction():
+            self.db.execute(
+                "DELETE FROM experiment_scores WHERE experiment_id = ? AND generation = ? AND agent_id IN"
+                " (SELECT agent_id FROM experiment_individuals"
+                " WHERE experiment_id = ? AND generation = ? AND slot = ?)",
+                [r.experiment_id, r.generation, r.experiment_id, r.generation, r.slot],
+            )
+            self.db.execute(
+                "DELETE FROM experiment_individuals WHERE experiment_id = ? AND generation = ? AND slot = ?",
+                [r.experiment_id, r.generation, r.slot],
+            )
+            self.save_individuals([record])
+
     def _individuals(self, where: str, params: list[Any]) -> list[IndividualRecord]:
         rows = self.db.query_dicts(
             f"SELECT {_IND_COLS} FROM experiment_individuals WHERE {where} ORDER BY generation, slot, agent_id", params
@@ -203,7 +219,10 @@ class DuckDBExperimentResults:
         self.db.execute(
             "INSERT INTO experiment_generations (experiment_id, generation, survivors, best_fitness, mean_fitness,"
             " operator_weights, calls, cached_calls, tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-            " ON CONFLICT DO NOTHING",
+            " ON CONFLICT DO UPDATE SET survivors = excluded.survivors, best_fitness = excluded.best_fitness,"
+            " mean_fitness = excluded.mean_fitness, operator_weights = excluded.operator_weights,"
+            " calls = excluded.calls, cached_calls = excluded.cached_calls, tokens = excluded.tokens,"
+            " cost_usd = excluded.cost_usd",
             [
                 r.experiment_id,
                 r.generation,

@@ -1,0 +1,39 @@
+"""One model for the agents, another for judging: :class:`TaskRouter` sends each task kind to
+its model (``{TaskKind.JUDGE: judge}``) and everything else to the default one.
+
+It sits *above* the response caches (each routed model keeps its own cache keys) and
+*below* the experiment meter, so budgets, concurrency and accounting see every call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from furnace.llm.cache import CallTotals
+from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind
+
+
+class TaskRouter:
+    """An LLM that routes requests by task kind; ``model_name`` is the default model's."""
+
+    def __init__(self, default: LLM, routes: Mapping[TaskKind, LLM]) -> None:
+        self.default = default
+        self.inner = default  # wrappers are walked through ``inner`` (answer traits, lineage params)
+        self.routes = dict(routes)
+        self.model_name = default.model_name
+
+    def __repr__(self) -> str:
+        routed = ", ".join(f"{k.value}={v.model_name}" for k, v in self.routes.items())
+        return f"TaskRouter({self.model_name}, {routed})"
+
+    def model_for(self, task: TaskKind) -> LLM:
+        return self.routes.get(task, self.default)
+
+    def complete(self, request: LLMRequest) -> Completion:
+        return self.model_for(request.task).complete(request)
+
+    def run_totals(self) -> CallTotals:
+        """The default model's ledger totals of its run (the routed models share that ledger and run id)."""
+        totals: Any = getattr(self.default, "run_totals", None)
+        return totals() if callable(totals) else CallTotals()

@@ -1,0 +1,144 @@
+"""A failed judgement is a failure, not a score: the objective is unscored, the individual is kept
+out of selection and means, a rerun after the provider recovers evaluates it again (and ends where a
+run that never failed ends); a separate judge model answers every JUDGE call."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from experiments.helpers import PureBreeder, library, scripted_llm
+from furnace.domain.canonical import content_key
+from furnace.domain.errors import LLMRateLimit
+from furnace.evolution.config import parse_config
+from furnace.evolution.engine import Evolution
+from furnace.evolution.records import MemoryResults
+from furnace.evolution.report import render_report
+from furnace.llm.cache import CachedLLM, MemoryCallLedger, MemoryResponseCache
+from furnace.llm.fakes import FakeLLM
+from furnace.llm.seam import LLMRequest, TaskKind
+from furnace.scoring.probes import load_probe_set
+
+CONFIG = {
+    "name": "u",
+    "seed": 5,
+    "population": 6,
+    "generations": 2,
+    "selection": {"tournament_size": 2, "elitism": 1},
+    "probes": {"set": "writing-en", "limit": 2},
+    "scorers": {"constraints": 0.2, "fidelity": 0.3, "tone": 0.2, "brief_fit": 0.3},
+    "concurrency": 2,
+}
+
+
+class Outage:
+    """Fails a seeded share of JUDGE calls with a rate limit while ``down`` (the provider's noise)."""
+
+    def __init__(self, inner, rate: float = 0.3) -> None:
+        self.inner, self.model_name, self.rate = inner, inner.model_name, rate
+        self.down = True
+        self.calls: list[LLMRequest] = []
+
+    def complete(self, request: LLMRequest):
+        self.calls.append(request)
+        key = content_key([request.task.value, [m.content for m in request.messages]])
+        if self.down and request.task == TaskKind.JUDGE and random.Random(key).random() < self.rate:
+            raise LLMRateLimit("429 from the provider")
+        return self.inner.complete(request)
+
+
+def _evolution(llm, results, **kwargs):
+    cfg = parse_config(CONFIG)
+    seeds = library()
+    probes = load_probe_set(cfg.probes.set).head(cfg.probes.limit)
+    return Evolution(cfg, probes, seeds, llm, PureBreeder(seeds), results, **kwargs)
+
+
+def _cached(inner, cache=None, ledger=None):
+    return CachedLLM(inner, cache or MemoryResponseCache(), ledger or MemoryCallLedger())
+
+
+def test_a_failed_judgement_is_unscored_never_a_zero_and_kept_out_of_selection() -> None:
+    results = MemoryResults()
+    report = _evolution(_cached(Outage(scripted_llm())), results).run()
+    records = results.individuals(report.experiment_id)
+    unscored = [r for r in records if not r.scored]
+    assert unscored, "the outage should leave some judgements unscored"
+    for r in unscored:
+        failed = [s for s in r.scores if s.failed]
+        assert failed and all("429" in s.reason for s in failed)
+        for scorer in r.unscored:  # no objective at all for what failed (not a 0)
+            assert scorer not in r.objectives
+        assert any(s.scorer not in r.unscored for s in r.scores)  # the rest was scored
+    survivors = {a for g in results.generations(report.experiment_id) for a in g.survivors}
+    assert survivors and not survivors & {r.agent_id for r in unscored}
+    assert {row["agent_id"] for row in report.leaderboard}.isdisjoint({r.agent_id for r in unscored})
+    listed = {row["agent_id"] for row in report.unscored}
+    assert listed == {r.agent_id for r in unscored} - {row["agent_id"] for row in report.leaderboard}
+    assert "unscored (" in render_report(report) and "429" in render_report(report)
+    for g in results.generations(report.experiment_id):  # means only over scored individuals
+        scored = {r.agent_id: r.fitness for r in records if r.generation <= g.generation and r.scored}
+        assert g.best_fitness == max(scored[a] for a in g.survivors)
+
+
+def test_a_rerun_after_recovery_evaluates_the_failures_again_and_ends_where_a_clean_run_ends() -> None:
+    clean = _evolution(_cached(scripted_llm()), MemoryResults()).run()
+
+    results, cache, ledger = MemoryResults(), MemoryResponseCache(), MemoryCallLedger()
+    model = Outage(scripted_llm())
+    first = _evolution(_cached(model, cache, ledger), results).run()
+    assert first.unscored
+    failed_before = sum(1 for r in results.individuals(first.experiment_id) if not r.scored)
+
+    model.down, model.calls = False, []
+    kept = _evolution(_cached(model, cache, ledger), results, keep_failures=True).run()
+    assert model.calls == [] and len(kept.unscored) == len(first.unscored)  # --keep-failures: the old records stand
+
+    again = _evolution(_cached(model, cache, ledger), results).run()
+    assert again.unscored == [] and all(r.scored for r in results.individuals(again.experiment_id))
+    assert again.result_signature() == clean.result_signature()
+    # only what had failed reached the model again: every other answer came from the response cache
+    assert model.calls and {c.task for c in model.calls} <= {TaskKind.JUDGE, TaskKind.REPLY, TaskKind.IDENTITY}
+    assert len([c for c in model.calls if c.task == TaskKind.JUDGE]) >= failed_before
+
+
+def test_a_separate_judge_model_answers_every_judgement() -> None:
+    ledger, cache = MemoryCallLedger(), MemoryResponseCache()
+    agents = scripted_llm("agent-model")
+    judge_inner = FakeLLM(respond=scripted_llm().complete, model_name="judge-model")
+    evo = _evolution(_cached(agents, cache, ledger), MemoryResults(), judge=_cached(judge_inner, cache, ledger))
+    report = evo.run()
+    assert judge_inner.calls and all(c.task == TaskKind.JUDGE for c in judge_inner.calls)
+    assert not any(c.task == TaskKind.JUDGE for c in agents.calls)
+    assert report.judge_model == "judge-model" and "judge: judge-model" in render_report(report)
+    same = _evolution(_cached(scripted_llm("agent-model")), MemoryResults()).run()
+    assert same.judge_model == "agent-model" and same.experiment_id != report.experiment_id
+    assert "judge: agent-model (the same model as the agents)" in render_report(same)
+
+
+def test_when_nothing_can_be_scored_the_run_stops_with_a_reason() -> None:
+    results = MemoryResults()
+    report = _evolution(_cached(Outage(scripted_llm(), rate=1.0)), results).run()
+    assert report.status.startswith("stopped: no individual could be scored")
+    assert report.leaderboard == [] and len(report.unscored) == 6
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_duckdb_results_replace_a_rescored_individual(settings, keep: bool) -> None:
+    from furnace.adapters.factory import build_db
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+
+    results = DuckDBExperimentResults(build_db(settings))
+    cache, ledger = MemoryResponseCache(), MemoryCallLedger()
+    model = Outage(scripted_llm())
+    first = _evolution(_cached(model, cache, ledger), results).run()
+    before = results.individuals(first.experiment_id)
+    model.down = False
+    again = _evolution(_cached(model, cache, ledger), results, keep_failures=keep).run()
+    after = results.individuals(again.experiment_id)
+    assert len(after) == len(before)  # replaced, not added
+    assert all(r.scored for r in after) is (not keep)
+    assert [(g.generation, g.survivors) for g in results.generations(again.experiment_id)] == [
+        (g["generation"], tuple(g["survivors"])) for g in again.generations
+    ]
