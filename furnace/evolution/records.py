@@ -108,8 +108,8 @@ class ExperimentResults(Protocol):
         ...
 
     def replace_individual(self, record: IndividualRecord) -> None:
-        """Replace whatever is recorded at the record's (experiment, generation, slot), scores included
-        (a rerun's new evaluation of an unscored individual), in one transaction."""
+        """Replace whatever is recorded at the record's (experiment, generation, slot), and a stale row
+        of the same agent in that generation, scores included (a rerun's new evaluation), at once."""
         ...
 
     def individual_by_slot(self, experiment_id: str, generation: int, slot: int) -> IndividualRecord | None: ...
@@ -161,7 +161,8 @@ class MemoryResults:
             for key in [
                 k
                 for k, r in self._individuals.items()
-                if k[:2] == (record.experiment_id, record.generation) and r.slot == record.slot
+                if k[:2] == (record.experiment_id, record.generation)
+                and (r.slot == record.slot or r.agent_id == record.agent_id)
             ]:
                 del self._individuals[key]
             self._individuals[(record.experiment_id, record.generation, record.agent_id)] = record

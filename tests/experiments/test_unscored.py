@@ -125,20 +125,30 @@ def test_when_nothing_can_be_scored_the_run_stops_with_a_reason() -> None:
 
 
 @pytest.mark.parametrize("keep", [False, True])
-def test_duckdb_results_replace_a_rescored_individual(settings, keep: bool) -> None:
-    from furnace.adapters.factory import build_db
+def test_duckdb_results_replace_a_rescored_individual(settings, tmp_path, keep: bool) -> None:
+    from furnace.storage.duckdb.db import Database
     from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
-    results = DuckDBExperimentResults(build_db(settings))
+    def facts(results, experiment_id):
+        rows = results.individuals(experiment_id)
+        # (a child made twice in one generation is one row, at whichever slot was saved first)
+        return sorted((r.generation, r.agent_id, r.fitness, r.failures) for r in rows)
+
+    clean_results = DuckDBExperimentResults(Database(tmp_path / "clean.duckdb"))
+    clean = _evolution(_cached(scripted_llm()), clean_results).run()
+    results = DuckDBExperimentResults(Database(settings.db_path))
     cache, ledger = MemoryResponseCache(), MemoryCallLedger()
     model = Outage(scripted_llm())
     first = _evolution(_cached(model, cache, ledger), results).run()
-    before = results.individuals(first.experiment_id)
+    before = facts(results, first.experiment_id)
     model.down = False
     again = _evolution(_cached(model, cache, ledger), results, keep_failures=keep).run()
-    after = results.individuals(again.experiment_id)
-    assert len(after) == len(before)  # replaced, not added
-    assert all(r.scored for r in after) is (not keep)
-    assert [(g.generation, g.survivors) for g in results.generations(again.experiment_id)] == [
-        (g["generation"], tuple(g["survivors"])) for g in again.generations
+    after = facts(results, again.experiment_id)
+    if keep:  # the unscored records stand, untouched
+        assert after == before and any(f[3] for f in after)
+    else:  # rescored and replaced: the file holds what a run that never failed stores
+        assert after == facts(clean_results, clean.experiment_id) and not any(f[3] for f in after)
+    stored = [
+        (g.generation, list(g.survivors), round(g.best_fitness, 6)) for g in results.generations(again.experiment_id)
     ]
+    assert stored == [(g["generation"], g["survivors"], g["best_fitness"]) for g in again.generations]

@@ -139,18 +139,23 @@ class DuckDBExperimentResults:
             )
 
     def replace_individual(self, record: IndividualRecord) -> None:
-        """Replace what is recorded at the record's slot (and its scores) in one transaction."""
+        """Replace what is recorded at the record's slot, and a stale row of the same agent in that
+        generation (one row per agent and generation), scores included, in one transaction."""
         r = record
+        stale = (
+            "SELECT agent_id FROM experiment_individuals WHERE experiment_id = ? AND generation = ?"
+            " AND (slot = ? OR agent_id = ?)"
+        )
+        keys = [r.experiment_id, r.generation, r.slot, r.agent_id]
         with self.db.transaction():
             self.db.execute(
-                "DELETE FROM experiment_scores WHERE experiment_id = ? AND generation = ? AND agent_id IN"
-                " (SELECT agent_id FROM experiment_individuals"
-                " WHERE experiment_id = ? AND generation = ? AND slot = ?)",
-                [r.experiment_id, r.generation, r.experiment_id, r.generation, r.slot],
+                f"DELETE FROM experiment_scores WHERE experiment_id = ? AND generation = ? AND agent_id IN ({stale})",
+                [r.experiment_id, r.generation, *keys],
             )
             self.db.execute(
-                "DELETE FROM experiment_individuals WHERE experiment_id = ? AND generation = ? AND slot = ?",
-                [r.experiment_id, r.generation, r.slot],
+                "DELETE FROM experiment_individuals WHERE experiment_id = ? AND generation = ?"
+                " AND (slot = ? OR agent_id = ?)",
+                keys,
             )
             self.save_individuals([record])
 
