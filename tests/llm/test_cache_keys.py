@@ -17,6 +17,7 @@ from furnace.domain.elixir import Elixir, parse_elixir
 from furnace.domain.render import render_prompt
 from furnace.evolution.evaluate import reply
 from furnace.fusion.operators import prompts
+from furnace.fusion.operators.reflect import build_reflect_request
 from furnace.llm.cache import CachedLLM
 from furnace.llm.context import compress_request
 from furnace.llm.fakes import FakeLLM
@@ -94,6 +95,7 @@ BUILDERS: dict[TaskKind, Callable[[Elixir], LLMRequest]] = {
         previous_summary="",
         language="en",
     ),
+    TaskKind.REFLECT: lambda p: build_reflect_request(p, "fidelity: missing: water temperature", seed=1),
     TaskKind.ASSIST: lambda p: system_user(
         TaskKind.ASSIST, "Classify.", "who shines?", temperature=0.0, seed=0, inputs={"mode": "classify"}
     ),
@@ -153,7 +155,7 @@ def test_a_personas_id_and_version_never_shape_the_key_unless_they_reach_the_mes
 
 
 def test_a_persona_content_change_misses_for_every_persona_task() -> None:
-    for task in (TaskKind.REPLY, TaskKind.JUDGE, TaskKind.GENERATE, TaskKind.REVISE):  # principles reach these
+    for task in (TaskKind.REPLY, TaskKind.JUDGE, TaskKind.GENERATE, TaskKind.REVISE, TaskKind.REFLECT):
         before = BUILDERS[task](persona())
         after = BUILDERS[task](persona(principles=["Answer briefly.", "Name the steeping time."]))
         for traits in (OFFLINE, REAL):

@@ -34,6 +34,10 @@ ANSWERS: dict[TaskKind, Any] = {
     TaskKind.REVISE: {"title": "Tea", "body": "Brew it.", "note": "", "applied": ["make it shorter"]},
     TaskKind.EXTRACT_PREFERENCES: {"preferences": [{"dimension": "length", "value": "concise", "weight": 0.6}]},
     TaskKind.PLAN: {"speakers": [{"member": "tea-master", "task": "answer"}], "budget": {"max_speakers": 1}},
+    TaskKind.REFLECT: {
+        "edits": [{"kind": "add_principle", "text": "Name the water temperature."}],
+        "reason": "missing",
+    },
     TaskKind.ASSIST: {"intent": "top_agents", "confidence": 0.8},
 }
 
