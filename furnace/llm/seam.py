@@ -19,8 +19,8 @@ the sample index. Then what the model at the bottom of a wrapper chain says
 about itself: ``engine_version`` (the offline engine's rules version, so
 editing a rule misses the cache) and ``reads_inputs`` (real models read only
 the messages, so ``inputs`` stay out of their keys; the offline engine and
-fakes read ``inputs``, minus a persona's identity fields, see
-:func:`shaping_inputs`). Who asked (``run_id``) is never part of a key.
+fakes read ``inputs``, see :func:`shaping_inputs`). Who asked (``run_id``) is
+never part of a key.
 """
 
 from __future__ import annotations
@@ -93,16 +93,10 @@ class LLMRequest(BaseModel):
         return content_key(parts)
 
 
-# Fields of a persona that name or date it but never shape what is said.
-IDENTITY_FIELDS = frozenset({"id", "version", "created_at", "deleted_at"})
-
-
 def shaping_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
-    """``inputs`` without a persona's identity fields (what an inputs-reading model may use)."""
-    persona = inputs.get("persona")
-    if not isinstance(persona, dict) or not IDENTITY_FIELDS & persona.keys():
-        return inputs
-    return {**inputs, "persona": {k: v for k, v in persona.items() if k not in IDENTITY_FIELDS}}
+    """What an inputs-reading model (the offline engine, fakes) answers from: all of ``inputs``
+    (the offline engine seeds its choices with them, a persona's id included)."""
+    return inputs
 
 
 def base_model(llm: Any) -> Any:

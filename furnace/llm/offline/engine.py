@@ -62,7 +62,7 @@ class OfflineEngine:
 
     model_name = OFFLINE_MODEL_NAME
     engine_version = f"rules-{RULES_VERSION}"
-    reads_inputs = True  # answers come from ``inputs`` (minus a persona's identity fields), not the prose
+    reads_inputs = True  # answers come from ``inputs`` (its choices are seeded with them), not the prose
 
     def __init__(self) -> None:
         self._cache: dict[TaskKind, Handler] = {}
