@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import click
 
-from furnace.cli.context import CliContext, emit, json_option
+from furnace.cli.context import emit, json_option
+from furnace.runtime import Runtime
 
 
-def _caches(obj: CliContext, days: float | None):
+def _caches(obj: Runtime, days: float | None):
     from furnace.storage.duckdb.kv import DuckDBKV
     from furnace.storage.duckdb.llm_calls import DuckDBResponseCache
 
@@ -23,7 +24,7 @@ def register(cli: click.Group) -> None:
     @cache_group.command("stats")
     @json_option
     @click.pass_obj
-    def stats_cmd(obj: CliContext, as_json: bool) -> None:
+    def stats_cmd(obj: Runtime, as_json: bool) -> None:
         """How many responses are cached, how many have expired, per task."""
         responses, kv = _caches(obj, None)
         data = {**responses.stats(), "synthesis_entries": int(obj.db.query("SELECT count(*) FROM kv")[0][0])}
@@ -45,7 +46,7 @@ def register(cli: click.Group) -> None:
     )
     @json_option
     @click.pass_obj
-    def prune_cmd(obj: CliContext, days: float | None, as_json: bool) -> None:
+    def prune_cmd(obj: Runtime, days: float | None, as_json: bool) -> None:
         """Delete expired model responses and expired synthesis entries (the ledger is never touched)."""
         responses, kv = _caches(obj, days)
         gone = responses.prune()

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from furnace.adapters.factory import build_db, build_llm
 from furnace.cli import EXIT_OK, main
 from furnace.llm.seam import Completion
+from furnace.runtime import build_llm
 from furnace.settings import FurnaceSettings
+from furnace.storage.duckdb.db import Database
 from furnace.storage.duckdb.llm_calls import DuckDBResponseCache
 
 
@@ -24,7 +25,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 
 
 def _seed(home: Path, ages_days: dict[str, float]) -> None:
-    db = build_db(FurnaceSettings(home=home))
+    db = Database(FurnaceSettings(home=home).db_path)
     cache = DuckDBResponseCache(db, ttl_s=None)
     for key, age in ages_days.items():
         cache.put(key, Completion(text=key, model="m"), task="judge")
@@ -52,7 +53,7 @@ def test_stats_and_prune_by_the_ttl(capsys, home: Path, monkeypatch) -> None:
 def test_an_expired_response_is_not_served_and_is_purged_when_the_model_is_built(home: Path) -> None:
     _seed(home, {"old": 100, "fresh": 0})
     settings = FurnaceSettings(home=home, cache_ttl_days=90)
-    db = build_db(settings)
+    db = Database(settings.db_path)
     llm = build_llm(settings, db=db)  # the automatic purge
     assert [r[0] for r in db.query("SELECT cache_key FROM llm_responses")] == ["fresh"]
     assert llm.cache.get("fresh") is not None and llm.cache.get("old") is None
