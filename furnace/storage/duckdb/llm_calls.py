@@ -250,8 +250,7 @@ class DuckDBCallLedger:
 
     def _in_flight(self, run_id: str | None) -> list[CallRecord]:
         """Rows other live processes have journaled but not yet written (counted, not moved)."""
-        with _LIVE_LOCK:
-            mine = set().union(*(p.own() for p in _LIVE.get(str(self.db.path), ())))
+        mine = set().union(*(p.own() for p in _pendings(self.db.path)))
         rows = []
         for path in _journals(self.db):
             if path not in mine:
@@ -369,10 +368,11 @@ def _record(r: dict[str, Any]) -> CallRecord:
 def flush_pending(db: Database) -> None:
     """Before a read of ``llm_calls``: write the buffered rows of every ledger of this process on
     ``db``'s file and replay the journals of processes that are gone."""
-    with _LIVE_LOCK:
-        pendings = list(_LIVE.get(str(db.path), ()))
-    for pending in pendings:
+    for pending in _pendings(db.path):
         pending.flush()
+    with _LIVE_LOCK:  # written orphans are done (one that could not write keeps its rows and stays)
+        group = _ORPHANS.get(str(db.path), set())
+        group -= {p for p in group if not (p.rows or p.own() or p._unsure)}
     recover_journals(db)
 
 
@@ -396,37 +396,41 @@ def _row(call: CallRecord) -> list[object]:
     ]
 
 
-_FLUSHERS: set[threading.Thread] = set()
+# Buffers of ledgers the garbage collector finalised, by file: still this process's rows, so
+# every reader's flush_pending writes them (and counts their journals as this process's).
+_ORPHANS: dict[str, set[_Pending]] = {}
 
 
 def _quiet_flush(pending: _Pending) -> None:
-    # Runs from the garbage collector, possibly in the middle of another unit of work on this
-    # thread, or while this thread holds the database's lock (opening the file): flush on a thread
-    # of its own so the rows never land in that unit's cursor, and never wait for it here — it may
-    # need that very lock. The rows are journaled already; the exit hook below waits for the thread
-    # (a daemon thread still inside DuckDB when the interpreter ends aborts the process).
-    try:
-        worker = threading.Thread(target=_flush_ignoring_errors, args=(pending,), daemon=True)
-        _FLUSHERS.add(worker)
-        worker.start()
-        if not threading.main_thread().is_alive():  # at interpreter exit: no unit is running
-            worker.join()
-    except RuntimeError:  # no new threads at interpreter shutdown
+    # Runs from the garbage collector: possibly inside another unit of work on this thread, or
+    # while this thread holds the database's lock (opening the file), so it must not write here.
+    # The buffer is kept as an orphan: the next reader (flush_pending) writes it, so totals never
+    # miss it, and the exit hook writes what is left. Its rows are journaled meanwhile.
+    if not threading.main_thread().is_alive():  # at interpreter exit: no unit is running
         _flush_ignoring_errors(pending)
+        return
+    with _LIVE_LOCK:
+        _ORPHANS.setdefault(str(pending.db.path), set()).add(pending)
 
 
 def _flush_ignoring_errors(pending: _Pending) -> None:
-    try:
-        with suppress(Exception):  # at exit the file may be gone (temp dirs); nothing to report to
-            pending.flush()
-    finally:
-        _FLUSHERS.discard(threading.current_thread())
+    with suppress(Exception):  # at exit the file may be gone (temp dirs); nothing to report to
+        pending.flush()
+
+
+def _pendings(path: Path) -> list[_Pending]:
+    """This process's buffers for ``path``: live ledgers' and finalised ones'."""
+    with _LIVE_LOCK:
+        return [*_LIVE.get(str(path), ()), *_ORPHANS.get(str(path), ())]
 
 
 @atexit.register
-def _wait_for_flushers() -> None:
-    for worker in list(_FLUSHERS):
-        worker.join(60)
+def _flush_orphans() -> None:
+    with _LIVE_LOCK:
+        orphans = [p for group in _ORPHANS.values() for p in group]
+        _ORPHANS.clear()
+    for pending in orphans:
+        _flush_ignoring_errors(pending)
 
 
 def _where(run_id: str | None) -> tuple[str, list[str]]:
