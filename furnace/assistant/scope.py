@@ -317,6 +317,10 @@ def infer_versions(text: str) -> list[int]:
     return [int(next(g for g in m.groups() if g)) for m in _VERSION.finditer(text)]
 
 
+_ID_SHAPED = re.compile(r"(?<![\w-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w-])")
+_RECORD_PREFIXES = ("agt-", "exp-", "ses-", "cnt-", "run-", "rev-")
+
+
 def infer_scope(text: str, catalogue: Catalogue, now: datetime) -> Inferred:
     """Read persona, experiment, agents, versions and time range from one message by rules."""
     inferred = Inferred()
@@ -351,6 +355,15 @@ def infer_scope(text: str, catalogue: Catalogue, now: datetime) -> Inferred:
                 fields[attr] = fuzzy[0]
             else:
                 inferred.unresolved.extend(unknown)
+    if "persona" not in fields and not inferred.unresolved and "persona" not in str(inferred.ambiguous):
+        # an id-shaped word ("tea-master") that names no persona or experiment: ask, never answer
+        # for everything as if no persona had been named
+        known = {*catalogue.personas, *catalogue.experiments}
+        for word in _ID_SHAPED.findall(text):
+            unknown_id = word not in known and not word.startswith(_RECORD_PREFIXES)
+            if unknown_id and not match_names(word, catalogue.personas):
+                inferred.unresolved.append(f"persona {word}")
+                break
     if "experiment" not in fields and _LATEST_EXPERIMENT.search(text):
         if catalogue.latest_experiment:
             fields["experiment"] = catalogue.latest_experiment

@@ -103,6 +103,8 @@ def test_operator_statistics_compare_children_with_their_parents(data: DuckDBAss
         ("x" * 10_000, "10,000 characters"),
         ("SELECT * FROM agents; DROP TABLE agents; --", "not sure"),
         ("show revisions of persona nobody-here", "can't find a persona called 'nobody-here'"),
+        ("which versions does milk-master have?", "can't find a persona called 'milk-master'"),
+        ("milk-master 有哪些版本？", "找不到名为“milk-master”的人设"),
         ("where did agt-zzz999 come from?", "can't find an agent called 'agt-zzz999'"),
         ("show the ancestors", "Which agent"),
     ],
