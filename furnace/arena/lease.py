@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from furnace.domain.errors import FurnaceError
+from furnace.domain.liveness import pid_alive
 
 LEASE_TTL_S = 600.0
 
@@ -44,21 +45,11 @@ class Holder:
         return f"process {self.pid} on {self.host}"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
-
-
 def is_free(holder: Holder | None, expires_at: datetime | None, now: datetime) -> bool:
     """Whether a stored lease may be taken over."""
     if holder is None or expires_at is None or expires_at <= now:
         return True
-    return holder.host == socket.gethostname() and not _alive(holder.pid)
+    return holder.host == socket.gethostname() and not pid_alive(holder.pid)
 
 
 def busy_error(run_id: str, holder: Holder) -> RunBusy:

@@ -40,6 +40,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO, Any
 
+from furnace.domain.liveness import pid_alive
 from furnace.llm.cache import CallRecord, CallTotals, sum_calls
 from furnace.llm.seam import Completion
 from furnace.storage.duckdb.db import Database
@@ -313,18 +314,6 @@ def _journals(db: Database) -> list[Path]:
     return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # exists, owned by someone else
-        return True
-    return True
-
-
 def _read_journal(path: Path) -> list[CallRecord]:
     try:
         lines = path.read_bytes().splitlines()
@@ -347,7 +336,7 @@ def recover_journals(db: Database) -> int:
             pid = int(path.name.split("-", 1)[0])
         except ValueError:
             continue
-        if _alive(pid):
+        if pid_alive(pid):
             continue
         rows = _read_journal(path)
         if rows:

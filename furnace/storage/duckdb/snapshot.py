@@ -34,6 +34,7 @@ from typing import Any
 import duckdb
 
 from furnace.domain.errors import StoreError
+from furnace.domain.liveness import pid_alive
 from furnace.storage.duckdb.db import Database
 
 log = logging.getLogger(__name__)
@@ -104,18 +105,6 @@ def refresh(db: Database) -> Path:
     return folder
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # exists, owned by someone else
-        return True
-    return True
-
-
 def _pid_of(name: str, prefix: str) -> int | None:
     try:
         return int(name.removeprefix(prefix).split("-")[1 if prefix == ".tmp-" else 0])
@@ -131,12 +120,12 @@ def _collect(root: Path, *, keep: Path) -> None:
         if folder in (keep, now_current):
             continue
         leases = [_pid_of(p.name, ".reader-") for p in folder.glob(".reader-*")]
-        if any(pid is None or _alive(pid) for pid in leases):
+        if any(pid is None or pid_alive(pid) for pid in leases):
             continue
         shutil.rmtree(folder, ignore_errors=True)
     for tmp in root.glob(".tmp-*"):  # left by a writer killed mid-refresh
         pid = _pid_of(tmp.name, ".tmp-")
-        if pid is not None and not _alive(pid):
+        if pid is not None and not pid_alive(pid):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
