@@ -35,7 +35,7 @@ pd.set_option("display.max_colwidth", 60)
 LINEAGE = [
     new_markdown_cell(
         "# Lineage analysis\n\n"
-        "The lineage DAG and the experiments from DuckDB, as pandas: the ancestry of the best agent, "
+        "The lineage DAG and the experiments from DuckDB, as pandas: the ancestry of the best bred agent, "
         "operator success rates (child fitter than its parents), fitness by generation and by operator, "
         "and how far descendants drift from their ancestors (field changes and embedding distance).\n\n"
         "Data: `$FURNACE_HOME` (or the repo's `data/`, e.g. after `make demo`) when it holds experiments; "
@@ -61,11 +61,19 @@ print(f"{len(edges)} edges, {len(agents)} agents, {len(individuals)} evaluated i
       f"{len(experiments)} experiment(s)")
 display(experiments[["experiment_id", "name", "model", "status"]])
 display(edges.head(10))"""),
-    new_markdown_cell("## Ancestry of the best agent"),
+    new_markdown_cell(
+        "## Ancestry of the best bred agent\n\n"
+        "The fittest agent the search *made* (a library seed can be the fittest overall, and has no "
+        "ancestry to show). Its ancestry walks the lineage edges back to the library seeds: the first "
+        "row(s) are its recorded parents, the deepest ones are seeds. How deep it goes depends on the run."
+    ),
     new_code_cell("""\
-best = fa.best_agent(individuals)
+best = fa.best_agent(individuals, bred_only=True)
 experiment_id = best["experiment_id"]
 ancestry = fa.ancestry(edges, best["agent_id"])
+parents_ok = set(ancestry.loc[ancestry["depth"] == 1, "id"]) == set(best["parents"])
+roots = set(ancestry["id"]) - set(edges["child"])  # ancestors with no parent of their own
+roots_are_seeds = bool(roots) and not any(r.startswith("agt-") for r in roots)
 firsts = fa.first_records(individuals[individuals["experiment_id"] == experiment_id])
 ancestry = ancestry.merge(firsts[["agent_id", "generation", "fitness"]], left_on="id", right_on="agent_id", how="left")
 print(f"best: {best['agent_id']} ({best['operator']}, generation {best['generation']}, fitness {best['fitness']:.3f})"
@@ -121,7 +129,8 @@ plt.show()"""),
     new_code_cell("""\
 calls = q.call_totals(db)
 display(calls.groupby("run_id")[["calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd"]].sum())
-print(f"SUMMARY ancestry={len(ancestry)} operators={len(success)} generations={len(by_generation)} "
+print(f"SUMMARY ancestry={len(ancestry)} parents_ok={int(parents_ok)} roots_are_seeds={int(roots_are_seeds)} "
+      f"operators={len(success)} generations={len(by_generation)} "
       f"drift={len(drift)} calls={int(calls['calls'].sum()) if len(calls) else 0}")"""),
 ]
 

@@ -1,4 +1,5 @@
-"""``furnace content ...``, ``furnace revise`` and ``furnace prefs``: content and the revision chat."""
+"""``furnace content ...``, ``furnace revise``, ``furnace prefs`` and ``furnace reflect``: content, the revision
+chat, and its accepted suggestions flowing back into the persona."""
 
 from __future__ import annotations
 
@@ -235,8 +236,49 @@ def prefs_cmd(ctx: Runtime, persona_id: str, learn_pending: bool, as_json: bool)
     emit(data, as_json=as_json, human=human)
 
 
+@click.command("reflect")
+@click.argument("persona_id")
+@click.option(
+    "--from-content",
+    "content_id",
+    required=True,
+    help="The piece whose revision chat's accepted suggestions are the feedback.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@json_option
+@click.pass_obj
+def reflect_cmd(ctx: Runtime, persona_id: str, content_id: str, seed: int, as_json: bool) -> None:
+    """Reflect a revision chat's accepted suggestions into PERSONA_ID: a new persona version (operator reflect)."""
+    from furnace.evolution.revision_reflect import reflect_from_revisions
+
+    out = reflect_from_revisions(
+        ctx.store,
+        ctx.content_store,
+        llm=ctx.llm,
+        embedder=ctx.embedder,
+        cache=ctx.synthesis_cache,
+        content_id=content_id,
+        persona_id=persona_id,
+        seed=seed,
+        settings=ctx.settings,
+    )
+    if out.status == "already":
+        human = f"{persona_id}@{out.persona.version}: every accepted revision of {content_id} was reflected already"
+    else:
+        lines = [
+            f"{out.previous.id}@{out.previous.version} → {out.persona.id}@{out.persona.version} "
+            f"(reflect, agent {out.agent_id}, revision session {out.session_id})"
+            + ("" if out.changed else ": the persona already held these edits"),
+            f"from {len(out.revision_ids)} accepted revision(s): " + " / ".join(out.suggestions),
+        ]
+        lines += [f"  - {n.field}: {n.chose} — {n.reason}" for n in out.notes]
+        human = "\n".join(lines)
+    emit(out.as_dict(), as_json=as_json, human=human)
+
+
 def register(cli: click.Group) -> None:
-    """Add ``content``, ``revise`` and ``prefs`` to the CLI."""
+    """Add ``content``, ``revise``, ``prefs`` and ``reflect`` to the CLI."""
     cli.add_command(content_group)
     cli.add_command(revise_cmd)
     cli.add_command(prefs_cmd)
+    cli.add_command(reflect_cmd)

@@ -145,10 +145,20 @@ def reflection_brief(rows: Sequence[FeedbackRow], messages: Mapping[str, str], *
 
 
 _REVISION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"shorter|more concise|too long|trim|cut it|简短|精简|短一点|太长|删减", re.I), "length: too long"),
+    (
+        re.compile(r"shorter|shorten|more concise|too long|trim|cut it|简短|精简|短一点|缩短|太长|删减", re.I),
+        "length: too long",
+    ),
     (re.compile(r"longer|more detail|expand|too short|详细|展开|长一点|太短", re.I), "length: too short"),
-    (re.compile(r"more formal|less casual|professional|正式|严谨|书面", re.I), "tone: too casual"),
-    (re.compile(r"less formal|more casual|relaxed|friendlier|lively|轻松|活泼|口语", re.I), "tone: too formal"),
+    # "太正式了" (too formal) says the opposite of "更正式" (more formal): the zh patterns name the direction
+    (
+        re.compile(r"more formal|less casual|too casual|professional|更正式|正式一点|正式些|严谨|书面", re.I),
+        "tone: too casual",
+    ),
+    (
+        re.compile(r"less formal|too formal|more casual|relaxed|friendlier|livel|liven|太正式|轻松|活泼|口语", re.I),
+        "tone: too formal",
+    ),
     (re.compile(r"warmer|more empath|kinder|温暖|体贴|共情", re.I), "tone: needs warmth"),
     (re.compile(r"funnier|more humou?r|a joke|幽默|风趣|俏皮", re.I), "tone: needs humour"),
     (re.compile(r"no jokes|less humou?r|serious|别开玩笑|严肃", re.I), "tone: less humour"),

@@ -77,6 +77,37 @@ def test_revision_chat_grows_the_version_chain(app, app_home):
     assert [v.source for v in contents.versions(content.id)] == ["generate", "revise", "rollback"]
 
 
+def test_revision_chat_sends_accepted_suggestions_to_reflect(app, app_home):
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
+    rt = Runtime(FurnaceSettings(home=app_home))
+    persona = "lifestyle-blogger-zh"
+    at = app.switch_page("screens/revision.py").run()
+    at.selectbox(key="revision_select").set_value("+ New content").run()
+    at.selectbox(key="revision_persona").set_value(persona).run()
+    at.text_input(key="revision_topic").input("防晒小贴士").run()
+    at.button(key="revision_create").click().run()
+    no_errors(at)
+    [content] = [c for c in rt.content_store.list_contents() if c.topic == "防晒小贴士"]
+    at.chat_input(key="revision_input").set_value("第三段太长，缩短一点").run()
+    no_errors(at)
+    before = rt.store.get_elixir(persona)
+    at.button(key="rev_reflect").click().run()
+    no_errors(at)
+    after = rt.store.get_elixir(persona)
+    assert after.version == before.version + 1 and after.tone.conciseness > before.tone.conciseness
+    assert any(f"→ v{after.version}" in s.value for s in at.success), [s.value for s in at.success]
+    [edge] = [n for n in rt.store.ancestors(persona, max_depth=1) if n.operator == "reflect"]
+    agent = rt.store.get_agent(edge.id)
+    assert agent.lineage.params["source"]["session"] == rt.content_store.get_session(content.id).id
+    at.button(key="rev_reflect").click().run()  # nothing new to reflect: says so, makes nothing
+    no_errors(at)
+    assert (
+        any("reflected already" in i.value for i in at.info) and rt.store.get_elixir(persona).version == after.version
+    )
+
+
 def _walk(node):
     """Every element and block under ``node``, in page order."""
     for child in getattr(node, "children", {}).values():

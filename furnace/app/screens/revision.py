@@ -1,4 +1,5 @@
-"""Revision chat: pick or create content; suggest edits in a chat; version chain, diff, rollback, preferences."""
+"""Revision chat: pick or create content; suggest edits in a chat; version chain, diff, rollback, preferences,
+and the accepted suggestions sent back to the persona (reflect: a new persona version)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import streamlit as st
 
 from furnace.app.services import picker, services, show_error
 from furnace.domain.errors import FurnaceError
+from furnace.evolution.revision_reflect import reflect_from_revisions
 from furnace.writing.content import generate_content
 from furnace.writing.revision import diff_versions, revise, rollback
 
@@ -152,6 +154,40 @@ with side_col:
             st.caption(f"None yet for {persona.id} v{persona.version}.")
     except FurnaceError as err:
         show_error(err)
+    st.markdown("**Teach the persona**")
+    st.caption(
+        "Sends the suggestions accepted in this chat to the reflect operator: the persona gets a new version "
+        "with targeted edits (principles, tone, constraints), recorded in its lineage."
+    )
+    if st.button("Reflect accepted suggestions into the persona", key="rev_reflect"):
+        try:
+            with st.spinner("Reflecting…"):
+                done = reflect_from_revisions(
+                    svc.store,
+                    contents,
+                    llm=svc.llm,
+                    embedder=svc.embedder,
+                    cache=svc.synthesis_cache,
+                    content_id=content.id,
+                    settings=svc.settings,
+                )
+            if done.status == "already":
+                st.info(
+                    "Every accepted suggestion of this chat was reflected already "
+                    f"({done.persona.id} v{done.persona.version})."
+                )
+            else:
+                st.success(
+                    f"{done.previous.id} v{done.previous.version} → v{done.persona.version} "
+                    f"(reflect, agent {done.agent_id}) from: {' / '.join(done.suggestions)}"
+                )
+                st.dataframe(
+                    [{"field": n.field, "chose": n.chose, "reason": n.reason} for n in done.notes],
+                    width="stretch",
+                    hide_index=True,
+                )
+        except FurnaceError as err:
+            show_error(err)
 
 if len(numbers) > 1:
     st.divider()

@@ -205,8 +205,9 @@ class Reflect:
     max_parents: int | None = 1
 
     def param_defaults(self) -> dict[str, Any]:
-        """``feedback``: the reflection brief (set by the evolution loop or the caller)."""
-        return {"feedback": "", "temperature": 0.0}
+        """``feedback``: the reflection brief (set by the evolution loop or the caller); ``source``: where
+        it came from when not the judge (e.g. ``{"session": ..., "revisions": [...]}`` for a revision chat)."""
+        return {"feedback": "", "temperature": 0.0, "source": None}
 
     def apply(self, parents: Sequence[Elixir], ctx: OperatorContext) -> OperatorResult:
         """The parent with the proposed edits applied; :class:`NoUsableFeedback` when none applies."""
