@@ -20,7 +20,10 @@ import mlflow  # noqa: E402
 import pandas as pd  # noqa: E402
 from mlflow import MlflowClient  # noqa: E402
 
+from furnace.adapters import mlflow_home  # noqa: E402
 from furnace.analysis.runs import pick_champion  # noqa: E402
+
+mlflow_home.install()  # a moved home's artifacts resolve here too (notebooks read through this module)
 
 PARENT_TAG = "tags.mlflow.parentRunId"
 BEST_AGENT_TAG = "tags.furnace.best_agent"

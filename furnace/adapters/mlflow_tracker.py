@@ -9,11 +9,24 @@ experiment reuses its run and skips generations already logged.
 
 Everything goes through :class:`mlflow.MlflowClient` with explicit run ids, so
 nothing depends on MLflow's thread-local "active run".
+
+Traces follow MLflow's GenAI conventions: each individual is an ``AGENT`` trace, fusion and
+evaluation ``CHAIN`` spans, each model call an ``LLM`` span with ``mlflow.chat.tokenUsage``,
+``mlflow.llm.cost`` and ``mlflow.llm.model`` (the ledger's accounting: a cache hit spent nothing),
+and the individual's objectives and fitness are feedback assessments on its trace (an unscored
+objective is an assessment with an error, never a 0). A trace left in progress by a killed run is
+ended as an error when the experiment resumes. Artifact locations are proxied
+(:mod:`furnace.adapters.mlflow_home`), so a moved home still opens.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import json
+import os
+import socket
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from furnace import offline_env
@@ -22,112 +35,317 @@ offline_env.apply()
 
 import mlflow  # noqa: E402
 from mlflow import MlflowClient  # noqa: E402
-from mlflow.entities import Metric, Param, RunTag  # noqa: E402
+from mlflow.entities import (  # noqa: E402
+    AssessmentError,
+    AssessmentSource,
+    AssessmentSourceType,
+    Feedback,
+    Metric,
+    Param,
+    RunTag,
+    SpanType,
+    TraceState,
+)
+from mlflow.tracing.client import TracingClient  # noqa: E402
+from mlflow.tracing.constant import SpanAttributeKey, TraceMetadataKey, TraceTagKey  # noqa: E402
+from mlflow.tracing.trace_manager import InMemoryTraceManager  # noqa: E402
+
+from furnace.adapters import mlflow_home  # noqa: E402
+from furnace.domain.liveness import pid_alive  # noqa: E402
+from furnace.evolution.tracker import Assessment, SpanKind  # noqa: E402
+from furnace.llm.cache import CallTotals  # noqa: E402
+
+mlflow_home.install()
 
 MLFLOW_EXPERIMENT = "furnace-experiments"
 _TAG_ID = "furnace.experiment_id"
 _TAG_GEN = "furnace.generation"
+_TAG_OWNER = "furnace.owner"  # host:pid of the process running the experiment (stale traces are its)
+_ATTR_RUN = "furnace.mlflow_run_id"  # on every span: whose trace a killed run's spans belong to
+_ATTR_TRACE = "furnace.trace_name"
+SPAN_TYPES: dict[str, str] = {
+    "agent": SpanType.AGENT,
+    "chain": SpanType.CHAIN,
+    "llm": SpanType.LLM,
+    "tool": SpanType.TOOL,
+    "embedding": SpanType.EMBEDDING,
+}
 
 
-def artifact_root_for(tracking_uri: str) -> str | None:
-    """Artifacts next to a ``sqlite:///…/mlflow.db`` file (never ``./mlruns`` in the cwd)."""
-    if tracking_uri.startswith("sqlite:///"):
-        return (Path(tracking_uri.removeprefix("sqlite:///")).parent / "mlartifacts").resolve().as_uri()
-    return None
+def artifact_root_for(tracking_uri: str, experiment_name: str = MLFLOW_EXPERIMENT) -> str | None:
+    """A new experiment's artifact location: proxied for a sqlite home (moves with it), MLflow's
+    default for a server (see :mod:`furnace.adapters.mlflow_home`)."""
+    return mlflow_home.artifact_location(tracking_uri, experiment_name)
+
+
+def usage_attributes(usage: CallTotals, model: str | None) -> dict[str, Any]:
+    """MLflow's LLM span attributes for what one call spent (tokens, cost in USD, model)."""
+    attrs: dict[str, Any] = {
+        SpanAttributeKey.CHAT_USAGE: {
+            "input_tokens": usage.prompt_tokens,
+            "output_tokens": usage.completion_tokens,
+            "total_tokens": usage.total_tokens,
+        },
+        # furnace knows a call's total cost only (no input/output split)
+        SpanAttributeKey.LLM_COST: {"total_cost": round(usage.cost_usd, 9)},
+        "furnace.cached": bool(usage.cached_calls),
+    }
+    if model:
+        attrs[SpanAttributeKey.MODEL] = model
+    return attrs
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _running_elsewhere(owner: str, me: str) -> bool:
+    """True when ``owner`` (host:pid) is another live process on this machine: its run is not a
+    killed one, so its open traces are left alone. An owner on another machine cannot be checked
+    and counts as running (its traces are left alone too)."""
+    host, _, pid = owner.rpartition(":")
+    if not owner or owner == me or not pid.isdigit():
+        return False
+    return host != socket.gethostname() or pid_alive(int(pid))
+
+
+def feedback(assessment: Assessment) -> Feedback:
+    """One furnace assessment as MLflow feedback (an unscored one carries an error, no value)."""
+    source = (
+        AssessmentSource(AssessmentSourceType.LLM_JUDGE, assessment.judge)
+        if assessment.judge
+        else AssessmentSource(AssessmentSourceType.CODE, assessment.source or "furnace")
+    )
+    error = AssessmentError("UNSCORED", assessment.error) if assessment.error or assessment.value is None else None
+    return Feedback(
+        name=assessment.name,
+        value=None if error else assessment.value,
+        error=error,
+        source=source,
+        rationale=assessment.rationale or None,
+        metadata={k: str(v) for k, v in assessment.metadata.items()} or None,
+    )
 
 
 class _Span:
     """An MLflow span addressed by explicit ids (safe from worker threads)."""
 
-    def __init__(self, client: MlflowClient, trace_id: str, span_id: str, *, root: bool = False) -> None:
-        self.client, self.trace_id, self.span_id, self.root = client, trace_id, span_id, root
+    def __init__(
+        self,
+        tracker: MLflowTracker,
+        trace_id: str,
+        span_id: str,
+        *,
+        root: bool = False,
+        marks: dict[str, str] | None = None,
+    ) -> None:
+        self.tracker, self.client = tracker, tracker.client
+        self.trace_id, self.span_id, self.root, self.marks = trace_id, span_id, root, marks or {}
 
-    def child(self, name: str, inputs: dict[str, Any]) -> _Span:
-        span = self.client.start_span(name, trace_id=self.trace_id, parent_id=self.span_id, inputs=inputs)
-        return _Span(self.client, self.trace_id, span.span_id)
+    def child(self, name: str, inputs: dict[str, Any], kind: SpanKind = "chain") -> _Span:
+        span = self.client.start_span(
+            name,
+            trace_id=self.trace_id,
+            parent_id=self.span_id,
+            span_type=SPAN_TYPES[kind],
+            inputs=inputs,
+            attributes=self.marks,
+        )
+        return _Span(self.tracker, self.trace_id, span.span_id, marks=self.marks)
 
-    def end(self, outputs: dict[str, Any] | None = None, error: str | None = None) -> None:
+    def end(
+        self,
+        outputs: dict[str, Any] | None = None,
+        error: str | None = None,
+        *,
+        usage: CallTotals | None = None,
+        model: str | None = None,
+    ) -> None:
         status = "ERROR" if error else "OK"
         outputs = {"error": error} if error else outputs
+        attributes = usage_attributes(usage, model) if usage is not None else None
         if self.root:
-            self.client.end_trace(self.trace_id, outputs=outputs, status=status)
+            self._set_trace_cost()
+            self.client.end_trace(self.trace_id, outputs=outputs, attributes=attributes, status=status)
         else:
-            self.client.end_span(self.trace_id, self.span_id, outputs=outputs, status=status)
+            self.client.end_span(self.trace_id, self.span_id, outputs=outputs, attributes=attributes, status=status)
+
+    def _set_trace_cost(self) -> None:
+        """The trace's cost, summed over its spans here and written with the trace: MLflow only
+        sums costs client-side for Databricks; a local store sums the span batches it is sent, and
+        its total can miss spans that arrive in another batch. Only the total is known."""
+        with InMemoryTraceManager.get_instance().get_trace(self.trace_id) as live:
+            if live is None:
+                return
+            costs = [s.get_attribute(SpanAttributeKey.LLM_COST) for s in live.span_dict.values()]
+            known = [c["total_cost"] for c in costs if isinstance(c, dict) and "total_cost" in c]
+            if known:
+                live.info.trace_metadata[TraceMetadataKey.COST] = json.dumps({"total_cost": round(sum(known), 9)})
+
+    def assess(self, assessments: Sequence[Assessment]) -> None:
+        """Feedback on this trace: while it is open, in the trace itself (written with it, in one
+        go); once it has been exported, straight to the tracking store."""
+        items = [feedback(a) for a in assessments]
+        with InMemoryTraceManager.get_instance().get_trace(self.trace_id) as live:
+            if live is not None:
+                for item in items:
+                    item.trace_id = self.trace_id
+                live.info.assessments.extend(items)
+                return
+        for item in items:
+            self.tracker.traces.log_assessment(self.trace_id, item)
 
 
 class MLflowTracker:
     """Logs one furnace experiment to MLflow at ``tracking_uri`` (absolute sqlite URI by default).
 
-    With ``tracing`` on, every individual is one MLflow trace tied to the experiment's run: a
-    root span, a ``fuse <operator>`` step and an ``evaluate`` step, each model call a child span
-    (task, input/output summaries, tokens, latency, cached) — so a user can see which step failed.
+    With ``tracing`` on, every individual is one MLflow trace tied to the experiment's run: an
+    ``AGENT`` root span, a ``fuse <operator>`` and an ``evaluate`` ``CHAIN`` step, each model call
+    an ``LLM`` span (task, input/output summaries, token usage, cost, model, latency, cached) — so a
+    user can see which step failed — and the individual's scores as assessments.
     """
 
     def __init__(self, tracking_uri: str, *, mlflow_experiment: str = MLFLOW_EXPERIMENT, tracing: bool = True) -> None:
         self.tracking_uri = tracking_uri
         self.tracing = tracing
         self.client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+        self.traces = TracingClient(tracking_uri)
         found = self.client.get_experiment_by_name(mlflow_experiment)
         self.mlflow_experiment_id = (
             found.experiment_id
             if found
-            else self.client.create_experiment(mlflow_experiment, artifact_location=artifact_root_for(tracking_uri))
+            else self.client.create_experiment(
+                mlflow_experiment, artifact_location=artifact_root_for(tracking_uri, mlflow_experiment)
+            )
         )
         self.run_id: str | None = None
         self._logged: set[int] = set()
+        self._unfinished: dict[int, str] = {}  # generation -> child run a killed run left open
+        self.ended_stale: list[str] = []  # traces of a killed run this tracker ended as errors
 
     def start_experiment(self, experiment_id: str, params: dict[str, Any], tags: dict[str, str]) -> None:
-        """Open the experiment's run, or reuse the one a previous (interrupted) run opened."""
+        """Open the experiment's run, or reuse the one a previous (interrupted) run opened: its
+        tags are updated, and the traces a killed run left in progress are ended as errors."""
+        owner = f"{socket.gethostname()}:{os.getpid()}"
+        if self.tracing:
+            # MLflow exports traces to the global tracking URI and rebuilds its exporter when that
+            # changes: set it here, in one thread, before any unit traces (worker threads racing
+            # on the change sent some traces to the previous destination)
+            mlflow.set_tracking_uri(self.tracking_uri)
         runs = self.client.search_runs(
             [self.mlflow_experiment_id], filter_string=f"tags.`{_TAG_ID}` = '{experiment_id}'"
         )
         parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
         if parents:
-            self.run_id = parents[0].info.run_id
-            self._logged = {int(r.data.tags[_TAG_GEN]) for r in runs if _TAG_GEN in r.data.tags}
+            parent = parents[0]
+            self.run_id = parent.info.run_id
+            children = [r for r in runs if _TAG_GEN in r.data.tags]
+            self._logged = {int(r.data.tags[_TAG_GEN]) for r in children if r.info.status == "FINISHED"}
+            self._unfinished = {
+                int(r.data.tags[_TAG_GEN]): r.info.run_id for r in children if r.info.status != "FINISHED"
+            }
+            previous = parent.data.tags.get(_TAG_OWNER, "")
+            if parent.info.status != "RUNNING" or not _running_elsewhere(previous, owner):
+                self.ended_stale = self.end_stale_traces(f"run killed; resumed by {owner} at {_now()}")
+            self.client.log_batch(
+                self.run_id, tags=[RunTag(k, str(v)[:5000]) for k, v in sorted({**tags, _TAG_OWNER: owner}.items())]
+            )
             self.client.update_run(self.run_id, status="RUNNING")
             return
         run = self.client.create_run(
-            self.mlflow_experiment_id, run_name=experiment_id, tags={**tags, _TAG_ID: experiment_id}
+            self.mlflow_experiment_id, run_name=experiment_id, tags={**tags, _TAG_ID: experiment_id, _TAG_OWNER: owner}
         )
         self.run_id = run.info.run_id
         self.client.log_batch(self.run_id, params=[Param(k, str(v)[:6000]) for k, v in sorted(params.items())])
 
-    def trace(self, name: str, inputs: dict[str, Any]) -> _Span | None:
+    def end_stale_traces(self, note: str) -> list[str]:
+        """End this run's traces that a killed process left in progress, with status ERROR and
+        ``note`` (tag ``furnace.note``); returns their ids. A killed trace was never written
+        whole: only the spans that had ended reached the store, each marked with this run's id."""
+        if self.run_id is None:
+            return []
+        ended = []
+        for trace in self._in_progress():
+            spans = trace.data.spans
+            if not any(s.attributes.get(_ATTR_RUN) == self.run_id for s in spans):
+                continue  # another run's (possibly live) trace
+            info = trace.info
+            last = max((s.end_time_ns or s.start_time_ns for s in spans), default=0) // 1_000_000
+            info.state = TraceState.ERROR
+            info.execution_duration = max(0, last - info.request_time) if last else None
+            info.trace_metadata[TraceMetadataKey.SOURCE_RUN] = self.run_id
+            names = [s.attributes.get(_ATTR_TRACE) for s in spans if s.attributes.get(_ATTR_TRACE)]
+            if names:
+                info.tags[TraceTagKey.TRACE_NAME] = str(names[0])
+            info.tags["furnace.note"] = note
+            info.response_preview = note
+            self.traces.start_trace(info)  # an upsert of the trace's info: state, note, run link
+            ended.append(info.trace_id)
+        return ended
+
+    def _in_progress(self) -> list[Any]:
+        found: list[Any] = []
+        token = None
+        while True:
+            page = self.traces.search_traces(
+                locations=[self.mlflow_experiment_id],
+                filter_string="trace.status = 'IN_PROGRESS'",
+                max_results=500,
+                page_token=token,
+            )
+            found.extend(page)
+            token = page.token
+            if not token:
+                return found
+
+    def trace(self, name: str, inputs: dict[str, Any], kind: SpanKind = "agent") -> _Span | None:
         """A root span (one trace) for one unit of work, linked to the experiment's run."""
         if not self.tracing or self.run_id is None:
             return None
-        mlflow.set_tracking_uri(self.tracking_uri)
-        root = self.client.start_trace(name, inputs=inputs, experiment_id=self.mlflow_experiment_id, run_id=self.run_id)
-        return _Span(self.client, root.trace_id, root.span_id, root=True)
+        if mlflow.get_tracking_uri() != self.tracking_uri:  # changed by someone else since the start
+            mlflow.set_tracking_uri(self.tracking_uri)
+        root = self.client.start_trace(
+            name,
+            span_type=SPAN_TYPES[kind],
+            inputs=inputs,
+            attributes=self._span_marks(name),
+            experiment_id=self.mlflow_experiment_id,
+            run_id=self.run_id,
+        )
+        return _Span(self, root.trace_id, root.span_id, root=True, marks=self._span_marks(name))
+
+    def _span_marks(self, trace_name: str) -> dict[str, str]:
+        """Attributes on every span of a trace: its run and name survive a kill (spans are stored as
+        they end, the trace's info and root span only when it ends)."""
+        return {_ATTR_RUN: self.run_id or "", _ATTR_TRACE: trace_name}
 
     def log_generation(self, generation: int, metrics: dict[str, float], tags: dict[str, str]) -> None:
-        """Metrics at ``step = generation`` on the experiment run, plus one child run."""
+        """Metrics at ``step = generation`` on the experiment run, plus one child run. Idempotent
+        per step: a kill anywhere in here never leaves two values at a step after a resume."""
         if self.run_id is None or generation in self._logged:
             return
-        import time
-
         now = int(time.time() * 1000)
-        # idempotent per step: a kill after the parent's metrics but before the child run leaves the
-        # step logged; a resumed run then only adds the child, never a second value at that step
+        # a kill after the parent's metrics but before the child run leaves the step logged; a
+        # resumed run then only adds the child, never a second value at that step
         logged = {m.step for m in self.client.get_metric_history(self.run_id, "best_fitness")}
         if generation not in logged:
             batch = [Metric(k, float(v), now, generation) for k, v in sorted(metrics.items())]
             self.client.log_batch(self.run_id, metrics=batch)
-        child = self.client.create_run(
-            self.mlflow_experiment_id,
-            run_name=f"generation-{generation}",
-            tags={
-                "mlflow.parentRunId": self.run_id,
-                _TAG_GEN: str(generation),
-                _TAG_ID: self.client.get_run(self.run_id).data.tags.get(_TAG_ID, ""),
-                **tags,
-            },
-        )
-        self.client.log_batch(
-            child.info.run_id, metrics=[Metric(k, float(v), now, 0) for k, v in sorted(metrics.items())]
-        )
-        self.client.set_terminated(child.info.run_id)
+        child_id = self._unfinished.pop(generation, None)  # a killed run's child of this generation
+        if child_id is None:
+            child_id = self.client.create_run(
+                self.mlflow_experiment_id,
+                run_name=f"generation-{generation}",
+                tags={
+                    "mlflow.parentRunId": self.run_id,
+                    _TAG_GEN: str(generation),
+                    _TAG_ID: self.client.get_run(self.run_id).data.tags.get(_TAG_ID, ""),
+                    **tags,
+                },
+            ).info.run_id
+        if not self.client.get_metric_history(child_id, "best_fitness"):
+            self.client.log_batch(child_id, metrics=[Metric(k, float(v), now, 0) for k, v in sorted(metrics.items())])
+        self.client.set_terminated(child_id)
         self._logged.add(generation)
 
     def finish(
@@ -140,8 +358,6 @@ class MLflowTracker:
         if self.run_id is None:
             return
         if totals:
-            import time
-
             step = len(self.client.get_metric_history(self.run_id, "calls"))
             now = int(time.time() * 1000)
             self.client.log_batch(

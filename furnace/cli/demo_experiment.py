@@ -70,7 +70,7 @@ def run_demo(ctx: Runtime, *, file: Path = DEMO_FILE) -> Any:
         f"  furnace experiment show {report.experiment_id}",
         f"  furnace agent load prompts:/furnace-{CHAMPION}@champion",
         "  furnace app                                   # dashboards, lineage explorer, arena",
-        f"  mlflow ui --backend-store-uri {ctx.settings.tracking_uri}",
+        f"  mlflow ui --backend-store-uri {ctx.settings.tracking_uri} --artifacts-destination {home / 'mlartifacts'}",
         f"  DuckDB: {home / 'furnace.duckdb'} (tables experiments, experiment_generations,"
         " experiment_individuals, experiment_scores)",
         "  notebooks/                                    # lineage, revisions, MLflow comparison",

@@ -40,6 +40,7 @@ from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import BudgetExceeded, FurnaceError
 from furnace.domain.render import render_prompt
+from furnace.evolution.assessments import individual_assessments
 from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.evaluate import evaluate_agent, failed_evaluation
 from furnace.evolution.metering import MeteredLLM, completion_totals, error_totals
@@ -102,7 +103,8 @@ class Progress:
 
 class _CountingLLM:
     """Counts one unit's calls and tokens (per-individual accounting) and, when the unit is
-    traced, records each call as a span under ``parent`` (task, input/output summaries, tokens)."""
+    traced, records each call as an LLM span under ``parent`` (task, input/output summaries, and
+    the tokens and cost it spent, by the ledger's accounting: a cache hit spent nothing)."""
 
     def __init__(self, inner: LLM, parent: Span | None = None) -> None:
         self.inner, self.model_name = inner, inner.model_name
@@ -114,26 +116,27 @@ class _CountingLLM:
         span = None
         if self.parent is not None:
             last = request.messages[-1].content if request.messages else ""
-            span = self.parent.child(f"model {request.task.value}", {"message": last[:200], "seed": request.seed})
+            span = self.parent.child(
+                f"model {request.task.value}", {"message": last[:200], "seed": request.seed}, kind="llm"
+            )
         try:
             c = self.inner.complete(request)
         except Exception as err:
+            lost = error_totals(err)
             if span is not None:
-                span.end(error=f"{err.__class__.__name__}: {err}"[:300])
+                span.end(error=f"{err.__class__.__name__}: {err}"[:300], usage=lost, model=self.model_name)
             with self._lock:
-                self.spent = self.spent.plus(error_totals(err))
+                self.spent = self.spent.plus(lost)
             raise
+        spent = completion_totals(c)
         if span is not None:
             span.end(
-                {
-                    "text": c.text[:200],
-                    "tokens": c.usage.total_tokens,
-                    "cached": c.cached,
-                    "latency_s": round(c.latency_s, 4),
-                }
+                {"text": c.text[:200], "cached": c.cached, "latency_s": round(c.latency_s, 4)},
+                usage=spent,
+                model=c.model,
             )
         with self._lock:
-            self.spent = self.spent.plus(completion_totals(c))
+            self.spent = self.spent.plus(spent)
         return c
 
     @property
@@ -165,6 +168,7 @@ class Evolution:
     unit_runner: UnitRunner | None = None
     judge: LLM | None = None  # the judge scorers' model (default: ``llm``, the agents' own model)
     keep_failures: bool = False  # a rerun keeps unscored records instead of evaluating them again
+    run_tags: dict[str, str] = field(default_factory=dict)  # extra tags on the tracked run (e.g. a flow run id)
 
     def __post_init__(self) -> None:
         self.seeds = list(self.seeds)[: self.config.population]
@@ -246,7 +250,8 @@ class Evolution:
     ) -> IndividualRecord:
         """One individual: breed (unless a library seed), evaluate, build its record (no write).
         Its model calls queue at priority ``order`` (older units first). Traced (when the
-        tracker traces) as a root span with a fusion and an evaluation step."""
+        tracker traces) as a root (agent) span with a fusion and an evaluation step, its scores
+        attached to the trace as assessments."""
         root = start_trace(
             self.tracker,
             f"individual g{generation} s{plan.slot}",
@@ -269,6 +274,7 @@ class Evolution:
             with self._embed_lock:
                 self._unit_meters[(generation, plan.slot)] = llm.meter
         if root is not None:
+            root.assess(individual_assessments(record, self.config.scorers, judge_model=self.judge_model))
             root.end({"agent_id": record.agent_id, "fitness": record.fitness, "failures": record.failures})
         return record
 
@@ -287,7 +293,7 @@ class Evolution:
         else:
             parents = tuple(p.agent_id for p in plan.parents)
             refs = [Elixir.model_validate(p.elixir).ref for p in plan.parents]
-            step = root.child(f"fuse {plan.operator}", {"seed": plan.seed, **plan.params}) if root else None
+            step = root.child(f"fuse {plan.operator}", {"seed": plan.seed, **plan.params}, "chain") if root else None
             llm.parent = step
             try:
                 bred = self.breeder(refs, plan.operator, plan.seed, plan.params, llm)
@@ -311,7 +317,9 @@ class Evolution:
             else [(p.agent_id, p.system_prompt) for p in population]
         )
         others = [v for pid, text in peers if pid != agent_id and (v := self._vector(pid, text)) is not None]
-        step = root.child("evaluate", {"agent_id": agent_id, "probes": len(self.probes.probes)}) if root else None
+        step = (
+            root.child("evaluate", {"agent_id": agent_id, "probes": len(self.probes.probes)}, "chain") if root else None
+        )
         llm.parent = step
         ev = evaluate_agent(
             llm,
@@ -388,7 +396,7 @@ class Evolution:
         self.tracker.start_experiment(
             self.experiment_id,
             _flat_params(cfg),
-            {"furnace.experiment_id": self.experiment_id, "furnace.model": self.llm.model_name},
+            {**self.run_tags, "furnace.experiment_id": self.experiment_id, "furnace.model": self.llm.model_name},
         )
         self._writer = RecordWriter(self.results)
         self._recorded: dict[int, dict[int, IndividualRecord]] = {}

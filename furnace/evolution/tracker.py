@@ -2,15 +2,53 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from furnace.llm.cache import CallTotals
+
+SpanKind = Literal["agent", "chain", "llm", "tool", "embedding"]
+"""What a step is (the adapter maps it to its own span types): ``llm`` a model call, ``chain`` a
+pipeline step (a fusion, an evaluation), ``agent`` one individual (made and scored), ``tool`` a
+non-model step."""
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """One verdict on a traced unit (an objective, the fitness). ``value`` None means it could not be
+    scored: ``error`` says why (never a 0). ``judge`` names the judge model when an LLM judged;
+    otherwise ``source`` names the code that scored (scorer and version)."""
+
+    name: str
+    value: float | None
+    rationale: str = ""
+    error: str = ""
+    judge: str = ""
+    source: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 class Span(Protocol):
     """One traced step (an individual, a fusion, a model call). Children nest under it."""
 
-    def child(self, name: str, inputs: dict[str, Any]) -> Span: ...
+    def child(self, name: str, inputs: dict[str, Any], kind: SpanKind = "chain") -> Span: ...
 
-    def end(self, outputs: dict[str, Any] | None = None, error: str | None = None) -> None: ...
+    def end(
+        self,
+        outputs: dict[str, Any] | None = None,
+        error: str | None = None,
+        *,
+        usage: CallTotals | None = None,
+        model: str | None = None,
+    ) -> None:
+        """Close the step; ``usage`` is what a model call spent (the ledger's accounting: a cache
+        hit spent nothing), ``model`` the model that answered."""
+        ...
+
+    def assess(self, assessments: Sequence[Assessment]) -> None:
+        """Attach verdicts to this step's trace (called on a root span before it ends)."""
+        ...
 
 
 class Tracker(Protocol):
@@ -32,10 +70,10 @@ class Tracker(Protocol):
         ...
 
 
-def start_trace(tracker: Any, name: str, inputs: dict[str, Any]) -> Span | None:
+def start_trace(tracker: Any, name: str, inputs: dict[str, Any], kind: SpanKind = "agent") -> Span | None:
     """A root span from ``tracker`` when it traces (its optional ``trace`` method), else None."""
     trace = getattr(tracker, "trace", None)
-    return trace(name, inputs) if callable(trace) else None
+    return trace(name, inputs, kind) if callable(trace) else None
 
 
 class NullTracker:

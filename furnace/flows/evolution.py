@@ -17,6 +17,7 @@ from prefect import flow, task  # noqa: E402
 
 from furnace.evolution.units import Unit  # noqa: E402
 from furnace.flows._common import resolve, results_dir, runtime, unit_version
+from furnace.views.experiments import PREFECT_FLOW_RUN_TAG
 
 
 def _unit_cache_key(_context: Any, parameters: dict[str, Any]) -> str:
@@ -132,6 +133,9 @@ def run_evolution(
     if show:
         print(prepared.estimate_line(), file=sys.stderr)
     prepared.check_budget(yes=yes)
+    flow_run_id = _flow_run_id()
+    if flow_run_id:  # the app links the experiment's MLflow run to this flow run (FURNACE_PREFECT_UI_URL)
+        prepared.evolution.run_tags[PREFECT_FLOW_RUN_TAG] = flow_run_id
     version, results = unit_version(config), results_dir(home)
     prepared.evolution.unit_runner = (
         DaskUnitRunner(version, results, file, home) if runner == "dask" else PrefectUnitRunner(version, results)
@@ -177,6 +181,13 @@ def seed_for_slot(scheduled: datetime) -> int:
     same slot resumes it instead of starting over."""
     minute = scheduled.astimezone(UTC).replace(second=0, microsecond=0, tzinfo=None)
     return int(minute.strftime("%Y%m%d%H%M")) % 2**31
+
+
+def _flow_run_id() -> str | None:
+    """The id of the Prefect flow run this runs in (None outside one)."""
+    from prefect.runtime import flow_run
+
+    return str(flow_run.id) if flow_run.id else None
 
 
 def _scheduled_start() -> datetime:

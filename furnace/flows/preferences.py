@@ -45,7 +45,9 @@ def log_batch(tracking_uri: str, report: BatchReport, params: dict[str, Any]) ->
     experiment_id = (
         found.experiment_id
         if found
-        else client.create_experiment(MLFLOW_EXPERIMENT, artifact_location=artifact_root_for(tracking_uri))
+        else client.create_experiment(
+            MLFLOW_EXPERIMENT, artifact_location=artifact_root_for(tracking_uri, MLFLOW_EXPERIMENT)
+        )
     )
     run = client.create_run(experiment_id, run_name=f"preferences-{time.strftime('%Y%m%d-%H%M%S')}")
     now = int(time.time() * 1000)

@@ -37,8 +37,19 @@ def test_evolution_flow_matches_the_plain_run(library_home, prefect_harness, tmp
 
     shared = Path(os.environ["PREFECT_RESULTS_LOCAL_STORAGE_PATH"])
     shared_before = set(shared.rglob("*")) if shared.exists() else set()
-    flowed = evolution_flow(str(CONFIG), home=str(library_home), track=False, show=True)
+    flowed = evolution_flow(str(CONFIG), home=str(library_home), show=True)
     assert flowed["status"] == "finished" and "leaderboard" in flowed["text"]
+    # the MLflow run names its Prefect flow run (the app links to it when FURNACE_PREFECT_UI_URL is set)
+    from prefect.client.orchestration import get_client
+
+    from furnace.adapters.mlflow_tracker import run_summary
+    from furnace.settings import FurnaceSettings
+
+    summary = run_summary(FurnaceSettings(home=library_home).tracking_uri, flowed["experiment_id"])
+    with get_client(sync_client=True) as client:
+        flow_run = client.read_flow_run(summary["tags"]["furnace.prefect_flow_run_id"])
+        assert client.read_flow(flow_run.flow_id).name == "furnace-evolution"
+    assert flow_run.parameters["file"] == str(CONFIG.resolve())
     shown = capsys.readouterr().err  # --prefect keeps the estimate and the progress of a plain run
     assert "estimate: ~" in shown and "generation 3/3" in shown
     # task results live in this home only: another home never gets them served from a shared cache

@@ -1,6 +1,13 @@
-"""MLflow tracking of an experiment: one run, metrics per generation, child runs, artifacts, prompts."""
+"""MLflow tracking of an experiment: one run, metrics per generation, child runs, artifacts, prompts;
+traces with GenAI span types, token usage, cost and assessments; a moved home; killed runs' traces."""
 
 from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
 
 from experiments.test_evolution import make
 from furnace.evolution.records import MemoryResults
@@ -40,19 +47,206 @@ def test_experiment_is_logged_once_and_resumes_its_run(settings):
     assert loaded.tags["lineage_hash"] == "abc"
 
 
-def test_individuals_are_traced_with_fusion_and_model_call_spans(settings):
+class Priced:
+    """Answers like ``inner`` with token usage and a cost per call; every JUDGE call about the
+    persona named ``fail_judge_for`` fails (a judge outage for one individual)."""
+
+    def __init__(self, inner, fail_judge_for: str) -> None:
+        self.inner, self.model_name, self.fail_judge_for = inner, inner.model_name, fail_judge_for
+
+    def complete(self, request):
+        from furnace.domain.errors import LLMRateLimit
+        from furnace.llm.seam import TaskKind, Usage
+
+        persona = (request.inputs or {}).get("persona") or {}
+        if request.task == TaskKind.JUDGE and persona.get("name") == self.fail_judge_for:
+            raise LLMRateLimit("429 from the judge")
+        c = self.inner.complete(request)
+        prompt = sum(len(m.content) for m in request.messages) // 4
+        usage = Usage(prompt_tokens=prompt, completion_tokens=c.usage.completion_tokens)
+        return c.model_copy(update={"usage": usage, "cost_usd": usage.total_tokens * 1e-6})
+
+
+def test_traces_have_span_types_token_usage_cost_and_assessments(settings):
     import mlflow
+    from mlflow.entities import SpanType
 
-    from furnace.adapters.mlflow_tracker import MLflowTracker
+    from experiments.helpers import library, scripted_llm
+    from furnace.adapters.mlflow_tracker import MLflowTracker, run_summary
 
-    evo = make(MemoryResults(), generations=1)
+    outage = library()[1].name
+    evo = make(MemoryResults(), llm=Priced(scripted_llm(), fail_judge_for=outage), generations=1)
     evo.tracker = MLflowTracker(settings.tracking_uri)
     report = evo.run()
     traces = mlflow.search_traces(
         locations=[evo.tracker.mlflow_experiment_id], return_type="list", run_id=evo.tracker.run_id
     )
-    assert len(traces) == 6 + 5  # one per individual
+    records = {f"individual g{r.generation} s{r.slot}": r for r in evo.results.individuals(report.experiment_id)}
+    assert len(traces) == len(records) == 6 + 5
+    assert report.status == "finished"
     names = {s.name for t in traces for s in t.data.spans}
     assert {"evaluate", "model reply", "model judge"} <= names
     assert any(n.startswith("fuse ") for n in names) and any(n.startswith("individual g1") for n in names)
-    assert report.status == "finished"
+    judge_model = evo.llm.model_name
+    unscored = 0
+    for trace in traces:
+        spans = trace.data.spans
+        root = next(s for s in spans if s.parent_id is None)
+        record = records[root.name]
+        assert root.span_type == SpanType.AGENT
+        for span in spans:
+            if span.name.startswith(("fuse ", "evaluate")):
+                assert span.span_type == SpanType.CHAIN
+            if span.name.startswith("model "):
+                assert span.span_type == SpanType.LLM
+                usage = span.get_attribute("mlflow.chat.tokenUsage")
+                assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+                assert (usage["total_tokens"] > 0) == (span.status.status_code == "OK")  # a failed call spent 0
+                assert span.get_attribute("mlflow.llm.cost")["total_cost"] == pytest.approx(
+                    usage["total_tokens"] * 1e-6
+                )
+                assert span.get_attribute("mlflow.llm.model") == judge_model
+        assert all(s.span_type != SpanType.UNKNOWN for s in spans)
+        # the trace's token usage (MLflow's sum over its LLM spans) is the individual's own figure
+        assert trace.info.token_usage["total_tokens"] == record.tokens > 0
+        assert trace.info.cost["total_cost"] == pytest.approx(record.cost_usd)
+        verdicts = {a.name: a for a in trace.info.assessments}
+        assert set(verdicts) == {"constraints", "fidelity", "brief_fit", "diversity", "fitness"}
+        fidelity = verdicts["fidelity"]
+        assert fidelity.source.source_type == "LLM_JUDGE" and fidelity.source.source_id == judge_model
+        assert verdicts["constraints"].source.source_type == "CODE"
+        if record.scored:
+            assert verdicts["fitness"].value == pytest.approx(record.fitness)
+            for name, value in record.objectives.items():
+                assert verdicts[name].value == pytest.approx(value) and verdicts[name].error is None
+            assert fidelity.rationale  # the judge's reason (and feedback) per probe
+        else:  # the judge failed: an error, never a 0
+            unscored += 1
+            assert record.elixir["name"] == outage
+            assert fidelity.value is None and "429" in fidelity.error.error_message
+            assert verdicts["fitness"].value is None and verdicts["fitness"].error is not None
+            assert verdicts["constraints"].value == pytest.approx(record.objectives["constraints"])
+    assert unscored >= 1
+    # whole-run totals on the parent run are the accounting's (here the meter: no ledger), and
+    # they are the sum of what the traces spent
+    summary = run_summary(settings.tracking_uri, report.experiment_id)
+    metrics = evo.tracker.client.get_run(summary["run_id"]).data.metrics
+    assert metrics["tokens"] == report.totals["tokens"] == sum(t.info.token_usage["total_tokens"] for t in traces)
+    assert metrics["model_calls"] == report.totals["model_calls"]
+    assert metrics["cost_usd"] == pytest.approx(report.totals["cost_usd"])
+
+
+_SERVE = """
+import json, os, sys
+from mlflow.server import app  # the app `mlflow ui` serves, configured as its CLI configures it
+client = app.test_client()
+run_id, = sys.argv[1:]
+listed = client.get(f"/api/2.0/mlflow/artifacts/list?run_id={run_id}").get_json()
+prompt = client.get(f"/get-artifact?path=best_prompt.md&run_uuid={run_id}")
+print(json.dumps({"listed": sorted(f["path"] for f in listed.get("files", [])), "status": prompt.status_code,
+                  "prompt": prompt.get_data(as_text=True)}))
+"""
+
+
+def test_a_moved_home_still_opens_runs_artifacts_and_traces(tmp_path):
+    import shutil
+    import subprocess
+    import sys
+
+    from mlflow import MlflowClient
+
+    from furnace.adapters.mlflow_tracker import MLflowTracker, run_summary
+    from furnace.settings import FurnaceSettings
+
+    old = FurnaceSettings(home=tmp_path / "old")
+    old.home.mkdir()
+    evo = make(MemoryResults(), generations=0)
+    evo.tracker = MLflowTracker(old.tracking_uri)
+    report = evo.run()
+    run_id = evo.tracker.run_id
+    moved = FurnaceSettings(home=tmp_path / "elsewhere" / "home")
+    moved.home.parent.mkdir()
+    shutil.move(old.home, moved.home)
+    assert not old.home.exists()
+
+    # furnace's own client (and notebooks through furnace.adapters): runs, artifacts, traces
+    summary = run_summary(moved.tracking_uri, report.experiment_id)
+    assert summary["run_id"] == run_id and "best_prompt.md" in summary["artifacts"]
+    client = MlflowClient(tracking_uri=moved.tracking_uri)
+    path = client.download_artifacts(run_id, "best_prompt.md", str(tmp_path))
+    assert Path(path).read_text() == report.best_prompt
+    assert str(old.home) not in client.get_run(run_id).info.artifact_uri
+    traces = client.search_traces(locations=[summary["mlflow_experiment_id"]], run_id=run_id)
+    assert len(traces) == 6 and all(t.data.spans and t.info.assessments for t in traces)
+
+    # `mlflow ui --backend-store-uri sqlite:///<home>/mlflow.db --artifacts-destination <home>/mlartifacts`
+    env = {
+        **os.environ,
+        "_MLFLOW_SERVER_FILE_STORE": moved.tracking_uri,
+        "_MLFLOW_SERVER_REGISTRY_STORE": moved.tracking_uri,
+        "_MLFLOW_SERVER_ARTIFACT_ROOT": "mlflow-artifacts:/",
+        "_MLFLOW_SERVER_ARTIFACT_DESTINATION": str(moved.home / "mlartifacts"),
+        "_MLFLOW_SERVER_SERVE_ARTIFACTS": "true",
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", _SERVE, run_id], env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    served = json.loads(out.stdout.strip().splitlines()[-1])
+    assert served["status"] == 200 and served["prompt"] == report.best_prompt
+    assert {"best_prompt.md", "lineage.json", "leaderboard.json"} <= set(served["listed"])
+
+
+class Killed(BaseException):
+    """The process dying at that point (nothing after it runs)."""
+
+
+def test_a_kill_while_logging_never_leaves_two_values_at_a_step(settings, monkeypatch):
+    from furnace.adapters.mlflow_tracker import MLflowTracker, run_summary
+
+    uri = settings.tracking_uri
+    results = MemoryResults()
+    first = make(results, generations=1)
+    tracker = first.tracker = MLflowTracker(uri, tracing=False)
+    log_batch = tracker.client.log_batch
+
+    def die_on_child_metrics(run_id, metrics=(), **kwargs):
+        if metrics and run_id != tracker.run_id and tracker.client.get_run(run_id).info.run_name == "generation-1":
+            raise Killed  # after generation 1's parent metrics and its child run, before the child's metrics
+        return log_batch(run_id, metrics=metrics, **kwargs)
+
+    monkeypatch.setattr(tracker.client, "log_batch", die_on_child_metrics)
+    with pytest.raises(Killed):
+        first.run()
+
+    second = make(results, generations=1, breeder=first.breeder)
+    tracker = second.tracker = MLflowTracker(uri, tracing=False)
+
+    set_terminated = tracker.client.set_terminated
+
+    def die_when_closing(run_id, status="FINISHED"):
+        if run_id == tracker.run_id:
+            raise Killed  # in the final logging: after the totals, tags and artifacts
+        return set_terminated(run_id, status)
+
+    monkeypatch.setattr(tracker.client, "set_terminated", die_when_closing)
+    with pytest.raises(Killed):
+        second.run()
+
+    third = make(results, generations=1, breeder=first.breeder)
+    third.tracker = MLflowTracker(uri, tracing=False)
+    report = third.run()
+    summary = run_summary(uri, report.experiment_id)
+    client = third.tracker.client
+    assert summary["status"] == "FINISHED" and summary["children"] == 2  # one child run per generation
+    for name in client.get_run(summary["run_id"]).data.metrics:
+        steps = [m.step for m in client.get_metric_history(summary["run_id"], name)]
+        assert len(steps) == len(set(steps)), (name, steps)
+    assert [s for s, _ in summary["best_fitness_steps"]] == [0, 1]
+    assert [m.step for m in client.get_metric_history(summary["run_id"], "calls")] == [0, 1]  # one per finish
+    children = client.search_runs(
+        [summary["mlflow_experiment_id"]], filter_string=f"tags.`mlflow.parentRunId` = '{summary['run_id']}'"
+    )
+    assert {r.info.status for r in children} == {"FINISHED"}
+    for child in children:
+        assert [m.step for m in client.get_metric_history(child.info.run_id, "best_fitness")] == [0]

@@ -150,3 +150,67 @@ def test_sigkill_in_generation_2_then_rerun_equals_uninterrupted(tmp_path: Path)
     assert _model_calls_since(killed, again_started) == 0
     assert again["totals"]["model_calls"] == paid  # a rerun never overwrites the totals
     assert _signature(again) == _signature(reference)
+
+
+def _trace_states(home: Path) -> dict[str, str]:
+    import sqlite3
+
+    db = home / "mlflow.db"
+    if not db.exists():
+        return {}
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as con:
+            return dict(con.execute("SELECT request_id, status FROM trace_info").fetchall())
+    except sqlite3.OperationalError:  # tables not created yet, or busy
+        return {}
+
+
+@pytest.mark.slow
+def test_sigkill_leaves_no_trace_in_progress_after_resume_and_one_metric_value_per_step(tmp_path: Path) -> None:
+    from mlflow import MlflowClient
+
+    home = tmp_path / "home"
+    _prepare(home)
+    proc = subprocess.Popen(
+        [*FURNACE, "experiment", "run", str(CONFIG), "--json"], env=_env(home), cwd=REPO, stdout=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if list(_trace_states(home).values()).count("IN_PROGRESS") >= 2:  # spans of open traces are stored
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    killed = {t for t, s in _trace_states(home).items() if s == "IN_PROGRESS"}
+    assert killed, "the kill came after every trace had ended"
+
+    out = subprocess.run(
+        [*FURNACE, "experiment", "run", str(CONFIG), "--json"],
+        env=_env(home),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    states = _trace_states(home)
+    assert "IN_PROGRESS" not in states.values()
+    assert {states[t] for t in killed} == {"ERROR"}
+    client = MlflowClient(tracking_uri=f"sqlite:///{home / 'mlflow.db'}")
+    for trace_id in killed:
+        info = client.get_trace(trace_id).info
+        assert info.tags["furnace.note"].startswith("run killed; resumed by ")
+        assert info.trace_metadata["mlflow.sourceRun"]  # linked to the experiment's run
+    run = client.search_runs(
+        [info.experiment_id], filter_string=f"tags.`furnace.experiment_id` = '{report['experiment_id']}'"
+    )
+    parent = next(r for r in run if "mlflow.parentRunId" not in r.data.tags)
+    for metric in ("best_fitness", "mean_fitness", "generation_model_calls", "calls", "tokens"):
+        steps = [m.step for m in client.get_metric_history(parent.info.run_id, metric)]
+        assert len(steps) == len(set(steps)), (metric, steps)  # never two values at one step
+    assert sorted(m.step for m in client.get_metric_history(parent.info.run_id, "best_fitness")) == [0, 1, 2, 3]
+    assert client.get_metric_history(parent.info.run_id, "calls")[-1].value == report["totals"]["calls"]
+    children = [r for r in run if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert sorted(int(r.data.tags["furnace.generation"]) for r in children) == [0, 1, 2, 3]
+    assert {r.info.status for r in children} == {"FINISHED"}
