@@ -402,6 +402,8 @@ class Evolution:
         self._recorded: dict[int, dict[int, IndividualRecord]] = {}
         for rec in self.results.individuals(self.experiment_id):  # one read: what a previous run finished
             self._recorded.setdefault(rec.generation, {})[rec.slot] = rec
+        # what earlier runs spent per generation: a rerun adds to it, never overwrites it
+        self._spent_before = {g.generation: _generation_totals(g) for g in self.results.generations(self.experiment_id)}
         workers = min(max(cfg.children_per_generation, len(self.seeds), 1), 64)
         runner = self.unit_runner or ThreadUnitRunner(workers)
         schedule = _Schedule(self, random.Random(cfg.seed), runner)
@@ -624,9 +626,15 @@ class _Schedule:
             self.plan(self.taken + self.window - 1)
 
     def finish(self, generation: int, weights: dict[str, float]) -> None:
-        """Record generation ``generation``: its population now, and the calls its units made here."""
+        """Record generation ``generation``: its population now, and the calls spent on it: what earlier
+        runs spent (their generation record, or the records of its individuals when a run was killed
+        before finishing it) plus the units run here. A rerun that runs nothing leaves the figures as they were."""
         evo = self.evo
-        spent = CallTotals()
+        spent = evo._spent_before.get(generation)
+        if spent is None:
+            spent = CallTotals()
+            for r in evo._recorded.get(generation, {}).values():
+                spent = spent.plus(_individual_totals(r))
         with evo._embed_lock:
             for (g, _), meter in evo._unit_meters.items():
                 if g == generation:
@@ -639,6 +647,18 @@ class _Schedule:
         self.evo._emit(
             generation=generation, generations=self.evo.config.generations, done=done, total=total, best=best
         )
+
+
+def _generation_totals(g: GenerationRecord) -> CallTotals:
+    """A stored generation record's figures as totals."""
+    return CallTotals(
+        calls=g.calls + g.cached_calls, cached_calls=g.cached_calls, completion_tokens=g.tokens, cost_usd=g.cost_usd
+    )
+
+
+def _individual_totals(r: IndividualRecord) -> CallTotals:
+    """A stored individual's figures as totals (its calls were counted when it was made)."""
+    return CallTotals(calls=r.calls, completion_tokens=r.tokens, cost_usd=r.cost_usd)
 
 
 def experiment_inputs(seeds: Sequence[Elixir], probes: ProbeSet, *, judge_model: str | None = None) -> dict[str, Any]:

@@ -59,12 +59,21 @@ def operator_rows(results: ExperimentResults, experiment_id: str) -> list[dict[s
     ]
 
 
-def leaderboard_rows(results: ExperimentResults, experiment_id: str, limit: int = 10) -> list[dict[str, Any]]:
-    """The fittest distinct agents of an experiment."""
-    best: dict[str, Any] = {}
+def _best_scored(results: ExperimentResults, experiment_id: str) -> tuple[dict[str, IndividualRecord], list[Any]]:
+    """Each agent's fittest scored record, and the records of agents that were never scored."""
+    best: dict[str, IndividualRecord] = {}
+    failed: dict[str, IndividualRecord] = {}
     for r in results.individuals(experiment_id):
-        if r.agent_id not in best or r.fitness > best[r.agent_id].fitness:
+        if not r.scored:
+            failed.setdefault(r.agent_id, r)
+        elif r.agent_id not in best or r.fitness > best[r.agent_id].fitness:
             best[r.agent_id] = r
+    return best, [r for a, r in sorted(failed.items()) if a not in best]
+
+
+def leaderboard_rows(results: ExperimentResults, experiment_id: str, limit: int = 10) -> list[dict[str, Any]]:
+    """The fittest distinct agents of an experiment, scored ones only (see :func:`unscored_rows`)."""
+    best, _ = _best_scored(results, experiment_id)
     ranked = sorted(best.values(), key=lambda r: (-r.fitness, r.agent_id))[:limit]
     return [
         {
@@ -76,6 +85,22 @@ def leaderboard_rows(results: ExperimentResults, experiment_id: str, limit: int 
             "judge_feedback": judge_feedback(r),
         }
         for r in ranked
+    ]
+
+
+def unscored_rows(results: ExperimentResults, experiment_id: str, limit: int = 50) -> list[dict[str, Any]]:
+    """Agents a failure left unscored (a failed fusion, answer or judgement): the objectives that are
+    unknown and why. Never ranked, kept out of selection; a rerun evaluates them again."""
+    _, failed = _best_scored(results, experiment_id)
+    return [
+        {
+            "agent_id": r.agent_id,
+            "generation": r.generation,
+            "operator": r.operator,
+            "unscored": "everything" if r.unscored == ("*",) else ", ".join(r.unscored),
+            "reason": (r.failure_reasons or ("?",))[0],
+        }
+        for r in failed[:limit]
     ]
 
 
@@ -121,22 +146,36 @@ def overlay_rows(results: ExperimentResults, experiment_ids: Sequence[str]) -> l
     return rows
 
 
+LEDGER_TOTALS = ("model_calls", "cached_calls", "failed_calls", "attempts", "tokens", "cost_usd")
+
+
 def totals_rows(results: ExperimentResults, experiment_ids: Sequence[str]) -> list[dict[str, Any]]:
-    """One row per experiment: generations, best fitness, model calls, cached calls, tokens and cost."""
+    """One row per experiment: generations, best fitness and the run's totals. A finished run's totals
+    are the call ledger's (every process that worked on it, failed attempts included), as in its report;
+    a run still going shows the sums of its finished generations so far (``source`` says which)."""
     rows = []
     for exp_id in list(dict.fromkeys(experiment_ids))[:MAX_OVERLAY]:
         gens = results.generations(exp_id)
-        rows.append(
-            {
-                "experiment": exp_id,
-                "generations": len(gens),
-                "best_fitness": round(max((g.best_fitness for g in gens), default=0.0), 4),
-                "calls": sum(g.calls for g in gens),
+        exp = results.get_experiment(exp_id)
+        summary = exp.summary if exp is not None else {}
+        row: dict[str, Any] = {
+            "experiment": exp_id,
+            "generations": len(gens),
+            "best_fitness": round(max((g.best_fitness for g in gens), default=0.0), 4),
+        }
+        if all(k in summary for k in LEDGER_TOTALS):
+            row |= {k: summary[k] for k in LEDGER_TOTALS} | {"source": "call ledger"}
+        else:
+            row |= {
+                "model_calls": sum(g.calls for g in gens),
                 "cached_calls": sum(g.cached_calls for g in gens),
+                "failed_calls": None,
+                "attempts": None,
                 "tokens": sum(g.tokens for g in gens),
                 "cost_usd": round(sum(g.cost_usd for g in gens), 6),
+                "source": "finished generations (run in progress)",
             }
-        )
+        rows.append(row)
     return rows
 
 

@@ -58,7 +58,7 @@ def _layers(spec: dict) -> list[dict]:
     return spec.get("layer", [spec])
 
 
-def test_two_experiments_overlaid_with_axes_scaled_to_the_data(app, experiments):
+def test_two_experiments_overlaid_with_axes_scaled_to_the_data(app, app_home, experiments):
     at = app.switch_page("screens/compare.py").run()
     no_errors(at)
     assert set(at.multiselect(key="compare_experiments").value) == set(experiments)
@@ -71,7 +71,19 @@ def test_two_experiments_overlaid_with_axes_scaled_to_the_data(app, experiments)
         assert 0 < lo <= min(values) and max(values) <= hi <= 1.0 + 1e-9  # not pinned at 0
         assert {r["experiment"] for r in spec["datasets"][spec["data"]["name"]]} == set(experiments)
     [totals] = [d.value for d in at.dataframe if {"experiment", "cost_usd"} <= set(d.value.columns)]
-    assert set(totals["experiment"]) == set(experiments) and (totals["calls"] > 0).all()
+    assert set(totals["experiment"]) == set(experiments) and (totals["model_calls"] > 0).all()
+    from furnace.runtime import Runtime
+
+    rt = Runtime.from_env(home=app_home)
+    try:  # the figures are the call ledger's, the same as the CLI report's
+        for row in totals.to_dict("records"):
+            ledger = rt.llm.for_run(row["experiment"]).run_totals().as_dict()
+            assert row["source"] == "call ledger"
+            assert {k: row[k] for k in ("model_calls", "cached_calls", "failed_calls", "attempts", "tokens")} == {
+                k: ledger[k] for k in ("model_calls", "cached_calls", "failed_calls", "attempts", "tokens")
+            }
+    finally:
+        rt.close()
     assert any("Operator success" in str(s.get("title")) for s in _charts(at))
 
 
@@ -171,3 +183,46 @@ def test_links_out_to_mlflow_only_when_its_ui_is_configured(app, experiments, mo
     no_errors(at)
     [link] = at.get("link_button")
     assert link.proto.url == "http://127.0.0.1:5000/#/experiments/4/runs/r1"
+
+
+def test_an_unscored_individual_is_listed_apart_with_its_reason_never_ranked(app, app_home, experiments):
+    from furnace.evolution.records import IndividualRecord, ScoreRow
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
+    results = Runtime(FurnaceSettings(home=app_home)).results
+    failed = (ScoreRow("p1", "fidelity", 0.0, "judge failed: LLMRateLimit", failed=True), ScoreRow("p1", "tone", 1, ""))
+    results.save_individual(
+        IndividualRecord(
+            experiments[0],
+            2,
+            "agt-judge-failed",
+            9,
+            "mutation",
+            (),
+            None,
+            {},
+            "",
+            1.0,
+            {"tone": 1.0},
+            failed,
+            1,
+            ("judge failed: 429 from the provider",),
+        )
+    )
+    at = app.switch_page("screens/compare.py").run()
+    at.selectbox(key="compare_experiment").set_value(experiments[0]).run()
+    no_errors(at)
+    [board] = [d.value for d in at.dataframe if "judge_feedback" in d.value.columns]
+    assert "agt-judge-failed" not in set(board["agent_id"])  # fitness 1.0 over what was scored: still not ranked
+    [unscored] = [d.value for d in at.dataframe if "unscored" in d.value.columns]
+    assert unscored.to_dict("records") == [
+        {
+            "agent_id": "agt-judge-failed",
+            "generation": 2,
+            "operator": "mutation",
+            "unscored": "fidelity",
+            "reason": "judge failed: 429 from the provider",
+        }
+    ]
+    assert any("**Unscored** (1)" in m.value for m in at.markdown)

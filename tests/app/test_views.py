@@ -9,12 +9,18 @@ from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, NotFound
 from furnace.domain.lineage import Lineage
 from furnace.domain.render import render_prompt
-from furnace.evolution.records import GenerationRecord, IndividualRecord, MemoryResults, ScoreRow
+from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord, MemoryResults, ScoreRow
 from furnace.llm.offline import OfflineEngine
 from furnace.scoring.probes import load_probe_set
 from furnace.storage.memory import MemoryStore
 from furnace.views.compare import compare_agents, objective_rows, prompt_diff
-from furnace.views.experiments import agent_feedback, generation_rows, leaderboard_rows, operator_rows
+from furnace.views.experiments import (
+    agent_feedback,
+    generation_rows,
+    leaderboard_rows,
+    operator_rows,
+    unscored_rows,
+)
 from furnace.views.lineage import lineage_graph, to_dot
 
 
@@ -125,6 +131,24 @@ def test_experiment_rows() -> None:
     }
     assert ops == {("crossover", 1): (1, 1), ("mutation", 1): (1, 0)}
     assert [r["agent_id"] for r in leaderboard_rows(results, "x")] == ["r", "q", "p", "s"]
+    assert unscored_rows(results, "x") == []
+    # a judge failure: the agent leaves the ranking and is listed with what is unknown and why
+    failed = (ScoreRow("a", "fidelity", 0.0, "judge failed: LLMRateLimit", failed=True), ScoreRow("a", "tone", 0.9, ""))
+    results.save_individual(
+        IndividualRecord(
+            "x", 1, "t", 1, "mutation", ("p",), None, {}, "", 0.9, {"tone": 0.9}, failed, 1, ("judge failed: 429",)
+        )
+    )
+    assert "t" not in [r["agent_id"] for r in leaderboard_rows(results, "x")]
+    assert unscored_rows(results, "x") == [
+        {
+            "agent_id": "t",
+            "generation": 1,
+            "operator": "mutation",
+            "unscored": "fidelity",
+            "reason": "judge failed: 429",
+        }
+    ]
 
 
 def test_agent_feedback_is_the_first_scoring_weakest_first() -> None:
@@ -156,7 +180,14 @@ def test_overlay_totals_pareto_and_axis_domain() -> None:
         ("y", 0, 5),
         ("y", 1, 10),
     ]
-    assert [t["calls"] for t in totals_rows(results, ["x", "y"])] == [18, 10]
+    running = totals_rows(results, ["x", "y"])  # no summary yet: the finished generations' sums
+    assert [(t["model_calls"], t["failed_calls"]) for t in running] == [(18, None), (10, None)]
+    assert {t["source"] for t in running} == {"finished generations (run in progress)"}
+    ledger = {"model_calls": 25, "cached_calls": 3, "failed_calls": 2, "attempts": 27, "tokens": 900, "cost_usd": 0.5}
+    results.start_experiment(ExperimentRecord("x", "x", {}, 1, "m"))
+    results.finish_experiment("x", "finished", {"best_fitness": 0.9, **ledger})
+    finished = totals_rows(results, ["x"])[0]  # the ledger's totals win (failed attempts included)
+    assert {k: finished[k] for k in ledger} == ledger and finished["source"] == "call ledger"
     lo, hi = axis_domain([0.76, 0.9])
     assert 0.7 < lo < 0.76 and 0.9 < hi < 0.95  # scaled to the data, not from 0
     assert axis_domain([0.5, 0.5]) == (0.488, 0.512)  # a flat series still gets a readable span

@@ -93,9 +93,16 @@ def test_interrupted_run_resumes_to_the_same_result_without_repeating_work():
     )
     assert saved >= 6 + 5
     assert len(llm.calls) < 0.6 * full.totals["calls"]
+    # the generations' figures count the calls of the killed run too: for every generation, the calls
+    # of the individuals that make it up (whichever run made them)
+    for g in results.generations(resumed.experiment_id):
+        made_in_g = [r for r in results.individuals(resumed.experiment_id) if r.generation == g.generation]
+        assert g.calls + g.cached_calls == sum(r.calls for r in made_in_g) > 0
+    before = results.generations(resumed.experiment_id)
     again = scripted_llm()
     make(results, llm=again, breeder=inner).run()
     assert again.calls == []  # a finished experiment costs nothing
+    assert results.generations(resumed.experiment_id) == before  # and a rerun never overwrites what was spent
 
 
 def test_budget_stops_cleanly_with_the_best_so_far():
@@ -133,10 +140,13 @@ def test_duckdb_results_resume_without_duplicates(settings):
     judged = [s for r in saved for s in r.scores if s.scorer == "fidelity"]
     assert judged and all(s.feedback.startswith("missing: ") for s in judged if s.value < 1)
     assert all(s.feedback == "" for r in saved for s in r.scores if s.scorer != "fidelity")
+    spent = [(g.calls, g.tokens) for g in results.generations(first.experiment_id)]
     llm = scripted_llm()
     second = make(DuckDBExperimentResults(db), llm=llm, breeder=breeder, generations=2).run()
     assert llm.calls == []
     assert results.count_rows(first.experiment_id) == counts
+    assert [(g.calls, g.tokens) for g in results.generations(first.experiment_id)] == spent  # not overwritten
+    assert all(c > 0 for c, _ in spent)
     assert second.result_signature() == first.result_signature()
     assert results.get_experiment(first.experiment_id).status == "finished"
     memory = make(breeder=PureBreeder(seeds), generations=2).run()

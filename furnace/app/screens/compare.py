@@ -26,6 +26,7 @@ from furnace.views.experiments import (
     pareto_points,
     run_links,
     totals_rows,
+    unscored_rows,
 )
 
 
@@ -96,6 +97,13 @@ def experiment_detail(svc: Any, exp_id: str) -> None:
             on_click=_compare_top_two,
             args=([r["agent_id"] for r in board[:2]],),
         )
+        unscored = unscored_rows(svc.results, exp_id)
+        if unscored:
+            st.markdown(
+                f"**Unscored** ({len(unscored)}): a failure, not a score — not ranked, kept out of selection; "
+                "a rerun evaluates them again"
+            )
+            st.dataframe(unscored, width="stretch", hide_index=True)
         if board:
             with st.expander("Judge feedback (what was missing or wrong, per probe)"):
                 agent = st.selectbox(
@@ -234,11 +242,12 @@ with experiments_tab:
                 fitness_overlay(overlay, "calls_spent", "Fitness vs model calls spent"), width="stretch"
             )
             st.caption("Solid: best fitness; dashed: mean. Axes are scaled to the data; drag to pan, scroll to zoom.")
-            st.markdown("**Calls and cost** (from the call ledger)")
+            st.markdown("**Calls and cost** (a finished run: from the call ledger, as in its report)")
             totals = totals_rows(svc.results, picked)
             st.dataframe(totals, width="stretch", hide_index=True)
             st.caption(
-                f"total: {sum(t['calls'] for t in totals)} calls ({sum(t['cached_calls'] for t in totals)} cached), "
+                f"total: {sum(t['model_calls'] for t in totals)} model calls "
+                f"(+{sum(t['cached_calls'] for t in totals)} served from the cache), "
                 f"{sum(t['tokens'] for t in totals):,} tokens, ${sum(t['cost_usd'] for t in totals):.4f}"
             )
             ops = operator_totals(svc.results, picked)
