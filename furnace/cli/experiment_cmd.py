@@ -92,6 +92,7 @@ def register(cli: click.Group) -> None:
                     track=not no_mlflow,
                     runner=runner,
                     show=not as_json,
+                    keep_failures=keep_failures,
                 )
             emit(data, as_json=as_json, human=data.get("text"))
             return
@@ -130,23 +131,15 @@ def register(cli: click.Group) -> None:
     @click.pass_obj
     def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
         """Generations, leaderboard, judge feedback and failures of one experiment."""
-        from furnace.views.experiments import feedback_rows
+        from furnace.views.experiments import agent_feedback, ranked, unscored_rows
 
         results = obj.results
         exp = results.get_experiment(experiment_id)
         if exp is None:
             raise NotFound(f"no experiment {experiment_id!r} (see furnace experiment list)")
         gens = results.generations(experiment_id)
-        individuals = results.individuals(experiment_id)
-        unique: dict[str, Any] = {}
-        for r in individuals:
-            unique.setdefault(r.agent_id, r)
-        board = sorted(unique.values(), key=lambda r: (-r.fitness, r.agent_id))[:10]
-        failures: list[dict[str, Any]] = [
-            {"agent_id": r.agent_id, "generation": r.generation, "reasons": list(r.failure_reasons)}
-            for r in individuals
-            if r.failures
-        ]
+        best = ranked(results, experiment_id)  # scored agents only: a failure is never ranked
+        unscored = unscored_rows(results, experiment_id)
         data: dict[str, Any] = {
             "experiment_id": exp.experiment_id,
             "name": exp.name,
@@ -173,10 +166,10 @@ def register(cli: click.Group) -> None:
                     "fitness": r.fitness,
                     "objectives": r.objectives,
                 }
-                for r in board
+                for r in best
             ],
-            "failures": failures,
-            "feedback": {r.agent_id: feedback_rows(r) for r in board[:3]},
+            "unscored": unscored,
+            "feedback": {r.agent_id: agent_feedback(results, experiment_id, r.agent_id) for r in best[:3]},
         }
         lines = [
             f"{exp.experiment_id} ({exp.name}) — {exp.status}; model {exp.model}",
@@ -184,17 +177,21 @@ def register(cli: click.Group) -> None:
         ]
         lines += [f"{g.generation:>10}  {g.best_fitness:.3f}  {g.mean_fitness:.3f}  {g.calls:>5}" for g in gens]
         lines += ["leaderboard"] + [
-            f"  {r.agent_id:<26} gen {r.generation} {r.operator:<9} {r.fitness:.3f}" for r in board
+            f"  {r.agent_id:<26} gen {r.generation} {r.operator:<9} {r.fitness:.3f}" for r in best
         ]
-        if board:
-            rows = data["feedback"][board[0].agent_id]
-            lines.append(f"judge feedback on {board[0].agent_id}" + ("" if rows else ": none recorded"))
+        if best:
+            rows = data["feedback"][best[0].agent_id]
+            lines.append(f"judge feedback on {best[0].agent_id}" + ("" if rows else ": none recorded"))
             lines += [f"  {f['probe']:<16} {f['scorer']:<10} {f['value']:.3f}  {f['feedback']}" for f in rows]
-        if failures:
+        if unscored:
             lines.append(
-                f"{len(failures)} individual(s) with failure scores, e.g. "
-                f"{failures[0]['agent_id']}: {(failures[0]['reasons'] or ['?'])[0]}"
+                f"unscored ({len(unscored)}): a failure, not a score; not ranked, kept out of selection, "
+                "a rerun retries"
             )
+            lines += [
+                f"  {r['agent_id'][:26]:<26} gen {r['generation']:>2}  {r['unscored']}: {r['reason'][:90]}"
+                for r in unscored[:10]
+            ]
         emit(data, as_json=as_json, human="\n".join(lines))
 
     @cli.command("sweep")

@@ -375,14 +375,18 @@ class Evolution:
         plan: Plan,
         population: Sequence[IndividualRecord],
         known: dict[str, IndividualRecord],
+        *,
+        retry: bool = False,
     ) -> Unit:
-        """The unit that makes and scores ``plan`` (``order``: its place in the run, its priority)."""
+        """The unit that makes and scores ``plan`` (``order``: its place in the run, its priority;
+        ``retry``: its slot holds a record that must be made again)."""
         return Unit(
             self.unit_key(generation, plan),
             plan.slot,
             partial(self.evaluate_unit, generation, plan, population, known, order),
             (generation, plan, tuple(population), dict(known), order),
             order,
+            retry,
         )
 
     # --- the loop ---------------------------------------------------------
@@ -513,7 +517,7 @@ class _Schedule:
         if old is not None:  # unscored (retried) or made by another plan (an earlier slot was rescored)
             self.replacing.add(order)
         known = {r.agent_id: r for r in recorded.values() if r.scored or evo.keep_failures}
-        unit = self.evo.unit(order, generation, plan, tuple(self.population), known)
+        unit = self.evo.unit(order, generation, plan, tuple(self.population), known, retry=old is not None)
         self.finished.watch(unit, self.runner.submit(unit))
         return None
 

@@ -21,13 +21,15 @@ class Unit:
     """One unit of work: ``key`` is its content key (experiment, generation, slot, what to make,
     operator/scorer versions); ``run()`` returns the individual's record in this process, and
     ``args`` are the picklable inputs of ``Evolution.evaluate_unit`` for runners in other workers.
-    ``order`` is its place in the run (seeds first, then children in plan order)."""
+    ``order`` is its place in the run (seeds first, then children in plan order). ``retry``: a
+    previous run left a failure in its slot, so a runner with a result cache must run it again."""
 
     key: str
     slot: int
     run: Callable[[], Any]
     args: tuple[Any, ...] = ()  # plain data (generation, plan, population, known) for remote runners
     order: int = 0
+    retry: bool = False  # its slot holds a failed (unscored) or stale record: never serve it from a task cache
 
 
 class UnitFuture(Protocol):

@@ -58,7 +58,12 @@ class PrefectUnitRunner:
         self.task = evaluation_task(version, results)
 
     def submit(self, unit: Unit) -> Any:
-        return self.task.with_options(task_run_name=f"slot-{unit.slot}-{unit.key[:8]}").submit(unit.key, unit)
+        return self.options(unit).submit(unit.key, unit)
+
+    def options(self, unit: Unit) -> Any:
+        """The task for ``unit``: named by slot and key; a retried unit (a failure in its slot) runs
+        again and refreshes the cached result instead of being served the failure."""
+        return self.task.with_options(task_run_name=f"slot-{unit.slot}-{unit.key[:8]}", refresh_cache=unit.retry)
 
     def close(self) -> None:
         """Prefect's task runner ends with the flow."""
@@ -85,8 +90,7 @@ class DaskUnitRunner(PrefectUnitRunner):
         self.file, self.home = file, home
 
     def submit(self, unit: Unit) -> Any:
-        name = f"slot-{unit.slot}-{unit.key[:8]}"
-        return self.task.with_options(task_run_name=name).submit(self.file, self.home, unit.key, unit.args)
+        return self.options(unit).submit(self.file, self.home, unit.key, unit.args)
 
 
 def _task_runner(runner: str, concurrency: int) -> Any:
@@ -115,10 +119,12 @@ def run_evolution(
     runner: str = "threads",
     show: bool = False,
     reseed: bool = False,
+    keep_failures: bool = False,
 ) -> dict[str, Any]:
     """The flow body: prepare the experiment as the CLI does (``show``: the estimate and the
     progress bar on stderr, as in a plain run), run it with Prefect tasks. ``reseed``: a
-    scheduled run's seed comes from its scheduled start (:func:`seed_for_slot`)."""
+    scheduled run's seed comes from its scheduled start (:func:`seed_for_slot`).
+    ``keep_failures``: a rerun keeps unscored individuals instead of evaluating them again."""
     from furnace.evolution.config import load_config
     from furnace.evolution.progress import ProgressBar
     from furnace.evolution.report import render_report
@@ -128,7 +134,7 @@ def run_evolution(
         config = config.model_copy(update={"seed": seed_for_slot(_scheduled_start())})
     probes_dir = Path(file).resolve().parent.parent / "probes"
     prepared = runtime(home).prepare_experiment(
-        config, progress=ProgressBar(enabled=show), track=track, probes_dir=probes_dir
+        config, progress=ProgressBar(enabled=show), track=track, probes_dir=probes_dir, keep_failures=keep_failures
     )
     if show:
         print(prepared.estimate_line(), file=sys.stderr)
@@ -153,9 +159,12 @@ def evolution(
     runner: str = "threads",
     show: bool = False,
     reseed: bool = False,
+    keep_failures: bool = False,
 ) -> dict[str, Any]:
     """Run (or resume) the evolution experiment in ``file``."""
-    return run_evolution(file, home=home, yes=yes, track=track, runner=runner, show=show, reseed=reseed)
+    return run_evolution(
+        file, home=home, yes=yes, track=track, runner=runner, show=show, reseed=reseed, keep_failures=keep_failures
+    )
 
 
 def evolution_flow(
@@ -166,13 +175,16 @@ def evolution_flow(
     track: bool = True,
     runner: str = "threads",
     show: bool = False,
+    keep_failures: bool = False,
 ) -> dict[str, Any]:
     """Run the flow with the chosen task runner (``threads`` or ``dask``)."""
     from furnace.evolution.config import load_config
 
     concurrency = load_config(file).concurrency
     configured = evolution.with_options(task_runner=_task_runner(runner, concurrency))
-    return configured(resolve(file), home=home, yes=yes, track=track, runner=runner, show=show)
+    return configured(
+        resolve(file), home=home, yes=yes, track=track, runner=runner, show=show, keep_failures=keep_failures
+    )
 
 
 def seed_for_slot(scheduled: datetime) -> int:

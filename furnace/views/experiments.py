@@ -71,10 +71,15 @@ def _best_scored(results: ExperimentResults, experiment_id: str) -> tuple[dict[s
     return best, [r for a, r in sorted(failed.items()) if a not in best]
 
 
-def leaderboard_rows(results: ExperimentResults, experiment_id: str, limit: int = 10) -> list[dict[str, Any]]:
-    """The fittest distinct agents of an experiment, scored ones only (see :func:`unscored_rows`)."""
+def ranked(results: ExperimentResults, experiment_id: str, limit: int = 10) -> list[IndividualRecord]:
+    """The fittest distinct agents of an experiment (each one's best record), scored ones only:
+    an agent a failure left unscored is never ranked (see :func:`unscored_rows`)."""
     best, _ = _best_scored(results, experiment_id)
-    ranked = sorted(best.values(), key=lambda r: (-r.fitness, r.agent_id))[:limit]
+    return sorted(best.values(), key=lambda r: (-r.fitness, r.agent_id))[:limit]
+
+
+def leaderboard_rows(results: ExperimentResults, experiment_id: str, limit: int = 10) -> list[dict[str, Any]]:
+    """:func:`ranked` as table rows: one column per objective and the judge's feedback."""
     return [
         {
             "agent_id": r.agent_id,
@@ -84,7 +89,7 @@ def leaderboard_rows(results: ExperimentResults, experiment_id: str, limit: int 
             **{k: round(v, 3) for k, v in sorted(r.objectives.items())},
             "judge_feedback": judge_feedback(r),
         }
-        for r in ranked
+        for r in ranked(results, experiment_id, limit)
     ]
 
 

@@ -75,6 +75,37 @@ def test_run_list_show(library_home, capsys):
     assert code == 1 and "no experiment" in err
 
 
+def test_show_lists_unscored_individuals_apart_never_ranked(library_home, capsys):
+    from furnace.evolution.records import IndividualRecord, ScoreRow
+    from furnace.runtime import Runtime
+
+    code, out, err = run(capsys, "experiment", "run", str(CONFIG), "--no-mlflow", "--json")
+    exp_id = json.loads(out)["experiment_id"]
+    failed = (ScoreRow("p", "fidelity", 0.0, "judge failed", failed=True), ScoreRow("p", "tone", 1.0, "ok"))
+    reason = "fidelity: launch-note: judge call failed: LLMRateLimit"
+    Runtime.from_env(home=str(library_home)).results.save_individual(
+        IndividualRecord(
+            exp_id, 3, "agt-failed-judge", 9, "mutation", (), None, {}, "", 1.0, {"tone": 1.0}, failed, 1, (reason,)
+        )
+    )
+    code, out, _ = run(capsys, "experiment", "show", exp_id, "--json")
+    shown = json.loads(out)
+    assert "agt-failed-judge" not in [r["agent_id"] for r in shown["leaderboard"]]  # fitness 1.0, yet not ranked
+    assert shown["unscored"] == [
+        {
+            "agent_id": "agt-failed-judge",
+            "generation": 3,
+            "operator": "mutation",
+            "unscored": "fidelity",
+            "reason": reason,
+        }
+    ]
+    code, out, _ = run(capsys, "experiment", "show", exp_id)
+    assert "unscored (1): a failure, not a score" in out
+    [line] = [x for x in out.splitlines() if "agt-failed-judge" in x]
+    assert line.split() == ["agt-failed-judge", "gen", "3", "fidelity:", *reason.split()]
+
+
 def test_invalid_file_names_the_field(library_home, tmp_path, capsys):
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\npopulation: 1\n")

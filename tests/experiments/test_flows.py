@@ -61,6 +61,55 @@ def test_evolution_flow_matches_the_plain_run(library_home, prefect_harness, tmp
     assert plain.leaderboard == flowed["leaderboard"] and plain.lineage == flowed["lineage"]
 
 
+class _Outage:
+    """The offline engine whose judge fails (a rate limit) for a seeded share of judgements while ``down``."""
+
+    down = True
+
+    def __init__(self, engine: type) -> None:
+        self.inner = engine()
+        self.model_name = self.inner.model_name
+
+    def complete(self, request):
+        import random
+
+        from furnace.domain.canonical import content_key
+        from furnace.domain.errors import LLMRateLimit
+        from furnace.llm.seam import TaskKind
+
+        key = content_key([m.content for m in request.messages])
+        if _Outage.down and request.task == TaskKind.JUDGE and random.Random(key).random() < 0.3:
+            raise LLMRateLimit("429 from the provider")
+        return self.inner.complete(request)
+
+
+def test_under_prefect_a_rerun_retries_unscored_individuals_unless_keep_failures(
+    library_home, prefect_harness, monkeypatch
+):
+    """A unit whose judgement failed is not served from Prefect's task cache on a rerun: it runs again."""
+    import furnace.llm.offline as offline
+    from furnace.flows.evolution import evolution_flow
+    from furnace.runtime import Runtime
+
+    real = offline.OfflineEngine
+    monkeypatch.setattr(offline, "OfflineEngine", lambda: _Outage(real))  # what the runtime builds offline
+    monkeypatch.setattr(_Outage, "down", True)
+    home = str(library_home)
+
+    def unscored(exp_id: str) -> int:
+        results = Runtime.from_env(home=home).results
+        return sum(1 for r in results.individuals(exp_id) if not r.scored)
+
+    first = evolution_flow(str(CONFIG), home=home, track=False)
+    assert first["unscored"], "the outage should leave some judgements unscored"
+    before = unscored(first["experiment_id"])
+    monkeypatch.setattr(_Outage, "down", False)
+    kept = evolution_flow(str(CONFIG), home=home, track=False, keep_failures=True)
+    assert len(kept["unscored"]) == len(first["unscored"]) and unscored(first["experiment_id"]) == before
+    again = evolution_flow(str(CONFIG), home=home, track=False)
+    assert again["unscored"] == [] and unscored(first["experiment_id"]) == 0
+
+
 @pytest.mark.slow
 def test_evolution_flow_on_a_local_dask_cluster(library_home, prefect_harness):
     from furnace.flows.evolution import evolution_flow
