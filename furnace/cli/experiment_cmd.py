@@ -199,14 +199,25 @@ def register(cli: click.Group) -> None:
     @click.option("--rates", default="0.1,0.2,0.3", show_default=True, help="Comma-separated mutation rates.")
     @click.option("--seeds", "seeds", default="1,2", show_default=True, help="Comma-separated seeds.")
     @click.option("--probes", "probe_set", default="writing-en", show_default=True, help="Probe set name.")
-    @click.option("--limit", type=int, default=3, show_default=True, help="Probes used.")
+    @click.option("--limit", type=click.IntRange(1, 200), default=3, show_default=True, help="Probes used.")
+    @click.option("--no-mlflow", is_flag=True, help="Do not log to MLflow.")
+    @click.option("--prefect", is_flag=True, help="Run as a Prefect flow (PREFECT_API_URL, or a temporary server).")
     @json_option
     @click.pass_obj
     def sweep_cmd(
-        obj: Runtime, base_id: str, rates: str, seeds: str, probe_set: str, limit: int, as_json: bool
+        obj: Runtime,
+        base_id: str,
+        rates: str,
+        seeds: str,
+        probe_set: str,
+        limit: int,
+        no_mlflow: bool,
+        prefect: bool,
+        as_json: bool,
     ) -> None:
-        """Mutation sweep: BASE_ID x rates x seeds, each variant scored, one table."""
-        from furnace.evolution.sweep import mutation_sweep
+        """Mutation sweep: BASE_ID x rates x seeds, each variant scored and stored like an experiment
+        (furnace experiment show SWEEP_ID), one table."""
+        from furnace.evolution.sweep import SweepPlan, run_sweep
         from furnace.scoring.probes import load_probe_set
 
         try:
@@ -214,18 +225,31 @@ def register(cli: click.Group) -> None:
             seed_list = [int(s) for s in seeds.split(",") if s.strip()]
         except ValueError:
             raise InputError("--rates must be numbers and --seeds integers, comma-separated", field="rates") from None
-        breeder = obj.fusion_breeder()
-        rows = mutation_sweep(
-            obj.store.get_elixir(base_id),
-            rate_list,
-            seed_list,
-            breeder=breeder,
-            llm=obj.llm,
-            probes=load_probe_set(probe_set).head(limit),
-        )
+        if not rate_list or not seed_list:
+            raise InputError("--rates and --seeds need at least one value each", field="rates")
+        if any(not 0 < r <= 1 for r in rate_list):
+            raise InputError("--rates must be between 0 (excluded) and 1", field="rates")
+        base = obj.store.get_elixir(base_id)
+        probes = load_probe_set(probe_set).head(limit)
+        if prefect:
+            from furnace.adapters.prefect_server import prefect_api
+            from furnace.flows.mutation_sweep import mutation_sweep  # the launcher edge cli -> flows (lazy)
+
+            with prefect_api(obj.settings.home, on_status=lambda line: click.echo(line, err=True)):
+                rows = mutation_sweep(
+                    base_id, rate_list, seed_list, probe_set, limit, home=str(obj.settings.home), track=not no_mlflow
+                )
+        else:
+            plan = SweepPlan(base, tuple(rate_list), tuple(seed_list), probes, obj.llm.model_name)
+            tracker = obj.new_tracker(track=not no_mlflow)  # the experiments' MLflow experiment
+            rows = run_sweep(plan, breeder=obj.fusion_breeder(), llm=obj.llm, results=obj.results, tracker=tracker)
+        sweep_id = rows[0]["sweep_id"] if rows else ""
         lines = [f"{'rate':>5} {'seed':>5}  {'agent':<26} fitness"] + [
-            f"{r['rate']:>5.2f} {r['seed']:>5}  {r['agent_id']:<26} {r['fitness']:.3f}" for r in rows
+            f"{r['rate']:>5.2f} {r['seed']:>5}  {r['agent_id']:<26} "
+            + (f"{r['fitness']:.3f}" if not r["failures"] else f"unscored: {(r['reasons'] or ['?'])[0][:60]}")
+            for r in rows
         ]
+        lines.append(f"stored as {sweep_id}: furnace experiment show {sweep_id}")
         emit(rows, as_json=as_json, human="\n".join(lines))
 
     @cli.command("serve")

@@ -1,69 +1,238 @@
-"""Mutation sweep: one base elixir × a grid of rates × seeds, each variant scored."""
+"""Mutation sweep: one base elixir × a grid of rates × seeds, each variant scored and recorded.
+
+A sweep is stored like an experiment (``ExperimentResults``: DuckDB in the CLI and the flow),
+under the id ``sweep-<base>-<key>``, where the key covers everything that shapes its scores (the
+base's content, the grid, the probes, the scorers and their versions, the mutation operator's
+version, the model). So ``furnace experiment show``, the app's Compare page and ``furnace ask``
+read its scores, judge feedback and failures like an experiment's: the base is generation 0,
+the variants generation 1, one individual per cell. Each cell's model calls are attributed to
+the run ``<sweep id>/<cell>`` in the call ledger; the sweep's figures are their sums (every run
+of it). A rerun is served from the response cache and keeps the stored records (insert-if-absent).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
+from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir
+from furnace.domain.errors import BudgetExceeded, FurnaceError
 from furnace.domain.render import render_prompt
 from furnace.evolution.engine import Breeder
-from furnace.evolution.evaluate import evaluate_agent
+from furnace.evolution.evaluate import Evaluation, evaluate_agent, failed_evaluation
+from furnace.evolution.records import ExperimentRecord, ExperimentResults, GenerationRecord, IndividualRecord
+from furnace.evolution.tracker import NullTracker, Tracker
+from furnace.llm.cache import CallTotals
 from furnace.llm.seam import LLM
+from furnace.scoring.base import persona_inputs
 from furnace.scoring.probes import ProbeSet
 
 DEFAULT_SCORERS = {"constraints": 0.3, "fidelity": 0.3, "tone": 0.2, "brief_fit": 0.2}
 
 
-def sweep_variant(
-    base: Elixir, rate: float, seed: int, *, breeder: Breeder, llm: LLM, probes: ProbeSet, scorers: Mapping[str, float]
-) -> dict[str, Any]:
-    """One cell of the grid: mutate ``base`` at ``rate`` with ``seed`` and score the child."""
-    bred = breeder([base.ref], "mutation", seed, {"rate": rate}, llm)
-    ev = evaluate_agent(llm, bred.elixir, bred.system_prompt, probes, scorers, seed=seed)
+@dataclass(frozen=True)
+class SweepPlan:
+    """What a sweep evaluates: the base, the grid, the probes and scorers, the model."""
+
+    base: Elixir
+    rates: tuple[float, ...]
+    seeds: tuple[int, ...]
+    probes: ProbeSet
+    model: str
+    scorers: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_SCORERS))
+
+    def cells(self) -> list[tuple[float, int]]:
+        """(rate, seed) per cell: the base itself first (rate 0, seed 0), then the grid in order."""
+        return [(0.0, 0)] + [(float(r), int(s)) for r in self.rates for s in self.seeds]
+
+    def config(self) -> dict[str, Any]:
+        """The sweep as stored (the experiment record's config)."""
+        return {
+            "kind": "mutation-sweep",
+            "base": self.base.id,
+            "base_version": self.base.version,
+            "rates": list(self.rates),
+            "seeds": list(self.seeds),
+            "probes": {"set": self.probes.name, "limit": len(self.probes.probes)},
+            "scorers": dict(sorted(self.scorers.items())),
+        }
+
+    @property
+    def sweep_id(self) -> str:
+        from furnace.fusion.operators import OPERATORS
+        from furnace.scoring.fitness import SCORERS
+
+        key = content_key(
+            {
+                "base": self.base.content_hash,
+                "cells": self.cells(),
+                "probes": self.probes.model_dump(mode="json"),
+                "scorers": {k: [w, SCORERS[k].version] for k, w in sorted(self.scorers.items()) if k in SCORERS},
+                "op_version": OPERATORS["mutation"].op_version,
+                "model": self.model,
+            }
+        )
+        return f"sweep-{self.base.id}-{key[:10]}"
+
+
+def sweep_cell(plan: SweepPlan, index: int, *, breeder: Breeder, llm: LLM) -> IndividualRecord:
+    """Cell ``index`` of ``plan``: the base (cell 0) or a mutation of it at the cell's rate and seed,
+    scored on the probes. A failed fusion or judgement is recorded as a failure, never as a score."""
+    rate, seed = plan.cells()[index]
+    for_run = getattr(llm, "for_run", None)
+    cell_llm: LLM = for_run(f"{plan.sweep_id}/{index}") if callable(for_run) else llm
+    base = plan.base
+    elixir, prompt, agent_id, lineage_hash, parents = base, render_prompt(base), base.id, None, tuple[str, ...]()
+    ev: Evaluation | None = None
+    if index > 0:
+        parents = (base.id,)
+        try:
+            bred = breeder([base.ref], "mutation", seed, {"rate": rate}, cell_llm)
+        except BudgetExceeded:
+            raise
+        except FurnaceError as err:
+            ev = failed_evaluation(f"fusion failed: {err}", plan.scorers)
+            agent_id = f"failed-{plan.sweep_id}-{index}"
+        else:
+            elixir, prompt, agent_id, lineage_hash = bred.elixir, bred.system_prompt, bred.agent_id, bred.lineage_hash
+    if ev is None:
+        ev = evaluate_agent(cell_llm, elixir, prompt, plan.probes, plan.scorers, seed=seed)
+    run_totals = getattr(cell_llm, "run_totals", None)
+    spent: CallTotals = run_totals() if callable(run_totals) else CallTotals()
+    return IndividualRecord(
+        experiment_id=plan.sweep_id,
+        generation=0 if index == 0 else 1,
+        agent_id=agent_id,
+        slot=index,
+        operator="seed" if index == 0 else "mutation",
+        parents=parents,
+        lineage_hash=lineage_hash,
+        elixir=persona_inputs(elixir),
+        system_prompt=prompt,
+        fitness=ev.fitness,
+        objectives=ev.objectives,
+        scores=ev.scores,
+        failures=len(ev.failure_reasons),
+        failure_reasons=ev.failure_reasons,
+        calls=spent.calls,
+        tokens=spent.total_tokens,
+        cost_usd=round(spent.cost_usd, 9),
+    )
+
+
+def cell_totals(plan: SweepPlan, llm: LLM) -> list[CallTotals]:
+    """Each cell's calls from the call ledger (every run of the sweep; empty totals without a ledger)."""
+    for_run = getattr(llm, "for_run", None)
+    if not callable(for_run):
+        return [CallTotals() for _ in plan.cells()]
+    return [for_run(f"{plan.sweep_id}/{index}").run_totals() for index in range(len(plan.cells()))]
+
+
+def cell_row(plan: SweepPlan, record: IndividualRecord) -> dict[str, Any]:
+    """One line of the sweep's table."""
+    rate, seed = plan.cells()[record.slot]
     return {
+        "sweep_id": plan.sweep_id,
         "rate": rate,
         "seed": seed,
-        "agent_id": bred.agent_id,
-        "lineage_hash": bred.lineage_hash,
-        "fitness": ev.fitness,
-        "objectives": ev.objectives,
-        "failures": len(ev.failure_reasons),
+        "agent_id": record.agent_id,
+        "lineage_hash": record.lineage_hash,
+        "fitness": record.fitness,
+        "objectives": record.objectives,
+        "failures": record.failures,
+        "reasons": list(record.failure_reasons[:3]),
     }
 
 
-def mutation_sweep(
-    base: Elixir,
-    rates: Sequence[float],
-    seeds: Sequence[int],
+def record_sweep(
+    plan: SweepPlan,
+    records: Sequence[IndividualRecord],
+    results: ExperimentResults,
+    *,
+    llm: LLM,
+    tracker: Tracker | None = None,
+) -> list[dict[str, Any]]:
+    """Store a finished sweep like an experiment (its cells as individuals, the base as generation 0,
+    the variants as generation 1) and log it to ``tracker``; its rows, fittest first. Calls, tokens
+    and cost (per generation and in total) are the call ledger's for the sweep's cells."""
+    tracker = tracker or NullTracker()
+    spent = cell_totals(plan, llm)
+    totals = CallTotals()
+    for cell in spent:
+        totals = totals.plus(cell)
+    sweep_id = plan.sweep_id
+    results.start_experiment(ExperimentRecord(sweep_id, f"sweep {plan.base.id}", plan.config(), 0, plan.model))
+    tracker.start_experiment(
+        sweep_id,
+        {"base": plan.base.id, "rates": ",".join(map(str, plan.rates)), "seeds": ",".join(map(str, plan.seeds))},
+        {"furnace.experiment_id": sweep_id, "furnace.kind": "mutation-sweep", "furnace.model": plan.model},
+    )
+    for record in records:
+        results.save_individual(record)
+    scored = [r for r in records if r.scored]
+    for generation in (0, 1):
+        members = sorted((r for r in scored if r.generation == generation), key=lambda r: (-r.fitness, r.agent_id))
+        fits = [r.fitness for r in members]
+        best, mean = max(fits, default=0.0), round(sum(fits) / len(fits), 9) if fits else 0.0
+        used = CallTotals()
+        for index, cell in enumerate(spent):
+            if (index > 0) == (generation == 1):
+                used = used.plus(cell)
+        results.save_generation(
+            GenerationRecord(
+                sweep_id,
+                generation,
+                tuple(r.agent_id for r in members),
+                best,
+                mean,
+                {},
+                used.model_calls,
+                used.cached_calls,
+                used.total_tokens,
+                round(used.cost_usd, 9),
+            )
+        )
+        tracker.log_generation(generation, {"best_fitness": best, "mean_fitness": mean}, {})
+    rows = sorted((cell_row(plan, r) for r in records), key=lambda r: (-r["fitness"], r["rate"], r["seed"]))
+    fittest = next((r for r in sorted(scored, key=lambda r: (-r.fitness, r.agent_id))), None)
+    summary = {
+        "best_agent": fittest.agent_id if fittest else None,
+        "best_fitness": fittest.fitness if fittest else None,
+        "generations": 2,
+        "failures": sum(r.failures for r in records),
+        "unscored": sum(1 for r in records if not r.scored),
+        "judge_model": plan.model,
+        **totals.as_dict(),
+    }
+    results.finish_experiment(sweep_id, "finished", summary)
+    tracker.finish(
+        "finished",
+        {"furnace.status": "finished", "furnace.best_agent": summary["best_agent"] or ""},
+        {"sweep.json": rows},
+        totals.as_dict(),
+    )
+    return rows
+
+
+def run_sweep(
+    plan: SweepPlan,
     *,
     breeder: Breeder,
     llm: LLM,
-    probes: ProbeSet,
-    scorers: Mapping[str, float] | None = None,
+    results: ExperimentResults,
+    tracker: Tracker | None = None,
     concurrency: int = 4,
+    cell_runner: Callable[[list[int]], list[IndividualRecord]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every (rate, seed) variant of ``base`` scored on ``probes``; the base itself first (rate 0)."""
-    scorers = scorers or DEFAULT_SCORERS
-    base_ev = evaluate_agent(llm, base, render_prompt(base), probes, scorers, seed=0)
-    rows = [
-        {
-            "rate": 0.0,
-            "seed": 0,
-            "agent_id": base.id,
-            "lineage_hash": None,
-            "fitness": base_ev.fitness,
-            "objectives": base_ev.objectives,
-            "failures": len(base_ev.failure_reasons),
-        }
-    ]
-    grid = [(r, s) for r in rates for s in seeds]
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        rows += list(
-            pool.map(
-                lambda rs: sweep_variant(base, rs[0], rs[1], breeder=breeder, llm=llm, probes=probes, scorers=scorers),
-                grid,
-            )
-        )
-    return rows
+    """Evaluate every cell (``concurrency`` at once, or through ``cell_runner``), record the sweep
+    (:func:`record_sweep`) and return its rows, fittest first."""
+    indexes = list(range(len(plan.cells())))
+    if cell_runner is not None:
+        records = cell_runner(indexes)
+    else:
+        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+            records = list(pool.map(lambda i: sweep_cell(plan, i, breeder=breeder, llm=llm), indexes))
+    return record_sweep(plan, records, results, llm=llm, tracker=tracker)

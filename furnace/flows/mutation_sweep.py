@@ -1,4 +1,9 @@
-"""Prefect flow: one base elixir × rates × seeds → variants, scored, one comparison table."""
+"""Prefect flow: one base elixir × rates × seeds → variants, scored, stored like an experiment.
+
+``furnace sweep BASE --prefect`` runs it. One task per cell (``furnace.evolution.sweep.sweep_cell``),
+then one task records the sweep in DuckDB and MLflow (``record_sweep``), exactly as the in-process
+``furnace sweep`` does.
+"""
 
 from __future__ import annotations
 
@@ -8,34 +13,65 @@ from prefect import flow, task  # noqa: E402
 from prefect.cache_policies import NONE  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
-from furnace.evolution.sweep import DEFAULT_SCORERS  # noqa: E402
-from furnace.flows._common import operator_versions, runtime, scorer_versions
+from furnace.evolution.records import IndividualRecord  # noqa: E402
+from furnace.evolution.sweep import DEFAULT_SCORERS, SweepPlan  # noqa: E402
+from furnace.flows._common import furnace_version, operator_versions, runtime, scorer_versions
+from furnace.runtime import Runtime  # noqa: E402
 
 
-# Not cached by Prefect (the base is an id whose latest version can change); see fusion_generation.
+def _plan(
+    home: str | None, base_id: str, version: int, rates: list[float], seeds: list[int], probe_set: str, limit: int
+) -> tuple[Runtime, SweepPlan]:
+    from furnace.scoring.probes import load_probe_set
+
+    ctx = runtime(home)
+    base = ctx.store.get_elixir(base_id, version)  # the version the flow resolved, in every task
+    return ctx, SweepPlan(base, tuple(rates), tuple(seeds), load_probe_set(probe_set).head(limit), ctx.llm.model_name)
+
+
+# Prefect does not cache these tasks (cache_policy=NONE, stated): furnace's own caches are
+# content-addressed (synthesis by the parents' content hashes, responses by the full request),
+# so a rerun makes no model call, and a failure in a cell is never served from a task cache.
 @task(
     name="mutate-and-score",
     version=f"{operator_versions(['mutation'])} {scorer_versions(DEFAULT_SCORERS)}",
     cache_policy=NONE,
 )
 def mutate_and_score(
-    home: str | None, base_id: str, rate: float, seed: int, probe_set: str, limit: int | None
-) -> dict[str, Any]:
-    """One cell of the grid (``furnace.evolution.sweep.sweep_variant``)."""
-    from furnace.evolution.sweep import sweep_variant
-    from furnace.scoring.probes import load_probe_set
+    home: str | None,
+    base_id: str,
+    version: int,
+    rates: list[float],
+    seeds: list[int],
+    probe_set: str,
+    limit: int,
+    index: int,
+) -> IndividualRecord:
+    """One cell of the grid (``furnace.evolution.sweep.sweep_cell``)."""
+    from furnace.evolution.sweep import sweep_cell
 
-    ctx = runtime(home)
-    breeder = ctx.fusion_breeder()
-    return sweep_variant(
-        ctx.store.get_elixir(base_id),
-        rate,
-        seed,
-        breeder=breeder,
-        llm=ctx.llm,
-        probes=load_probe_set(probe_set).head(limit),
-        scorers=DEFAULT_SCORERS,
-    )
+    ctx, plan = _plan(home, base_id, version, rates, seeds, probe_set, limit)
+    return sweep_cell(plan, index, breeder=ctx.fusion_breeder(), llm=ctx.llm)
+
+
+@task(name="record-sweep", version=f"furnace:{furnace_version()}", cache_policy=NONE)
+def record(
+    home: str | None,
+    base_id: str,
+    version: int,
+    rates: list[float],
+    seeds: list[int],
+    probe_set: str,
+    limit: int,
+    records: list[IndividualRecord],
+    track: bool,
+) -> list[dict[str, Any]]:
+    """Store the sweep in DuckDB and log it to MLflow (``furnace.evolution.sweep.record_sweep``)."""
+    from furnace.evolution.sweep import record_sweep
+
+    ctx, plan = _plan(home, base_id, version, rates, seeds, probe_set, limit)
+    tracker = ctx.new_tracker(track=track)  # logged with the experiments (tag furnace.kind)
+    return record_sweep(plan, records, ctx.results, llm=ctx.llm, tracker=tracker)
 
 
 @flow(name="furnace-mutation-sweep", task_runner=ThreadPoolTaskRunner(max_workers=4))  # type: ignore[arg-type]
@@ -44,10 +80,14 @@ def mutation_sweep(
     rates: list[float],
     seeds: list[int],
     probe_set: str = "writing-en",
-    limit: int | None = 3,
+    limit: int = 3,
     home: str | None = None,
+    track: bool = True,
 ) -> list[dict[str, Any]]:
-    """Every (rate, seed) variant of ``base_id``, scored; rows sorted by fitness."""
-    futures = [mutate_and_score.submit(home, base_id, r, s, probe_set, limit) for r in rates for s in seeds]
-    rows = [f.result() for f in futures]
-    return sorted(rows, key=lambda r: (-r["fitness"], r["rate"], r["seed"]))
+    """Every (rate, seed) variant of ``base_id`` (its latest version) and the base itself, scored and
+    stored; rows fittest first."""
+    version = runtime(home).store.get_elixir(base_id).version
+    args = (home, base_id, version, rates, seeds, probe_set, limit)
+    cells = 1 + len(rates) * len(seeds)
+    futures = [mutate_and_score.submit(*args, i) for i in range(cells)]
+    return record(*args, [f.result() for f in futures], track)

@@ -113,11 +113,33 @@ def test_invalid_file_names_the_field(library_home, tmp_path, capsys):
     assert code == 1 and "population" in err
 
 
-def test_sweep_scores_a_grid(library_home, capsys):
-    code, out, err = run(
-        capsys, "sweep", "viral-copywriter", "--rates", "0.1,0.3", "--seeds", "1,2", "--limit", "1", "--json"
-    )
+def test_sweep_scores_a_grid_and_stores_it_like_an_experiment(library_home, capsys):
+    args = ("sweep", "viral-copywriter", "--rates", "0.1,0.3", "--seeds", "1,2", "--limit", "1", "--no-mlflow")
+    code, out, err = run(capsys, *args, "--json")
     assert code == 0, err
     rows = json.loads(out)
-    assert [(r["rate"], r["seed"]) for r in rows] == [(0.0, 0), (0.1, 1), (0.1, 2), (0.3, 1), (0.3, 2)]
+    assert sorted((r["rate"], r["seed"]) for r in rows) == [(0.0, 0), (0.1, 1), (0.1, 2), (0.3, 1), (0.3, 2)]
     assert len({r["agent_id"] for r in rows}) == 5 and all(0 <= r["fitness"] <= 1 for r in rows)
+    assert [r["fitness"] for r in rows] == sorted((r["fitness"] for r in rows), reverse=True)
+    [sweep_id] = {r["sweep_id"] for r in rows}
+    code, out, _ = run(capsys, "experiment", "show", sweep_id, "--json")
+    shown = json.loads(out)  # its scores are in DuckDB: the base is generation 0, the variants generation 1
+    assert shown["config"]["kind"] == "mutation-sweep" and shown["config"]["base"] == "viral-copywriter"
+    assert {(r["agent_id"], r["fitness"]) for r in shown["leaderboard"]} == {
+        (r["agent_id"], r["fitness"]) for r in rows
+    }
+    assert [g["generation"] for g in shown["generations"]] == [0, 1]
+    from furnace.runtime import Runtime
+
+    def ledger() -> tuple[int, int]:
+        rt = Runtime.from_env(home=str(library_home))
+        cells = [rt.llm.for_run(f"{sweep_id}/{i}").run_totals() for i in range(5)]
+        return sum(c.model_calls for c in cells), sum(c.cached_calls for c in cells)
+
+    model_calls, _ = ledger()
+    assert model_calls > 0 and shown["summary"]["model_calls"] == model_calls  # the ledger's figure
+    assert sum(g["calls"] for g in shown["generations"]) == model_calls
+    code, out, _ = run(capsys, *args, "--json")  # a rerun: every answer from the response cache
+    assert json.loads(out) == rows and ledger()[0] == model_calls
+    code, _, err = run(capsys, "sweep", "viral-copywriter", "--rates", "0,0.3", "--no-mlflow")
+    assert code == 1 and "--rates" in err

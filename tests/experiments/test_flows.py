@@ -132,8 +132,20 @@ def test_fusion_generation_and_mutation_sweep_flows(library_home, prefect_harnes
     )
     assert again["from_cache"] and again["fitness"] == row["fitness"]
     rows = mutation_sweep("viral-copywriter", [0.1, 0.3], [1, 2], limit=1, home=home)
-    assert sorted((r["rate"], r["seed"]) for r in rows) == [(0.1, 1), (0.1, 2), (0.3, 1), (0.3, 2)]
+    assert sorted((r["rate"], r["seed"]) for r in rows) == [(0.0, 0), (0.1, 1), (0.1, 2), (0.3, 1), (0.3, 2)]
     assert [r["fitness"] for r in rows] == sorted((r["fitness"] for r in rows), reverse=True)
+    # its scores are stored like an experiment's: in DuckDB and in MLflow
+    from furnace.adapters.mlflow_tracker import run_summary
+    from furnace.runtime import Runtime
+
+    [sweep_id] = {r["sweep_id"] for r in rows}
+    rt = Runtime.from_env(home=home)
+    stored = {r.agent_id: r.fitness for r in rt.results.individuals(sweep_id)}
+    assert stored == {r["agent_id"]: r["fitness"] for r in rows}
+    assert rt.results.get_experiment(sweep_id).summary["model_calls"] > 0
+    logged = run_summary(rt.settings.tracking_uri, sweep_id)
+    assert logged and logged["tags"]["furnace.kind"] == "mutation-sweep" and "sweep.json" in logged["artifacts"]
+    assert [step for step, _ in logged["best_fitness_steps"]] == [0, 1]
 
 
 def test_every_task_run_is_versioned(library_home, prefect_harness):
@@ -145,7 +157,7 @@ def test_every_task_run_is_versioned(library_home, prefect_harness):
 
     home = str(library_home)
     fusion_generation(["viral-copywriter", "data-science-mentor"], operator="crossover", limit=1, home=home)
-    mutation_sweep("viral-copywriter", [0.1], [1], limit=1, home=home)
+    mutation_sweep("viral-copywriter", [0.1], [1], limit=1, home=home, track=False)
     with get_client(sync_client=True) as client:
         runs = client.read_task_runs()
     names = {r.name.split("-")[0] for r in runs}
