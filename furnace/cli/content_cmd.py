@@ -215,23 +215,37 @@ def revise_cmd(ctx: Runtime, content_id: str, suggestion: str, regenerate: bool,
     is_flag=True,
     help="First learn from every revision not processed yet (what the preference flow does).",
 )
+@click.option(
+    "--prefect",
+    is_flag=True,
+    help="With --learn-pending: run the preference flow (PREFECT_API_URL, or a temporary server; logs to MLflow).",
+)
 @json_option
 @click.pass_obj
-def prefs_cmd(ctx: Runtime, persona_id: str, learn_pending: bool, as_json: bool) -> None:
+def prefs_cmd(ctx: Runtime, persona_id: str, learn_pending: bool, prefect: bool, as_json: bool) -> None:
     """A persona's learned style preferences (latest version)."""
-    report = None
-    if learn_pending:
+    if prefect and not learn_pending:
+        raise click.UsageError("--prefect goes with --learn-pending")
+    ctx.store.get_elixir(persona_id)  # an unknown persona is an error before any learning
+    batch: dict[str, Any] | None = None
+    if prefect:
+        from furnace.adapters.prefect_server import prefect_api
+        from furnace.flows.preferences import preference_extraction  # the launcher edge cli -> flows (lazy)
+
+        with prefect_api(ctx.settings.home, on_status=lambda line: click.echo(line, err=True)):
+            batch = preference_extraction(home=str(ctx.settings.home))
+    elif learn_pending:
         from furnace.writing.preferences import process_unprocessed
 
-        report = process_unprocessed(ctx.store, ctx.content_store, ctx.llm)
+        batch = process_unprocessed(ctx.store, ctx.content_store, ctx.llm).as_dict()
     elixir = ctx.store.get_elixir(persona_id)
     data = prefs_data(elixir)
     human = prefs_text(elixir)
-    if report is not None:
-        data["batch"] = report.as_dict()
+    if batch is not None:
+        data["batch"] = batch
         human = (
-            f"learned from {report.processed} pending revision(s) ({report.learned} with preferences, "
-            f"{report.failed} failed)\n"
+            f"learned from {batch['processed']} pending revision(s) ({batch['learned']} with preferences, "
+            f"{batch['failed']} failed)\n"
         ) + human
     emit(data, as_json=as_json, human=human)
 
