@@ -66,6 +66,48 @@ def _tree(root: str, label: str, nodes: list[LineageNode], arrow: str) -> str:
     return "\n".join(lines)
 
 
+def _fuse_with_prefect(
+    obj: Any,
+    parents: list[str],
+    operator: str | None,
+    seed: int,
+    params: dict[str, Any] | None,
+    probe_set: str,
+    limit: int,
+    track: bool,
+    as_json: bool,
+) -> None:
+    """``furnace fuse --prefect``: the fusion-generation flow (fuse, score, log), then the agent as stored."""
+    from furnace.adapters.prefect_server import prefect_api
+    from furnace.flows.fusion_generation import fusion_generation  # the launcher edge cli -> flows (lazy)
+    from furnace.scoring.probes import load_probe_set
+
+    load_probe_set(probe_set)  # an unknown probe set is an input error before the flow starts
+    with prefect_api(obj.settings.home, on_status=lambda line: click.echo(line, err=True)):
+        row = fusion_generation(
+            parents,
+            operator=operator,
+            seed=seed,
+            params=params,
+            probe_set=probe_set,
+            limit=limit,
+            home=str(obj.settings.home),
+            track=track,
+        )
+    agent = obj.store.get_agent(row["agent_id"])  # read back: verified like every agent read
+    scored = {k: row[k] for k in ("fitness", "objectives", "failures")}
+    data = _agent_data(agent) | {"from_cache": row["from_cache"], "probes": probe_set, **scored}
+    verdict = f"{row['fitness']:.3f} on {probe_set} ({limit} probe(s))"
+    if row["failures"]:
+        verdict = f"unscored: {row['failures'][0]}"
+    human = "\n".join(
+        _summary(agent)
+        + [f"from cache    {'yes' if row['from_cache'] else 'no'}", f"fitness       {verdict}"]
+        + _notes_text(agent)
+    )
+    emit(data, as_json=as_json, human=human)
+
+
 def register(cli: click.Group) -> None:
     """Add the fusion commands to ``cli``."""
 
@@ -85,6 +127,15 @@ def register(cli: click.Group) -> None:
         multiple=True,
         help="reflect: feedback to act on (repeatable), e.g. 'missing: statistics' or a revision suggestion.",
     )
+    @click.option(
+        "--prefect",
+        is_flag=True,
+        help="Run the fusion-generation flow: fuse, score the child on --probes, log to MLflow "
+        "(PREFECT_API_URL, or a temporary server).",
+    )
+    @click.option("--probes", "probe_set", default="writing-en", show_default=True, help="--prefect: probe set.")
+    @click.option("--limit", type=click.IntRange(1, 200), default=3, show_default=True, help="--prefect: probes used.")
+    @click.option("--no-mlflow", is_flag=True, help="--prefect: do not log to MLflow.")
     @json_option
     @click.pass_obj
     def fuse_cmd(
@@ -94,6 +145,10 @@ def register(cli: click.Group) -> None:
         seed: int,
         rate: float | None,
         feedback: tuple[str, ...],
+        prefect: bool,
+        probe_set: str,
+        limit: int,
+        no_mlflow: bool,
         as_json: bool,
     ) -> None:
         """Fuse elixirs (ID or ID@VERSION) into an agent, through the synthesis cache."""
@@ -105,6 +160,9 @@ def register(cli: click.Group) -> None:
             if operator != "reflect":
                 raise click.UsageError("--feedback goes with --operator reflect")
             params = {**(params or {}), "feedback": revision_feedback(list(feedback))}
+        if prefect:
+            _fuse_with_prefect(obj, list(parents), operator, seed, params, probe_set, limit, not no_mlflow, as_json)
+            return
         result = fuse(
             obj.store,
             list(parents),

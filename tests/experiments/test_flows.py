@@ -148,6 +148,39 @@ def test_fusion_generation_and_mutation_sweep_flows(library_home, prefect_harnes
     assert [step for step, _ in logged["best_fitness_steps"]] == [0, 1]
 
 
+def test_cli_fuse_and_sweep_with_prefect_run_their_flows(library_home, prefect_harness):
+    import json
+
+    from click.testing import CliRunner
+
+    from furnace.cli import cli
+
+    def run(*args: str):
+        result = CliRunner().invoke(cli, ["--home", str(library_home), *args])
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output[result.output.index("{") if args[0] == "fuse" else result.output.index("[") :])
+
+    fused = run("fuse", "viral-copywriter", "empathetic-coach", "--prefect", "--limit", "1", "--no-mlflow", "--json")
+    assert fused["id"].startswith("agt-") and 0 <= fused["fitness"] <= 1 and fused["probes"] == "writing-en"
+    assert not fused["failures"] and set(fused["objectives"]) == {"brief_fit", "constraints", "fidelity", "tone"}
+    again = run("fuse", "viral-copywriter", "empathetic-coach", "--prefect", "--limit", "1", "--no-mlflow", "--json")
+    assert again["from_cache"] and again["id"] == fused["id"] and again["fitness"] == fused["fitness"]
+    rows = run(
+        "sweep",
+        "empathetic-coach",
+        "--rates",
+        "0.2",
+        "--seeds",
+        "3",
+        "--limit",
+        "1",
+        "--prefect",
+        "--no-mlflow",
+        "--json",
+    )
+    assert sorted((r["rate"], r["seed"]) for r in rows) == [(0.0, 0), (0.2, 3)]
+
+
 def test_every_task_run_is_versioned(library_home, prefect_harness):
     """Every furnace task that ran in this session's Prefect API carries the versions of the code it ran."""
     from prefect.client.orchestration import get_client
