@@ -193,15 +193,65 @@ def graph_rows(graph: LineageGraph) -> list[dict[str, object]]:
     return rows
 
 
+def collapsible(graph: LineageGraph) -> list[str]:
+    """Nodes with something to collapse: the root and descendants that have children in the graph,
+    ancestors that have parents in it."""
+    depth = {n.id: n.depth for n in graph.nodes}
+    out: set[str] = set()
+    for e in graph.edges:
+        if e.parent not in depth or e.child not in depth:
+            continue
+        if depth[e.parent] >= 0 and depth[e.child] > depth[e.parent]:
+            out.add(e.parent)
+        if depth[e.child] < 0 and depth[e.parent] < depth[e.child]:
+            out.add(e.child)
+    return sorted(out)
+
+
+def hidden_by(graph: LineageGraph, collapsed: set[str] | frozenset[str]) -> dict[str, set[str]]:
+    """For each collapsed node, the nodes it hides: everything beyond it away from the root (its
+    descendants for the root and descendants, its ancestors for an ancestor)."""
+    depth = {n.id: n.depth for n in graph.nodes}
+    down: dict[str, list[str]] = defaultdict(list)
+    up: dict[str, list[str]] = defaultdict(list)
+    for e in graph.edges:
+        down[e.parent].append(e.child)
+        up[e.child].append(e.parent)
+    out: dict[str, set[str]] = {}
+    for c in sorted(collapsed):
+        if c not in depth:
+            continue
+        ancestor = depth[c] < 0
+        step = up if ancestor else down
+        seen: set[str] = set()
+        todo = list(step.get(c, []))
+        while todo:
+            n = todo.pop()
+            beyond = depth.get(n, 0) < depth[c] if ancestor else depth.get(n, 0) > depth[c]
+            if n in seen or n == graph.root or not beyond:
+                continue
+            seen.add(n)
+            todo += step.get(n, [])
+        out[c] = seen
+    return out
+
+
 def explorer_layout(
-    graph: LineageGraph, *, depths: tuple[int, int] | None = None, search: str = ""
+    graph: LineageGraph,
+    *,
+    depths: tuple[int, int] | None = None,
+    search: str = "",
+    collapsed: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
     """Node and edge rows for the interactive explorer: depth left to right (ancestors left of the root),
     the nodes of one depth stacked top to bottom in their parents' order (few crossings), so labels never
     overlap at any size. ``depths`` keeps nodes with depth in [lo, hi]; ``search`` (case-insensitive,
-    id or name) marks matches."""
+    id or name) marks matches; each node in ``collapsed`` hides what lies beyond it (:func:`hidden_by`)
+    and its label counts them (``+N``)."""
     lo, hi = depths or (min(n.depth for n in graph.nodes), max(n.depth for n in graph.nodes))
-    kept = [n for n in graph.nodes if lo <= n.depth <= hi or n.depth == 0]
+    hides = hidden_by(graph, collapsed)
+    gone = set().union(*hides.values()) if hides else set()
+    kept = [n for n in graph.nodes if (lo <= n.depth <= hi or n.depth == 0) and n.id not in gone]
     versions = node_version_labels(graph)
     parents: dict[str, list[str]] = defaultdict(list)
     for e in graph.edges:
@@ -221,6 +271,7 @@ def explorer_layout(
         for i, n in enumerate(sorted(layer, key=order)):
             row[n.id] = float(i)
             title = n.name or n.id
+            folded = len(hides.get(n.id, ()))
             nodes.append(
                 {
                     "id": n.id,
@@ -228,8 +279,10 @@ def explorer_layout(
                     "kind": "root" if n.depth == 0 else n.kind,
                     "depth": n.depth,
                     "row": i,
-                    "label": f"{title} {versions.get(n.id, '')}".strip(),
+                    "label": f"{title} {versions.get(n.id, '')}".strip()
+                    + (f" (+{folded} collapsed)" if folded else ""),
                     "match": bool(needle) and (needle in n.id.lower() or needle in n.name.lower()),
+                    "collapsed": folded,
                 }
             )
     depth_of = {n.id: n.depth for n in kept}

@@ -166,6 +166,24 @@ def test_lineage_explorer_stays_readable_at_120_nodes(app, big_family):
     [spec] = [s for s in _charts(at) if s.get("layer")]
     dots = next(layer for layer in _layers(spec) if layer["mark"]["type"] == "circle")
     assert [n["id"] for n in spec["datasets"][dots["data"]["name"]]] == [root]
+    # collapse: the root folds its 120 children into one labelled node; a click on it expands them again
+    at.slider(key="lineage_depths").set_value((0, 1)).run()
+    at.text_input(key="lineage_search").input("").run()
+    at.multiselect(key="lineage_collapsed").select(root).run()
+    no_errors(at)
+    [spec] = [s for s in _charts(at) if s.get("layer")]
+    dots = spec["datasets"][next(x for x in _layers(spec) if x["mark"]["type"] == "circle")["data"]["name"]]
+    assert [(n["id"], n["collapsed"]) for n in dots] == [(root, 120)] and dots[0]["label"].endswith("(+120 collapsed)")
+    from furnace.app.charts import LINEAGE_SELECTION
+
+    at.session_state["lineage_chart"] = {"selection": {LINEAGE_SELECTION: [{"id": root}]}}
+    at.run()
+    at.button(key="lineage_toggle_clicked").click().run()
+    no_errors(at)
+    assert at.multiselect(key="lineage_collapsed").value == []
+    [spec] = [s for s in _charts(at) if s.get("layer")]
+    dots = spec["datasets"][next(x for x in _layers(spec) if x["mark"]["type"] == "circle")["data"]["name"]]
+    assert len(dots) == 121
 
 
 def test_links_out_to_mlflow_only_when_its_ui_is_configured(app, experiments, monkeypatch):

@@ -218,6 +218,27 @@ def test_nodes_show_the_version_bred_from_and_the_explorer_never_overlaps(family
     assert [n["id"] for n in found if n["match"]] == ["a"]
 
 
+def test_collapse_hides_what_lies_beyond_a_node_and_counts_it(family) -> None:
+    from furnace.views.lineage import collapsible, explorer_layout
+
+    store, child, grandchild = family
+    down = lineage_graph(store, "a")  # a → child → grandchild
+    assert collapsible(down) == sorted(["a", child.id])
+    nodes, edges = explorer_layout(down, collapsed={child.id})
+    assert [n["id"] for n in nodes] == ["a", child.id] and [(e["parent"], e["child"]) for e in edges] == [
+        ("a", child.id)
+    ]
+    folded = next(n for n in nodes if n["id"] == child.id)
+    assert folded["collapsed"] == 1 and folded["label"].endswith("(+1 collapsed)")
+    root_only, _ = explorer_layout(down, collapsed={"a"})
+    assert [(n["id"], n["collapsed"]) for n in root_only] == [("a", 2)]
+    up = lineage_graph(store, grandchild.id)  # ancestors: child and c (-1), a and b (-2)
+    assert collapsible(up) == [child.id]
+    nodes, _ = explorer_layout(up, collapsed={child.id, "unknown-id"})
+    assert {n["id"] for n in nodes} == {grandchild.id, child.id, "c"}  # a and b folded into child
+    assert explorer_layout(up, collapsed=set())[0] == explorer_layout(up)[0]
+
+
 def test_bulk_edge_versions_pin_edges_beyond_the_detailed_nodes(family) -> None:
     store, child, grandchild = family
     bare = lineage_graph(store, "a", max_details=0)

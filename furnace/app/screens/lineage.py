@@ -8,7 +8,7 @@ from furnace.app.charts import LINEAGE_SELECTION, lineage_explorer
 from furnace.app.services import RECENT_AGENTS, services, show_error
 from furnace.domain.errors import FurnaceError
 from furnace.storage.duckdb.analysis import lineage_edges
-from furnace.views.lineage import MAX_NODES, explorer_layout, graph_rows, lineage_graph, to_dot
+from furnace.views.lineage import MAX_NODES, collapsible, explorer_layout, graph_rows, lineage_graph, to_dot
 
 
 def pinned_versions(children: list[str]) -> dict[tuple[str, str], int]:
@@ -70,7 +70,18 @@ shown = (
     else (low, high)
 )
 search = search_col.text_input("Search (id or name)", key="lineage_search")
-nodes, edges = explorer_layout(graph, depths=shown, search=search)
+foldable = collapsible(graph)
+if st.session_state.get("_lineage_collapse_root") != graph.root:  # a new root starts expanded
+    st.session_state["lineage_collapsed"] = []
+    st.session_state["_lineage_collapse_root"] = graph.root
+st.session_state["lineage_collapsed"] = [i for i in st.session_state.get("lineage_collapsed", []) if i in foldable]
+collapsed = st.multiselect(
+    "Collapse (hide what lies beyond these nodes, away from the root)",
+    foldable,
+    key="lineage_collapsed",
+    format_func=lambda i: next((f"{n.name or i} ({i})" for n in graph.nodes if n.id == i), i),
+)
+nodes, edges = explorer_layout(graph, depths=shown, search=search, collapsed=set(collapsed))
 matches = [n for n in nodes if n["match"]]
 if search:
     search_col.caption(f"{len(matches)} match(es), ringed in orange" if matches else "no match in the shown depths")
@@ -90,6 +101,16 @@ opened = clicked and clicked[0] != graph.root
 if opened and st.button(f"Open {clicked[0]} as the root", key="lineage_open_clicked"):
     st.session_state["lineage_pick"] = clicked[0]
     st.rerun()
+
+
+def _toggle_collapse(node_id: str) -> None:
+    now = list(st.session_state.get("lineage_collapsed", []))
+    st.session_state["lineage_collapsed"] = [i for i in now if i != node_id] if node_id in now else [*now, node_id]
+
+
+if clicked and clicked[0] in foldable:
+    verb = "Expand" if clicked[0] in collapsed else "Collapse"
+    st.button(f"{verb} {clicked[0]}", key="lineage_toggle_clicked", on_click=_toggle_collapse, args=(clicked[0],))
 if len(graph.nodes) <= 30:
     with st.expander("As a Graphviz diagram"):
         st.graphviz_chart(to_dot(graph), width="stretch")
