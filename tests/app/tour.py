@@ -54,6 +54,9 @@ def prepare(home: Path) -> None:
     arena = rt.arena()
     session = arena.create_session(EN_MEMBERS, title="Review board")
     arena.say(session.id, "Sound off!")
+    from .helpers import run_small_experiments
+
+    run_small_experiments(home)  # two more experiments to overlay with the demo's
 
 
 def _multiselect(page: Any, label: str, ids: list[str]) -> None:
@@ -112,8 +115,15 @@ def shoot(url: str, out: Path) -> list[Path]:
         page.get_by_test_id("stMetric").nth(1).wait_for()
         snap("compare-agents")
         page.get_by_role("tab", name="Experiments").click()
-        page.locator('[data-testid="stVegaLiteChart"]').nth(3).wait_for()  # fitness x2, operators, Pareto
+        charts = page.locator('[data-testid="stVegaLiteChart"]')
+        charts.nth(3).wait_for()  # fitness x2, operators, Pareto
         snap("compare-experiments")
+        pareto = charts.nth(3)
+        pareto.scroll_into_view_if_needed()
+        settle(page)
+        path = out / "app-compare-pareto.png"
+        pareto.screenshot(path=str(path))
+        shots.append(path)
 
         page.goto(f"{url}/arena")
         page.get_by_role("heading", name="Arena").wait_for()
