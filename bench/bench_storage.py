@@ -1,7 +1,8 @@
 """The DuckDB file shared by the CLI, the app, notebooks and a running experiment (docs/storage.md).
 
-1. ``elixir list`` at 10,000 elixirs: ``DuckDBStore.list_elixirs()`` over a bulk-filled
-   library; baseline: fetching the same rows with no decoding. Target < 0.5 s.
+1. ``elixir list`` at 10,000 elixirs: ``DuckDBStore.list_summaries()`` (what the command
+   runs) over a bulk-filled library, with ``list_elixirs()`` (every body decoded into an
+   elixir) shown for reference; baseline: fetching the rows with no decoding. Target < 0.5 s.
 2. An app save while an experiment writes: an experiment (DuckDB store and records,
    50 ms fake model, concurrency 4) runs in this process; another process saves a
    persona version every 0.2 s through ``DuckDBStore.save_elixir`` (what the app's
@@ -113,11 +114,14 @@ def _list(folder: Path) -> bool:
     db = Database(folder / "list.duckdb")
     _bulk_library(db, LIST_N)
     store = DuckDBStore(db)
-    times, base = [], []
+    times, base, decoded = [], [], []
     for _ in range(3):
         started = time.perf_counter()
-        listed = store.list_elixirs()
+        listed = store.list_summaries()
         times.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        store.list_elixirs()
+        decoded.append(time.perf_counter() - started)
         started = time.perf_counter()
         db.query("SELECT id, version, content_hash, body, created_at, deleted_at FROM elixir_versions ORDER BY id")
         base.append(time.perf_counter() - started)
@@ -125,7 +129,8 @@ def _list(folder: Path) -> bool:
     best, raw = statistics.median(times), statistics.median(base)
     ok = best < LIST_TARGET_S and len(listed) == LIST_N
     print(
-        f"   elixir list at {LIST_N:,}: {best:.3f}s (raw rows {raw:.3f}s, {best / raw:.1f}x) "
+        f"   elixir list at {LIST_N:,}: {best:.3f}s (raw rows {raw:.3f}s, {best / raw:.1f}x; every body decoded "
+        f"into an elixir {statistics.median(decoded):.3f}s) "
         f"target < {LIST_TARGET_S}s: {'met' if ok else 'MISSED'}"
     )
     return ok

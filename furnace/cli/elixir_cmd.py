@@ -13,6 +13,7 @@ from furnace.cli.context import emit, json_option
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import InputError
 from furnace.runtime import Runtime
+from furnace.storage.store import ElixirSummary
 
 LIBRARY_DIR = resources.LIBRARY_DIR
 
@@ -35,17 +36,18 @@ def load(store: Any, text: str) -> Elixir:
     return store.get_elixir(id, version)
 
 
-def summary(elixir: Elixir) -> dict[str, Any]:
+def summary(elixir: Elixir | ElixirSummary) -> dict[str, Any]:
     """The short form used by ``list`` and ``history``."""
+    s = elixir if isinstance(elixir, ElixirSummary) else ElixirSummary.of(elixir)
     return {
-        "id": elixir.id,
-        "version": elixir.version,
-        "name": elixir.name,
-        "language": elixir.language,
-        "expertise": list(elixir.expertise),
-        "content_hash": elixir.content_hash,
-        "created_at": elixir.created_at.isoformat() if elixir.created_at else None,
-        "deleted": elixir.withdrawn,
+        "id": s.id,
+        "version": s.version,
+        "name": s.name,
+        "language": s.language,
+        "expertise": list(s.expertise),
+        "content_hash": s.content_hash,
+        "created_at": s.created_at.isoformat() if s.created_at else None,
+        "deleted": s.deleted,
     }
 
 
@@ -131,11 +133,11 @@ def add(ctx: Runtime, file: Path, as_json: bool) -> None:
 @click.pass_obj
 def list_(ctx: Runtime, query: str | None, include_deleted: bool, limit: int | None, as_json: bool) -> None:
     """List the library (latest versions)."""
-    elixirs = ctx.store.list_elixirs(query=query, include_deleted=include_deleted, limit=limit)
+    elixirs = ctx.store.list_summaries(query=query, include_deleted=include_deleted, limit=limit)
     rows = [summary(e) for e in elixirs]
     width = max((len(e.id) for e in elixirs), default=0)
     human = "\n".join(
-        f"{e.id:<{width}}  v{e.version:<3} {e.language}  {e.name}" + ("  (deleted)" if e.withdrawn else "")
+        f"{e.id:<{width}}  v{e.version:<3} {e.language}  {e.name}" + ("  (deleted)" if e.deleted else "")
         for e in elixirs
     ) or "no elixirs" + (f" match {query!r}" if query else "")
     emit(rows, as_json=as_json, human=human)

@@ -18,6 +18,7 @@ from furnace.domain.agent import Agent, LineageNode, record_seal, verify_edges, 
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import LineageError, NotFound
 from furnace.storage.store import (
+    ElixirSummary,
     Origin,
     as_stored,
     checked_ref,
@@ -117,6 +118,18 @@ class MemoryStore:
             and matches_query(versions[-1], query)
         ]
         return found[:limit] if limit is not None else found
+
+    def list_summaries(
+        self,
+        *,
+        query: str | None = None,
+        origin: Origin | None = "library",
+        include_deleted: bool = False,
+        limit: int | None = None,
+    ) -> list[ElixirSummary]:
+        """:meth:`list_elixirs` as summaries."""
+        found = self.list_elixirs(query=query, origin=origin, include_deleted=include_deleted, limit=limit)
+        return [ElixirSummary.of(e) for e in found]
 
     def delete_elixir(self, id: str) -> None:
         """Soft-delete every version of ``id``; raises NotFound."""

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
@@ -68,6 +69,34 @@ def snapshot_soon(*stores: object) -> None:
         request = getattr(store, "snapshot_soon", None)
         if callable(request):
             request()
+
+
+@dataclass(frozen=True)
+class ElixirSummary:
+    """The fields a listing shows, read without decoding, validating or hashing the body (the stored
+    ``content_hash`` as is: reads of one elixir verify it)."""
+
+    id: str
+    version: int
+    name: str
+    language: str
+    expertise: tuple[str, ...]
+    content_hash: str
+    created_at: datetime | None
+    deleted: bool
+
+    @classmethod
+    def of(cls, elixir: Elixir) -> ElixirSummary:
+        return cls(
+            elixir.id,
+            elixir.version,
+            elixir.name,
+            elixir.language,
+            tuple(elixir.expertise),
+            elixir.content_hash,
+            elixir.created_at,
+            elixir.withdrawn,
+        )
 
 
 class ElixirStore(Protocol):
@@ -107,6 +136,17 @@ class ElixirStore(Protocol):
         limit: int | None = None,
     ) -> list[Elixir]:
         """Latest versions, sorted by id; ``query`` matches name, id or expertise (case-insensitive)."""
+        ...
+
+    def list_summaries(
+        self,
+        *,
+        query: str | None = None,
+        origin: Origin | None = "library",
+        include_deleted: bool = False,
+        limit: int | None = None,
+    ) -> list[ElixirSummary]:
+        """:meth:`list_elixirs` as summaries (same selection and order), without decoding bodies."""
         ...
 
     def delete_elixir(self, id: str) -> None:

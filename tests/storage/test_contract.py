@@ -14,6 +14,7 @@ from furnace.domain.elixir import ElixirRef, edit
 from furnace.domain.errors import InputError, LineageError, NotFound
 from furnace.domain.lineage import Lineage
 from furnace.storage.memory import MemoryStore
+from furnace.storage.store import ElixirSummary
 
 from .conftest import make_elixir
 
@@ -118,6 +119,14 @@ def test_list_and_search(store: Any) -> None:
     assert [e.id for e in store.list_elixirs(query="学术")] == ["academic-editor"]
     assert store.list_elixirs(query="nothing-like-this") == []
     assert len(store.list_elixirs(limit=2)) == 2
+    # summaries: the same selection and order, the listing's fields read without decoding bodies
+    store.delete_elixir("lifestyle-blogger")
+    for kwargs in ({}, {"query": "学术"}, {"include_deleted": True}, {"limit": 1}, {"query": "travel"}):
+        full = store.list_elixirs(**kwargs)
+        assert store.list_summaries(**kwargs) == [ElixirSummary.of(e) for e in full], kwargs
+    [zh] = store.list_summaries(query="academic")
+    assert (zh.language, zh.expertise, zh.deleted) == ("zh", ("学术写作",), False)
+    assert [s.deleted for s in store.list_summaries(include_deleted=True) if s.id == "lifestyle-blogger"] == [True]
 
 
 def test_list_returns_latest_versions(store: Any) -> None:

@@ -30,6 +30,7 @@ from furnace.domain.errors import LineageError, NotFound
 from furnace.storage.duckdb.db import Database
 from furnace.storage.memory import Adjacency, bfs
 from furnace.storage.store import (
+    ElixirSummary,
     Origin,
     as_stored,
     checked_ref,
@@ -234,15 +235,11 @@ class DuckDBStore:
             raise NotFound(f"no elixir {id!r}", field="id")
         return [self._row_to_elixir(r) for r in rows]
 
-    def list_elixirs(
-        self,
-        *,
-        query: str | None = None,
-        origin: Origin | None = "library",
-        include_deleted: bool = False,
-        limit: int | None = None,
-    ) -> list[Elixir]:
-        """Latest versions, sorted by id; ``query`` matches name, id or expertise."""
+    @staticmethod
+    def _latest(
+        cols: str, *, query: str | None, origin: Origin | None, include_deleted: bool, limit: int | None
+    ) -> tuple[str, dict[str, str]]:
+        """The SQL selecting ``cols`` of the latest versions, sorted by id, and its parameters."""
         where: list[str] = ["TRUE"]
         named: dict[str, str] = {}
         if origin is not None:
@@ -257,13 +254,47 @@ class DuckDBStore:
             )
             named["q"] = query.strip().lower()
         sql = (
-            f"SELECT {_ELIXIR_COLS} FROM (SELECT * FROM elixir_versions"
+            f"SELECT {cols} FROM (SELECT * FROM elixir_versions"
             " QUALIFY row_number() OVER (PARTITION BY id ORDER BY version DESC) = 1)"
             f" WHERE {' AND '.join(where)} ORDER BY id"
         )
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
+        return sql, named
+
+    def list_elixirs(
+        self,
+        *,
+        query: str | None = None,
+        origin: Origin | None = "library",
+        include_deleted: bool = False,
+        limit: int | None = None,
+    ) -> list[Elixir]:
+        """Latest versions, sorted by id; ``query`` matches name, id or expertise."""
+        sql, named = self._latest(
+            _ELIXIR_COLS, query=query, origin=origin, include_deleted=include_deleted, limit=limit
+        )
         return [self._row_to_elixir(r, verify=False) for r in self.db.query(sql, named)]
+
+    def list_summaries(
+        self,
+        *,
+        query: str | None = None,
+        origin: Origin | None = "library",
+        include_deleted: bool = False,
+        limit: int | None = None,
+    ) -> list[ElixirSummary]:
+        """:meth:`list_elixirs` as summaries: the listing's fields straight from the columns and the
+        JSON body (no decoding into elixirs, no validation)."""
+        cols = (
+            "id, version, name, body ->> '$.language', from_json(body -> '$.expertise', '[\"VARCHAR\"]'),"
+            " content_hash, created_at, deleted_at"
+        )
+        sql, named = self._latest(cols, query=query, origin=origin, include_deleted=include_deleted, limit=limit)
+        return [
+            ElixirSummary(i, v, n, lang, tuple(exp or ()), h, _from_db(c), d is not None)
+            for i, v, n, lang, exp, h, c, d in self.db.query(sql, named)
+        ]
 
     def delete_elixir(self, id: str) -> None:
         """Soft-delete every version of ``id``; raises NotFound."""
