@@ -19,14 +19,15 @@ from furnace.flows._common import furnace_version, operator_versions, runtime, s
 from furnace.runtime import Runtime  # noqa: E402
 
 
-def _plan(
-    home: str | None, base_id: str, version: int, rates: list[float], seeds: list[int], probe_set: str, limit: int
-) -> tuple[Runtime, SweepPlan]:
+def _plan(home: str | None, spec: dict[str, Any]) -> tuple[Runtime, SweepPlan]:
+    """The runtime and the sweep of ``spec`` (plain data: base id and the version the flow resolved, rates,
+    seeds, probe set and limit), rebuilt in each task."""
     from furnace.scoring.probes import load_probe_set
 
     ctx = runtime(home)
-    base = ctx.store.get_elixir(base_id, version)  # the version the flow resolved, in every task
-    return ctx, SweepPlan(base, tuple(rates), tuple(seeds), load_probe_set(probe_set).head(limit), ctx.llm.model_name)
+    base = ctx.store.get_elixir(spec["base_id"], spec["version"])  # the version the flow resolved, in every task
+    probes = load_probe_set(spec["probe_set"]).head(spec["limit"])
+    return ctx, SweepPlan(base, tuple(spec["rates"]), tuple(spec["seeds"]), probes, ctx.llm.model_name)
 
 
 # Prefect does not cache these tasks (cache_policy=NONE, stated): furnace's own caches are
@@ -37,39 +38,22 @@ def _plan(
     version=f"{operator_versions(['mutation'])} {scorer_versions(DEFAULT_SCORERS)}",
     cache_policy=NONE,
 )
-def mutate_and_score(
-    home: str | None,
-    base_id: str,
-    version: int,
-    rates: list[float],
-    seeds: list[int],
-    probe_set: str,
-    limit: int,
-    index: int,
-) -> IndividualRecord:
+def mutate_and_score(home: str | None, spec: dict[str, Any], index: int) -> IndividualRecord:
     """One cell of the grid (``furnace.evolution.sweep.sweep_cell``)."""
     from furnace.evolution.sweep import sweep_cell
 
-    ctx, plan = _plan(home, base_id, version, rates, seeds, probe_set, limit)
+    ctx, plan = _plan(home, spec)
     return sweep_cell(plan, index, breeder=ctx.fusion_breeder(), llm=ctx.llm)
 
 
 @task(name="record-sweep", version=f"furnace:{furnace_version()}", cache_policy=NONE)
 def record(
-    home: str | None,
-    base_id: str,
-    version: int,
-    rates: list[float],
-    seeds: list[int],
-    probe_set: str,
-    limit: int,
-    records: list[IndividualRecord],
-    track: bool,
+    home: str | None, spec: dict[str, Any], records: list[IndividualRecord], track: bool
 ) -> list[dict[str, Any]]:
     """Store the sweep in DuckDB and log it to MLflow (``furnace.evolution.sweep.record_sweep``)."""
     from furnace.evolution.sweep import record_sweep
 
-    ctx, plan = _plan(home, base_id, version, rates, seeds, probe_set, limit)
+    ctx, plan = _plan(home, spec)
     tracker = ctx.new_tracker(track=track)  # logged with the experiments (tag furnace.kind)
     return record_sweep(plan, records, ctx.results, llm=ctx.llm, tracker=tracker)
 
@@ -87,7 +71,13 @@ def mutation_sweep(
     """Every (rate, seed) variant of ``base_id`` (its latest version) and the base itself, scored and
     stored; rows fittest first."""
     version = runtime(home).store.get_elixir(base_id).version
-    args = (home, base_id, version, rates, seeds, probe_set, limit)
-    cells = 1 + len(rates) * len(seeds)
-    futures = [mutate_and_score.submit(*args, i) for i in range(cells)]
-    return record(*args, [f.result() for f in futures], track)
+    spec = {
+        "base_id": base_id,
+        "version": version,
+        "rates": rates,
+        "seeds": seeds,
+        "probe_set": probe_set,
+        "limit": limit,
+    }
+    futures = [mutate_and_score.submit(home, spec, i) for i in range(1 + len(rates) * len(seeds))]
+    return record(home, spec, [f.result() for f in futures], track)
