@@ -428,7 +428,7 @@ def test_implementations_match_the_protocol_signatures() -> None:
     from furnace.storage.store import ElixirStore
 
     methods = [n for n, v in vars(ElixirStore).items() if callable(v) and not n.startswith("_")]
-    assert len(methods) == 17
+    assert len(methods) == 18
     for cls in (MemoryStore, DuckDBStore):
         for name in methods:
             want = inspect.signature(getattr(ElixirStore, name))
