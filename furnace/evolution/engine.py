@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
@@ -572,12 +572,12 @@ class _Schedule:
             record = self.start(plan.slot, 0, plan)
             if record is not None:
                 records[plan.slot] = record
-        self.progress(0, len(records), len(plans))
+        self.progress(0, len(records), len(plans), records.values())
         while self.finished.pending:
             unit, record = self.wait_one()
             if record is not None:
                 records[unit.slot] = record
-                self.progress(0, len(records), len(plans))
+                self.progress(0, len(records), len(plans), records.values())
         if self.error is not None:
             raise self.error
         scored = [records[p.slot] for p in plans if records[p.slot].scored]  # only these take part in selection
@@ -646,8 +646,11 @@ class _Schedule:
             evo._unit_meters = {k: v for k, v in evo._unit_meters.items() if k[0] != generation}
         self.history.append(evo._finish_generation(generation, self.population, weights, spent))
 
-    def progress(self, generation: int, done: int, total: int) -> None:
-        best = max((r.fitness for r in self.population), default=0.0)
+    def progress(self, generation: int, done: int, total: int, seeds: Iterable[IndividualRecord] | None = None) -> None:
+        """Report progress; the best fitness is the population's, or (``seeds``: generation 0 under way)
+        the best scored seed so far."""
+        members = self.population if seeds is None else [r for r in seeds if r.scored]
+        best = max((r.fitness for r in members), default=0.0)
         self.evo._emit(
             generation=generation, generations=self.evo.config.generations, done=done, total=total, best=best
         )

@@ -57,6 +57,19 @@ def test_run_produces_a_report_with_every_part():
     assert best_per_gen == sorted(best_per_gen)  # elitism: never worse
 
 
+def test_progress_reports_the_best_so_far_from_the_first_scored_seed():
+    events = []
+    evo = make()
+    evo.progress = events.append
+    report = evo.run()
+    seeds = [e for e in events if e.generation == 0]
+    assert seeds and seeds[-1].done == seeds[-1].total
+    scored = [e for e in seeds if e.done > 0]
+    assert scored and all(e.best > 0 for e in scored)  # never "best 0.000" while seeds are being scored
+    assert seeds[-1].best == pytest.approx(report.generations[0]["best_fitness"], abs=1e-6)
+    assert [e.best for e in events] == sorted(e.best for e in events)  # the best so far never drops
+
+
 def test_same_seed_same_result_and_other_seed_differs():
     a, b = make().run(), make().run()
     assert a.result_signature() == b.result_signature()
