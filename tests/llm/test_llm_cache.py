@@ -200,3 +200,27 @@ def test_a_ledger_collected_while_the_database_lock_is_held_does_not_deadlock(tm
     # the finalised ledger's row is still this process's: the next reader writes and counts it
     assert DuckDBCallLedger(db).totals("r1").calls == 1
     assert db.query("SELECT count(*) FROM llm_calls WHERE run_id = 'r1'") == [(1,)]
+
+
+def test_a_ledger_collected_while_the_ledger_registry_is_locked_does_not_deadlock(tmp_path):
+    # A reader lists this process's buffers under the registry's lock; an allocation there can run
+    # the garbage collector, which finalises another ledger on the same thread (seen as a hung suite).
+    from furnace.storage.duckdb import llm_calls
+
+    db = Database(tmp_path / "f.duckdb")
+    ledger = DuckDBCallLedger(db, batch=100, flush_interval_s=3600)
+    CachedLLM(FakeLLM(respond=lambda r: priced("x")), MemoryResponseCache(), ledger).for_run("r2").complete(ask("0"))
+    finished = threading.Event()
+
+    def collect_inside_the_registry_lock():
+        nonlocal ledger
+        with llm_calls._LIVE_LOCK:
+            del ledger  # finalised here, on the thread that holds the lock
+            finished.set()
+
+    worker = threading.Thread(target=collect_inside_the_registry_lock, daemon=True)
+    worker.start()
+    assert finished.wait(60), "finalising a ledger inside the registry lock deadlocked"
+    worker.join(60)
+    assert DuckDBCallLedger(db).totals("r2").calls == 1  # adopted by the next reader, written once
+    assert db.query("SELECT count(*) FROM llm_calls WHERE run_id = 'r2'") == [(1,)]

@@ -34,7 +34,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -390,15 +390,31 @@ def _row(call: CallRecord) -> list[object]:
 _ORPHANS: dict[str, set[_Pending]] = {}
 
 
+# Buffers the garbage collector finalised and no reader has adopted yet. A deque: its append is
+# atomic and takes no lock, because a finalizer can run anywhere -- in the middle of code that
+# holds _LIVE_LOCK on this very thread (a lock taken there again would never be released).
+_FINALISED: deque[_Pending] = deque()
+
+
 def _quiet_flush(pending: _Pending) -> None:
     # Runs from the garbage collector: possibly inside another unit of work on this thread, or
-    # while this thread holds the database's lock (opening the file), so it must not write here.
-    # The buffer is kept as an orphan: the next reader (flush_pending) writes it, so totals never
-    # miss it, and the exit hook writes what is left. Its rows are journaled meanwhile.
+    # while this thread holds the database's lock (opening the file) or _LIVE_LOCK, so it must
+    # neither write nor lock here. The buffer becomes an orphan: the next reader (flush_pending)
+    # adopts and writes it, so totals never miss it, and the exit hook writes what is left. Its
+    # rows are journaled meanwhile.
     if not threading.main_thread().is_alive():  # at interpreter exit: no unit is running
         _flush_ignoring_errors(pending)
         return
-    with _LIVE_LOCK:
+    _FINALISED.append(pending)
+
+
+def _adopt_finalised() -> None:
+    """Move the finalised buffers into ``_ORPHANS`` (call with ``_LIVE_LOCK`` held)."""
+    while True:
+        try:
+            pending = _FINALISED.popleft()
+        except IndexError:
+            return
         _ORPHANS.setdefault(str(pending.db.path), set()).add(pending)
 
 
@@ -410,12 +426,15 @@ def _flush_ignoring_errors(pending: _Pending) -> None:
 def _pendings(path: Path) -> list[_Pending]:
     """This process's buffers for ``path``: live ledgers' and finalised ones'."""
     with _LIVE_LOCK:
-        return [*_LIVE.get(str(path), ()), *_ORPHANS.get(str(path), ())]
+        _adopt_finalised()
+        live = list(_LIVE.get(str(path), ()))  # a finalizer during this copy only appends to _FINALISED
+        return [*live, *(p for p in list(_ORPHANS.get(str(path), ())) if p not in live)]
 
 
 @atexit.register
 def _flush_orphans() -> None:
     with _LIVE_LOCK:
+        _adopt_finalised()
         orphans = [p for group in _ORPHANS.values() for p in group]
         _ORPHANS.clear()
     for pending in orphans:
