@@ -63,14 +63,16 @@ def test_run_list_show(library_home, capsys):
     assert {n["probe"] for n in notes} <= {"launch-note", "churn-numbers"}
     code, out, _ = run(capsys, "experiment", "show", rows[0]["experiment_id"])
     assert f"judge feedback on {best}" in out and notes[0]["feedback"] in out
-    # the lab assistant's judge-feedback intent reads the same stored feedback
-    code, out, err = run(capsys, "ask", f"what did the judge say about {best}?", "--json")
+    # the lab assistant's judge-feedback intent reads the same stored feedback; asked about a bred agent of the
+    # top three (the best can be a library seed, and a seed's name asks about that persona's agents)
+    bred = sorted(a for a in shown["feedback"] if a.startswith("agt-"))[0]
+    code, out, err = run(capsys, "ask", f"what did the judge say about {bred}?", "--json")
     assert code == 0, err
     result = json.loads(out)[-1]["result"]
     assert result["columns"][5:7] == ["feedback", "reason"]
     assert result["intent"] == "judge_feedback"
-    asked = {(r["probe"], r["feedback"]) for r in result["items"] if r["agent_id"] == best and r["feedback"]}
-    assert asked == {(n["probe"], n["feedback"]) for n in notes if n["feedback"]}
+    asked = {(r["probe"], r["feedback"]) for r in result["items"] if r["agent_id"] == bred and r["feedback"]}
+    assert asked and asked == {(n["probe"], n["feedback"]) for n in shown["feedback"][bred] if n["feedback"]}
     code, _, err = run(capsys, "experiment", "show", "exp-nope")
     assert code == 1 and "no experiment" in err
 

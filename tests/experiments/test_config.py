@@ -55,8 +55,10 @@ def test_estimate_counts_judges_and_exceeds_small_budgets():
         }
     )
     est = estimate(cfg, 2)
-    # generation 0: 4 x 2 probes x (1 reply + 2 judges); then 3 children x (1 fusion + 6) per generation
-    assert est.calls == 4 * 2 * 3 + 2 * 3 * 7
+    # generation 0: 4 x 2 probes x (1 reply + 2 judges); then 2 children (the default elitism keeps the
+    # best half of 4) x (1 fusion + 6) per generation
+    assert cfg.children_per_generation == 2
+    assert est.calls == 4 * 2 * 3 + 2 * 2 * 7
     assert est.over_budget(cfg) and "max_calls" in est.over_budget(cfg)[0]
 
 

@@ -50,6 +50,35 @@ def test_same_seed_and_model_give_identical_lineage_hashes_and_scores(selection)
     assert reflected and all(r.lineage_hash for r in reflected)
 
 
+def test_the_default_search_is_reproducible_and_its_mutants_change_what_they_lead_with():
+    data = {k: v for k, v in CONFIG.items() if k not in ("operators", "selection")} | {"generations": 3}
+    cfg = parse_config(data)
+    assert cfg.operators == {"crossover": 0.2, "mutation": 0.8}
+    assert (cfg.selection.tournament_size, cfg.selection.elitism) == (5, 2)  # elitism: half the population
+    seeds = [e for e in library() if e.language == "en"][: cfg.population]
+    runs = []
+    for _ in range(2):
+        evo = memory_evolution(cfg, seeds)
+        evo.run()
+        runs.append((evo, evo.results.individuals(evo.experiment_id)))
+    (_, a), (_, b) = runs
+    assert facts(a) == facts(b)
+    assert [len([r for r in a if r.generation == g]) for g in range(4)] == [4, 2, 2, 2]  # the other half
+    by_id = {r.agent_id: r for r in a}
+    led = [
+        r
+        for r in a
+        if r.operator == "mutation"
+        and r.elixir["principles"][0] != by_id[r.parents[0]].elixir["principles"][0]
+        and sorted(r.elixir["principles"]) == sorted(by_id[r.parents[0]].elixir["principles"])
+    ]
+    mutants = [r for r in a if r.operator == "mutation"]
+    assert mutants
+    assert led or any(r.elixir["expertise"][0] != by_id[r.parents[0]].elixir["expertise"][0] for r in mutants), (
+        "no mutant moved a principle or an area of expertise to the front"
+    )
+
+
 def test_reflect_children_read_their_parents_feedback_and_are_on_the_operator_board():
     evo, report, records = run()
     assert "reflect" in report.operators and report.operators["reflect"]["children"] > 0

@@ -122,18 +122,38 @@ def test_mutation_is_seeded_and_rate_bounded() -> None:
     one = op.apply([parent], ctx(seed=7)).child
     again = op.apply([parent], ctx(seed=7)).child
     assert one == again
-    children = [op.apply([parent], ctx(seed=s, rate=0.05)).child for s in range(12)]
-    assert len({c.content_hash for c in children}) > 1
-    for child in children:
+    results = [op.apply([parent], ctx(seed=s, rate=0.05)) for s in range(24)]
+    assert len({r.child.content_hash for r in results}) > 1
+    for result in results:
+        child = result.child
         changed = [d for d in Tone.DIMENSIONS if getattr(child.tone, d) != getattr(parent.tone, d)]
         assert len(changed) <= 1
         for d in changed:
             assert abs(getattr(child.tone, d) - getattr(parent.tone, d)) <= 0.05 + 1e-9
             assert 0.0 <= getattr(child.tone, d) <= 1.0
-        assert sum(a != b for a, b in zip(child.principles, parent.principles, strict=False)) <= 1
-        assert child.constraints != parent.constraints
+        moved = any("moved" in n.reason for n in result.notes)
+        if moved:  # emphasis: the same principles, one moved to the front
+            assert sorted(child.principles) == sorted(parent.principles) or child.expertise != parent.expertise
+        else:
+            assert sum(a != b for a, b in zip(child.principles, parent.principles, strict=True)) <= 1
+        assert sorted(child.expertise) == sorted(parent.expertise)
+    # rate is each gene's chance: at 0.05 almost always one gene (one note), at 1.0 all four
+    assert sum(len(r.notes) for r in results) <= 1.25 * len(results) and all(r.notes for r in results)
+    fields = {n.field.split("[")[0].split(".")[0] for r in results for n in r.notes}
+    assert {"tone", "principles", "expertise", "constraints"} <= fields  # every gene is drawn at some seed
+    full = op.apply([parent], ctx(seed=3, rate=1.0))
+    assert len(full.notes) == 4 and full.child.constraints != parent.constraints
     with pytest.raises(InputError, match="rate"):
         op.apply([parent], ctx(rate=1.5))
+
+
+def test_mutation_can_change_what_a_persona_leads_with() -> None:
+    parent = make_elixir("Data Coach", **COACH)
+    leads = {
+        (r.child.principles[0], r.child.expertise[0])
+        for r in (OPERATORS["mutation"].apply([parent], ctx(seed=s, rate=0.05)) for s in range(40))
+    }
+    assert any(p != parent.principles[0] for p, _ in leads) and any(e != parent.expertise[0] for _, e in leads)
 
 
 def test_mutation_clamps_at_bounds() -> None:

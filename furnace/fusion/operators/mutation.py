@@ -1,16 +1,22 @@
 """mutation: a small, seeded, rate-bounded perturbation of one elixir.
 
-Three changes, all drawn from the one seeded ``random.Random``:
+Four genes, each changed with probability ``rate`` (at least one always is), all
+drawn from the one seeded ``random.Random``:
 
-1. one tone dimension shifts by at most ``min(0.2, rate)``, clamped to [0, 1];
-2. one principle is reworded by the REWRITE task (sub-result cached by the
-   principle, language, seed, temperature, model and op version) — a paraphrase,
+1. ``tone``: one tone dimension shifts by at most ``min(0.2, rate)``, clamped to [0, 1];
+2. ``principle``: one principle is reworded by the REWRITE task (sub-result cached by
+   the principle, language, seed, temperature, model and op version) — a paraphrase,
    never a stock prefix; kept as it is when no rewording fits;
-3. one constraint is tightened (a length limit added or lowered, a forbidden
-   topic added, or the markdown requirement added) — guardrails never loosen:
-   ``forbidden_topics``, ``conflicts_with`` and the limits are kept or tightened.
+3. ``emphasis``: one principle or one area of expertise moves to the front — what the
+   persona leads with (a model weighs what comes first; the offline reply answers from
+   the first expertise and principles when nothing in the message picks another);
+4. ``constraint``: one constraint is tightened (a length limit added or lowered, a
+   forbidden topic added, or the markdown requirement added) — guardrails never
+   loosen: ``forbidden_topics``, ``conflicts_with`` and the limits are kept or tightened.
 
-The same parent, seed and params always give the same child.
+The same parent, seed and params always give the same child. (op_version 2 changed
+tone, one principle and one constraint every time: every mutant tightened a
+constraint, and nothing could change what a persona leads with.)
 """
 
 from __future__ import annotations
@@ -94,11 +100,36 @@ def change_constraint(parent: Elixir, rng: random.Random) -> tuple[dict[str, Any
     return c, note
 
 
+GENES = ("tone", "principle", "emphasis", "constraint")
+
+
+def chosen_genes(rng: random.Random, rate: float) -> tuple[str, ...]:
+    """The genes this mutation changes: each with probability ``rate``, at least one (seeded)."""
+    genes = tuple(g for g in GENES if rng.random() < rate)
+    return genes or (rng.choice(GENES),)
+
+
+def emphasise(
+    principles: list[str], expertise: list[str], rng: random.Random
+) -> tuple[list[str], list[str], ResolutionNote]:
+    """Move one principle or one area of expertise (not already first) to the front: what a persona
+    leads with. Kept (and said so) when both lists have a single item."""
+    fields = [(name, items) for name, items in (("principles", principles), ("expertise", expertise)) if len(items) > 1]
+    if not fields:
+        return principles, expertise, ResolutionNote(field="emphasis", chose="kept", reason="nothing to reorder")
+    name, items = rng.choice(fields)
+    index = rng.randrange(1, len(items))
+    moved = [items[index], *items[:index], *items[index + 1 :]]
+    note = ResolutionNote(field=f"{name}[0]", chose=items[index], reason=f"mutation moved {name}[{index}] first")
+    return (moved, expertise, note) if name == "principles" else (principles, moved, note)
+
+
 class Mutation:
-    """Seeded perturbation of one elixir (tone, one principle's wording, one constraint)."""
+    """Seeded perturbation of one elixir (each gene with probability ``rate``: tone, one principle's wording,
+    what it leads with, one constraint)."""
 
     name = "mutation"
-    op_version = "2"
+    op_version = "3"
     min_parents = 1
     max_parents: int | None = 1
 
@@ -113,35 +144,46 @@ class Mutation:
         if not 0.0 < rate <= 1.0:
             raise InputError(f"rate must be in (0, 1], got {rate:g}", field="rate")
         rng = ctx.rng
-        tone, tone_note = shift_tone(parent.tone, rng, rate)
-        index = rng.randrange(len(parent.principles))
-        original = parent.principles[index]
-        reworded = self._rewrite(original, parent.language, ctx)
-        principles = list(parent.principles)
-        others = {p.casefold() for i, p in enumerate(principles) if i != index}
-        if reworded.casefold() in others:
-            reworded = original  # the new wording would duplicate another principle
-        principles[index] = reworded
-        constraints, constraint_note = change_constraint(parent, rng)
+        genes = chosen_genes(rng, rate)
+        tone, principles = parent.tone, list(parent.principles)
+        expertise = list(parent.expertise)
+        constraints = parent.constraints.model_dump()
+        notes: list[ResolutionNote] = []
+        if "tone" in genes:
+            tone, note = shift_tone(parent.tone, rng, rate)
+            notes.append(note)
+        if "principle" in genes:
+            index = rng.randrange(len(principles))
+            original = principles[index]
+            reworded = self._rewrite(original, parent.language, ctx)
+            others = {p.casefold() for i, p in enumerate(principles) if i != index}
+            if reworded.casefold() in others:
+                reworded = original  # the new wording would duplicate another principle
+            principles[index] = reworded
+            notes.append(
+                ResolutionNote(
+                    field=f"principles[{index}]",
+                    chose=reworded,
+                    reason=f"reworded {original!r} (REWRITE)"
+                    if reworded != original
+                    else "no paraphrase rule fits this principle (or the rewording would repeat another); kept",
+                )
+            )
+        if "emphasis" in genes:
+            principles, expertise, note = emphasise(principles, expertise, rng)
+            notes.append(note)
+        if "constraint" in genes:
+            constraints, note = change_constraint(parent, rng)
+            notes.append(note)
         data = parent.model_dump(mode="json", exclude={"content_hash", "version", "created_at", "deleted_at"})
         data.update(
             id=ctx.child_id,
             name=(parent.name + f" ~{ctx.params.get('seed', 0)}")[:120],
             tone=tone.model_dump(),
             principles=principles,
+            expertise=expertise,
             constraints=constraints,
         )
-        notes = [
-            tone_note,
-            ResolutionNote(
-                field=f"principles[{index}]",
-                chose=reworded,
-                reason=f"reworded {original!r} (REWRITE)"
-                if reworded != original
-                else "no paraphrase rule fits this principle (or the rewording would repeat another); kept",
-            ),
-            constraint_note,
-        ]
         return OperatorResult(child=parse_elixir(data), notes=notes)
 
     def _rewrite(self, principle: str, language: str, ctx: OperatorContext) -> str:
