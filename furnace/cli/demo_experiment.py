@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
 from furnace import resources
+from furnace.evolution.report import ExperimentReport
 from furnace.runtime import Runtime
 
 DEMO_FILE = resources.DEMO_EXPERIMENT
@@ -22,7 +22,7 @@ def shown_path(path: Path) -> str:
     return str(path.relative_to(cwd)) if path.is_relative_to(cwd) else str(path)
 
 
-def _promote_and_register(ctx: Runtime, report: Any) -> str | None:
+def _promote_and_register(ctx: Runtime, report: ExperimentReport) -> str | None:
     """Promote the best agent into the library and register its prompt in MLflow's Prompt Registry."""
     best = report.best
     if not best or not best["agent_id"].startswith("agt-"):
@@ -53,7 +53,7 @@ def _promote_and_register(ctx: Runtime, report: Any) -> str | None:
     return str(ref)
 
 
-def run_demo(ctx: Runtime, *, file: Path = DEMO_FILE) -> Any:
+def run_demo(ctx: Runtime, *, file: Path = DEMO_FILE) -> ExperimentReport:
     """Run the demo experiment offline, print the report and where to look next."""
     from furnace.cli.experiment_cmd import run_experiment_file
     from furnace.evolution.report import render_report

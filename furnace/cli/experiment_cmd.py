@@ -15,6 +15,7 @@ import click
 from furnace.cli.context import emit, json_option
 from furnace.domain.errors import InputError, NotFound
 from furnace.evolution.progress import ProgressBar
+from furnace.evolution.report import ExperimentReport
 from furnace.runtime import PreparedExperiment, Runtime
 
 
@@ -34,7 +35,7 @@ def run_experiment_file(
     track: bool = True,
     quiet: bool = False,
     keep_failures: bool = False,
-) -> Any:
+) -> ExperimentReport:
     """Load, estimate, run and return the report of one experiment file."""
     from furnace.evolution.config import load_config
 
@@ -51,215 +52,218 @@ def run_experiment_file(
     return prepared.evolution.run()
 
 
-def register(cli: click.Group) -> None:
-    """Add the experiment commands."""
+@click.group("experiment")
+def experiment_group() -> None:
+    """Evolution experiments: run, list, show."""
 
-    @cli.group("experiment")
-    def experiment_group() -> None:
-        """Evolution experiments: run, list, show."""
 
-    @experiment_group.command("run")
-    @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-    @click.option("--yes", is_flag=True, help="Start even when the estimate exceeds the budget.")
-    @click.option("--no-mlflow", is_flag=True, help="Do not log to MLflow.")
-    @click.option("--prefect", is_flag=True, help="Run as a Prefect flow (PREFECT_API_URL, or a temporary server).")
-    @click.option("--runner", type=click.Choice(["threads", "dask"]), default="threads", help="Prefect task runner.")
-    @click.option("--keep-failures", is_flag=True, help="On a rerun, keep individuals whose scoring failed (no retry).")
-    @json_option
-    @click.pass_obj
-    def run_cmd(
-        obj: Runtime,
-        file: str,
-        yes: bool,
-        no_mlflow: bool,
-        prefect: bool,
-        runner: str,
-        keep_failures: bool,
-        as_json: bool,
-    ) -> None:
-        """Run (or resume) the experiment in FILE and print its report."""
-        from furnace.evolution.report import render_report
+@experiment_group.command("run")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--yes", is_flag=True, help="Start even when the estimate exceeds the budget.")
+@click.option("--no-mlflow", is_flag=True, help="Do not log to MLflow.")
+@click.option("--prefect", is_flag=True, help="Run as a Prefect flow (PREFECT_API_URL, or a temporary server).")
+@click.option("--runner", type=click.Choice(["threads", "dask"]), default="threads", help="Prefect task runner.")
+@click.option("--keep-failures", is_flag=True, help="On a rerun, keep individuals whose scoring failed (no retry).")
+@json_option
+@click.pass_obj
+def run_cmd(
+    obj: Runtime,
+    file: str,
+    yes: bool,
+    no_mlflow: bool,
+    prefect: bool,
+    runner: str,
+    keep_failures: bool,
+    as_json: bool,
+) -> None:
+    """Run (or resume) the experiment in FILE and print its report."""
+    from furnace.evolution.report import render_report
 
-        if prefect:
-            from furnace.adapters.prefect_server import prefect_api
-            from furnace.flows.evolution import evolution_flow  # the launcher edge cli -> flows (lazy: Prefect)
+    if prefect:
+        from furnace.adapters.prefect_server import prefect_api
+        from furnace.flows.evolution import evolution_flow  # the launcher edge cli -> flows (lazy: Prefect)
 
-            with prefect_api(obj.settings.home, on_status=lambda line: click.echo(line, err=True)):
-                data = evolution_flow(
-                    str(Path(file).resolve()),
-                    home=str(obj.settings.home),
-                    yes=yes,
-                    track=not no_mlflow,
-                    runner=runner,
-                    show=not as_json,
-                    keep_failures=keep_failures,
-                )
-            emit(data, as_json=as_json, human=data.get("text"))
-            return
-        report = run_experiment_file(
-            obj, file, yes=yes, as_json=as_json, track=not no_mlflow, keep_failures=keep_failures
-        )
-        emit(report.as_dict(), as_json=as_json, human=render_report(report))
-
-    @experiment_group.command("list")
-    @json_option
-    @click.pass_obj
-    def list_cmd(obj: Runtime, as_json: bool) -> None:
-        """Experiments recorded in DuckDB, newest first."""
-        rows: list[dict[str, Any]] = [
-            {
-                "experiment_id": e.experiment_id,
-                "name": e.name,
-                "model": e.model,
-                "status": e.status,
-                "best_agent": e.summary.get("best_agent"),
-                "best_fitness": e.summary.get("best_fitness"),
-                "generations": e.summary.get("generations"),
-            }
-            for e in obj.results.list_experiments()
-        ]
-        lines = [
-            f"{r['experiment_id']:<32} {r['status'][:30]:<30} best {r['best_fitness'] or 0:.3f} "
-            f"{r['best_agent'] or '-'}"
-            for r in rows
-        ] or ["no experiments yet (furnace experiment run FILE)"]
-        emit(rows, as_json=as_json, human="\n".join(lines))
-
-    @experiment_group.command("show")
-    @click.argument("experiment_id")
-    @json_option
-    @click.pass_obj
-    def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
-        """Generations, leaderboard, judge feedback and failures of one experiment."""
-        from furnace.views.experiments import agent_feedback, ranked, unscored_rows
-
-        results = obj.results
-        exp = results.get_experiment(experiment_id)
-        if exp is None:
-            raise NotFound(f"no experiment {experiment_id!r} (see furnace experiment list)")
-        gens = results.generations(experiment_id)
-        best = ranked(results, experiment_id)  # scored agents only: a failure is never ranked
-        unscored = unscored_rows(results, experiment_id)
-        data: dict[str, Any] = {
-            "experiment_id": exp.experiment_id,
-            "name": exp.name,
-            "model": exp.model,
-            "status": exp.status,
-            "summary": exp.summary,
-            "config": exp.config,
-            "generations": [
-                {
-                    "generation": g.generation,
-                    "best_fitness": g.best_fitness,
-                    "mean_fitness": g.mean_fitness,
-                    "calls": g.calls,
-                    "cached_calls": g.cached_calls,
-                    "weights": g.operator_weights,
-                }
-                for g in gens
-            ],
-            "leaderboard": [
-                {
-                    "agent_id": r.agent_id,
-                    "generation": r.generation,
-                    "operator": r.operator,
-                    "fitness": r.fitness,
-                    "objectives": r.objectives,
-                }
-                for r in best
-            ],
-            "unscored": unscored,
-            "feedback": {r.agent_id: agent_feedback(results, experiment_id, r.agent_id) for r in best[:3]},
-        }
-        lines = [
-            f"{exp.experiment_id} ({exp.name}) — {exp.status}; model {exp.model}",
-            "generation  best    mean   calls",
-        ]
-        lines += [f"{g.generation:>10}  {g.best_fitness:.3f}  {g.mean_fitness:.3f}  {g.calls:>5}" for g in gens]
-        lines += ["leaderboard"] + [
-            f"  {r.agent_id:<26} gen {r.generation} {r.operator:<9} {r.fitness:.3f}" for r in best
-        ]
-        if best:
-            rows = data["feedback"][best[0].agent_id]
-            lines.append(f"judge feedback on {best[0].agent_id}" + ("" if rows else ": none recorded"))
-            lines += [f"  {f['probe']:<16} {f['scorer']:<10} {f['value']:.3f}  {f['feedback']}" for f in rows]
-        if unscored:
-            lines.append(
-                f"unscored ({len(unscored)}): a failure, not a score; not ranked, kept out of selection, "
-                "a rerun retries"
+        with prefect_api(obj.settings.home, on_status=lambda line: click.echo(line, err=True)):
+            data = evolution_flow(
+                str(Path(file).resolve()),
+                home=str(obj.settings.home),
+                yes=yes,
+                track=not no_mlflow,
+                runner=runner,
+                show=not as_json,
+                keep_failures=keep_failures,
             )
-            lines += [
-                f"  {r['agent_id'][:26]:<26} gen {r['generation']:>2}  {r['unscored']}: {r['reason'][:90]}"
-                for r in unscored[:10]
-            ]
-        emit(data, as_json=as_json, human="\n".join(lines))
+        emit(data, as_json=as_json, human=data.get("text"))
+        return
+    report = run_experiment_file(obj, file, yes=yes, as_json=as_json, track=not no_mlflow, keep_failures=keep_failures)
+    emit(report.as_dict(), as_json=as_json, human=render_report(report))
 
-    @cli.command("sweep")
-    @click.argument("base_id")
-    @click.option("--rates", default="0.1,0.2,0.3", show_default=True, help="Comma-separated mutation rates.")
-    @click.option("--seeds", "seeds", default="1,2", show_default=True, help="Comma-separated seeds.")
-    @click.option("--probes", "probe_set", default="writing-en", show_default=True, help="Probe set name.")
-    @click.option("--limit", type=click.IntRange(1, 200), default=3, show_default=True, help="Probes used.")
-    @click.option("--no-mlflow", is_flag=True, help="Do not log to MLflow.")
-    @click.option("--prefect", is_flag=True, help="Run as a Prefect flow (PREFECT_API_URL, or a temporary server).")
-    @json_option
-    @click.pass_obj
-    def sweep_cmd(
-        obj: Runtime,
-        base_id: str,
-        rates: str,
-        seeds: str,
-        probe_set: str,
-        limit: int,
-        no_mlflow: bool,
-        prefect: bool,
-        as_json: bool,
-    ) -> None:
-        """Mutation sweep: BASE_ID x rates x seeds, each variant scored and stored like an experiment
-        (furnace experiment show SWEEP_ID), one table."""
-        from furnace.evolution.sweep import SweepPlan, run_sweep
-        from furnace.scoring.probes import load_probe_set
 
-        try:
-            rate_list = [float(r) for r in rates.split(",") if r.strip()]
-            seed_list = [int(s) for s in seeds.split(",") if s.strip()]
-        except ValueError:
-            raise InputError("--rates must be numbers and --seeds integers, comma-separated", field="rates") from None
-        if not rate_list or not seed_list:
-            raise InputError("--rates and --seeds need at least one value each", field="rates")
-        if any(not 0 < r <= 1 for r in rate_list):
-            raise InputError("--rates must be between 0 (excluded) and 1", field="rates")
-        base = obj.store.get_elixir(base_id)
-        probes = load_probe_set(probe_set).head(limit)
-        if prefect:
-            from furnace.adapters.prefect_server import prefect_api
-            from furnace.flows.mutation_sweep import mutation_sweep  # the launcher edge cli -> flows (lazy)
+@experiment_group.command("list")
+@json_option
+@click.pass_obj
+def list_cmd(obj: Runtime, as_json: bool) -> None:
+    """Experiments recorded in DuckDB, newest first."""
+    rows: list[dict[str, Any]] = [
+        {
+            "experiment_id": e.experiment_id,
+            "name": e.name,
+            "model": e.model,
+            "status": e.status,
+            "best_agent": e.summary.get("best_agent"),
+            "best_fitness": e.summary.get("best_fitness"),
+            "generations": e.summary.get("generations"),
+        }
+        for e in obj.results.list_experiments()
+    ]
+    lines = [
+        f"{r['experiment_id']:<32} {r['status'][:30]:<30} best {r['best_fitness'] or 0:.3f} {r['best_agent'] or '-'}"
+        for r in rows
+    ] or ["no experiments yet (furnace experiment run FILE)"]
+    emit(rows, as_json=as_json, human="\n".join(lines))
 
-            with prefect_api(obj.settings.home, on_status=lambda line: click.echo(line, err=True)):
-                rows = mutation_sweep(
-                    base_id, rate_list, seed_list, probe_set, limit, home=str(obj.settings.home), track=not no_mlflow
-                )
-        else:
-            plan = SweepPlan(base, tuple(rate_list), tuple(seed_list), probes, obj.llm.model_name)
-            tracker = obj.new_tracker(track=not no_mlflow)  # the experiments' MLflow experiment
-            rows = run_sweep(plan, breeder=obj.fusion_breeder(), llm=obj.llm, results=obj.results, tracker=tracker)
-        sweep_id = rows[0]["sweep_id"] if rows else ""
-        lines = [f"{'rate':>5} {'seed':>5}  {'agent':<26} fitness"] + [
-            f"{r['rate']:>5.2f} {r['seed']:>5}  {r['agent_id']:<26} "
-            + (f"{r['fitness']:.3f}" if not r["failures"] else f"unscored: {(r['reasons'] or ['?'])[0][:60]}")
-            for r in rows
+
+@experiment_group.command("show")
+@click.argument("experiment_id")
+@json_option
+@click.pass_obj
+def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
+    """Generations, leaderboard, judge feedback and failures of one experiment."""
+    from furnace.views.experiments import agent_feedback, ranked, unscored_rows
+
+    results = obj.results
+    exp = results.get_experiment(experiment_id)
+    if exp is None:
+        raise NotFound(f"no experiment {experiment_id!r} (see furnace experiment list)")
+    gens = results.generations(experiment_id)
+    best = ranked(results, experiment_id)  # scored agents only: a failure is never ranked
+    unscored = unscored_rows(results, experiment_id)
+    data: dict[str, Any] = {
+        "experiment_id": exp.experiment_id,
+        "name": exp.name,
+        "model": exp.model,
+        "status": exp.status,
+        "summary": exp.summary,
+        "config": exp.config,
+        "generations": [
+            {
+                "generation": g.generation,
+                "best_fitness": g.best_fitness,
+                "mean_fitness": g.mean_fitness,
+                "calls": g.calls,
+                "cached_calls": g.cached_calls,
+                "weights": g.operator_weights,
+            }
+            for g in gens
+        ],
+        "leaderboard": [
+            {
+                "agent_id": r.agent_id,
+                "generation": r.generation,
+                "operator": r.operator,
+                "fitness": r.fitness,
+                "objectives": r.objectives,
+            }
+            for r in best
+        ],
+        "unscored": unscored,
+        "feedback": {r.agent_id: agent_feedback(results, experiment_id, r.agent_id) for r in best[:3]},
+    }
+    lines = [
+        f"{exp.experiment_id} ({exp.name}) — {exp.status}; model {exp.model}",
+        "generation  best    mean   calls",
+    ]
+    lines += [f"{g.generation:>10}  {g.best_fitness:.3f}  {g.mean_fitness:.3f}  {g.calls:>5}" for g in gens]
+    lines += ["leaderboard"] + [f"  {r.agent_id:<26} gen {r.generation} {r.operator:<9} {r.fitness:.3f}" for r in best]
+    if best:
+        rows = data["feedback"][best[0].agent_id]
+        lines.append(f"judge feedback on {best[0].agent_id}" + ("" if rows else ": none recorded"))
+        lines += [f"  {f['probe']:<16} {f['scorer']:<10} {f['value']:.3f}  {f['feedback']}" for f in rows]
+    if unscored:
+        lines.append(
+            f"unscored ({len(unscored)}): a failure, not a score; not ranked, kept out of selection, a rerun retries"
+        )
+        lines += [
+            f"  {r['agent_id'][:26]:<26} gen {r['generation']:>2}  {r['unscored']}: {r['reason'][:90]}"
+            for r in unscored[:10]
         ]
-        lines.append(f"stored as {sweep_id}: furnace experiment show {sweep_id}")
-        emit(rows, as_json=as_json, human="\n".join(lines))
+    emit(data, as_json=as_json, human="\n".join(lines))
 
-    @cli.command("serve")
-    @click.argument("file", type=click.Path(exists=True, dir_okay=False))
-    @click.option("--cron", default="0 3 * * *", show_default=True, help="Cron schedule.")
-    @click.option("--name", default=None, help="Deployment name (default: furnace-<experiment name>).")
-    @click.pass_obj
-    def serve_cmd(obj: Runtime, file: str, cron: str, name: str | None) -> None:
-        """Serve the evolution flow for FILE on a cron schedule (needs `prefect server start`)."""
-        from furnace.flows.evolution import serve  # the launcher edge cli -> flows (lazy: Prefect)
 
-        click.echo(f"serving {file} on '{cron}' — needs a Prefect server (PREFECT_API_URL); Ctrl-C to stop", err=True)
-        serve(str(Path(file).resolve()), home=str(obj.settings.home), cron=cron, name=name)
+@click.command("sweep")
+@click.argument("base_id")
+@click.option("--rates", default="0.1,0.2,0.3", show_default=True, help="Comma-separated mutation rates.")
+@click.option("--seeds", "seeds", default="1,2", show_default=True, help="Comma-separated seeds.")
+@click.option("--probes", "probe_set", default="writing-en", show_default=True, help="Probe set name.")
+@click.option("--limit", type=click.IntRange(1, 200), default=3, show_default=True, help="Probes used.")
+@click.option("--no-mlflow", is_flag=True, help="Do not log to MLflow.")
+@click.option("--prefect", is_flag=True, help="Run as a Prefect flow (PREFECT_API_URL, or a temporary server).")
+@json_option
+@click.pass_obj
+def sweep_cmd(
+    obj: Runtime,
+    base_id: str,
+    rates: str,
+    seeds: str,
+    probe_set: str,
+    limit: int,
+    no_mlflow: bool,
+    prefect: bool,
+    as_json: bool,
+) -> None:
+    """Mutation sweep: BASE_ID x rates x seeds, each variant scored and stored like an experiment
+    (furnace experiment show SWEEP_ID), one table."""
+    from furnace.evolution.sweep import SweepPlan, run_sweep
+    from furnace.scoring.probes import load_probe_set
+
+    try:
+        rate_list = [float(r) for r in rates.split(",") if r.strip()]
+        seed_list = [int(s) for s in seeds.split(",") if s.strip()]
+    except ValueError:
+        raise InputError("--rates must be numbers and --seeds integers, comma-separated", field="rates") from None
+    if not rate_list or not seed_list:
+        raise InputError("--rates and --seeds need at least one value each", field="rates")
+    if any(not 0 < r <= 1 for r in rate_list):
+        raise InputError("--rates must be between 0 (excluded) and 1", field="rates")
+    base = obj.store.get_elixir(base_id)
+    probes = load_probe_set(probe_set).head(limit)
+    if prefect:
+        from furnace.adapters.prefect_server import prefect_api
+        from furnace.flows.mutation_sweep import mutation_sweep  # the launcher edge cli -> flows (lazy)
+
+        with prefect_api(obj.settings.home, on_status=lambda line: click.echo(line, err=True)):
+            rows = mutation_sweep(
+                base_id, rate_list, seed_list, probe_set, limit, home=str(obj.settings.home), track=not no_mlflow
+            )
+    else:
+        plan = SweepPlan(base, tuple(rate_list), tuple(seed_list), probes, obj.llm.model_name)
+        tracker = obj.new_tracker(track=not no_mlflow)  # the experiments' MLflow experiment
+        rows = run_sweep(plan, breeder=obj.fusion_breeder(), llm=obj.llm, results=obj.results, tracker=tracker)
+    sweep_id = rows[0]["sweep_id"] if rows else ""
+    lines = [f"{'rate':>5} {'seed':>5}  {'agent':<26} fitness"] + [
+        f"{r['rate']:>5.2f} {r['seed']:>5}  {r['agent_id']:<26} "
+        + (f"{r['fitness']:.3f}" if not r["failures"] else f"unscored: {(r['reasons'] or ['?'])[0][:60]}")
+        for r in rows
+    ]
+    lines.append(f"stored as {sweep_id}: furnace experiment show {sweep_id}")
+    emit(rows, as_json=as_json, human="\n".join(lines))
+
+
+@click.command("serve")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--cron", default="0 3 * * *", show_default=True, help="Cron schedule.")
+@click.option("--name", default=None, help="Deployment name (default: furnace-<experiment name>).")
+@click.pass_obj
+def serve_cmd(obj: Runtime, file: str, cron: str, name: str | None) -> None:
+    """Serve the evolution flow for FILE on a cron schedule (needs `prefect server start`)."""
+    from furnace.flows.evolution import serve  # the launcher edge cli -> flows (lazy: Prefect)
+
+    click.echo(f"serving {file} on '{cron}' — needs a Prefect server (PREFECT_API_URL); Ctrl-C to stop", err=True)
+    serve(str(Path(file).resolve()), home=str(obj.settings.home), cron=cron, name=name)
+
+
+def register(cli: click.Group) -> None:
+    """Add ``experiment``, ``sweep`` and ``serve`` to the ``furnace`` command."""
+    cli.add_command(experiment_group)
+    cli.add_command(sweep_cmd)
+    cli.add_command(serve_cmd)

@@ -9,6 +9,7 @@ import click
 
 from furnace.cli.context import emit, json_option
 from furnace.domain.agent import Agent, LineageNode
+from furnace.runtime import Runtime
 
 
 def _agent_data(agent: Agent) -> dict[str, Any]:
@@ -67,7 +68,7 @@ def _tree(root: str, label: str, nodes: list[LineageNode], arrow: str) -> str:
 
 
 def _fuse_with_prefect(
-    obj: Any,
+    obj: Runtime,
     parents: list[str],
     operator: str | None,
     seed: int,
@@ -108,154 +109,163 @@ def _fuse_with_prefect(
     emit(data, as_json=as_json, human=human)
 
 
+@click.command("fuse")
+@click.argument("parents", nargs=-1, required=True)
+@click.option(
+    "--operator",
+    type=click.Choice(["crossover", "mutation", "ensemble", "reflect"]),
+    default=None,
+    help="Default: mutation for one parent, ensemble when expertise is far apart, else crossover.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--rate", type=float, default=None, help="Mutation rate in (0, 1] (default 0.25).")
+@click.option(
+    "--feedback",
+    "feedback",
+    multiple=True,
+    help="reflect: feedback to act on (repeatable), e.g. 'missing: statistics' or a revision suggestion.",
+)
+@click.option(
+    "--prefect",
+    is_flag=True,
+    help="Run the fusion-generation flow: fuse, score the child on --probes, log to MLflow "
+    "(PREFECT_API_URL, or a temporary server).",
+)
+@click.option("--probes", "probe_set", default="writing-en", show_default=True, help="--prefect: probe set.")
+@click.option("--limit", type=click.IntRange(1, 200), default=3, show_default=True, help="--prefect: probes used.")
+@click.option("--no-mlflow", is_flag=True, help="--prefect: do not log to MLflow.")
+@json_option
+@click.pass_obj
+def fuse_cmd(
+    obj: Runtime,
+    parents: tuple[str, ...],
+    operator: str | None,
+    seed: int,
+    rate: float | None,
+    feedback: tuple[str, ...],
+    prefect: bool,
+    probe_set: str,
+    limit: int,
+    no_mlflow: bool,
+    as_json: bool,
+) -> None:
+    """Fuse elixirs (ID or ID@VERSION) into an agent, through the synthesis cache."""
+    from furnace.fusion.fuse import fuse
+    from furnace.scoring.feedback import revision_feedback
+
+    params: dict[str, Any] | None = {"rate": rate} if rate is not None else None
+    if feedback:
+        if operator != "reflect":
+            raise click.UsageError("--feedback goes with --operator reflect")
+        params = {**(params or {}), "feedback": revision_feedback(list(feedback))}
+    if prefect:
+        _fuse_with_prefect(obj, list(parents), operator, seed, params, probe_set, limit, not no_mlflow, as_json)
+        return
+    result = fuse(
+        obj.store,
+        list(parents),
+        llm=obj.llm,
+        embedder=obj.embedder,
+        cache=obj.synthesis_cache,
+        operator=operator,
+        seed=seed,
+        params=params,
+        settings=obj.settings,
+    )
+    data = _agent_data(result.agent) | {"from_cache": result.from_cache, "model_calls": result.model_calls}
+    cache_line = "yes" if result.from_cache else f"no ({result.model_calls} model call(s))"
+    human = "\n".join(_summary(result.agent) + [f"from cache    {cache_line}"] + _notes_text(result.agent))
+    emit(data, as_json=as_json, human=human)
+
+
+@click.group("agent")
+def agent_group() -> None:
+    """Fusion products: show, ask and promote agents."""
+
+
+@agent_group.command("show")
+@click.argument("agent_id")
+@json_option
+@click.pass_obj
+def show_cmd(obj: Runtime, agent_id: str, as_json: bool) -> None:
+    """Show an agent (lineage verified on read) and its system prompt."""
+    agent = obj.store.get_agent(agent_id)
+    data = _agent_data(agent) | {
+        "system_prompt": agent.system_prompt,
+        "elixir": agent.elixir.model_dump(mode="json"),
+    }
+    human = "\n".join(_summary(agent) + _notes_text(agent) + ["", "system prompt:", agent.system_prompt])
+    emit(data, as_json=as_json, human=human)
+
+
+@agent_group.command("answer")
+@click.argument("agent_id")
+@click.argument("message")
+@click.option("--seed", type=int, default=0, show_default=True)
+@json_option
+@click.pass_obj
+def answer_cmd(obj: Runtime, agent_id: str, message: str, seed: int, as_json: bool) -> None:
+    """Ask an agent; a committee routes the message to one member, who answers in its own voice."""
+    from furnace.arena.speaker import persona_from_elixir, speak
+    from furnace.domain.errors import InputError
+    from furnace.fusion.operators.ensemble import answer
+
+    if not message.strip():
+        raise InputError("the message must not be empty", field="message")
+    agent = obj.store.get_agent(agent_id)
+    if agent.members:
+        members = [obj.store.get_elixir(ref.id, ref.version) for ref in agent.members]
+        out = answer(agent, message, obj.llm, members, seed=seed)
+        data = {"agent": agent.id} | out.transcript()
+        human = f"[{out.leader_name} leads: {out.reason}]\n{out.text}"
+    else:
+        persona = persona_from_elixir(agent.elixir, member_id=agent.id, system_prompt=agent.system_prompt)
+        text = speak(persona, message, llm=obj.llm, seed=seed).text
+        data = {"agent": agent.id, "leader": None, "reason": None, "text": text}
+        human = text
+    emit(data, as_json=as_json, human=human)
+
+
+@agent_group.command("promote")
+@click.argument("agent_id")
+@click.option("--name", default=None, help="Library name (default: the agent's name).")
+@json_option
+@click.pass_obj
+def promote_cmd(obj: Runtime, agent_id: str, name: str | None, as_json: bool) -> None:
+    """Copy an agent into the library as an elixir, keeping the lineage link."""
+    from furnace.fusion.fuse import promote
+
+    ref = promote(obj.store, agent_id, name)
+    emit(
+        ref.model_dump() | {"from_agent": agent_id},
+        as_json=as_json,
+        human=f"promoted {agent_id} → {ref.id} v{ref.version} ({ref.content_hash[:12]})",
+    )
+    from furnace.cli.registry_cmd import register_promoted  # the prompt registry part (issue 8)
+
+    register_promoted(obj, agent_id, ref, quiet=as_json)
+
+
+@click.command("lineage")
+@click.argument("node_id")
+@click.option("--descendants", is_flag=True, help="Show descendants instead of ancestors.")
+@json_option
+@click.pass_obj
+def lineage_cmd(obj: Runtime, node_id: str, descendants: bool, as_json: bool) -> None:
+    """The ancestry (or descendants) of an agent or elixir, as a tree."""
+    store = obj.store
+    nodes = store.descendants(node_id) if descendants else store.ancestors(node_id)
+    if not nodes:  # an unknown id is an error, a root without relatives is not
+        (store.get_agent if node_id.startswith("agt-") else store.get_elixir)(node_id)
+    key = "descendants" if descendants else "ancestors"
+    data = {"id": node_id, key: [n.model_dump() for n in nodes]}
+    arrow = "→" if descendants else "←"
+    human = _tree(node_id, node_id, nodes, arrow) if nodes else f"{node_id}: no {key}"
+    emit(data, as_json=as_json, human=human)
+
+
 def register(cli: click.Group) -> None:
-    """Add the fusion commands to ``cli``."""
-
-    @cli.command("fuse")
-    @click.argument("parents", nargs=-1, required=True)
-    @click.option(
-        "--operator",
-        type=click.Choice(["crossover", "mutation", "ensemble", "reflect"]),
-        default=None,
-        help="Default: mutation for one parent, ensemble when expertise is far apart, else crossover.",
-    )
-    @click.option("--seed", type=int, default=0, show_default=True)
-    @click.option("--rate", type=float, default=None, help="Mutation rate in (0, 1] (default 0.25).")
-    @click.option(
-        "--feedback",
-        "feedback",
-        multiple=True,
-        help="reflect: feedback to act on (repeatable), e.g. 'missing: statistics' or a revision suggestion.",
-    )
-    @click.option(
-        "--prefect",
-        is_flag=True,
-        help="Run the fusion-generation flow: fuse, score the child on --probes, log to MLflow "
-        "(PREFECT_API_URL, or a temporary server).",
-    )
-    @click.option("--probes", "probe_set", default="writing-en", show_default=True, help="--prefect: probe set.")
-    @click.option("--limit", type=click.IntRange(1, 200), default=3, show_default=True, help="--prefect: probes used.")
-    @click.option("--no-mlflow", is_flag=True, help="--prefect: do not log to MLflow.")
-    @json_option
-    @click.pass_obj
-    def fuse_cmd(
-        obj: Any,
-        parents: tuple[str, ...],
-        operator: str | None,
-        seed: int,
-        rate: float | None,
-        feedback: tuple[str, ...],
-        prefect: bool,
-        probe_set: str,
-        limit: int,
-        no_mlflow: bool,
-        as_json: bool,
-    ) -> None:
-        """Fuse elixirs (ID or ID@VERSION) into an agent, through the synthesis cache."""
-        from furnace.fusion.fuse import fuse
-        from furnace.scoring.feedback import revision_feedback
-
-        params: dict[str, Any] | None = {"rate": rate} if rate is not None else None
-        if feedback:
-            if operator != "reflect":
-                raise click.UsageError("--feedback goes with --operator reflect")
-            params = {**(params or {}), "feedback": revision_feedback(list(feedback))}
-        if prefect:
-            _fuse_with_prefect(obj, list(parents), operator, seed, params, probe_set, limit, not no_mlflow, as_json)
-            return
-        result = fuse(
-            obj.store,
-            list(parents),
-            llm=obj.llm,
-            embedder=obj.embedder,
-            cache=obj.synthesis_cache,
-            operator=operator,
-            seed=seed,
-            params=params,
-            settings=obj.settings,
-        )
-        data = _agent_data(result.agent) | {"from_cache": result.from_cache, "model_calls": result.model_calls}
-        cache_line = "yes" if result.from_cache else f"no ({result.model_calls} model call(s))"
-        human = "\n".join(_summary(result.agent) + [f"from cache    {cache_line}"] + _notes_text(result.agent))
-        emit(data, as_json=as_json, human=human)
-
-    @cli.group("agent")
-    def agent_group() -> None:
-        """Fusion products: show, ask and promote agents."""
-
-    @agent_group.command("show")
-    @click.argument("agent_id")
-    @json_option
-    @click.pass_obj
-    def show_cmd(obj: Any, agent_id: str, as_json: bool) -> None:
-        """Show an agent (lineage verified on read) and its system prompt."""
-        agent = obj.store.get_agent(agent_id)
-        data = _agent_data(agent) | {
-            "system_prompt": agent.system_prompt,
-            "elixir": agent.elixir.model_dump(mode="json"),
-        }
-        human = "\n".join(_summary(agent) + _notes_text(agent) + ["", "system prompt:", agent.system_prompt])
-        emit(data, as_json=as_json, human=human)
-
-    @agent_group.command("answer")
-    @click.argument("agent_id")
-    @click.argument("message")
-    @click.option("--seed", type=int, default=0, show_default=True)
-    @json_option
-    @click.pass_obj
-    def answer_cmd(obj: Any, agent_id: str, message: str, seed: int, as_json: bool) -> None:
-        """Ask an agent; a committee routes the message to one member, who answers in its own voice."""
-        from furnace.arena.speaker import persona_from_elixir, speak
-        from furnace.domain.errors import InputError
-        from furnace.fusion.operators.ensemble import answer
-
-        if not message.strip():
-            raise InputError("the message must not be empty", field="message")
-        agent = obj.store.get_agent(agent_id)
-        if agent.members:
-            members = [obj.store.get_elixir(ref.id, ref.version) for ref in agent.members]
-            out = answer(agent, message, obj.llm, members, seed=seed)
-            data = {"agent": agent.id} | out.transcript()
-            human = f"[{out.leader_name} leads: {out.reason}]\n{out.text}"
-        else:
-            persona = persona_from_elixir(agent.elixir, member_id=agent.id, system_prompt=agent.system_prompt)
-            text = speak(persona, message, llm=obj.llm, seed=seed).text
-            data = {"agent": agent.id, "leader": None, "reason": None, "text": text}
-            human = text
-        emit(data, as_json=as_json, human=human)
-
-    @agent_group.command("promote")
-    @click.argument("agent_id")
-    @click.option("--name", default=None, help="Library name (default: the agent's name).")
-    @json_option
-    @click.pass_obj
-    def promote_cmd(obj: Any, agent_id: str, name: str | None, as_json: bool) -> None:
-        """Copy an agent into the library as an elixir, keeping the lineage link."""
-        from furnace.fusion.fuse import promote
-
-        ref = promote(obj.store, agent_id, name)
-        emit(
-            ref.model_dump() | {"from_agent": agent_id},
-            as_json=as_json,
-            human=f"promoted {agent_id} → {ref.id} v{ref.version} ({ref.content_hash[:12]})",
-        )
-        from furnace.cli.registry_cmd import register_promoted  # the prompt registry part (issue 8)
-
-        register_promoted(obj, agent_id, ref, quiet=as_json)
-
-    @cli.command("lineage")
-    @click.argument("node_id")
-    @click.option("--descendants", is_flag=True, help="Show descendants instead of ancestors.")
-    @json_option
-    @click.pass_obj
-    def lineage_cmd(obj: Any, node_id: str, descendants: bool, as_json: bool) -> None:
-        """The ancestry (or descendants) of an agent or elixir, as a tree."""
-        store = obj.store
-        nodes = store.descendants(node_id) if descendants else store.ancestors(node_id)
-        if not nodes:  # an unknown id is an error, a root without relatives is not
-            (store.get_agent if node_id.startswith("agt-") else store.get_elixir)(node_id)
-        key = "descendants" if descendants else "ancestors"
-        data = {"id": node_id, key: [n.model_dump() for n in nodes]}
-        arrow = "→" if descendants else "←"
-        human = _tree(node_id, node_id, nodes, arrow) if nodes else f"{node_id}: no {key}"
-        emit(data, as_json=as_json, human=human)
+    """Add ``fuse``, ``agent`` and ``lineage`` to the ``furnace`` command."""
+    cli.add_command(fuse_cmd)
+    cli.add_command(agent_group)
+    cli.add_command(lineage_cmd)
