@@ -154,8 +154,7 @@ class LiteLLMClient:
         if spent.attempts > 1 and err.transient:
             final = type(err)(f"{err} (after {spent.attempts} attempts)")
             final.transient = err.transient
-            if hasattr(err, "excerpt"):
-                final.excerpt = err.excerpt
+            final.excerpt = err.excerpt
         final.spent = spent.usage, spent.cost
         final.attempts = spent.attempts
         return final
@@ -200,12 +199,12 @@ class LiteLLMClient:
             return text, parsed
         if _finish_reason(response) == "length":
             problem = f"the reply was cut off at the token limit (finish_reason=length): {problem}"
-        err = structured.malformed(request.task.value, self.model_name, self._scrub(problem), self._scrub(text))
-        err.transient = state["reasks"] > 0  # re-asked below; never an identical retry
-        if err.transient:
+        bad = structured.malformed(request.task.value, self.model_name, self._scrub(problem), self._scrub(text))
+        bad.transient = state["reasks"] > 0  # re-asked below; never an identical retry
+        if bad.transient:
             state["reasks"] -= 1
             state["request"] = structured.reask(request, text, problem)
-        raise err
+        raise bad
 
     def _kwargs(self, request: LLMRequest) -> dict[str, Any]:
         messages = [m.model_dump() for m in request.messages]

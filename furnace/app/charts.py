@@ -51,7 +51,7 @@ def grouped_bars(rows: Sequence[dict[str, Any]], x: str, y: str, group: str, tit
     )
 
 
-def pareto_scatter(points: Sequence[dict[str, Any]], x: str, y: str) -> alt.Chart:
+def pareto_scatter(points: Sequence[dict[str, Any]], x: str, y: str) -> alt.LayerChart | alt.FacetChart:
     """Agents on two objectives: the Pareto front filled, joined by a line and ringed; click a point to select it."""
     data = pd.DataFrame(points)
     pick = alt.selection_point(name=PARETO_SELECTION, fields=["agent_id"], on="click")
@@ -81,7 +81,9 @@ LINEAGE_SELECTION = "node"
 ROW_PX = 24  # vertical space per node: labels never overlap
 
 
-def lineage_explorer(nodes: Sequence[dict[str, Any]], edges: Sequence[dict[str, Any]]) -> alt.LayerChart:
+def lineage_explorer(
+    nodes: Sequence[dict[str, Any]], edges: Sequence[dict[str, Any]]
+) -> alt.LayerChart | alt.FacetChart:
     """The lineage as a pannable, zoomable layered graph: edges as lines labelled ``operator · vN``,
     nodes labelled with name and the version bred from; search matches ringed; click selects a node."""
     data = pd.DataFrame(nodes)

@@ -18,7 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from furnace.assistant.intent import CLASSIFY_SCHEMA, Classification, IntentGuess, classify
+from furnace.assistant.intent import CLASSIFY_SCHEMA, Classification, GuessSource, IntentGuess, classify
 from furnace.assistant.leads import template_lead
 from furnace.assistant.queries import examples, run_query
 from furnace.assistant.results import AssistData, Query, StructuredResult
@@ -303,7 +303,7 @@ class Assistant:
     ) -> tuple[IntentGuess, Inferred]:
         if self.llm is None:
             return guess, inferred
-        attempts: list[tuple[str, list[Turn]]] = [("model", [])]
+        attempts: list[tuple[GuessSource, list[Turn]]] = [("model", [])]
         if state.history:
             attempts.append(("model+history", state.history))
         for source, history in attempts:
@@ -319,10 +319,10 @@ class Assistant:
                 if v and v in (catalogue.personas if k == "persona" else catalogue.experiments)
             }
             since = self.now() - timedelta(days=parsed.days) if parsed.days else None
-            model_scope = Scope(since=since, **fields)
+            model_scope = Scope(since=since, persona=fields.get("persona"), experiment=fields.get("experiment"))
             unresolved = [u for u in inferred.unresolved if u.split(" ")[0] not in fields]
             return (
-                IntentGuess(intent=intent, confidence=parsed.confidence, source=source),  # type: ignore[arg-type]
+                IntentGuess(intent=intent, confidence=parsed.confidence, source=source),
                 inferred.model_copy(update={"scope": inferred.scope.overlaid(model_scope), "unresolved": unresolved}),
             )
         return guess, inferred

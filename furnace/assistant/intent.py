@@ -10,6 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from furnace.domain.intents import Intent, rule_intent
 from furnace.llm.structured import schema_of
 
+GuessSource = Literal["rules", "model", "model+history", "none"]
+"""How an intent was found: by the rules, by the model (alone or with the chat history), or not at all."""
+
 
 class IntentGuess(BaseModel):
     """An intent with how it was found and how sure we are."""
@@ -18,7 +21,7 @@ class IntentGuess(BaseModel):
 
     intent: Intent | None
     confidence: float
-    source: Literal["rules", "model", "model+history", "none"]
+    source: GuessSource
 
 
 def classify(text: str) -> IntentGuess:

@@ -72,12 +72,12 @@ def template_lead(result: StructuredResult, zh: bool) -> str:
             else f"{n} judge note(s); the weakest is {first['scorer']} for {first['agent_id']} on {first['probe']}."
         )
     if intent == "experiment_compare":
-        best = max(result.items, key=lambda r: r.get("best_fitness") or 0)
+        top = max(result.items, key=lambda r: r.get("best_fitness") or 0)
         return (
-            f"对比 {n} 个实验；最佳适应度最高的是 {best['experiment_id']}（{_num(best['best_fitness'])}）。"
+            f"对比 {n} 个实验；最佳适应度最高的是 {top['experiment_id']}（{_num(top['best_fitness'])}）。"
             if zh
-            else f"{n} experiment(s) side by side; the highest best fitness is {best['experiment_id']} "
-            f"({_num(best['best_fitness'])})."
+            else f"{n} experiment(s) side by side; the highest best fitness is {top['experiment_id']} "
+            f"({_num(top['best_fitness'])})."
         )
     if intent == "preferences":
         return (

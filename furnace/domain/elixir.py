@@ -248,7 +248,7 @@ class Elixir(_Frozen):
 
     def content(self) -> dict[str, Any]:
         """The content fields as plain JSON data (what the hash covers)."""
-        return self.model_dump(mode="json", exclude=_NOT_CONTENT)
+        return self.model_dump(mode="json", exclude=set(_NOT_CONTENT))  # pydantic types exclude as a set
 
     @computed_field  # type: ignore[prop-decorator]
     @cached_property

@@ -20,6 +20,8 @@ field or record concerned, and never containing a secret.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class FurnaceError(Exception):
     """Base class of every error furnace raises deliberately."""
@@ -50,9 +52,20 @@ class LineageError(FurnaceError):
 
 
 class LLMError(FurnaceError):
-    """A model call failed. Carries no key, header or request body."""
+    """A model call failed. Carries no key, header or request body.
+
+    What a caller may read besides the message (set by the model client and the structured-output
+    reader; the defaults mean "not known"): ``excerpt`` a short scrubbed excerpt of a reply that did not
+    validate, ``retry_after`` the server's Retry-After in seconds, ``attempts`` the attempts made and
+    ``spent`` what they cost, as ``(Usage, cost_usd)`` (``Usage`` is the LLM seam's; the domain names no
+    other package).
+    """
 
     transient: bool = False
+    excerpt: str = ""
+    retry_after: float | None = None
+    attempts: int | None = None
+    spent: tuple[Any, float] | None = None
 
 
 class LLMRateLimit(LLMError):

@@ -93,6 +93,10 @@ class MemoryState:
     covered: int = 0
 
 
+SummarySource = Literal["none", "model", "fallback", "previous"]
+"""Where the summary of older turns came from (none, the model, the extractive fallback, the previous state)."""
+
+
 @dataclass(frozen=True)
 class BuiltContext:
     """The messages of one model call and how the budget was spent."""
@@ -105,7 +109,7 @@ class BuiltContext:
     history_tokens: int
     verbatim_turns: int
     state: MemoryState
-    summary_source: Literal["none", "model", "fallback", "previous"] = "none"
+    summary_source: SummarySource = "none"
 
     @property
     def tokens_used(self) -> int:
@@ -175,7 +179,7 @@ def compress_request(
 
 def _summarise(
     older: Sequence[Message], state: MemoryState, target: int, *, llm: LLM | None, language: str, seed: int
-) -> tuple[str, str]:
+) -> tuple[str, SummarySource]:
     """A summary of ``older`` within ~``target`` tokens, reusing ``state`` when it covers a prefix."""
     if state.summary and state.covered == len(older):
         return state.summary, "previous"
@@ -221,7 +225,8 @@ def build_context(
     room = budget.history_budget(profile_used, session_used)
 
     sizes = [count(t.content) for t in history]
-    summary_text, summary_used, source = "", 0, "none"
+    summary_text, summary_used = "", 0
+    source: SummarySource = "none"
     if sum(sizes) <= room:
         start = 0
         new_state = MemoryState()
@@ -255,7 +260,7 @@ def build_context(
         verbatim_turns=len(verbatim),
         state=new_state,
         summary_source=source,
-    )  # type: ignore[arg-type]
+    )
 
 
 def _fit_verbatim(turns: list[Message], sizes: list[int], room: int, count: TokenCounter) -> tuple[list[Message], int]:

@@ -53,11 +53,11 @@ def _render(done: Done, key: str) -> None:
                 st.switch_page("screens/personas.py")
 
 
-answers: list[Done] = st.session_state.setdefault("assistant_answers", [])
-for i, (question, done) in enumerate(answers):
-    st.chat_message("user").write(question)
+answers: list[tuple[str, Done]] = st.session_state.setdefault("assistant_answers", [])
+for i, (asked, answered) in enumerate(answers):
+    st.chat_message("user").write(asked)
     with st.chat_message("assistant"):
-        _render(done, f"ans-{i}")
+        _render(answered, f"ans-{i}")
 
 question = st.chat_input("Ask, e.g. “which agents scored best?” or “只看 experiment X”")
 if question:
@@ -76,6 +76,7 @@ if question:
                 status.update(label="Done", state="complete")
             data.save_state(state)
             done = events[-1]
+            assert isinstance(done, Done), "Assistant.ask ends with a Done event"
             answers.append((question, done))
             _render(done, f"ans-{len(answers) - 1}")  # same key on the next run: its buttons work
         except FurnaceError as err:

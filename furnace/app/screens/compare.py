@@ -223,13 +223,17 @@ with experiments_tab:
         )
     else:
         names = {e.experiment_id: f"{e.name} · {e.experiment_id} · {e.status}" for e in experiments}
+
+        def label(experiment_id: str) -> str:
+            return names.get(experiment_id, experiment_id)
+
         if not st.session_state.get("compare_experiments"):
             st.session_state["compare_experiments"] = list(names)[:2]  # the two newest
         picked = st.multiselect(
             f"Experiments to overlay (1–{MAX_OVERLAY})",
             list(names),
             max_selections=MAX_OVERLAY,
-            format_func=names.get,
+            format_func=label,
             key="compare_experiments",
         )
         overlay = overlay_rows(svc.results, picked)
@@ -260,6 +264,7 @@ with experiments_tab:
                 )
             pareto_section(svc, picked)
         exp_id = st.selectbox(
-            "Experiment in detail", picked or list(names), format_func=names.get, key="compare_experiment"
+            "Experiment in detail", picked or list(names), format_func=label, key="compare_experiment"
         )
-        experiment_detail(svc, exp_id)
+        if exp_id is not None:  # never None here: the options are not empty
+            experiment_detail(svc, exp_id)

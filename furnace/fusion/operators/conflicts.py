@@ -213,7 +213,7 @@ def resolve_constraints(parents: Sequence[Elixir], adjudicate: Adjudicator) -> t
     return Constraints(max_length=max_length, forbidden_topics=topics, must_use_markdown=markdown), notes
 
 
-def guardrail_union(lists: Iterable[Sequence[str]], field: str) -> list[str]:
+def guardrail_union(lists: Iterable[Sequence[str]], field: str) -> tuple[str, ...]:
     """Every item of every list, once (case-insensitive), in order. A guardrail is never dropped: when
     the union does not fit the elixir's list limit the fusion is refused instead of cutting it."""
     out: list[str] = []
@@ -229,4 +229,4 @@ def guardrail_union(lists: Iterable[Sequence[str]], field: str) -> list[str]:
             "fusing them would drop a guardrail",
             field=field,
         )
-    return out
+    return tuple(out)

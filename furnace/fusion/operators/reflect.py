@@ -172,11 +172,11 @@ def apply_edits(parent: Elixir, edits: Sequence[dict[str, Any]]) -> tuple[dict[s
                 constraints["max_length"] = value
                 note = ResolutionNote(field="constraints.max_length", chose=str(value), reason="reflect set the limit")
             elif kind == "markdown":
-                value = edit.get("value")
-                if not isinstance(value, bool) or value == constraints.get("must_use_markdown"):
+                flag = edit.get("value")
+                if not isinstance(flag, bool) or flag == constraints.get("must_use_markdown"):
                     raise ValueError(f"markdown is already {constraints.get('must_use_markdown')}")
-                constraints["must_use_markdown"] = value
-                chose = "markdown" if value else "no markdown"
+                constraints["must_use_markdown"] = flag
+                chose = "markdown" if flag else "no markdown"
                 note = ResolutionNote(field="constraints.must_use_markdown", chose=chose, reason="reflect")
             elif kind == "forbid_topic":
                 text = _text(edit)

@@ -213,6 +213,8 @@ _EN_STOP = {"the", "a", "an", "to", "of", "in", "it", "them", "you", "your", "is
 def _en_rules(text: str) -> list[str]:
     """Every paraphrase the English rules can make of one principle."""
     m = re.match(r"^(.*?)([.!]?)$", text)
+    if m is None:  # a principle over several lines: no rule applies
+        return []
     body, end = m.group(1), m.group(2) or "."
     out: list[str] = []
     m = re.match(r"^(?:never|don't|do not)\s+(\w+)\s*(.*)$", body, re.I)
@@ -259,6 +261,8 @@ _ZH_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
 def _zh_rules(text: str) -> list[str]:
     """Every paraphrase the Chinese rules can make of one principle."""
     m = re.match(r"^(.*?)([。！]?)$", text)
+    if m is None:  # a principle over several lines: no rule applies
+        return []
     body, end = m.group(1), m.group(2)
     return [pattern.sub(repl, body, count=1) + end for pattern, repl in _ZH_RULES if pattern.match(body)]
 

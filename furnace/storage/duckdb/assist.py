@@ -169,7 +169,7 @@ class DuckDBAssistData:
         )
         start = self._start(q)
         rows = self._rows(sql, [start, q.limit])
-        self.verify_agents([start, *(r["ancestor"] for r in rows), *(r["child"] for r in rows)])
+        self.verify_agents([n for n in (start, *(r["ancestor"] for r in rows), *(r["child"] for r in rows)) if n])
         for row in rows:
             row["kind"] = _kind(row["ancestor"])
         return rows
@@ -184,7 +184,7 @@ class DuckDBAssistData:
         )
         start = self._start(q)
         rows = self._rows(sql, [start, s.experiment, s.experiment, q.limit])
-        self.verify_agents([start, *(r["descendant"] for r in rows)])
+        self.verify_agents([n for n in (start, *(r["descendant"] for r in rows)) if n])
         return rows
 
     def _depths(self, node: str) -> dict[str, int]:
