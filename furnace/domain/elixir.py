@@ -55,7 +55,7 @@ TOOL_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$")
 NON_CONTENT_FIELDS = frozenset({"id", "version", "created_at", "deleted_at"})
 
 
-def _text(max_len: int, *, allow_empty: bool = False):
+def _text(max_len: int, *, allow_empty: bool = False) -> AfterValidator:
     def check(value: str) -> str:
         value = (value if value.isascii() else unicodedata.normalize("NFC", value)).strip()  # ASCII is NFC
         if not value and not allow_empty:
@@ -214,7 +214,8 @@ class Elixir(_Frozen):
             raise ValueError(f"must be plain JSON data ({err})") from None
         if size > MAX_EXTENSIONS_CHARS:
             raise ValueError(f"is too large ({size} characters of JSON, at most {MAX_EXTENSIONS_CHARS})")
-        return freeze(v)  # read-only at every depth: the cached content_hash can never go stale
+        frozen: dict[str, Any] = freeze(v)  # read-only at every depth: the cached content_hash can never go stale
+        return frozen
 
     @model_serializer(mode="wrap")
     def _omit_empty_extensions(self, handler: SerializerFunctionWrapHandler) -> Any:

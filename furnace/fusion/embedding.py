@@ -75,7 +75,7 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     """Cosine similarity of two vectors (0.0 when either is all zeros)."""
     if len(a) != len(b):
         raise ValueError(f"vectors differ in length ({len(a)} vs {len(b)})")
-    dot = sum(map(operator.mul, a, b))
+    dot: float = sum(map(operator.mul, a, b))
     na = math.sqrt(sum(map(operator.mul, a, a)))
     nb = math.sqrt(sum(map(operator.mul, b, b)))
     if na == 0.0 or nb == 0.0:

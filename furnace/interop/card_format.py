@@ -217,7 +217,7 @@ def decode_card_bytes(raw: bytes, *, name: str = "card") -> DecodedCard:
     if is_png(raw):
         chunks = text_chunks(raw)
         for spec in ("v3", "v2"):
-            keyword = PNG_KEYWORDS[spec]  # type: ignore[index]
+            keyword = PNG_KEYWORDS[spec]
             if keyword in chunks:
                 decoded = validate_card(_decode_chunk(chunks[keyword], keyword))
                 decoded.container = "png"

@@ -294,13 +294,13 @@ class MemoryWriter:
     def __init__(self, *, max_workers: int = 2) -> None:
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="furnace-memory")
         self._lock = threading.Lock()
-        self._queues: dict[str, deque[tuple[Callable[[], object], Future]]] = {}
+        self._queues: dict[str, deque[tuple[Callable[[], object], Future[object]]]] = {}
         self._draining: set[str] = set()
-        self._pending: set[Future] = set()
+        self._pending: set[Future[object]] = set()
 
-    def submit(self, key: str, write: Callable[[], object]) -> Future:
+    def submit(self, key: str, write: Callable[[], object]) -> Future[object]:
         """Queue ``write`` for ``key``; returns at once with a Future of its result."""
-        future: Future = Future()
+        future: Future[object] = Future()
         with self._lock:
             self._queues.setdefault(key, deque()).append((write, future))
             self._pending.add(future)

@@ -15,10 +15,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
+from os import PathLike
 from typing import Any
 
 from furnace.domain.errors import LLMError, LLMTimeout
-from furnace.llm.seam import Completion, LLMRequest, Usage
+from furnace.llm.seam import LLM, Completion, LLMRequest, Usage
 
 
 def _completion(model: str, text: str, parsed: Any = None) -> Completion:
@@ -97,7 +98,7 @@ class EchoLLM:
 class SlowLLM:
     """Adds ``latency_s`` per call (sleeping, so threads overlap) to ``inner``."""
 
-    def __init__(self, inner: Any, latency_s: float = 0.05, *, per_token_s: float = 0.0) -> None:
+    def __init__(self, inner: LLM, latency_s: float = 0.05, *, per_token_s: float = 0.0) -> None:
         self.inner = inner
         self.latency_s = latency_s
         self.per_token_s = per_token_s
@@ -122,7 +123,7 @@ class FlakyLLM:
     (``attempt`` in the key makes retries independent).
     """
 
-    def __init__(self, inner: Any, rate: float = 0.3, *, seed: int = 0) -> None:
+    def __init__(self, inner: LLM, rate: float = 0.3, *, seed: int = 0) -> None:
         self.inner = inner
         self.rate = rate
         self.seed = seed
@@ -169,7 +170,7 @@ class ReplayLLM:
     ``{"format", "model", "completions": {key: {"task", "hint", "completion"}}}``.
     """
 
-    def __init__(self, path: Any, inner: Any | None = None, *, model_name: str | None = None) -> None:
+    def __init__(self, path: str | PathLike[str], inner: LLM | None = None, *, model_name: str | None = None) -> None:
         from pathlib import Path
 
         self.path = Path(path)

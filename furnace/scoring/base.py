@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from furnace.domain.elixir import Elixir
@@ -30,7 +30,7 @@ class Score:
         return cls(0.0, reason, failed=True)
 
 
-def persona_inputs(elixir: Elixir) -> dict:
+def persona_inputs(elixir: Elixir) -> dict[str, Any]:
     """The persona as request inputs: the elixir's JSON without timestamps, so a request's
     cache key depends on content (and id/version), never on when a copy was stored."""
     return elixir.model_dump(mode="json", exclude={"created_at", "deleted_at"})

@@ -41,7 +41,7 @@ from furnace.fusion.operators.base import (
     union,
     weighted_tone,
 )
-from furnace.fusion.operators.conflicts import contradiction, guardrail_union, resolve_constraints
+from furnace.fusion.operators.conflicts import Adjudicator, contradiction, guardrail_union, resolve_constraints
 
 
 def unit(vector: Sequence[float]) -> list[float]:
@@ -52,10 +52,11 @@ def unit(vector: Sequence[float]) -> list[float]:
 
 def dot(a: Sequence[float], b: Sequence[float]) -> float:
     """Dot product (the cosine, for unit vectors)."""
-    return sum(map(operator.mul, a, b))
+    total: float = sum(map(operator.mul, a, b))
+    return total
 
 
-def adjudicator(ctx: OperatorContext, language: str):
+def adjudicator(ctx: OperatorContext, language: str) -> Adjudicator:
     """An :data:`~furnace.fusion.operators.conflicts.Adjudicator` backed by the ADJUDICATE task."""
 
     def adjudicate(field: str, options: list[dict[str, Any]], rule: str) -> tuple[int, str]:
@@ -113,7 +114,7 @@ def merge_principles(
                 )
             )
         else:
-            options = [
+            options: list[dict[str, Any]] = [
                 {"label": other, "value": other, "priority": a.priority, "source": a.name},
                 {"label": text, "value": text, "priority": b.priority, "source": b.name},
             ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from furnace.domain.elixir import Elixir, ElixirRef
 
@@ -41,7 +42,10 @@ class ImportReport:
 
     def as_dict(self) -> dict[str, object]:
         """Plain data for ``--json`` output."""
-        refs = lambda rs: [r.model_dump(mode="json") for r in rs]  # noqa: E731
+
+        def refs(rs: list[ElixirRef]) -> list[dict[str, Any]]:
+            return [r.model_dump(mode="json") for r in rs]
+
         return {
             "created": refs(self.created),
             "updated": refs(self.updated),

@@ -221,7 +221,10 @@ def _parts(
     persona: dict[str, Any], message: str, instruction: str, voice: Voice, rng: random.Random
 ) -> tuple[list[tuple[str, str]], str]:
     """The reply as (kind, sentence) pairs in reading order, and the lead expertise."""
-    safe = lambda text: not any(mentions(text, t) for t in voice.forbidden)  # noqa: E731
+
+    def safe(text: str) -> bool:
+        return not any(mentions(text, t) for t in voice.forbidden)
+
     expertise = [_clean(x, voice, strip_end=True) for x in persona.get("expertise") or [] if safe(str(x))]
     default_lead = "我的专业领域" if voice.language == "zh" else "my field"
 

@@ -14,9 +14,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import duckdb
 import pandas as pd
 
 from furnace.storage.duckdb.db import Database
+
+Source = Database | duckdb.DuckDBPyConnection
+"""The live file, or a connection over a snapshot (:func:`furnace.analysis.connect`)."""
 
 EDGE_COLUMNS = ["parent", "child", "operator", "op_version", "parent_version"]
 AGENT_COLUMNS = ["agent_id", "name", "operator", "op_version", "lineage_hash", "parents", "created_at"]
@@ -80,15 +84,16 @@ CALL_COLUMNS = [
 ]
 
 
-def _rows(db: Database | Any, sql: str, params: Sequence[Any]) -> list[tuple]:
+def _rows(db: Source, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     """Rows from the live file (a Database) or from a snapshot connection."""
     if isinstance(db, Database):
         return db.query(sql, list(params))
-    return db.execute(sql, list(params)).fetchall()
+    rows: list[tuple[Any, ...]] = db.execute(sql, list(params)).fetchall()
+    return rows
 
 
 def _frame(
-    db: Database, sql: str, params: Sequence[Any], columns: list[str], json_cols: Sequence[str] = ()
+    db: Source, sql: str, params: Sequence[Any], columns: list[str], json_cols: Sequence[str] = ()
 ) -> pd.DataFrame:
     rows = _rows(db, sql, params)
     frame = pd.DataFrame(rows, columns=columns) if rows else pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
@@ -108,7 +113,7 @@ def _where(filters: dict[str, Any]) -> tuple[str, list[Any]]:
 # --- lineage -------------------------------------------------------------------
 
 
-def lineage_edges(db: Database, children: Sequence[str] | None = None) -> pd.DataFrame:
+def lineage_edges(db: Source, children: Sequence[str] | None = None) -> pd.DataFrame:
     """Every lineage edge (or those into ``children``): parent, child, operator, op_version, parent_version
     (0 = unpinned)."""
     where, params = ("", []) if children is None else (" WHERE list_contains(?, child)", [list(children)])
@@ -116,7 +121,7 @@ def lineage_edges(db: Database, children: Sequence[str] | None = None) -> pd.Dat
     return _frame(db, sql, params, EDGE_COLUMNS)
 
 
-def agents(db: Database) -> pd.DataFrame:
+def agents(db: Source) -> pd.DataFrame:
     """Every agent with its name, operator, op_version, lineage hash and parent refs (``id@version``)."""
     sql = (
         "SELECT a.id, e.name, a.lineage->>'$.operator', a.lineage->>'$.op_version', a.lineage_hash,"
@@ -129,7 +134,7 @@ def agents(db: Database) -> pd.DataFrame:
     return frame
 
 
-def elixir_bodies(db: Database, ids: Sequence[str] | None = None) -> pd.DataFrame:
+def elixir_bodies(db: Source, ids: Sequence[str] | None = None) -> pd.DataFrame:
     """The latest stored version of each elixir (library and agents): id, version, origin, name, body (dict)."""
     cols = ["id", "version", "origin", "name", "content_hash", "body"]
     sql = (
@@ -145,7 +150,7 @@ def elixir_bodies(db: Database, ids: Sequence[str] | None = None) -> pd.DataFram
 # --- experiments -----------------------------------------------------------------
 
 
-def experiments(db: Database) -> pd.DataFrame:
+def experiments(db: Source) -> pd.DataFrame:
     """Every experiment: id, name, model, status, seed, config (dict), summary (dict), created_at."""
     return _frame(
         db,
@@ -156,7 +161,7 @@ def experiments(db: Database) -> pd.DataFrame:
     )
 
 
-def individuals(db: Database, experiment_id: str | None = None) -> pd.DataFrame:
+def individuals(db: Source, experiment_id: str | None = None) -> pd.DataFrame:
     """Evaluated individuals (one row per generation and agent); ``parents`` a list, ``objectives`` a dict."""
     where, params = _where({"experiment_id": experiment_id})
     sql = (
@@ -166,7 +171,7 @@ def individuals(db: Database, experiment_id: str | None = None) -> pd.DataFrame:
     return _frame(db, sql, params, INDIVIDUAL_COLUMNS, json_cols=["parents", "objectives", "elixir"])
 
 
-def generations(db: Database, experiment_id: str | None = None) -> pd.DataFrame:
+def generations(db: Source, experiment_id: str | None = None) -> pd.DataFrame:
     """Finished generations: best and mean fitness, survivors, operator weights, calls, tokens, cost."""
     where, params = _where({"experiment_id": experiment_id})
     sql = (
@@ -175,7 +180,7 @@ def generations(db: Database, experiment_id: str | None = None) -> pd.DataFrame:
     return _frame(db, sql, params, GENERATION_COLUMNS, json_cols=["survivors", "operator_weights"])
 
 
-def scores(db: Database, experiment_id: str | None = None) -> pd.DataFrame:
+def scores(db: Source, experiment_id: str | None = None) -> pd.DataFrame:
     """Per-probe scorer verdicts (probe ``*`` for per-agent scorers)."""
     where, params = _where({"experiment_id": experiment_id})
     sql = (
@@ -188,7 +193,7 @@ def scores(db: Database, experiment_id: str | None = None) -> pd.DataFrame:
 # --- content and revisions -------------------------------------------------------
 
 
-def contents(db: Database, persona_id: str | None = None) -> pd.DataFrame:
+def contents(db: Source, persona_id: str | None = None) -> pd.DataFrame:
     """Content items: id, persona, the persona version that wrote V1, topic, language."""
     where, params = _where({"persona_id": persona_id})
     sql = (
@@ -198,14 +203,14 @@ def contents(db: Database, persona_id: str | None = None) -> pd.DataFrame:
     return _frame(db, sql, params, CONTENT_COLUMNS)
 
 
-def content_versions(db: Database, content_id: str | None = None) -> pd.DataFrame:
+def content_versions(db: Source, content_id: str | None = None) -> pd.DataFrame:
     """Every version of every (or one) content item, oldest first."""
     where, params = _where({"content_id": content_id})
     sql = f"SELECT {', '.join(VERSION_COLUMNS)} FROM content_versions{where} ORDER BY content_id, version"
     return _frame(db, sql, params, VERSION_COLUMNS)
 
 
-def revisions(db: Database, content_id: str | None = None) -> pd.DataFrame:
+def revisions(db: Source, content_id: str | None = None) -> pd.DataFrame:
     """Revision records with their suggestions (a list) and the full text before and after."""
     where, params = _where({"content_id": content_id})
     cols = ", ".join(["id"] + REVISION_COLUMNS[1:])
@@ -213,13 +218,13 @@ def revisions(db: Database, content_id: str | None = None) -> pd.DataFrame:
     return _frame(db, sql, params, REVISION_COLUMNS, json_cols=["suggestions"])
 
 
-def processed_revisions(db: Database) -> pd.DataFrame:
+def processed_revisions(db: Source) -> pd.DataFrame:
     """Preference extraction per revision: status (learned | nothing | already) and what it found."""
     sql = f"SELECT {', '.join(PROCESSED_COLUMNS)} FROM processed_revisions ORDER BY processed_at, revision_id"
     return _frame(db, sql, [], PROCESSED_COLUMNS, json_cols=["preferences"])
 
 
-def persona_preferences(db: Database, persona_id: str | None = None) -> pd.DataFrame:
+def persona_preferences(db: Source, persona_id: str | None = None) -> pd.DataFrame:
     """Learned style preferences of every stored persona version, one row per (version, preference)."""
     where, params = _where({"id": persona_id})
     sql = f"SELECT id, version, body->'$.style_preferences' FROM elixir_versions{where} ORDER BY id, version"
@@ -246,7 +251,7 @@ def persona_preferences(db: Database, persona_id: str | None = None) -> pd.DataF
 # --- model calls -----------------------------------------------------------------
 
 
-def call_totals(db: Database, run_id: str | None = None) -> pd.DataFrame:
+def call_totals(db: Source, run_id: str | None = None) -> pd.DataFrame:
     """Model-call accounting per run and task: calls, cached calls, tokens, cost, latency."""
     if isinstance(db, Database):  # this process's buffered ledger rows count too
         from furnace.storage.duckdb.llm_calls import flush_pending

@@ -344,7 +344,7 @@ class Database:
                 time.sleep(0.005 * (attempt + 1))
         raise AssertionError("unreachable")
 
-    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> list[tuple]:
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
         """Run one read statement and return all rows."""
         with self.unit() as con:
             return con.execute(sql, params or []).fetchall()

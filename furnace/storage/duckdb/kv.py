@@ -51,7 +51,10 @@ class DuckDBKV:
                 "INSERT INTO kv (key, value, created_at, expires_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 [key, json.dumps(value, ensure_ascii=False, sort_keys=True), _ts(now), expires],
             )
-            return json.loads(con.execute("SELECT value FROM kv WHERE key = ?", [key]).fetchall()[0][0])
+            stored: dict[str, Any] = json.loads(
+                con.execute("SELECT value FROM kv WHERE key = ?", [key]).fetchall()[0][0]
+            )
+            return stored
 
         return self.db.write(work)
 

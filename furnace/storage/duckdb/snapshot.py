@@ -64,7 +64,8 @@ def current(root: Path) -> Path | None:
 
 def manifest(folder: Path) -> dict[str, Any]:
     """The manifest of one snapshot folder: id, tables (row counts), schema_version, taken_at."""
-    return json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    return data
 
 
 def refresh(db: Database) -> Path:

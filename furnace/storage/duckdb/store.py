@@ -514,7 +514,7 @@ class _EdgeIndex:
         self.up: Adjacency = {}
         self.down: Adjacency = {}
 
-    def _add(self, rows: Sequence[tuple]) -> None:
+    def _add(self, rows: Sequence[tuple[Any, ...]]) -> None:
         for parent, child, operator in rows:
             self.up.setdefault(child, []).append((parent, operator))
             self.down.setdefault(parent, []).append((child, operator))
