@@ -1,8 +1,9 @@
-"""The import contracts of pyproject.toml ([tool.importlinter]; docs/architecture.md) hold.
+"""``make lint`` holds: the import contracts of pyproject.toml ([tool.importlinter];
+docs/architecture.md), ruff (rules and format) and mypy (strict on the core packages).
 
 Run here as well as by ``make lint`` so that ``make test`` fails on an import that
 breaks the layering (a core package reaching an adapter, a face importing another
-face, a cycle inside a package).
+face, a cycle inside a package), on a lint or format slip, and on a type error.
 """
 
 from __future__ import annotations
@@ -12,11 +13,43 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+# The lines of the Makefile's `lint` recipe, as run there; lint-imports is the test just below.
+LINT = [
+    "ruff check furnace bench tests notebooks",
+    "ruff format --check furnace bench tests notebooks",
+    "mypy furnace",
+]
+
+
+def _lint_recipe() -> list[str]:
+    lines = (REPO / "Makefile").read_text(encoding="utf-8").split("lint: setup\n", 1)[1].splitlines()
+    recipe = []
+    for line in lines:
+        if not line.startswith("\t"):
+            break
+        recipe.append(line.strip().removeprefix("$(BIN)/"))
+    return recipe
+
+
+def test_the_lint_tests_are_the_makefile_lint_target() -> None:
+    assert _lint_recipe() == [*LINT, "lint-imports"]
+
+
+@pytest.mark.parametrize("command", LINT, ids=[c.split()[0] + (" format" if "format" in c else "") for c in LINT])
+def test_lint_is_clean(command: str) -> None:
+    # mypy keeps its cache in the checkout's .mypy_cache (git-ignored): a few seconds once warm.
+    tool, *args = command.split()
+    out = subprocess.run([str(BIN / tool), *args], cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout[-6000:] + out.stderr[-2000:]
 
 
 def test_import_contracts_are_kept() -> None:
-    lint = Path(sys.executable).parent / "lint-imports"
+    lint = BIN / "lint-imports"
     out = subprocess.run(
         [str(lint), "--config", str(REPO / "pyproject.toml"), "--no-cache"],
         cwd=REPO,
