@@ -11,7 +11,7 @@ cost" is about costs, not experiments).
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, get_args
 
 Intent = Literal[
     "common_ancestors",
@@ -32,25 +32,8 @@ Intent = Literal[
     "experiments",
     "personas",
 ]
-INTENTS: tuple[Intent, ...] = (
-    "common_ancestors",
-    "descendants",
-    "ancestors",
-    "experiment_compare",
-    "persona_diff",
-    "operators",
-    "judge_feedback",
-    "failures",
-    "arena_runs",
-    "preferences",
-    "revisions",
-    "content_versions",
-    "persona_versions",
-    "costs",
-    "top_agents",
-    "experiments",
-    "personas",
-)
+INTENTS: tuple[Intent, ...] = get_args(Intent)
+"""Every intent, in rule order (the Literal above is the one list)."""
 
 _I = re.I
 # Checked in order: the first rule that matches wins.
