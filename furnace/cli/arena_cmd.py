@@ -15,17 +15,20 @@ from __future__ import annotations
 import json
 import os
 import signal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from furnace.cli.context import emit, json_option
 from furnace.runtime import Runtime
 
+if TYPE_CHECKING:
+    from furnace.arena.runner import Arena, CheckpointHook
+
 KILL_AFTER_ENV = "FURNACE_ARENA_KILL_AFTER"
 
 
-def _kill_hook() -> Any:
+def _kill_hook() -> CheckpointHook | None:
     raw = os.environ.get(KILL_AFTER_ENV)
     if not raw:
         return None
@@ -38,7 +41,7 @@ def _kill_hook() -> Any:
     return hook
 
 
-def _arena(ctx: Runtime) -> Any:
+def _arena(ctx: Runtime) -> Arena:
     return ctx.arena(after_checkpoint=_kill_hook())
 
 

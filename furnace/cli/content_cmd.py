@@ -9,8 +9,10 @@ import click
 
 from furnace.cli.context import emit, json_option
 from furnace.domain.elixir import Elixir
+from furnace.llm.seam import LLM
 from furnace.runtime import Runtime
-from furnace.writing.content import ContentVersion, generate_content
+from furnace.storage.store import ElixirStore
+from furnace.writing.content import ContentStore, ContentVersion, generate_content
 from furnace.writing.revision import diff_versions, rollback
 
 
@@ -46,7 +48,7 @@ def prefs_text(elixir: Elixir) -> str:
 
 
 def run_revision_demo(
-    store: Any, content_store: Any, llm: Any, *, persona: str, topic: str, suggestions: list[str]
+    store: ElixirStore, content_store: ContentStore, llm: LLM, *, persona: str, topic: str, suggestions: list[str]
 ) -> dict[str, Any]:
     """The preference loop end to end: write, revise each suggestion, write again with what was learned."""
     from furnace.writing.revision import revise

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import yaml
@@ -13,7 +13,10 @@ from furnace.cli.context import emit, json_option
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import InputError
 from furnace.runtime import Runtime
-from furnace.storage.store import ElixirSummary
+from furnace.storage.store import ElixirStore, ElixirSummary
+
+if TYPE_CHECKING:
+    from furnace.interop.importers.report import ImportReport
 
 LIBRARY_DIR = resources.LIBRARY_DIR
 
@@ -30,7 +33,7 @@ def parse_ref(text: str) -> tuple[str, int | None]:
     return id, int(version)
 
 
-def load(store: Any, text: str) -> Elixir:
+def load(store: ElixirStore, text: str) -> Elixir:
     """The elixir named by ``ID[@VERSION]``."""
     id, version = parse_ref(text)
     return store.get_elixir(id, version)
@@ -74,7 +77,7 @@ def ref_line(ref: ElixirRef, status: str) -> str:
     return f"{ref.id}  v{ref.version}  {ref.content_hash}  {status}"
 
 
-def report_lines(report: Any) -> str:
+def report_lines(report: ImportReport) -> str:
     """Human output of an import report: one line per ref, skipped rows, then a summary."""
     lines = [
         ref_line(r, s)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
@@ -12,11 +11,12 @@ from furnace.domain.agent import AGENT_PREFIX, Agent
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, NotFound
 from furnace.runtime import Runtime
+from furnace.storage.store import ElixirStore
 
 FORMATS = ("card-v2", "card-v3", "card-png", "skill", "skill-zip")
 
 
-def resolve_target(store: Any, text: str) -> Elixir | Agent:
+def resolve_target(store: ElixirStore, text: str) -> Elixir | Agent:
     """``ID[@VERSION]`` of an elixir, or an agent id (``agt-…``; other ids fall back to agents)."""
     from furnace.cli.elixir_cmd import parse_ref
 

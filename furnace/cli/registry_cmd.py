@@ -7,22 +7,28 @@ what ``furnace agent promote`` calls after a promotion.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from furnace.cli.context import emit, json_option
+from furnace.domain.elixir import ElixirRef
 from furnace.runtime import Runtime
+
+if TYPE_CHECKING:
+    from furnace.adapters.mlflow_prompts import RegisteredPrompt
 
 ALIAS_CHOICE = click.Choice(["champion", "candidate"])
 
 
-def _text(reg: Any, verb: str) -> str:
+def _text(reg: RegisteredPrompt, verb: str) -> str:
     aliases = f"  aliases: {', '.join(reg.aliases)}" if reg.aliases else ""
     return f"{verb} {reg.uri} for {reg.agent_id} (lineage {reg.lineage_hash[:12]}){aliases}"
 
 
-def register_promoted(ctx: Runtime, agent_id: str, ref: Any, *, alias: str = "candidate", quiet: bool = False) -> Any:
+def register_promoted(
+    ctx: Runtime, agent_id: str, ref: ElixirRef, *, alias: str = "candidate", quiet: bool = False
+) -> RegisteredPrompt | None:
     """Register a just-promoted agent's prompt (alias ``candidate``); a registry failure is a note, not an error.
 
     Prints one line on stderr (unless ``quiet``, e.g. under ``--json``) naming the registered version."""

@@ -6,10 +6,14 @@ from furnace import offline_env
 
 offline_env.apply()
 
+from collections.abc import Iterable  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
 
 from furnace.runtime import Runtime  # noqa: E402
+
+if TYPE_CHECKING:
+    from furnace.evolution.config import ExperimentConfig
 
 
 def runtime(home: str | None) -> Runtime:
@@ -39,7 +43,7 @@ def furnace_version() -> str:
         return "0+source"
 
 
-def scorer_versions(names: Any = None) -> str:
+def scorer_versions(names: Iterable[str] | None = None) -> str:
     """``scorers[name:version,…]`` for ``names`` (all scorers when None)."""
     from furnace.scoring.fitness import SCORERS
 
@@ -47,7 +51,7 @@ def scorer_versions(names: Any = None) -> str:
     return "scorers[" + ",".join(f"{n}:{SCORERS[n].version}" for n in chosen if n in SCORERS) + "]"
 
 
-def operator_versions(names: Any = None) -> str:
+def operator_versions(names: Iterable[str] | None = None) -> str:
     """``ops[name:op_version,…]`` for ``names`` (all operators when None)."""
     from furnace.fusion.operators import OPERATORS
 
@@ -55,7 +59,7 @@ def operator_versions(names: Any = None) -> str:
     return "ops[" + ",".join(f"{n}:{OPERATORS[n].op_version}" for n in chosen if n in OPERATORS) + "]"
 
 
-def unit_version(config: Any) -> str:
+def unit_version(config: ExperimentConfig) -> str:
     """The version of an evaluation task: the operator and scorer versions it runs."""
     return f"{operator_versions(config.operators)} {scorer_versions(config.scorers)}"
 

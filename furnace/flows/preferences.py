@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from furnace import offline_env
 
@@ -23,11 +23,18 @@ from prefect.cache_policies import NONE  # noqa: E402
 from furnace.flows._common import furnace_version, runtime  # noqa: E402
 from furnace.writing.preferences import BatchReport, process_unprocessed  # noqa: E402
 
+if TYPE_CHECKING:
+    from furnace.llm.seam import LLM
+    from furnace.storage.store import ElixirStore
+    from furnace.writing.content import ContentStore
+
 MLFLOW_EXPERIMENT = "furnace-preferences"
 
 
 @task(name="process-batch", version=f"furnace:{furnace_version()}", cache_policy=NONE)
-def process_batch(store: Any, content_store: Any, llm: Any, limit: int | None, seed: int) -> BatchReport:
+def process_batch(
+    store: ElixirStore, content_store: ContentStore, llm: LLM, limit: int | None, seed: int
+) -> BatchReport:
     """Learn from every unprocessed revision (one furnace call)."""
     return process_unprocessed(store, content_store, llm, limit=limit, seed=seed)
 
