@@ -198,8 +198,9 @@ def record_sweep(
         tracker.log_generation(generation, {"best_fitness": best, "mean_fitness": mean}, {})
     rows = sorted((cell_row(plan, r) for r in records), key=lambda r: (-r["fitness"], r["rate"], r["seed"]))
     fittest = next((r for r in sorted(scored, key=lambda r: (-r.fitness, r.agent_id))), None)
+    best_agent = fittest.agent_id if fittest else None
     summary = {
-        "best_agent": fittest.agent_id if fittest else None,
+        "best_agent": best_agent,
         "best_fitness": fittest.fitness if fittest else None,
         "generations": 2,
         "failures": sum(r.failures for r in records),
@@ -210,7 +211,7 @@ def record_sweep(
     results.finish_experiment(sweep_id, "finished", summary)
     tracker.finish(
         "finished",
-        {"furnace.status": "finished", "furnace.best_agent": summary["best_agent"] or ""},
+        {"furnace.status": "finished", "furnace.best_agent": best_agent or ""},
         {"sweep.json": rows},
         totals.as_dict(),
     )
