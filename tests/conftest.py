@@ -60,3 +60,9 @@ def prefect_harness():
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``longest`` run first: spread over the workers from the start, they overlap the
+    rest of the suite instead of finishing it alone (the order of everything else is kept)."""
+    items.sort(key=lambda item: item.get_closest_marker("longest") is None)

@@ -40,6 +40,7 @@ def test_the_lint_tests_are_the_makefile_lint_target() -> None:
     assert _lint_recipe() == [*LINT, "lint-imports"]
 
 
+@pytest.mark.longest  # a cold mypy cache (a fresh clone) takes minutes of CPU: start it first
 @pytest.mark.parametrize("command", LINT, ids=[c.split()[0] + (" format" if "format" in c else "") for c in LINT])
 def test_lint_is_clean(command: str) -> None:
     # mypy keeps its cache in the checkout's .mypy_cache (git-ignored): a few seconds once warm.
