@@ -21,7 +21,8 @@ import os
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -119,6 +120,20 @@ def build_embedder(settings: FurnaceSettings, *, db: Database | None = None) -> 
     warnings.warn(message, RuntimeWarning, stacklevel=2)
     logging.getLogger("furnace.fusion.embedding").warning(message)
     return HashEmbedder()
+
+
+def worker_model(model: str | None, api_base: str | None, timeout_s: float, max_retries: int) -> LLM:
+    """The model client a Dask worker builds for ``model`` (None: the offline engine), with no store
+    behind it; a key comes from the worker's own environment (no secret is shipped to workers)."""
+    settings = FurnaceSettings().model_copy(
+        update={"model": model, "api_base": api_base, "timeout_s": timeout_s, "max_retries": max_retries}
+    )
+    return build_llm(settings).inner
+
+
+def worker_embedder(choice: str) -> Embedder:
+    """The embedder a Dask worker builds (``settings.embedder``; no vector store behind it)."""
+    return build_embedder(FurnaceSettings().model_copy(update={"embedder": choice}))
 
 
 @dataclass
@@ -350,6 +365,69 @@ class Runtime:
         )
         return PreparedExperiment(evolution, estimate(config, len(probes.probes)), llm)
 
+    def isolated_runner(
+        self,
+        prepared: PreparedExperiment,
+        make: Callable[[World, Sink], IsolatedUnitRunner],
+        *,
+        slots: int,
+    ) -> IsolatedUnitRunner:
+        """Run ``prepared``'s units in other processes (:mod:`furnace.evolution.isolated`): ``make``
+        builds the runner from the run's :class:`World` and the :class:`Sink` that writes outcomes
+        here, into this runtime's store, caches and ledger (e.g. ``partial(dask_runner, client)``).
+        ``slots``: model calls in flight per worker process."""
+        from functools import partial
+
+        from furnace.evolution.isolated import Sink, build_world
+        from furnace.llm.seam import OFFLINE_MODEL_NAME
+
+        evo = prepared.evolution
+
+        def factory(name: str) -> Callable[[], LLM]:
+            model = None if name == OFFLINE_MODEL_NAME else name
+            s = self.settings
+            return partial(worker_model, model, s.api_base, s.timeout_s, s.max_retries)
+
+        judge = factory(evo.judge.model_name) if evo.judge is not None else None
+        cache, ledger = prepared.llm.cache, prepared.llm.ledger
+        world = build_world(
+            evo,
+            model=factory(evo.llm.model_name),
+            judge=judge,
+            embedder=partial(worker_embedder, self.settings.embedder),
+            settings=self.settings,
+            slots=slots,
+            responses=cache,
+            ledger=ledger,
+            kv=self.kv,
+            store=self.store,
+        )
+        return make(world, Sink(evo, self.store, cache, ledger, self.kv))
+
+    @contextmanager
+    def on_dask(
+        self, prepared: PreparedExperiment, *, address: str | None = None, on_status: Callable[[str], None] = print
+    ) -> Iterator[None]:
+        """Run ``prepared``'s units on Dask while the block runs: a local cluster of
+        ``settings.dask_workers`` processes on 127.0.0.1 (stopped with the block), or the scheduler at
+        ``address`` / ``settings.dask_address``. Workers never open the store; this process writes."""
+        from functools import partial
+
+        from furnace.adapters.dask_cluster import dask_client, dask_runner, slots_per_worker, worker_count
+
+        workers = self.settings.dask_workers
+        concurrency = prepared.evolution.config.concurrency
+        slots = slots_per_worker(concurrency, workers)
+        address = address or self.settings.dask_address
+        with dask_client(address, workers=workers, threads=2 * slots, on_status=on_status) as client:
+            slots = slots_per_worker(concurrency, worker_count(client))
+            previous = prepared.evolution.unit_runner
+            prepared.evolution.unit_runner = self.isolated_runner(prepared, partial(dask_runner, client), slots=slots)
+            try:
+                yield
+            finally:
+                prepared.evolution.unit_runner = previous
+
 
 # -- notebooks -----------------------------------------------------------------------------------------
 
@@ -412,3 +490,4 @@ def sample_runtime(home: Path, need: Need | None = None) -> Runtime:
 
 if TYPE_CHECKING:
     from furnace.evolution.breeding import FusionBreeder
+    from furnace.evolution.isolated import IsolatedUnitRunner, Sink, World

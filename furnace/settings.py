@@ -36,6 +36,10 @@ class FurnaceSettings(BaseSettings):
     mlflow_uri: str | None = None
     mlflow_ui_url: str | None = Field(default=None, description="a running `mlflow ui` (the app links runs to it)")
     prefect_ui_url: str | None = Field(default=None, description="a Prefect UI (the app links flow runs to it)")
+    dask_address: str | None = Field(
+        default=None, description="a Dask scheduler for --runner dask (tcp://host:8786); unset = local worker processes"
+    )
+    dask_workers: int = Field(default=2, ge=1, description="worker processes of the local Dask cluster")
     app_host: str = "127.0.0.1"
     app_port: int = 8501
 

@@ -30,7 +30,9 @@ STOP_GRACE_S = 10.0
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent(parent: int) -> None:  # runs in the child, between fork and exec
+def die_with_parent(parent: int) -> None:
+    """In a child process (its main thread): get SIGTERM when ``parent`` dies (Linux), and exit
+    now if it is already gone. Run between fork and exec, or first thing in a Python child."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -59,7 +61,7 @@ def start_child(command: Sequence[str], *, env: dict[str, str] | None = None, **
     """Start ``command`` in the background, bound to furnace's life: it gets SIGTERM when furnace
     dies, however it dies (call from the main thread: the binding is to the calling thread)."""
     parent = os.getpid()
-    return subprocess.Popen(list(command), env=env, preexec_fn=lambda: _die_with_parent(parent), **popen)  # noqa: PLW1509
+    return subprocess.Popen(list(command), env=env, preexec_fn=lambda: die_with_parent(parent), **popen)  # noqa: PLW1509
 
 
 def run_child(command: Sequence[str], *, env: dict[str, str] | None = None) -> int:

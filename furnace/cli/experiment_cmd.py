@@ -35,8 +35,11 @@ def run_experiment_file(
     track: bool = True,
     quiet: bool = False,
     keep_failures: bool = False,
+    runner: str = "threads",
+    dask_address: str | None = None,
 ) -> ExperimentReport:
-    """Load, estimate, run and return the report of one experiment file."""
+    """Load, estimate, run and return the report of one experiment file (``runner="dask"``: its
+    units on Dask worker processes, see :meth:`Runtime.on_dask`)."""
     from furnace.evolution.config import load_config
 
     config = load_config(file)
@@ -49,6 +52,9 @@ def run_experiment_file(
         keep_failures=keep_failures,
     )
     check_budget(prepared, yes=yes, as_json=as_json)
+    if runner == "dask":
+        with ctx.on_dask(prepared, address=dask_address, on_status=lambda line: click.echo(line, err=True)):
+            return prepared.evolution.run()
     return prepared.evolution.run()
 
 
@@ -62,7 +68,18 @@ def experiment_group() -> None:
 @click.option("--yes", is_flag=True, help="Start even when the estimate exceeds the budget.")
 @click.option("--no-mlflow", is_flag=True, help="Do not log to MLflow.")
 @click.option("--prefect", is_flag=True, help="Run as a Prefect flow (PREFECT_API_URL, or a temporary server).")
-@click.option("--runner", type=click.Choice(["threads", "dask"]), default="threads", help="Prefect task runner.")
+@click.option(
+    "--runner",
+    type=click.Choice(["threads", "dask"]),
+    default="threads",
+    help="threads in this process, or dask: worker processes (FURNACE_DASK_WORKERS, default 2) on 127.0.0.1.",
+)
+@click.option(
+    "--dask-address",
+    default=None,
+    metavar="ADDRESS",
+    help="With --runner dask: an existing Dask scheduler (tcp://host:8786; or FURNACE_DASK_ADDRESS).",
+)
 @click.option("--keep-failures", is_flag=True, help="On a rerun, keep individuals whose scoring failed (no retry).")
 @json_option
 @click.pass_obj
@@ -73,6 +90,7 @@ def run_cmd(
     no_mlflow: bool,
     prefect: bool,
     runner: str,
+    dask_address: str | None,
     keep_failures: bool,
     as_json: bool,
 ) -> None:
@@ -92,10 +110,20 @@ def run_cmd(
                 runner=runner,
                 show=not as_json,
                 keep_failures=keep_failures,
+                dask_address=dask_address,
             )
         emit(data, as_json=as_json, human=data.get("text"))
         return
-    report = run_experiment_file(obj, file, yes=yes, as_json=as_json, track=not no_mlflow, keep_failures=keep_failures)
+    report = run_experiment_file(
+        obj,
+        file,
+        yes=yes,
+        as_json=as_json,
+        track=not no_mlflow,
+        keep_failures=keep_failures,
+        runner=runner,
+        dask_address=dask_address,
+    )
     emit(report.as_dict(), as_json=as_json, human=render_report(report))
 
 

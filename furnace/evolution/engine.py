@@ -50,7 +50,7 @@ from furnace.evolution.report import ExperimentReport, build_report
 from furnace.evolution.selection import OperatorBoard, choose_operator, survivors
 from furnace.evolution.tracker import NullTracker, Span, Tracker, start_trace
 from furnace.evolution.units import Finished, ThreadUnitRunner, Unit, UnitRunner
-from furnace.evolution.writer import RecordWriter, Replacement
+from furnace.evolution.writer import Deferred, RecordWriter, Replacement
 from furnace.llm.cache import CallTotals
 from furnace.llm.routing import TaskRouter
 from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind
@@ -434,6 +434,23 @@ class Evolution:
         self.results.finish_experiment(self.experiment_id, self.status, report.summary())
         self.tracker.finish(self.status, report.tags(), report.artifacts(), report.totals)
         return report
+
+    def write_with_records(self, write: Callable[[], None]) -> None:
+        """Queue ``write`` on the run's record writer: done in order with the records put after it, in
+        their unit of work (a record is never saved without what was queued before it)."""
+        self._writer.put(Deferred(write))
+
+    def unit_meter(self, generation: int, slot: int) -> CallTotals:
+        """The calls of the unit at ``(generation, slot)`` evaluated in this process (until its generation closes)."""
+        with self._embed_lock:
+            return self._unit_meters.get((generation, slot), CallTotals())
+
+    def account_unit(self, generation: int, slot: int, spent: CallTotals) -> None:
+        """Count the calls a unit made in another process (``furnace.evolution.isolated``): the run's
+        meter (budget) and its generation's figures see them as if they were made here."""
+        self.metered.account(spent)
+        with self._embed_lock:
+            self._unit_meters[(generation, slot)] = spent
 
     def run_totals(self) -> CallTotals:
         """This experiment's totals: from the call ledger (every run of it, interrupted ones included)

@@ -123,6 +123,11 @@ class MeteredLLM:
             return f"budget.max_usd {b.max_usd} reached (${m.cost_usd:.4f})"
         return None
 
+    def account(self, spent: CallTotals) -> None:
+        """Add calls made elsewhere (a unit in another process) to the meter the budget reads."""
+        with self._lock:
+            self._meter = self._meter.plus(spent)
+
     def at(self, priority: float) -> LLM:
         """This model with every call queued at ``priority`` (smaller is served first)."""
         return _AtPriority(self, priority)

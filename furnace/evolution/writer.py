@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,6 +14,14 @@ class Replacement:
     """An individual that replaces what is recorded at its slot (a rerun's new evaluation)."""
 
     record: Any
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """Other writes that belong with the records after them (what a unit run in another process
+    made: its agent and cache entries), done in the same unit of work, in order."""
+
+    write: Callable[[], None]
 
 
 class RecordWriter:
@@ -65,7 +74,7 @@ class RecordWriter:
 
         run: list[Any] = []
         for item in [*batch, None]:
-            if item is None or isinstance(item, (GenerationRecord, Replacement)):
+            if item is None or isinstance(item, (GenerationRecord, Replacement, Deferred)):
                 if run:
                     many = getattr(self.results, "save_individuals", None)
                     if callable(many):
@@ -74,7 +83,9 @@ class RecordWriter:
                         for record in run:
                             self.results.save_individual(record)
                     run = []
-                if isinstance(item, Replacement):
+                if isinstance(item, Deferred):
+                    item.write()
+                elif isinstance(item, Replacement):
                     self.results.replace_individual(item.record)
                 elif item is not None:
                     self.results.save_generation(item)

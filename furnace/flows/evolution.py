@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import sys  # noqa: E402
 from datetime import UTC, datetime, timedelta  # noqa: E402
-from functools import lru_cache  # noqa: E402
+from functools import lru_cache, partial  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from prefect import flow, task  # noqa: E402
 
+from furnace.adapters.dask_cluster import Placement, dask_client, slots_per_worker, worker_count
+from furnace.evolution.isolated import IsolatedUnitRunner, Job, Outcome, Sink, World, run_job
 from furnace.evolution.units import Unit  # noqa: E402
 from furnace.flows._common import resolve, results_dir, runtime, unit_version
 from furnace.views.experiments import PREFECT_FLOW_RUN_TAG
@@ -69,42 +71,47 @@ class PrefectUnitRunner:
         """Prefect's task runner ends with the flow."""
 
 
-def evaluate_remote(file: str, home: str | None, key: str, args: tuple[Any, ...]) -> Any:
-    """The same unit in a Dask worker: rebuild the experiment's collaborators there (once per
-    worker process) from plain data, then evaluate. Budget and totals are per worker here."""
-    return _worker_evolution(file, home).evaluate_unit(*args)
+def evaluate_isolated(key: str, world: World, job: Job) -> Outcome:
+    """The same unit on a Dask worker (``--runner dask``): run with memory-only collaborators, its
+    record, call-ledger rows and cache entries returned for the flow to write (the worker never
+    opens the store; :mod:`furnace.evolution.isolated`). Cached on ``key`` like the local task."""
+    return run_job(world, job)
 
 
-@lru_cache(maxsize=8)
-def _worker_evolution(file: str, home: str | None) -> Any:
-    from furnace.evolution.config import load_config
-
-    return runtime(home).prepare_experiment(load_config(file), track=False).evolution
-
-
-class DaskUnitRunner(PrefectUnitRunner):
-    """Submits picklable unit inputs (no closures) so Dask can ship them to its workers."""
-
-    def __init__(self, version: str, results: str, file: str, home: str | None) -> None:
-        self.task = task(**_evaluation_options(version, results))(evaluate_remote)
-        self.file, self.home = file, home
-
-    def submit(self, unit: Unit) -> Any:
-        return self.options(unit).submit(self.file, self.home, unit.key, unit.args)
+@lru_cache(maxsize=32)
+def isolated_task(version: str, results: str) -> Any:
+    """The per-individual task for Dask workers (see :func:`_evaluation_options`)."""
+    return task(**_evaluation_options(version, results))(evaluate_isolated)
 
 
-def _task_runner(runner: str, concurrency: int) -> Any:
+class _PrefectSubmit:
+    """Submits a unit's job as a Prefect task (on the flow's Dask task runner)."""
+
+    def __init__(self, version: str, results: str, world: World) -> None:
+        from distributed import default_client
+
+        self.task, self.world = isolated_task(version, results), world
+        self.placement = Placement(default_client())  # the cluster evolution_flow connected to
+
+    def __call__(self, job: Job, order: int) -> Any:
+        import dask
+
+        name = f"slot-{job.args[1].slot}-{job.key[:8]}"
+        # a retried unit (a failure in its slot) runs again and refreshes the cached result
+        task = self.task.with_options(task_run_name=name, refresh_cache=job.retry)
+        with dask.annotate(priority=-order, **self.placement.restrictions(job)):
+            return task.submit(job.key, self.world, job)
+
+
+def _dask_units(version: str, results: str, world: World, sink: Sink) -> IsolatedUnitRunner:
+    return IsolatedUnitRunner(_PrefectSubmit(version, results, world), sink)
+
+
+def _task_runner(runner: str, concurrency: int, address: str | None = None) -> Any:
     if runner == "dask":
         from prefect_dask import DaskTaskRunner
 
-        return DaskTaskRunner(
-            cluster_kwargs={
-                "processes": False,
-                "n_workers": 1,
-                "threads_per_worker": max(2, concurrency),
-                "dashboard_address": "127.0.0.1:0",  # loopback only, any free port
-            }
-        )
+        return DaskTaskRunner(address=address)  # the cluster evolution_flow started (or was given)
     from prefect.task_runners import ThreadPoolTaskRunner
 
     return ThreadPoolTaskRunner(max_workers=max(2, concurrency * 2))
@@ -120,6 +127,7 @@ def run_evolution(
     show: bool = False,
     reseed: bool = False,
     keep_failures: bool = False,
+    dask_workers: int = 1,
 ) -> dict[str, Any]:
     """The flow body: prepare the experiment as the CLI does (``show``: the estimate and the
     progress bar on stderr, as in a plain run), run it with Prefect tasks. ``reseed``: a
@@ -143,9 +151,12 @@ def run_evolution(
     if flow_run_id:  # the app links the experiment's MLflow run to this flow run (FURNACE_PREFECT_UI_URL)
         prepared.evolution.run_tags[PREFECT_FLOW_RUN_TAG] = flow_run_id
     version, results = unit_version(config), results_dir(home)
-    prepared.evolution.unit_runner = (
-        DaskUnitRunner(version, results, file, home) if runner == "dask" else PrefectUnitRunner(version, results)
-    )
+    if runner == "dask":
+        slots = slots_per_worker(config.concurrency, dask_workers)
+        make = partial(_dask_units, version, results)
+        prepared.evolution.unit_runner = runtime(home).isolated_runner(prepared, make, slots=slots)
+    else:
+        prepared.evolution.unit_runner = PrefectUnitRunner(version, results)
     report = prepared.evolution.run()
     return {**report.as_dict(), "text": render_report(report)}
 
@@ -160,10 +171,20 @@ def evolution(
     show: bool = False,
     reseed: bool = False,
     keep_failures: bool = False,
+    dask_workers: int = 1,
 ) -> dict[str, Any]:
-    """Run (or resume) the evolution experiment in ``file``."""
+    """Run (or resume) the evolution experiment in ``file`` (``dask_workers``: the workers of the
+    Dask cluster the flow's task runner is on, for ``runner="dask"``)."""
     return run_evolution(
-        file, home=home, yes=yes, track=track, runner=runner, show=show, reseed=reseed, keep_failures=keep_failures
+        file,
+        home=home,
+        yes=yes,
+        track=track,
+        runner=runner,
+        show=show,
+        reseed=reseed,
+        keep_failures=keep_failures,
+        dask_workers=dask_workers,
     )
 
 
@@ -176,15 +197,27 @@ def evolution_flow(
     runner: str = "threads",
     show: bool = False,
     keep_failures: bool = False,
+    dask_address: str | None = None,
 ) -> dict[str, Any]:
-    """Run the flow with the chosen task runner (``threads`` or ``dask``)."""
+    """Run the flow with the chosen task runner: ``threads``, or ``dask`` (Prefect's Dask task runner on
+    a local cluster of worker processes bound to 127.0.0.1 and stopped with the flow, or on the
+    scheduler at ``dask_address`` / ``FURNACE_DASK_ADDRESS``)."""
     from furnace.evolution.config import load_config
 
     concurrency = load_config(file).concurrency
-    configured = evolution.with_options(task_runner=_task_runner(runner, concurrency))
-    return configured(
-        resolve(file), home=home, yes=yes, track=track, runner=runner, show=show, keep_failures=keep_failures
-    )
+    options = {"home": home, "yes": yes, "track": track, "runner": runner, "show": show, "keep_failures": keep_failures}
+    if runner != "dask":
+        configured = evolution.with_options(task_runner=_task_runner(runner, concurrency))
+        return configured(resolve(file), **options)
+    settings = runtime(home).settings
+    workers = settings.dask_workers
+    threads = 2 * slots_per_worker(concurrency, workers)
+    on_status = (lambda line: print(line, file=sys.stderr)) if show else (lambda _line: None)
+    with dask_client(
+        dask_address or settings.dask_address, workers=workers, threads=threads, on_status=on_status
+    ) as client:
+        configured = evolution.with_options(task_runner=_task_runner(runner, concurrency, client.scheduler.address))
+        return configured(resolve(file), **options, dask_workers=worker_count(client))
 
 
 def seed_for_slot(scheduled: datetime) -> int:

@@ -111,11 +111,22 @@ def test_under_prefect_a_rerun_retries_unscored_individuals_unless_keep_failures
 
 
 @pytest.mark.slow
-def test_evolution_flow_on_a_local_dask_cluster(library_home, prefect_harness):
+def test_evolution_flow_on_a_local_dask_cluster(library_home, prefect_harness, tmp_path, monkeypatch):
+    """Prefect tasks on 2 Dask worker processes: the same experiment as a plain local run."""
+    from furnace.cli.elixir_cmd import LIBRARY_DIR
+    from furnace.cli.experiment_cmd import run_experiment_file
     from furnace.flows.evolution import evolution_flow
+    from furnace.interop.importers import import_library
+    from furnace.runtime import Runtime
 
+    monkeypatch.setenv("FURNACE_DASK_WORKERS", "2")
     result = evolution_flow(str(CONFIG), home=str(library_home), track=False, runner="dask")
     assert result["status"] == "finished" and result["leaderboard"]
+    other = Runtime.from_env(home=str(tmp_path / "plain"))
+    import_library(LIBRARY_DIR, other.store, keep_existing=True)
+    plain = run_experiment_file(other, str(CONFIG), track=False, quiet=True)
+    assert plain.lineage == result["lineage"] and plain.leaderboard == result["leaderboard"]
+    assert plain.totals["model_calls"] == result["totals"]["model_calls"] > 0  # from the flow's ledger
 
 
 def test_fusion_generation_and_mutation_sweep_flows(library_home, prefect_harness):

@@ -1,0 +1,156 @@
+"""The Dask cluster behind ``--runner dask``: worker processes here, or an existing scheduler.
+
+- **No address**: a ``LocalCluster`` of worker *processes* (``workers``, default 2) with the
+  scheduler, the workers and the dashboard bound to 127.0.0.1 only; the dashboard URL is
+  announced. It is furnace's: closed when the run ends and on SIGINT (the block unwinds). When
+  furnace dies otherwise (SIGTERM, SIGKILL), the scheduler goes with it (it runs in furnace's
+  process) and each worker process notices its parent is gone (Dask's parent-alive pipe,
+  backed here by ``PR_SET_PDEATHSIG`` on Linux) and exits.
+- **An address** (``--dask-address tcp://host:8786`` or ``FURNACE_DASK_ADDRESS``): furnace
+  connects as a client and leaves the cluster running when it is done.
+
+Units run there through :mod:`furnace.evolution.isolated`: workers never open the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import math
+import os
+import shutil
+import tempfile
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+from furnace.adapters.processes import die_with_parent
+from furnace.evolution.isolated import IsolatedUnitRunner, Job, Sink, World, run_job
+
+
+class _DieWithParent(WorkerPlugin):
+    """A worker plugin (run in each worker process at start) binding the worker to furnace."""
+
+    name = "furnace-die-with-parent"
+
+    def __init__(self, parent: int) -> None:
+        self.parent = parent
+
+    def setup(self, worker: Any) -> None:
+        if threading.current_thread() is threading.main_thread() and os.getppid() == self.parent:
+            die_with_parent(self.parent)
+
+
+@contextlib.contextmanager
+def dask_client(
+    address: str | None = None,
+    *,
+    workers: int = 2,
+    threads: int = 2,
+    on_status: Callable[[str], None] = lambda _: None,
+) -> Iterator[Any]:
+    """A ``distributed.Client`` on the scheduler at ``address``, else on a local cluster of ``workers``
+    processes (``threads`` each) on 127.0.0.1, closed when the block ends."""
+    from distributed import Client, LocalCluster
+
+    if address:
+        client = Client(address, timeout="30s")
+        try:
+            on_status(f"dask: connected to {address} ({len(client.scheduler_info()['workers'])} workers)")
+            yield client
+        finally:
+            client.close()
+        return
+    scratch = tempfile.mkdtemp(prefix="furnace-dask-")  # this cluster's own spill folder, removed after
+    cluster = LocalCluster(
+        n_workers=max(1, workers),
+        threads_per_worker=max(1, threads),
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address="127.0.0.1:0",  # loopback only, any free port
+        worker_dashboard_address="127.0.0.1:0",
+        silence_logs=logging.ERROR,
+        local_directory=scratch,
+    )
+    try:
+        client = Client(cluster)
+        try:
+            client.register_plugin(_DieWithParent(os.getpid()), name=_DieWithParent.name)
+            pids = sorted(client.run(os.getpid).values())
+            on_status(
+                f"dask: {len(pids)} worker processes (pids {', '.join(map(str, pids))}) on 127.0.0.1, "
+                f"dashboard {cluster.dashboard_link} — stopped with this run"
+            )
+            yield client
+        finally:
+            client.close()
+    finally:
+        cluster.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def worker_count(client: Any) -> int:
+    """How many workers the client's cluster has now."""
+    return max(1, len(client.scheduler_info().get("workers", {})))
+
+
+def slots_per_worker(concurrency: int, workers: int) -> int:
+    """Model calls in flight per worker so the whole cluster keeps about ``concurrency``."""
+    return max(1, math.ceil(concurrency / max(1, workers)))
+
+
+class Placement:
+    """Where a unit runs: units with the same affinity (parents of the same content, which share
+    fusion sub-results) go to the same worker, where its caches and single-flight serve the
+    repeat. Workers by name (a worker its nanny restarted keeps its name); strict on the cluster
+    furnace owns, a preference on a cluster given by address (a worker there may leave for good)."""
+
+    def __init__(self, client: Any) -> None:
+        found = client.scheduler_info().get("workers", {})
+        self.workers = sorted((w.get("name", a) for a, w in found.items()), key=str)
+        self.strict = getattr(client, "cluster", None) is not None
+
+    def restrictions(self, job: Job) -> dict[str, Any]:
+        """``workers`` and ``allow_other_workers`` for ``job`` (``client.submit`` / ``dask.annotate``)."""
+        if not self.workers:
+            return {}
+        bucket = int(hashlib.blake2b(job.affinity.encode(), digest_size=8).hexdigest(), 16) % len(self.workers)
+        return {"workers": [self.workers[bucket]], "allow_other_workers": not self.strict}
+
+
+class _Submitter:
+    """Ships jobs to the cluster: the world once to every worker, then one task per unit
+    (older units first, placed by :class:`Placement`); ``close`` cancels what has not run."""
+
+    def __init__(self, client: Any, world: World) -> None:
+        self.client = client
+        self.world = client.scatter(world, broadcast=True, hash=False)
+        self.placement = Placement(client)
+        self.futures: list[Any] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, job: Job, order: int) -> Any:
+        key = f"furnace-unit-{job.key[:16]}-{uuid.uuid4().hex[:8]}"
+        future = self.client.submit(
+            run_job, self.world, job, pure=False, priority=-order, key=key, **self.placement.restrictions(job)
+        )
+        with self._lock:
+            self.futures.append(future)
+        return future
+
+    def close(self) -> None:
+        with self._lock:
+            pending = [f for f in self.futures if not f.done()]
+            self.futures = []
+        if pending:
+            self.client.cancel(pending)
+
+
+def dask_runner(client: Any, world: World, sink: Sink) -> IsolatedUnitRunner:
+    """A unit runner that runs each unit on ``client``'s cluster (see :mod:`furnace.evolution.isolated`)."""
+    submitter = _Submitter(client, world)
+    return IsolatedUnitRunner(submitter, sink, close=submitter.close)

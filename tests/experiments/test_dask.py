@@ -1,0 +1,172 @@
+"""``--runner dask``: units on 2 worker processes that never open the store, the driver writes.
+
+Small on purpose (2 processes, the small experiment): CI has 2 cores.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from functools import partial
+from pathlib import Path
+
+import pytest
+
+CONFIG = Path(__file__).parent / "data" / "small.yaml"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _runtime(home: Path):
+    from furnace.interop.importers import import_library
+    from furnace.resources import LIBRARY_DIR
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
+    runtime = Runtime(FurnaceSettings(home=home, embedder="hash"))
+    import_library(LIBRARY_DIR, runtime.store, keep_existing=True)
+    return runtime
+
+
+def _individuals(runtime, experiment_id: str) -> list[tuple]:
+    return sorted(
+        (r.generation, r.slot, r.agent_id, r.lineage_hash, r.fitness, tuple(sorted(r.objectives.items())))
+        for r in runtime.results.individuals(experiment_id)
+    )
+
+
+def _generations(runtime, experiment_id: str) -> list[tuple]:
+    return [
+        (g.generation, g.survivors, g.best_fitness, g.mean_fitness) for g in runtime.results.generations(experiment_id)
+    ]
+
+
+def test_two_worker_processes_give_the_local_run(tmp_path):
+    from furnace.adapters.dask_cluster import dask_client, dask_runner
+    from furnace.evolution.config import load_config
+
+    config = load_config(CONFIG)
+    local = _runtime(tmp_path / "local")
+    plain = local.prepare_experiment(config, track=False).evolution.run()
+
+    remote = _runtime(tmp_path / "dask")
+    prepared = remote.prepare_experiment(config, track=False)
+    with dask_client(workers=2, threads=2) as client:
+        prepared.evolution.unit_runner = remote.isolated_runner(prepared, partial(dask_runner, client), slots=1)
+        report = prepared.evolution.run()
+        worker_pids = set(client.run(os.getpid).values())
+        # the workers never opened the store: no DuckDB module was even imported there
+        opened = client.run(lambda: any(m.startswith("furnace.storage.duckdb") for m in sys.modules))
+
+    assert len(worker_pids) == 2 and os.getpid() not in worker_pids
+    assert not any(opened.values())
+    assert report.experiment_id == plain.experiment_id and report.status == "finished"
+    # same children (lineage hashes), same scores, same model calls and tokens from the ledger
+    assert _individuals(remote, report.experiment_id) == _individuals(local, plain.experiment_id)
+    assert _generations(remote, report.experiment_id) == _generations(local, plain.experiment_id)
+    assert report.leaderboard == plain.leaderboard and report.lineage == plain.lineage
+    # the generations count the calls their units made in the workers (not 0)
+    generation_calls = sum(g.calls for g in remote.results.generations(report.experiment_id))
+    assert generation_calls == sum(g.calls for g in local.results.generations(plain.experiment_id)) > 0
+    ledger = remote.llm.ledger.totals(report.experiment_id)
+    assert ledger.model_calls == plain.totals["model_calls"] > 0
+    assert report.totals["model_calls"] == ledger.model_calls and report.totals["tokens"] == plain.totals["tokens"]
+    # every call's answer reached the driver's response cache, every bred agent its store (verified on read)
+    keys = {c.cache_key for c in remote.llm.ledger.calls(report.experiment_id) if not c.cached}
+    assert all(remote.llm.cache.get(key) is not None for key in keys)
+    for agent_id in {r.agent_id for r in remote.results.individuals(report.experiment_id) if r.lineage_hash}:
+        assert remote.store.get_agent(agent_id).lineage_hash
+    # a rerun (local runner, same home) reads everything back: no model call
+    again = remote.prepare_experiment(config, track=False).evolution.run()
+    assert remote.llm.ledger.totals(report.experiment_id).model_calls == ledger.model_calls
+    assert again.leaderboard == report.leaderboard
+
+
+def test_a_retried_unit_is_served_from_the_calls_already_paid(tmp_path):
+    """A resumed run ships the completions its experiment paid for: re-evaluating on a worker costs no model call."""
+    from furnace.adapters.dask_cluster import dask_client, dask_runner
+    from furnace.evolution.config import load_config
+
+    config = load_config(CONFIG)
+    runtime = _runtime(tmp_path / "home")
+    first = runtime.prepare_experiment(config, track=False).evolution.run()
+    paid = runtime.llm.ledger.totals(first.experiment_id)
+    # forget the records of the last generation (as if the run had died before writing them)
+    db = runtime.db
+    with db.transaction() as con:
+        for table in ("experiment_scores", "experiment_individuals", "experiment_generations"):
+            con.execute(f"DELETE FROM {table} WHERE experiment_id = ? AND generation = 3", [first.experiment_id])
+    prepared = runtime.prepare_experiment(config, track=False)
+    with dask_client(workers=2, threads=2) as client:
+        prepared.evolution.unit_runner = runtime.isolated_runner(prepared, partial(dask_runner, client), slots=1)
+        again = prepared.evolution.run()
+    after = runtime.llm.ledger.totals(first.experiment_id)
+    assert again.leaderboard == first.leaderboard
+    assert after.model_calls == paid.model_calls and after.calls > paid.calls  # re-asked, all served by the cache
+
+
+PARENT = (
+    "import sys, time\n"
+    "from furnace.adapters.dask_cluster import dask_client\n"
+    "if __name__ == '__main__':\n"
+    "    with dask_client(workers=2, threads=1, on_status=lambda line: print(line, flush=True)):\n"
+    "        print('ready', flush=True)\n"
+    "        time.sleep(600)\n"
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _descendants(pid: int) -> set[int]:
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        for task in Path(f"/proc/{current}/task").glob("*"):
+            try:
+                children = [int(c) for c in (task / "children").read_text().split()]
+            except (FileNotFoundError, ProcessLookupError):
+                continue
+            todo += [c for c in children if c not in found]
+            found.update(children)
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=["TERM", "INT", "KILL"])
+def test_stopping_furnace_stops_its_dask_cluster(tmp_path, sig):
+    script = tmp_path / "parent.py"
+    script.write_text(PARENT)
+    env = dict(os.environ, PYTHONPATH=str(REPO), FURNACE_HOME=str(tmp_path))
+    parent = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            line = parent.stdout.readline()
+            lines.append(line)
+            if line.startswith("ready") or not line:
+                break
+        status = next((line for line in lines if line.startswith("dask:")), "")
+        assert "worker processes" in status and "dashboard http://127.0.0.1:" in status, lines
+        workers = {int(p) for p in status.split("(pids ")[1].split(")")[0].split(", ")}
+        assert len(workers) == 2 and workers <= _descendants(parent.pid)
+        everything = _descendants(parent.pid)
+        parent.send_signal(sig)
+        parent.wait(60)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(_alive(p) for p in everything):
+            time.sleep(0.1)
+        assert not [p for p in everything if _alive(p)], "processes left running after the parent stopped"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
