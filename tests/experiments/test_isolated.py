@@ -13,6 +13,7 @@ from typing import Any
 from furnace.evolution.config import parse_config
 from furnace.evolution.isolated import IsolatedUnitRunner, Sink, SpanRecorder, build_world, replay, run_job
 from furnace.evolution.local import memory_evolution
+from furnace.evolution.units import ThreadUnitRunner
 from furnace.fusion.embedding import HashEmbedder
 from furnace.llm.cache import CachedLLM
 from furnace.llm.offline import OfflineEngine
@@ -141,10 +142,11 @@ def _paid(report: Any) -> tuple[Any, ...]:
 
 def test_isolated_units_give_the_local_run_and_the_driver_writes_everything():
     local = _evolution(Tracing())
-    expected = local.run()
+    local.unit_runner = ThreadUnitRunner(1)  # one unit at a time on both sides: which unit pays for a
+    expected = local.run()  # request two units share (and whose trace shows it) cannot depend on timing
     evo = _evolution(Tracing())
     shipped: list[Any] = []
-    with ThreadPoolExecutor(1) as pool:  # one unit at a time: cache hits cannot depend on timing
+    with ThreadPoolExecutor(1) as pool:
         evo.unit_runner = _isolated(evo, pool, shipped)
         report = evo.run()
     assert report.experiment_id == expected.experiment_id
