@@ -205,7 +205,14 @@ def evolution_flow(
     from furnace.evolution.config import load_config
 
     concurrency = load_config(file).concurrency
-    options = {"home": home, "yes": yes, "track": track, "runner": runner, "show": show, "keep_failures": keep_failures}
+    options: dict[str, Any] = {
+        "home": home,
+        "yes": yes,
+        "track": track,
+        "runner": runner,
+        "show": show,
+        "keep_failures": keep_failures,
+    }
     if runner != "dask":
         configured = evolution.with_options(task_runner=_task_runner(runner, concurrency))
         return configured(resolve(file), **options)
