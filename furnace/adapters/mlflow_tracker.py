@@ -11,7 +11,8 @@ Everything goes through :class:`mlflow.MlflowClient` with explicit run ids, so
 nothing depends on MLflow's thread-local "active run".
 
 Traces follow MLflow's GenAI conventions: each individual is an ``AGENT`` trace, fusion and
-evaluation ``CHAIN`` spans, each model call an ``LLM`` span with ``mlflow.chat.tokenUsage``,
+evaluation ``CHAIN`` spans, in-process scorers ``TOOL`` spans, each model call an ``LLM`` span
+with ``mlflow.chat.tokenUsage``,
 ``mlflow.llm.cost`` and ``mlflow.llm.model`` (the ledger's accounting: a cache hit spent nothing),
 and the individual's objectives and fitness are feedback assessments on its trace (an unscored
 objective is an assessment with an error, never a 0). A trace left in progress by a killed run is

@@ -331,6 +331,7 @@ class Evolution:
             vector=self._vector(agent_id, prompt),
             population_vectors=others,
             parallel=min(4, self.config.concurrency),
+            span=step,
         )
         if step is not None:
             step.end({"fitness": ev.fitness, "objectives": ev.objectives, "failures": len(ev.failure_reasons)})

@@ -8,21 +8,25 @@ provider noise never counts against an agent; a rerun retries it. Only
 :class:`~furnace.domain.errors.BudgetExceeded` propagates (the run must stop).
 
 Judge scorers ask ``judge`` (the experiment's ``judge_model``) when given, else
-the agent's own model.
+the agent's own model. When traced (``span``), each scorer that is not a model call is a
+``tool`` step under it (its value and reason; a failure as its error); model calls are traced
+by the model wrapper.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import LLMError
 from furnace.evolution.records import ScoreRow
+from furnace.evolution.tracker import Span
 from furnace.llm.seam import LLM, TaskKind, system_user
 from furnace.scoring.base import Score, persona_inputs
-from furnace.scoring.brief import brief_fit
+from furnace.scoring.brief import Brief, brief_fit
 from furnace.scoring.diversity import diversity
 from furnace.scoring.fitness import SCORERS, weighted_fitness
 from furnace.scoring.judge import judge_answer
@@ -64,6 +68,7 @@ def _score_probe(
     scorers: Mapping[str, float],
     seed: int,
     judge: LLM,
+    span: Span | None = None,
 ) -> list[ScoreRow]:
     needs_answer = any(SCORERS[s].kind in ("rule", "judge") for s, w in scorers.items() if w > 0)
     answer: str | None = None
@@ -80,7 +85,9 @@ def _score_probe(
             continue
         kind = SCORERS[name].kind
         if kind == "rule":
-            score = constraint_compliance(elixir, answer, error=error, target=target)
+            score = _tool(
+                span, name, probe.id, lambda: constraint_compliance(elixir, answer, error=error, target=target)
+            )
         elif kind == "judge":
             score = judge_answer(
                 judge,
@@ -93,10 +100,23 @@ def _score_probe(
                 target=target,
             )
         else:
-            brief = probes.brief_for(probe)
-            score = brief_fit(elixir, brief) if brief else Score(1.0, "probe has no brief")
+            score = _tool(span, name, probe.id, partial(_brief_score, elixir, probes.brief_for(probe)))
         rows.append(ScoreRow(probe.id, name, score.value, score.reason, score.failed, score.feedback))
     return rows
+
+
+def _brief_score(elixir: Elixir, brief: Brief | None) -> Score:
+    return brief_fit(elixir, brief) if brief else Score(1.0, "probe has no brief")
+
+
+def _tool(span: Span | None, scorer: str, probe: str, score: Callable[[], Score]) -> Score:
+    """Run one in-process scorer, traced as a ``tool`` step under ``span`` when traced."""
+    step = span.child(f"score {scorer}", {"probe": probe}, "tool") if span is not None else None
+    result = score()
+    if step is not None:
+        error = result.reason[:300] if result.failed else None
+        step.end({"value": result.value, "reason": result.reason[:300]}, error=error)
+    return result
 
 
 def evaluate_agent(
@@ -111,15 +131,16 @@ def evaluate_agent(
     population_vectors: Sequence[Sequence[float]] = (),
     parallel: int = 1,
     judge: LLM | None = None,
+    span: Span | None = None,
 ) -> Evaluation:
     """Answer and score every probe (``parallel`` probes at once; the model's own concurrency
     bound still applies), add diversity, and compute the weighted fitness. Judge scorers ask
-    ``judge`` (default: ``llm``)."""
+    ``judge`` (default: ``llm``); ``span``: the step the in-process scorers are traced under."""
     rows: list[ScoreRow] = []
     judge_llm = judge if judge is not None else llm
 
     def one(probe: Probe) -> list[ScoreRow]:
-        return _score_probe(llm, elixir, system_prompt, probe, probes, scorers, seed, judge_llm)
+        return _score_probe(llm, elixir, system_prompt, probe, probes, scorers, seed, judge_llm, span)
 
     if parallel > 1 and len(probes.probes) > 1:
         with ThreadPoolExecutor(max_workers=min(parallel, len(probes.probes))) as pool:
@@ -129,7 +150,12 @@ def evaluate_agent(
         for probe in probes.probes:
             rows.extend(one(probe))
     if scorers.get("diversity", 0) > 0:
-        score = diversity(vector, population_vectors) if vector is not None else Score.failure("no embedding")
+        score = _tool(
+            span,
+            "diversity",
+            "*",
+            lambda: diversity(vector, population_vectors) if vector is not None else Score.failure("no embedding"),
+        )
         rows.append(ScoreRow("*", "diversity", score.value, score.reason, score.failed))
     return combine(rows, scorers)
 

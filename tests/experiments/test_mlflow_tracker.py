@@ -106,7 +106,13 @@ def test_traces_have_span_types_token_usage_cost_and_assessments(settings):
                     usage["total_tokens"] * 1e-6
                 )
                 assert span.get_attribute("mlflow.llm.model") == judge_model
+            if span.name.startswith("score "):  # an in-process scorer (not a model call)
+                assert span.span_type == SpanType.TOOL
+                assert span.name.removeprefix("score ") in {"constraints", "brief_fit", "diversity"}
         assert all(s.span_type != SpanType.UNKNOWN for s in spans)
+        tools = sorted(s.name for s in spans if s.span_type == SpanType.TOOL)
+        if record.scores:  # two probes: constraints and brief_fit per probe, diversity once
+            assert tools == ["score brief_fit"] * 2 + ["score constraints"] * 2 + ["score diversity"]
         # the trace's token usage (MLflow's sum over its LLM spans) is the individual's own figure
         assert trace.info.token_usage["total_tokens"] == record.tokens > 0
         assert trace.info.cost["total_cost"] == pytest.approx(record.cost_usd)
