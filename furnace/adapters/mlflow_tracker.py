@@ -33,6 +33,10 @@ from typing import Any
 from furnace import offline_env
 
 offline_env.apply()
+# One writer for the trace export queue: with several, a trace's last span batch and its final
+# info are written by concurrent SQLite transactions, and the later one can overwrite the trace's
+# token usage with a sum that misses spans. Read when the first trace is exported.
+os.environ.setdefault("MLFLOW_ASYNC_TRACE_LOGGING_MAX_WORKERS", "1")
 
 import mlflow  # noqa: E402
 from mlflow import MlflowClient  # noqa: E402
