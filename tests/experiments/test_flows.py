@@ -49,7 +49,12 @@ def test_evolution_flow_matches_the_plain_run(library_home, prefect_harness, tmp
     with get_client(sync_client=True) as client:
         flow_run = client.read_flow_run(summary["tags"]["furnace.prefect_flow_run_id"])
         assert client.read_flow(flow_run.flow_id).name == "furnace-evolution"
+        units = [r for r in client.read_task_runs() if r.flow_run_id == flow_run.id]
     assert flow_run.parameters["file"] == str(CONFIG.resolve())
+    # every unit's task run is versioned and its result persisted under its unit's content key
+    keys = [Path(str(getattr(r.state.data, "storage_key", ""))).name for r in units]
+    assert units and all(r.task_version for r in units) and all(k.startswith("furnace-unit-") for k in keys), keys
+    assert len(set(keys)) == len(units)  # one key per unit
     shown = capsys.readouterr().err  # --prefect keeps the estimate and the progress of a plain run
     assert "estimate: ~" in shown and "generation 3/3" in shown
     # task results live in this home only: another home never gets them served from a shared cache
