@@ -53,13 +53,14 @@ Origin = Literal["library", "agent"]
 
 
 @contextmanager
-def unit_of_work(*stores: object) -> Iterator[None]:
-    """One connection and one transaction for every call inside, on each store that has ``unit()``."""
+def unit_of_work(*stores: object, one_transaction: bool = True) -> Iterator[None]:
+    """One connection for every call inside, on each store that has ``unit()``, and one transaction
+    for its writes (without ``one_transaction``, each write is atomic on its own)."""
     with ExitStack() as stack:
         for store in stores:
             unit = getattr(store, "unit", None)
             if callable(unit):
-                stack.enter_context(unit())
+                stack.enter_context(unit(one_transaction=one_transaction))
         yield
 
 

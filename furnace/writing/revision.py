@@ -269,7 +269,7 @@ def start_turn(content_store: ContentStore, content_id: str, suggestion: str, *,
 
     A UI shows the message at once and then calls :func:`finish_turn`.
     """
-    with unit_of_work(content_store):
+    with unit_of_work(content_store, one_transaction=False):  # two reads and one atomic write, one connection
         content = content_store.get_content(content_id)
         suggestion = _check_suggestion(suggestion, content.language)
         now = clock()

@@ -35,6 +35,35 @@ def _row(cols: str, row: Sequence[Any]) -> dict[str, Any]:
     return dict(zip([c.strip() for c in cols.split(",")], row, strict=False))
 
 
+def _insert_messages(con: Con, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """Append messages of one session in one statement: ``seq`` continues the session's last one."""
+    if not messages:
+        return []
+    session_id = messages[0].session_id
+    rows = con.execute(
+        f"INSERT INTO chat_messages ({_MESSAGE_COLS})"
+        " SELECT $session || '-m' || (base + i), $session, base + i, role, kind, content, revision_id, created_at"
+        " FROM (SELECT coalesce(max(seq), 0) AS base FROM chat_messages WHERE session_id = $session),"
+        " (SELECT unnest($i::INTEGER[]) AS i, unnest($role::VARCHAR[]) AS role, unnest($kind::VARCHAR[]) AS kind,"
+        " unnest($content::VARCHAR[]) AS content, unnest($revision::VARCHAR[]) AS revision_id,"
+        " unnest($created::TIMESTAMP[]) AS created_at)"
+        " RETURNING seq",
+        {
+            "session": session_id,
+            "i": list(range(1, len(messages) + 1)),
+            "role": [m.role for m in messages],
+            "kind": [m.kind for m in messages],
+            "content": [m.content for m in messages],
+            "revision": [m.revision_id for m in messages],
+            "created": [m.created_at for m in messages],
+        },
+    ).fetchall()
+    base = min(r[0] for r in rows) - 1
+    return [
+        m.model_copy(update={"seq": base + i, "id": f"{session_id}-m{base + i}"}) for i, m in enumerate(messages, 1)
+    ]
+
+
 def _revision(row: Sequence[Any]) -> RevisionRecord:
     data = _row(_REVISION_COLS, row)
     data["suggestions"] = tuple(json.loads(data["suggestions"]))
@@ -48,9 +77,9 @@ class DuckDBContentStore:
         self.db = db
         self._conflict_retries = conflict_retries
 
-    def unit(self) -> AbstractContextManager[Any]:
+    def unit(self, *, one_transaction: bool = True) -> AbstractContextManager[Any]:
         """One connection, and one transaction once it writes, for every call inside (see ``unit_of_work``)."""
-        return self.db.unit(one_transaction=True)
+        return self.db.unit(one_transaction=one_transaction)
 
     def snapshot_soon(self) -> None:
         """Refresh the Parquet snapshots that analysis reads, in the background (docs/storage.md)."""
@@ -64,71 +93,70 @@ class DuckDBContentStore:
     # --- writes ----------------------------------------------------------
 
     def commit(self, batch: ContentBatch) -> list[ChatMessage]:
-        def work(con: Con) -> list[ChatMessage]:
-            if batch.content is not None:
-                c = batch.content
-                con.execute(
-                    "INSERT INTO contents VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                    [c.id, c.persona_id, c.persona_version, c.topic, c.language, c.created_at],
+        if (batch.content, batch.session, batch.version, batch.revision) == (None, None, None, None):
+            sessions = {m.session_id for m in batch.messages}
+            if len(sessions) <= 1:  # messages of one session: one statement, atomic by itself
+                return self.db.write_one(
+                    lambda con: _insert_messages(con, batch.messages), retries=self._conflict_retries
                 )
-            if batch.session is not None:
-                s = batch.session
-                con.execute(
-                    "INSERT INTO chat_sessions VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                    [s.id, s.content_id, s.persona_id, s.created_at],
-                )
-            if batch.version is not None:
-                self._insert_version(con, batch.version, has_content=batch.content is not None)
-            if batch.revision is not None:
-                r = batch.revision
-                con.execute(
-                    f"INSERT INTO revisions ({_REVISION_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-                    "ON CONFLICT DO NOTHING",
-                    [
-                        r.id,
-                        r.content_id,
-                        r.session_id,
-                        r.persona_id,
-                        r.persona_version,
-                        json.dumps(list(r.suggestions), ensure_ascii=False),
-                        r.from_version,
-                        r.to_version,
-                        r.original_title,
-                        r.original_body,
-                        r.revised_title,
-                        r.revised_body,
-                        r.model,
-                        r.created_at,
-                    ],
-                )
-            stored = []
-            for message in batch.messages:
-                [(last,)] = con.execute(
-                    "SELECT coalesce(max(seq), 0) FROM chat_messages WHERE session_id = ?", [message.session_id]
-                ).fetchall()
-                seq = int(last) + 1
-                m = message.model_copy(update={"seq": seq, "id": f"{message.session_id}-m{seq}"})
-                con.execute(
-                    f"INSERT INTO chat_messages ({_MESSAGE_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [m.id, m.session_id, m.seq, m.role, m.kind, m.content, m.revision_id, m.created_at],
-                )
-                stored.append(m)
-            return stored
+        return self._write(lambda con: self._commit(con, batch))
 
-        return self._write(work)
+    def _commit(self, con: Con, batch: ContentBatch) -> list[ChatMessage]:
+        if batch.content is not None:
+            c = batch.content
+            con.execute(
+                "INSERT INTO contents SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM contents WHERE id = ?)",
+                [c.id, c.persona_id, c.persona_version, c.topic, c.language, c.created_at, c.id],
+            )
+        if batch.session is not None:
+            s = batch.session
+            con.execute(
+                "INSERT INTO chat_sessions SELECT ?, ?, ?, ?"
+                " WHERE NOT EXISTS (SELECT 1 FROM chat_sessions WHERE id = ? OR content_id = ?)",
+                [s.id, s.content_id, s.persona_id, s.created_at, s.id, s.content_id],
+            )
+        if batch.version is not None:
+            self._insert_version(con, batch.version, has_content=batch.content is not None)
+        if batch.revision is not None:
+            r = batch.revision
+            con.execute(  # (ON CONFLICT DO NOTHING costs ~2.5 ms of CPU more per insert than this guard)
+                f"INSERT INTO revisions ({_REVISION_COLS}) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?"
+                " WHERE NOT EXISTS (SELECT 1 FROM revisions WHERE id = ?)",
+                [
+                    r.id,
+                    r.content_id,
+                    r.session_id,
+                    r.persona_id,
+                    r.persona_version,
+                    json.dumps(list(r.suggestions), ensure_ascii=False),
+                    r.from_version,
+                    r.to_version,
+                    r.original_title,
+                    r.original_body,
+                    r.revised_title,
+                    r.revised_body,
+                    r.model,
+                    r.created_at,
+                    r.id,
+                ],
+            )
+        stored: list[ChatMessage] = []
+        for session_id in dict.fromkeys(m.session_id for m in batch.messages):
+            stored += _insert_messages(con, [m for m in batch.messages if m.session_id == session_id])
+        return stored
 
     @staticmethod
     def _insert_version(con: Con, v: ContentVersion, *, has_content: bool) -> None:
-        if not has_content and not con.execute("SELECT 1 FROM contents WHERE id = ?", [v.content_id]).fetchall():
-            raise NotFound(f"no content {v.content_id!r}")
-        [(latest,)] = con.execute(
-            "SELECT coalesce(max(version), 0) FROM content_versions WHERE content_id = ?", [v.content_id]
+        # one statement: whether the content exists, its latest version, and the revision of V{v.version}
+        [(contents, latest, rev)] = con.execute(
+            "SELECT (SELECT count(*) FROM contents WHERE id = $id), coalesce(max(version), 0),"
+            " any_value(revision_id) FILTER (WHERE version = $version)"
+            " FROM content_versions WHERE content_id = $id",
+            {"id": v.content_id, "version": v.version},
         ).fetchall()
+        if not has_content and not contents:
+            raise NotFound(f"no content {v.content_id!r}")
         if latest >= v.version:
-            [(rev,)] = con.execute(
-                "SELECT revision_id FROM content_versions WHERE content_id = ? AND version = ?",
-                [v.content_id, v.version],
-            ).fetchall()
             if rev != v.revision_id:
                 raise StoreError(f"{v.content_id} already has V{v.version}: it was edited meanwhile, try again")
             return  # the same write again: idempotent
@@ -148,15 +176,21 @@ class DuckDBContentStore:
         preferences: Sequence[dict[str, Any]],
         status: str,
     ) -> bool:
-        def work(con: Con) -> bool:
-            rows = con.execute(
-                "INSERT INTO processed_revisions (revision_id, persona_id, persona_version, preferences, status) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING RETURNING revision_id",
-                [revision_id, persona_id, persona_version, json.dumps(list(preferences), ensure_ascii=False), status],
-            ).fetchall()
-            return bool(rows)
-
-        return self._write(work)
+        rows = self.db.run(
+            "INSERT INTO processed_revisions (revision_id, persona_id, persona_version, preferences, status)"
+            " SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM processed_revisions WHERE revision_id = ?)"
+            " RETURNING revision_id",
+            [
+                revision_id,
+                persona_id,
+                persona_version,
+                json.dumps(list(preferences), ensure_ascii=False),
+                status,
+                revision_id,
+            ],
+            retries=self._conflict_retries,
+        )
+        return bool(rows)
 
     # --- reads -----------------------------------------------------------
 

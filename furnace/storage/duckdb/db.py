@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from importlib import resources
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import duckdb
 
@@ -96,6 +96,27 @@ def _stderr_notice(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+class _Cursor:
+    """A unit's cursor; counts the statements it runs (``Database.statements``, for tests and benchmarks)."""
+
+    __slots__ = ("_con", "_holder")
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, holder: _Holder) -> None:
+        self._con = con
+        self._holder = holder
+
+    def execute(self, query: str, parameters: object = None) -> duckdb.DuckDBPyConnection:
+        self._holder.statements += 1
+        return self._con.execute(query, parameters)
+
+    def executemany(self, query: str, parameters: object = None) -> duckdb.DuckDBPyConnection:
+        self._holder.statements += len(parameters) if isinstance(parameters, list) else 1  # one per row
+        return self._con.executemany(query, parameters)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+
 class _Unit:
     """One thread's unit of work: its cursor, and its transaction (begun at the first write when wanted)."""
 
@@ -124,6 +145,7 @@ class _Holder:
         self.opens = 0  # instance opens (observable for tests and benchmarks)
         self.lock_retries = 0
         self.waits = 0  # how many acquisitions had to wait for another process
+        self.statements = 0  # statements run on unit cursors (observable for tests and benchmarks)
 
     @property
     def marker(self) -> Path:
@@ -232,6 +254,12 @@ class Database:
     def waits(self) -> int:
         """Units that had to wait for another process to release the file."""
         return self._holder.waits
+
+    @property
+    def statements(self) -> int:
+        """Statements this process ran on the file (BEGIN and COMMIT included), a cost that does not
+        depend on the machine's load: tests and benchmarks count them per unit of work."""
+        return self._holder.statements
 
     @property
     def held(self) -> bool:
@@ -357,9 +385,43 @@ class Database:
             return [dict(zip(cols, row, strict=False)) for row in cur.fetchall()]
 
     def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> None:
-        """Run one write statement in its own transaction (or the unit's)."""
-        with self.transaction() as con:
+        """Run one write statement, atomic on its own (no BEGIN/COMMIT around it) or in the unit's transaction."""
+        current = self._holder.current()
+        if current is not None and (current.in_tx or current.one_tx):
+            with self.transaction() as con:
+                con.execute(sql, params or [])
+            return
+        with self.unit() as con:
             con.execute(sql, params or [])
+
+    def run(
+        self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None, *, retries: int = CONFLICT_RETRIES
+    ) -> list[tuple]:
+        """Run one write statement and return its rows (``RETURNING``); see :meth:`write_one`."""
+        return self.write_one(lambda con: con.execute(sql, params or []).fetchall(), retries=retries)
+
+    def write_one(self, work: Callable[[duckdb.DuckDBPyConnection], T], *, retries: int = CONFLICT_RETRIES) -> T:
+        """Like :meth:`write` for ``work`` that runs exactly one write statement.
+
+        One statement is atomic by itself, so outside a unit's transaction it runs without
+        BEGIN/COMMIT around it (two statements fewer), retried when another thread of this
+        process committed a conflicting write first; inside a unit's transaction it joins it.
+        """
+        current = self._holder.current()
+        if current is not None and (current.in_tx or current.one_tx):
+            with self.transaction() as con:
+                return work(con)
+        for attempt in range(retries + 1):
+            try:
+                with self.unit() as con:
+                    return work(con)
+            except (duckdb.TransactionException, duckdb.ConstraintException) as err:
+                if attempt == retries:
+                    raise StoreError(
+                        f"write conflict persisted after {attempt + 1} tries: {_first_line(err)}"
+                    ) from None
+                time.sleep(0.005 * (attempt + 1))
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
         """Release the file now (or, with units still running on other threads, when they end)."""
@@ -389,7 +451,7 @@ class Database:
             assert h.con is not None
             h.active += 1
             h.last_used = time.monotonic()
-            return h.con.cursor()
+            return cast(duckdb.DuckDBPyConnection, _Cursor(h.con.cursor(), h))
 
     def _release(self) -> None:
         h = self._holder

@@ -95,9 +95,9 @@ class DuckDBStore:
         self._verified: dict[str, str] = {}  # agent id -> fingerprint of the record last verified in full
         self._conflict_retries = conflict_retries
 
-    def unit(self) -> AbstractContextManager[Any]:
+    def unit(self, *, one_transaction: bool = True) -> AbstractContextManager[Any]:
         """One connection, and one transaction once it writes, for every call inside (see ``unit_of_work``)."""
-        return self.db.unit(one_transaction=True)
+        return self.db.unit(one_transaction=one_transaction)
 
     def snapshot_soon(self) -> None:
         """Refresh the Parquet snapshots that analysis reads, in the background (docs/storage.md)."""

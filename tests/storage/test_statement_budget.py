@@ -1,0 +1,93 @@
+"""Statements per unit of work on DuckDB: a cost that does not depend on the machine's load.
+
+Each DuckDB statement costs ~1 ms of CPU (BEGIN and COMMIT included) and ``ON CONFLICT
+DO NOTHING`` ~2.5 ms more, so a revision round or an arena turn is as cheap as the statements
+it runs (docs/benchmarks.md). These budgets are the counts the code runs today: a change that
+adds a statement to the hot path fails here and has to say why. Timing lives in bench/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from furnace.arena.runner import Arena
+from furnace.domain.elixir import parse_elixir
+from furnace.llm.offline import OfflineEngine
+from furnace.storage.duckdb import snapshot
+from furnace.storage.duckdb.arena import DuckDBArenaStore
+from furnace.storage.duckdb.content import DuckDBContentStore
+from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.store import DuckDBStore
+from furnace.writing.content import generate_content
+from furnace.writing.revision import revise
+
+PERSONA = {
+    "id": "writer",
+    "name": "Writer",
+    "language": "zh",
+    "identity": "一位写生活方式文章的博主。",
+    "expertise": ["护肤", "防晒"],
+    "principles": ["推荐前先说明适用肤质", "不夸大产品功效"],
+}
+SUGGESTIONS = ["加一个 emoji", "第三段长一点", "去掉 emoji", "第三段太长，缩短一点"]
+
+
+@pytest.fixture(autouse=True)
+def _no_background_snapshots(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the refresh runs on its own thread at its own pace: it would make the counts depend on timing
+    monkeypatch.setattr(snapshot, "request", lambda db: None)
+
+
+def test_a_statement_counts_once_and_begin_commit_count_too(tmp_path: Path) -> None:
+    db = Database(tmp_path / "f.duckdb")
+    before = db.statements
+    assert db.query("SELECT 42") == [(42,)]
+    assert db.statements == before + 1
+    with db.transaction() as con:
+        con.execute("CREATE TABLE t (x INTEGER)")
+    assert db.statements == before + 4  # BEGIN, CREATE, COMMIT
+    db.execute("INSERT INTO t VALUES (1)")  # one statement is atomic by itself: no BEGIN/COMMIT
+    assert db.statements == before + 5
+    assert db.run("INSERT INTO t VALUES (2) RETURNING x") == [(2,)]
+    assert db.query("SELECT sum(x) FROM t") == [(3,)]
+
+
+def test_a_revision_round_runs_at_most_19_statements(tmp_path: Path) -> None:
+    db = Database(tmp_path / "f.duckdb")
+    store, contents = DuckDBStore(db), DuckDBContentStore(db)
+    store.save_elixir(parse_elixir(PERSONA))
+    content, _ = generate_content(store, contents, OfflineEngine(), persona_id="writer", topic="夏季防晒推荐")
+    revise(store, contents, OfflineEngine(), content.id, SUGGESTIONS[0])  # the session and its welcome exist now
+    rounds = 4
+    before = db.statements
+    for suggestion in SUGGESTIONS[1:] + SUGGESTIONS[:1]:
+        out = revise(store, contents, OfflineEngine(), content.id, suggestion)
+        assert out.status == "revised" and out.learned is not None
+    per_round = (db.statements - before) / rounds
+    # 2 reads + 1 message insert; 3 reads; BEGIN, version check, version, revision, reply, COMMIT;
+    # 2 reads; BEGIN, latest persona, persona version, processed mark, COMMIT (main had 24)
+    assert per_round <= 19, per_round
+    assert [v.version for v in contents.versions(content.id)] == [1, 2, 3, 4, 5, 6]
+
+
+def test_an_arena_speaker_runs_at_most_6_statements(tmp_path: Path) -> None:
+    db = Database(tmp_path / "f.duckdb")
+    library = DuckDBStore(db)
+    for i, name in enumerate(["Ada", "Bo", "Cy", "Dee"]):
+        library.save_elixir(
+            parse_elixir(
+                {"id": name.lower(), "name": name, "identity": f"Member {i}.", "expertise": ["x"], "principles": ["p"]}
+            )
+        )
+    arena = Arena(DuckDBArenaStore(db), library, OfflineEngine())
+    session = arena.create_session(["ada", "bo", "cy", "dee"])
+    arena.say(session.id, "@all hello")
+    before = db.statements
+    outcome = arena.say(session.id, "@all count off!")
+    assert len(outcome.replies) == 4
+    turn = db.statements - before
+    # per turn: session + 4 persona reads, run, lease claim (2), plan, history (2), status, release = 13;
+    # per speaker: lease renewal, BEGIN, reply, checkpoint, cancel flag, COMMIT = 6 (main: 57 per turn)
+    assert turn <= 13 + 4 * 6, turn
