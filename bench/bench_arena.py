@@ -73,8 +73,9 @@ def _library() -> MemoryStore:
     return store
 
 
-def _measure(store_factory: Any) -> tuple[float, float, int]:
-    """(turn seconds, baseline seconds, model calls) summed over all rounds and messages."""
+def _measure(store_factory: Any, db: Any = None) -> tuple[float, float, int]:
+    """(turn seconds, baseline seconds, model calls) summed over all rounds and messages; with ``db``,
+    prints the DuckDB statements per turn."""
     model = SlowLLM(OfflineEngine(), 0.05)
     recording = Recording(model)
     arena = Arena(store_factory(), _library(), recording)
@@ -82,6 +83,8 @@ def _measure(store_factory: Any) -> tuple[float, float, int]:
     arena.say(session.id, "warm-up")  # imports, first-call costs
     turn = baseline = 0.0
     calls = 0
+    before = db.statements if db is not None else 0
+    cpu = time.process_time()
     for _ in range(ROUNDS):
         for message in MESSAGES:
             recording.requests.clear()
@@ -95,6 +98,17 @@ def _measure(store_factory: Any) -> tuple[float, float, int]:
             for request in requests:
                 model.complete(request)
             baseline += time.perf_counter() - started
+    if db is not None:
+        turns = ROUNDS * len(MESSAGES)
+        cpu_ms, model_ms = (time.process_time() - cpu) / turns * 1000, baseline / turns * 1000
+        print(
+            f"   CPU per turn (all threads, baseline replays included; the model only sleeps): {cpu_ms:.1f} ms = "
+            f"{cpu_ms / model_ms:.1%} of the model's {model_ms:.0f} ms (less load-dependent; informational)"
+        )
+        print(
+            f"   DuckDB statements per 4-speaker turn: {(db.statements - before) / turns:.1f} (BEGIN/COMMIT "
+            "included; background snapshot refreshes included, ~80 statements each)"
+        )
     return turn, baseline, calls
 
 
@@ -115,7 +129,7 @@ def run() -> bool:
 
     with tempfile.TemporaryDirectory() as tmp:
         db = Database(Path(tmp) / "bench.duckdb")
-        db_turn, db_base, _ = _measure(lambda: DuckDBArenaStore(db))
+        db_turn, db_base, _ = _measure(lambda: DuckDBArenaStore(db), db)
         snapshot.wait_pending()  # the background refresh writes into tmp: let it finish first
         db.close()
     overhead = (db_turn - db_base) / db_base

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from furnace.domain.elixir import Elixir, StylePreference, Tone
 from furnace.domain.errors import InputError
@@ -148,12 +149,14 @@ def _escape_line(line: str) -> str:
     return _HEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), line) if "#" in line else line
 
 
+@lru_cache(maxsize=8192)  # pure; a generation's personas share most of their text with their parents
 def inline(text: str) -> str:
     """One line of user text: whitespace (newlines included) collapsed, markers escaped."""
     line = _escape_fences(" ".join(text.split()))  # str.split and re's \s agree on what whitespace is
     return _INLINE_HEADING.sub(lambda m: m.group(1) + "\\" + m.group(2), line) if "#" in line else line
 
 
+@lru_cache(maxsize=2048)
 def quote(text: str) -> str:
     """A quoted block of user text: every line prefixed with ``> ``, markers escaped."""
     lines = text.splitlines() or [""]

@@ -262,6 +262,12 @@ class Database:
         return self._holder.statements
 
     @property
+    def idle_s(self) -> float:
+        """Seconds since this process's last unit on the file ended (0 while one runs)."""
+        h = self._holder
+        return 0.0 if h.active else max(0.0, time.monotonic() - h.last_used)
+
+    @property
     def held(self) -> bool:
         """True while this process holds the file open."""
         return self._holder.con is not None

@@ -42,7 +42,8 @@ log = logging.getLogger(__name__)
 FOLDER = "snapshots"
 POINTER = "CURRENT"
 KEEP = 2  # complete snapshots kept besides any a live reader holds
-DEBOUNCE_S = 0.2  # requests within this window share one refresh
+QUIET_S = 0.5  # a refresh waits until no unit ran and no request came for this long (a pause) ...
+MAX_DELAY_S = 10.0  # ... but a snapshot is never older than this behind a request while requests keep coming
 MIN_INTERVAL_S = 2.0  # background refreshes at most this often (the last request is always served)
 _counter = itertools.count()
 
@@ -164,10 +165,12 @@ class _Refresher:
         self.lock = threading.Lock()
         self.thread: threading.Thread | None = None
         self.last = 0.0
+        self.requested_at = 0.0
         self.refreshes = 0
 
     def request(self) -> None:
         with self.lock:
+            self.requested_at = time.monotonic()
             self.idle.clear()
             self.wanted.set()
             if self.thread is None or not self.thread.is_alive():
@@ -181,8 +184,16 @@ class _Refresher:
                     self.thread = None
                     self.idle.set()
                     return
-            delay = max(DEBOUNCE_S, MIN_INTERVAL_S - (time.monotonic() - self.last))
-            self.hurry.wait(delay)
+            # A refresh copies every table (~80 statements, ~40 ms of CPU): it runs when the writer is
+            # quiet (between a user's turns), not between back-to-back units, where it would compete
+            # with them for the CPU; a busy writer still gets one every MAX_DELAY_S.
+            first = time.monotonic()
+            while not self.hurry.is_set():
+                quiet_since = max(self.requested_at, time.monotonic() - self.db.idle_s)
+                due = min(max(quiet_since + QUIET_S, self.last + MIN_INTERVAL_S), first + MAX_DELAY_S)
+                if time.monotonic() >= due:
+                    break
+                self.hurry.wait(due - time.monotonic())
             self.wanted.clear()
             if not self.db.path.exists():  # the home went away (a temporary folder): nothing to keep fresh
                 continue
