@@ -402,7 +402,7 @@ class Database:
 
     def run(
         self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None, *, retries: int = CONFLICT_RETRIES
-    ) -> list[tuple]:
+    ) -> list[tuple[Any, ...]]:
         """Run one write statement and return its rows (``RETURNING``); see :meth:`write_one`."""
         return self.write_one(lambda con: con.execute(sql, params or []).fetchall(), retries=retries)
 
