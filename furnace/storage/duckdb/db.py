@@ -40,7 +40,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -362,13 +362,23 @@ class Database:
         """Run ``work`` in one transaction, retrying when another thread of this process
         committed a conflicting write first (DuckDB's optimistic concurrency). Inside a
         unit's open transaction, ``work`` joins it (the unit's owner handles conflicts)."""
+        return self._retrying(work, self.transaction, retries)
+
+    def _retrying(
+        self,
+        work: Callable[[duckdb.DuckDBPyConnection], T],
+        scope: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]],
+        retries: int,
+    ) -> T:
+        """Run ``work`` in ``scope`` (a transaction, or a unit for one statement), retried on a
+        same-process write conflict; inside a unit's open transaction it joins that transaction."""
         current = self._holder.current()
         if current is not None and (current.in_tx or current.one_tx):
             with self.transaction() as con:
                 return work(con)
         for attempt in range(retries + 1):
             try:
-                with self.transaction() as con:
+                with scope() as con:
                     return work(con)
             except (duckdb.TransactionException, duckdb.ConstraintException) as err:
                 if attempt == retries:
@@ -413,21 +423,7 @@ class Database:
         BEGIN/COMMIT around it (two statements fewer), retried when another thread of this
         process committed a conflicting write first; inside a unit's transaction it joins it.
         """
-        current = self._holder.current()
-        if current is not None and (current.in_tx or current.one_tx):
-            with self.transaction() as con:
-                return work(con)
-        for attempt in range(retries + 1):
-            try:
-                with self.unit() as con:
-                    return work(con)
-            except (duckdb.TransactionException, duckdb.ConstraintException) as err:
-                if attempt == retries:
-                    raise StoreError(
-                        f"write conflict persisted after {attempt + 1} tries: {_first_line(err)}"
-                    ) from None
-                time.sleep(0.005 * (attempt + 1))
-        raise AssertionError("unreachable")
+        return self._retrying(work, self.unit, retries)
 
     def close(self) -> None:
         """Release the file now (or, with units still running on other threads, when they end)."""
