@@ -80,18 +80,19 @@ SELECTION: dict[str, dict[str, Any]] = {
 
 # The hidden targets. Descriptors are partly in library principles (reachable by recombination)
 # and partly nowhere in the library (reachable only through feedback).
+EN_SEEDS = [  # the English library: every English target starts from the same seeds
+    "academic-editor",
+    "data-science-mentor",
+    "empathetic-coach",
+    "go-reviewer",
+    "legal-plain-language",
+    "security-auditor",
+    "socratic-math-tutor",
+    "viral-copywriter",
+]
 TASKS: dict[str, dict[str, Any]] = {
     "launch-coach-en": {
-        "seeds": [
-            "academic-editor",
-            "data-science-mentor",
-            "empathetic-coach",
-            "go-reviewer",
-            "legal-plain-language",
-            "security-auditor",
-            "socratic-math-tutor",
-            "viral-copywriter",
-        ],
+        "seeds": EN_SEEDS,
         "probes": {
             "name": "launch-coach-en",
             "language": "en",
@@ -121,16 +122,7 @@ TASKS: dict[str, dict[str, Any]] = {
         },
     },
     "careful-reviewer-en": {
-        "seeds": [
-            "academic-editor",
-            "data-science-mentor",
-            "empathetic-coach",
-            "go-reviewer",
-            "legal-plain-language",
-            "security-auditor",
-            "socratic-math-tutor",
-            "viral-copywriter",
-        ],
+        "seeds": EN_SEEDS,
         "probes": {
             "name": "careful-reviewer-en",
             "language": "en",
