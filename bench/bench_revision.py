@@ -63,7 +63,7 @@ def _rounds(store: Any, contents: Any, llm: Any, counted: Any = None) -> tuple[f
         assert out.status == "revised", out.reply.content
     elapsed = time.perf_counter() - started
     if counted:
-        counted[1] += [counted[0].statements - before, time.process_time() - cpu]
+        counted[1].extend([counted[0].statements - before, time.process_time() - cpu])
     return elapsed, recorder.requests
 
 
