@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from furnace.domain.elixir import ElixirRef
 from furnace.domain.errors import FurnaceError, StoreError
 from furnace.evolution.engine import Bred
+from furnace.evolution.writer import NewAgent
 from furnace.llm.seam import LLM
 from furnace.settings import FurnaceSettings
 
@@ -20,6 +21,15 @@ class FusionBreeder:
 
     def __init__(self, store: Any, *, embedder: Any, cache: Any, settings: FurnaceSettings | None = None) -> None:
         self.store, self.embedder, self.cache, self.settings = store, embedder, cache, settings
+
+    def for_run(self, queue: Callable[[NewAgent], None]) -> FusionBreeder:
+        """This breeder as one run uses it: parents read once, new agents handed to ``queue`` (the
+        run's record writer) instead of written by the unit (``furnace.evolution.runstore``)."""
+        from furnace.evolution.runstore import RunStore
+
+        return FusionBreeder(
+            RunStore(self.store, queue), embedder=self.embedder, cache=self.cache, settings=self.settings
+        )
 
     def __call__(
         self, parents: Sequence[ElixirRef], operator: str, seed: int, params: dict[str, Any], llm: LLM

@@ -184,6 +184,7 @@ class Evolution:
         self._embed_lock = threading.Lock()
         self._vectors: dict[str, list[float]] = {}
         self._unit_meters: dict[tuple[int, int], CallTotals] = {}  # (generation, slot) -> calls of units run here
+        self._breed: Breeder = self.breeder  # during run(): the run's view (new agents written with the records)
         self.status = "finished"
 
     # --- helpers ---------------------------------------------------------
@@ -296,7 +297,7 @@ class Evolution:
             step = root.child(f"fuse {plan.operator}", {"seed": plan.seed, **plan.params}, "chain") if root else None
             llm.parent = step
             try:
-                bred = self.breeder(refs, plan.operator, plan.seed, plan.params, llm)
+                bred = self._breed(refs, plan.operator, plan.seed, plan.params, llm)
             except BudgetExceeded:
                 raise
             except FurnaceError as err:
@@ -404,6 +405,8 @@ class Evolution:
             {**self.run_tags, "furnace.experiment_id": self.experiment_id, "furnace.model": self.llm.model_name},
         )
         self._writer = RecordWriter(self.results)
+        for_run = getattr(self.breeder, "for_run", None)  # new agents written behind, with the records
+        self._breed = for_run(self._writer.put) if callable(for_run) else self.breeder
         self._recorded: dict[int, dict[int, IndividualRecord]] = {}
         for rec in self.results.individuals(self.experiment_id):  # one read: what a previous run finished
             self._recorded.setdefault(rec.generation, {})[rec.slot] = rec

@@ -24,11 +24,22 @@ class Deferred:
     write: Callable[[], None]
 
 
+@dataclass(frozen=True)
+class NewAgent:
+    """An agent bred in this run (``furnace.evolution.runstore``), saved to ``store`` before the
+    records put after it. The agents of one batch are saved first, together (``save_agents`` when
+    the store offers it): they depend on nothing the batch writes."""
+
+    store: Any
+    agent: Any
+
+
 class RecordWriter:
-    """Saves records (individuals and generations, in the order put) on one background thread,
-    batching consecutive individuals into one ``save_individuals`` call (one transaction) when the
-    results store offers it. ``flush()`` waits until everything put so far is written and
-    re-raises a write error."""
+    """Saves records (individuals and generations, in the order put) on one background thread.
+    Whatever is queued while a batch is written makes the next batch: one unit of work (one
+    transaction), with its new agents saved together and consecutive individuals in one
+    ``save_individuals`` call when the stores offer them. ``flush()`` waits until everything put
+    so far is written and re-raises a write error."""
 
     def __init__(self, results: Any) -> None:
         self.results = results
@@ -64,8 +75,18 @@ class RecordWriter:
         after them; a finished generation asks for a fresh analysis snapshot."""
         from furnace.storage.store import snapshot_soon, unit_of_work
 
-        with unit_of_work(self.results):
-            self._save_in_unit(batch)
+        agents = [item for item in batch if isinstance(item, NewAgent)]
+        stores = list({id(a.store): a.store for a in agents}.values())
+        with unit_of_work(self.results, *stores):
+            for store in stores:
+                mine = [a.agent for a in agents if a.store is store]
+                many = getattr(store, "save_agents", None)
+                if callable(many):
+                    many(mine)
+                else:
+                    for agent in mine:
+                        store.save_agent(agent)
+            self._save_in_unit([item for item in batch if not isinstance(item, NewAgent)])
         if any(type(item).__name__ == "GenerationRecord" for item in batch):
             snapshot_soon(self.results)
 

@@ -314,16 +314,33 @@ class DuckDBStore:
 
     def save_agent(self, agent: Agent) -> bool:
         """Persist agent + child elixir + lineage edges in one transaction. False if it existed."""
-        lineage = agent.lineage
+        return self.save_agents([agent])[0]
 
-        def work(con: Con) -> bool:
-            if con.execute("SELECT 1 FROM agents WHERE id = ?", [agent.id]).fetchall():
-                return False
-            ref = self._save_elixir(con, agent.elixir, "agent", agent.id)
-            con.execute(
-                "INSERT INTO agents (id, lineage, lineage_hash, elixir_version, system_prompt, tools, members,"
-                " created_at, seal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
+    def save_agents(self, agents: Sequence[Agent]) -> list[bool]:
+        """Persist agents (each with its child elixir and lineage edges) in one transaction, one
+        statement per table for all of them; per agent, False if it existed (kept as stored)."""
+
+        def work(con: Con) -> list[bool]:
+            ids = list(dict.fromkeys(a.id for a in agents))
+            if len(ids) == 1:
+                found = con.execute("SELECT id FROM agents WHERE id = ?", ids).fetchall()
+            else:
+                found = con.execute("SELECT id FROM agents WHERE id IN (SELECT unnest(?::VARCHAR[]))", [ids]).fetchall()
+            seen = {row[0] for row in found}
+            new: list[Agent] = []
+            for agent in agents:
+                if agent.id not in seen:
+                    seen.add(agent.id)
+                    new.append(agent)
+            if not new:
+                return [False] * len(agents)
+            refs = self._save_many(con, [(a.elixir, a.id) for a in new], "agent")
+            rows: list[Any] = []
+            edges: list[Any] = []
+            for agent, ref in zip(new, refs, strict=True):
+                lineage = agent.lineage
+                seal = record_seal(lineage, ref.content_hash, agent.system_prompt, agent.tools, agent.members)
+                rows += [
                     agent.id,
                     lineage.model_dump_json(),
                     lineage.lineage_hash,
@@ -332,21 +349,31 @@ class DuckDBStore:
                     json.dumps(list(agent.tools)),
                     json.dumps([m.model_dump(mode="json") for m in agent.members]),
                     _to_db(self._clock()),
-                    json.dumps(
-                        record_seal(lineage, ref.content_hash, agent.system_prompt, agent.tools, agent.members),
-                        sort_keys=True,
-                    ),
-                ],
+                    json.dumps(seal, sort_keys=True),
+                ]
+                edges += [
+                    v
+                    for p in lineage.parents
+                    for v in (p.id, agent.id, lineage.operator, lineage.op_version, p.version)
+                ]
+            con.execute(
+                "INSERT INTO agents (id, lineage, lineage_hash, elixir_version, system_prompt, tools, members,"
+                " created_at, seal) VALUES " + ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?, ?)"] * len(new)),
+                rows,
             )
-            edges = [[p.id, agent.id, lineage.operator, lineage.op_version, p.version] for p in lineage.parents]
             if edges:  # one statement for every edge (executemany runs one per row)
                 con.execute(
                     "INSERT INTO lineage_edges VALUES "
-                    + ", ".join(["(?, ?, ?, ?, ?)"] * len(edges))
+                    + ", ".join(["(?, ?, ?, ?, ?)"] * (len(edges) // 5))
                     + " ON CONFLICT DO NOTHING",
-                    [v for edge in edges for v in edge],
+                    edges,
                 )
-            return True
+            saved = {a.id for a in new}
+            out = []
+            for agent in agents:  # the first of an id listed twice is the one saved
+                out.append(agent.id in saved)
+                saved.discard(agent.id)
+            return out
 
         return self._write(work)
 

@@ -1,0 +1,162 @@
+"""A run's breeder reads parents once and writes new agents behind, with the records
+(furnace.evolution.runstore, furnace.evolution.writer)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from experiments.helpers import library
+from furnace.domain.agent import Agent, agent_id_for
+from furnace.domain.lineage import Lineage
+from furnace.evolution.config import parse_config
+from furnace.evolution.local import memory_evolution
+from furnace.evolution.records import IndividualRecord, ScoreRow
+from furnace.evolution.writer import Deferred, NewAgent, RecordWriter
+from furnace.llm.cache import CachedLLM
+from furnace.llm.offline import OfflineEngine
+from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+from furnace.storage.duckdb.store import DuckDBStore
+from furnace.storage.memory import MemoryStore
+
+CONFIG = {
+    "name": "wb",
+    "seed": 4,
+    "population": 6,
+    "generations": 2,
+    "concurrency": 3,
+    "selection": {"tournament_size": 2, "elitism": 1},
+    "probes": {"set": "writing-en", "limit": 1},
+    "scorers": {"constraints": 0.3, "fidelity": 0.3, "brief_fit": 0.3, "diversity": 0.1},
+}
+
+
+def _seeds() -> list[Any]:
+    return [e for e in library() if e.language == "en"]
+
+
+class _Watched(DuckDBStore):
+    """Records which thread saves agents."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self.saved_on: list[str] = []
+
+    def save_agents(self, agents: Any) -> list[bool]:
+        self.saved_on.append(threading.current_thread().name)
+        return super().save_agents(agents)
+
+
+def test_a_run_writes_its_agents_on_the_writer_thread_with_the_same_result(settings: Any) -> None:
+    db = Database(settings.db_path)
+    store = _Watched(db)
+    seeds = _seeds()
+    for elixir in seeds:
+        store.save_elixir(elixir)
+    config = parse_config(CONFIG)
+    results = DuckDBExperimentResults(db)
+    report = memory_evolution(config, seeds, llm=CachedLLM(OfflineEngine()), store=store, results=results).run()
+
+    assert store.saved_on and set(store.saved_on) == {"furnace-writer"}  # never on a unit's thread
+    bred = [r for r in results.individuals(report.experiment_id) if r.lineage_hash]
+    assert bred
+    for record in bred:  # every recorded child's agent is stored, and verifies
+        assert store.get_agent(record.agent_id).lineage_hash == record.lineage_hash
+    memory = memory_evolution(config, seeds, llm=CachedLLM(OfflineEngine())).run()
+    assert memory.result_signature() == report.result_signature()
+
+
+class _Counting(MemoryStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.loads: Counter[Any] = Counter()
+
+    def load_for_fusion(self, ref_or_id: Any) -> Any:
+        self.loads[ref_or_id] += 1
+        return super().load_for_fusion(ref_or_id)
+
+
+def test_parents_are_loaded_from_the_store_once_per_run() -> None:
+    store = _Counting()
+    seeds = _seeds()
+    for elixir in seeds:
+        store.save_elixir(elixir)
+    config = parse_config({**CONFIG, "generations": 3})
+    evo = memory_evolution(config, seeds, llm=CachedLLM(OfflineEngine()), store=store)
+    evo.run()
+    parents = {p for r in evo.results.individuals(evo.experiment_id) for p in r.parents}
+    assert any(p.startswith("agt-") for p in parents)  # children bred from this run's children
+    assert store.loads and max(store.loads.values()) == 1
+    assert not any(ref.id.startswith("agt-") for ref in store.loads)  # served as bred, not read back
+
+
+def _agent(store: DuckDBStore) -> Agent:
+    parent = store.save_elixir(_seeds()[0])
+    lineage = Lineage(parents=(parent,), operator="mutation", params={"seed": 1}, op_version="1")
+    child = _seeds()[1]
+    return Agent(id=agent_id_for(lineage.lineage_hash), elixir=child, lineage=lineage, system_prompt="You are x.")
+
+
+def _record(agent_id: str, slot: int, *, lineage_hash: str | None = "h", failed: bool = False) -> IndividualRecord:
+    return IndividualRecord(
+        experiment_id="exp-wb",
+        generation=1,
+        agent_id=agent_id,
+        slot=slot,
+        operator="mutation",
+        parents=("editor",),
+        lineage_hash=lineage_hash,
+        elixir={"id": agent_id, "name": "Ünïcode “quoted”"},
+        system_prompt="You are x.",
+        fitness=0.5,
+        objectives={"fidelity": 0.5},
+        scores=(
+            ScoreRow("p1", "fidelity", 0.5, "half", False, "missing: tone"),
+            ScoreRow("p2", "fidelity", 0.0, "timeout", failed),
+        ),
+        failures=int(failed),
+        failure_reasons=("p2/fidelity: timeout",) if failed else (),
+        calls=3,
+        tokens=120,
+        cost_usd=0.0012,
+    )
+
+
+def test_a_batch_is_one_unit_of_work_agents_included(settings: Any) -> None:
+    db = Database(settings.db_path)
+    store, results = DuckDBStore(db), DuckDBExperimentResults(db)
+    agent = _agent(store)
+    writer = RecordWriter(results)
+    gate = threading.Event()
+    writer.put(Deferred(gate.wait))  # holds the writer so that the next three make one batch
+
+    def boom() -> None:
+        raise RuntimeError("disk on fire")
+
+    writer.put(NewAgent(store, agent))
+    writer.put(_record(agent.id, 0))
+    writer.put(Deferred(boom))
+    gate.set()
+    with pytest.raises(RuntimeError, match="disk on fire"):
+        writer.flush()
+    assert db.query("SELECT count(*) FROM agents") == [(0,)]  # rolled back with the record
+    assert results.individuals("exp-wb") == []
+
+    writer.put(NewAgent(store, agent))
+    writer.put(_record(agent.id, 0))
+    writer.flush()
+    assert store.get_agent(agent.id).lineage_hash == agent.lineage_hash
+    assert [r.agent_id for r in results.individuals("exp-wb")] == [agent.id]
+
+
+def test_individuals_round_trip_and_saving_again_changes_nothing(settings: Any) -> None:
+    results = DuckDBExperimentResults(Database(settings.db_path))
+    records = [_record("agt-a", 0), _record("agt-b", 1, lineage_hash=None, failed=True)]
+    results.save_individuals(records)
+    results.save_individuals([*records, _record("agt-c", 2)])  # existing keys are no-ops
+    assert results.individuals("exp-wb") == [*records, _record("agt-c", 2)]
+    assert results.count_rows("exp-wb")["experiment_scores"] == 6
