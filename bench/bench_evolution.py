@@ -7,6 +7,7 @@ in the same run. Wall vs ideal targets: <= 1.10x at concurrency 8, <= 1.25x at c
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import statistics
@@ -79,21 +80,38 @@ def _evolve(config: Any, seeds: list[Elixir], folder: Path, llm: Any) -> Any:
     return memory_evolution(config, seeds, llm=llm, results=DuckDBExperimentResults(db), store=store)
 
 
+def _costs(evo: Any, statements: int, cpu: float, load: float) -> str:
+    """The load-independent figures of a run: its CPU time and DuckDB statements per individual."""
+    individuals = len(evo.results.individuals(evo.experiment_id))
+    return (
+        f"   CPU {cpu:.2f}s (all threads), {statements} DuckDB statements ({statements / individuals:.1f} per "
+        f"individual), load average {load:.1f} at the start"
+    )
+
+
+def _timed_run(evo: Any) -> tuple[Any, float, float, int, float]:
+    """Run ``evo``: its report, wall, CPU (all threads), DuckDB statements and the load at the start."""
+    db = evo.results.db
+    load, before = os.getloadavg()[0], db.statements
+    cpu, started = time.process_time(), time.perf_counter()
+    report = evo.run()
+    return report, time.perf_counter() - started, time.process_time() - cpu, db.statements - before, load
+
+
 def _wide(seeds: list[Elixir]) -> bool:
     """Wall vs ideal at concurrency 32 (a population of 32, so every slot could be busy)."""
     config = parse_config({**BASE, "concurrency": 32, "population": 32, "generations": 3})
     recorder = _Recorder(SlowLLM(OfflineEngine(), LATENCY))
     folder = Path(tempfile.mkdtemp(prefix="furnace-bench-"))
     evo = _evolve(config, seeds, folder, CachedLLM(recorder))
-    started = time.perf_counter()
-    evo.run()
-    wall = time.perf_counter() - started
+    _, wall, cpu, statements, load = _timed_run(evo)
     ideal = len(recorder.requests) * LATENCY / 32
     target = IDEAL_TARGETS[32]
     print(
         f"   evolution at concurrency 32: {len(recorder.requests)} model calls, wall {wall:.2f}s, ideal {ideal:.2f}s "
         f"-> {wall / ideal:.2f}x ideal (target <= {target:.2f}x)"
     )
+    print(_costs(evo, statements, cpu, load))
     shutil.rmtree(folder, ignore_errors=True)
     return wall / ideal <= target
 
@@ -107,9 +125,7 @@ def _concurrency_and_rerun() -> bool:
     recorder = _Recorder(SlowLLM(OfflineEngine(), LATENCY))
     folder = Path(tempfile.mkdtemp(prefix="furnace-bench-"))
     evo = _evolve(config, seeds, folder, CachedLLM(recorder))
-    started = time.perf_counter()
-    report = evo.run()
-    wall = time.perf_counter() - started
+    report, wall, cpu, statements, load = _timed_run(evo)
     calls = len(recorder.requests)
     ideal = calls * LATENCY / config.concurrency
     target = IDEAL_TARGETS[config.concurrency]
@@ -118,6 +134,7 @@ def _concurrency_and_rerun() -> bool:
         f"(calls x {LATENCY * 1000:.0f}ms / {config.concurrency}) -> {wall / ideal:.2f}x ideal "
         f"(target <= {target:.2f}x)"
     )
+    print(_costs(evo, statements, cpu, load))
 
     slow = SlowLLM(OfflineEngine(), LATENCY)
     started = time.perf_counter()

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -160,3 +161,30 @@ def test_individuals_round_trip_and_saving_again_changes_nothing(settings: Any) 
     results.save_individuals([*records, _record("agt-c", 2)])  # existing keys are no-ops
     assert results.individuals("exp-wb") == [*records, _record("agt-c", 2)]
     assert results.count_rows("exp-wb")["experiment_scores"] == 6
+
+
+def test_the_writer_commits_a_window_of_records_at_once_and_flush_ends_the_window(settings: Any) -> None:
+    db = Database(settings.db_path)
+    results = DuckDBExperimentResults(db)
+    writer = RecordWriter(results, window_s=120)
+    for slot in range(5):
+        writer.put(_record(f"agt-{slot}", slot))
+    assert results.individuals("exp-wb") == []  # gathered, not yet committed
+    before = db.statements
+    writer.flush()  # commits now (else it would wait out the window)
+    assert db.statements - before == 4  # BEGIN, the individuals, their scores, COMMIT
+    assert len(results.individuals("exp-wb")) == 5
+
+
+def test_a_finished_generation_ends_the_window(settings: Any) -> None:
+    from furnace.evolution.records import GenerationRecord
+
+    results = DuckDBExperimentResults(Database(settings.db_path))
+    writer = RecordWriter(results, window_s=120)
+    writer.put(_record("agt-a", 0))
+    writer.put(GenerationRecord("exp-wb", 1, ("agt-a",), 0.5, 0.5))
+    deadline = time.monotonic() + 60
+    while not results.generations("exp-wb") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [g.generation for g in results.generations("exp-wb")] == [1]  # without a flush
+    assert [r.agent_id for r in results.individuals("exp-wb")] == ["agt-a"]
