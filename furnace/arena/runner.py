@@ -21,8 +21,12 @@ deterministic ids, so nothing is repeated or duplicated.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from furnace.arena.directives import Directive, DirectiveKind, MemberName, classify
@@ -56,10 +60,51 @@ from furnace.arena.speaker import ContextBuilder, HistoryTurn, Persona, SpokenRe
 from furnace.arena.store import ArenaStore
 from furnace.arena.supervisor import plan_open_discussion
 from furnace.domain.errors import InputError
+from furnace.llm.ahead import Ahead, ahead
 from furnace.llm.seam import LLM
 from furnace.storage.store import ElixirStore, snapshot_soon
 
 CheckpointHook = Callable[[str, int], None]
+
+
+@dataclass
+class _Lease:
+    """Our lease on the run being driven. Nobody can take a lease before it expires, so it is
+    renewed (one statement) only once a tenth of :data:`LEASE_TTL_S` has passed since it was last
+    claimed or renewed, not before every speaker."""
+
+    holder: Holder
+    renewed_at: float = -LEASE_TTL_S
+
+    def keep(self, store: ArenaStore, run_id: str) -> Holder | None:
+        """Claim or renew when due; the process holding the run instead, or None when it is ours."""
+        now = time.monotonic()
+        if now - self.renewed_at < LEASE_TTL_S / 10:
+            return None
+        taken = store.claim_run(run_id, self.holder, LEASE_TTL_S)
+        if taken is None:
+            self.renewed_at = now
+        return taken
+
+
+@dataclass
+class _Gate:
+    """Set by a speaker started ahead once it knows whether it will speak (``stop`` says why not)."""
+
+    decided: threading.Event = field(default_factory=threading.Event)
+    stop: _Attempt | None = None
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """One speaker's call: its reply (None when it failed, with the error), and the requests it made;
+    for a speaker started ahead, ``taken``/``cancelled`` say it stopped before its call."""
+
+    spoken: SpokenReply | None
+    error: str
+    attempts: int
+    taken: Holder | None = None
+    cancelled: bool = False
 
 
 @dataclass
@@ -262,24 +307,27 @@ class Arena:
             )
         return turns
 
-    def _plan(
+    def _make_plan(
         self, run: RunRecord, session: ArenaSession, personas: dict[str, Persona], directive: Directive, llm: LLM
-    ) -> Plan:
+    ) -> tuple[Plan, bool]:
+        """The turn's plan (routed, or the supervisor's model call) and whether a cancel came in meanwhile."""
         plan = route(directive, session.members, run.message)
-        if plan is None:
-            plan = plan_open_discussion(
-                run.message,
-                [p.elixir.model_copy(update={"id": m}) for m, p in personas.items()],
-                directive,
-                llm=llm,
-                seed=self.seed,
-                run_id=run.run_id,
-            )
-        if not self.store.set_plan(run.run_id, plan):
-            stored = self.store.get_run(run.run_id).plan
-            assert stored is not None
-            return stored
-        return plan
+        if plan is not None:
+            return plan, False
+        plan = plan_open_discussion(
+            run.message,
+            [p.elixir.model_copy(update={"id": m}) for m, p in personas.items()],
+            directive,
+            llm=llm,
+            seed=self.seed,
+            run_id=run.run_id,
+        )
+        return plan, self.store.cancel_requested(run.run_id)  # the supervisor took a model call
+
+    def _cancelled(self, run: RunRecord, plan: Plan, ids: dict[str, Any]) -> RunCancelled:
+        self.store.set_status(run.run_id, "cancelled")
+        finished = len(self.store.checkpoints(run.run_id))
+        return RunCancelled(**ids, completed=finished, remaining=len(plan.speakers) - finished)
 
     def _attempts(
         self,
@@ -291,8 +339,8 @@ class Arena:
         history: list[HistoryTurn],
         group: list[str],
         max_tokens: int,
-    ) -> tuple[SpokenReply | None, str, int]:
-        """One speaker, one logical call (retries live in the model client only): (reply or None, error, attempts)."""
+    ) -> _Attempt:
+        """One speaker, one logical call (retries live in the model client only)."""
         try:
             spoken = speak(
                 persona,
@@ -308,8 +356,36 @@ class Arena:
                 run_id=run.run_id,
             )
         except Exception as err:  # a failing speaker is data, never the end of the run
-            return None, f"{err.__class__.__name__}: {err}", int(getattr(err, "attempts", 1) or 1)
-        return spoken, "", spoken.attempts
+            return _Attempt(None, f"{err.__class__.__name__}: {err}", int(getattr(err, "attempts", 1) or 1))
+        return _Attempt(spoken, "", spoken.attempts)
+
+    def _renew_and_speak(
+        self,
+        holder: _Lease,
+        gate: _Gate,
+        persona: Persona,
+        task: SpeakerTask,
+        run: RunRecord,
+        llm: LLM,
+        *,
+        history: list[HistoryTurn],
+        group: list[str],
+        max_tokens: int,
+    ) -> _Attempt:
+        """A speaker started ahead (while the one before is recorded): renew the lease when due and check
+        for a cancel first, as the loop does before a speaker; no model call when either says stop.
+        ``gate`` opens once that is decided, so the loop announces the speaker only if it speaks."""
+        try:
+            taken = holder.keep(self.store, run.run_id)
+            if taken is not None:
+                gate.stop = _Attempt(None, "", 0, taken=taken)
+            elif self.store.cancel_requested(run.run_id):
+                gate.stop = _Attempt(None, "", 0, cancelled=True)
+        finally:
+            gate.decided.set()
+        if gate.stop is not None:
+            return gate.stop
+        return self._attempts(persona, task, run, llm, history=history, group=group, max_tokens=max_tokens)
 
     def _drive(
         self,
@@ -320,14 +396,14 @@ class Arena:
         *,
         resumed: bool,
     ) -> Iterator[ArenaEvent]:
-        holder = Holder.here()
-        busy = self.store.claim_run(run.run_id, holder, LEASE_TTL_S)
+        holder = _Lease(Holder.here())
+        busy = holder.keep(self.store, run.run_id)
         if busy is not None:
             raise busy_error(run.run_id, busy)
         try:
             yield from self._drive_held(run, session, personas, directive, resumed=resumed, holder=holder)
         finally:
-            self.store.release_run(run.run_id, holder)
+            self.store.release_run(run.run_id, holder.holder)
 
     def _drive_held(
         self,
@@ -337,7 +413,7 @@ class Arena:
         directive: Directive,
         *,
         resumed: bool,
-        holder: Holder,
+        holder: _Lease,
     ) -> Iterator[ArenaEvent]:
         ids: dict[str, Any] = {"run_id": run.run_id, "session_id": session.id}
         base = self.llm_for_model(session.model) if self.llm_for_model else self.llm
@@ -345,85 +421,134 @@ class Arena:
         yield RunStarted(**ids, message=run.message, directive=run.directive, resumed=resumed)
         cancel = run.cancel_requested
         if run.plan is None:
-            plan = self._plan(run, session, personas, directive, llm)
-            if plan.source != "directive":  # the supervisor took a model call: a cancel may have come in
-                cancel = self.store.cancel_requested(run.run_id)
+            with ahead(partial(self._make_plan, run, session, personas, directive, llm)) as planning:
+                history = self._history(session, run)  # read while the plan is being made
+            plan, cancelled_meanwhile = planning.result()
+            cancel = cancel or cancelled_meanwhile
+            if not self.store.set_plan(run.run_id, plan):  # stored already (a reused run id): that plan stands
+                stored = self.store.get_run(run.run_id).plan
+                assert stored is not None
+                plan = stored
             yield PlanCreated(**ids, plan=plan, reused=False)
         else:
             plan = run.plan
+            history = self._history(session, run)
             yield PlanCreated(**ids, plan=plan, reused=True)
         # A fresh run has no checkpoints; a resumed one (or a reused run id) may.
         done = self.store.checkpoints(run.run_id) if resumed or run.plan is not None else {}
-        history = self._history(session, run)
         group = [p.name for p in personas.values()]
         replied = failed = 0
-        for index, task in enumerate(plan.speakers):
-            if index in done:
-                continue
-            if cancel:
-                self.store.set_status(run.run_id, "cancelled")
-                finished = len(self.store.checkpoints(run.run_id))
-                yield RunCancelled(**ids, completed=finished, remaining=len(plan.speakers) - finished)
-                return
-            persona = personas[task.member_id]
-            taken = self.store.claim_run(run.run_id, holder, LEASE_TTL_S)  # renew: this speaker may take a while
-            if taken is not None:  # our lease ran out and another process took the run over
-                raise busy_error(run.run_id, taken)
-            yield SpeakerStarted(
-                **ids, index=index, member_id=task.member_id, name=persona.name, task=task.task, ordinal=task.ordinal
-            )
-            spoken, error, attempts = self._attempts(
-                persona, task, run, llm, history=history, group=group, max_tokens=plan.budget.max_tokens
-            )
-            if spoken is None:
-                cancel = self.store.record_speaker(
-                    Checkpoint(
-                        run_id=run.run_id, speaker_index=index, status="failed", error=error[:500], attempts=attempts
-                    ),
-                    None,
-                )
-                failed += 1
-                yield SpeakerFailed(
-                    **ids, index=index, member_id=task.member_id, name=persona.name, error=error, attempts=attempts
-                )
-            else:
-                yield Delta(**ids, index=index, member_id=task.member_id, text=spoken.text)
-                reply = ReplyRecord(
-                    reply_id=reply_id_for(run.run_id, index),
-                    run_id=run.run_id,
-                    session_id=session.id,
-                    speaker_index=index,
-                    member_id=task.member_id,
-                    member_name=persona.name,
-                    member_version=persona.version,
-                    text=spoken.text,
-                    ordinal=task.ordinal,
-                    corrected=spoken.corrected,
-                )
-                cancel = self.store.record_speaker(
-                    Checkpoint(
-                        run_id=run.run_id,
-                        speaker_index=index,
-                        status="done",
-                        reply_id=reply.reply_id,
-                        attempts=attempts,
-                    ),
-                    reply,
-                )
-                history.append(HistoryTurn(text=spoken.text, speaker_id=task.member_id, speaker_name=persona.name))
-                replied += 1
-                yield FinalReply(
+        todo = [(index, task) for index, task in enumerate(plan.speakers) if index not in done]
+        ahead_call: Ahead[_Attempt] | None = None  # the next speaker, speaking while this one is recorded
+        gate = _Gate()  # opened by the speaker started ahead once it knows it will speak
+        with ExitStack() as calls:  # leaving (even by an error or a closed stream) waits for a call in flight
+            for position, (index, task) in enumerate(todo):
+                persona = personas[task.member_id]
+                started = SpeakerStarted(
                     **ids,
                     index=index,
                     member_id=task.member_id,
                     name=persona.name,
-                    reply_id=reply.reply_id,
-                    text=spoken.text,
+                    task=task.task,
                     ordinal=task.ordinal,
-                    corrected=spoken.corrected,
                 )
-            if self.after_checkpoint is not None:
-                self.after_checkpoint(run.run_id, len(done) + replied + failed)
+                if ahead_call is None:
+                    if cancel:
+                        yield self._cancelled(run, plan, ids)
+                        return
+                    taken = holder.keep(self.store, run.run_id)  # renew: this speaker may take a while
+                    if taken is not None:  # our lease ran out and another process took the run over
+                        raise busy_error(run.run_id, taken)
+                    yield started
+                    attempt = self._attempts(
+                        persona, task, run, llm, history=history, group=group, max_tokens=plan.budget.max_tokens
+                    )
+                else:
+                    gate.decided.wait()  # the lease and cancel checks (run beside the previous record)
+                    if gate.stop is None:
+                        yield started
+                    attempt, ahead_call = ahead_call.result(), None
+                    if attempt.taken is not None:
+                        raise busy_error(run.run_id, attempt.taken)
+                    if attempt.cancelled:
+                        yield self._cancelled(run, plan, ids)
+                        return
+                spoken = attempt.spoken
+                if spoken is not None:
+                    history.append(HistoryTurn(text=spoken.text, speaker_id=task.member_id, speaker_name=persona.name))
+                if position + 1 < len(todo) and not cancel:  # the next speaker speaks while this one is recorded
+                    next_task = todo[position + 1][1]
+                    gate = _Gate()
+                    speak_next = partial(
+                        self._renew_and_speak,
+                        holder,
+                        gate,
+                        personas[next_task.member_id],
+                        next_task,
+                        run,
+                        llm,
+                        history=list(history),
+                        group=group,
+                        max_tokens=plan.budget.max_tokens,
+                    )
+                    ahead_call = calls.enter_context(ahead(speak_next))
+                if spoken is None:
+                    cancel = self.store.record_speaker(
+                        Checkpoint(
+                            run_id=run.run_id,
+                            speaker_index=index,
+                            status="failed",
+                            error=attempt.error[:500],
+                            attempts=attempt.attempts,
+                        ),
+                        None,
+                    )
+                    failed += 1
+                    yield SpeakerFailed(
+                        **ids,
+                        index=index,
+                        member_id=task.member_id,
+                        name=persona.name,
+                        error=attempt.error,
+                        attempts=attempt.attempts,
+                    )
+                else:
+                    yield Delta(**ids, index=index, member_id=task.member_id, text=spoken.text)
+                    reply = ReplyRecord(
+                        reply_id=reply_id_for(run.run_id, index),
+                        run_id=run.run_id,
+                        session_id=session.id,
+                        speaker_index=index,
+                        member_id=task.member_id,
+                        member_name=persona.name,
+                        member_version=persona.version,
+                        text=spoken.text,
+                        ordinal=task.ordinal,
+                        corrected=spoken.corrected,
+                    )
+                    cancel = self.store.record_speaker(
+                        Checkpoint(
+                            run_id=run.run_id,
+                            speaker_index=index,
+                            status="done",
+                            reply_id=reply.reply_id,
+                            attempts=attempt.attempts,
+                        ),
+                        reply,
+                    )
+                    replied += 1
+                    yield FinalReply(
+                        **ids,
+                        index=index,
+                        member_id=task.member_id,
+                        name=persona.name,
+                        reply_id=reply.reply_id,
+                        text=spoken.text,
+                        ordinal=task.ordinal,
+                        corrected=spoken.corrected,
+                    )
+                if self.after_checkpoint is not None:
+                    self.after_checkpoint(run.run_id, len(done) + replied + failed)
         self.store.set_status(run.run_id, "finished")
         snapshot_soon(self.store)  # analysis reads the turn from a fresh snapshot
         yield RunFinished(**ids, replies=replied, failed=failed, skipped_done=len(done))

@@ -7,7 +7,8 @@
    :data:`REINFORCE_STEP`), same dimension with another value replaces;
 3. :func:`learn_from_revision` stores the result as a new persona version
    (versions are immutable) and marks the revision processed, so the next
-   generation's rendered prompt carries the preference.
+   generation's rendered prompt carries the preference (:func:`save_learned`
+   is that last step alone: the revision chat extracts while it commits).
 
 Idempotent per revision: a processed revision is skipped, and a revision whose
 id is already the ``source_revision`` of a stored preference (a crash between
@@ -23,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from furnace.domain.elixir import MAX_PREFERENCES, ElixirRef, StylePreference, edit
+from furnace.domain.elixir import MAX_PREFERENCES, Elixir, ElixirRef, StylePreference, edit
 from furnace.domain.errors import LLMMalformedOutput
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 from furnace.llm.structured import parse_reply, schema_of
@@ -183,6 +184,18 @@ def learn_from_revision(
                 revision.id, "already", persona_ref=persona.ref, preferences=tuple(persona.style_preferences)
             )
     learned = extract_preferences(llm, revision, language=persona.language, seed=seed)
+    return save_learned(store, content_store, revision, persona, learned)
+
+
+def save_learned(
+    store: ElixirStore,
+    content_store: ContentStore,
+    revision: RevisionRecord,
+    persona: Elixir,
+    learned: Sequence[StylePreference],
+) -> PreferenceUpdate:
+    """Merge ``learned`` into ``persona`` (the revision's persona, unprocessed), save the new persona
+    version and mark the revision processed, in one transaction."""
     merged = merge_preferences(persona.style_preferences, learned)
     ref: ElixirRef | None = None
     with unit_of_work(store, content_store):  # the new persona version and the mark: one transaction

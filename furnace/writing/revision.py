@@ -7,15 +7,20 @@
                                      ├─ no change ───────────→ (unchanged: says so)
                                      └─ RECORD+UPDATE+REPLY ─→ EXTRACT → PERSIST → (revised)
 
-    revise() = start_turn() (steps 1–2) + finish_turn() (steps 3–8)
+    revise(): steps 1–8, the store's writes beside the model calls
+    start_turn() (steps 1–2) + finish_turn() (steps 3–8): the same, message stored first
 
-Durability: the session (with its welcome) and the user message are written
-before the model is called, so the user's words survive anything. RECORD
+Durability: the session (with its welcome) and the user message are committed
+before the edit's answer is used — by :func:`revise` while the model writes,
+by :func:`start_turn` before the call (a UI that shows the message at once) —
+so the user's words survive any model failure, and a failure to store them
+fails the turn before anything else is written. RECORD
 (the revision record), UPDATE (the new version) and REPLY (the assistant
 message naming ``V2→V3``) are one atomic commit: a process dying mid-step
 leaves either all three or none. EXTRACT and PERSIST (preference learning)
-come after and can never undo or block the revision; a revision left
-unprocessed is picked up by the preference extraction flow.
+come after and can never undo or block the revision (EXTRACT's model call runs
+while the revision commits; its answer is dropped if the commit fails); a
+revision left unprocessed is picked up by the preference extraction flow.
 
 Also here: :func:`diff_versions` (line level, with word-level — zh
 character-level — detail) and :func:`rollback` (a new version equal to an old
@@ -30,6 +35,8 @@ from __future__ import annotations
 import difflib
 import logging
 import re
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
@@ -39,6 +46,7 @@ from pydantic import BaseModel, ConfigDict
 from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, LLMError, LLMMalformedOutput, LLMRateLimit, LLMTimeout, StoreError
+from furnace.llm.ahead import ahead
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 from furnace.llm.structured import schema_of
 from furnace.storage.store import ElixirStore, snapshot_soon, unit_of_work
@@ -67,7 +75,7 @@ from furnace.writing.content import (
     utc_now,
     word_count,
 )
-from furnace.writing.preferences import PreferenceUpdate, learn_from_revision
+from furnace.writing.preferences import PreferenceUpdate, extract_preferences, save_learned
 
 
 class RevisedPiece(PieceReply):
@@ -311,11 +319,32 @@ def revise(
     seed: int = 0,
     clock: Clock = utc_now,
 ) -> RevisionOutcome:
-    """One revision chat turn (DESIGN §5, steps 1–8)."""
+    """One revision chat turn (DESIGN §5, steps 1–8).
+
+    Everything the edit needs is read first, in one unit; the user's message is then stored
+    while the model writes the edit (it is committed before the answer is used, and a failure
+    to store it fails the turn), and the revision is committed while the preferences are
+    extracted (:mod:`furnace.llm.ahead`): the store's work runs beside the model calls, not
+    after them.
+    """
     if not regenerate:
         return note_suggestion(content_store, content_id, suggestion, clock=clock)
-    start = start_turn(content_store, content_id, suggestion, clock=clock)
-    outcome = finish_turn(store, content_store, llm, start, learn=learn, seed=seed, clock=clock)
+    with unit_of_work(store, content_store, one_transaction=False):  # the reads before the model call
+        content = content_store.get_content(content_id)
+        suggestion = _check_suggestion(suggestion, content.language)
+        now = clock()
+        session, new_session, welcome = open_session(content_store, content, now)
+        earlier = content_store.messages(session.id) if new_session is None else []
+        current = content_store.get_version(content_id)
+        persona = store.get_elixir(content.persona_id)
+    user = ChatMessage(session_id=session.id, role="user", kind="suggestion", content=suggestion, created_at=now)
+    batch = ContentBatch(session=new_session, messages=(*welcome, user))
+
+    def store_user() -> ChatMessage:
+        return content_store.commit(batch)[-1]
+
+    turn = _Turn(content, session, user, pending_suggestions([*earlier, user]), current, persona)
+    outcome = _edit(store, content_store, llm, turn, store_user=store_user, learn=learn, seed=seed, clock=clock)
     snapshot_soon(store, content_store)  # analysis reads the revision session from a fresh snapshot
     return outcome
 
@@ -349,35 +378,78 @@ def finish_turn(
     seed: int = 0,
     clock: Clock = utc_now,
 ) -> RevisionOutcome:
-    """Steps 3–8: edit, record + version + reply (atomic), learn preferences."""
+    """Steps 3–8 after :func:`start_turn`: edit, record + version + reply (atomic), learn preferences."""
     content, session, user = start.content, start.session, start.user_message
+    with unit_of_work(store, content_store):  # the reads before the model call: one connection
+        suggestions = pending_suggestions(content_store.messages(session.id))
+        current = content_store.get_version(content.id)  # fresh: another turn may have edited since start_turn
+        persona = store.get_elixir(content.persona_id) if suggestions else None
+    if not suggestions or persona is None:  # a concurrent turn already applied this suggestion together with its own
+        text = (
+            f"这条建议已经在 V{current.version} 中一起处理了。"
+            if content.language == "zh"
+            else f"This suggestion was already applied together with another one in V{current.version}."
+        )
+        reply = ChatMessage(session_id=session.id, role="assistant", kind="unchanged", content=text, created_at=clock())
+        [reply] = content_store.commit(ContentBatch(messages=(reply,)))
+        return RevisionOutcome("unchanged", user, reply, (Step.SESSION, Step.USER_MESSAGE))
+    turn = _Turn(content, session, user, suggestions, current, persona)
+    return _edit(store, content_store, llm, turn, store_user=None, learn=learn, seed=seed, clock=clock)
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """What an edit works from, read before the model call."""
+
+    content: Content
+    session: ChatSession
+    user: ChatMessage  # stored, or stored by the edit's ``store_user`` while the model writes
+    suggestions: list[str]  # every pending suggestion, in order (the user's newest last)
+    current: ContentVersion
+    persona: Elixir
+
+
+def _edit(
+    store: ElixirStore,
+    content_store: ContentStore,
+    llm: LLM,
+    turn: _Turn,
+    *,
+    store_user: Callable[[], ChatMessage] | None,
+    learn: bool,
+    seed: int,
+    clock: Clock,
+) -> RevisionOutcome:
+    """Steps 3–8: edit (storing the user's message meanwhile, when not yet stored), record + new
+    version + reply in one commit (extracting preferences meanwhile), persist the preferences."""
+    content, session, user, suggestions, current, persona = (
+        turn.content,
+        turn.session,
+        turn.user,
+        turn.suggestions,
+        turn.current,
+        turn.persona,
+    )
     content_id = content.id
     zh = content.language == "zh"
     steps: list[Step] = [Step.SESSION, Step.USER_MESSAGE]
 
     # 3. edit (the model sees the original title, body and every pending suggestion).
-    with unit_of_work(store, content_store):  # the reads before the model call: one connection
-        suggestions = pending_suggestions(content_store.messages(session.id))
-        current = content_store.get_version(content_id)  # fresh: another turn may have edited since start_turn
-        persona = store.get_elixir(content.persona_id) if suggestions else None
-    if not suggestions or persona is None:  # a concurrent turn already applied this suggestion together with its own
-        text = (
-            f"这条建议已经在 V{current.version} 中一起处理了。"
-            if zh
-            else f"This suggestion was already applied together with another one in V{current.version}."
-        )
-        reply = ChatMessage(session_id=session.id, role="assistant", kind="unchanged", content=text, created_at=clock())
-        [reply] = content_store.commit(ContentBatch(messages=(reply,)))
-        return RevisionOutcome("unchanged", user, reply, tuple(steps))
     instructions = [parse_instruction(s, content.language) for s in suggestions]
     unknown = [i.text for i in instructions if not i.understood]
     problems = target_problems(instructions, current.title, current.body)
     if problems:  # the piece has no such place: nothing to ask the model
+        if store_user is not None:
+            user = store_user()
         return _refuse(
             content_store, session.id, user, steps, suggestions, problems, unknown, current.version, zh, clock
         )
+    request = build_revise_request(persona, current, suggestions, seed=seed)
+    with ahead(lambda: llm.complete(request)) as call:
+        if store_user is not None:  # the user's words are stored while the model writes (a failure here fails the turn)
+            user = store_user()
     try:
-        completion = llm.complete(build_revise_request(persona, current, suggestions, seed=seed))
+        completion = call.result()
         title, body = parse_piece(completion.parsed, completion.text, model=completion.model)
     except Exception as err:  # any failure: keep the user message, leave the content alone, say so kindly
         if not isinstance(err, LLMError):
@@ -446,27 +518,36 @@ def finish_turn(
     reply = ChatMessage(
         session_id=session.id, role="assistant", kind="revision", content=text, revision_id=record.id, created_at=now
     )
-    try:
-        [reply] = content_store.commit(ContentBatch(version=version, revision=record, messages=(reply,)))
-    except StoreError as err:  # edited meanwhile (another window, another process): nothing of ours was written
-        log.warning("revision of %s not saved: %s", content_id, err)
-        latest = content_store.get_version(content_id).version
-        text = (
-            f"抱歉，这篇文章刚刚在别处被修改过（现在是 V{latest}），这次修改没有保存。请再发一次你的建议。"
-            if zh
-            else f"Sorry, the text was changed elsewhere meanwhile (it is now V{latest}), so this edit was not "
-            "saved. Please send your suggestion again."
+    with ExitStack() as running:
+        # 7. the preferences are extracted while the revision commits (the answer is discarded if the commit fails)
+        extract = (
+            running.enter_context(ahead(lambda: extract_preferences(llm, record, language=persona.language, seed=seed)))
+            if learn
+            else None
         )
-        failure = ChatMessage(session_id=session.id, role="assistant", kind="failure", content=text, created_at=clock())
-        [failure] = content_store.commit(ContentBatch(messages=(failure,)))
-        return RevisionOutcome("failed", user, failure, tuple(steps), pending=tuple(suggestions))
+        try:
+            [reply] = content_store.commit(ContentBatch(version=version, revision=record, messages=(reply,)))
+        except StoreError as err:  # edited meanwhile (another window, another process): nothing of ours was written
+            log.warning("revision of %s not saved: %s", content_id, err)
+            latest = content_store.get_version(content_id).version
+            text = (
+                f"抱歉，这篇文章刚刚在别处被修改过（现在是 V{latest}），这次修改没有保存。请再发一次你的建议。"
+                if zh
+                else f"Sorry, the text was changed elsewhere meanwhile (it is now V{latest}), so this edit was not "
+                "saved. Please send your suggestion again."
+            )
+            failure = ChatMessage(
+                session_id=session.id, role="assistant", kind="failure", content=text, created_at=clock()
+            )
+            [failure] = content_store.commit(ContentBatch(messages=(failure,)))
+            return RevisionOutcome("failed", user, failure, tuple(steps), pending=tuple(suggestions))
     steps += [Step.RECORD, Step.UPDATE, Step.REPLY]
 
     # 7–8. learn preferences and persist them; a failure is a warning, never the revision's problem.
     learned: PreferenceUpdate | None = None
-    if learn:
-        try:
-            learned = learn_from_revision(store, content_store, llm, record, seed=seed)
+    if extract is not None:
+        try:  # the revision was created just now, so it is unprocessed and the persona read above is its persona
+            learned = save_learned(store, content_store, record, persona, extract.result())
             steps += [Step.EXTRACT, Step.PERSIST]
         except Exception as err:
             log.warning("preference extraction for %s failed (the revision is kept): %s", record.id, err)

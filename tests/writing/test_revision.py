@@ -251,6 +251,9 @@ def test_two_edits_racing_for_one_version_never_merge(store, contents, engine, c
     assert other.status == "revised" and late.status == "failed"
     assert [r.id for r in contents.revisions(content.id)] == [other.revision.id]
     assert contents.get_version(content.id).revision_id == other.revision.id
+    # the late turn's preferences (extracted while it tried to commit) were dropped with it
+    learned_version = other.learned.persona_ref.version if other.learned and other.learned.persona_ref else 1
+    assert store.get_elixir("skin-advisor").version == learned_version
 
 
 def test_a_suggestion_already_applied_by_another_turn_is_not_edited_again(store, contents, engine, clock):
