@@ -75,6 +75,7 @@ class _Lease:
 
     holder: Holder
     renewed_at: float = -LEASE_TTL_S
+    released: bool = False  # by the last speaker's record (which also marks the run finished)
 
     def keep(self, store: ArenaStore, run_id: str) -> Holder | None:
         """Claim or renew when due; the process holding the run instead, or None when it is ours."""
@@ -403,7 +404,8 @@ class Arena:
         try:
             yield from self._drive_held(run, session, personas, directive, resumed=resumed, holder=holder)
         finally:
-            self.store.release_run(run.run_id, holder.holder)
+            if not holder.released:
+                self.store.release_run(run.run_id, holder.holder)
 
     def _drive_held(
         self,
@@ -492,6 +494,8 @@ class Arena:
                         max_tokens=plan.budget.max_tokens,
                     )
                     ahead_call = calls.enter_context(ahead(speak_next))
+                # the last speaker's record also ends the run and gives the lease back (one transaction)
+                finish = holder.holder if position == len(todo) - 1 else None
                 if spoken is None:
                     cancel = self.store.record_speaker(
                         Checkpoint(
@@ -502,7 +506,9 @@ class Arena:
                             attempts=attempt.attempts,
                         ),
                         None,
+                        finish=finish,
                     )
+                    holder.released = finish is not None
                     failed += 1
                     yield SpeakerFailed(
                         **ids,
@@ -535,7 +541,9 @@ class Arena:
                             attempts=attempt.attempts,
                         ),
                         reply,
+                        finish=finish,
                     )
+                    holder.released = finish is not None
                     replied += 1
                     yield FinalReply(
                         **ids,
@@ -549,6 +557,7 @@ class Arena:
                     )
                 if self.after_checkpoint is not None:
                     self.after_checkpoint(run.run_id, len(done) + replied + failed)
-        self.store.set_status(run.run_id, "finished")
+        if not holder.released:  # no speaker was left to run (a resume of a run whose speakers were all done)
+            self.store.set_status(run.run_id, "finished")
         snapshot_soon(self.store)  # analysis reads the turn from a fresh snapshot
         yield RunFinished(**ids, replies=replied, failed=failed, skipped_done=len(done))

@@ -54,9 +54,12 @@ class ArenaStore(Protocol):
         """Store the run's plan if it has none; returns False if one existed."""
         ...
 
-    def record_speaker(self, checkpoint: Checkpoint, reply: ReplyRecord | None) -> bool:
+    def record_speaker(
+        self, checkpoint: Checkpoint, reply: ReplyRecord | None, *, finish: Holder | None = None
+    ) -> bool:
         """Persist a speaker's outcome (reply and checkpoint) idempotently, in one unit;
-        returns whether a cancel of the run has been requested."""
+        returns whether a cancel of the run has been requested. With ``finish`` (the run's last
+        speaker), the same unit marks the run finished and releases ``finish``'s lease."""
         ...
 
     def checkpoints(self, run_id: str) -> dict[int, Checkpoint]:
@@ -142,12 +145,20 @@ class InMemoryArenaStore:
             self._runs[run_id] = run.model_copy(update={"plan": plan})
             return True
 
-    def record_speaker(self, checkpoint: Checkpoint, reply: ReplyRecord | None) -> bool:
+    def record_speaker(
+        self, checkpoint: Checkpoint, reply: ReplyRecord | None, *, finish: Holder | None = None
+    ) -> bool:
         with self._lock:
             if reply is not None:
                 self._replies.setdefault(reply.reply_id, reply.model_copy(update={"created_at": _now()}))
             self._checkpoints.setdefault((checkpoint.run_id, checkpoint.speaker_index), checkpoint)
-            return self._runs[checkpoint.run_id].cancel_requested
+            run = self._runs[checkpoint.run_id]
+            if finish is not None:
+                self._runs[run.run_id] = run.model_copy(update={"status": "finished"})
+                lease = self._leases.get(run.run_id)
+                if lease is not None and lease[0].token == finish.token:
+                    del self._leases[run.run_id]
+            return run.cancel_requested
 
     def checkpoints(self, run_id: str) -> dict[int, Checkpoint]:
         return {i: c for (r, i), c in self._checkpoints.items() if r == run_id}

@@ -22,10 +22,10 @@ class Watched:
     def __init__(self, inner: Any, before_record: Any = None) -> None:
         self.inner, self.before_record, self.claims = inner, before_record, 0
 
-    def record_speaker(self, checkpoint: Any, reply: Any) -> bool:
+    def record_speaker(self, checkpoint: Any, reply: Any, **finish: Any) -> bool:
         if self.before_record is not None:
             self.before_record(checkpoint.speaker_index)
-        return self.inner.record_speaker(checkpoint, reply)
+        return self.inner.record_speaker(checkpoint, reply, **finish)
 
     def claim_run(self, *args: Any) -> Any:
         self.claims += 1

@@ -90,8 +90,9 @@ def test_an_arena_speaker_runs_at_most_6_statements(tmp_path: Path) -> None:
     outcome = arena.say(session.id, "@all count off!")
     assert len(outcome.replies) == 4
     turn = db.statements - before
-    # per turn: session + 4 persona reads, run, lease claim (2), plan, history (2), status, release = 13;
-    # per speaker: BEGIN, reply, checkpoint, cancel flag, COMMIT = 5, and a cancel check before each
-    # speaker after the first (run beside the previous speaker's record); the lease is renewed only
-    # when due (57 per turn two sessions ago, 33 before)
-    assert turn <= 13 + 4 * 5 + 3, turn
+    # per turn: session + 4 persona reads, run, lease claim, plan, history (2) = 10; per speaker: BEGIN,
+    # reply, checkpoint, cancel flag, COMMIT = 5 (the last: the run marked finished and the lease given
+    # back instead of the cancel flag = 6), and a cancel check before each speaker after the first (run
+    # beside the previous speaker's record); the lease is renewed only when due (57 per turn two
+    # sessions ago, 33 before)
+    assert turn <= 10 + 4 * 5 + 1 + 3, turn

@@ -146,16 +146,17 @@ class DuckDBArenaStore:
     def claim_run(self, run_id: str, holder: Holder, ttl_s: float) -> Holder | None:
         now = datetime.now(UTC).replace(tzinfo=None)
         expires = now + timedelta(seconds=ttl_s)
-        # The usual cases take one statement each: renewing our own lease, taking a run nobody holds.
-        if self.db.run(
-            "UPDATE arena_leases SET expires_at = ? WHERE run_id = ? AND token = ? RETURNING run_id",
-            [expires, run_id, holder.token],
-        ):
-            return None
+        # The usual cases take one statement each: taking a run nobody holds (every drive starts so),
+        # renewing our own lease (rarer: a driver renews once a tenth of the TTL has passed).
         if self.db.run(
             "INSERT INTO arena_leases (run_id, token, host, pid, expires_at) SELECT ?, ?, ?, ?, ?"
             " WHERE NOT EXISTS (SELECT 1 FROM arena_leases WHERE run_id = ?) RETURNING run_id",
             [run_id, holder.token, holder.host, holder.pid, expires, run_id],
+        ):
+            return None
+        if self.db.run(
+            "UPDATE arena_leases SET expires_at = ? WHERE run_id = ? AND token = ? RETURNING run_id",
+            [expires, run_id, holder.token],
         ):
             return None
         with self.db.transaction() as con:  # someone else's lease: take it over only when it is free
@@ -178,7 +179,9 @@ class DuckDBArenaStore:
 
     # --- speakers --------------------------------------------------------------
 
-    def record_speaker(self, checkpoint: Checkpoint, reply: ReplyRecord | None) -> bool:
+    def record_speaker(
+        self, checkpoint: Checkpoint, reply: ReplyRecord | None, *, finish: Holder | None = None
+    ) -> bool:
         with self.db.transaction() as con:
             if reply is not None:
                 con.execute(
@@ -214,9 +217,19 @@ class DuckDBArenaStore:
                     checkpoint.speaker_index,
                 ],
             )
-            flag = con.execute(
-                "SELECT cancel_requested FROM arena_runs WHERE run_id = ?", [checkpoint.run_id]
-            ).fetchall()
+            if finish is not None:  # the last speaker: the run ends in the same transaction
+                flag = con.execute(
+                    "UPDATE arena_runs SET status = 'finished', updated_at = current_timestamp WHERE run_id = ?"
+                    " RETURNING cancel_requested",
+                    [checkpoint.run_id],
+                ).fetchall()
+                con.execute(
+                    "DELETE FROM arena_leases WHERE run_id = ? AND token = ?", [checkpoint.run_id, finish.token]
+                )
+            else:
+                flag = con.execute(
+                    "SELECT cancel_requested FROM arena_runs WHERE run_id = ?", [checkpoint.run_id]
+                ).fetchall()
         return bool(flag and flag[0][0])
 
     def checkpoints(self, run_id: str) -> dict[int, Checkpoint]:
