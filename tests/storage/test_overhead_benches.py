@@ -1,0 +1,44 @@
+"""The revision and arena benches run on DuckDB and count what they claim (no timing here).
+
+``python -m bench revision`` once crashed before printing its DuckDB figure and nothing noticed;
+these run each bench's measurement, small and without the fake's latency, and check its figures
+are earned: the calls replayed as the baseline are the calls the round made, and the statements
+counted are the ones DuckDB ran.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench import bench_arena, bench_revision
+from furnace.storage.duckdb.content import DuckDBContentStore
+from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.store import DuckDBStore
+
+
+def test_the_revision_bench_measures_duckdb_rounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench_revision, "LATENCY_S", 0.0)
+    monkeypatch.setattr(bench_revision, "ROUNDS", 3)
+    db = Database(tmp_path / "bench.duckdb")
+    counted: list[float] = []
+    total, baseline, calls = bench_revision.measure(
+        lambda: (DuckDBStore(db), DuckDBContentStore(db)), counted=(db, counted)
+    )
+    assert calls == 3 * 2  # each round: the edit and the preference extraction
+    assert total > 0 and baseline > 0
+    statements, cpu = counted
+    assert 3 * 10 <= statements <= 3 * 20  # the rounds' own statements (budget: tests/storage)
+    assert cpu > 0
+
+
+def test_the_arena_bench_measures_duckdb_turns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench_arena, "ROUNDS", 1)
+    monkeypatch.setattr(bench_arena, "SlowLLM", lambda inner, latency: inner)  # no latency: nothing is timed here
+    from furnace.storage.duckdb.arena import DuckDBArenaStore
+
+    db = Database(tmp_path / "bench.duckdb")
+    turn, baseline, calls = bench_arena._measure(lambda: DuckDBArenaStore(db), db)
+    assert calls >= 4 * len(bench_arena.MESSAGES)  # four speakers a turn (and the open message's plan)
+    assert turn > 0 and baseline > 0
