@@ -203,8 +203,14 @@ class DuckDBStore:
     # --- elixirs ---------------------------------------------------------
 
     def save_elixir(self, elixir: Elixir, *, origin: Origin = "library") -> ElixirRef:
-        """Store new content as the next version; identical content is a no-op."""
-        return self._write(lambda con: self._save_elixir(con, elixir, origin, elixir.id))
+        """Store new content as the next version; identical content is a no-op.
+
+        One read and at most one INSERT, so no BEGIN/COMMIT around them (``write_one``): a
+        concurrent save of the same id makes the INSERT collide on ``(id, version)`` and the
+        read + insert is retried, as a transaction would be."""
+        return self.db.write_one(
+            lambda con: self._save_elixir(con, elixir, origin, elixir.id), retries=self._conflict_retries
+        )
 
     def save_elixirs(self, elixirs: Sequence[Elixir], *, origin: Origin = "library") -> list[ElixirRef]:
         """Save several elixirs all-or-nothing, in one transaction."""
