@@ -182,6 +182,7 @@ class Evolution:
         )
         self.board = OperatorBoard(dict(self.config.operators), adapt=self.config.adapt_operators)
         self._embed_lock = threading.Lock()
+        self._embedder_lock = threading.Lock()
         self._vectors: dict[str, list[float]] = {}
         self._unit_meters: dict[tuple[int, int], CallTotals] = {}  # (generation, slot) -> calls of units run here
         self._breed: Breeder = self.breeder  # during run(): the run's view (new agents written with the records)
@@ -190,12 +191,23 @@ class Evolution:
     # --- helpers ---------------------------------------------------------
 
     def _vector(self, agent_id: str, prompt: str) -> list[float] | None:
+        """The agent's prompt embedding, computed once per run. A unit reads its peers' vectors (a
+        population's worth) without waiting for another unit's embedding: the embedder runs one
+        call at a time (a tokenizer may not be shared by threads) under its own lock."""
         if self.embedder is None:
             return None
         with self._embed_lock:
-            if agent_id not in self._vectors:
-                self._vectors[agent_id] = self.embedder.embed([prompt])[0]
-            return self._vectors[agent_id]
+            found = self._vectors.get(agent_id)
+        if found is not None:
+            return found
+        with self._embedder_lock:
+            with self._embed_lock:
+                found = self._vectors.get(agent_id)
+            if found is None:
+                found = self.embedder.embed([prompt])[0]
+                with self._embed_lock:
+                    self._vectors[agent_id] = found
+        return found
 
     def _emit(self, **kwargs: Any) -> None:
         if self.progress is not None:
