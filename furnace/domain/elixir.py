@@ -34,7 +34,7 @@ from pydantic import (
     model_validator,
 )
 
-from furnace.domain.canonical import canonical_json, content_key
+from furnace.domain.canonical import canonical_json, content_key, json_float, json_form, key_of_json_form, nfc
 from furnace.domain.errors import InputError
 from furnace.domain.frozen import FrozenDict, freeze
 
@@ -254,7 +254,19 @@ class Elixir(_Frozen):
     @computed_field  # type: ignore[prop-decorator]
     @cached_property
     def content_hash(self) -> str:
-        return content_key(self.content())
+        return self.compute_content_hash()
+
+    def compute_content_hash(self) -> str:
+        """``content_key(self.content())``, computed afresh (``content_hash`` caches it), straight from the
+        validated fields: no model dump, no second normalising pass over it."""
+        try:
+            form = _json_form_of(self, _CONTENT_FIELDS)
+        except (_CustomDump, TypeError, ValueError):  # the dump path handles it (or says what is wrong)
+            return content_key(self.content())
+        if not form["extensions"]:
+            del form["extensions"]  # as _omit_empty_extensions does in dumps
+        key = key_of_json_form(form)
+        return key if key is not None else content_key(self.content())
 
     @property
     def ref(self) -> ElixirRef:
@@ -273,6 +285,58 @@ class Elixir(_Frozen):
 
 
 _NOT_CONTENT = frozenset(NON_CONTENT_FIELDS) | {"content_hash"}
+_CONTENT_FIELDS = tuple(name for name in Elixir.model_fields if name not in _NOT_CONTENT)
+_WALKABLE: dict[type[BaseModel], tuple[str, ...] | None] = {}
+
+
+def _walkable_fields(cls: type[BaseModel]) -> tuple[str, ...] | None:
+    """The fields a model dumps as its plain attribute values, or ``None`` if its dump is customised."""
+    if cls not in _WALKABLE:
+        decorators = cls.__pydantic_decorators__
+        plain = (
+            not decorators.field_serializers
+            and not decorators.model_serializers
+            and not cls.__pydantic_computed_fields__
+            and all(
+                f.serialization_alias is None and f.alias is None and not f.exclude for f in cls.model_fields.values()
+            )
+        )
+        _WALKABLE[cls] = tuple(cls.model_fields) if plain else None
+    return _WALKABLE[cls]
+
+
+class _CustomDump(Exception):
+    """A (nested) model customises its dump: walking its attributes would not match it."""
+
+
+def _json_form_of(model: BaseModel, fields: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """``json_form(model.model_dump(mode="json"))`` read straight off a validated model; raises
+    :class:`_CustomDump` where a model customises its dump. ``fields``: the fields to take (the caller
+    vouches that they dump as their plain values)."""
+    fields = fields if fields is not None else _walkable_fields(type(model))
+    if fields is None:
+        raise _CustomDump(type(model).__name__)
+    values = model.__dict__
+    out: dict[str, Any] = {}
+    for name in fields:
+        value = values[name]
+        kind = type(value)
+        if kind is str:
+            out[name] = nfc(value)
+        elif kind is tuple:
+            out[name] = [
+                v if type(v) is str and v.isascii() else _json_form_of(v) if isinstance(v, BaseModel) else json_form(v)
+                for v in value
+            ]
+        elif kind is float:
+            out[name] = json_float(value)
+        elif kind is int or kind is bool or value is None:
+            out[name] = value
+        elif isinstance(value, BaseModel):
+            out[name] = _json_form_of(value)
+        else:
+            out[name] = json_form(value)
+    return out
 
 
 def slugify(name: str) -> str:
