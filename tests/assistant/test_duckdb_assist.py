@@ -28,7 +28,8 @@ def data(tmp_path) -> DuckDBAssistData:
                 "style_preferences": [{"dimension": "tone", "value": "lively", "count": 2 + i, "weight": 0.6}],
             }
             con.execute(
-                "INSERT INTO elixir_versions VALUES (?, 1, 'library', ?, ?, ?, ?, NULL)",
+                "INSERT INTO elixir_versions (id, version, origin, name, content_hash, body, created_at, language,"
+                " expertise) VALUES (?, 1, 'library', ?, ?, ?, ?, 'en', ['x'])",
                 [pid, name, f"h{i}", json.dumps(body), NOW],
             )
         con.execute(

@@ -163,7 +163,9 @@ def test_migration_seals_agents_written_before_seals_existed(tmp_path, monkeypat
     current = DuckDBStore(Database(tmp_path / "new.duckdb"))
     agent, _, _ = _saved(current)
     tables = {
-        "elixir_versions": current.db.query("SELECT * FROM elixir_versions"),
+        "elixir_versions": current.db.query(  # the columns of the old schema
+            "SELECT id, version, origin, name, content_hash, body, created_at, deleted_at FROM elixir_versions"
+        ),
         "agents": current.db.query(
             "SELECT id, lineage, lineage_hash, elixir_version, system_prompt, tools, members, created_at FROM agents"
         ),

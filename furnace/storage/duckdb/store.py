@@ -186,16 +186,27 @@ class DuckDBStore:
             body = json.dumps(stored.model_dump(mode="json", exclude=_BODY_EXCLUDE), ensure_ascii=False, sort_keys=True)
             row_origin = current[3] if current is not None else origin
             rows.append(
-                [id, version, row_origin, stored.name, stored.content_hash, body, _to_db(stored.created_at)]  # type: ignore[arg-type]
+                [
+                    id,
+                    version,
+                    row_origin,
+                    stored.name,
+                    stored.content_hash,
+                    body,
+                    _to_db(stored.created_at),  # type: ignore[arg-type]
+                    stored.language,
+                    list(stored.expertise),
+                ]
             )
             latest[id] = (version, stored.content_hash, None, row_origin)
             refs.append(stored.ref)
         for chunk in range(0, len(rows), 500):
             part = rows[chunk : chunk + 500]
             con.execute(
-                "INSERT INTO elixir_versions (id, version, origin, name, content_hash, body, created_at)"
-                " SELECT unnest(?::VARCHAR[]), unnest(?::INTEGER[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[]),"
-                " unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::TIMESTAMP[])",
+                "INSERT INTO elixir_versions (id, version, origin, name, content_hash, body, created_at, language,"
+                " expertise) SELECT unnest(?::VARCHAR[]), unnest(?::INTEGER[]), unnest(?::VARCHAR[]),"
+                " unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::TIMESTAMP[]),"
+                " unnest(?::VARCHAR[]), unnest(?::VARCHAR[][])",
                 [list(column) for column in zip(*part, strict=True)],
             )
         return refs
@@ -254,8 +265,8 @@ class DuckDBStore:
             where.append("deleted_at IS NULL")
         if query and query.strip():
             where.append(
-                "(contains(lower(id), $q) OR contains(lower(name), $q) OR len(list_filter("
-                "from_json(body -> '$.expertise', '[\"VARCHAR\"]'), lambda x: contains(lower(x), $q))) > 0)"
+                "(contains(lower(id), $q) OR contains(lower(name), $q)"
+                " OR len(list_filter(expertise, lambda x: contains(lower(x), $q))) > 0)"
             )
             named["q"] = query.strip().lower()
         sql = (
@@ -289,12 +300,9 @@ class DuckDBStore:
         include_deleted: bool = False,
         limit: int | None = None,
     ) -> list[ElixirSummary]:
-        """:meth:`list_elixirs` as summaries: the listing's fields straight from the columns and the
-        JSON body (no decoding into elixirs, no validation)."""
-        cols = (
-            "id, version, name, body ->> '$.language', from_json(body -> '$.expertise', '[\"VARCHAR\"]'),"
-            " content_hash, created_at, deleted_at"
-        )
+        """:meth:`list_elixirs` as summaries: the listing's fields straight from their columns (language
+        and expertise are written with each version, migration 0014): no body is read, decoded or validated."""
+        cols = "id, version, name, language, expertise, content_hash, created_at, deleted_at"
         sql, named = self._latest(cols, query=query, origin=origin, include_deleted=include_deleted, limit=limit)
         return [
             ElixirSummary(i, v, n, lang, tuple(exp or ()), h, _from_db(c), d is not None)
