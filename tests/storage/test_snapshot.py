@@ -39,6 +39,32 @@ def test_connect_gives_views_with_the_table_names_over_the_newest_snapshot(tmp_p
     assert len(con.execute("SELECT * FROM elixir_versions").fetchall()) == 2  # the old reader still reads
 
 
+def test_connects_of_one_process_share_the_views_of_a_snapshot(tmp_path: Path) -> None:
+    """A notebook re-running connect() gets cursors on one in-memory database: the views of a
+    snapshot are made once, and every connection keeps the snapshot it was opened on."""
+    store = DuckDBStore(Database(tmp_path / "furnace.duckdb"))
+    store.save_elixir(_elixir("a"))
+    snapshot.refresh(store.db)
+
+    def views(con) -> int:
+        return con.execute("SELECT count(*) FROM duckdb_views() WHERE NOT internal").fetchone()[0]
+
+    first, second = snapshot.connect(store.db.path), snapshot.connect(store.db.path)
+    schema = first.execute("SELECT current_schema()").fetchone()[0]
+    assert second.execute("SELECT current_schema()").fetchone()[0] == schema
+    made = views(first)
+    assert views(snapshot.connect(store.db.path)) == made  # no new views for the same snapshot
+    second.close()  # closing one connection leaves the others (and later ones) working
+    store.save_elixir(_elixir("b"))
+    snapshot.refresh(store.db)
+    newer = snapshot.connect(store.db.path)
+    assert newer.execute("SELECT current_schema()").fetchone()[0] != schema
+    assert views(newer) > made
+    assert newer.execute("SELECT count(*) FROM elixir_versions").fetchone()[0] == 2
+    assert first.execute("SELECT count(*) FROM elixir_versions").fetchone()[0] == 1
+    assert snapshot.connect(store.db.path).execute("SELECT count(*) FROM elixir_versions").fetchone()[0] == 2
+
+
 def test_connect_never_opens_the_live_file(tmp_path: Path) -> None:
     db = Database(tmp_path / "furnace.duckdb", idle_release_s=60)
     DuckDBStore(db).save_elixir(_elixir("a"))

@@ -132,10 +132,14 @@ def _collect(root: Path, *, keep: Path) -> None:
 
 
 def connect(db_path: Path, *, create: bool = True) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with one view per table over the current snapshot.
+    """A DuckDB connection with one view per table over the current snapshot.
 
     Takes a first snapshot (a short unit on the file) when there is none yet and
     ``create`` is set. The snapshot stays readable for as long as this process lives.
+    The connections of one process are cursors on one in-memory database, with one
+    schema of views per snapshot (made when the process first opens that snapshot), so
+    a notebook re-running ``connect()`` pays for a DuckDB instance once, not per call;
+    each connection keeps the snapshot it was opened on.
     """
     wait_pending()  # this process's own writes are in the snapshot it opens
     root = snapshot_root(db_path)
@@ -146,11 +150,42 @@ def connect(db_path: Path, *, create: bool = True) -> duckdb.DuckDBPyConnection:
         folder = refresh(Database(db_path))
     with suppress(OSError):
         (folder / f".reader-{os.getpid()}").touch()
-    con = duckdb.connect(":memory:")
-    for table in manifest(folder)["tables"]:
-        path = (folder / f"{table}.parquet").as_posix().replace("'", "''")
-        con.execute(f"CREATE VIEW \"{table}\" AS SELECT * FROM read_parquet('{path}')")
-    return con
+    return _views.open(folder)
+
+
+class _Views:
+    """This process's in-memory DuckDB database: one schema of views per snapshot folder."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.base: duckdb.DuckDBPyConnection | None = None
+        self.pid = 0
+        self.schemas: dict[Path, str] = {}
+
+    def open(self, folder: Path) -> duckdb.DuckDBPyConnection:
+        with self.lock:
+            if self.base is None or self.pid != os.getpid():  # a forked child gets its own database
+                self.base, self.pid, self.schemas = duckdb.connect(":memory:"), os.getpid(), {}
+            schema = self.schemas.get(folder)
+            if schema is None:
+                schema = f"snapshot_{len(self.schemas) + 1}"
+                con = self.base.cursor()
+                try:
+                    con.execute("BEGIN")
+                    con.execute(f'CREATE SCHEMA "{schema}"')
+                    for table in manifest(folder)["tables"]:
+                        path = (folder / f"{table}.parquet").as_posix().replace("'", "''")
+                        con.execute(f'CREATE VIEW "{schema}"."{table}" AS SELECT * FROM read_parquet(\'{path}\')')
+                    con.execute("COMMIT")
+                finally:
+                    con.close()
+                self.schemas[folder] = schema
+            con = self.base.cursor()
+        con.execute(f'USE "{schema}"')
+        return con
+
+
+_views = _Views()
 
 
 class _Refresher:
