@@ -17,8 +17,9 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from datetime import UTC, datetime
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -66,15 +67,23 @@ _ANCESTORS = _WALK.format(near="child", far="parent")
 _DESCENDANTS = _WALK.format(near="parent", far="child")
 _NO_LIMIT = 2**31 - 1
 
-# One fingerprint per agent over everything its verification reads (see _verify_agents_among).
+# One fingerprint per agent over everything its verification reads (see _verify_agents_among). Each
+# table is narrowed to the wanted ids before the joins: joining the whole tables built hash tables
+# over every body and prompt (~0.45 s of CPU for 1,900 ancestors among 100,000 agents; this: ~0.09 s).
 _FINGERPRINTS = """
+WITH wanted AS (SELECT unnest(?::VARCHAR[]) AS id),
+a AS (SELECT * FROM agents WHERE id IN (SELECT id FROM wanted)),
+e AS (SELECT id, version, content_hash, body FROM elixir_versions WHERE id IN (SELECT id FROM wanted)),
+edges AS (
+    SELECT child, string_agg(concat_ws(chr(30), parent, operator, op_version, parent_version), chr(29)
+                             ORDER BY parent, operator, op_version, parent_version) AS edges
+    FROM lineage_edges WHERE child IN (SELECT id FROM wanted) GROUP BY child
+)
 SELECT a.id, md5(concat_ws(chr(31), a.lineage, a.elixir_version, a.system_prompt, a.tools, a.members,
-                           a.seal::VARCHAR, e.content_hash, e.body,
-                           (SELECT string_agg(concat_ws(chr(30), parent, operator, op_version, parent_version), chr(29)
-                                              ORDER BY parent, operator, op_version, parent_version)
-                              FROM lineage_edges WHERE child = a.id)))
-FROM agents a LEFT JOIN elixir_versions e ON e.id = a.id AND e.version = a.elixir_version
-WHERE a.id IN (SELECT unnest(?::VARCHAR[]))
+                           a.seal::VARCHAR, e.content_hash, e.body, edges.edges))
+FROM a
+LEFT JOIN e ON e.id = a.id AND e.version = a.elixir_version
+LEFT JOIN edges ON edges.child = a.id
 """
 
 
@@ -406,15 +415,14 @@ class DuckDBStore:
                 [list(edges)],
             ).fetchall():
                 edges[child].add((parent, operator, op_version, parent_version))
+        elixirs = self._elixirs_for(con, rows)
+
+        def stored_hash(pid: str, version: int) -> str | None:
+            found = elixirs.get((pid, version))
+            return found().content_hash if found is not None else None
+
         agents = []
         for id, lineage_json, elixir_version, prompt, tools, members, created_at, seal in rows:
-
-            def stored_hash(pid: str, version: int) -> str | None:
-                rows = con.execute(
-                    f"SELECT {_ELIXIR_COLS} FROM elixir_versions WHERE id = ? AND version = ?", [pid, version]
-                ).fetchall()
-                return self._row_to_elixir(rows[0]).content_hash if rows else None
-
             try:
                 data = json.loads(lineage_json)
             except ValueError:
@@ -424,7 +432,11 @@ class DuckDBStore:
             try:
                 agent = Agent(
                     id=id,
-                    elixir=self._fetch(con, id, elixir_version),
+                    elixir=(
+                        elixirs[(id, elixir_version)]()
+                        if (id, elixir_version) in elixirs
+                        else self._fetch(con, id, elixir_version)
+                    ),
                     lineage=lineage,
                     system_prompt=prompt,
                     tools=tuple(json.loads(tools)),
@@ -436,6 +448,21 @@ class DuckDBStore:
                 raise LineageError(f"agent {id}: unreadable agent record ({err.__class__.__name__})") from None
             agents.append(verify_seal(agent, stored_seal))
         return agents
+
+    def _elixirs_for(self, con: Con, rows: Sequence[Sequence[Any]]) -> dict[tuple[str, int], Callable[[], Elixir]]:
+        """Every stored elixir version the agent ``rows`` name (their personas and their lineage's parents),
+        read in one query; each is decoded and its hash verified once, when first asked for."""
+        ids = {row[0] for row in rows}
+        for row in rows:
+            with suppress(ValueError, TypeError, AttributeError):  # unreadable: the per-agent checks say so
+                ids.update(p["id"] for p in json.loads(row[1])["parents"])
+        found: dict[tuple[str, int], Callable[[], Elixir]] = {}
+        for row in con.execute(
+            f"SELECT {_ELIXIR_COLS} FROM elixir_versions WHERE id IN (SELECT unnest(?::VARCHAR[]))",
+            [sorted(i for i in ids if isinstance(i, str))],
+        ).fetchall():
+            found[(row[0], row[1])] = cache(partial(self._row_to_elixir, row))
+        return found
 
     def verify_agents(self, ids: Sequence[str]) -> None:
         """Raise LineageError (naming the agent and field group) if any agent among ``ids`` was altered;
