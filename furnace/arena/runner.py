@@ -496,26 +496,13 @@ class Arena:
                     ahead_call = calls.enter_context(ahead(speak_next))
                 # the last speaker's record also ends the run and gives the lease back (one transaction)
                 finish = holder.holder if position == len(todo) - 1 else None
+                reply: ReplyRecord | None = None
                 if spoken is None:
-                    cancel = self.store.record_speaker(
-                        Checkpoint(
-                            run_id=run.run_id,
-                            speaker_index=index,
-                            status="failed",
-                            error=attempt.error[:500],
-                            attempts=attempt.attempts,
-                        ),
-                        None,
-                        finish=finish,
-                    )
-                    holder.released = finish is not None
-                    failed += 1
-                    yield SpeakerFailed(
-                        **ids,
-                        index=index,
-                        member_id=task.member_id,
-                        name=persona.name,
-                        error=attempt.error,
+                    checkpoint = Checkpoint(
+                        run_id=run.run_id,
+                        speaker_index=index,
+                        status="failed",
+                        error=attempt.error[:500],
                         attempts=attempt.attempts,
                     )
                 else:
@@ -532,18 +519,26 @@ class Arena:
                         ordinal=task.ordinal,
                         corrected=spoken.corrected,
                     )
-                    cancel = self.store.record_speaker(
-                        Checkpoint(
-                            run_id=run.run_id,
-                            speaker_index=index,
-                            status="done",
-                            reply_id=reply.reply_id,
-                            attempts=attempt.attempts,
-                        ),
-                        reply,
-                        finish=finish,
+                    checkpoint = Checkpoint(
+                        run_id=run.run_id,
+                        speaker_index=index,
+                        status="done",
+                        reply_id=reply.reply_id,
+                        attempts=attempt.attempts,
                     )
-                    holder.released = finish is not None
+                cancel = self.store.record_speaker(checkpoint, reply, finish=finish)
+                holder.released = finish is not None
+                if reply is None:
+                    failed += 1
+                    yield SpeakerFailed(
+                        **ids,
+                        index=index,
+                        member_id=task.member_id,
+                        name=persona.name,
+                        error=attempt.error,
+                        attempts=attempt.attempts,
+                    )
+                else:
                     replied += 1
                     yield FinalReply(
                         **ids,
@@ -551,9 +546,9 @@ class Arena:
                         member_id=task.member_id,
                         name=persona.name,
                         reply_id=reply.reply_id,
-                        text=spoken.text,
+                        text=reply.text,
                         ordinal=task.ordinal,
-                        corrected=spoken.corrected,
+                        corrected=reply.corrected,
                     )
                 if self.after_checkpoint is not None:
                     self.after_checkpoint(run.run_id, len(done) + replied + failed)
