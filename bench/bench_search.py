@@ -28,7 +28,10 @@ One table is printed; JSON and a PNG (best fitness vs calls spent, one line per 
 median over seeds) go to ``bench/out/`` (or ``FURNACE_BENCH_OUT``).
 
 ``python -m bench search`` runs it in full (targets make the exit non-zero when missed);
-``python -m bench.bench_search --ci`` runs the small variant the tests use.
+``python -m bench.bench_search --ci`` runs the small variant the tests use; ``--task family-life-zh
+--seeds 1-10 --methods random,evolution`` runs a subset (same budget; its targets decide the exit code);
+``--steps`` prints what one mutation step from each task's best seed reaches (the diagnosis in
+docs/experiments.md).
 With ``FURNACE_MODEL`` set the same tasks run against that model (slow and billed; not in CI).
 """
 
@@ -686,12 +689,110 @@ def run_ci(out: Path | None = None) -> dict[str, Any]:
     )
 
 
+def single_steps(task: str, samples: int = 200) -> dict[str, Any]:
+    """What one mutation step from the task's best seed reaches: every deterministic single move (one tone
+    dimension by +-0.1/+-0.2, one principle or area of expertise moved first, one constraint tightened),
+    the share of ``samples`` seeded mutants (rate 0.25) that beat the seed by more than 0.01, and the best
+    crossover of the best seed with another seed (what random fusion can draw in one step)."""
+    evo, probes, seeds = _setup(task, "random", 1, 10**7, 0.0)
+    scored = [(_evaluate(evo, e, probes).fitness, e) for e in seeds]
+    base, best = max(scored, key=lambda pair: (pair[0], pair[1].id))
+    data = best.model_dump(mode="json", exclude={"content_hash", "version", "created_at", "deleted_at"})
+
+    def gain(**update: Any) -> float:
+        return round(_evaluate(evo, parse_elixir({**data, **update}), probes).fitness - base, 4)
+
+    moves: list[tuple[float, str]] = []
+    for dim, old in data["tone"].items():
+        for delta in (-0.2, -0.1, 0.1, 0.2):
+            new = round(min(1.0, max(0.0, old + delta)), 3)
+            if new != old:
+                moves.append((gain(tone={**data["tone"], dim: new}), f"tone.{dim} {old:g}->{new:g}"))
+    for name in ("principles", "expertise"):
+        items = data[name]
+        for i in range(1, len(items)):
+            moved = [items[i], *items[:i], *items[i + 1 :]]
+            moves.append((gain(**{name: moved}), f"{name}[{i}] first ({items[i][:24]})"))
+    limits = data["constraints"]
+    for n in (120, 200, 300, 500):
+        if limits["max_length"] is None or n < limits["max_length"]:
+            moves.append((gain(constraints={**limits, "max_length": n}), f"max_length {n}"))
+    if not limits["must_use_markdown"]:
+        moves.append((gain(constraints={**limits, "must_use_markdown": True}), "markdown"))
+    mutants = [
+        _evaluate(evo, evo.breeder([best.ref], "mutation", s, {"rate": 0.25}, evo.metered).elixir, probes).fitness
+        for s in range(samples)
+    ]
+    crosses = [
+        (_evaluate(evo, evo.breeder([best.ref, o.ref], "crossover", 1, {}, evo.metered).elixir, probes).fitness, o.id)
+        for o in seeds
+        if o.id != best.id
+    ]
+    cross_best, partner = max(crosses)
+    return {
+        "task": task,
+        "best_seed": best.id,
+        "fitness": round(base, 4),
+        "moves": sorted(moves, reverse=True),
+        "mutants_improving": round(sum(f > base + 0.01 for f in mutants) / samples, 3),
+        "mutants_worse": round(sum(f < base - 0.01 for f in mutants) / samples, 3),
+        "best_crossover": (round(cross_best - base, 4), partner),
+    }
+
+
+def _steps_text(steps: dict[str, Any], top: int = 5) -> str:
+    moves = ", ".join(f"{d:+.3f} {what}" for d, what in steps["moves"][:top])
+    gain, partner = steps["best_crossover"]
+    return (
+        f"   {steps['task']}: best seed {steps['best_seed']} {steps['fitness']:.3f}; mutants better by > 0.01: "
+        f"{steps['mutants_improving']:.0%} (worse: {steps['mutants_worse']:.0%}); best crossover of it: "
+        f"{gain:+.3f} (x {partner})\n     best single moves: {moves}"
+    )
+
+
+def _seed_list(text: str) -> list[int]:
+    """``1-10`` or ``1,2,5``."""
+    if "-" in text:
+        lo, hi = text.split("-", 1)
+        return list(range(int(lo), int(hi) + 1))
+    return [int(x) for x in text.split(",") if x]
+
+
+def main(argv: Sequence[str]) -> int:
+    """``--ci``: the small variant; ``--steps``: the single-step diagnosis; ``--task T[,T]``, ``--seeds 1-10``,
+    ``--methods a,b``: a subset (its targets are checked for what ran; the budget stays 400); nothing: the full run."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m bench.bench_search")
+    parser.add_argument("--ci", action="store_true")
+    parser.add_argument("--steps", action="store_true")
+    parser.add_argument("--task", default=",".join(TASKS))
+    parser.add_argument("--seeds", default="1-5")
+    parser.add_argument("--methods", default=",".join(METHODS))
+    args = parser.parse_args(list(argv))
+    tasks = [t for t in args.task.split(",") if t]
+    unknown = [t for t in tasks if t not in TASKS] + [m for m in args.methods.split(",") if m not in METHODS]
+    if unknown:
+        parser.error(f"unknown task or method: {', '.join(unknown)}")
+    if args.ci:
+        print(table(run_ci(OUT)["summary"]))
+        return 0
+    if args.steps:
+        for task in tasks:
+            print(_steps_text(single_steps(task)))
+        return 0
+    if argv:
+        result = run_search(tasks=tasks, seeds=_seed_list(args.seeds), methods=args.methods.split(","), out=None)
+        print(table(result["summary"]))
+        checks = targets(result["summary"])
+        for text, ok in checks:
+            print(f"   {'ok  ' if ok else 'MISS'} {text}")
+        return 0 if all(ok for _, ok in checks) else 1
+    return 0 if run() else 1
+
+
 if __name__ == "__main__":
     from furnace import offline_env
 
     offline_env.apply()
-    if "--ci" in sys.argv[1:]:
-        res = run_ci(OUT)
-        print(table(res["summary"]))
-    else:
-        sys.exit(0 if run() else 1)
+    sys.exit(main(sys.argv[1:]))

@@ -45,7 +45,7 @@ from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.evaluate import evaluate_agent, failed_evaluation
 from furnace.evolution.metering import MeteredLLM, completion_totals, error_totals
 from furnace.evolution.records import ExperimentRecord, ExperimentResults, GenerationRecord, IndividualRecord
-from furnace.evolution.reflection import SINGLE_PARENT, operator_params, parent_picker
+from furnace.evolution.reflection import SINGLE_PARENT, founder_partner, operator_params, parent_picker
 from furnace.evolution.report import ExperimentReport, build_report
 from furnace.evolution.selection import OperatorBoard, choose_operator, survivors
 from furnace.evolution.tracker import NullTracker, Span, Tracker, start_trace
@@ -214,21 +214,22 @@ class Evolution:
             self.progress(Progress(**kwargs))
 
     def _plan_child(
-        self, slot: int, population: Sequence[IndividualRecord], rng: random.Random, weights: dict[str, float]
+        self,
+        slot: int,
+        population: Sequence[IndividualRecord],
+        rng: random.Random,
+        weights: dict[str, float],
+        founders: Sequence[IndividualRecord] = (),
     ) -> Plan:
-        """One child's plan: operator, parents and seed, drawn from ``rng`` (main thread, plan order)."""
+        """One child's plan: operator, parents and seed, drawn from ``rng`` (main thread, plan order).
+        A multi-parent operator crosses the selected parent with a founder (``reflection.founder_partner``)."""
         op = choose_operator(weights, rng)
-        pick = parent_picker(self.config, population, rng)
-        first = pick()
+        first = parent_picker(self.config, population, rng)()
         parents: tuple[IndividualRecord, ...] = (first,)
         if op not in SINGLE_PARENT:
-            second = first
-            for _ in range(5):  # a distinct partner if the population allows
-                second = pick()
-                if second.agent_id != first.agent_id:
-                    break
-            parents = (first, second) if second.agent_id != first.agent_id else (first,)
-            if len(parents) == 1:
+            partner = founder_partner(first, founders, rng)
+            parents = (first,) if partner is None else (first, partner)
+            if partner is None:
                 op = "mutation"
         params = operator_params(op, first, self.config, self.probes)
         return Plan(slot, op, parents, rng.randrange(2**31), params)
@@ -523,6 +524,7 @@ class _Schedule:
         self.total = cfg.generations * self.per_generation  # children of generations 1..G
         self.window = max(1, self.per_generation)
         self.population: list[IndividualRecord] = []
+        self.founders: list[IndividualRecord] = []  # the scored seeds (generation 0): crossover partners
         self.history: list[GenerationRecord] = []
         self.finished = Finished()
         self.plans: dict[int, tuple[Plan, dict[str, float]]] = {}  # child index -> plan, weights it saw
@@ -618,6 +620,7 @@ class _Schedule:
             evo.status = f"stopped: no individual could be scored ({len(plans)} unscored; rerun to retry)"
             return False
         self.population = survivors([], scored, evo.config.population, 0)
+        self.founders = sorted(scored, key=lambda r: r.agent_id)
         self.finish(0, weights)
         return True
 
@@ -631,7 +634,7 @@ class _Schedule:
             return
         generation, slot = self.generation_of(n)
         weights = self.evo.board.weights()
-        plan = self.evo._plan_child(slot, self.population, self.rng, weights)
+        plan = self.evo._plan_child(slot, self.population, self.rng, weights, self.founders)
         self.plans[n] = (plan, weights)
         self.generation_weights.setdefault(generation, weights)
         self.planned = n + 1

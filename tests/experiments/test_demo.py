@@ -29,6 +29,7 @@ def test_demo_experiment_end_to_end(home, monkeypatch, capsys):
     (exp,) = results.list_experiments()
     gens = results.generations(exp.experiment_id)
     assert len(gens) == 5 and gens[-1].best_fitness > gens[0].best_fitness  # evolution improved on the seeds
+    assert gens[-1].best_fitness > gens[1].best_fitness  # and kept improving after generation 1 (it was flat)
     summary = run_summary(FurnaceSettings(home=home).tracking_uri, exp.experiment_id)
     assert summary and summary["status"] == "FINISHED" and len(summary["best_fitness_steps"]) == 5
 

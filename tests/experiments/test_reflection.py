@@ -11,6 +11,7 @@ from furnace.domain.errors import InputError
 from furnace.evolution.config import parse_config
 from furnace.evolution.local import memory_evolution
 from furnace.evolution.records import IndividualRecord, ScoreRow
+from furnace.evolution.reflection import founder_partner
 from furnace.evolution.selection import pareto_parent, probe_frontier, probe_scores
 from furnace.scoring.probes import load_probe_set
 
@@ -131,3 +132,21 @@ def test_selection_shorthand_and_bad_values():
     with pytest.raises(InputError, match="selection"):
         parse_config({**CONFIG, "selection": "roulette"})
     assert load_probe_set("writing-en").target_for(load_probe_set("writing-en").probes[0])["language"] == "en"
+
+
+def test_crossover_crosses_the_selected_parent_with_a_founder():
+    cfg = {"operators": {"crossover": 0.7, "mutation": 0.3}, "generations": 3, "population": 5}
+    _, _, records = run(**cfg)
+    founders = {r.agent_id for r in records if r.generation == 0}
+    crossed = [r for r in records if r.operator == "crossover"]
+    assert crossed, "no crossover was drawn"
+    for r in crossed:
+        assert len(r.parents) == 2 and r.parents[1] in founders and r.parents[1] != r.parents[0]
+    assert any(r.parents[0] not in founders for r in crossed)  # the first parent comes from selection
+
+
+def test_founder_partner_is_never_the_first_parent_and_none_without_another_founder():
+    a, b, c = (_ind(x, 0.5, {"p": 0.5}) for x in ("a", "b", "c"))
+    rng = random.Random(1)
+    assert {founder_partner(a, [a, b, c], rng).agent_id for _ in range(40)} == {"b", "c"}
+    assert founder_partner(a, [a], rng) is None and founder_partner(a, [], rng) is None

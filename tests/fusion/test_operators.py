@@ -156,6 +156,35 @@ def test_mutation_can_change_what_a_persona_leads_with() -> None:
     assert any(p != parent.principles[0] for p, _ in leads) and any(e != parent.expertise[0] for _, e in leads)
 
 
+def test_a_mutant_is_never_a_copy_of_its_parent() -> None:
+    """A drawn gene that comes back unchanged (no paraphrase rule fits the principle, nothing to reorder,
+    every constraint at its tightest) makes the mutation change another gene; the notes say both."""
+    parent = make_elixir(
+        "Flat",
+        language="zh",
+        identity="你是一位顾问。",
+        principles=["用具体数字举例说明。"],  # no zh paraphrase rule fits
+        expertise=["家庭预算"],  # nothing to reorder
+        constraints={
+            "max_length": 120,  # already the tightest limit, every zh topic forbidden, markdown required
+            "forbidden_topics": ["政治", "医疗诊断", "法律意见", "赌博", "个人投资建议"],
+            "must_use_markdown": True,
+        },
+    )
+    kept = 0
+    for seed in range(40):
+        result = OPERATORS["mutation"].apply([parent], ctx(seed=seed, rate=0.05))
+        child = result.child
+        assert (child.tone, child.principles, child.expertise, child.constraints) != (
+            parent.tone,
+            parent.principles,
+            parent.expertise,
+            parent.constraints,
+        )
+        kept += any("kept" in n.reason or n.chose == "kept" for n in result.notes)
+    assert kept  # some seeds drew a gene that could not change first, and said so
+
+
 def test_mutation_clamps_at_bounds() -> None:
     parent = make_elixir("Edge", tone={"formality": 1.0, "conciseness": 1.0, "humor": 1.0, "empathy": 1.0})
     for seed in range(10):
