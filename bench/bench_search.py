@@ -8,7 +8,8 @@ pays for) and stops at the same budget of non-cached model calls:
 - ``random``: children of random library seeds (crossover or mutation), no selection;
 - ``hill``: mutation-only hill climbing from the best seed (7 mutants per step, the best kept if better);
 - ``evolution``: the experiment loop with the experiment defaults (crossover 0.2 + mutation 0.8,
-  a tournament of 5, the best half of the population survives each generation);
+  a tournament of 5, the best half of the population survives each generation; a crossover's
+  second parent is a founder, one of the seeds);
 - ``evo+reflect``: with the reflective operator (crossover 0.4, mutation 0.2, reflect 0.4; a tournament
   of 3 and one elite);
 - ``evo+reflect+pareto``: the same with per-probe Pareto parent selection;
@@ -782,7 +783,8 @@ def main(argv: Sequence[str]) -> int:
             print(_steps_text(single_steps(task)))
         return 0
     if argv:
-        result = run_search(tasks=tasks, seeds=_seed_list(args.seeds), methods=args.methods.split(","), out=None)
+        seeds = _seed_list(args.seeds)  # no injected latency: no concurrency figures, nothing timing-dependent
+        result = run_search(tasks=tasks, seeds=seeds, methods=args.methods.split(","), timed_seeds=(), out=None)
         print(table(result["summary"]))
         checks = targets(result["summary"])
         for text, ok in checks:
