@@ -96,6 +96,20 @@ def _stderr_notice(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+_WRITE_WORDS = ("INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "COPY", "ATTACH")
+
+
+def _reads_only(query: str) -> bool:
+    """True for a statement that cannot change the file: a SELECT, or a WITH … SELECT naming no write."""
+    head = query.lstrip()[:6].upper()
+    if head == "SELECT":
+        return True
+    if head.startswith("WITH"):
+        upper = query.upper()
+        return not any(word in upper for word in _WRITE_WORDS)
+    return False
+
+
 class _Cursor:
     """A unit's cursor; counts the statements it runs (``Database.statements``, for tests and benchmarks)."""
 
@@ -107,10 +121,13 @@ class _Cursor:
 
     def execute(self, query: str, parameters: object = None) -> duckdb.DuckDBPyConnection:
         self._holder.statements += 1
+        if not _reads_only(query):
+            self._holder.epoch += 1
         return self._con.execute(query, parameters)
 
     def executemany(self, query: str, parameters: object = None) -> duckdb.DuckDBPyConnection:
         self._holder.statements += len(parameters) if isinstance(parameters, list) else 1  # one per row
+        self._holder.epoch += 1
         return self._con.executemany(query, parameters)
 
     def __getattr__(self, name: str) -> Any:
@@ -146,6 +163,9 @@ class _Holder:
         self.lock_retries = 0
         self.waits = 0  # how many acquisitions had to wait for another process
         self.statements = 0  # statements run on unit cursors (observable for tests and benchmarks)
+        # Bumped by every open of the file (another process may have written while it was not held)
+        # and by every statement that may write: while it is unchanged, nothing in the file changed.
+        self.epoch = 0
 
     @property
     def marker(self) -> Path:
@@ -254,6 +274,13 @@ class Database:
     def waits(self) -> int:
         """Units that had to wait for another process to release the file."""
         return self._holder.waits
+
+    @property
+    def epoch(self) -> int:
+        """Changes when the file may have changed: at every open (another process may have written
+        while this one did not hold it) and with every statement that may write. Equal epochs mean
+        the same content, so a result derived from the file (a verification) can be reused."""
+        return self._holder.epoch
 
     @property
     def statements(self) -> int:
@@ -497,6 +524,7 @@ class Database:
         h.con = con
         h.opened_at = time.monotonic()
         h.opens += 1
+        h.epoch += 1
         h.draining = False
         h.last_used = time.monotonic()
         _write_holder(h.holder_file)

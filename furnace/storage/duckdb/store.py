@@ -102,6 +102,8 @@ class DuckDBStore:
         self.db = db
         self._clock = clock
         self._verified: dict[str, str] = {}  # agent id -> fingerprint of the record last verified in full
+        # (Database.epoch, the ids checked at it): while the epoch is unchanged those need no new look
+        self._checked: tuple[int, set[str]] = (-1, set())
         self._conflict_retries = conflict_retries
 
     def unit(self, *, one_transaction: bool = True) -> AbstractContextManager[Any]:
@@ -476,16 +478,24 @@ class DuckDBStore:
         it) in one query; an agent is loaded and verified in full (seal, lineage, edges, persona
         hash) unless this store already verified that exact fingerprint. A walk over a thousand
         ancestors so costs one query after the first, and any edit to a row changes its
-        fingerprint and is verified again.
+        fingerprint and is verified again. While ``Database.epoch`` is unchanged (no open of the
+        file, no statement that may write) ids already checked at that epoch skip even the query.
         """
         if not ids:
             return
+        wanted = list(dict.fromkeys(ids))
         with self.db.unit() as con:
-            rows = con.execute(_FINGERPRINTS, [list(dict.fromkeys(ids))]).fetchall()
+            epoch = self.db.epoch  # taken before reading: a write from here on makes the next call look again
+            checked_epoch, checked = self._checked
+            if epoch == checked_epoch and checked.issuperset(wanted):
+                return  # each was checked at this epoch, and nothing in the file has changed since
+            rows = con.execute(_FINGERPRINTS, [wanted]).fetchall()
             stale = {id: fp for id, fp in rows if self._verified.get(id) != fp}
             if stale:
                 self._load_agents(con, "id IN (SELECT unnest(?::VARCHAR[]))", [list(stale)])
                 self._verified.update(stale)
+            # every wanted id is now known at this epoch: a verified agent, or not an agent at all
+            self._checked = (epoch, (checked if epoch == checked_epoch else set()) | set(wanted))
 
     def get_agent(self, id: str) -> Agent:
         """Load and verify an agent; raises NotFound or LineageError."""
