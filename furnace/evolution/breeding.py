@@ -31,6 +31,12 @@ class FusionBreeder:
             RunStore(self.store, queue), embedder=self.embedder, cache=self.cache, settings=self.settings
         )
 
+    def prefetch(self, refs: Sequence[ElixirRef]) -> None:
+        """Read ahead parents the run will use (its seeds), when the store view can (``RunStore``)."""
+        ahead = getattr(self.store, "prefetch", None)
+        if callable(ahead):
+            ahead(refs)
+
     def __call__(
         self, parents: Sequence[ElixirRef], operator: str, seed: int, params: dict[str, Any], llm: LLM
     ) -> Bred:

@@ -608,6 +608,9 @@ class _Schedule:
             if record is not None:
                 records[plan.slot] = record
         self.progress(0, len(records), len(plans), records.values())
+        prefetch = getattr(evo._breed, "prefetch", None)  # the first parents, read while the seeds are scored
+        if callable(prefetch):
+            prefetch([e.ref for e in evo.seeds])
         while self.finished.pending:
             unit, record = self.wait_one()
             if record is not None:

@@ -6,6 +6,13 @@ other units compete for the same file. :class:`RunStore` keeps them off the unit
 
 - **reads once**: a parent loaded (and verified) from the store is kept for the run; an
   agent bred in this run is served as bred (what the isolated runner's driver does too);
+- **knows what is not stored**: before a child is made, ``fuse`` asks whether it was stored
+  earlier (:meth:`RunStore.stored_child`). A stored agent has a lineage edge from each of its
+  parents, so a child is not stored when one of its parents has no such edge to it: a parent
+  bred here while absent from the store has no stored children, and a stored parent's children
+  are listed once per run (``child_ids``, one query). Only a child that every parent lists is
+  read (and verified). Another process storing the same child meanwhile is handled as before:
+  the writer keeps the stored agent (``save_agents`` skips an id that exists);
 - **writes behind**: a new agent is handed to ``queue`` (the run's record writer, as a ``NewAgent``), which
   saves it in the unit of work that saves the records put after it, batched with the other
   agents and records finished at the same time. So a saved record always has its agent, and
@@ -18,7 +25,7 @@ Only ``fuse``'s store calls are served here; anything else goes to the store its
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from furnace.domain.agent import Agent
@@ -37,6 +44,8 @@ class RunStore:
         self._agents: dict[str, Agent] = {}  # bred in this run, or read from the store
         self._absent: set[str] = set()  # ids the store did not hold when asked (and nobody bred since)
         self._elixirs: dict[tuple[str, int | None, str], Elixir] = {}  # parents loaded for fusion, by ref
+        self._fresh: set[str] = set()  # bred here while absent from the store: no stored children
+        self._children: dict[str, frozenset[str]] = {}  # a stored parent -> its children's ids (edges)
 
     def load_for_fusion(self, ref_or_id: ElixirRef | str) -> Elixir:
         if not isinstance(ref_or_id, ElixirRef):  # "the latest version": may change, ask the store
@@ -53,6 +62,24 @@ class RunStore:
         with self._lock:
             self._elixirs[key] = loaded
         return loaded
+
+    def prefetch(self, refs: Sequence[ElixirRef]) -> None:
+        """Read ahead the run's first parents (the seeds): their elixirs, verified as ``load_for_fusion``
+        verifies (``load_many_for_fusion``), and their children's ids, a query for each instead of
+        two reads per parent and a listing per child. Never raises: what it leaves out is read where
+        it is used."""
+        many = getattr(self.store, "load_many_for_fusion", None)
+        loaded = list(many(list(refs))) if callable(many) else []
+        with self._lock:
+            for elixir in loaded:
+                self._elixirs.setdefault((elixir.id, elixir.version, elixir.content_hash), elixir)
+        child_ids = getattr(self.store, "child_ids", None)
+        ids = [e.id for e in loaded]
+        if ids and callable(child_ids):
+            listed = child_ids(ids)
+            with self._lock:
+                for p in ids:
+                    self._children.setdefault(p, frozenset(listed.get(p, ())))
 
     def get_elixir(self, id: str, version: int | None = None) -> Elixir:
         return self.store.get_elixir(id, version)  # type: ignore[no-any-return]
@@ -72,6 +99,35 @@ class RunStore:
         with self._lock:
             return self._agents.setdefault(id, agent)
 
+    def stored_child(self, id: str, parents: Sequence[ElixirRef]) -> Agent:
+        """``get_agent(id)`` for a child of ``parents``: NotFound without a read when one of the parents
+        has no lineage edge to it (see the module docstring)."""
+        with self._lock:
+            found = self._agents.get(id)
+        if found is None and self._not_stored(id, [p.id for p in parents]):
+            with self._lock:
+                if id not in self._agents:
+                    self._absent.add(id)
+            raise NotFound(f"no agent {id!r}", field="id")
+        return found if found is not None else self.get_agent(id)
+
+    def _not_stored(self, id: str, parents: Sequence[str]) -> bool:
+        """True when the store cannot hold ``id``, a child of ``parents``: one of them has no edge to it."""
+        child_ids = getattr(self.store, "child_ids", None)
+        if not parents or not callable(child_ids):
+            return False
+        with self._lock:
+            if any(p in self._fresh for p in parents):
+                return True
+            unknown = [p for p in dict.fromkeys(parents) if p not in self._children]
+        if unknown:
+            listed = child_ids(unknown)
+            with self._lock:
+                for p in unknown:
+                    self._children.setdefault(p, frozenset(listed.get(p, ())))
+        with self._lock:
+            return any(id not in self._children[p] for p in parents)
+
     def save_agent(self, agent: Agent) -> bool:
         """Keep ``agent`` for the run and queue its write; False when it existed (in the store or
         bred in this run), like the store's own ``save_agent``."""
@@ -81,7 +137,7 @@ class RunStore:
             checked = agent.id in self._absent
         if not checked:  # the synthesis cache served it without asking the store: does the store hold it?
             try:
-                self.get_agent(agent.id)
+                self.stored_child(agent.id, agent.lineage.parents)
                 return False
             except NotFound:
                 pass
@@ -90,6 +146,7 @@ class RunStore:
                 return False
             self._agents[agent.id] = agent
             self._absent.discard(agent.id)
+            self._fresh.add(agent.id)
         self._queue(NewAgent(self.store, agent))
         return True
 

@@ -88,15 +88,17 @@ def _features(text: str) -> list[tuple[str, float]]:
     norm = unicodedata.normalize("NFKC", text).casefold()
     feats: list[tuple[str, float]] = []
     for word in _WORD.findall(norm):
-        if _CJK.search(word):
-            chars = [c for c in word]
-            feats.extend((f"c:{c}", 0.5) for c in chars)
-            feats.extend((f"b:{x}{y}", 1.0) for x, y in zip(chars, chars[1:], strict=False))
-            continue
-        feats.append((f"w:{word}", 1.0))
-        padded = f" {word} "
-        feats.extend((f"g:{padded[i : i + 3]}", 0.5) for i in range(len(padded) - 2))
+        feats.extend(_word_features(word))
     return feats
+
+
+def _word_features(word: str) -> list[tuple[str, float]]:
+    """The weighted features of one normalised word, in order (see :func:`_features`)."""
+    if _CJK.search(word):
+        chars = [c for c in word]
+        return [(f"c:{c}", 0.5) for c in chars] + [(f"b:{x}{y}", 1.0) for x, y in zip(chars, chars[1:], strict=False)]
+    padded = f" {word} "
+    return [(f"w:{word}", 1.0)] + [(f"g:{padded[i : i + 3]}", 0.5) for i in range(len(padded) - 2)]
 
 
 class HashEmbedder:
@@ -114,14 +116,26 @@ class HashEmbedder:
         return [list(_hashed(t, self.dim)) for t in texts]
 
 
+@lru_cache(maxsize=65536)
+def _word_terms(word: str, dim: int) -> tuple[tuple[int, float], ...]:
+    """What one normalised word adds to a vector: ``(index, signed weight)`` per feature, in feature
+    order (memoised: a persona's prompt is mostly words every other prompt has)."""
+    terms = []
+    for feat, weight in _word_features(word):
+        digest = hashlib.blake2b(feat.encode("utf-8"), digest_size=8).digest()
+        sign = 1.0 if digest[4] & 1 else -1.0
+        terms.append((int.from_bytes(digest[:4], "little") % dim, sign * weight))
+    return tuple(terms)
+
+
 @lru_cache(maxsize=8192)
 def _hashed(text: str, dim: int) -> tuple[float, ...]:
-    """The hashed vector of one text (memoised: the same principles recur across fusions)."""
+    """The hashed vector of one text (memoised: the same principles recur across fusions). Each
+    feature's term is added in text order, so the vector is the same to the last bit as adding the
+    features one by one."""
     vec = [0.0] * dim
-    for feat, weight in _features(text):
-        digest = hashlib.blake2b(feat.encode("utf-8"), digest_size=8).digest()
-        index = int.from_bytes(digest[:4], "little") % dim
-        sign = 1.0 if digest[4] & 1 else -1.0
-        vec[index] += sign * weight
-    norm = math.sqrt(sum(x * x for x in vec))
+    for word in _WORD.findall(unicodedata.normalize("NFKC", text).casefold()):
+        for index, term in _word_terms(word, dim):
+            vec[index] += term
+    norm = math.sqrt(sum(map(operator.mul, vec, vec)))
     return tuple(x / norm for x in vec) if norm else tuple(vec)

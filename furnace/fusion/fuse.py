@@ -122,6 +122,16 @@ def _agent_from_value(value: dict[str, Any], lineage_hash: str) -> Agent | None:
     return agent
 
 
+def _stored_agent(store: ElixirStore, agent_id: str, parents: Sequence[ElixirRef]) -> Agent:
+    """The agent stored under ``agent_id`` (a child of ``parents``), else NotFound. A store that can tell
+    from the parents that it holds no such child answers without a read (a run's view of the store,
+    ``furnace.evolution.runstore``)."""
+    stored_child = getattr(store, "stored_child", None)
+    if callable(stored_child):
+        return stored_child(agent_id, parents)  # type: ignore[no-any-return]
+    return store.get_agent(agent_id)
+
+
 def fuse(
     store: ElixirStore,
     parents: Sequence[str | ElixirRef],
@@ -155,7 +165,7 @@ def fuse(
 
     def build() -> dict[str, Any]:
         try:
-            return _value(store.get_agent(agent_id))  # persisted earlier; the cache had expired
+            return _value(_stored_agent(store, agent_id, plan.parents))  # persisted earlier; the cache had expired
         except NotFound:
             pass
         ctx = OperatorContext(

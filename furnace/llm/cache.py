@@ -180,11 +180,32 @@ class CallLedger(Protocol):
 
 
 def sum_calls(records: list[CallRecord]) -> CallTotals:
-    """Totals of ``records`` (shared by the in-memory ledger and tests)."""
-    total = CallTotals()
+    """Totals of ``records`` (shared by the in-memory ledger and tests): :func:`record_totals` of each,
+    added in order (the same figures as adding them one ``CallTotals`` at a time, without building one
+    per record)."""
+    calls = cached_calls = prompt = completion = failed = attempts = failed_attempts = 0
+    cost = latency = 0.0
     for record in records:
-        total = total.plus(record_totals(record))
-    return total
+        calls += 1
+        cached_calls += int(record.cached)
+        prompt += record.prompt_tokens
+        completion += record.completion_tokens
+        cost += record.cost_usd
+        latency += record.latency_s
+        failed += int(record.status != "ok")
+        attempts += 0 if record.cached else record.attempts
+        failed_attempts += record.failed_attempts
+    return CallTotals(
+        calls=calls,
+        cached_calls=cached_calls,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cost_usd=cost,
+        latency_s=latency,
+        failed_calls=failed,
+        attempts=attempts,
+        failed_attempts=failed_attempts,
+    )
 
 
 class MemoryResponseCache:

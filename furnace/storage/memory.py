@@ -232,6 +232,14 @@ class MemoryStore:
         self._verify_agents_among(named)
         return nodes
 
+    def child_ids(self, parents: Sequence[str]) -> dict[str, set[str]]:
+        """The ids of each parent's children by the lineage edges, unverified (see ``DuckDBStore.child_ids``)."""
+        out: dict[str, set[str]] = {p: set() for p in parents}
+        for parent, child, *_ in self._edge_list():
+            if parent in out:
+                out[parent].add(child)
+        return out
+
     def _edge_list(self) -> list[Edge]:
         with self._lock:
             return list(self._edges)

@@ -41,15 +41,32 @@ def _seeds() -> list[Any]:
 
 
 class _Watched(DuckDBStore):
-    """Records which thread saves agents."""
+    """Records which thread saves agents, and the reads made on the units' threads."""
 
     def __init__(self, db: Database) -> None:
         super().__init__(db)
         self.saved_on: list[str] = []
+        self.unit_reads: list[str] = []
 
     def save_agents(self, agents: Any) -> list[bool]:
         self.saved_on.append(threading.current_thread().name)
         return super().save_agents(agents)
+
+    def _read(self, what: str) -> None:
+        if threading.current_thread().name.startswith("furnace-unit"):
+            self.unit_reads.append(what)
+
+    def get_agent(self, id: str) -> Any:
+        self._read("get_agent")
+        return super().get_agent(id)
+
+    def load_for_fusion(self, ref_or_id: Any) -> Any:
+        self._read("load_for_fusion")
+        return super().load_for_fusion(ref_or_id)
+
+    def child_ids(self, parents: Any) -> dict[str, set[str]]:
+        self._read("child_ids")
+        return super().child_ids(parents)
 
 
 def test_a_run_writes_its_agents_on_the_writer_thread_with_the_same_result(settings: Any) -> None:
@@ -63,6 +80,7 @@ def test_a_run_writes_its_agents_on_the_writer_thread_with_the_same_result(setti
     report = memory_evolution(config, seeds, llm=CachedLLM(OfflineEngine()), store=store, results=results).run()
 
     assert store.saved_on and set(store.saved_on) == {"furnace-writer"}  # never on a unit's thread
+    assert store.unit_reads == []  # the seeds were read ahead; a new child's parents say it is not stored
     bred = [r for r in results.individuals(report.experiment_id) if r.lineage_hash]
     assert bred
     for record in bred:  # every recorded child's agent is stored, and verifies
@@ -188,3 +206,59 @@ def test_a_finished_generation_ends_the_window(settings: Any) -> None:
         time.sleep(0.05)
     assert [g.generation for g in results.generations("exp-wb")] == [1]  # without a flush
     assert [r.agent_id for r in results.individuals("exp-wb")] == ["agt-a"]
+
+
+class _Reads(MemoryStore):
+    """Counts agent reads and the parents whose children were listed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.agent_reads: list[str] = []
+        self.listed: list[str] = []
+
+    def get_agent(self, id: str) -> Any:
+        self.agent_reads.append(id)
+        return super().get_agent(id)
+
+    def child_ids(self, parents: Any) -> dict[str, set[str]]:
+        self.listed.extend(parents)
+        return super().child_ids(parents)
+
+
+def test_a_new_child_is_not_read_from_the_store_and_a_stored_one_is_reused() -> None:
+    store = _Reads()
+    seeds = _seeds()
+    for elixir in seeds:
+        store.save_elixir(elixir)
+    config = parse_config({**CONFIG, "generations": 3})
+    first = memory_evolution(config, seeds, llm=CachedLLM(OfflineEngine()), store=store)
+    report = first.run()
+    bred = {r.agent_id for r in first.results.individuals(first.experiment_id) if r.lineage_hash}
+    assert bred and store.agent_reads == []  # each parent's edges said its child was not stored
+    assert store.listed and len(store.listed) == len(set(store.listed))  # a parent's children listed once per run
+    assert set(store.listed) <= {e.id for e in seeds}  # the run's own children have none stored
+    for agent_id in bred:
+        assert store.get_agent(agent_id).id == agent_id  # written behind, all of them
+    store.agent_reads.clear()
+
+    # another experiment (other name) plans the same children: they are stored, so they are read, not bred
+    inner = _Tasks(OfflineEngine())
+    again = memory_evolution(
+        parse_config({**CONFIG, "generations": 3, "name": "wb2"}), seeds, llm=CachedLLM(inner), store=store
+    )
+    second = again.run()
+    assert second.result_signature()["lineage"] == report.result_signature()["lineage"]
+    assert set(store.agent_reads) == bred
+    assert inner.tasks and all(task in ("reply", "judge") for task in inner.tasks)  # no fusion call
+
+
+class _Tasks:
+    """The tasks that reach the model."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.model_name, self.engine_version = inner, inner.model_name, inner.engine_version
+        self.tasks: list[str] = []
+
+    def complete(self, request: Any) -> Any:
+        self.tasks.append(request.task.value)
+        return self.inner.complete(request)

@@ -47,3 +47,31 @@ def test_existing_and_repeated_agents_are_kept_as_stored(tmp_path: Path) -> None
     assert store.db.query("SELECT count(*) FROM agents") == [(2,)]
     assert store.db.query("SELECT count(*) FROM elixir_versions WHERE id IN (?, ?)", [first.id, second.id]) == [(2,)]
     assert store.db.query("SELECT count(*) FROM lineage_edges") == [(2,)]
+
+
+def test_parents_read_ahead_are_what_load_for_fusion_gives_and_never_a_failing_one(tmp_path: Path) -> None:
+    store = _store(tmp_path / "f.duckdb")
+    store.save_elixir(make_elixir("Critic"))
+    editor, coach, critic = (store.get_elixir(i).ref for i in ("editor", "coach", "critic"))
+    agent = make_agent([editor, coach], seed=1, name="Child")
+    store.save_agent(agent)
+    child = store.get_agent(agent.id).elixir.ref
+    stale = editor.model_copy(update={"content_hash": "0" * 64})  # no such content at that version
+
+    one_by_one = [store.load_for_fusion(r) for r in (editor, coach, child)]  # (the agent verified once)
+    store.db.execute("UPDATE experiments SET status = status")  # a write: nothing counts as checked any more
+    before = store.db.statements
+    loaded = store.load_many_for_fusion([editor, coach, child, stale])
+    assert store.db.statements - before == 2  # the versions, and the fingerprints of the agents among them
+    assert loaded == one_by_one
+
+    store.delete_elixir("critic")  # withdrawn: left out, and its own load says why
+    assert [e.ref for e in store.load_many_for_fusion([editor, critic])] == [editor]
+
+    store.db.execute("UPDATE agents SET system_prompt = 'tampered' WHERE id = ?", [agent.id])
+    assert store.load_many_for_fusion([editor, child]) == []  # a tampered agent among them: nothing read ahead
+    assert store.child_ids(["editor", "coach", "critic"]) == {
+        "editor": {agent.id},
+        "coach": {agent.id},
+        "critic": set(),
+    }

@@ -255,6 +255,36 @@ class DuckDBStore:
         self._verify_agents_among([elixir.id])
         return elixir
 
+    def load_many_for_fusion(self, refs: Sequence[ElixirRef]) -> list[Elixir]:
+        """What ``load_for_fusion`` gives for each of ``refs``, in two queries (a run's parents read ahead).
+        A ref that would fail there (missing, altered, withdrawn, a tampered agent among them) is left
+        out, so its own load raises where it is used."""
+        wanted = [r for r in refs if r.version is not None]
+        if not wanted:
+            return []
+        with self.db.unit() as con:
+            rows = con.execute(
+                f"SELECT {_ELIXIR_COLS} FROM elixir_versions WHERE id IN (SELECT unnest(?::VARCHAR[]))",
+                [sorted({r.id for r in wanted})],
+            ).fetchall()
+        by_version = {(row[0], row[1]): row for row in rows}
+        loaded: list[Elixir] = []
+        for ref in wanted:
+            row = by_version.get((ref.id, ref.version))
+            if row is None:
+                continue
+            try:
+                elixir = checked_ref(self._row_to_elixir(row), ref)
+            except LineageError:
+                continue
+            if not elixir.withdrawn:
+                loaded.append(elixir)
+        try:
+            self._verify_agents_among([e.id for e in loaded])
+        except LineageError:
+            return []
+        return loaded
+
     def history(self, id: str) -> list[Elixir]:
         """Every version of ``id``, oldest first."""
         rows = self.db.query(f"SELECT {_ELIXIR_COLS} FROM elixir_versions WHERE id = ? ORDER BY version", [id])
@@ -496,6 +526,18 @@ class DuckDBStore:
                 self._verified.update(stale)
             # every wanted id is now known at this epoch: a verified agent, or not an agent at all
             self._checked = (epoch, (checked if epoch == checked_epoch else set()) | set(wanted))
+
+    def child_ids(self, parents: Sequence[str]) -> dict[str, set[str]]:
+        """The ids of each parent's children by the lineage edges, in one query, unverified: a filter for
+        "might this agent be stored?" (a stored agent has an edge from each of its parents), never a read
+        of an agent."""
+        out: dict[str, set[str]] = {p: set() for p in parents}
+        if out:
+            for parent, child in self.db.query(
+                "SELECT parent, child FROM lineage_edges WHERE parent IN (SELECT unnest(?::VARCHAR[]))", [list(out)]
+            ):
+                out[parent].add(child)
+        return out
 
     def get_agent(self, id: str) -> Agent:
         """Load and verify an agent; raises NotFound or LineageError."""

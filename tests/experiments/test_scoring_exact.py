@@ -1,0 +1,75 @@
+"""Faster scoring arithmetic gives the same figures to the last bit (diversity, call totals)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from furnace.llm.cache import CallRecord, CallTotals, record_totals, sum_calls
+from furnace.scoring.diversity import diversity
+
+_FLOAT = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
+
+
+def _reference_diversity(vector: list[float], others: list[list[float]]) -> tuple[float, str]:
+    """Diversity as first written: generator sums for every dot product and norm."""
+
+    def cosine(a: list[float], b: list[float]) -> float:
+        dot = sum(x * y for x, y in zip(a, b, strict=False))
+        na = sum(x * x for x in a) ** 0.5
+        nb = sum(y * y for y in b) ** 0.5
+        return 0.0 if na == 0 or nb == 0 else dot / (na * nb)
+
+    sims = [cosine(vector, o) for o in others]
+    mean = sum(sims) / len(sims)
+    reason = f"mean similarity {mean:.2f} to {len(sims)} members (closest {max(sims):.2f})"
+    return round(min(1.0, max(0.0, 1.0 - mean)), 6), reason
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 12).flatmap(lambda n: st.lists(st.lists(_FLOAT, min_size=n, max_size=n), min_size=2, max_size=6)))
+def test_diversity_equals_the_generator_formula(vectors: list[list[float]]) -> None:
+    score = diversity(vectors[0], vectors[1:])
+    assert (score.value, score.reason) == _reference_diversity(vectors[0], vectors[1:])
+
+
+def test_diversity_of_zero_and_unequal_vectors() -> None:
+    assert (diversity([0.0, 0.0], [[1.0, 2.0]]).value, diversity([1.0], [[0.0]]).value) == (1.0, 1.0)
+    assert diversity([1.0, 2.0, 3.0], [[1.0, 2.0]]).value == _reference_diversity([1.0, 2.0, 3.0], [[1.0, 2.0]])[0]
+    assert diversity([1.0], []).value == 1.0
+
+
+_RECORD = st.builds(
+    lambda cached, status, attempts, p, c, cost, latency: CallRecord(
+        id="x",
+        task="reply",
+        model="m",
+        cache_key="k",
+        cached=cached,
+        status=status,
+        attempts=attempts,
+        prompt_tokens=p,
+        completion_tokens=c,
+        cost_usd=cost,
+        latency_s=latency,
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+    ),
+    st.booleans(),
+    st.sampled_from(["ok", "LLMError", "Timeout"]),
+    st.integers(0, 4),
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    st.floats(0, 5, allow_nan=False),
+    st.floats(0, 60, allow_nan=False),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_RECORD, max_size=30))
+def test_sum_calls_equals_adding_one_record_at_a_time(records: list[CallRecord]) -> None:
+    folded = CallTotals()
+    for record in records:
+        folded = folded.plus(record_totals(record))
+    assert sum_calls(records) == folded
