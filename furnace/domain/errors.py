@@ -12,6 +12,7 @@
     │   ├── LLMTimeout
     │   └── LLMMalformedOutput        output did not parse or match the schema
     ├── StoreError                    the store could not do what was asked
+    │   └── StaleVersion              a compare-and-set save met a newer version
     └── BudgetExceeded                an experiment hit its budget
 
 Messages are written for the person at the terminal: one line, naming the
@@ -82,6 +83,11 @@ class LLMMalformedOutput(LLMError):
 
 class StoreError(FurnaceError):
     """The store failed (lock held too long, corrupt row, migration problem)."""
+
+
+class StaleVersion(StoreError):
+    """A save conditioned on the latest version (``if_latest``) found another one: someone saved
+    (or deleted) meanwhile, and nothing was written."""
 
 
 class BudgetExceeded(FurnaceError):

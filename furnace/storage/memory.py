@@ -24,6 +24,7 @@ from furnace.storage.store import (
     checked_ref,
     deleted_id_error,
     matches_query,
+    stale_version_error,
     utc_now,
     verify_agent_lineage,
     withdrawn_error,
@@ -45,9 +46,17 @@ class MemoryStore:
 
     # --- elixirs ---------------------------------------------------------
 
-    def save_elixir(self, elixir: Elixir, *, origin: Origin = "library") -> ElixirRef:
-        """Store new content as the next version; identical content is a no-op."""
+    def save_elixir(self, elixir: Elixir, *, origin: Origin = "library", if_latest: int | None = None) -> ElixirRef:
+        """Store new content as the next version; identical content is a no-op. With ``if_latest``,
+        only while that version is still the latest (else :class:`StaleVersion`, nothing written)."""
         with self._lock:
+            if if_latest is not None:
+                versions = self._versions.get(elixir.id, [])
+                latest = versions[-1] if versions else None
+                if latest is None or latest.version != if_latest or latest.withdrawn:
+                    raise stale_version_error(
+                        elixir.id, if_latest, latest.version if latest else None, bool(latest and latest.withdrawn)
+                    )
             return self._save_elixir(elixir, origin, elixir.id)
 
     def save_elixirs(self, elixirs: Sequence[Elixir], *, origin: Origin = "library") -> list[ElixirRef]:

@@ -46,7 +46,7 @@ from typing import Any, Literal, Protocol
 
 from furnace.domain.agent import AGENT_PREFIX, Agent, LineageNode, agent_id_for
 from furnace.domain.elixir import Elixir, ElixirRef, parse_elixir
-from furnace.domain.errors import InputError, LineageError
+from furnace.domain.errors import InputError, LineageError, StaleVersion
 from furnace.domain.lineage import Lineage, verify_lineage
 
 Origin = Literal["library", "agent"]
@@ -103,8 +103,12 @@ class ElixirSummary:
 class ElixirStore(Protocol):
     """The elixir library, agents and the lineage DAG."""
 
-    def save_elixir(self, elixir: Elixir, *, origin: Origin = "library") -> ElixirRef:
-        """Store new content as the next version; identical content is a no-op."""
+    def save_elixir(self, elixir: Elixir, *, origin: Origin = "library", if_latest: int | None = None) -> ElixirRef:
+        """Store new content as the next version; identical content is a no-op.
+
+        With ``if_latest`` (compare-and-set), save only while version ``if_latest`` is still the
+        latest and not deleted; otherwise raise :class:`StaleVersion` and write nothing (a
+        read-modify-write then re-reads and tries again, so no one's edit is lost)."""
         ...
 
     def save_elixirs(self, elixirs: Sequence[Elixir], *, origin: Origin = "library") -> list[ElixirRef]:
@@ -233,6 +237,14 @@ def checked_ref(elixir: Elixir, ref: ElixirRef) -> Elixir:
 def withdrawn_error(elixir: Elixir) -> LineageError:
     """The error for fusing from a soft-deleted elixir."""
     return LineageError(f"agent depends on withdrawn elixir {elixir.id} v{elixir.version}")
+
+
+def stale_version_error(id: str, expected: int, latest: int | None, deleted: bool) -> StaleVersion:
+    """The error for a compare-and-set save (``if_latest``) that met another state."""
+    if latest is None:
+        return StaleVersion(f"elixir {id!r} does not exist; expected version {expected}")
+    found = f"v{latest} is deleted" if deleted else f"the latest is v{latest}"
+    return StaleVersion(f"elixir {id!r} changed meanwhile: expected v{expected}, {found}; nothing was saved")
 
 
 def deleted_id_error(id: str) -> InputError:

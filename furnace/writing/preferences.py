@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from furnace.domain.elixir import MAX_PREFERENCES, Elixir, ElixirRef, StylePreference, edit
-from furnace.domain.errors import LLMMalformedOutput
+from furnace.domain.errors import LLMMalformedOutput, StaleVersion
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 from furnace.llm.structured import parse_reply, schema_of
 from furnace.storage.store import ElixirStore, unit_of_work
@@ -163,6 +163,7 @@ class PreferenceUpdate:
     learned: tuple[StylePreference, ...] = ()
     persona_ref: ElixirRef | None = None
     preferences: tuple[StylePreference, ...] = ()
+    persona: Elixir | None = None  # the content saved as ``persona_ref`` (when learned)
 
 
 def learn_from_revision(
@@ -188,6 +189,9 @@ def learn_from_revision(
     return save_learned(store, content_store, revision, persona, learned)
 
 
+_SAVE_TRIES = 3  # compare-and-set attempts of a learned persona version against concurrent saves
+
+
 def save_learned(
     store: ElixirStore,
     content_store: ContentStore,
@@ -199,13 +203,29 @@ def save_learned(
     version, then mark the revision processed. Each write is atomic on its own and the order makes a
     crash between them harmless: the revision stays unprocessed, and a later batch finds its id
     among the persona's preferences and only marks it (no BEGIN/COMMIT: two statements fewer on
-    the user's wait)."""
+    the user's wait).
+
+    The version is saved only while ``persona`` is still the latest (compare-and-set, checked inside
+    the INSERT): when someone saved the persona meanwhile, the preferences are merged into their
+    version instead, so their edit is never overwritten."""
     merged = merge_preferences(persona.style_preferences, learned)
     ref: ElixirRef | None = None
+    updated: Elixir | None = None
     with unit_of_work(store, content_store, one_transaction=False):  # one connection; the version, then the mark
-        if learned and merged != list(persona.style_preferences):
+        for attempt in range(_SAVE_TRIES):
+            merged = merge_preferences(persona.style_preferences, learned)
+            if not learned or merged == list(persona.style_preferences):
+                break
             updated = edit(persona, style_preferences=[p.model_dump(mode="json") for p in merged])
-            ref = store.save_elixir(updated, origin=persona_origin(persona.id))
+            try:
+                ref = store.save_elixir(updated, origin=persona_origin(persona.id), if_latest=persona.version)
+                break
+            except StaleVersion:
+                if attempt + 1 == _SAVE_TRIES:
+                    raise
+                persona = store.get_elixir(persona.id)  # saved (or deleted) meanwhile: learn on top of that
+                if persona.withdrawn:
+                    raise
         content_store.mark_processed(
             revision.id,
             persona_id=persona.id,
@@ -213,7 +233,9 @@ def save_learned(
             preferences=[p.model_dump(mode="json") for p in learned],
             status="learned" if learned else "nothing",
         )
-    return PreferenceUpdate(revision.id, "learned" if learned else "nothing", tuple(learned), ref, tuple(merged))
+    return PreferenceUpdate(
+        revision.id, "learned" if learned else "nothing", tuple(learned), ref, tuple(merged), updated if ref else None
+    )
 
 
 @dataclass

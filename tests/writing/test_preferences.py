@@ -89,3 +89,29 @@ def test_preferences_learned_for_an_agent_persona(store, contents, engine, clock
     revise(store, contents, engine, content.id, "太正式了，活泼点", clock=clock)
     latest = store.get_elixir(child.id)
     assert latest.version == 2 and latest.style_preferences[0].value == "lively"
+
+
+def test_an_edit_saved_while_preferences_are_extracted_is_kept(store, contents, engine, clock):
+    """The learned version is saved only on top of the latest one (compare-and-set): a persona edit
+    made meanwhile (another window, the app's editor) is kept, and the preferences land on top of it."""
+    from furnace.domain.elixir import edit
+    from furnace.llm.seam import TaskKind
+
+    content, _ = generate_content(store, contents, engine, persona_id="skin-advisor", topic="夏季防晒推荐", clock=clock)
+
+    def respond(request):
+        if request.task == TaskKind.EXTRACT_PREFERENCES:  # someone edits the persona while the model extracts
+            persona = store.get_elixir("skin-advisor")
+            store.save_elixir(edit(persona, principles=[*persona.principles, "引用研究时给出来源"]))
+        return engine.complete(request)
+
+    before = store.get_elixir("skin-advisor").version
+    out = revise(
+        store, contents, FakeLLM(respond=respond, model_name=engine.model_name), content.id, "太正式了，活泼点"
+    )
+    assert out.learned is not None and out.learned.status == "learned"
+    latest = store.get_elixir("skin-advisor")
+    assert latest.version == before + 2 == out.learned.persona_ref.version
+    assert "引用研究时给出来源" in latest.principles  # the edit made meanwhile survives
+    assert [p.dimension for p in latest.style_preferences] == [p.dimension for p in out.learned.learned]
+    assert contents.is_processed(out.revision.id)

@@ -36,6 +36,7 @@ from furnace.storage.store import (
     as_stored,
     checked_ref,
     deleted_id_error,
+    stale_version_error,
     utc_now,
     verify_agent_lineage,
     withdrawn_error,
@@ -46,6 +47,23 @@ Con = duckdb.DuckDBPyConnection
 
 _ELIXIR_COLS = "id, version, content_hash, body, created_at, deleted_at"
 _BODY_EXCLUDE = {"id", "version", "created_at", "deleted_at", "content_hash"}
+
+
+def _version_row(stored: Elixir, origin: str) -> list[Any]:
+    """The ``elixir_versions`` values of a stored elixir, in the INSERTs' column order."""
+    body = json.dumps(stored.model_dump(mode="json", exclude=_BODY_EXCLUDE), ensure_ascii=False, sort_keys=True)
+    return [
+        stored.id,
+        stored.version,
+        origin,
+        stored.name,
+        stored.content_hash,
+        body,
+        _to_db(stored.created_at),  # type: ignore[arg-type]
+        stored.language,
+        list(stored.expertise),
+    ]
+
 
 # BFS levels: the start node at depth 0; each step expands only nodes not yet in the
 # recurring table (so each keeps its shortest depth and is visited once) and picks,
@@ -194,21 +212,8 @@ class DuckDBStore:
                 continue
             version = current[0] + 1 if current is not None else 1
             stored = as_stored(elixir, id=id, version=version, created_at=self._clock())
-            body = json.dumps(stored.model_dump(mode="json", exclude=_BODY_EXCLUDE), ensure_ascii=False, sort_keys=True)
             row_origin = current[3] if current is not None else origin
-            rows.append(
-                [
-                    id,
-                    version,
-                    row_origin,
-                    stored.name,
-                    stored.content_hash,
-                    body,
-                    _to_db(stored.created_at),  # type: ignore[arg-type]
-                    stored.language,
-                    list(stored.expertise),
-                ]
-            )
+            rows.append(_version_row(stored, row_origin))
             latest[id] = (version, stored.content_hash, None, row_origin)
             refs.append(stored.ref)
         for chunk in range(0, len(rows), 500):
@@ -224,14 +229,42 @@ class DuckDBStore:
 
     # --- elixirs ---------------------------------------------------------
 
-    def save_elixir(self, elixir: Elixir, *, origin: Origin = "library") -> ElixirRef:
+    def save_elixir(self, elixir: Elixir, *, origin: Origin = "library", if_latest: int | None = None) -> ElixirRef:
         """Store new content as the next version; identical content is a no-op.
 
         One read and at most one INSERT, so no BEGIN/COMMIT around them (``write_one``): a
         concurrent save of the same id makes the INSERT collide on ``(id, version)`` and the
-        read + insert is retried, as a transaction would be."""
+        read + insert is retried, as a transaction would be. With ``if_latest`` (compare-and-set)
+        the check is inside the INSERT: one statement, no read, when it succeeds."""
+        if if_latest is not None:
+            return self.db.write_one(lambda con: self._save_if_latest(con, elixir, if_latest), retries=0)
         return self.db.write_one(
             lambda con: self._save_elixir(con, elixir, origin, elixir.id), retries=self._conflict_retries
+        )
+
+    def _save_if_latest(self, con: Con, elixir: Elixir, expected: int) -> ElixirRef:
+        """Insert version ``expected + 1`` only while ``expected`` is the latest, not deleted, and holds other
+        content (its origin is carried over inside the statement); otherwise say why, writing nothing."""
+        stored = as_stored(elixir, id=elixir.id, version=expected + 1, created_at=self._clock())
+        row = _version_row(stored, "")
+        inserted = con.execute(
+            "INSERT INTO elixir_versions (id, version, origin, name, content_hash, body, created_at, language,"
+            " expertise) SELECT ?, ?, origin, ?, ?, ?, ?, ?, ? FROM elixir_versions"
+            " WHERE id = ? AND version = ? AND deleted_at IS NULL AND content_hash <> ?"
+            " AND NOT EXISTS (SELECT 1 FROM elixir_versions WHERE id = ? AND version > ?) RETURNING version",
+            [*row[:2], *row[3:], stored.id, expected, stored.content_hash, stored.id, expected],
+        ).fetchall()
+        if inserted:
+            return stored.ref
+        found = con.execute(
+            "SELECT version, content_hash, deleted_at FROM elixir_versions WHERE id = ?"
+            " QUALIFY version = max(version) OVER ()",
+            [stored.id],
+        ).fetchall()
+        if found and found[0][0] == expected and found[0][2] is None:  # same content: the usual no-op
+            return ElixirRef(id=stored.id, version=expected, content_hash=found[0][1])
+        raise stale_version_error(
+            stored.id, expected, found[0][0] if found else None, bool(found and found[0][2] is not None)
         )
 
     def save_elixirs(self, elixirs: Sequence[Elixir], *, origin: Origin = "library") -> list[ElixirRef]:
