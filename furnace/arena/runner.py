@@ -248,15 +248,17 @@ class Arena:
             if target is not None:
                 yield from self.stream_resume(target.run_id)
             return
-        run = self.store.start_run(
-            RunRecord(
-                run_id=run_id or new_run_id(),
-                session_id=session.id,
-                turn=0,
-                message=message,
-                directive=directive.kind.value,
-            )
+        record = RunRecord(
+            run_id=run_id or new_run_id(),
+            session_id=session.id,
+            turn=0,
+            message=message,
+            directive=directive.kind.value,
         )
+        if run_id is None:  # a new run: nobody else knows its id, nothing of it is stored yet
+            yield from self._drive_new(record, session, personas, directive)
+            return
+        run = self.store.start_run(record)  # a given id may exist already: its plan and checkpoints stand
         yield from self._drive(run, session, personas, directive, resumed=False)
 
     def stream_resume(self, run_id: str) -> Iterator[ArenaEvent]:
@@ -293,13 +295,14 @@ class Arena:
         total = len(target.plan.speakers) if target.plan else 0
         yield RunCancelled(run_id=target.run_id, session_id=session.id, completed=done, remaining=max(0, total - done))
 
-    def _history(self, session: ArenaSession, run: RunRecord) -> list[HistoryTurn]:
+    def _history(self, session: ArenaSession, run: RunRecord | None) -> list[HistoryTurn]:
+        """The conversation before ``run`` (and ``run``'s own replies so far); ``run`` None: every stored turn."""
         turns: list[HistoryTurn] = []
         replies = self.store.replies(session_id=session.id)
         for past in self.store.list_runs(session.id):
-            if past.turn > run.turn:
+            if run is not None and past.turn > run.turn:
                 break
-            if past.run_id != run.run_id:
+            if run is None or past.run_id != run.run_id:
                 turns.append(HistoryTurn(text=past.message))
             turns.extend(
                 HistoryTurn(text=r.text, speaker_id=r.member_id, speaker_name=r.member_name)
@@ -310,12 +313,12 @@ class Arena:
 
     def _make_plan(
         self, run: RunRecord, session: ArenaSession, personas: dict[str, Persona], directive: Directive, llm: LLM
-    ) -> tuple[Plan, bool]:
-        """The turn's plan (routed, or the supervisor's model call) and whether a cancel came in meanwhile."""
+    ) -> Plan:
+        """The turn's plan: routed, or the supervisor's model call."""
         plan = route(directive, session.members, run.message)
         if plan is not None:
-            return plan, False
-        plan = plan_open_discussion(
+            return plan
+        return plan_open_discussion(
             run.message,
             [p.elixir.model_copy(update={"id": m}) for m, p in personas.items()],
             directive,
@@ -323,7 +326,6 @@ class Arena:
             seed=self.seed,
             run_id=run.run_id,
         )
-        return plan, self.store.cancel_requested(run.run_id)  # the supervisor took a model call
 
     def _cancelled(self, run: RunRecord, plan: Plan, ids: dict[str, Any]) -> RunCancelled:
         self.store.set_status(run.run_id, "cancelled")
@@ -388,6 +390,77 @@ class Arena:
             return gate.stop
         return self._attempts(persona, task, run, llm, history=history, group=group, max_tokens=max_tokens)
 
+    def _model(self, session: ArenaSession, run: RunRecord) -> LLM:
+        base = self.llm_for_model(session.model) if self.llm_for_model else self.llm
+        return base.for_run(run.run_id) if hasattr(base, "for_run") else base
+
+    def _drive_new(
+        self, record: RunRecord, session: ArenaSession, personas: dict[str, Persona], directive: Directive
+    ) -> Iterator[ArenaEvent]:
+        """A new run: its first model call (the supervisor's plan, or the first routed speaker) starts at
+        once, and the run row and lease are written, and the history read, while it runs."""
+        holder = _Lease(Holder.here())
+        llm = self._model(session, record)
+        ids: dict[str, Any] = {"run_id": record.run_id, "session_id": session.id}
+        plan = route(directive, session.members, record.message)
+        group = [p.name for p in personas.values()]
+        try:
+            with ExitStack() as calls:  # leaving (even by an error or a closed stream) waits for a call in flight
+                if plan is None:  # the supervisor plans (a model call) while the run row and lease are written
+                    planning = calls.enter_context(
+                        ahead(partial(self._make_plan, record, session, personas, directive, llm))
+                    )
+                    run = self._claim_new(record, holder)
+                    history = self._history(session, run)
+                    yield RunStarted(**ids, message=run.message, directive=run.directive, resumed=False)
+                    stored = self.store.set_plan(run.run_id, planning.result())
+                    assert stored.plan is not None
+                    yield PlanCreated(**ids, plan=stored.plan, reused=False)
+                    yield from self._speakers(
+                        run,
+                        session,
+                        personas,
+                        stored.plan,
+                        history,
+                        {},
+                        holder,
+                        llm,
+                        calls,
+                        cancel=stored.cancel_requested,
+                    )
+                    return
+                history = self._history(session, None)  # every stored turn: this run is not stored yet
+                task = plan.speakers[0]  # a routed plan: its first speaker speaks while the run (with it) is stored
+                first = calls.enter_context(
+                    ahead(
+                        partial(
+                            self._attempts,
+                            personas[task.member_id],
+                            task,
+                            record,
+                            llm,
+                            history=list(history),
+                            group=group,
+                            max_tokens=plan.budget.max_tokens,
+                        )
+                    )
+                )
+                run = self._claim_new(record.model_copy(update={"plan": plan}), holder)
+                yield RunStarted(**ids, message=run.message, directive=run.directive, resumed=False)
+                yield PlanCreated(**ids, plan=plan, reused=False)
+                yield from self._speakers(run, session, personas, plan, history, {}, holder, llm, calls, first=first)
+        finally:
+            if not holder.released:
+                self.store.release_run(record.run_id, holder.holder)
+
+    def _claim_new(self, record: RunRecord, holder: _Lease) -> RunRecord:
+        """Store a new run and take its lease (nobody else knows its id, so nobody holds it)."""
+        run = self.store.start_run(record)
+        busy = holder.keep(self.store, run.run_id)
+        if busy is not None:
+            raise busy_error(run.run_id, busy)
+        return run
+
     def _drive(
         self,
         run: RunRecord,
@@ -418,19 +491,16 @@ class Arena:
         holder: _Lease,
     ) -> Iterator[ArenaEvent]:
         ids: dict[str, Any] = {"run_id": run.run_id, "session_id": session.id}
-        base = self.llm_for_model(session.model) if self.llm_for_model else self.llm
-        llm = base.for_run(run.run_id) if hasattr(base, "for_run") else base
+        llm = self._model(session, run)
         yield RunStarted(**ids, message=run.message, directive=run.directive, resumed=resumed)
         cancel = run.cancel_requested
         if run.plan is None:
             with ahead(partial(self._make_plan, run, session, personas, directive, llm)) as planning:
                 history = self._history(session, run)  # read while the plan is being made
-            plan, cancelled_meanwhile = planning.result()
-            cancel = cancel or cancelled_meanwhile
-            if not self.store.set_plan(run.run_id, plan):  # stored already (a reused run id): that plan stands
-                stored = self.store.get_run(run.run_id).plan
-                assert stored is not None
-                plan = stored
+            stored = self.store.set_plan(run.run_id, planning.result())  # one stored before (a reused id) stands
+            plan = stored.plan
+            assert plan is not None
+            cancel = cancel or stored.cancel_requested
             yield PlanCreated(**ids, plan=plan, reused=False)
         else:
             plan = run.plan
@@ -438,120 +508,143 @@ class Arena:
             yield PlanCreated(**ids, plan=plan, reused=True)
         # A fresh run has no checkpoints; a resumed one (or a reused run id) may.
         done = self.store.checkpoints(run.run_id) if resumed or run.plan is not None else {}
+        with ExitStack() as calls:  # leaving (even by an error or a closed stream) waits for a call in flight
+            yield from self._speakers(run, session, personas, plan, history, done, holder, llm, calls, cancel=cancel)
+
+    def _speakers(
+        self,
+        run: RunRecord,
+        session: ArenaSession,
+        personas: dict[str, Persona],
+        plan: Plan,
+        history: list[HistoryTurn],
+        done: dict[int, Checkpoint],
+        holder: _Lease,
+        llm: LLM,
+        calls: ExitStack,
+        *,
+        cancel: bool = False,
+        first: Ahead[_Attempt] | None = None,
+    ) -> Iterator[ArenaEvent]:
+        """The plan's speakers not ``done`` yet, each recorded while the next one speaks, then
+        ``RunFinished``; ``first`` is the first of them, already speaking (started with a new run, whose
+        lease was just taken and whose id nobody could cancel yet). ``calls`` holds the calls started ahead."""
+        ids: dict[str, Any] = {"run_id": run.run_id, "session_id": session.id}
         group = [p.name for p in personas.values()]
         replied = failed = 0
         todo = [(index, task) for index, task in enumerate(plan.speakers) if index not in done]
-        ahead_call: Ahead[_Attempt] | None = None  # the next speaker, speaking while this one is recorded
+        ahead_call: Ahead[_Attempt] | None = first  # the next speaker, speaking while this one is recorded
         gate = _Gate()  # opened by the speaker started ahead once it knows it will speak
-        with ExitStack() as calls:  # leaving (even by an error or a closed stream) waits for a call in flight
-            for position, (index, task) in enumerate(todo):
-                persona = personas[task.member_id]
-                started = SpeakerStarted(
+        if first is not None:
+            gate.decided.set()
+        for position, (index, task) in enumerate(todo):
+            persona = personas[task.member_id]
+            started = SpeakerStarted(
+                **ids,
+                index=index,
+                member_id=task.member_id,
+                name=persona.name,
+                task=task.task,
+                ordinal=task.ordinal,
+            )
+            if ahead_call is None:
+                if cancel:
+                    yield self._cancelled(run, plan, ids)
+                    return
+                taken = holder.keep(self.store, run.run_id)  # renew: this speaker may take a while
+                if taken is not None:  # our lease ran out and another process took the run over
+                    raise busy_error(run.run_id, taken)
+                yield started
+                attempt = self._attempts(
+                    persona, task, run, llm, history=history, group=group, max_tokens=plan.budget.max_tokens
+                )
+            else:
+                gate.decided.wait()  # the lease and cancel checks (run beside the previous record)
+                if gate.stop is None:
+                    yield started
+                attempt, ahead_call = ahead_call.result(), None
+                if attempt.taken is not None:
+                    raise busy_error(run.run_id, attempt.taken)
+                if attempt.cancelled:
+                    yield self._cancelled(run, plan, ids)
+                    return
+            spoken = attempt.spoken
+            if spoken is not None:
+                history.append(HistoryTurn(text=spoken.text, speaker_id=task.member_id, speaker_name=persona.name))
+            if position + 1 < len(todo) and not cancel:  # the next speaker speaks while this one is recorded
+                next_task = todo[position + 1][1]
+                gate = _Gate()
+                speak_next = partial(
+                    self._renew_and_speak,
+                    holder,
+                    gate,
+                    personas[next_task.member_id],
+                    next_task,
+                    run,
+                    llm,
+                    history=list(history),
+                    group=group,
+                    max_tokens=plan.budget.max_tokens,
+                )
+                ahead_call = calls.enter_context(ahead(speak_next))
+            # the last speaker's record also ends the run and gives the lease back (one transaction)
+            finish = holder.holder if position == len(todo) - 1 else None
+            reply: ReplyRecord | None = None
+            if spoken is None:
+                checkpoint = Checkpoint(
+                    run_id=run.run_id,
+                    speaker_index=index,
+                    status="failed",
+                    error=attempt.error[:500],
+                    attempts=attempt.attempts,
+                )
+            else:
+                yield Delta(**ids, index=index, member_id=task.member_id, text=spoken.text)
+                reply = ReplyRecord(
+                    reply_id=reply_id_for(run.run_id, index),
+                    run_id=run.run_id,
+                    session_id=session.id,
+                    speaker_index=index,
+                    member_id=task.member_id,
+                    member_name=persona.name,
+                    member_version=persona.version,
+                    text=spoken.text,
+                    ordinal=task.ordinal,
+                    corrected=spoken.corrected,
+                )
+                checkpoint = Checkpoint(
+                    run_id=run.run_id,
+                    speaker_index=index,
+                    status="done",
+                    reply_id=reply.reply_id,
+                    attempts=attempt.attempts,
+                )
+            cancel = self.store.record_speaker(checkpoint, reply, finish=finish)
+            holder.released = finish is not None
+            if reply is None:
+                failed += 1
+                yield SpeakerFailed(
                     **ids,
                     index=index,
                     member_id=task.member_id,
                     name=persona.name,
-                    task=task.task,
-                    ordinal=task.ordinal,
+                    error=attempt.error,
+                    attempts=attempt.attempts,
                 )
-                if ahead_call is None:
-                    if cancel:
-                        yield self._cancelled(run, plan, ids)
-                        return
-                    taken = holder.keep(self.store, run.run_id)  # renew: this speaker may take a while
-                    if taken is not None:  # our lease ran out and another process took the run over
-                        raise busy_error(run.run_id, taken)
-                    yield started
-                    attempt = self._attempts(
-                        persona, task, run, llm, history=history, group=group, max_tokens=plan.budget.max_tokens
-                    )
-                else:
-                    gate.decided.wait()  # the lease and cancel checks (run beside the previous record)
-                    if gate.stop is None:
-                        yield started
-                    attempt, ahead_call = ahead_call.result(), None
-                    if attempt.taken is not None:
-                        raise busy_error(run.run_id, attempt.taken)
-                    if attempt.cancelled:
-                        yield self._cancelled(run, plan, ids)
-                        return
-                spoken = attempt.spoken
-                if spoken is not None:
-                    history.append(HistoryTurn(text=spoken.text, speaker_id=task.member_id, speaker_name=persona.name))
-                if position + 1 < len(todo) and not cancel:  # the next speaker speaks while this one is recorded
-                    next_task = todo[position + 1][1]
-                    gate = _Gate()
-                    speak_next = partial(
-                        self._renew_and_speak,
-                        holder,
-                        gate,
-                        personas[next_task.member_id],
-                        next_task,
-                        run,
-                        llm,
-                        history=list(history),
-                        group=group,
-                        max_tokens=plan.budget.max_tokens,
-                    )
-                    ahead_call = calls.enter_context(ahead(speak_next))
-                # the last speaker's record also ends the run and gives the lease back (one transaction)
-                finish = holder.holder if position == len(todo) - 1 else None
-                reply: ReplyRecord | None = None
-                if spoken is None:
-                    checkpoint = Checkpoint(
-                        run_id=run.run_id,
-                        speaker_index=index,
-                        status="failed",
-                        error=attempt.error[:500],
-                        attempts=attempt.attempts,
-                    )
-                else:
-                    yield Delta(**ids, index=index, member_id=task.member_id, text=spoken.text)
-                    reply = ReplyRecord(
-                        reply_id=reply_id_for(run.run_id, index),
-                        run_id=run.run_id,
-                        session_id=session.id,
-                        speaker_index=index,
-                        member_id=task.member_id,
-                        member_name=persona.name,
-                        member_version=persona.version,
-                        text=spoken.text,
-                        ordinal=task.ordinal,
-                        corrected=spoken.corrected,
-                    )
-                    checkpoint = Checkpoint(
-                        run_id=run.run_id,
-                        speaker_index=index,
-                        status="done",
-                        reply_id=reply.reply_id,
-                        attempts=attempt.attempts,
-                    )
-                cancel = self.store.record_speaker(checkpoint, reply, finish=finish)
-                holder.released = finish is not None
-                if reply is None:
-                    failed += 1
-                    yield SpeakerFailed(
-                        **ids,
-                        index=index,
-                        member_id=task.member_id,
-                        name=persona.name,
-                        error=attempt.error,
-                        attempts=attempt.attempts,
-                    )
-                else:
-                    replied += 1
-                    yield FinalReply(
-                        **ids,
-                        index=index,
-                        member_id=task.member_id,
-                        name=persona.name,
-                        reply_id=reply.reply_id,
-                        text=reply.text,
-                        ordinal=task.ordinal,
-                        corrected=reply.corrected,
-                    )
-                if self.after_checkpoint is not None:
-                    self.after_checkpoint(run.run_id, len(done) + replied + failed)
+            else:
+                replied += 1
+                yield FinalReply(
+                    **ids,
+                    index=index,
+                    member_id=task.member_id,
+                    name=persona.name,
+                    reply_id=reply.reply_id,
+                    text=reply.text,
+                    ordinal=task.ordinal,
+                    corrected=reply.corrected,
+                )
+            if self.after_checkpoint is not None:
+                self.after_checkpoint(run.run_id, len(done) + replied + failed)
         if not holder.released:  # no speaker was left to run (a resume of a run whose speakers were all done)
             self.store.set_status(run.run_id, "finished")
         snapshot_soon(self.store)  # analysis reads the turn from a fresh snapshot

@@ -50,8 +50,9 @@ class ArenaStore(Protocol):
         """Runs of a session, oldest first."""
         ...
 
-    def set_plan(self, run_id: str, plan: Plan) -> bool:
-        """Store the run's plan if it has none; returns False if one existed."""
+    def set_plan(self, run_id: str, plan: Plan) -> RunRecord:
+        """Store the run's plan if it has none; returns the run as stored (with ``plan``, or with the
+        plan it had, which stands) and its cancel flag, read by the same statement."""
         ...
 
     def record_speaker(
@@ -137,13 +138,12 @@ class InMemoryArenaStore:
     def list_runs(self, session_id: str) -> list[RunRecord]:
         return sorted((r for r in self._runs.values() if r.session_id == session_id), key=lambda r: r.turn)
 
-    def set_plan(self, run_id: str, plan: Plan) -> bool:
+    def set_plan(self, run_id: str, plan: Plan) -> RunRecord:
         with self._lock:
             run = self.get_run(run_id)
-            if run.plan is not None:
-                return False
-            self._runs[run_id] = run.model_copy(update={"plan": plan})
-            return True
+            if run.plan is None:
+                run = self._runs[run_id] = run.model_copy(update={"plan": plan})
+            return run
 
     def record_speaker(
         self, checkpoint: Checkpoint, reply: ReplyRecord | None, *, finish: Holder | None = None

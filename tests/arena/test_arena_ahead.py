@@ -114,3 +114,30 @@ def _lease_of(store: Any, run_id: str) -> tuple[str, str, int]:
     busy = store.claim_run(run_id, probe, LEASE_TTL_S)
     assert busy is not None
     return busy.token, busy.host, busy.pid
+
+
+@pytest.mark.parametrize(("message", "first"), [(OPEN, TaskKind.PLAN), ("@all count off!", TaskKind.REPLY)])
+def test_a_new_run_is_stored_while_its_first_call_runs(store, message: str, first: TaskKind) -> None:
+    """The supervisor's plan (open discussion) or the first routed speaker starts before the run row and
+    lease are written; those are written while it runs."""
+    calling = threading.Event()
+
+    def respond(request):
+        if request.task is first:
+            calling.set()
+        return named(request)
+
+    overlapped: list[bool] = []
+
+    class StoredLate(Watched):
+        def start_run(self, run: Any) -> Any:
+            overlapped.append(calling.wait(30))  # inline, the call could not start before the run was stored
+            return self.inner.start_run(run)
+
+    arena = make_arena(FakeLLM(respond=respond), store=StoredLate(store))
+    outcome = arena.say(arena.create_session(IDS).id, message)
+    assert overlapped == [True]
+    assert [r.member_id for r in outcome.replies] == IDS
+    run = store.get_run(outcome.run_id)
+    assert (run.status, run.plan, run.turn) == ("finished", outcome.plan, 0)
+    assert store.claim_run(run.run_id, Holder.here(), LEASE_TTL_S) is None  # the lease was given back

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
-from furnace.arena.events import ArenaEventAdapter, FinalReply, PlanCreated, RunCancelled, SpeakerFailed
+from furnace.arena.events import ArenaEventAdapter, FinalReply, PlanCreated, RunCancelled, RunStarted, SpeakerFailed
 from furnace.arena.models import Checkpoint, ReplyRecord, reply_id_for
 from furnace.domain.errors import LLMTimeout, NotFound
 from furnace.llm.fakes import FakeLLM
@@ -138,7 +140,7 @@ def test_store_writes_are_idempotent_and_plans_are_set_once(store) -> None:
     assert len(store.replies(run_id=run_id)) == 4
     assert store.replies(run_id=run_id)[0].text == reply.text
     assert store.checkpoints(run_id)[0].status == "done"
-    assert store.set_plan(run_id, outcome.plan.model_copy(update={"reason": "other"})) is False
+    assert store.set_plan(run_id, outcome.plan.model_copy(update={"reason": "other"})).plan == outcome.plan
     assert store.get_run(run_id).plan == outcome.plan
 
 
@@ -204,18 +206,23 @@ def test_messages_and_events_serialise(store) -> None:
 
 
 def test_a_cancel_during_planning_lands_before_the_first_speaker(store) -> None:
-    holder: dict = {}
+    stop_pressed = threading.Event()
 
     def respond(request):
-        if request.task is TaskKind.PLAN:
-            holder["arena"].cancel(holder["arena"].runs(holder["session"])[-1].run_id)
+        if request.task is TaskKind.PLAN:  # the supervisor is still planning when the user presses stop
+            assert stop_pressed.wait(10)
         return named(request)
 
     llm = FakeLLM(respond=respond)
     arena = make_arena(llm, store=store)
     session = arena.create_session(IDS)
-    holder.update(arena=arena, session=session.id)
-    outcome = arena.say(session.id, OPEN)
+
+    def on_event(event) -> None:
+        if isinstance(event, RunStarted):  # the user sees the run start (and its id) and stops it
+            arena.cancel(event.run_id)
+            stop_pressed.set()
+
+    outcome = arena.say(session.id, OPEN, on_event=on_event)
     assert outcome.cancelled and outcome.replies == []
     assert count(llm.calls, TaskKind.REPLY) == 0
     assert arena.plan_of(outcome.run_id) == outcome.plan  # the plan is kept for the resume

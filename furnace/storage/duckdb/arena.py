@@ -6,8 +6,10 @@ model call. Writes are idempotent by natural keys: sessions by id, runs by
 ``run_id``, replies by ``reply_id``, checkpoints by (run, speaker index); a
 run's plan is written only while it is NULL. Inserts guard with ``WHERE NOT
 EXISTS`` rather than ``ON CONFLICT DO NOTHING``, which costs ~2.5 ms more CPU
-per statement in DuckDB 2.0; a speaker costs 6 statements (lease renewal,
-then BEGIN, reply, checkpoint, cancel flag, COMMIT).
+per statement in DuckDB 2.0; a speaker costs 5 statements (BEGIN, reply,
+checkpoint, cancel flag, COMMIT) and a cancel check before its call; the lease is
+renewed once a tenth of its TTL has passed. Sessions never change once saved, so
+each is read once per store.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from furnace.domain.errors import NotFound
 from furnace.storage.duckdb.db import Database
 
 _RUN_COLS = "run_id, session_id, turn, message, directive, plan, status, cancel_requested, created_at"
+_RUN_NAMES = [c.strip() for c in _RUN_COLS.split(",")]
 _REPLY_COLS = (
     "reply_id, run_id, session_id, speaker_index, member_id, member_name, member_version, text, ordinal, "
     "corrected, created_at"
@@ -38,6 +41,7 @@ class DuckDBArenaStore:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._sessions_read: dict[str, ArenaSession] = {}  # sessions never change once saved: read once
 
     def unit(self, *, one_transaction: bool = True) -> AbstractContextManager[Any]:
         """One connection, and one transaction once it writes, for every call inside (see ``unit_of_work``)."""
@@ -75,9 +79,13 @@ class DuckDBArenaStore:
         ]
 
     def get_session(self, session_id: str) -> ArenaSession:
+        known = self._sessions_read.get(session_id)
+        if known is not None:
+            return known
         found = self._sessions("WHERE s.session_id = ?", [session_id])
         if not found:
             raise NotFound(f"no arena session {session_id!r}", field="session")
+        self._sessions_read[session_id] = found[0]
         return found[0]
 
     def list_sessions(self) -> list[ArenaSession]:
@@ -102,7 +110,7 @@ class DuckDBArenaStore:
             ],
         )
         if inserted:
-            return _run(dict(zip([c.strip() for c in _RUN_COLS.split(",")], inserted[0], strict=True)))
+            return _run(dict(zip(_RUN_NAMES, inserted[0], strict=True)))
         return self.get_run(run.run_id)  # the run existed: idempotent
 
     def get_run(self, run_id: str) -> RunRecord:
@@ -117,13 +125,15 @@ class DuckDBArenaStore:
         )
         return [_run(r) for r in rows]
 
-    def set_plan(self, run_id: str, plan: Plan) -> bool:
-        rows = self.db.run(
+    def set_plan(self, run_id: str, plan: Plan) -> RunRecord:
+        rows = self.db.run(  # one statement: the run comes back with its cancel flag
             "UPDATE arena_runs SET plan = ?, updated_at = current_timestamp "
-            "WHERE run_id = ? AND plan IS NULL RETURNING run_id",
+            f"WHERE run_id = ? AND plan IS NULL RETURNING {_RUN_COLS}",
             [plan.model_dump_json(), run_id],
         )
-        return bool(rows)
+        if rows:
+            return _run(dict(zip(_RUN_NAMES, rows[0], strict=True)))
+        return self.get_run(run_id)  # it had a plan: that one stands
 
     def set_status(self, run_id: str, status: RunStatus, *, clear_cancel: bool = False) -> None:
         sql = "UPDATE arena_runs SET status = ?, updated_at = current_timestamp"
