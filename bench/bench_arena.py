@@ -2,8 +2,9 @@
 
 The model is ``SlowLLM(OfflineEngine(), 0.05)``. Baseline, measured in the same
 run: the very same model requests called back to back with nothing around them.
-Overhead = (turn wall time − baseline) / baseline; target < 10 % with the
-DuckDB arena store (what users run); the in-memory store is shown for reference.
+Overhead = (turn wall time − baseline) / baseline; target < 10 % with DuckDB
+for both the arena store and the members' elixirs (what users run); in-memory
+stores are shown for reference.
 """
 
 from __future__ import annotations
@@ -66,8 +67,8 @@ class Recording:
         return self.inner.complete(request)
 
 
-def _library() -> MemoryStore:
-    store = MemoryStore()
+def _library(store: Any = None) -> Any:
+    store = store if store is not None else MemoryStore()
     for data in MEMBERS:
         store.save_elixir(Elixir.model_validate(data))
     return store
@@ -75,10 +76,16 @@ def _library() -> MemoryStore:
 
 def _measure(store_factory: Any, db: Any = None) -> tuple[float, float, int]:
     """(turn seconds, baseline seconds, model calls) summed over all rounds and messages; with ``db``,
-    prints the DuckDB statements per turn."""
+    the members' elixirs are on DuckDB too and the DuckDB statements per turn are printed."""
     model = SlowLLM(OfflineEngine(), 0.05)
     recording = Recording(model)
-    arena = Arena(store_factory(), _library(), recording)
+    if db is not None:
+        from furnace.storage.duckdb.store import DuckDBStore
+
+        elixirs = _library(DuckDBStore(db))
+    else:
+        elixirs = _library()
+    arena = Arena(store_factory(), elixirs, recording)
     session = arena.create_session([m["id"] for m in MEMBERS])
     arena.say(session.id, "warm-up")  # imports, first-call costs
     turn = baseline = 0.0
@@ -119,7 +126,7 @@ def run() -> bool:
     print(f"   model: SlowLLM(OfflineEngine(), 0.05); {turns} turns x 4 speakers, {calls} model calls")
     print(f"   baseline (same requests, bare model): {baseline / turns * 1000:.1f} ms per turn")
     print(
-        f"   arena turn (in-memory store, reference): {turn / turns * 1000:.1f} ms per turn, "
+        f"   arena turn (in-memory stores, reference): {turn / turns * 1000:.1f} ms per turn, "
         f"overhead {(turn - baseline) / baseline:.1%}"
     )
 
@@ -134,7 +141,7 @@ def run() -> bool:
         db.close()
     overhead = (db_turn - db_base) / db_base
     print(
-        f"   arena turn (DuckDB store): {db_turn / turns * 1000:.1f} ms per turn, "
+        f"   arena turn (DuckDB stores): {db_turn / turns * 1000:.1f} ms per turn, "
         f"overhead {overhead:.1%} (target < {TARGET:.0%})"
     )
     return overhead < TARGET

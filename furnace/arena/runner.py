@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
@@ -62,6 +62,7 @@ from furnace.arena.supervisor import plan_open_discussion
 from furnace.domain.errors import InputError
 from furnace.llm.ahead import Ahead, ahead
 from furnace.llm.seam import LLM
+from furnace.storage.recent import Recent
 from furnace.storage.store import ElixirStore, snapshot_soon
 
 CheckpointHook = Callable[[str, int], None]
@@ -106,6 +107,17 @@ class _Attempt:
     attempts: int
     taken: Holder | None = None
     cancelled: bool = False
+
+
+@dataclass(frozen=True)
+class _KnownTurn:
+    """A session as this process's last finished turn in it left it: its members and its conversation."""
+
+    personas: dict[str, Persona]
+    history: tuple[HistoryTurn, ...]
+
+
+_KNOWN: Recent[_KnownTurn] = Recent()  # by session id, per arena store (furnace.storage.recent)
 
 
 @dataclass
@@ -238,8 +250,11 @@ class Arena:
         if not message:
             raise InputError("the message is empty", field="message")
         session = self.store.get_session(session_id)
-        personas = self.personas(session)
+        known = _KNOWN.get(self.store, session.id) if run_id is None else None
+        personas = known.personas if known is not None else self.personas(session)  # known: confirmed later
         directive = classify(message, [MemberName(id=m, name=p.name) for m, p in personas.items()])
+        if directive.kind in (DirectiveKind.STOP, DirectiveKind.CONTINUE):
+            _KNOWN.forget(self.store, session.id)
         if directive.kind is DirectiveKind.STOP:
             yield from self._stop(session)
             return
@@ -256,7 +271,10 @@ class Arena:
             directive=directive.kind.value,
         )
         if run_id is None:  # a new run: nobody else knows its id, nothing of it is stored yet
-            yield from self._drive_new(record, session, personas, directive)
+            fresh = yield from self._drive_new(record, session, personas, directive, known)
+            if fresh is not None:  # the session changed since this process's last turn: again, from the store
+                names = [MemberName(id=m, name=p.name) for m, p in fresh.items()]
+                yield from self._drive_new(record, session, fresh, classify(message, names), None)
             return
         run = self.store.start_run(record)  # a given id may exist already: its plan and checkpoints stand
         yield from self._drive(run, session, personas, directive, resumed=False)
@@ -265,6 +283,7 @@ class Arena:
         """Events of a resumed run: its stored plan, remaining speakers only."""
         run = self.store.get_run(run_id)
         session = self.store.get_session(run.session_id)
+        _KNOWN.forget(self.store, session.id)
         personas = self.personas(session)
         if run.status == "cancelled" or run.cancel_requested:
             self.store.set_status(run_id, "running", clear_cancel=True)
@@ -395,63 +414,80 @@ class Arena:
         return base.for_run(run.run_id) if hasattr(base, "for_run") else base
 
     def _drive_new(
-        self, record: RunRecord, session: ArenaSession, personas: dict[str, Persona], directive: Directive
-    ) -> Iterator[ArenaEvent]:
+        self,
+        record: RunRecord,
+        session: ArenaSession,
+        personas: dict[str, Persona],
+        directive: Directive,
+        known: _KnownTurn | None,
+    ) -> Generator[ArenaEvent, None, dict[str, Persona] | None]:
         """A new run: its first model call (the supervisor's plan, or the first routed speaker) starts at
-        once, and the run row and lease are written, and the history read, while it runs."""
+        once, and the run row and lease are written, and the history read, while it runs.
+
+        With ``known`` (this process's last finished turn in the session), the call starts from the members
+        and conversation it left, and the store's reads confirm them while the call runs; when they differ,
+        nothing is written, the call's answer is dropped, and the fresh members are returned (the caller
+        starts again from them). Returns None once the run is driven."""
         holder = _Lease(Holder.here())
         llm = self._model(session, record)
         ids: dict[str, Any] = {"run_id": record.run_id, "session_id": session.id}
         plan = route(directive, session.members, record.message)
         group = [p.name for p in personas.values()]
+        claimed = False
         try:
             with ExitStack() as calls:  # leaving (even by an error or a closed stream) waits for a call in flight
                 if plan is None:  # the supervisor plans (a model call) while the run row and lease are written
                     planning = calls.enter_context(
                         ahead(partial(self._make_plan, record, session, personas, directive, llm))
                     )
-                    run = self._claim_new(record, holder)
+                    if known is not None:
+                        fresh = self.personas(session)
+                        if fresh != known.personas:
+                            return fresh
+                    run, claimed = self._claim_new(record, holder), True
                     history = self._history(session, run)
                     yield RunStarted(**ids, message=run.message, directive=run.directive, resumed=False)
                     stored = self.store.set_plan(run.run_id, planning.result())
                     assert stored.plan is not None
-                    yield PlanCreated(**ids, plan=stored.plan, reused=False)
-                    yield from self._speakers(
-                        run,
-                        session,
-                        personas,
-                        stored.plan,
-                        history,
-                        {},
-                        holder,
-                        llm,
-                        calls,
-                        cancel=stored.cancel_requested,
-                    )
-                    return
-                history = self._history(session, None)  # every stored turn: this run is not stored yet
-                task = plan.speakers[0]  # a routed plan: its first speaker speaks while the run (with it) is stored
-                first = calls.enter_context(
-                    ahead(
-                        partial(
-                            self._attempts,
-                            personas[task.member_id],
-                            task,
-                            record,
-                            llm,
-                            history=list(history),
-                            group=group,
-                            max_tokens=plan.budget.max_tokens,
+                    plan, cancel, first = stored.plan, stored.cancel_requested, None
+                else:
+                    history = list(known.history) if known is not None else self._history(session, None)
+                    task = plan.speakers[0]  # a routed plan: its first speaker speaks while the run is stored
+                    first = calls.enter_context(
+                        ahead(
+                            partial(
+                                self._attempts,
+                                personas[task.member_id],
+                                task,
+                                record,
+                                llm,
+                                history=list(history),
+                                group=group,
+                                max_tokens=plan.budget.max_tokens,
+                            )
                         )
                     )
-                )
-                run = self._claim_new(record.model_copy(update={"plan": plan}), holder)
-                yield RunStarted(**ids, message=run.message, directive=run.directive, resumed=False)
+                    if known is not None:
+                        fresh = self.personas(session)
+                        if fresh != known.personas or self._history(session, None) != history:
+                            return fresh
+                    run, claimed = self._claim_new(record.model_copy(update={"plan": plan}), holder), True
+                    yield RunStarted(**ids, message=run.message, directive=run.directive, resumed=False)
+                    cancel = False
                 yield PlanCreated(**ids, plan=plan, reused=False)
-                yield from self._speakers(run, session, personas, plan, history, {}, holder, llm, calls, first=first)
+                before = list(history)
+                finished = yield from self._speakers(
+                    run, session, personas, plan, history, {}, holder, llm, calls, cancel=cancel, first=first
+                )
         finally:
-            if not holder.released:
+            if claimed and not holder.released:
                 self.store.release_run(record.run_id, holder.holder)
+        if finished:  # what the next turn starts from: the conversation with this turn's message and replies
+            said = [HistoryTurn(text=run.message), *history[len(before) :]]
+            _KNOWN.put(self.store, session.id, _KnownTurn(personas, (*before, *said)))
+        else:
+            _KNOWN.forget(self.store, session.id)
+        return None
 
     def _claim_new(self, record: RunRecord, holder: _Lease) -> RunRecord:
         """Store a new run and take its lease (nobody else knows its id, so nobody holds it)."""
@@ -470,6 +506,7 @@ class Arena:
         *,
         resumed: bool,
     ) -> Iterator[ArenaEvent]:
+        _KNOWN.forget(self.store, session.id)  # a resumed or given run: the next turn reads the store
         holder = _Lease(Holder.here())
         busy = holder.keep(self.store, run.run_id)
         if busy is not None:
@@ -525,10 +562,11 @@ class Arena:
         *,
         cancel: bool = False,
         first: Ahead[_Attempt] | None = None,
-    ) -> Iterator[ArenaEvent]:
+    ) -> Generator[ArenaEvent, None, bool]:
         """The plan's speakers not ``done`` yet, each recorded while the next one speaks, then
         ``RunFinished``; ``first`` is the first of them, already speaking (started with a new run, whose
-        lease was just taken and whose id nobody could cancel yet). ``calls`` holds the calls started ahead."""
+        lease was just taken and whose id nobody could cancel yet). ``calls`` holds the calls started ahead.
+        Returns True when the run finished (False: cancelled)."""
         ids: dict[str, Any] = {"run_id": run.run_id, "session_id": session.id}
         group = [p.name for p in personas.values()]
         replied = failed = 0
@@ -550,7 +588,7 @@ class Arena:
             if ahead_call is None:
                 if cancel:
                     yield self._cancelled(run, plan, ids)
-                    return
+                    return False
                 taken = holder.keep(self.store, run.run_id)  # renew: this speaker may take a while
                 if taken is not None:  # our lease ran out and another process took the run over
                     raise busy_error(run.run_id, taken)
@@ -567,7 +605,7 @@ class Arena:
                     raise busy_error(run.run_id, attempt.taken)
                 if attempt.cancelled:
                     yield self._cancelled(run, plan, ids)
-                    return
+                    return False
             spoken = attempt.spoken
             if spoken is not None:
                 history.append(HistoryTurn(text=spoken.text, speaker_id=task.member_id, speaker_name=persona.name))
@@ -649,3 +687,4 @@ class Arena:
             self.store.set_status(run.run_id, "finished")
         snapshot_soon(self.store)  # analysis reads the turn from a fresh snapshot
         yield RunFinished(**ids, replies=replied, failed=failed, skipped_done=len(done))
+        return True

@@ -417,7 +417,9 @@ def _remember(content_store: ContentStore, turn: _Turn, outcome: RevisionOutcome
     persona, persona_version = turn.persona, turn.persona.version
     if learned is not None and learned.persona_ref is not None and learned.persona is not None:
         persona, persona_version = learned.persona, learned.persona_ref.version
-    RECENT.put(content_store, Known(turn.content, turn.session, outcome.version, persona, persona_version))
+    RECENT.put(
+        content_store, turn.content.id, Known(turn.content, turn.session, outcome.version, persona, persona_version)
+    )
 
 
 def _refuse(
