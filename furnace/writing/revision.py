@@ -334,40 +334,27 @@ def revise(
         return note_suggestion(content_store, content_id, suggestion, clock=clock)
     known = RECENT.get(content_store, content_id)
     guess = _guess(known, suggestion, seed) if known is not None else None
-    if guess is None:
+    started: Ahead[Completion] | None = None
+    if known is None or guess is None:
         turn, batch = _read_turn(store, content_store, content_id, suggestion, clock)
-        outcome = _edit(
-            store,
-            content_store,
-            llm,
-            turn,
-            store_user=lambda: content_store.commit(batch)[-1],
-            learn=learn,
-            seed=seed,
-            clock=clock,
-        )
     else:  # the edit starts from what this process knew; the reads confirm it while the model writes
         with ahead(lambda: llm.complete(guess)) as call:
             turn, batch = _read_turn(store, content_store, content_id, suggestion, clock)
-            confirmed = _confirms(turn, known, guess, seed)
-            if confirmed:
-                turn = replace(turn, user=content_store.commit(batch)[-1])
-        if confirmed:
-            outcome = _edit(
-                store, content_store, llm, turn, store_user=None, learn=learn, seed=seed, clock=clock, started=call
-            )
-        else:  # changed meanwhile: the answer is dropped (the ledger still counts the call) and asked again
+            if _confirms(turn, known, guess, seed):
+                turn, started = replace(turn, user=content_store.commit(batch)[-1]), call
+        if started is None:  # changed meanwhile: the answer is dropped (the ledger still counts the call)
             log.info("revision of %s: the piece or persona changed since this process's last round", content_id)
-            outcome = _edit(
-                store,
-                content_store,
-                llm,
-                turn,
-                store_user=lambda: content_store.commit(batch)[-1],
-                learn=learn,
-                seed=seed,
-                clock=clock,
-            )
+    outcome = _edit(
+        store,
+        content_store,
+        llm,
+        turn,
+        store_user=None if started is not None else lambda: content_store.commit(batch)[-1],
+        learn=learn,
+        seed=seed,
+        clock=clock,
+        started=started,
+    )
     _remember(content_store, turn, outcome, learn)
     snapshot_soon(store, content_store)  # analysis reads the revision session from a fresh snapshot
     return outcome

@@ -56,12 +56,17 @@ def test_the_next_turn_reads_while_its_first_call_runs(store, message: str, firs
     assert count(llm.calls, TaskKind.PLAN) == (2 if first is TaskKind.PLAN else 0)
 
 
-def test_a_member_edited_meanwhile_drops_the_early_answer(store) -> None:
-    library = make_store()
-    llm = FakeLLM(respond=named)
+def _after_one_turn(store: Any) -> tuple[Any, FakeLLM, Any, Any]:
+    """(library, model, arena, session) once this process has driven one addressed turn."""
+    library, llm = make_store(), FakeLLM(respond=named)
     arena = make_arena(llm, library, store)
     session = arena.create_session(IDS)
     arena.say(session.id, "@all count off!")
+    return library, llm, arena, session
+
+
+def test_a_member_edited_meanwhile_drops_the_early_answer(store) -> None:
+    library, llm, arena, session = _after_one_turn(store)
     ada = library.get_elixir("ada")
     library.save_elixir(edit(ada, principles=[*ada.principles, "Cite the benchmark."]))  # the app's editor
     outcome = arena.say(session.id, "@all count off!")
@@ -74,11 +79,7 @@ def test_a_member_edited_meanwhile_drops_the_early_answer(store) -> None:
 
 
 def test_a_turn_driven_elsewhere_meanwhile_is_in_the_next_prompt(store) -> None:
-    library = make_store()
-    llm = FakeLLM(respond=named)
-    here = make_arena(llm, library, store)
-    session = here.create_session(IDS)
-    here.say(session.id, "@all count off!")
+    library, llm, here, session = _after_one_turn(store)
     elsewhere = make_arena(
         FakeLLM(respond=named), library, type("Other", (), {"__getattr__": lambda s, n: getattr(store, n)})()
     )
