@@ -18,6 +18,7 @@ itself, so the result is safe to print, log or raise.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import re
@@ -118,8 +119,27 @@ def _high_entropy(text: str) -> bool:
     return False
 
 
+# Verdicts of texts already scanned, by a digest of the text (no text is kept): stores scan every
+# elixir they write, and a generation of personas shares most of its principles and style notes.
+_VERDICTS: dict[bytes, str | None] = {}
+_VERDICTS_MAX = 16384
+
+
 def scan_text(text: str) -> str | None:
-    """The kind of the first secret in ``text``, else None."""
+    """The kind of the first secret in ``text``, else None (a text scanned before: its verdict, by digest)."""
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    try:
+        return _VERDICTS[key]
+    except KeyError:
+        pass
+    verdict = _scan(text)
+    if len(_VERDICTS) >= _VERDICTS_MAX:
+        _VERDICTS.clear()
+    _VERDICTS[key] = verdict
+    return verdict
+
+
+def _scan(text: str) -> str | None:
     clean = _DATA_URI.sub("", _INVISIBLE.sub("", unicodedata.normalize("NFKC", text)))
     collapsed = _SPACE.sub("", clean)
     for kind, pattern, strong in RULES:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
@@ -186,6 +187,7 @@ class Evolution:
         self._vectors: dict[str, list[float]] = {}
         self._unit_meters: dict[tuple[int, int], CallTotals] = {}  # (generation, slot) -> calls of units run here
         self._breed: Breeder = self.breeder  # during run(): the run's view (new agents written with the records)
+        self._probe_pool: ThreadPoolExecutor | None = None  # during run(): threads for the units' probes
         self.status = "finished"
 
     # --- helpers ---------------------------------------------------------
@@ -346,6 +348,7 @@ class Evolution:
             population_vectors=others,
             parallel=min(4, self.config.concurrency),
             span=step,
+            pool=self._probe_pool,
         )
         if step is not None:
             step.end({"fitness": ev.fitness, "objectives": ev.objectives, "failures": len(ev.failure_reasons)})
@@ -427,6 +430,8 @@ class Evolution:
         self._spent_before = {g.generation: _generation_totals(g) for g in self.results.generations(self.experiment_id)}
         workers = min(max(cfg.children_per_generation, len(self.seeds), 1), 64)
         runner = self.unit_runner or ThreadUnitRunner(workers)
+        # one set of threads for every unit's probes (a unit's own pool would start and join threads per individual)
+        self._probe_pool = ThreadPoolExecutor(workers * min(4, cfg.concurrency), thread_name_prefix="furnace-probe")
         schedule = _Schedule(self, random.Random(cfg.seed), runner)
         try:
             schedule.run()
@@ -436,6 +441,8 @@ class Evolution:
             try:
                 runner.close()
             finally:
+                pool, self._probe_pool = self._probe_pool, None
+                pool.shutdown(wait=False)  # idle by now (every unit waited for its probes): no join on the wall
                 self._writer.flush()  # everything finished is on disk before the run reports or dies
         report = build_report(
             self.results.individuals(self.experiment_id),

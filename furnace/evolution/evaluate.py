@@ -15,10 +15,12 @@ by the model wrapper.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TypeVar
 
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import LLMError
@@ -32,6 +34,9 @@ from furnace.scoring.fitness import SCORERS, weighted_fitness
 from furnace.scoring.judge import judge_answer
 from furnace.scoring.probes import Probe, ProbeSet
 from furnace.scoring.rules import constraint_compliance
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,22 @@ def _score_probe(
     return rows
 
 
+def _bounded_map(pool: Executor, fn: Callable[[T], R], items: Sequence[T], width: int) -> list[R]:
+    """``fn`` over ``items`` on ``pool``, at most ``width`` at once; results in order."""
+    pending: deque[Future[R]] = deque(pool.submit(fn, item) for item in items[:width])
+    rest = iter(items[width:])
+    out: list[R] = []
+    while pending:
+        out.append(pending.popleft().result())
+        item = next(rest, _END)
+        if item is not _END:
+            pending.append(pool.submit(fn, item))  # type: ignore[arg-type]
+    return out
+
+
+_END = object()
+
+
 def _brief_score(elixir: Elixir, brief: Brief | None) -> Score:
     return brief_fit(elixir, brief) if brief else Score(1.0, "probe has no brief")
 
@@ -132,19 +153,24 @@ def evaluate_agent(
     parallel: int = 1,
     judge: LLM | None = None,
     span: Span | None = None,
+    pool: Executor | None = None,
 ) -> Evaluation:
     """Answer and score every probe (``parallel`` probes at once; the model's own concurrency
     bound still applies), add diversity, and compute the weighted fitness. Judge scorers ask
-    ``judge`` (default: ``llm``); ``span``: the step the in-process scorers are traced under."""
+    ``judge`` (default: ``llm``); ``span``: the step the in-process scorers are traced under;
+    ``pool``: threads shared by the units of a run for their probes (else a pool of this call's own)."""
     rows: list[ScoreRow] = []
     judge_llm = judge if judge is not None else llm
 
     def one(probe: Probe) -> list[ScoreRow]:
         return _score_probe(llm, elixir, system_prompt, probe, probes, scorers, seed, judge_llm, span)
 
-    if parallel > 1 and len(probes.probes) > 1:
-        with ThreadPoolExecutor(max_workers=min(parallel, len(probes.probes))) as pool:
-            for part in pool.map(one, probes.probes):  # results in probe order
+    if parallel > 1 and len(probes.probes) > 1 and pool is not None:
+        for part in _bounded_map(pool, one, probes.probes, parallel):
+            rows.extend(part)
+    elif parallel > 1 and len(probes.probes) > 1:
+        with ThreadPoolExecutor(max_workers=min(parallel, len(probes.probes))) as own:
+            for part in own.map(one, probes.probes):  # results in probe order
                 rows.extend(part)
     else:
         for probe in probes.probes:

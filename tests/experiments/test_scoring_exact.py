@@ -73,3 +73,27 @@ def test_sum_calls_equals_adding_one_record_at_a_time(records: list[CallRecord])
     for record in records:
         folded = folded.plus(record_totals(record))
     assert sum_calls(records) == folded
+
+
+def test_probes_on_a_shared_pool_run_at_most_parallel_at_once_in_order() -> None:
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from furnace.evolution.evaluate import _bounded_map
+
+    lock, running, peak = threading.Lock(), [0], [0]
+
+    def work(n: int) -> int:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.002 * (n % 3))
+        with lock:
+            running[0] -= 1
+        return n * n
+
+    with ThreadPoolExecutor(16) as pool:
+        assert _bounded_map(pool, work, list(range(10)), 3) == [n * n for n in range(10)]
+        assert _bounded_map(pool, work, [4], 3) == [16]
+    assert 1 <= peak[0] <= 3

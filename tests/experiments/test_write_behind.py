@@ -77,7 +77,8 @@ def test_a_run_writes_its_agents_on_the_writer_thread_with_the_same_result(setti
         store.save_elixir(elixir)
     config = parse_config(CONFIG)
     results = DuckDBExperimentResults(db)
-    report = memory_evolution(config, seeds, llm=CachedLLM(OfflineEngine()), store=store, results=results).run()
+    llm = CachedLLM(OfflineEngine())
+    report = memory_evolution(config, seeds, llm=llm, store=store, results=results).run()
 
     assert store.saved_on and set(store.saved_on) == {"furnace-writer"}  # never on a unit's thread
     assert store.unit_reads == []  # the seeds were read ahead; a new child's parents say it is not stored
@@ -85,8 +86,12 @@ def test_a_run_writes_its_agents_on_the_writer_thread_with_the_same_result(setti
     assert bred
     for record in bred:  # every recorded child's agent is stored, and verifies
         assert store.get_agent(record.agent_id).lineage_hash == record.lineage_hash
-    memory = memory_evolution(config, seeds, llm=CachedLLM(OfflineEngine())).run()
+    plain = CachedLLM(OfflineEngine())
+    memory = memory_evolution(config, seeds, llm=plain).run()
     assert memory.result_signature() == report.result_signature()
+    # the same requests (by key) and the same tokens spent
+    assert {c.cache_key for c in llm.ledger.calls()} == {c.cache_key for c in plain.ledger.calls()}
+    assert llm.totals().total_tokens == plain.totals().total_tokens > 0
 
 
 class _Counting(MemoryStore):

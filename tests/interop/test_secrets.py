@@ -210,3 +210,14 @@ def test_store_warns_on_write_of_style_notes_or_principles(caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="furnace.secrets"):
         store.save_elixir(make_native())
     assert not [r for r in caplog.records if r.name == "furnace.secrets"]
+
+
+def test_a_text_scanned_again_gets_the_same_verdict_and_no_text_is_kept() -> None:
+    from furnace.domain import secrets
+
+    texts = [text for text, _ in FAKE_KEYS] + INNOCENT
+    first = [scan_text(t) for t in texts]
+    again = [scan_text(t) for t in texts]  # served by digest
+    assert first == again == [secrets._scan(t) for t in texts]
+    assert all(isinstance(k, bytes) and len(k) == 16 for k in secrets._VERDICTS)  # digests, never the texts
+    assert not any(t in secrets._VERDICTS for t in texts)
