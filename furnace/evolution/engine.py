@@ -50,7 +50,7 @@ from furnace.evolution.reflection import SINGLE_PARENT, founder_partner, operato
 from furnace.evolution.report import ExperimentReport, build_report
 from furnace.evolution.selection import OperatorBoard, choose_operator, survivors
 from furnace.evolution.tracker import NullTracker, Span, Tracker, start_trace
-from furnace.evolution.units import Finished, ThreadUnitRunner, Unit, UnitRunner
+from furnace.evolution.units import Finished, ThreadUnitRunner, Unit, UnitRunner, prestart
 from furnace.evolution.writer import Deferred, RecordWriter, Replacement
 from furnace.llm.cache import CallTotals
 from furnace.llm.routing import TaskRouter
@@ -188,6 +188,7 @@ class Evolution:
         self._unit_meters: dict[tuple[int, int], CallTotals] = {}  # (generation, slot) -> calls of units run here
         self._breed: Breeder = self.breeder  # during run(): the run's view (new agents written with the records)
         self._probe_pool: ThreadPoolExecutor | None = None  # during run(): threads for the units' probes
+        self._probe_threads = 0
         self.status = "finished"
 
     # --- helpers ---------------------------------------------------------
@@ -431,7 +432,8 @@ class Evolution:
         workers = min(max(cfg.children_per_generation, len(self.seeds), 1), 64)
         runner = self.unit_runner or ThreadUnitRunner(workers)
         # one set of threads for every unit's probes (a unit's own pool would start and join threads per individual)
-        self._probe_pool = ThreadPoolExecutor(workers * min(4, cfg.concurrency), thread_name_prefix="furnace-probe")
+        self._probe_threads = workers * min(4, cfg.concurrency)
+        self._probe_pool = ThreadPoolExecutor(self._probe_threads, thread_name_prefix="furnace-probe")
         schedule = _Schedule(self, random.Random(cfg.seed), runner)
         try:
             schedule.run()
@@ -618,6 +620,11 @@ class _Schedule:
         prefetch = getattr(evo._breed, "prefetch", None)  # the first parents, read while the seeds are scored
         if callable(prefetch):
             prefetch([e.ref for e in evo.seeds])
+        ready = getattr(self.runner, "prestart", None)  # threads the children will need, started meanwhile
+        if callable(ready):
+            ready()
+        if evo._probe_pool is not None:
+            prestart(evo._probe_pool, evo._probe_threads)
         while self.finished.pending:
             unit, record = self.wait_one()
             if record is not None:

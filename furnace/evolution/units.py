@@ -10,8 +10,9 @@ process. The Prefect flows pass a runner that submits each unit as a task (see
 from __future__ import annotations
 
 import queue
+import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -54,16 +55,40 @@ class ThreadUnitRunner:
     def __init__(self, workers: int) -> None:
         self.workers = max(1, workers)
         self._pool: ThreadPoolExecutor | None = None
+        self._futures: list[Future[Any]] = []
 
     def submit(self, unit: Unit) -> UnitFuture:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="furnace-unit")
-        return self._pool.submit(unit.run)
+        future = self._pool.submit(unit.run)
+        self._futures = [f for f in self._futures if not f.done()] + [future]
+        return future
+
+    def prestart(self) -> None:
+        """Start the pool's threads now, while the caller would only wait (see :func:`prestart`)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="furnace-unit")
+        prestart(self._pool, self.workers)
 
     def close(self) -> None:
+        """Drop the units not started and wait for the running ones; when every unit has finished
+        (a run that ended normally) the idle threads exit on their own, without a join on the caller's wall."""
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+            running = any(not f.done() for f in self._futures)
+            self._pool.shutdown(wait=running, cancel_futures=True)
+            self._pool, self._futures = None, []
+
+
+def prestart(pool: ThreadPoolExecutor, threads: int) -> None:
+    """Start up to ``threads`` of ``pool``'s threads now instead of one at each submit that finds none
+    idle: a thread's start waits for the new thread to run, which costs a switch of the GIL or more
+    while the other threads are busy (the evolution loop calls this while generation 0 is scored,
+    so that the children's burst of submits finds the threads ready). Each start holds a thread with
+    a task that waits until all are submitted, so every submit starts a new one."""
+    release = threading.Event()
+    for _ in range(threads):
+        pool.submit(release.wait)
+    release.set()
 
 
 class Finished:

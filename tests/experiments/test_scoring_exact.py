@@ -97,3 +97,45 @@ def test_probes_on_a_shared_pool_run_at_most_parallel_at_once_in_order() -> None
         assert _bounded_map(pool, work, list(range(10)), 3) == [n * n for n in range(10)]
         assert _bounded_map(pool, work, [4], 3) == [16]
     assert 1 <= peak[0] <= 3
+
+
+def test_the_unit_runner_waits_for_running_units_and_not_for_idle_threads() -> None:
+    import threading
+
+    from furnace.evolution.units import ThreadUnitRunner, Unit
+
+    runner = ThreadUnitRunner(2)
+    gate, closed = threading.Event(), threading.Event()
+    running = runner.submit(Unit("k", 0, lambda: gate.wait(5) and "done"))
+
+    def close() -> None:
+        runner.close()
+        closed.set()
+
+    threading.Thread(target=close).start()
+    assert not closed.wait(0.1)  # a unit still running: close waits for it
+    gate.set()
+    assert closed.wait(5) and running.result() == "done"
+
+    finished = ThreadUnitRunner(2)
+    futures = [finished.submit(Unit(str(i), i, lambda i=i: i)) for i in range(4)]
+    assert [f.result() for f in futures] == [0, 1, 2, 3]
+    finished.close()  # every unit finished: the idle threads end on their own
+    for thread in [t for t in threading.enumerate() if t.name.startswith("furnace-unit")]:
+        thread.join(5)
+        assert not thread.is_alive()
+
+
+def test_prestart_starts_the_threads_a_burst_of_submits_will_need() -> None:
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from furnace.evolution.units import prestart
+
+    with ThreadPoolExecutor(6, thread_name_prefix="furnace-prestart-test") as pool:
+        prestart(pool, 6)
+        alive = [t for t in threading.enumerate() if t.name.startswith("furnace-prestart-test")]
+        assert len(alive) == 6  # each held until all were submitted: none was reused
+        assert list(pool.map(lambda x: x + 1, range(20))) == list(range(1, 21))
+        prestart(pool, 6)  # at the pool's bound already: no more threads
+        assert len([t for t in threading.enumerate() if t.name.startswith("furnace-prestart-test")]) == 6
