@@ -1,12 +1,13 @@
 """Fusion benchmarks (offline engine behind a 50 ms latency-injected fake).
 
-1. overhead: wall time of a full crossover fusion (cold caches) beyond the
-   model's own latency, as a share of it (target < 5%);
-2. cache hit: latency of repeating a finished fusion (target < {HIT_TARGET_MS} ms);
+1. overhead: wall time of a full crossover fusion with nothing cached beyond
+   the model's own latency, as a share of it (target < 5%);
+2. cache hit: latency of repeating a finished fusion on one synthesis cache, as
+   a running app or experiment does (target < 1 ms);
 3. single-flight: 64 threads asking for one new fusion → exactly 1 build.
 
-In-memory store and KV (the fusion machinery itself); the DuckDB-backed figure
-is printed for information (it is dominated by short-lived connections).
+Judged on DuckDB (store and KV in one file: what users run); the in-memory store
+and KV are printed for reference (the fusion machinery alone).
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from furnace import resources
 from furnace.fusion.embedding import HashEmbedder
@@ -28,7 +32,8 @@ from furnace.settings import FurnaceSettings
 from furnace.storage.memory import MemoryStore
 
 LATENCY_S = 0.05
-HIT_TARGET_MS = 1.0  # a cache hit is a lookup: measured ~0.13 ms
+ROUNDS = 20  # cold fusions per configuration
+HIT_TARGET_MS = 1.0  # a cache hit is a lookup
 LIBRARY = resources.LIBRARY_DIR
 PARENTS = ["data-science-mentor", "socratic-math-tutor"]
 
@@ -61,13 +66,71 @@ def _store() -> MemoryStore:
     return store
 
 
+@contextmanager
+def _duckdb(library: MemoryStore) -> Iterator[tuple[Any, Any]]:
+    """A fresh DuckDB file holding the parents: (store, a maker of fresh KVs on it)."""
+    from furnace.storage.duckdb import snapshot
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.kv import DuckDBKV
+    from furnace.storage.duckdb.store import DuckDBStore
+
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Database(Path(tmp) / "bench.duckdb")
+        store = DuckDBStore(db)
+        for name in PARENTS:
+            store.save_elixir(library.get_elixir(name))
+        yield store, lambda: DuckDBKV(db)
+        snapshot.wait_pending()
+        db.close()
+
+
+def _overhead(fresh: Any, llm: Timed, embedder: HashEmbedder, settings: FurnaceSettings) -> tuple[float, float, int]:
+    """(median ms of our own work per cold fusion, median ms inside the model, model calls) over
+    ROUNDS fusions, each with nothing cached (``fresh()`` gives a new store and KV)."""
+    walls, inside, calls = [], [], 0
+    for seed in range(1, ROUNDS + 1):
+        with fresh() as (store, kv):
+            before, before_s = llm.calls, llm.seconds
+            started = time.perf_counter()
+            fuse(
+                store,
+                PARENTS,
+                llm=llm,
+                embedder=embedder,
+                cache=SynthesisCache(kv()),
+                operator="crossover",
+                seed=seed,
+                settings=settings,
+            )
+            walls.append(time.perf_counter() - started)
+            inside.append(llm.seconds - before_s)
+            calls += llm.calls - before
+    # Per-fusion medians: robust to a scheduling hiccup on a shared machine.
+    extra_ms = statistics.median(w - m for w, m in zip(walls, inside, strict=False)) * 1000
+    return extra_ms, statistics.median(inside) * 1000, calls
+
+
+def _hits(store: Any, kv: Any, llm: Timed, embedder: HashEmbedder, settings: FurnaceSettings) -> list[float]:
+    """Seconds of 200 repeated fusions on one synthesis cache (a running app or experiment), none calling the model."""
+    cache = SynthesisCache(kv)
+    first = fuse(store, PARENTS, llm=llm, embedder=embedder, cache=cache, operator="crossover", settings=settings)
+    before, hits = llm.calls, []
+    for _ in range(200):
+        started = time.perf_counter()
+        result = fuse(store, PARENTS, llm=llm, embedder=embedder, cache=cache, operator="crossover", settings=settings)
+        hits.append(time.perf_counter() - started)
+        assert result.from_cache and result.agent.id == first.agent.id
+    assert llm.calls == before, "a cache hit must not call the model"
+    return hits
+
+
 def run() -> bool:
-    """Print the figures and ratios; True when every target is met."""
+    """Print the figures; True when every target is met on DuckDB (in-memory stores shown for reference)."""
     settings = FurnaceSettings(embedder="hash")
-    store, embedder = _store(), HashEmbedder()
+    library, embedder = _store(), HashEmbedder()
     llm = Timed(SlowLLM(OfflineEngine(), LATENCY_S))
     fuse(
-        store,
+        library,
         PARENTS,
         llm=llm,
         embedder=embedder,
@@ -76,113 +139,71 @@ def run() -> bool:
         settings=settings,
     )  # warm imports
 
-    # 1. overhead beyond model latency, cold caches each time
-    rounds, walls, inside, calls = 20, [], [], []
-    for seed in range(1, rounds + 1):
-        before, before_s = llm.calls, llm.seconds
-        started = time.perf_counter()
-        fuse(
-            store,
-            PARENTS,
-            llm=llm,
-            embedder=embedder,
-            cache=SynthesisCache(MemoryKV()),
-            operator="crossover",
-            seed=seed,
-            settings=settings,
-        )
-        walls.append(time.perf_counter() - started)
-        inside.append(llm.seconds - before_s)
-        calls.append(llm.calls - before)
-    # Per-fusion medians: robust to a scheduling hiccup on a shared machine.
-    extra_ms = statistics.median(w - m for w, m in zip(walls, inside, strict=False)) * 1000
-    model_ms = statistics.median(inside) * 1000
-    overhead = extra_ms / model_ms
-    print(
-        f"   overhead: {rounds} cold fusions, {sum(calls)} model calls at {LATENCY_S * 1000:.0f} ms injected; "
-        f"median per fusion {extra_ms:.2f} ms of our own work beyond {model_ms:.1f} ms inside the model "
-        f"-> overhead {overhead:.1%} (target < 5%)"
-    )
+    @contextmanager
+    def in_memory() -> Iterator[tuple[Any, Any]]:
+        yield library, MemoryKV
 
-    # 2. cache hit
-    cache = SynthesisCache(MemoryKV())
-    first = fuse(store, PARENTS, llm=llm, embedder=embedder, cache=cache, operator="crossover", settings=settings)
-    before, hits = llm.calls, []
-    for _ in range(200):
-        started = time.perf_counter()
-        result = fuse(store, PARENTS, llm=llm, embedder=embedder, cache=cache, operator="crossover", settings=settings)
-        hits.append(time.perf_counter() - started)
-        assert result.from_cache and result.agent.id == first.agent.id
-    hit_ms = statistics.median(hits) * 1000
-    cold_ms = statistics.median(walls) * 1000
-    print(
-        f"   cache hit: median {hit_ms:.2f} ms (p95 {sorted(hits)[189] * 1000:.2f} ms), "
-        f"{llm.calls - before} model calls; "
-        f"cold fusion {cold_ms:.0f} ms -> {cold_ms / hit_ms:.0f}x faster (target < {HIT_TARGET_MS} ms)"
-    )
-
-    with tempfile.TemporaryDirectory() as tmp:
-        from furnace.storage.duckdb.db import Database
-        from furnace.storage.duckdb.kv import DuckDBKV
-        from furnace.storage.duckdb.store import DuckDBStore
-
-        db = Database(Path(tmp) / "b.duckdb")
-        dstore = DuckDBStore(db)
-        for elixir in (store.get_elixir(p) for p in PARENTS):
-            dstore.save_elixir(elixir)
-        fuse(
-            dstore,
-            PARENTS,
-            llm=llm,
-            embedder=embedder,
-            cache=SynthesisCache(DuckDBKV(db)),
-            operator="crossover",
-            settings=settings,
-        )
-        started = time.perf_counter()
-        fuse(
-            dstore,
-            PARENTS,
-            llm=llm,
-            embedder=embedder,
-            cache=SynthesisCache(DuckDBKV(db)),
-            operator="crossover",
-            settings=settings,
+    ok = True
+    for label, fresh, judged in (
+        ("in-memory (reference)", in_memory, False),
+        ("DuckDB", lambda: _duckdb(library), True),
+    ):
+        extra_ms, model_ms, calls = _overhead(fresh, llm, embedder, settings)
+        overhead = extra_ms / model_ms
+        with fresh() as (store, kv):
+            if judged:
+                statements = store.db.statements
+            hits = _hits(store, kv(), llm, embedder, settings)
+            if judged:
+                per_hit = (store.db.statements - statements) / 201
+        hit_ms = statistics.median(hits) * 1000
+        print(
+            f"   {label}: {ROUNDS} cold fusions, {calls} model calls at {LATENCY_S * 1000:.0f} ms injected; median "
+            f"{extra_ms:.2f} ms of our own work beyond {model_ms:.1f} ms inside the model -> overhead {overhead:.1%}"
+            f"{' (target < 5%)' if judged else ''}"
         )
         print(
-            f"   (info) cache hit on DuckDB store + KV, fresh process-level cache: "
-            f"{(time.perf_counter() - started) * 1000:.0f} ms (short-lived connections)"
+            f"   {label}: cache hit (one synthesis cache, as in a running app or experiment): median {hit_ms:.2f} ms "
+            f"(p95 {sorted(hits)[189] * 1000:.2f} ms){f' (target < {HIT_TARGET_MS} ms)' if judged else ''}"
+            + (f"; {per_hit:.1f} DuckDB statements per hit" if judged else "")
         )
+        if judged:
+            ok = ok and overhead < 0.05 and hit_ms < HIT_TARGET_MS
 
-    # 3. single-flight
-    cache, barrier, results = SynthesisCache(MemoryKV()), threading.Barrier(64), []
-    before = llm.calls
+    # 3. single-flight, on DuckDB: 64 threads asking for one new fusion -> one build, one model call
+    with _duckdb(library) as (store, kv):
+        cache, barrier, results = SynthesisCache(kv()), threading.Barrier(64), []
+        before = llm.calls
 
-    def worker() -> None:
-        barrier.wait()
-        results.append(
-            fuse(
-                store,
-                PARENTS,
-                llm=llm,
-                embedder=embedder,
-                cache=cache,
-                operator="crossover",
-                seed=999,
-                settings=settings,
+        def worker() -> None:
+            barrier.wait()
+            results.append(
+                fuse(
+                    store,
+                    PARENTS,
+                    llm=llm,
+                    embedder=embedder,
+                    cache=cache,
+                    operator="crossover",
+                    seed=999,
+                    settings=settings,
+                )
             )
-        )
 
-    threads = [threading.Thread(target=worker) for _ in range(64)]
-    started = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    flight_ms = (time.perf_counter() - started) * 1000
+        threads = [threading.Thread(target=worker) for _ in range(64)]
+        started = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        flight_ms = (time.perf_counter() - started) * 1000
+        flight_calls = llm.calls - before
     print(
-        f"   single-flight: 64 concurrent -> {cache.builds} build(s), {llm.calls - before} model call(s), "
+        f"   single-flight (DuckDB): 64 concurrent -> {cache.builds} build(s), {flight_calls} model call(s), "
         f"{len({r.agent.id for r in results})} agent id, {flight_ms:.0f} ms total"
     )
+    return ok and cache.builds == 1 and len({r.agent.id for r in results}) == 1
 
-    return overhead < 0.05 and hit_ms < HIT_TARGET_MS and cache.builds == 1
+
+if __name__ == "__main__":
+    raise SystemExit(0 if run() else 1)

@@ -111,3 +111,12 @@ def test_two_processes_racing_on_one_key_agree_on_one_winner(tmp_path: Path) -> 
     assert winner in {o["pid"] for o in outs}
     assert DuckDBKV(Database(path)).get("synth:race")["pid"] == winner
     assert len(Database(path).query("SELECT key FROM kv WHERE key = 'synth:race'")) == 1
+
+
+def test_a_new_key_is_one_statement_on_duckdb(tmp_path: Path) -> None:
+    db = Database(tmp_path / "kv.duckdb")
+    kv = DuckDBKV(db)
+    before = db.statements
+    assert kv.put_if_absent("new", {"v": 1}) == {"v": 1}
+    assert db.statements - before == 1  # the guarded insert returns the value: no BEGIN, delete, read-back, COMMIT
+    assert kv.put_if_absent("new", {"v": 2}) == {"v": 1}  # the live row wins

@@ -121,14 +121,23 @@ class _Cursor:
 
     def execute(self, query: str, parameters: object = None) -> duckdb.DuckDBPyConnection:
         self._holder.statements += 1
-        if not _reads_only(query):
+        if _reads_only(query):
+            return self._con.execute(query, parameters)
+        # The epoch moves before a write (a reader starting now looks again next time) and after it
+        # (a reader that took the epoch while it ran, and read the old rows, looks again too).
+        self._holder.epoch += 1
+        try:
+            return self._con.execute(query, parameters)
+        finally:
             self._holder.epoch += 1
-        return self._con.execute(query, parameters)
 
     def executemany(self, query: str, parameters: object = None) -> duckdb.DuckDBPyConnection:
         self._holder.statements += len(parameters) if isinstance(parameters, list) else 1  # one per row
         self._holder.epoch += 1
-        return self._con.executemany(query, parameters)
+        try:
+            return self._con.executemany(query, parameters)
+        finally:
+            self._holder.epoch += 1
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._con, name)
@@ -163,8 +172,8 @@ class _Holder:
         self.lock_retries = 0
         self.waits = 0  # how many acquisitions had to wait for another process
         self.statements = 0  # statements run on unit cursors (observable for tests and benchmarks)
-        # Bumped by every open of the file (another process may have written while it was not held)
-        # and by every statement that may write: while it is unchanged, nothing in the file changed.
+        # Bumped at every open and close of the file (another process may write while it is not held)
+        # and around every statement that may write: while it is unchanged, nothing in the file changed.
         self.epoch = 0
 
     @property
@@ -183,6 +192,7 @@ class _Holder:
         con, self.con = self.con, None
         self.draining = False
         self.released_at = time.monotonic()
+        self.epoch += 1  # not held: another process may write from now on (and the next open moves it again)
         if con is not None:
             try:
                 con.close()
@@ -277,9 +287,10 @@ class Database:
 
     @property
     def epoch(self) -> int:
-        """Changes when the file may have changed: at every open (another process may have written
-        while this one did not hold it) and with every statement that may write. Equal epochs mean
-        the same content, so a result derived from the file (a verification) can be reused."""
+        """Changes when the file may have changed: at every open and close (another process may write
+        while this one does not hold it) and before and after every statement that may write. Equal
+        epochs mean the same content, so a result derived from the file (a verification, a latest
+        version) can be reused."""
         return self._holder.epoch
 
     @property

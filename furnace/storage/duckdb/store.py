@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, suppress
 from datetime import UTC, datetime
@@ -46,6 +47,7 @@ T = TypeVar("T")
 Con = duckdb.DuckDBPyConnection
 
 _ELIXIR_COLS = "id, version, content_hash, body, created_at, deleted_at"
+_LATEST_KEPT = 1024  # latest versions remembered per store (with the epoch they were read at)
 _BODY_EXCLUDE = {"id", "version", "created_at", "deleted_at", "content_hash"}
 
 
@@ -122,6 +124,10 @@ class DuckDBStore:
         self._verified: dict[str, str] = {}  # agent id -> fingerprint of the record last verified in full
         # (Database.epoch, the ids checked at it): while the epoch is unchanged those need no new look
         self._checked: tuple[int, set[str]] = (-1, set())
+        # id -> (Database.epoch, latest version) read at that epoch: while it is unchanged, no newer version
+        # (or deletion) can exist, so repeated reads of a latest version (a repeated fusion's parents) skip the query
+        self._latest: OrderedDict[str, tuple[int, Elixir]] = OrderedDict()
+        self._latest_lock = threading.Lock()
         self._conflict_retries = conflict_retries
 
     def unit(self, *, one_transaction: bool = True) -> AbstractContextManager[Any]:
@@ -272,9 +278,26 @@ class DuckDBStore:
         return self._write(lambda con: self._save_many(con, [(e, e.id) for e in elixirs], origin))
 
     def get_elixir(self, id: str, version: int | None = None) -> Elixir:
-        """One version (latest when ``version`` is None); raises NotFound."""
+        """One version (latest when ``version`` is None); raises NotFound.
+
+        A latest version read at the current ``Database.epoch`` is reused without a query: the epoch
+        moves with every open of the file and around every statement that may write."""
+        if version is not None:
+            with self.db.connect() as con:
+                return self._fetch(con, id, version)
+        epoch = self.db.epoch  # taken before reading: a write from here on makes the next call read again
+        with self._latest_lock:
+            known = self._latest.get(id)
+        if known is not None and known[0] == epoch:
+            return known[1]
         with self.db.connect() as con:
-            return self._fetch(con, id, version)
+            elixir = self._fetch(con, id, None)
+        with self._latest_lock:
+            self._latest[id] = (epoch, elixir)
+            self._latest.move_to_end(id)
+            while len(self._latest) > _LATEST_KEPT:
+                self._latest.popitem(last=False)
+        return elixir
 
     def get_by_ref(self, ref: ElixirRef) -> Elixir:
         """The exact version; raises LineageError if its content hash differs."""
