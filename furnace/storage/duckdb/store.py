@@ -126,7 +126,7 @@ class DuckDBStore:
         self._checked: tuple[int, set[str]] = (-1, set())
         # id -> (Database.epoch, latest version) read at that epoch: while it is unchanged, no newer version
         # (or deletion) can exist, so repeated reads of a latest version (a repeated fusion's parents) skip the query
-        self._latest: OrderedDict[str, tuple[int, Elixir]] = OrderedDict()
+        self._latest_read: OrderedDict[str, tuple[int, Elixir]] = OrderedDict()
         self._latest_lock = threading.Lock()
         self._conflict_retries = conflict_retries
 
@@ -287,16 +287,16 @@ class DuckDBStore:
                 return self._fetch(con, id, version)
         epoch = self.db.epoch  # taken before reading: a write from here on makes the next call read again
         with self._latest_lock:
-            known = self._latest.get(id)
+            known = self._latest_read.get(id)
         if known is not None and known[0] == epoch:
             return known[1]
         with self.db.connect() as con:
             elixir = self._fetch(con, id, None)
         with self._latest_lock:
-            self._latest[id] = (epoch, elixir)
-            self._latest.move_to_end(id)
-            while len(self._latest) > _LATEST_KEPT:
-                self._latest.popitem(last=False)
+            self._latest_read[id] = (epoch, elixir)
+            self._latest_read.move_to_end(id)
+            while len(self._latest_read) > _LATEST_KEPT:
+                self._latest_read.popitem(last=False)
         return elixir
 
     def get_by_ref(self, ref: ElixirRef) -> Elixir:
@@ -495,6 +495,8 @@ class DuckDBStore:
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         rows = con.execute(sql, params).fetchall()
+        if not rows:  # nothing to verify (a fusion's "is this agent stored yet?" usually ends here)
+            return []
         edges: dict[str, set[tuple[str, str, str, int]]] = {row[0]: set() for row in rows}
         if edges:
             for parent, child, operator, op_version, parent_version in con.execute(
