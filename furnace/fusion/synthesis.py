@@ -174,10 +174,11 @@ class SynthesisCache:
             assert flight.value is not None
             return flight.value, True
         try:
-            hit = self.kv.get(key)  # another flight may have finished just before ours began
-            if hit is not None:
-                flight.value = hit
-                return hit, True
+            with self._lock:  # another thread's flight may have finished just before ours began (no query:
+                done = self._memo.get(key)  # it remembered its value; another process's is met by the insert)
+            if done is not None and done[1] > time.time():
+                flight.value = done[0]
+                return done[0], True
             with self._lock:
                 self.builds += 1
             value = build()
