@@ -60,7 +60,7 @@ class DuckDBKV:
             ).fetchall()
 
         if self.db.write_one(insert_new):
-            return json.loads(text)
+            return value
         live = self.get(key)
         if live is not None:
             return live
