@@ -11,9 +11,10 @@
    is that last step alone: the revision chat extracts while it commits).
 
 Idempotent per revision: a processed revision is skipped, and a revision whose
-id is already the ``source_revision`` of a stored preference (a crash between
-saving the persona and marking, which are two writes, in that order) is only
-marked.
+id is already the ``source_revision`` of a stored preference is only marked
+(on DuckDB the version and the mark are one transaction; stores that cannot
+share one write them in that order, so a crash between them leaves exactly
+this case).
 """
 
 from __future__ import annotations
@@ -200,10 +201,8 @@ def save_learned(
     learned: Sequence[StylePreference],
 ) -> PreferenceUpdate:
     """Merge ``learned`` into ``persona`` (the revision's persona, unprocessed), save the new persona
-    version, then mark the revision processed. Each write is atomic on its own and the order makes a
-    crash between them harmless: the revision stays unprocessed, and a later batch finds its id
-    among the persona's preferences and only marks it (no BEGIN/COMMIT: two statements fewer on
-    the user's wait).
+    version and mark the revision processed, in one transaction (one commit on the user's wait: a
+    commit costs a disk sync, more than a statement).
 
     The version is saved only while ``persona`` is still the latest (compare-and-set, checked inside
     the INSERT): when someone saved the persona meanwhile, the preferences are merged into their
@@ -211,7 +210,7 @@ def save_learned(
     merged = merge_preferences(persona.style_preferences, learned)
     ref: ElixirRef | None = None
     updated: Elixir | None = None
-    with unit_of_work(store, content_store, one_transaction=False):  # one connection; the version, then the mark
+    with unit_of_work(store, content_store):  # one connection, one transaction: the version and the mark
         for attempt in range(_SAVE_TRIES):
             merged = merge_preferences(persona.style_preferences, learned)
             if not learned or merged == list(persona.style_preferences):

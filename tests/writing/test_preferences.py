@@ -115,3 +115,33 @@ def test_an_edit_saved_while_preferences_are_extracted_is_kept(store, contents, 
     assert "引用研究时给出来源" in latest.principles  # the edit made meanwhile survives
     assert [p.dimension for p in latest.style_preferences] == [p.dimension for p in out.learned.learned]
     assert contents.is_processed(out.revision.id)
+
+
+def test_on_duckdb_the_learned_version_and_the_mark_are_one_transaction(tmp_path, engine, clock):
+    """One commit on the user's wait: a mark that cannot be written takes the learned version with it
+    (the revision stays unprocessed for the batch), never a version without its mark."""
+    from furnace.domain.elixir import parse_elixir
+    from furnace.domain.errors import StoreError
+    from furnace.storage.duckdb.content import DuckDBContentStore
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.store import DuckDBStore
+
+    from .conftest import ZH_PERSONA
+
+    db = Database(tmp_path / "f.duckdb")
+    store, contents = DuckDBStore(db), DuckDBContentStore(db)
+    store.save_elixir(parse_elixir(ZH_PERSONA))
+    content, _ = generate_content(store, contents, engine, persona_id="skin-advisor", topic="夏季防晒推荐", clock=clock)
+
+    def refuse(*args, **kwargs):
+        assert db.in_transaction  # the version before it was written in the same, still open, transaction
+        raise StoreError("the disk is full")
+
+    contents.mark_processed = refuse
+    out = revise(store, contents, engine, content.id, "太正式了，活泼点", clock=clock)
+    assert out.status == "revised" and out.learned is None  # learning failed: a warning, the revision stands
+    assert store.get_elixir("skin-advisor").version == 1  # rolled back with the mark
+    del contents.mark_processed
+    assert [r.id for r in contents.unprocessed_revisions()] == [out.revision.id]
+    assert process_unprocessed(store, contents, engine).learned == 1
+    assert store.get_elixir("skin-advisor").version == 2
