@@ -1,4 +1,4 @@
-"""The group-chat arena (DESIGN §6): deterministic directives, a supervisor for
+"""The group-chat arena (docs/arena.md): deterministic directives, a supervisor for
 open discussion, resumable speaker-level runs and typed events.
 
 Public surface: :class:`Arena`, :class:`RunOutcome`, the :class:`ArenaStore`

@@ -113,7 +113,7 @@ ContextBuilder = Callable[[Persona, str, str, Sequence[HistoryTurn]], list[Messa
 def token_aware_context(
     *, context_limit: int = DEFAULT_CONTEXT_LIMIT, count: TokenCounter = estimate_counter, llm: LLM | None = None
 ) -> ContextBuilder:
-    """Memory selection by :func:`furnace.llm.context.build_context` (DESIGN §5): the history
+    """Memory selection by :func:`furnace.llm.context.build_context`: the history
     fits ``context_limit × 0.85`` minus the fixed costs, counted by ``count`` (the model's own
     counter, injected by the runtime; the offline estimate by default); older turns are
     compressed (by ``llm`` when given, else extractively) and the last 4 stay verbatim."""

@@ -1,6 +1,6 @@
 """Render an elixir to a system prompt (deterministic, zh and en).
 
-Sections follow DESIGN §1, in this order: identity, expertise, tone
+Sections (docs/elixirs.md, "Rendering"), in this order: identity, expertise, tone
 (thresholded phrases), principles, hard constraints, learned preferences,
 few-shot examples, style notes (last, lowest weight).
 

@@ -1,4 +1,4 @@
-"""Token-aware context for long chats (DESIGN §5), reused by the arena and the assistant.
+"""Token-aware context for long chats (docs/revision.md, "Memory for long chats"), for the arena and assistant.
 
 Budget arithmetic (integers, floors; :class:`ContextBudget`)::
 

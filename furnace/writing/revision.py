@@ -1,4 +1,4 @@
-"""The revision chat: the 8 steps of DESIGN §5 as a small state machine.
+"""The revision chat: the 8 steps of a round (docs/revision.md) as a small state machine.
 
 ::
 
@@ -322,7 +322,7 @@ def revise(
     seed: int = 0,
     clock: Clock = utc_now,
 ) -> RevisionOutcome:
-    """One revision chat turn (DESIGN §5, steps 1–8).
+    """One revision chat turn (steps 1–8 of the module docstring).
 
     Everything the edit needs is read first, in one unit; the user's message is then stored
     while the model writes the edit (it is committed before the answer is used, and a failure
@@ -332,6 +332,28 @@ def revise(
     """
     if not regenerate:
         return note_suggestion(content_store, content_id, suggestion, clock=clock)
+    try:
+        outcome, turn = _revise(store, content_store, llm, content_id, suggestion, learn=learn, seed=seed, clock=clock)
+    except BaseException:
+        RECENT.forget(content_store, content_id)  # whatever was written, the next round reads the store
+        raise
+    _remember(content_store, turn, outcome, learn)
+    snapshot_soon(store, content_store)  # analysis reads the revision session from a fresh snapshot
+    return outcome
+
+
+def _revise(
+    store: ElixirStore,
+    content_store: ContentStore,
+    llm: LLM,
+    content_id: str,
+    suggestion: str,
+    *,
+    learn: bool,
+    seed: int,
+    clock: Clock,
+) -> tuple[RevisionOutcome, _Turn]:
+    """The edit round of :func:`revise`, from this process's last known state when it has one."""
     known = RECENT.get(content_store, content_id)
     guess = _guess(known, suggestion, seed) if known is not None else None
     started: Ahead[Completion] | None = None
@@ -355,9 +377,7 @@ def revise(
         clock=clock,
         started=started,
     )
-    _remember(content_store, turn, outcome, learn)
-    snapshot_soon(store, content_store)  # analysis reads the revision session from a fresh snapshot
-    return outcome
+    return outcome, turn
 
 
 def _read_turn(
