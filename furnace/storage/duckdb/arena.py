@@ -7,13 +7,16 @@ model call. Writes are idempotent by natural keys: sessions by id, runs by
 run's plan is written only while it is NULL. Inserts guard with ``WHERE NOT
 EXISTS`` rather than ``ON CONFLICT DO NOTHING``, which costs ~2.5 ms more CPU
 per statement in DuckDB 2.0; a speaker costs 5 statements (BEGIN, reply,
-checkpoint, cancel flag, COMMIT) and a cancel check before its call; the lease is
-renewed once a tenth of its TTL has passed. Sessions never change once saved, so
+checkpoint, cancel flag, COMMIT) and a cancel check before its call, which reads
+the flag only when it may have changed (a cancel in this process, or another
+process's turn on the file since it was last read); the lease is renewed once a
+tenth of its TTL has passed. Sessions never change once saved, so
 each is read once per store.
 """
 
 from __future__ import annotations
 
+import threading
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -29,6 +32,13 @@ _REPLY_COLS = (
     "reply_id, run_id, session_id, speaker_index, member_id, member_name, member_version, text, ordinal, "
     "corrected, created_at"
 )
+
+
+# (file, run id) -> (Database.opens, cancels requested in this process) when the run's cancel flag was
+# last read as not set: see DuckDBArenaStore.cancel_requested.
+_no_cancel: dict[tuple[str, str], tuple[int, int]] = {}
+_no_cancel_lock = threading.Lock()
+_cancels = 0
 
 
 def _run(row: dict[str, Any]) -> RunRecord:
@@ -94,6 +104,7 @@ class DuckDBArenaStore:
     # --- runs ------------------------------------------------------------------
 
     def start_run(self, run: RunRecord) -> RunRecord:
+        mark = self._mark()
         inserted = self.db.run(  # one statement: a new run comes back from RETURNING
             "INSERT INTO arena_runs (run_id, session_id, turn, message, directive, plan, status) "
             "SELECT ?, ?, (SELECT count(*) FROM arena_runs WHERE session_id = ?), ?, ?, ?, ? "
@@ -110,7 +121,9 @@ class DuckDBArenaStore:
             ],
         )
         if inserted:
-            return _run(dict(zip(_RUN_NAMES, inserted[0], strict=True)))
+            stored = _run(dict(zip(_RUN_NAMES, inserted[0], strict=True)))
+            self._note_flag(stored.run_id, stored.cancel_requested, mark)  # a new run: not cancelled
+            return stored
         return self.get_run(run.run_id)  # the run existed: idempotent
 
     def get_run(self, run_id: str) -> RunRecord:
@@ -126,13 +139,16 @@ class DuckDBArenaStore:
         return [_run(r) for r in rows]
 
     def set_plan(self, run_id: str, plan: Plan) -> RunRecord:
+        mark = self._mark()
         rows = self.db.run(  # one statement: the run comes back with its cancel flag
             "UPDATE arena_runs SET plan = ?, updated_at = current_timestamp "
             f"WHERE run_id = ? AND plan IS NULL RETURNING {_RUN_COLS}",
             [plan.model_dump_json(), run_id],
         )
         if rows:
-            return _run(dict(zip(_RUN_NAMES, rows[0], strict=True)))
+            stored = _run(dict(zip(_RUN_NAMES, rows[0], strict=True)))
+            self._note_flag(run_id, stored.cancel_requested, mark)  # read by the same statement
+            return stored
         return self.get_run(run_id)  # it had a plan: that one stands
 
     def set_status(self, run_id: str, status: RunStatus, *, clear_cancel: bool = False) -> None:
@@ -142,14 +158,43 @@ class DuckDBArenaStore:
         self.db.execute(sql + " WHERE run_id = ?", [status, run_id])
 
     def request_cancel(self, run_id: str) -> None:
+        global _cancels
         self.get_run(run_id)
         self.db.execute(
             "UPDATE arena_runs SET cancel_requested = true, updated_at = current_timestamp WHERE run_id = ?", [run_id]
         )
+        with _no_cancel_lock:  # after the write: a check that read before it looks again
+            _cancels += 1
 
     def cancel_requested(self, run_id: str) -> bool:
+        """The run's cancel flag. A flag read as not set is known to stay so, with no query, while this
+        process has held the file since (another process writes only while this one has released it) and
+        no cancel was requested in this process since (any store object on any file)."""
+        key = (str(self.db.path), run_id)
+        with _no_cancel_lock:
+            seen = _no_cancel.get(key)
+            if seen is not None and self.db.held and seen == (self.db.opens, _cancels):
+                return False
+        mark = self._mark()
         rows = self.db.query("SELECT cancel_requested FROM arena_runs WHERE run_id = ?", [run_id])
-        return bool(rows and rows[0][0])
+        flag = bool(rows and rows[0][0])
+        self._note_flag(run_id, flag, mark)
+        return flag
+
+    def _mark(self) -> tuple[int, int]:
+        """Taken before a read of a cancel flag: a cancel or a re-open of the file from here on looks again."""
+        with _no_cancel_lock:
+            return (self.db.opens, _cancels)
+
+    def _note_flag(self, run_id: str, flag: bool, mark: tuple[int, int]) -> None:
+        key = (str(self.db.path), run_id)
+        with _no_cancel_lock:
+            if flag:
+                _no_cancel.pop(key, None)
+                return
+            _no_cancel[key] = mark
+            while len(_no_cancel) > 4096:
+                _no_cancel.pop(next(iter(_no_cancel)))
 
     # --- leases (one driver per run) --------------------------------------------
 
