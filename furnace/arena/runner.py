@@ -432,7 +432,6 @@ class Arena:
         llm = self._model(session, record)
         ids: dict[str, Any] = {"run_id": record.run_id, "session_id": session.id}
         plan = route(directive, session.members, record.message)
-        group = [p.name for p in personas.values()]
         claimed = False
         try:
             with ExitStack() as calls:  # leaving (even by an error or a closed stream) waits for a call in flight
@@ -447,26 +446,16 @@ class Arena:
                     run, claimed = self._claim_new(record, holder), True
                     history = self._history(session, run)
                     yield RunStarted(**ids, message=run.message, directive=run.directive, resumed=False)
-                    stored = self.store.set_plan(run.run_id, planning.result())
-                    assert stored.plan is not None
-                    plan, cancel, first = stored.plan, stored.cancel_requested, None
+                    plan, first = planning.result(), None
+                    # stopped while planning? (no query unless a cancel may have come in)
+                    cancel = self.store.cancel_requested(run.run_id)
+                    if not cancel and plan.speakers:  # the first speaker speaks while the plan is stored
+                        first = self._speak_first(calls, personas, plan, run, llm, history)
+                    self.store.set_plan(run.run_id, plan)  # a new run: the plan is ours
                 else:
                     history = list(known.history) if known is not None else self._history(session, None)
-                    task = plan.speakers[0]  # a routed plan: its first speaker speaks while the run is stored
-                    first = calls.enter_context(
-                        ahead(
-                            partial(
-                                self._attempts,
-                                personas[task.member_id],
-                                task,
-                                record,
-                                llm,
-                                history=list(history),
-                                group=group,
-                                max_tokens=plan.budget.max_tokens,
-                            )
-                        )
-                    )
+                    # a routed plan: its first speaker speaks while the run is stored
+                    first = self._speak_first(calls, personas, plan, record, llm, history)
                     if known is not None:
                         fresh = self.personas(session)
                         if fresh != known.personas or self._history(session, None) != history:
@@ -488,6 +477,32 @@ class Arena:
         else:
             _KNOWN.forget(self.store, session.id)
         return None
+
+    def _speak_first(
+        self,
+        calls: ExitStack,
+        personas: dict[str, Persona],
+        plan: Plan,
+        run: RunRecord,
+        llm: LLM,
+        history: list[HistoryTurn],
+    ) -> Ahead[_Attempt]:
+        """The plan's first speaker, speaking on its own thread (held by ``calls``) while the store works."""
+        task = plan.speakers[0]
+        return calls.enter_context(
+            ahead(
+                partial(
+                    self._attempts,
+                    personas[task.member_id],
+                    task,
+                    run,
+                    llm,
+                    history=list(history),
+                    group=[p.name for p in personas.values()],
+                    max_tokens=plan.budget.max_tokens,
+                )
+            )
+        )
 
     def _claim_new(self, record: RunRecord, holder: _Lease) -> RunRecord:
         """Store a new run and take its lease (nobody else knows its id, so nobody holds it)."""
