@@ -31,8 +31,9 @@ median over seeds) go to ``bench/out/`` (or ``FURNACE_BENCH_OUT``).
 ``python -m bench search`` runs it in full (targets make the exit non-zero when missed);
 ``python -m bench.bench_search --ci`` runs the small variant the tests use; ``--task family-life-zh
 --seeds 1-10 --methods random,evolution`` runs a subset (same budget; its targets decide the exit code);
-``--steps`` prints what one mutation step from each task's best seed reaches (the diagnosis in
-docs/experiments.md).
+``--steps`` prints what one mutation step from each task's best seed reaches and ``--where --seeds 1-40``
+where an evolution's children went (operator success, the mutation moves it planned, how many runs
+reached the best single move): the diagnoses in docs/experiments.md.
 With ``FURNACE_MODEL`` set the same tasks run against that model (slow and billed; not in CI).
 """
 
@@ -735,10 +736,54 @@ def single_steps(task: str, samples: int = 200) -> dict[str, Any]:
         "best_seed": best.id,
         "fitness": round(base, 4),
         "moves": sorted(moves, reverse=True),
-        "mutants_improving": round(sum(f > base + 0.01 for f in mutants) / samples, 3),
-        "mutants_worse": round(sum(f < base - 0.01 for f in mutants) / samples, 3),
+        "mutants_improving": round(sum(f > base + 0.01 for f in mutants) / samples, 3) if samples else None,
+        "mutants_worse": round(sum(f < base - 0.01 for f in mutants) / samples, 3) if samples else None,
         "best_crossover": (round(cross_best - base, 4), partner),
     }
+
+
+def where_children_went(task: str, seeds: Sequence[int], method: str = "evolution") -> dict[str, Any]:
+    """Where an evolution's children go (the diagnosis in docs/experiments.md): per operator, children
+    and successes over ``seeds`` (no latency, budget 400); the mutations' moves (lineage params: planned,
+    distinct per run); and how many runs reached the task's best single move from its best seed."""
+    steps = single_steps(task, samples=0)
+    goal = steps["fitness"] + 0.9 * max(steps["moves"][0][0], 0.0)
+    ops: dict[str, list[int]] = {}
+    moves = distinct = reached = 0
+    for seed in seeds:
+        evo, _, _ = _setup(task, method, seed, 400, 0.0)
+        report = evo.run()
+        for name, stat in report.operators.items():
+            acc = ops.setdefault(name, [0, 0])
+            acc[0] += int(stat["children"])
+            acc[1] += int(stat["successes"])
+        records = evo.results.individuals(evo.experiment_id)
+        keys = [
+            key
+            for r in records
+            if r.operator == "mutation" and r.lineage_hash
+            for key in evo.breeder.store.get_agent(r.agent_id).lineage.params.get("moves", [])
+        ]
+        moves, distinct = moves + len(keys), distinct + len(set(keys))
+        reached += max((r.fitness for r in records if r.scored), default=0.0) >= goal
+    return {
+        "task": task,
+        "runs": len(seeds),
+        "operators": {k: {"children": v[0], "successes": v[1]} for k, v in sorted(ops.items())},
+        "planned_moves": moves,
+        "distinct_moves_per_run": distinct,
+        "reached_best_single_move": reached,
+        "goal": round(goal, 4),
+    }
+
+
+def _where_text(where: dict[str, Any]) -> str:
+    ops = ", ".join(f"{k} {v['successes']}/{v['children']}" for k, v in where["operators"].items())
+    return (
+        f"   {where['task']}: {where['runs']} runs; operator success {ops}; mutation moves planned "
+        f"{where['planned_moves']} ({where['distinct_moves_per_run']} distinct within their run); runs reaching "
+        f"the best single move (fitness >= {where['goal']:.3f}): {where['reached_best_single_move']}/{where['runs']}"
+    )
 
 
 def _steps_text(steps: dict[str, Any], top: int = 5) -> str:
@@ -767,6 +812,7 @@ def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.bench_search")
     parser.add_argument("--ci", action="store_true")
     parser.add_argument("--steps", action="store_true")
+    parser.add_argument("--where", action="store_true")
     parser.add_argument("--task", default=",".join(TASKS))
     parser.add_argument("--seeds", default="1-5")
     parser.add_argument("--methods", default=",".join(METHODS))
@@ -781,6 +827,10 @@ def main(argv: Sequence[str]) -> int:
     if args.steps:
         for task in tasks:
             print(_steps_text(single_steps(task)))
+        return 0
+    if args.where:
+        for task in tasks:
+            print(_where_text(where_children_went(task, _seed_list(args.seeds))))
         return 0
     if argv:
         seeds = _seed_list(args.seeds)  # no injected latency: no concurrency figures, nothing timing-dependent

@@ -46,7 +46,13 @@ from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.evaluate import evaluate_agent, failed_evaluation
 from furnace.evolution.metering import MeteredLLM, completion_totals, error_totals
 from furnace.evolution.records import ExperimentRecord, ExperimentResults, GenerationRecord, IndividualRecord
-from furnace.evolution.reflection import SINGLE_PARENT, founder_partner, operator_params, parent_picker
+from furnace.evolution.reflection import (
+    SINGLE_PARENT,
+    BreedingMemory,
+    founder_partner,
+    operator_params,
+    parent_picker,
+)
 from furnace.evolution.report import ExperimentReport, build_report
 from furnace.evolution.selection import OperatorBoard, choose_operator, survivors
 from furnace.evolution.tracker import NullTracker, Span, Tracker, start_trace
@@ -223,18 +229,22 @@ class Evolution:
         rng: random.Random,
         weights: dict[str, float],
         founders: Sequence[IndividualRecord] = (),
+        memory: BreedingMemory | None = None,
     ) -> Plan:
         """One child's plan: operator, parents and seed, drawn from ``rng`` (main thread, plan order).
-        A multi-parent operator crosses the selected parent with a founder (``reflection.founder_partner``)."""
+        A multi-parent operator crosses the selected parent with a founder (``reflection.founder_partner``);
+        with the run's ``memory`` (``reflection.BreedingMemory``) the founder and a mutation's moves are
+        ones the run has not tried yet."""
         op = choose_operator(weights, rng)
         first = parent_picker(self.config, population, rng)()
         parents: tuple[IndividualRecord, ...] = (first,)
         if op not in SINGLE_PARENT:
-            partner = founder_partner(first, founders, rng)
+            partner = memory.partner(first, founders, rng) if memory else founder_partner(first, founders, rng)
             parents = (first,) if partner is None else (first, partner)
             if partner is None:
                 op = "mutation"
-        params = operator_params(op, first, self.config, self.probes)
+        moves = (lambda: memory.moves(first, self.config.mutation_rate, rng)) if memory is not None else None
+        params = operator_params(op, first, self.config, self.probes, moves)
         return Plan(slot, op, parents, rng.randrange(2**31), params)
 
     def unit_key(self, generation: int, plan: Plan) -> str:
@@ -534,6 +544,7 @@ class _Schedule:
         self.window = max(1, self.per_generation)
         self.population: list[IndividualRecord] = []
         self.founders: list[IndividualRecord] = []  # the scored seeds (generation 0): crossover partners
+        self.memory = BreedingMemory()  # founders and mutation moves tried: each once before any again
         self.history: list[GenerationRecord] = []
         self.finished = Finished()
         self.plans: dict[int, tuple[Plan, dict[str, float]]] = {}  # child index -> plan, weights it saw
@@ -651,7 +662,7 @@ class _Schedule:
             return
         generation, slot = self.generation_of(n)
         weights = self.evo.board.weights()
-        plan = self.evo._plan_child(slot, self.population, self.rng, weights, self.founders)
+        plan = self.evo._plan_child(slot, self.population, self.rng, weights, self.founders, self.memory)
         self.plans[n] = (plan, weights)
         self.generation_weights.setdefault(generation, weights)
         self.planned = n + 1
@@ -673,6 +684,7 @@ class _Schedule:
             parent_best = max((p.fitness for p in plan.parents), default=0.0)
             if child.scored or not child.scores:  # an unscored judgement says nothing about the operator
                 evo.board.record(child.operator, child.fitness, parent_best, failed=not child.scores)
+            self.memory.took(child, plan.parents)
         if child.scored:  # an unscored child (failed fusion, answer or judgement) never displaces a member
             self.population = survivors(self.population, [child], cfg.population, cfg.selection.elitism)
         self.taken += 1

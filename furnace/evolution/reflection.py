@@ -8,6 +8,16 @@ near-copies whose union adds nothing (on the search benchmark's Chinese target: 
 crossovers over 10 seeds, none better than its parent); a founder brings back the material
 selection dropped (there: personal-finance x lifestyle-blogger, 防晒 and a warmer tone, +0.06).
 
+A mutation's moves are planned by the loop (:class:`BreedingMemory`): genes drawn as the operator
+draws them (each with probability ``mutation_rate``, at least one), then, within a gene, a move
+the run has not planned yet — without replacement: a gene with nothing left gives way to one with
+moves left, and only once every move of the parent has been planned are they all open again.
+A persona's neighbourhood is small (on the search benchmark's
+launch-coach-en: 4 principles and 4 areas of expertise it could lead with, 8 tone directions, 5
+rewordings, 4 length limits, 5 topics) and the move that pays can be a single one of them ("start
+from the simplest baseline" first, +0.033): drawn with replacement, the ~26 mutants of a 400-call
+run tried a failed move up to four times and missed that one in a quarter of the runs.
+
 ``reflect`` gets the parent's reflection brief — the judge's feedback on its weakest
 probes, with the probes' messages — built from the parent's stored score rows, so the
 plan (and the unit key) depends only on recorded facts.
@@ -19,9 +29,11 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from furnace.domain.elixir import Elixir
 from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.records import IndividualRecord
 from furnace.evolution.selection import pareto_parent, tournament
+from furnace.fusion.operators.mutation import chosen_genes, neighbourhood
 from furnace.scoring.feedback import reflection_brief
 from furnace.scoring.probes import ProbeSet
 
@@ -43,15 +55,98 @@ def founder_partner(
     first: IndividualRecord, founders: Sequence[IndividualRecord], rng: random.Random
 ) -> IndividualRecord | None:
     """The second parent of a multi-parent operator: a founder other than ``first``, drawn
-    uniformly (None when there is none: the loop then mutates ``first`` instead)."""
+    uniformly (None when there is none: the loop then mutates ``first`` instead). The loop draws
+    through its :class:`BreedingMemory` (``partner``), which also leaves out ``first``'s own founders
+    and takes each founder in turn."""
     pool = [f for f in founders if f.agent_id != first.agent_id]
     return rng.choice(pool) if pool else None
 
 
-def operator_params(op: str, parent: IndividualRecord, config: ExperimentConfig, probes: ProbeSet) -> dict[str, Any]:
-    """The params the loop sets for ``op`` (the rest are the operator's defaults)."""
+class BreedingMemory:
+    """What a run has tried, so it tries everything once before it repeats anything: the founders it
+    crossed with (:meth:`partner`) and its mutations' moves (:meth:`moves`). Fed in plan order (and
+    with each child as it is taken in, for its founders), so a run and its replay see the same. The moves
+    are drawn in plan order from the run's generator: the genes as
+    the operator draws them (a drawn gene whose moves have all been planned gives way to a gene
+    with moves left), then per gene a kind (a tone dimension, a list, a kind of constraint) and a
+    move of it that no earlier plan of the run has made. Once a parent's every move has been
+    planned, all are open again (a new cycle). Moves are named by content
+    (``mutation.neighbourhood``), so a move tried on one member of a line is not tried again on
+    its near-copies until the line's neighbourhood is exhausted."""
+
+    def __init__(self) -> None:
+        self.planned: set[str] = set()
+        self.partners: set[str] = set()
+        self.roots: dict[str, frozenset[str]] = {}  # agent id -> the founders it descends from
+
+    def took(self, child: IndividualRecord, parents: Sequence[IndividualRecord]) -> None:
+        """Record ``child``'s founders (its parents' founders; a founder is its own)."""
+        self.roots[child.agent_id] = frozenset().union(*(self.line(p) for p in parents))
+
+    def line(self, ind: IndividualRecord) -> frozenset[str]:
+        """The founders ``ind`` descends from (itself, for a founder)."""
+        return self.roots.get(ind.agent_id, frozenset({ind.agent_id}))
+
+    def partner(
+        self, first: IndividualRecord, founders: Sequence[IndividualRecord], rng: random.Random
+    ) -> IndividualRecord | None:
+        """A founder ``first`` does not descend from (crossing a line with its own founder pairs
+        near-copies), one not yet taken as a partner — each in turn, then all again. None when
+        ``first`` descends from every founder (the loop then mutates it instead)."""
+        pool = [f for f in founders if f.agent_id not in self.line(first)]
+        if not pool:
+            return None
+        fresh = [f for f in pool if f.agent_id not in self.partners]
+        if not fresh:
+            self.partners -= {f.agent_id for f in pool}  # every partner has had its turn: a new cycle
+            fresh = pool
+        chosen = rng.choice(fresh)
+        self.partners.add(chosen.agent_id)
+        return chosen
+
+    def moves(self, parent: IndividualRecord, rate: float, rng: random.Random) -> list[str]:
+        """The moves of one mutant of ``parent`` (recorded as planned)."""
+        hood = neighbourhood(Elixir.model_validate(parent.elixir))
+        every = {key for kinds in hood.values() for keys in kinds.values() for key in keys}
+        if every <= self.planned:
+            self.planned -= every  # a new cycle
+        fresh = {
+            gene: {kind: [k for k in keys if k not in self.planned] for kind, keys in kinds.items()}
+            for gene, kinds in hood.items()
+        }
+        fresh = {gene: {k: v for k, v in kinds.items() if v} for gene, kinds in fresh.items()}
+        fresh = {gene: kinds for gene, kinds in fresh.items() if kinds}
+        genes: list[str] = []
+        for gene in chosen_genes(rng, rate):
+            if gene not in fresh or gene in genes:  # nothing left to try there: another gene with moves left
+                left = [g for g in sorted(fresh) if g not in genes]
+                if not left:
+                    continue
+                gene = rng.choice(left)
+            genes.append(gene)
+        keys: list[str] = []
+        for gene in genes:
+            kinds = fresh[gene]
+            key = rng.choice(kinds[rng.choice(list(kinds))])
+            self.planned.add(key)
+            keys.append(key)
+        return keys
+
+
+def operator_params(
+    op: str,
+    parent: IndividualRecord,
+    config: ExperimentConfig,
+    probes: ProbeSet,
+    moves: Callable[[], list[str]] | None = None,
+) -> dict[str, Any]:
+    """The params the loop sets for ``op`` (the rest are the operator's defaults); ``moves`` plans a
+    mutation's moves (drawn by the operator without it)."""
     if op == "mutation":
-        return {"rate": config.mutation_rate}
+        params: dict[str, Any] = {"rate": config.mutation_rate}
+        if moves is not None:
+            params["moves"] = moves()
+        return params
     if op == "reflect":
         messages = {p.id: p.message for p in probes.probes}
         return {"feedback": reflection_brief(parent.scores, messages, weakest=WEAKEST_PROBES)}

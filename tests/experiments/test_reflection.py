@@ -11,8 +11,10 @@ from furnace.domain.errors import InputError
 from furnace.evolution.config import parse_config
 from furnace.evolution.local import memory_evolution
 from furnace.evolution.records import IndividualRecord, ScoreRow
-from furnace.evolution.reflection import founder_partner
+from furnace.evolution.reflection import BreedingMemory, founder_partner
 from furnace.evolution.selection import pareto_parent, probe_frontier, probe_scores
+from furnace.fusion.operators.mutation import neighbourhood
+from furnace.scoring.base import persona_inputs
 from furnace.scoring.probes import load_probe_set
 
 CONFIG = {
@@ -150,3 +152,62 @@ def test_founder_partner_is_never_the_first_parent_and_none_without_another_foun
     rng = random.Random(1)
     assert {founder_partner(a, [a, b, c], rng).agent_id for _ in range(40)} == {"b", "c"}
     assert founder_partner(a, [a], rng) is None and founder_partner(a, [], rng) is None
+
+
+def _member(agent_id, elixir):
+    return IndividualRecord("e", 1, agent_id, 0, "seed", (), None, persona_inputs(elixir), "", 0.5, {}, ())
+
+
+@pytest.mark.parametrize("rate", [0.25, 1.0])
+def test_breeding_memory_plans_every_move_of_a_line_once_before_repeating_any(rate):
+    elixir = next(e for e in library() if e.id == "data-science-mentor")
+    every = [key for kinds in neighbourhood(elixir).values() for keys in kinds.values() for key in keys]
+
+    def plan(seed):
+        memory, rng = BreedingMemory(), random.Random(seed)
+        members = [_member("a", elixir), _member("b", elixir)]  # near-copies (same content) share the memory
+        keys = []
+        for i in range(3 * len(every)):
+            keys.append(memory.moves(members[i % 2], rate, rng))
+        return keys
+
+    calls = plan(7)
+    assert calls == plan(7)  # the same generator gives the same plans
+    flat = [key for call in calls for key in call]
+    assert all(call for call in calls) and all(len(call) == len(set(call)) for call in calls)
+    cycle = flat[: len(every)]
+    assert sorted(cycle) == sorted(every)  # every move once before any move twice
+    assert len(flat) > len(every) and set(flat[len(every) :]) <= set(every)  # then a new cycle
+    if rate == 1.0:
+        assert len(calls[0]) == 4  # rate is each gene's chance, as in the operator
+
+
+def test_breeding_memory_crosses_a_line_with_founders_it_does_not_descend_from_each_in_turn():
+    a, b, c, d = (_ind(x, 0.5, {"p": 0.5}) for x in ("a", "b", "c", "d"))
+    founders = [a, b, c, d]
+    memory, rng = BreedingMemory(), random.Random(3)
+    child = _ind("x", 0.6, {"p": 0.6})
+    memory.took(child, [a, b])  # x descends from a and b
+    picks = [memory.partner(child, founders, rng).agent_id for _ in range(6)]
+    assert all(set(picks[i : i + 2]) == {"c", "d"} for i in (0, 2, 4))  # never its own founders; each in turn
+    grandchild = _ind("y", 0.7, {"p": 0.7})
+    memory.took(grandchild, [child, c])
+    assert memory.line(grandchild) == {"a", "b", "c"}
+    assert memory.partner(grandchild, founders, rng).agent_id == "d"
+    last = _ind("z", 0.8, {"p": 0.8})
+    memory.took(last, [grandchild, d])
+    assert memory.partner(last, founders, rng) is None  # descends from every founder: the loop mutates it instead
+    assert memory.partner(a, founders, rng).agent_id in {"b", "c", "d"}  # a founder's line is itself
+
+
+def test_the_loop_passes_planned_moves_to_its_mutations():
+    cfg = parse_config({**CONFIG, "operators": {"mutation": 1.0}, "generations": 3})
+    seeds = [e for e in library() if e.language == "en"][: cfg.population]
+    evo = memory_evolution(cfg, seeds)
+    evo.run()
+    mutants = [r for r in evo.results.individuals(evo.experiment_id) if r.operator == "mutation" and r.scores]
+    assert mutants
+    planned = [evo.breeder.store.get_agent(r.agent_id).lineage.params["moves"] for r in mutants]
+    assert all(planned) and all(isinstance(k, str) for keys in planned for k in keys)
+    flat = [k for keys in planned for k in keys]
+    assert len(flat) == len(set(flat))  # a short run is within one cycle: no move planned twice

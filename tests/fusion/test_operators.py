@@ -185,6 +185,82 @@ def test_a_mutant_is_never_a_copy_of_its_parent() -> None:
     assert kept  # some seeds drew a gene that could not change first, and said so
 
 
+def test_neighbourhood_lists_every_single_move_by_gene_and_kind() -> None:
+    from furnace.fusion.operators.mutation import neighbourhood
+
+    parent = make_elixir("Data Coach", **COACH)  # max_length 200, gambling forbidden, no markdown
+    hood = neighbourhood(parent)
+    assert hood["emphasis"] == {
+        "principles": ["lead-principle:Cite sources.", "lead-principle:Use formal language."],
+        "expertise": ["lead-expertise:python data analysis"],
+    }
+    assert hood["principle"] == {"reword": [f"reword:{p}" for p in parent.principles]}
+    assert hood["constraint"]["length"] == ["max_length:120"]  # only tighter limits
+    assert "topic:gambling" not in hood["constraint"]["topic"] and len(hood["constraint"]["topic"]) == 4
+    assert hood["constraint"]["markdown"] == ["markdown:"]
+    assert hood["tone"]["formality"] == ["tone-up:formality", "tone-down:formality"]
+    pinned = neighbourhood(make_elixir("Edge", tone={"formality": 1.0, "conciseness": 0.0}))
+    assert pinned["tone"]["formality"] == ["tone-down:formality"] and pinned["tone"]["conciseness"] == [
+        "tone-up:conciseness"
+    ]
+
+
+def test_mutation_makes_exactly_the_moves_it_is_given() -> None:
+    from furnace.fusion.operators.mutation import neighbourhood
+
+    parent = make_elixir("Data Coach", **COACH)
+    op = OPERATORS["mutation"]
+    for kinds in neighbourhood(parent).values():
+        for keys in kinds.values():
+            for key in keys:
+                result = op.apply([parent], ctx(seed=3, moves=[key]))
+                child = result.child
+                kind, _, arg = key.partition(":")
+                kept = result.notes[0].chose == "kept" or "kept" in result.notes[0].reason
+                assert len(result.notes) == 1 or (kind == "reword" and kept), key  # one move, one note
+                if kind == "lead-principle":
+                    assert child.principles[0] == arg and sorted(child.principles) == sorted(parent.principles)
+                    assert child.expertise == parent.expertise and child.tone == parent.tone
+                elif kind == "lead-expertise":
+                    assert child.expertise[0] == arg and child.principles == parent.principles
+                elif kind in ("tone-up", "tone-down"):
+                    old, new = getattr(parent.tone, arg), getattr(child.tone, arg)
+                    assert (new > old) == (kind == "tone-up") and abs(new - old) <= 0.25 + 1e-9
+                    assert all(getattr(child.tone, d) == getattr(parent.tone, d) for d in Tone.DIMENSIONS if d != arg)
+                elif kind == "max_length":
+                    assert child.constraints.max_length == int(arg)
+                elif kind == "topic":
+                    assert child.constraints.forbidden_topics == (*parent.constraints.forbidden_topics, arg)
+                elif kind == "markdown":
+                    assert child.constraints.must_use_markdown is True
+                elif not kept:  # reword: that principle only
+                    index = parent.principles.index(arg)
+                    assert child.principles[index] != arg and child.principles[:index] == parent.principles[:index]
+                else:  # no paraphrase rule fits that principle: said, and another gene changed instead
+                    assert child != parent and "no paraphrase rule" in result.notes[0].reason
+                assert op.apply([parent], ctx(seed=3, moves=[key])).child == child  # same params, same child
+    both = op.apply([parent], ctx(seed=1, moves=["lead-expertise:python data analysis", "max_length:120"])).child
+    assert both.expertise[0] == "python data analysis" and both.constraints.max_length == 120
+
+
+def test_a_given_move_that_does_not_apply_is_said_and_something_else_changes() -> None:
+    parent = make_elixir("Data Coach", **COACH)
+    result = OPERATORS["mutation"].apply(
+        [parent], ctx(seed=2, moves=["lead-principle:Answer briefly."])
+    )  # first already
+    assert result.notes[0].chose == "kept" and "first or absent" in result.notes[0].reason
+    child = result.child
+    assert (child.tone, child.principles, child.expertise, child.constraints) != (
+        parent.tone,
+        parent.principles,
+        parent.expertise,
+        parent.constraints,
+    )
+    for bad in (["shuffle:everything"], "lead-principle:x", [3]):
+        with pytest.raises(InputError, match="move"):
+            OPERATORS["mutation"].apply([parent], ctx(moves=bad))
+
+
 def test_mutation_clamps_at_bounds() -> None:
     parent = make_elixir("Edge", tone={"formality": 1.0, "conciseness": 1.0, "humor": 1.0, "empathy": 1.0})
     for seed in range(10):
