@@ -1,7 +1,8 @@
 """What the loop hands each operator: its parents (tournament or per-probe Pareto) and its params.
 
 A multi-parent operator's (crossover's) second parent is a *founder* — a scored seed of
-generation 0 other than the first parent, drawn uniformly — not a second tournament winner.
+generation 0 the first parent does not descend from, each in turn (:class:`BreedingMemory`) —
+not a second tournament winner.
 Selection fills the population with the best line within a generation or two (with elitism =
 half, the weaker seeds are displaced by the first children), so two tournament winners are
 near-copies whose union adds nothing (on the search benchmark's Chinese target: 46 such
@@ -10,13 +11,13 @@ selection dropped (there: personal-finance x lifestyle-blogger, 防晒 and a war
 
 A mutation's moves are planned by the loop (:class:`BreedingMemory`): genes drawn as the operator
 draws them (each with probability ``mutation_rate``, at least one), then, within a gene, a move
-the run has not planned yet — without replacement: a gene with nothing left gives way to one with
-moves left, and only once every move of the parent has been planned are they all open again.
-A persona's neighbourhood is small (on the search benchmark's
-launch-coach-en: 4 principles and 4 areas of expertise it could lead with, 8 tone directions, 5
-rewordings, 4 length limits, 5 topics) and the move that pays can be a single one of them ("start
-from the simplest baseline" first, +0.033): drawn with replacement, the ~26 mutants of a 400-call
-run tried a failed move up to four times and missed that one in a quarter of the runs.
+the run has not planned on the parent's line yet (a line: the founders a member descends from) —
+without replacement: a gene with nothing left gives way to one with moves left, and only once every
+move of the parent has been planned are they all open again. A persona's neighbourhood is small (on
+the search benchmark's launch-coach-en: 4 principles and 4 areas of expertise it could lead with, 8
+tone directions, 5 rewordings, 4 length limits, 5 topics) and the move that pays can be a single one
+of them ("start from the simplest baseline" first, +0.033): drawn with replacement, the ~26 mutants
+of a 400-call run tried a failed move up to four times and missed that one in 30 of 100 runs.
 
 ``reflect`` gets the parent's reflection brief — the judge's feedback on its weakest
 probes, with the probes' messages — built from the parent's stored score rows, so the
@@ -64,18 +65,20 @@ def founder_partner(
 
 class BreedingMemory:
     """What a run has tried, so it tries everything once before it repeats anything: the founders it
-    crossed with (:meth:`partner`) and its mutations' moves (:meth:`moves`). Fed in plan order (and
-    with each child as it is taken in, for its founders), so a run and its replay see the same. The moves
-    are drawn in plan order from the run's generator: the genes as
-    the operator draws them (a drawn gene whose moves have all been planned gives way to a gene
-    with moves left), then per gene a kind (a tone dimension, a list, a kind of constraint) and a
-    move of it that no earlier plan of the run has made. Once a parent's every move has been
-    planned, all are open again (a new cycle). Moves are named by content
-    (``mutation.neighbourhood``), so a move tried on one member of a line is not tried again on
-    its near-copies until the line's neighbourhood is exhausted."""
+    crossed with (:meth:`partner`) and, per *line* (the set of founders a member descends from), the
+    moves of its mutations (:meth:`moves`). Fed in plan order, and with each child as it is taken in
+    (for its founders), so a run and its replay see the same.
+
+    A mutant's moves are drawn from the run's generator: the genes as the operator draws them (a drawn
+    gene whose moves have all been planned on the line gives way to a gene with moves left), then per
+    gene a kind (a tone dimension, a list, a kind of constraint) and a move of it that no earlier plan
+    on the line has made. Once every move of the parent has been planned on its line, all are open
+    again (a new cycle). Moves are named by content (``mutation.neighbourhood``), so a move tried on
+    one member of a line is not tried again on its near-copies (its neutral variants); a crossover
+    starts a new line with a fresh neighbourhood."""
 
     def __init__(self) -> None:
-        self.planned: set[str] = set()
+        self.planned: dict[frozenset[str], set[str]] = {}  # a line's founders -> the moves planned on it
         self.partners: set[str] = set()
         self.roots: dict[str, frozenset[str]] = {}  # agent id -> the founders it descends from
 
@@ -108,10 +111,11 @@ class BreedingMemory:
         """The moves of one mutant of ``parent`` (recorded as planned)."""
         hood = neighbourhood(Elixir.model_validate(parent.elixir))
         every = {key for kinds in hood.values() for keys in kinds.values() for key in keys}
-        if every <= self.planned:
-            self.planned -= every  # a new cycle
+        planned = self.planned.setdefault(self.line(parent), set())
+        if every <= planned:
+            planned -= every  # a new cycle
         fresh = {
-            gene: {kind: [k for k in keys if k not in self.planned] for kind, keys in kinds.items()}
+            gene: {kind: [k for k in keys if k not in planned] for kind, keys in kinds.items()}
             for gene, kinds in hood.items()
         }
         fresh = {gene: {k: v for k, v in kinds.items() if v} for gene, kinds in fresh.items()}
@@ -128,7 +132,7 @@ class BreedingMemory:
         for gene in genes:
             kinds = fresh[gene]
             key = rng.choice(kinds[rng.choice(list(kinds))])
-            self.planned.add(key)
+            planned.add(key)
             keys.append(key)
         return keys
 

@@ -165,7 +165,8 @@ def test_breeding_memory_plans_every_move_of_a_line_once_before_repeating_any(ra
 
     def plan(seed):
         memory, rng = BreedingMemory(), random.Random(seed)
-        members = [_member("a", elixir), _member("b", elixir)]  # near-copies (same content) share the memory
+        members = [_member("a", elixir), _member("b", elixir)]  # a founder and its near-copy: one line
+        memory.took(members[1], [members[0]])
         keys = []
         for i in range(3 * len(every)):
             keys.append(memory.moves(members[i % 2], rate, rng))
@@ -180,6 +181,10 @@ def test_breeding_memory_plans_every_move_of_a_line_once_before_repeating_any(ra
     assert len(flat) > len(every) and set(flat[len(every) :]) <= set(every)  # then a new cycle
     if rate == 1.0:
         assert len(calls[0]) == 4  # rate is each gene's chance, as in the operator
+    other = BreedingMemory()
+    other.moves(_member("c", elixir), rate, random.Random(1))
+    fresh_line = other.moves(_member("d", elixir), rate, random.Random(1))  # another founder: its own line
+    assert fresh_line == BreedingMemory().moves(_member("d", elixir), rate, random.Random(1))
 
 
 def test_breeding_memory_crosses_a_line_with_founders_it_does_not_descend_from_each_in_turn():

@@ -79,7 +79,7 @@ def test_params_shape_the_lineage(store, cache, fsettings) -> None:
     agent = run(store, cache, parents=["data-coach"], seed=3, params={"rate": 0.1}, settings=fsettings).agent
     p = agent.lineage.params
     assert agent.lineage.operator == "mutation"
-    assert p == {"seed": 3, "model": OfflineEngine.model_name, "rate": 0.1, "temperature": 0.7}
+    assert p == {"seed": 3, "model": OfflineEngine.model_name, "rate": 0.1, "temperature": 0.7, "moves": []}
     cross = run(store, cache, operator="crossover", settings=fsettings).agent.lineage.params
     assert {"seed", "model", "embedder", "similarity_threshold", "ensemble_threshold", "temperature"} <= set(cross)
     with pytest.raises(InputError, match="unknown param"):
