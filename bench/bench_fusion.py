@@ -84,6 +84,15 @@ def _duckdb(library: MemoryStore) -> Iterator[tuple[Any, Any]]:
         db.close()
 
 
+def _crossover(
+    store: Any, cache: SynthesisCache, llm: Timed, embedder: HashEmbedder, settings: FurnaceSettings, *, seed: int = 0
+) -> Any:
+    """The bench's fusion: a crossover of PARENTS."""
+    return fuse(
+        store, PARENTS, llm=llm, embedder=embedder, cache=cache, operator="crossover", seed=seed, settings=settings
+    )
+
+
 def _overhead(fresh: Any, llm: Timed, embedder: HashEmbedder, settings: FurnaceSettings) -> tuple[float, float, int]:
     """(median ms of our own work per cold fusion, median ms inside the model, model calls) over
     ROUNDS fusions, each with nothing cached (``fresh()`` gives a new store and KV)."""
@@ -92,16 +101,7 @@ def _overhead(fresh: Any, llm: Timed, embedder: HashEmbedder, settings: FurnaceS
         with fresh() as (store, kv):
             before, before_s = llm.calls, llm.seconds
             started = time.perf_counter()
-            fuse(
-                store,
-                PARENTS,
-                llm=llm,
-                embedder=embedder,
-                cache=SynthesisCache(kv()),
-                operator="crossover",
-                seed=seed,
-                settings=settings,
-            )
+            _crossover(store, SynthesisCache(kv()), llm, embedder, settings, seed=seed)
             walls.append(time.perf_counter() - started)
             inside.append(llm.seconds - before_s)
             calls += llm.calls - before
@@ -113,11 +113,11 @@ def _overhead(fresh: Any, llm: Timed, embedder: HashEmbedder, settings: FurnaceS
 def _hits(store: Any, kv: Any, llm: Timed, embedder: HashEmbedder, settings: FurnaceSettings) -> list[float]:
     """Seconds of 200 repeated fusions on one synthesis cache (a running app or experiment), none calling the model."""
     cache = SynthesisCache(kv)
-    first = fuse(store, PARENTS, llm=llm, embedder=embedder, cache=cache, operator="crossover", settings=settings)
+    first = _crossover(store, cache, llm, embedder, settings)
     before, hits = llm.calls, []
     for _ in range(200):
         started = time.perf_counter()
-        result = fuse(store, PARENTS, llm=llm, embedder=embedder, cache=cache, operator="crossover", settings=settings)
+        result = _crossover(store, cache, llm, embedder, settings)
         hits.append(time.perf_counter() - started)
         assert result.from_cache and result.agent.id == first.agent.id
     assert llm.calls == before, "a cache hit must not call the model"
@@ -129,15 +129,7 @@ def run() -> bool:
     settings = FurnaceSettings(embedder="hash")
     library, embedder = _store(), HashEmbedder()
     llm = Timed(SlowLLM(OfflineEngine(), LATENCY_S))
-    fuse(
-        library,
-        PARENTS,
-        llm=llm,
-        embedder=embedder,
-        cache=SynthesisCache(MemoryKV()),
-        operator="crossover",
-        settings=settings,
-    )  # warm imports
+    _crossover(library, SynthesisCache(MemoryKV()), llm, embedder, settings)  # warm imports
 
     @contextmanager
     def in_memory() -> Iterator[tuple[Any, Any]]:
@@ -177,18 +169,7 @@ def run() -> bool:
 
         def worker() -> None:
             barrier.wait()
-            results.append(
-                fuse(
-                    store,
-                    PARENTS,
-                    llm=llm,
-                    embedder=embedder,
-                    cache=cache,
-                    operator="crossover",
-                    seed=999,
-                    settings=settings,
-                )
-            )
+            results.append(_crossover(store, cache, llm, embedder, settings, seed=999))
 
         threads = [threading.Thread(target=worker) for _ in range(64)]
         started = time.perf_counter()

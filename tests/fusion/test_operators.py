@@ -48,6 +48,11 @@ def ctx(llm=None, embedder=None, **params) -> OperatorContext:
     )
 
 
+def _shape(elixir):
+    """What a mutation may change: tone, principles, expertise, constraints."""
+    return (elixir.tone, elixir.principles, elixir.expertise, elixir.constraints)
+
+
 def test_tone_is_the_exact_priority_weighted_mean() -> None:
     a = make_elixir("A", tone={"formality": 0.8, "conciseness": 0.1, "humor": 0.2, "empathy": 1.0}, priority=300)
     b = make_elixir("B", tone={"formality": 0.4, "conciseness": 0.3, "humor": 0.9, "empathy": 0.0}, priority=100)
@@ -174,13 +179,7 @@ def test_a_mutant_is_never_a_copy_of_its_parent() -> None:
     kept = 0
     for seed in range(40):
         result = OPERATORS["mutation"].apply([parent], ctx(seed=seed, rate=0.05))
-        child = result.child
-        assert (child.tone, child.principles, child.expertise, child.constraints) != (
-            parent.tone,
-            parent.principles,
-            parent.expertise,
-            parent.constraints,
-        )
+        assert _shape(result.child) != _shape(parent)
         kept += any("kept" in n.reason or n.chose == "kept" for n in result.notes)
     assert kept  # some seeds drew a gene that could not change first, and said so
 
@@ -249,13 +248,7 @@ def test_a_given_move_that_does_not_apply_is_said_and_something_else_changes() -
         [parent], ctx(seed=2, moves=["lead-principle:Answer briefly."])
     )  # first already
     assert result.notes[0].chose == "kept" and "first or absent" in result.notes[0].reason
-    child = result.child
-    assert (child.tone, child.principles, child.expertise, child.constraints) != (
-        parent.tone,
-        parent.principles,
-        parent.expertise,
-        parent.constraints,
-    )
+    assert _shape(result.child) != _shape(parent)
     for bad in (["shuffle:everything"], "lead-principle:x", [3]):
         with pytest.raises(InputError, match="move"):
             OPERATORS["mutation"].apply([parent], ctx(moves=bad))
