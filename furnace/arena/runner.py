@@ -381,19 +381,28 @@ class Arena:
             return _Attempt(None, f"{err.__class__.__name__}: {err}", int(getattr(err, "attempts", 1) or 1))
         return _Attempt(spoken, "", spoken.attempts)
 
-    def _renew_and_speak(
+    def _speaker(
         self,
-        holder: _Lease,
-        gate: _Gate,
-        persona: Persona,
+        personas: dict[str, Persona],
         task: SpeakerTask,
         run: RunRecord,
         llm: LLM,
-        *,
         history: list[HistoryTurn],
-        group: list[str],
         max_tokens: int,
-    ) -> _Attempt:
+    ) -> Callable[[], _Attempt]:
+        """One speaker's call, ready to run (inline, or on its own thread), on a copy of the history."""
+        return partial(
+            self._attempts,
+            personas[task.member_id],
+            task,
+            run,
+            llm,
+            history=list(history),
+            group=[p.name for p in personas.values()],
+            max_tokens=max_tokens,
+        )
+
+    def _renew_and_speak(self, holder: _Lease, gate: _Gate, run: RunRecord, speak: Callable[[], _Attempt]) -> _Attempt:
         """A speaker started ahead (while the one before is recorded): renew the lease when due and check
         for a cancel first, as the loop does before a speaker; no model call when either says stop.
         ``gate`` opens once that is decided, so the loop announces the speaker only if it speaks."""
@@ -407,7 +416,7 @@ class Arena:
             gate.decided.set()
         if gate.stop is not None:
             return gate.stop
-        return self._attempts(persona, task, run, llm, history=history, group=group, max_tokens=max_tokens)
+        return speak()
 
     def _model(self, session: ArenaSession, run: RunRecord) -> LLM:
         base = self.llm_for_model(session.model) if self.llm_for_model else self.llm
@@ -488,21 +497,8 @@ class Arena:
         history: list[HistoryTurn],
     ) -> Ahead[_Attempt]:
         """The plan's first speaker, speaking on its own thread (held by ``calls``) while the store works."""
-        task = plan.speakers[0]
-        return calls.enter_context(
-            ahead(
-                partial(
-                    self._attempts,
-                    personas[task.member_id],
-                    task,
-                    run,
-                    llm,
-                    history=list(history),
-                    group=[p.name for p in personas.values()],
-                    max_tokens=plan.budget.max_tokens,
-                )
-            )
-        )
+        speak = self._speaker(personas, plan.speakers[0], run, llm, history, plan.budget.max_tokens)
+        return calls.enter_context(ahead(speak))
 
     def _claim_new(self, record: RunRecord, holder: _Lease) -> RunRecord:
         """Store a new run and take its lease (nobody else knows its id, so nobody holds it)."""
@@ -583,7 +579,6 @@ class Arena:
         lease was just taken and whose id nobody could cancel yet). ``calls`` holds the calls started ahead.
         Returns True when the run finished (False: cancelled)."""
         ids: dict[str, Any] = {"run_id": run.run_id, "session_id": session.id}
-        group = [p.name for p in personas.values()]
         replied = failed = 0
         todo = [(index, task) for index, task in enumerate(plan.speakers) if index not in done]
         ahead_call: Ahead[_Attempt] | None = first  # the next speaker, speaking while this one is recorded
@@ -608,9 +603,7 @@ class Arena:
                 if taken is not None:  # our lease ran out and another process took the run over
                     raise busy_error(run.run_id, taken)
                 yield started
-                attempt = self._attempts(
-                    persona, task, run, llm, history=history, group=group, max_tokens=plan.budget.max_tokens
-                )
+                attempt = self._speaker(personas, task, run, llm, history, plan.budget.max_tokens)()
             else:
                 gate.decided.wait()  # the lease and cancel checks (run beside the previous record)
                 if gate.stop is None:
@@ -625,20 +618,9 @@ class Arena:
             if spoken is not None:
                 history.append(HistoryTurn(text=spoken.text, speaker_id=task.member_id, speaker_name=persona.name))
             if position + 1 < len(todo) and not cancel:  # the next speaker speaks while this one is recorded
-                next_task = todo[position + 1][1]
                 gate = _Gate()
-                speak_next = partial(
-                    self._renew_and_speak,
-                    holder,
-                    gate,
-                    personas[next_task.member_id],
-                    next_task,
-                    run,
-                    llm,
-                    history=list(history),
-                    group=group,
-                    max_tokens=plan.budget.max_tokens,
-                )
+                speak = self._speaker(personas, todo[position + 1][1], run, llm, history, plan.budget.max_tokens)
+                speak_next = partial(self._renew_and_speak, holder, gate, run, speak)
                 ahead_call = calls.enter_context(ahead(speak_next))
             # the last speaker's record also ends the run and gives the lease back (one transaction)
             finish = holder.holder if position == len(todo) - 1 else None

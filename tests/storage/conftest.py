@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -47,3 +48,19 @@ def make_elixir(name: str, **fields: Any) -> Elixir:
     }
     data.update(fields)
     return parse_elixir(data)
+
+
+@contextmanager
+def older_schema(monkeypatch: pytest.MonkeyPatch, path: Path, before: int) -> Iterator[Any]:
+    """A Database at the schema an older furnace left (the migrations before number ``before``); the
+    block fills it, and its end applies the remaining migrations as an upgrade would."""
+    from furnace.storage.duckdb import db as duckdb_db
+    from furnace.storage.duckdb.db import Database
+
+    every = duckdb_db.migrations()
+    monkeypatch.setattr(duckdb_db, "migrations", lambda: [m for m in every if m[0] < before])
+    old = Database(path)
+    yield old
+    monkeypatch.setattr(duckdb_db, "migrations", lambda: every)
+    duckdb_db._migrated.discard(str(old.path))
+    old.migrate()

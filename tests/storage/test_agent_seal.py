@@ -17,7 +17,7 @@ from furnace.domain.errors import LineageError
 from furnace.domain.lineage import Lineage, ResolutionNote
 from furnace.storage.memory import MemoryStore
 
-from .conftest import make_elixir
+from .conftest import make_elixir, older_schema
 from .test_contract import make_agent
 
 
@@ -156,7 +156,6 @@ def test_lineage_model_is_unchanged_by_the_seal() -> None:
 
 
 def test_migration_seals_agents_written_before_seals_existed(tmp_path, monkeypatch) -> None:
-    from furnace.storage.duckdb import db as duckdb_db
     from furnace.storage.duckdb.db import Database
     from furnace.storage.duckdb.store import DuckDBStore
 
@@ -172,15 +171,10 @@ def test_migration_seals_agents_written_before_seals_existed(tmp_path, monkeypat
         "lineage_edges": current.db.query("SELECT * FROM lineage_edges"),
     }
     # a file as an older furnace left it: schema at 0007, agents without seals
-    every = duckdb_db.migrations()
-    monkeypatch.setattr(duckdb_db, "migrations", lambda: [m for m in every if m[0] < 8])
-    old = Database(tmp_path / "old.duckdb")
-    for table, rows in tables.items():
-        for row in rows:
-            old.execute(f"INSERT INTO {table} VALUES ({', '.join('?' * len(row))})", list(row))
-    monkeypatch.setattr(duckdb_db, "migrations", lambda: every)
-    duckdb_db._migrated.discard(str(old.path))
-    old.migrate()
+    with older_schema(monkeypatch, tmp_path / "old.duckdb", before=8) as old:
+        for table, rows in tables.items():
+            for row in rows:
+                old.execute(f"INSERT INTO {table} VALUES ({', '.join('?' * len(row))})", list(row))
     store = DuckDBStore(old)
     assert store.get_agent(agent.id).seal == agent.seal
     store.db.execute("UPDATE agents SET system_prompt = 'You are EvilBot.' WHERE id = ?", [agent.id])

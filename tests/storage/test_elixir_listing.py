@@ -9,12 +9,11 @@ import pytest
 
 from furnace import resources
 from furnace.interop.importers import load_elixir_file
-from furnace.storage.duckdb import db as duckdb_db
 from furnace.storage.duckdb.db import Database
 from furnace.storage.duckdb.store import DuckDBStore
 from furnace.storage.store import ElixirSummary
 
-from .conftest import make_elixir
+from .conftest import make_elixir, older_schema
 
 OLD_COLUMNS = "id, version, origin, name, content_hash, body, created_at, deleted_at"
 
@@ -66,17 +65,12 @@ def test_migration_fills_the_columns_of_older_rows(tmp_path: Path, monkeypatch: 
     current.delete_elixir("editor")
     rows = current.db.query(f"SELECT {OLD_COLUMNS} FROM elixir_versions")
     # a file as furnace left it before the listing columns existed
-    every = duckdb_db.migrations()
-    monkeypatch.setattr(duckdb_db, "migrations", lambda: [m for m in every if m[0] < 14])
-    old = Database(tmp_path / "old.duckdb")
-    assert "language" not in {
-        r[0] for r in old.query("SELECT column_name FROM duckdb_columns() WHERE table_name = 'elixir_versions'")
-    }
-    for row in rows:
-        old.execute(f"INSERT INTO elixir_versions ({OLD_COLUMNS}) VALUES ({', '.join('?' * len(row))})", list(row))
-    monkeypatch.setattr(duckdb_db, "migrations", lambda: every)
-    duckdb_db._migrated.discard(str(old.path))
-    old.migrate()
+    with older_schema(monkeypatch, tmp_path / "old.duckdb", before=14) as old:
+        assert "language" not in {
+            r[0] for r in old.query("SELECT column_name FROM duckdb_columns() WHERE table_name = 'elixir_versions'")
+        }
+        for row in rows:
+            old.execute(f"INSERT INTO elixir_versions ({OLD_COLUMNS}) VALUES ({', '.join('?' * len(row))})", list(row))
     migrated = DuckDBStore(old)
     for kwargs in ({}, {"include_deleted": True}, {"origin": None}, {"query": "北京", "include_deleted": True}):
         assert migrated.list_summaries(**kwargs) == current.list_summaries(**kwargs), kwargs
