@@ -455,12 +455,10 @@ class Arena:
                     run, claimed = self._claim_new(record, holder), True
                     history = self._history(session, run)
                     yield RunStarted(**ids, message=run.message, directive=run.directive, resumed=False)
-                    plan, first = planning.result(), None
-                    # stopped while planning? (no query unless a cancel may have come in)
-                    cancel = self.store.cancel_requested(run.run_id)
-                    if not cancel and plan.speakers:  # the first speaker speaks while the plan is stored
-                        first = self._speak_first(calls, personas, plan, run, llm, history)
-                    self.store.set_plan(run.run_id, plan)  # a new run: the plan is ours
+                    # the plan is stored before the first speaker speaks: its statement also reads the cancel flag
+                    stored = self.store.set_plan(run.run_id, planning.result())
+                    assert stored.plan is not None
+                    plan, cancel, first = stored.plan, stored.cancel_requested, None
                 else:
                     history = list(known.history) if known is not None else self._history(session, None)
                     # a routed plan: its first speaker speaks while the run is stored

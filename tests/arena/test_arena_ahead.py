@@ -141,25 +141,3 @@ def test_a_new_run_is_stored_while_its_first_call_runs(store, message: str, firs
     run = store.get_run(outcome.run_id)
     assert (run.status, run.plan, run.turn) == ("finished", outcome.plan, 0)
     assert store.claim_run(run.run_id, Holder.here(), LEASE_TTL_S) is None  # the lease was given back
-
-
-def test_the_first_speaker_speaks_while_the_supervisors_plan_is_stored(store) -> None:
-    speaking = threading.Event()
-
-    def respond(request):
-        if request.task is TaskKind.REPLY:
-            speaking.set()
-        return named(request)
-
-    overlapped: list[bool] = []
-
-    class PlanStoredLate(Watched):
-        def set_plan(self, run_id: str, plan: Any) -> Any:
-            overlapped.append(speaking.wait(30))  # inline, the first speaker could not start before the plan was stored
-            return self.inner.set_plan(run_id, plan)
-
-    arena = make_arena(FakeLLM(respond=respond), store=PlanStoredLate(store))
-    outcome = arena.say(arena.create_session(IDS).id, OPEN)
-    assert overlapped == [True]
-    assert [r.member_id for r in outcome.replies] == IDS
-    assert store.get_run(outcome.run_id).plan == outcome.plan
