@@ -160,32 +160,49 @@ class ReplayLLM:
 
     - **Record**: ``ReplayLLM(path, inner=real_model)`` serves keys already in
       the file and calls ``inner`` for new ones, saving each new completion
-      (atomically) to ``path``.
+      (atomically) to ``path``. With ``path=None`` the recording is kept in
+      memory only (nothing is read or written).
     - **Replay**: ``ReplayLLM(path)`` serves only what was recorded; an unseen
       request raises :class:`ReplayMiss` naming its task and a hint of its text.
+      With ``fallback=model`` an unseen request is answered by ``fallback``
+      instead, and its key is listed in ``misses`` (never recorded).
+      ``recorder.replay(fallback=...)`` replays an (in-memory) recorder's
+      completions so far.
 
     Keys are ``request.cache_key(model)`` with the recorded model's name, so a
     replay matches exactly when the request's content (messages, params, schema,
     seed, inputs, sample index) is unchanged. The file is JSON:
     ``{"format", "model", "completions": {key: {"task", "hint", "completion"}}}``.
+    ``inner`` (the recorded model, or the fallback) is what cache keys of wrappers
+    above see as the model that answers (its ``engine_version``, ``reads_inputs``).
     """
 
-    def __init__(self, path: str | PathLike[str], inner: LLM | None = None, *, model_name: str | None = None) -> None:
+    def __init__(
+        self,
+        path: str | PathLike[str] | None,
+        inner: LLM | None = None,
+        *,
+        fallback: LLM | None = None,
+        model_name: str | None = None,
+    ) -> None:
         from pathlib import Path
 
-        self.path = Path(path)
-        self.inner = inner
+        if inner is not None and fallback is not None:
+            raise ValueError("ReplayLLM: a fallback is for replaying; a recorder calls its inner model for new keys")
+        self.path = Path(path) if path is not None else None
         self.mode = "record" if inner is not None else "replay"
+        self.inner = inner if inner is not None else fallback
         self._lock = threading.Lock()
         self._entries: dict[str, dict[str, Any]] = {}
+        self._completions: dict[str, Completion] = {}  # validated entries, by key
         recorded_model: str | None = None
-        if self.path.exists():
+        if self.path is not None and self.path.exists():
             data = json.loads(self.path.read_text(encoding="utf-8"))
             if data.get("format") != REPLAY_FORMAT:
                 raise ValueError(f"{self.path} is not a furnace replay file ({REPLAY_FORMAT})")
             recorded_model = data.get("model")
             self._entries = dict(data.get("completions") or {})
-        elif self.mode == "replay":
+        elif self.path is not None and self.mode == "replay":
             raise ReplayMiss(f"no recording at {self.path}; record one with ReplayLLM(path, inner=model)")
         self.model_name: str = model_name or (inner.model_name if inner is not None else recorded_model) or "replay"
         if recorded_model and inner is not None and recorded_model != self.model_name:
@@ -197,21 +214,38 @@ class ReplayLLM:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def replay(self, *, fallback: LLM | None = None) -> ReplayLLM:
+        """A replaying double over the completions recorded so far (in memory; later recordings are not seen)."""
+        replay = ReplayLLM(None, fallback=fallback, model_name=self.model_name)
+        with self._lock:
+            replay._entries = dict(self._entries)
+            replay._completions = dict(self._completions)
+        return replay
+
     def complete(self, request: LLMRequest) -> Completion:
         key = request.cache_key(self.model_name)
         with self._lock:
             self.calls.append(request)
-            entry = self._entries.get(key)
+            found = self._completions.get(key)
+            entry = self._entries.get(key) if found is None else None
+        if found is not None:
+            return found
         if entry is not None:
-            return Completion.model_validate(entry["completion"])
-        if self.inner is None:
+            found = Completion.model_validate(entry["completion"])
+            with self._lock:
+                self._completions[key] = found
+            return found
+        if self.mode == "replay":
             hint = _hint(request)
             with self._lock:
                 self.misses.append(key)
+            if self.inner is not None:
+                return self.inner.complete(request)
             raise ReplayMiss(
-                f"no recorded completion for task {request.task.value!r} ({hint!r}, key {key[:12]}) in {self.path};"
-                " re-record with ReplayLLM(path, inner=model)"
+                f"no recorded completion for task {request.task.value!r} ({hint!r}, key {key[:12]}) in "
+                f"{self.path or 'the recording'}; re-record with ReplayLLM(path, inner=model)"
             )
+        assert self.inner is not None
         completion = self.inner.complete(request).model_copy(update={"cached": False})
         with self._lock:
             self._entries[key] = {
@@ -219,13 +253,16 @@ class ReplayLLM:
                 "hint": _hint(request),
                 "completion": completion.model_dump(mode="json"),
             }
+            self._completions[key] = completion
             self.recorded += 1
-            self._save()
+            if self.path is not None:
+                self._save()
         return completion
 
     def _save(self) -> None:
         import os
 
+        assert self.path is not None
         data = {"format": REPLAY_FORMAT, "model": self.model_name, "completions": self._entries}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(self.path.name + ".tmp")

@@ -9,7 +9,7 @@ import pytest
 from furnace.domain.errors import LLMError, LLMTimeout
 from furnace.llm.fakes import EchoLLM, FakeLLM, FlakyLLM, ReplayLLM, ReplayMiss, SlowLLM
 from furnace.llm.offline import OfflineEngine
-from furnace.llm.seam import LLM, TaskKind, system_user
+from furnace.llm.seam import LLM, TaskKind, answer_key, answer_traits, system_user
 
 
 def ask(user: str, **kwargs):
@@ -51,6 +51,41 @@ def test_replay_unseen_key_fails_clearly(tmp_path):
 def test_replay_without_recording_fails(tmp_path):
     with pytest.raises(ReplayMiss, match="no recording"):
         ReplayLLM(tmp_path / "missing.json")
+
+
+def test_in_memory_recording_replays_with_a_counted_fallback(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    real = FakeLLM(respond=lambda r: f"answer to {r.messages[-1].content}", model_name="real-model")
+    recorder = ReplayLLM(None, inner=real)
+    recorder.complete(ask("one"))
+    recorder.complete(ask("two"))
+    assert recorder.recorded == 2 and len(recorder) == 2 and list(tmp_path.iterdir()) == []  # nothing written
+
+    backup = FakeLLM(respond=lambda r: "from the fallback", model_name="real-model")
+    replay = recorder.replay(fallback=backup)
+    recorder.complete(ask("later"))  # recorded after the replay was made: not in it
+    assert replay.mode == "replay" and replay.model_name == "real-model"
+    assert replay.complete(ask("two")).text == "answer to two" and backup.calls == []
+    assert replay.complete(ask("later")).text == "from the fallback"
+    assert replay.complete(ask("one", seed=3)).text == "from the fallback"
+    assert len(backup.calls) == 2 and replay.misses == [
+        ask("later").cache_key("real-model"),
+        ask("one", seed=3).cache_key("real-model"),
+    ]
+    assert replay.recorded == 0 and len(replay) == 2  # misses are answered, never recorded
+
+    with pytest.raises(ReplayMiss, match="the recording"):
+        recorder.replay().complete(ask("never seen"))
+    with pytest.raises(ValueError, match="fallback"):
+        ReplayLLM(None, inner=real, fallback=backup)
+
+
+def test_a_replay_with_a_fallback_keys_wrappers_like_its_model():
+    engine = OfflineEngine()
+    replay = ReplayLLM(None, inner=engine).replay(fallback=engine)
+    request = ask("hi", seed=1, inputs={"message": "hi"})
+    assert answer_traits(replay) == answer_traits(engine)
+    assert answer_key(replay, request) == answer_key(engine, request)
 
 
 def test_replay_of_the_offline_engine_is_faithful(tmp_path):
