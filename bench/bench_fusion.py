@@ -93,21 +93,28 @@ def _crossover(
     )
 
 
-def _overhead(fresh: Any, llm: Timed, embedder: HashEmbedder, settings: FurnaceSettings) -> tuple[float, float, int]:
-    """(median ms of our own work per cold fusion, median ms inside the model, model calls) over
-    ROUNDS fusions, each with nothing cached (``fresh()`` gives a new store and KV)."""
-    walls, inside, calls = [], [], 0
+def _overhead(
+    fresh: Any, llm: Timed, embedder: HashEmbedder, settings: FurnaceSettings
+) -> tuple[float, float, int, float, int | None]:
+    """(median ms of our own work per cold fusion, median ms inside the model, model calls, median ms of
+    CPU of the fusing thread, statements per cold fusion on DuckDB) over ROUNDS fusions, each with nothing
+    cached (``fresh()`` gives a new store and KV). The CPU and the statements do not depend on the load."""
+    walls, inside, cpus, calls, statements = [], [], [], 0, None
     for seed in range(1, ROUNDS + 1):
         with fresh() as (store, kv):
-            before, before_s = llm.calls, llm.seconds
-            started = time.perf_counter()
+            db = getattr(store, "db", None)
+            before, before_s, before_statements = llm.calls, llm.seconds, db.statements if db else 0
+            cpu, started = time.thread_time(), time.perf_counter()
             _crossover(store, SynthesisCache(kv()), llm, embedder, settings, seed=seed)
             walls.append(time.perf_counter() - started)
+            cpus.append(time.thread_time() - cpu)
             inside.append(llm.seconds - before_s)
             calls += llm.calls - before
+            if db is not None:
+                statements = db.statements - before_statements
     # Per-fusion medians: robust to a scheduling hiccup on a shared machine.
     extra_ms = statistics.median(w - m for w, m in zip(walls, inside, strict=False)) * 1000
-    return extra_ms, statistics.median(inside) * 1000, calls
+    return extra_ms, statistics.median(inside) * 1000, calls, statistics.median(cpus) * 1000, statements
 
 
 def _hits(store: Any, kv: Any, llm: Timed, embedder: HashEmbedder, settings: FurnaceSettings) -> list[float]:
@@ -140,7 +147,7 @@ def run() -> bool:
         ("in-memory (reference)", in_memory, False),
         ("DuckDB", lambda: _duckdb(library), True),
     ):
-        extra_ms, model_ms, calls = _overhead(fresh, llm, embedder, settings)
+        extra_ms, model_ms, calls, cpu_ms, cold_statements = _overhead(fresh, llm, embedder, settings)
         overhead = extra_ms / model_ms
         with fresh() as (store, kv):
             if judged:
@@ -152,7 +159,9 @@ def run() -> bool:
         print(
             f"   {label}: {ROUNDS} cold fusions, {calls} model calls at {LATENCY_S * 1000:.0f} ms injected; median "
             f"{extra_ms:.2f} ms of our own work beyond {model_ms:.1f} ms inside the model -> overhead {overhead:.1%}"
-            f"{' (target < 5%)' if judged else ''}"
+            f"{' (target < 5%)' if judged else ''}; {cpu_ms:.2f} ms CPU of the fusing thread"
+            + (f", {cold_statements} DuckDB statements" if cold_statements is not None else "")
+            + " per cold fusion"
         )
         print(
             f"   {label}: cache hit (one synthesis cache, as in a running app or experiment): median {hit_ms:.2f} ms "

@@ -7,7 +7,9 @@ expertise Jaccard distance exceeds ``ensemble_threshold``; else crossover),
 fixes the lineage params (everything that shapes the result), and only then
 looks in the synthesis cache under ``synth:{lineage_hash}``. A hit costs no
 model call; a miss runs the operator once (single-flight), renders the prompt,
-stores the value (insert-if-absent) and persists the agent and its edges.
+and stores the value (insert-if-absent), the sub-results the operator computed
+and the agent with its persona and edges in one transaction of the store when
+it offers one (``atomically``): all of it or nothing.
 """
 
 from __future__ import annotations
@@ -15,11 +17,11 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from furnace.domain.agent import Agent, agent_id_for
 from furnace.domain.elixir import Elixir, ElixirRef, parse_elixir, slugify
@@ -30,12 +32,14 @@ from furnace.fusion.embedding import Embedder
 from furnace.fusion.operators import OPERATORS, OperatorContext, expertise_distance
 from furnace.fusion.operators.conflicts import check_hard_conflicts
 from furnace.fusion.operators.prompts import answer_versions
-from furnace.fusion.synthesis import SubResultCache, SynthesisCache
+from furnace.fusion.synthesis import SubResultCache, SynthesisCache, put_many
 from furnace.llm.seam import LLM
 from furnace.settings import FurnaceSettings
 from furnace.storage.store import ElixirStore
 
 log = logging.getLogger("furnace.fusion.fuse")
+
+T = TypeVar("T")
 
 PROMOTE_OPERATOR = "promote"
 PROMOTE_VERSION = "1"
@@ -132,6 +136,12 @@ def _stored_agent(store: ElixirStore, agent_id: str, parents: Sequence[ElixirRef
     return store.get_agent(agent_id)
 
 
+def _atomically(store: ElixirStore, work: Callable[[], T]) -> T:
+    """``work()`` in one transaction of ``store`` when it offers one (``atomically``), else as it is."""
+    atomically = getattr(store, "atomically", None)
+    return atomically(work) if callable(atomically) else work()  # type: ignore[no-any-return]
+
+
 def fuse(
     store: ElixirStore,
     parents: Sequence[str | ElixirRef],
@@ -162,10 +172,15 @@ def fuse(
     lineage_hash = plan.lineage_hash
     agent_id = agent_id_for(lineage_hash)
     calls = [0]
+    subcache = SubResultCache(cache.kv, cache.ttl_s, defer=True)  # stored with the agent (``put``)
+    stored_before: list[Agent] = []  # the agent, when the store held it already
+    saved: list[Agent] = []  # the agent as this build's transaction left it in the store
 
     def build() -> dict[str, Any]:
         try:
-            return _value(_stored_agent(store, agent_id, plan.parents))  # persisted earlier; the cache had expired
+            found = _stored_agent(store, agent_id, plan.parents)  # persisted earlier; the cache had expired
+            stored_before[:] = [found]
+            return _value(found)
         except NotFound:
             pass
         ctx = OperatorContext(
@@ -174,7 +189,7 @@ def fuse(
             rng=random.Random(seed),
             params=dict(fixed),
             child_id=agent_id,
-            subcache=SubResultCache(cache.kv, cache.ttl_s),
+            subcache=subcache,
         )
         result = op.apply(loaded, ctx)
         calls[0] = ctx.model_calls
@@ -190,7 +205,27 @@ def fuse(
         )
         return _value(agent)
 
-    value, from_cache = cache.get_or_build(lineage_hash, build)
+    def put(key: str, value: dict[str, Any]) -> dict[str, Any]:
+        """A new build's writes, one transaction: sub-results, cache entry, agent (with persona and edges)."""
+
+        def work() -> dict[str, Any]:  # run again on a write conflict: idempotent
+            winner = put_many(cache.kv, [*subcache.entries(), (key, value, cache.ttl_s)])[-1]
+            agent = _agent_from_value(winner, lineage_hash) or _agent_from_value(value, lineage_hash)
+            assert agent is not None  # this build's own value is an agent
+            if stored_before:
+                agent = stored_before[0]
+            elif not store.save_agent(agent):  # it was there already: use the stored (verified) one
+                agent = store.get_agent(agent_id)
+            saved[:] = [agent]
+            return winner
+
+        winner = _atomically(store, work)
+        cache.mark_persisted(store, lineage_hash)  # before the threads waiting on this build look
+        return winner
+
+    value, from_cache = cache.get_or_build(lineage_hash, build, put=put)
+    if saved:  # built and stored here
+        return FusionResult(agent=saved[0], from_cache=from_cache, model_calls=calls[0])
     agent = _agent_from_value(value, lineage_hash)
     if agent is None:  # a corrupted cache entry counts as a miss (it is not replaced: rows are insert-if-absent)
         built = _agent_from_value(build(), lineage_hash)

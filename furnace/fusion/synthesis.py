@@ -28,7 +28,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -154,9 +154,20 @@ class SynthesisCache:
         """The cached value for ``lineage_hash``, if live."""
         return self._lookup(synth_key(lineage_hash))
 
-    def get_or_build(self, lineage_hash: str, build: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], bool]:
+    def get_or_build(
+        self,
+        lineage_hash: str,
+        build: Callable[[], dict[str, Any]],
+        *,
+        put: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> tuple[dict[str, Any], bool]:
         """``(value, from_cache)``. ``build`` runs at most once per key at a time in this
-        process; callers that joined a build in flight get its value with ``from_cache=True``."""
+        process; callers that joined a build in flight get its value with ``from_cache=True``.
+
+        ``put(key, value)`` stores a built value and returns the stored (winning) one; by default
+        ``kv.put_if_absent``. A caller passes its own to store the value together with what belongs
+        with it (``fuse``: the agent and the sub-results, in one transaction); the callers waiting
+        on this build are released only after it returned."""
         key = synth_key(lineage_hash)
         hit = self._lookup(key)
         if hit is not None:
@@ -184,7 +195,8 @@ class SynthesisCache:
             value = build()
             value.setdefault("built_at", datetime.now(UTC).isoformat())
             value.setdefault("lineage_hash", lineage_hash)
-            flight.value = self._remember(key, self.kv.put_if_absent(key, value, self.ttl_s))
+            stored = put(key, value) if put is not None else self.kv.put_if_absent(key, value, self.ttl_s)
+            flight.value = self._remember(key, stored)
             return flight.value, flight.value != value  # another process's build won the insert
         except BaseException as err:
             flight.error = err
@@ -208,21 +220,45 @@ class SynthesisCache:
         return thread
 
 
-class SubResultCache:
-    """Intermediate results (identity sentences, rewrites) under their own content keys."""
+def put_many(kv: KV, items: Sequence[tuple[str, dict[str, Any], float | None]]) -> list[dict[str, Any]]:
+    """``kv.put_if_absent`` for each ``(key, value, ttl_s)`` (in one statement when the KV can); the
+    stored (winning) values, in order."""
+    many = getattr(kv, "put_many_if_absent", None)
+    if callable(many):
+        return list(many(items))
+    return [kv.put_if_absent(key, value, ttl_s) for key, value, ttl_s in items]
 
-    def __init__(self, kv: KV, ttl_s: float | None = DEFAULT_TTL_S) -> None:
+
+class SubResultCache:
+    """Intermediate results (identity sentences, rewrites) under their own content keys.
+
+    With ``defer``, a computed result is kept in :attr:`pending` instead of being stored at once;
+    the caller stores :meth:`entries` with its own writes (``fuse``: in the transaction that stores
+    the agent, so a refused or failed fusion stores none of them). A key computed once is served
+    from ``pending`` for the rest of the run."""
+
+    def __init__(self, kv: KV, ttl_s: float | None = DEFAULT_TTL_S, *, defer: bool = False) -> None:
         self.kv = kv
         self.ttl_s = ttl_s
+        self.defer = defer
+        self.pending: dict[str, dict[str, Any]] = {}
         self.hits = 0
         self.misses = 0
 
     def get_or_compute(self, kind: str, key_parts: Any, compute: Callable[[], Any]) -> Any:
         """The cached result for ``(kind, key_parts)``, computing and storing it on a miss."""
         key = f"{kind}:{content_key(key_parts)}"
-        hit = self.kv.get(key)
+        hit = self.pending.get(key) or self.kv.get(key)
         if hit is not None:
             self.hits += 1
             return hit["result"]
         self.misses += 1
-        return self.kv.put_if_absent(key, {"result": compute()}, self.ttl_s)["result"]
+        value = {"result": compute()}
+        if self.defer:
+            self.pending[key] = value
+            return value["result"]
+        return self.kv.put_if_absent(key, value, self.ttl_s)["result"]
+
+    def entries(self) -> list[tuple[str, dict[str, Any], float | None]]:
+        """The deferred results as ``(key, value, ttl_s)`` for :func:`put_many`."""
+        return [(key, value, self.ttl_s) for key, value in self.pending.items()]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from furnace.fusion.synthesis import MemoryKV, SubResultCache, SynthesisCache
+from furnace.fusion.synthesis import MemoryKV, SubResultCache, SynthesisCache, put_many
 from furnace.storage.duckdb.db import Database
 from furnace.storage.duckdb.kv import DuckDBKV
 
@@ -120,3 +120,50 @@ def test_a_new_key_is_one_statement_on_duckdb(tmp_path: Path) -> None:
     assert kv.put_if_absent("new", {"v": 1}) == {"v": 1}
     assert db.statements - before == 1  # the guarded insert returns the value: no BEGIN, delete, read-back, COMMIT
     assert kv.put_if_absent("new", {"v": 2}) == {"v": 1}  # the live row wins
+
+
+def test_put_many_inserts_new_keys_and_keeps_live_winners(kv_and_clock) -> None:
+    kv, clock = kv_and_clock
+    kv.put_if_absent("live", {"v": "first"}, ttl_s=60)
+    kv.put_if_absent("old", {"v": "expired"}, ttl_s=1)
+    clock.now += 2
+    stored = put_many(
+        kv,
+        [
+            ("new", {"v": 1}, 60),
+            ("live", {"v": "second"}, 60),
+            ("old", {"v": "replaced"}, None),
+            ("new", {"v": "listed twice"}, 60),
+        ],
+    )
+    assert stored == [{"v": 1}, {"v": "first"}, {"v": "replaced"}, {"v": 1}]
+    assert [kv.get(k) for k in ("new", "live", "old")] == [{"v": 1}, {"v": "first"}, {"v": "replaced"}]
+    clock.now += 61
+    assert (kv.get("new"), kv.get("live"), kv.get("old")) == (None, None, {"v": "replaced"})  # each its own ttl
+
+
+def test_duckdb_put_many_writes_every_new_key_in_one_statement(tmp_path) -> None:
+    db = Database(tmp_path / "kv.duckdb")
+    kv = DuckDBKV(db)
+    before = db.statements
+    assert kv.put_many_if_absent([(f"k{i}", {"i": i}, 60) for i in range(3)]) == [{"i": i} for i in range(3)]
+    assert db.statements - before == 1
+    assert db.query("SELECT count(*) FROM kv") == [(3,)]
+
+
+def test_deferred_sub_results_are_stored_only_when_asked(kv_and_clock) -> None:
+    kv, _ = kv_and_clock
+    sub = SubResultCache(kv, 60, defer=True)
+    computed = []
+
+    def compute() -> str:
+        computed.append(1)
+        return "answer"
+
+    assert sub.get_or_compute("identity", {"p": 1}, compute) == "answer"
+    assert sub.get_or_compute("identity", {"p": 1}, compute) == "answer"  # served from pending
+    assert len(computed) == 1
+    [(key, value, ttl)] = sub.entries()
+    assert kv.get(key) is None and ttl == 60
+    put_many(kv, sub.entries())
+    assert kv.get(key) == value == {"result": "answer"}

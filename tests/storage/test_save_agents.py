@@ -18,17 +18,23 @@ def _store(path: Path) -> DuckDBStore:
     return store
 
 
-def test_many_agents_cost_the_statements_of_one(tmp_path: Path) -> None:
-    one, many = _store(tmp_path / "one.duckdb"), _store(tmp_path / "many.duckdb")
+def test_many_agents_cost_the_statements_of_two_and_a_new_one_three_inserts(tmp_path: Path) -> None:
+    one, two, many = (_store(tmp_path / f"{n}.duckdb") for n in ("one", "two", "many"))
     parents = [one.get_elixir("editor").ref, one.get_elixir("coach").ref]
     agents = [make_agent(parents, seed=s, name=f"Child {s}") for s in range(6)]
 
     before = one.db.statements
     assert one.save_agents(agents[:1]) == [True]
     single = one.db.statements - before
+    before = two.db.statements
+    assert two.save_agents(agents[:2]) == [True] * 2
+    pair = two.db.statements - before
     before = many.db.statements
     assert many.save_agents(agents) == [True] * 6
-    assert many.db.statements - before == single
+    assert many.db.statements - before == pair  # one statement per table, however many agents
+    # a new agent alone: BEGIN, its row (guarded: nothing of it may exist yet), persona, edges, COMMIT
+    assert single == 5 < pair
+    assert one.db.query("SELECT count(*) FROM lineage_edges") == [(2,)]
 
     for agent in agents:  # each stored in full: child elixir, edges, seal (get_agent verifies them)
         stored = many.get_agent(agent.id)
@@ -75,3 +81,21 @@ def test_parents_read_ahead_are_what_load_for_fusion_gives_and_never_a_failing_o
         "coach": {agent.id},
         "critic": set(),
     }
+
+
+def test_a_new_agent_whose_id_already_has_rows_is_saved_by_the_general_path(tmp_path: Path) -> None:
+    store = _store(tmp_path / "f.duckdb")
+    parents = [store.get_elixir("editor").ref, store.get_elixir("coach").ref]
+    edged, versioned = make_agent(parents, seed=1, name="Edged"), make_agent(parents, seed=2, name="Versioned")
+    # rows under the agents' ids that no agent row explains: an edge already there, a persona version
+    store.add_edge("editor", edged.id, operator="crossover", op_version="1", parent_version=parents[0].version)
+    store.save_elixir(make_elixir("Versioned").model_copy(update={"id": versioned.id}), origin="agent")
+    assert store.save_agent(edged) is True  # a plain insert of its edges would have collided
+    assert store.save_agent(versioned) is True
+    assert store.save_agent(edged) is False
+    edges = store.db.query(
+        "SELECT parent, count(*) FROM lineage_edges WHERE child = ? GROUP BY ALL ORDER BY 1", [edged.id]
+    )
+    assert edges == [("coach", 1), ("editor", 1)]
+    assert store.get_agent(versioned.id).elixir.version == 2  # after the version that was there
+    assert store.get_agent(edged.id).elixir.version == 1

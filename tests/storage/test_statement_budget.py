@@ -100,3 +100,37 @@ def test_an_arena_speaker_runs_at_most_6_statements(tmp_path: Path) -> None:
     # speaker reads nothing while no cancel was asked in this process and no other process had the
     # file; the lease is renewed only when due (57 per turn two sessions ago, 33 and 34 before)
     assert turn <= 8 + 4 * 5 + 1, turn
+
+
+def test_a_cold_fusion_runs_at_most_11_statements_and_its_repeats_next_to_none(tmp_path: Path) -> None:
+    from furnace import resources
+    from furnace.fusion.embedding import HashEmbedder
+    from furnace.fusion.fuse import fuse
+    from furnace.fusion.synthesis import SynthesisCache
+    from furnace.interop.importers import load_elixir_file
+    from furnace.storage.duckdb.kv import DuckDBKV
+
+    db = Database(tmp_path / "f.duckdb")
+    store = DuckDBStore(db)
+    parents = ["data-science-mentor", "socratic-math-tutor"]
+    for name in parents:
+        for elixir in load_elixir_file(resources.LIBRARY_DIR / f"{name}.yaml"):
+            store.save_elixir(elixir)
+    cache, llm = SynthesisCache(DuckDBKV(db)), OfflineEngine()
+
+    def cold() -> int:
+        before = db.statements
+        result = fuse(store, parents, llm=llm, embedder=HashEmbedder(), cache=cache, operator="crossover")
+        assert not result.from_cache and result.model_calls == 1
+        return db.statements - before
+
+    # before the identity call: each parent with its "is it an agent?" (one statement each; only an agent
+    # parent is verified in full), the synthesis cache, "is this agent stored?", the identity sub-result;
+    # after it, one transaction: BEGIN, both cache entries (one insert), the agent, its persona, its edges
+    # (plain inserts: the agent's own insert made sure none of it existed), COMMIT = 11 (16 before: a
+    # fingerprint query per parent, two autocommitted cache inserts, two reads before the agent's inserts)
+    assert cold() <= 11
+    for budget in (2, 0):  # the same fusion again in this process: the parents read again once (the file
+        before = db.statements  # changed with the commit), then nothing while nothing in the file changes
+        again = fuse(store, parents, llm=llm, embedder=HashEmbedder(), cache=cache, operator="crossover")
+        assert again.from_cache and db.statements - before <= budget

@@ -3,7 +3,9 @@
 ``put_if_absent`` is one guarded insert for a new key (``WHERE NOT EXISTS``:
 ``ON CONFLICT DO NOTHING`` costs ~2.5 ms more CPU in DuckDB 2.0), a read for a
 key with a live row, and one transaction (drop the expired row, insert, read
-back) for a key whose row expired. DuckDB's file lock serialises writers across
+back) for a key whose row expired; ``put_many_if_absent`` inserts every new key
+of several in one guarded insert (a fusion's cache entries, in the transaction
+that stores its agent). DuckDB's file lock serialises writers across
 processes, so two processes racing on one key see one winner, and both return
 the winner's value.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -78,6 +80,38 @@ class DuckDBKV:
             return stored
 
         return self.db.write(replace_expired)
+
+    def put_many_if_absent(self, items: Sequence[tuple[str, dict[str, Any], float | None]]) -> list[dict[str, Any]]:
+        """``put_if_absent`` for each ``(key, value, ttl_s)``, the new keys in one guarded insert; the stored
+        (winning) value of each, in order. Inside a unit's transaction it joins it (the synthesis cache's
+        entries commit with their agent)."""
+        now = self._clock()
+        first: dict[str, tuple[dict[str, Any], float | None]] = {}
+        for key, value, ttl_s in items:
+            first.setdefault(key, (value, ttl_s))
+        if not first:
+            return []
+        params: list[Any] = []
+        for key, (value, ttl_s) in first.items():
+            expires = None if ttl_s is None else _ts(now + ttl_s)
+            params += [key, json.dumps(value, ensure_ascii=False, sort_keys=True), _ts(now), expires]
+        keys = list(first)
+        rows = ", ".join(["(?, ?::JSON, ?::TIMESTAMP, ?::TIMESTAMP)"] * len(keys))
+
+        def insert_new(con: duckdb.DuckDBPyConnection) -> list[tuple[Any, ...]]:
+            return con.execute(
+                f"INSERT INTO kv (key, value, created_at, expires_at) SELECT * FROM (VALUES {rows})"
+                f" WHERE col0 NOT IN (SELECT key FROM kv WHERE key IN ({', '.join(['?'] * len(keys))})) RETURNING key",
+                [*params, *keys],
+            ).fetchall()
+
+        inserted = {row[0] for row in self.db.write_one(insert_new)}
+        # a key that had a row: its live value wins (an expired row is replaced, as put_if_absent does)
+        stored = {
+            key: value if key in inserted else self.put_if_absent(key, value, ttl_s)
+            for key, (value, ttl_s) in first.items()
+        }
+        return [stored[key] for key, _, _ in items]
 
     def purge_expired(self) -> int:
         """Delete expired rows; returns how many went."""

@@ -140,6 +140,13 @@ class DuckDBStore:
 
         snapshot.request(self.db)
 
+    def atomically(self, work: Callable[[], T]) -> T:
+        """Run ``work`` in one transaction on this file: every write inside it (of this store and of any
+        other adapter on the same file, e.g. the synthesis cache's KV) commits together or not at all.
+        A write conflict with another thread of this process runs ``work`` again (it must be idempotent);
+        inside a unit's open transaction, ``work`` joins it."""
+        return self._write(lambda con: work())
+
     # --- plumbing --------------------------------------------------------
 
     def _write(self, work: Callable[[Con], T]) -> T:
@@ -169,18 +176,27 @@ class DuckDBStore:
 
     @classmethod
     def _fetch(cls, con: Con, id: str, version: int | None) -> Elixir:
+        return cls._fetch_flagged(con, id, version, agent_flag=False)[0]
+
+    @classmethod
+    def _fetch_flagged(cls, con: Con, id: str, version: int | None, *, agent_flag: bool) -> tuple[Elixir, bool]:
+        """The elixir (latest when ``version`` is None) and, with ``agent_flag``, whether ``id`` is an agent
+        (in the same statement: a fusion's parent needs its agent record verified only when it is one)."""
+        flag = ", EXISTS (SELECT 1 FROM agents WHERE id = ?)" if agent_flag else ", FALSE"
+        head = [id] if agent_flag else []
         if version is None:
             rows = con.execute(  # QUALIFY: a third less CPU than ORDER BY version DESC LIMIT 1 in DuckDB 2.0
-                f"SELECT {_ELIXIR_COLS} FROM elixir_versions WHERE id = ? QUALIFY version = max(version) OVER ()", [id]
+                f"SELECT {_ELIXIR_COLS}{flag} FROM elixir_versions WHERE id = ? QUALIFY version = max(version) OVER ()",
+                [*head, id],
             ).fetchall()
             if not rows:
                 raise NotFound(f"no elixir {id!r}", field="id")
-            return cls._row_to_elixir(rows[0])
+            return cls._row_to_elixir(rows[0][:-1]), bool(rows[0][-1])
         rows = con.execute(
-            f"SELECT {_ELIXIR_COLS} FROM elixir_versions WHERE id = ? AND version = ?", [id, version]
+            f"SELECT {_ELIXIR_COLS}{flag} FROM elixir_versions WHERE id = ? AND version = ?", [*head, id, version]
         ).fetchall()
         if rows:
-            return cls._row_to_elixir(rows[0])
+            return cls._row_to_elixir(rows[0][:-1]), bool(rows[0][-1])
         latest = con.execute("SELECT max(version) FROM elixir_versions WHERE id = ?", [id]).fetchall()[0][0]
         if latest is None:
             raise NotFound(f"no elixir {id!r}", field="id")
@@ -286,29 +302,62 @@ class DuckDBStore:
             with self.db.connect() as con:
                 return self._fetch(con, id, version)
         epoch = self.db.epoch  # taken before reading: a write from here on makes the next call read again
-        with self._latest_lock:
-            known = self._latest_read.get(id)
-        if known is not None and known[0] == epoch:
-            return known[1]
+        known = self._known_latest(id, epoch)
+        if known is not None:
+            return known
         with self.db.connect() as con:
             elixir = self._fetch(con, id, None)
+        self._remember_latest(epoch, elixir)
+        return elixir
+
+    def _known_latest(self, id: str, epoch: int) -> Elixir | None:
+        """The latest version of ``id`` when it was read at ``epoch`` (so it still is the latest)."""
         with self._latest_lock:
-            self._latest_read[id] = (epoch, elixir)
-            self._latest_read.move_to_end(id)
+            known = self._latest_read.get(id)
+        return known[1] if known is not None and known[0] == epoch else None
+
+    def _remember_latest(self, epoch: int, elixir: Elixir) -> None:
+        with self._latest_lock:
+            self._latest_read[elixir.id] = (epoch, elixir)
+            self._latest_read.move_to_end(elixir.id)
             while len(self._latest_read) > _LATEST_KEPT:
                 self._latest_read.popitem(last=False)
-        return elixir
+
+    def _mark_checked(self, epoch: int, ids: Sequence[str]) -> None:
+        """Record ``ids`` as verified agents or non-agents at ``epoch`` (see ``_verify_agents_among``)."""
+        checked_epoch, checked = self._checked
+        self._checked = (epoch, (checked if epoch == checked_epoch else set()) | set(ids))
 
     def get_by_ref(self, ref: ElixirRef) -> Elixir:
         """The exact version; raises LineageError if its content hash differs."""
         return checked_ref(self.get_elixir(ref.id, ref.version), ref)
 
     def load_for_fusion(self, ref_or_id: ElixirRef | str) -> Elixir:
-        """Like get, but a withdrawn elixir raises LineageError; an agent's whole record is verified."""
-        elixir = self.get_by_ref(ref_or_id) if isinstance(ref_or_id, ElixirRef) else self.get_elixir(ref_or_id)
+        """Like get, but a withdrawn elixir raises LineageError; an agent's whole record is verified.
+
+        One statement for a parent that is not an agent (the usual library parent): the version and
+        whether an agent of that id exists; only an agent's record is then fingerprinted and verified
+        (``_verify_agents_among``). A latest version already read and checked at the current epoch
+        costs no statement."""
+        ref = ref_or_id if isinstance(ref_or_id, ElixirRef) else None
+        id = ref.id if ref is not None else str(ref_or_id)
+        epoch = self.db.epoch  # taken before reading: a write from here on makes the next call look again
+        checked_epoch, checked = self._checked
+        elixir = self._known_latest(id, epoch) if ref is None else None
+        if elixir is None or checked_epoch != epoch or id not in checked:
+            with self.db.connect() as con:
+                elixir, is_agent = self._fetch_flagged(
+                    con, id, ref.version if ref is not None else None, agent_flag=True
+                )
+            if ref is None:
+                self._remember_latest(epoch, elixir)
+            if not is_agent:
+                self._mark_checked(epoch, [id])
+        if ref is not None:
+            checked_ref(elixir, ref)
         if elixir.withdrawn:
             raise withdrawn_error(elixir)
-        self._verify_agents_among([elixir.id])
+        self._verify_agents_among([id])  # no statement for an id marked checked at this epoch
         return elixir
 
     def load_many_for_fusion(self, refs: Sequence[ElixirRef]) -> list[Elixir]:
@@ -432,6 +481,10 @@ class DuckDBStore:
 
         def work(con: Con) -> list[bool]:
             ids = list(dict.fromkeys(a.id for a in agents))
+            if len(agents) == 1:
+                new_one = self._save_new_agent(con, agents[0])
+                if new_one is not None:
+                    return [new_one]
             if len(ids) == 1:
                 found = con.execute("SELECT id FROM agents WHERE id = ?", ids).fetchall()
             else:
@@ -486,6 +539,54 @@ class DuckDBStore:
             return out
 
         return self._write(work)
+
+    def _save_new_agent(self, con: Con, agent: Agent) -> bool | None:
+        """Save a new agent in three plain INSERTs (True); None, having written nothing, unless it is new.
+
+        The agent's row goes first, guarded inside its INSERT: written only while the file holds no
+        agent, no persona version and no lineage edge under its id. Then nothing of it can exist, so
+        its persona is version 1 and its edges go in without ``ON CONFLICT`` (which costs ~2.5 ms of
+        CPU more). Anything else (the agent exists: ``save_agents`` answers False) takes the general
+        path. Called inside ``save_agents``' transaction: all three rows commit together."""
+        lineage = agent.lineage
+        stored = as_stored(agent.elixir, id=agent.id, version=1, created_at=self._clock())
+        seal = record_seal(lineage, stored.content_hash, agent.system_prompt, agent.tools, agent.members)
+        inserted = con.execute(
+            "INSERT INTO agents (id, lineage, lineage_hash, elixir_version, system_prompt, tools, members,"
+            " created_at, seal) SELECT ?, ?, ?, 1, ?, ?, ?, ?, ?"
+            " WHERE NOT EXISTS (SELECT 1 FROM agents WHERE id = ?)"
+            " AND NOT EXISTS (SELECT 1 FROM elixir_versions WHERE id = ?)"
+            " AND NOT EXISTS (SELECT 1 FROM lineage_edges WHERE child = ?) RETURNING id",
+            [
+                agent.id,
+                lineage.model_dump_json(),
+                lineage.lineage_hash,
+                agent.system_prompt,
+                json.dumps(list(agent.tools)),
+                json.dumps([m.model_dump(mode="json") for m in agent.members]),
+                _to_db(self._clock()),
+                json.dumps(seal, sort_keys=True),
+                agent.id,
+                agent.id,
+                agent.id,
+            ],
+        ).fetchall()
+        if not inserted:
+            return None
+        con.execute(
+            "INSERT INTO elixir_versions (id, version, origin, name, content_hash, body, created_at, language,"
+            " expertise) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            _version_row(stored, "agent"),
+        )
+        edges = list(
+            dict.fromkeys((p.id, agent.id, lineage.operator, lineage.op_version, p.version) for p in lineage.parents)
+        )
+        if edges:  # a parent listed twice is one edge
+            con.execute(
+                "INSERT INTO lineage_edges VALUES " + ", ".join(["(?, ?, ?, ?, ?)"] * len(edges)),
+                [v for edge in edges for v in edge],
+            )
+        return True
 
     def _load_agents(self, con: Con, where: str, params: list[Any], limit: int | None = None) -> list[Agent]:
         sql = (

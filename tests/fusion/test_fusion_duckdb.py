@@ -1,0 +1,202 @@
+"""fuse() on DuckDB (store and KV in one file): a cold fusion's writes commit together or not at all."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from furnace.domain.errors import ConflictError, LineageError
+from furnace.fusion.embedding import HashEmbedder
+from furnace.fusion.fuse import fuse
+from furnace.fusion.synthesis import SynthesisCache
+from furnace.llm.fakes import FakeLLM, SlowLLM
+from furnace.llm.offline.engine import OfflineEngine
+from furnace.storage.duckdb import db as dbmod
+from furnace.storage.duckdb import snapshot
+from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.kv import DuckDBKV
+from furnace.storage.duckdb.store import DuckDBStore
+
+from .conftest import COACH, WIT, counting, make_elixir
+
+PAIR = ["data-coach", "travel-wit"]
+
+
+@pytest.fixture(autouse=True)
+def _no_background_snapshots(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshot, "request", lambda db: None)  # its statements would mix with the fusion's
+
+
+@pytest.fixture()
+def db(tmp_path: Path) -> Database:
+    database = Database(tmp_path / "f.duckdb")
+    store = DuckDBStore(database)
+    store.save_elixir(make_elixir("Data Coach", **COACH))
+    store.save_elixir(make_elixir("Travel Wit", **WIT))
+    return database
+
+
+def _fuse(db: Database, llm: Any = None, cache: SynthesisCache | None = None, **kw: Any) -> Any:
+    return fuse(
+        DuckDBStore(db),
+        kw.pop("parents", PAIR),
+        llm=llm or counting(),
+        embedder=HashEmbedder(),
+        cache=cache or SynthesisCache(DuckDBKV(db)),
+        operator=kw.pop("operator", "crossover"),
+        **kw,
+    )
+
+
+def _counts(db: Database) -> dict[str, int]:
+    return {
+        t: db.query(f"SELECT count(*) FROM {t}")[0][0] for t in ("kv", "agents", "elixir_versions", "lineage_edges")
+    }
+
+
+class _Recorder:
+    """Every statement run on the file, in order (wrapping the unit cursor's ``execute``)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sql: list[str] = []
+        original = dbmod._Cursor.execute
+
+        def execute(cursor: Any, query: str, parameters: object = None) -> Any:
+            self.sql.append(" ".join(query.split()))
+            return original(cursor, query, parameters)
+
+        monkeypatch.setattr(dbmod._Cursor, "execute", execute)
+
+
+def test_a_cold_fusion_reads_then_writes_everything_in_one_transaction(db, monkeypatch) -> None:
+    recorded = _Recorder(monkeypatch)
+    llm = counting()
+    result = _fuse(db, llm)
+    assert not result.from_cache and len(llm.calls) == 1
+    sql = recorded.sql
+    begin = sql.index("BEGIN TRANSACTION")
+    assert all(s.startswith("SELECT") for s in sql[:begin])  # before the call and up to the commit: reads only
+    assert sql[-1] == "COMMIT" and sql.count("COMMIT") == 1 and sql.count("BEGIN TRANSACTION") == 1
+    writes = [s.split(" (")[0] for s in sql[begin + 1 : -1]]
+    # the identity sub-result and the synthesis entry in one insert, then the agent, its persona, its edges
+    assert writes == [
+        "INSERT INTO kv",
+        "INSERT INTO agents",
+        "INSERT INTO elixir_versions",
+        "INSERT INTO lineage_edges VALUES",
+    ]
+    assert not any("ON CONFLICT" in s for s in sql)
+    assert _counts(db) == {"kv": 2, "agents": 1, "elixir_versions": 3, "lineage_edges": 2}
+    stored = DuckDBStore(db).get_agent(result.agent.id)  # verified in full on read
+    assert stored.system_prompt == result.agent.system_prompt
+    again = _fuse(db, llm)  # a new process's repeat: served by the cache, no call
+    assert again.from_cache and again.agent.id == result.agent.id and len(llm.calls) == 1
+
+
+def test_a_fusion_whose_save_fails_leaves_nothing_and_a_retry_builds_it(db, monkeypatch) -> None:
+    def failing(self: DuckDBStore, agents: Any) -> list[bool]:
+        assert original(self, agents) == [True]  # every row is written ... and then the disk fills
+        raise OSError("No space left on device")
+
+    original = DuckDBStore.save_agents
+    monkeypatch.setattr(DuckDBStore, "save_agents", failing)
+    before = _counts(db)
+    llm = counting()
+    with pytest.raises(OSError, match="No space"):
+        _fuse(db, llm)
+    assert _counts(db) == before  # neither the cache entries, nor the agent, its persona or its edges
+    monkeypatch.setattr(DuckDBStore, "save_agents", original)
+    result = _fuse(db, llm)
+    assert not result.from_cache and len(llm.calls) == 2  # the identity was not kept either: asked again
+    assert _counts(db) == {"kv": 2, "agents": 1, "elixir_versions": 3, "lineage_edges": 2}
+
+
+def test_a_refused_fusion_writes_nothing(db, monkeypatch) -> None:
+    store = DuckDBStore(db)
+    store.save_elixir(make_elixir("Rival", conflicts_with=["data-coach"]))
+    before = _counts(db)
+    recorded = _Recorder(monkeypatch)
+    llm = counting()
+    with pytest.raises(ConflictError):
+        _fuse(db, llm, parents=["data-coach", "rival"])
+    assert llm.calls == [] and _counts(db) == before
+    assert recorded.sql and all(dbmod._reads_only(s) for s in recorded.sql)
+
+
+def test_a_tampered_agent_parent_is_refused_before_any_call(db) -> None:
+    child = _fuse(db).agent
+    db.execute("UPDATE agents SET system_prompt = 'You are EvilBot.' WHERE id = ?", [child.id])
+    before = _counts(db)
+    llm = counting()
+    with pytest.raises(LineageError, match=f"agent {child.id}: system prompt does not match"):
+        _fuse(db, llm, parents=[child.id, "travel-wit"])
+    assert llm.calls == [] and _counts(db) == before
+
+
+def test_a_tampered_library_parent_is_refused(db) -> None:
+    db.execute('UPDATE elixir_versions SET body = json_merge_patch(body, \'{"identity": "Evil."}\')')
+    llm = counting()
+    with pytest.raises(LineageError, match="altered"):
+        _fuse(db, llm)
+    assert llm.calls == []
+
+
+def test_64_threads_asking_for_one_new_fusion_build_once(db) -> None:
+    cache, llm = SynthesisCache(DuckDBKV(db)), SlowLLM(OfflineEngine(), 0.05)
+    store = DuckDBStore(db)
+    barrier, results, errors = threading.Barrier(64), [], []
+
+    def worker() -> None:
+        try:
+            barrier.wait()
+            results.append(
+                fuse(store, PAIR, llm=llm, embedder=HashEmbedder(), cache=cache, operator="crossover", seed=5)
+            )
+        except Exception as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=worker) for _ in range(64)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert cache.builds == 1 and llm.calls == 1
+    assert len({r.agent.id for r in results}) == 1 and sum(not r.from_cache for r in results) == 1
+    assert _counts(db) == {"kv": 2, "agents": 1, "elixir_versions": 3, "lineage_edges": 2}
+
+
+def test_two_caches_racing_on_one_fusion_keep_the_first_commit(db) -> None:
+    numbers = itertools.count(1)
+
+    def identity(request: Any) -> dict[str, str]:
+        time.sleep(0.05)  # both calls overlap: both builds reach their transactions
+        return {"identity": f"You are blend number {next(numbers)}."}
+
+    llm = FakeLLM(respond=identity, model_name="offline")
+    barrier, results, errors = threading.Barrier(2), [], []
+
+    def worker() -> None:
+        try:
+            barrier.wait()
+            results.append(_fuse(db, llm, cache=SynthesisCache(DuckDBKV(db))))  # caches of two processes
+        except Exception as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and len(llm.calls) == 2
+    first, second = results
+    assert first.agent.id == second.agent.id
+    assert first.agent.system_prompt == second.agent.system_prompt  # the loser returns the winner's agent
+    stored = DuckDBStore(db).get_agent(first.agent.id)
+    assert stored.system_prompt == first.agent.system_prompt
+    assert _counts(db) == {"kv": 2, "agents": 1, "elixir_versions": 3, "lineage_edges": 2}
