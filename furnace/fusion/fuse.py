@@ -139,7 +139,7 @@ def _stored_agent(store: ElixirStore, agent_id: str, parents: Sequence[ElixirRef
 def _atomically(store: ElixirStore, work: Callable[[], T]) -> T:
     """``work()`` in one transaction of ``store`` when it offers one (``atomically``), else as it is."""
     atomically = getattr(store, "atomically", None)
-    return atomically(work) if callable(atomically) else work()  # type: ignore[no-any-return]
+    return atomically(work) if callable(atomically) else work()
 
 
 def fuse(
