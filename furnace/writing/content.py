@@ -202,6 +202,21 @@ class ContentStore(Protocol):
         """Mark a revision as processed (idempotent); False when it already was."""
         ...
 
+    def mark_processed_behind(
+        self,
+        revision_id: str,
+        *,
+        persona_id: str,
+        persona_version: int | None,
+        preferences: Sequence[dict[str, Any]],
+        status: str,
+    ) -> None:
+        """:meth:`mark_processed`, committed after the caller goes on where the store can (DuckDB:
+        ``Database.write_behind``); reads in this process see it at once. For a revision round,
+        whose learned persona version is committed before: a mark a crash loses is redone by the
+        next batch (it finds the revision in the persona's preferences and marks it "already")."""
+        ...
+
     def is_processed(self, revision_id: str) -> bool:
         """Whether preference extraction already ran for this revision."""
         ...

@@ -141,6 +141,19 @@ class MemoryContentStore:
             }
             return True
 
+    def mark_processed_behind(
+        self,
+        revision_id: str,
+        *,
+        persona_id: str,
+        persona_version: int | None,
+        preferences: Sequence[dict[str, Any]],
+        status: str,
+    ) -> None:
+        self.mark_processed(
+            revision_id, persona_id=persona_id, persona_version=persona_version, preferences=preferences, status=status
+        )
+
     def is_processed(self, revision_id: str) -> bool:
         with self._lock:
             return revision_id in self._processed

@@ -11,16 +11,17 @@
    is that last step alone: the revision chat extracts while it commits).
 
 Idempotent per revision: a processed revision is skipped, and a revision whose
-id is already the ``source_revision`` of a stored preference is only marked
-(on DuckDB the version and the mark are one transaction; stores that cannot
-share one write them in that order, so a crash between them leaves exactly
-this case).
+id is already the ``source_revision`` of a stored preference is only marked.
+The version is written before the mark (a batch writes both in one transaction
+on DuckDB; a revision round commits the version and writes the mark behind its
+reply), so a crash between them leaves exactly this case.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -199,10 +200,16 @@ def save_learned(
     revision: RevisionRecord,
     persona: Elixir,
     learned: Sequence[StylePreference],
+    *,
+    mark_behind: bool = False,
 ) -> PreferenceUpdate:
     """Merge ``learned`` into ``persona`` (the revision's persona, unprocessed), save the new persona
-    version and mark the revision processed, in one transaction (one commit on the user's wait: a
-    commit costs a disk sync, more than a statement).
+    version and mark the revision processed, in one transaction.
+
+    With ``mark_behind`` (a revision round, whose user waits for this) only the version is committed
+    on the caller's wait (one statement: a commit is the costliest part of a write) and the mark is
+    written behind it (``ContentStore.mark_processed_behind``): it is bookkeeping, read at once in
+    this process and redone by the next batch if a crash loses it.
 
     The version is saved only while ``persona`` is still the latest (compare-and-set, checked inside
     the INSERT): when someone saved the persona meanwhile, the preferences are merged into their
@@ -210,7 +217,9 @@ def save_learned(
     merged = merge_preferences(persona.style_preferences, learned)
     ref: ElixirRef | None = None
     updated: Elixir | None = None
-    with unit_of_work(store, content_store):  # one connection, one transaction: the version and the mark
+    mark = content_store.mark_processed_behind if mark_behind else content_store.mark_processed
+    # one connection and one transaction for the version and the mark, unless the mark goes behind
+    with nullcontext() if mark_behind else unit_of_work(store, content_store):
         for attempt in range(_SAVE_TRIES):
             merged = merge_preferences(persona.style_preferences, learned)
             if not learned or merged == list(persona.style_preferences):
@@ -225,7 +234,7 @@ def save_learned(
                 persona = store.get_elixir(persona.id)  # saved (or deleted) meanwhile: learn on top of that
                 if persona.withdrawn:
                     raise
-        content_store.mark_processed(
+        mark(
             revision.id,
             persona_id=persona.id,
             persona_version=ref.version if ref else persona.version,

@@ -632,7 +632,7 @@ def _edit(
     learned: PreferenceUpdate | None = None
     if extract is not None:
         try:  # the revision was created just now, so it is unprocessed and the persona read above is its persona
-            learned = save_learned(store, content_store, record, persona, extract.result())
+            learned = save_learned(store, content_store, record, persona, extract.result(), mark_behind=True)
             steps += [Step.EXTRACT, Step.PERSIST]
         except Exception as err:
             log.warning("preference extraction for %s failed (the revision is kept): %s", record.id, err)

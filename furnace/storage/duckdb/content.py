@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import duckdb
@@ -71,6 +72,32 @@ def _revision(row: Sequence[Any]) -> RevisionRecord:
     data = _row(_REVISION_COLS, row)
     data["suggestions"] = tuple(json.loads(data["suggestions"]))
     return RevisionRecord.model_validate(data)
+
+
+@dataclass(frozen=True)
+class _Mark:
+    """A revision's processed mark (idempotent: a revision marked already keeps its mark)."""
+
+    revision_id: str
+    persona_id: str
+    persona_version: int | None
+    preferences: Sequence[dict[str, Any]]
+    status: str
+
+    def insert(self, con: Con) -> list[tuple[Any, ...]]:
+        return con.execute(
+            "INSERT INTO processed_revisions (revision_id, persona_id, persona_version, preferences, status)"
+            " SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM processed_revisions WHERE revision_id = ?)"
+            " RETURNING revision_id",
+            [
+                self.revision_id,
+                self.persona_id,
+                self.persona_version,
+                json.dumps(list(self.preferences), ensure_ascii=False),
+                self.status,
+                self.revision_id,
+            ],
+        ).fetchall()
 
 
 class DuckDBContentStore:
@@ -189,21 +216,20 @@ class DuckDBContentStore:
         preferences: Sequence[dict[str, Any]],
         status: str,
     ) -> bool:
-        rows = self.db.run(
-            "INSERT INTO processed_revisions (revision_id, persona_id, persona_version, preferences, status)"
-            " SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM processed_revisions WHERE revision_id = ?)"
-            " RETURNING revision_id",
-            [
-                revision_id,
-                persona_id,
-                persona_version,
-                json.dumps(list(preferences), ensure_ascii=False),
-                status,
-                revision_id,
-            ],
-            retries=self._conflict_retries,
-        )
-        return bool(rows)
+        mark = _Mark(revision_id, persona_id, persona_version, preferences, status)
+        return bool(self.db.write_one(mark.insert, retries=self._conflict_retries))
+
+    def mark_processed_behind(
+        self,
+        revision_id: str,
+        *,
+        persona_id: str,
+        persona_version: int | None,
+        preferences: Sequence[dict[str, Any]],
+        status: str,
+    ) -> None:
+        mark = _Mark(revision_id, persona_id, persona_version, preferences, status)
+        self.db.write_behind(mark.insert, what=f"the processed mark of {revision_id}")
 
     # --- reads -----------------------------------------------------------
 

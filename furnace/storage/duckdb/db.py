@@ -22,6 +22,11 @@ another process asks for a turn:
   its turn. The waiter shows who it waits for (``<db>.holder`` names the
   holder's role, e.g. "waiting for the experiment writer…") and gives up with a
   clear error after ``lock_timeout_s``.
+- **Bookkeeping behind the wait.** :meth:`Database.write_behind` runs a write
+  on the file's background writer after the caller goes on. It reads as if
+  written at once: a unit started after the call waits for it, and the file is
+  neither released nor closed before it is written. Only for records that a
+  crash may lose because a later run redoes them (a revision's processed mark).
 
 See docs/storage.md for the protocol. Schema: numbered SQL files in
 ``migrations/`` (``0001_name.sql`` ...), applied in order inside a transaction
@@ -34,6 +39,7 @@ import atexit
 import json
 import logging
 import os
+import queue
 import random
 import re
 import sys
@@ -63,6 +69,7 @@ POLL_S = 0.05  # how often a holder looks for waiters
 IDLE_RELEASE_S = 2.0  # a held instance with no unit for this long is closed
 TURN_S = 0.3  # a process that just got the file keeps it at least this long (when it has work) before draining
 NOTICE_AFTER_S = 0.3  # a wait longer than this is shown
+BEHIND_EXIT_S = 30.0  # how long the exit waits for writes behind (each is one short statement)
 
 _role = "furnace process"
 
@@ -175,6 +182,12 @@ class _Holder:
         # Bumped at every open and close of the file (another process may write while it is not held)
         # and around every statement that may write: while it is unchanged, nothing in the file changed.
         self.epoch = 0
+        # Writes behind (Database.write_behind): queued, not yet committed; their thread starts lazily.
+        self.behind: queue.SimpleQueue[tuple[Database, Callable[[duckdb.DuckDBPyConnection], object], str]] = (
+            queue.SimpleQueue()
+        )
+        self.behind_pending = 0
+        self.behind_thread: threading.Thread | None = None
 
     @property
     def marker(self) -> Path:
@@ -186,6 +199,35 @@ class _Holder:
 
     def current(self) -> _Unit | None:
         return getattr(self.local, "unit", None)
+
+    def on_behind_thread(self) -> bool:
+        return getattr(self.local, "behind", False)
+
+    def settle(self, timeout: float) -> bool:
+        """Wait until every write behind put so far is written (caller holds ``cond``); False on timeout."""
+        until = time.monotonic() + timeout
+        while self.behind_pending and not self.on_behind_thread():
+            left = until - time.monotonic()
+            if left <= 0:
+                return False
+            self.cond.wait(left)
+        return True
+
+    def run_behind(self) -> None:
+        """The background writer: the writes behind, one unit each, in the order put."""
+        self.local.behind = True
+        while True:
+            database, work, what = self.behind.get()
+            try:
+                database.write_one(work)
+            except Exception as err:  # noqa: BLE001 - bookkeeping a later run redoes; say so, go on
+                log.warning("%s not written to %s: %s", what, self.path.name, err)
+            with self.cond:
+                self.behind_pending -= 1
+                if self.behind_pending == 0:
+                    if self.draining and self.active == 0:
+                        self.close_now()
+                    self.cond.notify_all()
 
     def close_now(self) -> None:
         """Close the instance (caller holds ``cond`` and made sure no unit is active)."""
@@ -212,7 +254,7 @@ class _Holder:
                 if wanted and time.monotonic() - self.opened_at >= TURN_S:
                     self.draining = True
                 idle = time.monotonic() - self.last_used > self.idle_release_s
-                if self.active == 0 and (self.draining or idle):
+                if self.active == 0 and self.behind_pending == 0 and (self.draining or idle):
                     self.close_now()
                     return
 
@@ -232,6 +274,7 @@ def _holder(path: Path) -> _Holder:
 def _close_all() -> None:
     for h in list(_holders.values()):
         with h.cond:
+            h.settle(BEHIND_EXIT_S)  # the writes behind are written before the process lets go of the file
             if h.active == 0:
                 h.close_now()
 
@@ -240,6 +283,7 @@ def _forget_after_fork() -> None:
     # a forked child must not touch the parent's instance: it opens its own
     for h in _holders.values():
         h.con, h.active, h.draining, h.cond, h.local = None, 0, False, threading.Condition(), threading.local()
+        h.behind, h.behind_pending, h.behind_thread = queue.SimpleQueue(), 0, None  # the parent writes its own
 
 
 atexit.register(_close_all)
@@ -463,10 +507,28 @@ class Database:
         """
         return self._retrying(work, self.unit, retries)
 
+    def write_behind(self, work: Callable[[duckdb.DuckDBPyConnection], object], *, what: str) -> None:
+        """Run ``work`` (one write statement, as for :meth:`write_one`) on this file's background
+        writer, after the caller goes on: its commit is off the caller's wait.
+
+        In this process it reads as written now: every unit started after this call (on any thread,
+        through any ``Database`` of the file) waits for it, and the file is not released to another
+        process or closed before it is written (nor does the process exit: ``_close_all``). Only for
+        bookkeeping that a later run redoes when a crash loses it: a failure is logged (``what``
+        names the record), never raised to the caller, who has gone on."""
+        h = self._holder
+        with h.cond:
+            h.behind_pending += 1
+            if h.behind_thread is None:
+                h.behind_thread = threading.Thread(target=h.run_behind, name="furnace-behind", daemon=True)
+                h.behind_thread.start()
+        h.behind.put((self, work, what))
+
     def close(self) -> None:
         """Release the file now (or, with units still running on other threads, when they end)."""
         h = self._holder
         with h.cond:
+            h.settle(self.lock_timeout_s)  # writes behind first: they read as written already
             if h.con is None:
                 return
             if h.active == 0:
@@ -479,7 +541,9 @@ class Database:
     def _acquire(self) -> duckdb.DuckDBPyConnection:
         h = self._holder
         with h.cond:
-            if h.draining and h.con is not None:
+            # Read-your-writes: a unit waits for the writes behind put before it (the writer's own don't).
+            h.settle(self.lock_timeout_s)
+            if h.draining and h.con is not None and not h.on_behind_thread():
                 # The file is being handed to another process: new units wait for the close, so the
                 # count of running units reaches zero even in a busy multi-threaded writer. Bounded,
                 # so a unit that waits for another thread's new unit can never deadlock.
@@ -498,7 +562,7 @@ class Database:
         with h.cond:
             h.active -= 1
             h.last_used = time.monotonic()
-            if h.active == 0 and h.draining:
+            if h.active == 0 and h.draining and h.behind_pending == 0:
                 h.close_now()
 
     def _open(self) -> None:

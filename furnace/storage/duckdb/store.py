@@ -257,7 +257,9 @@ class DuckDBStore:
         One read and at most one INSERT, so no BEGIN/COMMIT around them (``write_one``): a
         concurrent save of the same id makes the INSERT collide on ``(id, version)`` and the
         read + insert is retried, as a transaction would be. With ``if_latest`` (compare-and-set)
-        the check is inside the INSERT: one statement, no read, when it succeeds."""
+        the check is inside the INSERT (one statement, no read, when it succeeds; on its own, a
+        version saved meanwhile makes it collide on ``(id, version)``, which is cheaper than a
+        subquery looking for one)."""
         if if_latest is not None:
             return self.db.write_one(lambda con: self._save_if_latest(con, elixir, if_latest), retries=0)
         return self.db.write_one(
@@ -269,13 +271,19 @@ class DuckDBStore:
         content (its origin is carried over inside the statement); otherwise say why, writing nothing."""
         stored = as_stored(elixir, id=elixir.id, version=expected + 1, created_at=self._clock())
         row = _version_row(stored, "")
-        inserted = con.execute(
+        insert = (
             "INSERT INTO elixir_versions (id, version, origin, name, content_hash, body, created_at, language,"
             " expertise) SELECT ?, ?, origin, ?, ?, ?, ?, ?, ? FROM elixir_versions"
             " WHERE id = ? AND version = ? AND deleted_at IS NULL AND content_hash <> ?"
-            " AND NOT EXISTS (SELECT 1 FROM elixir_versions WHERE id = ? AND version > ?) RETURNING version",
-            [*row[:2], *row[3:], stored.id, expected, stored.content_hash, stored.id, expected],
-        ).fetchall()
+        )
+        params = [*row[:2], *row[3:], stored.id, expected, stored.content_hash]
+        if self.db.in_transaction:  # a failed statement would end the caller's transaction: check, don't collide
+            insert += " AND NOT EXISTS (SELECT 1 FROM elixir_versions WHERE id = ? AND version > ?)"
+            params += [stored.id, expected]
+        try:  # on its own, versions being contiguous, a later version makes ``expected + 1`` collide
+            inserted = con.execute(insert + " RETURNING version", params).fetchall()
+        except (duckdb.ConstraintException, duckdb.TransactionException):
+            inserted = []
         if inserted:
             return stored.ref
         found = con.execute(
