@@ -14,14 +14,18 @@ it offers one (``atomically``): all of it or nothing.
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import os
 import random
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from furnace.domain.agent import Agent, agent_id_for
 from furnace.domain.elixir import Elixir, ElixirRef, parse_elixir, slugify
@@ -29,7 +33,7 @@ from furnace.domain.errors import InputError, LineageError, NotFound
 from furnace.domain.lineage import Lineage
 from furnace.domain.render import render_prompt
 from furnace.fusion.embedding import Embedder
-from furnace.fusion.operators import OPERATORS, OperatorContext, expertise_distance
+from furnace.fusion.operators import OPERATORS, OperatorContext, OperatorResult, expertise_distance
 from furnace.fusion.operators.conflicts import check_hard_conflicts
 from furnace.fusion.operators.prompts import answer_versions
 from furnace.fusion.synthesis import SubResultCache, SynthesisCache, put_many
@@ -54,16 +58,74 @@ class FusionResult:
     model_calls: int = 0
 
 
+_POOLS: dict[int, ThreadPoolExecutor] = {}  # per process id: a forked child starts its own
+_POOLS_LOCK = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    with _POOLS_LOCK:
+        pool = _POOLS.get(os.getpid())
+        if pool is None:
+            pool = _POOLS[os.getpid()] = ThreadPoolExecutor(max_workers=4, thread_name_prefix="furnace-fuse-read")
+        return pool
+
+
+class _Beside(Generic[T]):
+    """A read run beside the caller's work: ``fn()`` handed to a worker thread, or run here.
+
+    ``result()`` runs ``fn`` on the caller's thread when no worker has begun it yet, so a busy
+    machine (where a worker may wait its turn for milliseconds) never makes the caller wait longer
+    than doing the read itself; leaving the ``with`` block waits for a read that did begin, so none
+    outlives its fusion. Workers are kept (a pool per process): handing over a read starts no thread."""
+
+    def __init__(self, fn: Callable[[], T], *, here: bool = False) -> None:
+        self._fn = fn
+        self._future: Future[T] | None = None if here else _pool().submit(contextvars.copy_context().run, fn)
+
+    def result(self) -> T:
+        if self._future is None or self._future.cancel():  # not begun: the caller reads it itself
+            self._future = Future()
+            try:
+                self._future.set_result(self._fn())
+            except Exception as err:  # kept, and raised at every result(), as a worker's would be
+                self._future.set_exception(err)
+        return self._future.result()
+
+    def __enter__(self) -> _Beside[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._future is not None and not self._future.cancel():
+            wait([self._future])
+
+
+def _beside(store: ElixirStore, fn: Callable[[], T]) -> _Beside[T]:
+    """``fn()`` beside the caller when ``store`` reads from a file (its class offers ``unit()``); on the
+    caller's thread, when asked for, otherwise: a store in memory, or a view that serves fusion's reads
+    from memory and forwards the rest (a run's ``RunStore``), where a hand-over costs more than the read."""
+    return _Beside(fn, here=not callable(getattr(type(store), "unit", None)))
+
+
+def _load_one(store: ElixirStore, parent: str | ElixirRef) -> Elixir:
+    if isinstance(parent, str) and "@" in parent:
+        id_, _, version = parent.rpartition("@")
+        if not version.isdigit():
+            raise InputError(f"bad parent reference {parent!r} (expected id or id@version)", field="parents")
+        parent = store.get_elixir(id_, int(version)).ref
+    return store.load_for_fusion(parent)
+
+
 def load_parents(store: ElixirStore, parents: Sequence[str | ElixirRef]) -> list[Elixir]:
-    """Load each parent for fusion (``id``, ``id@version`` or a ref); withdrawn → LineageError."""
-    loaded = []
-    for p in parents:
-        if isinstance(p, str) and "@" in p:
-            id_, _, version = p.rpartition("@")
-            if not version.isdigit():
-                raise InputError(f"bad parent reference {p!r} (expected id or id@version)", field="parents")
-            p = store.get_elixir(id_, int(version)).ref
-        loaded.append(store.load_for_fusion(p))
+    """Load each parent for fusion (``id``, ``id@version`` or a ref); withdrawn → LineageError.
+
+    On a store that reads from a file, the parents after the first are read on threads of their own
+    while the first is read here; the first parent (in the given order) that fails raises."""
+    with ExitStack() as stack:
+        rest = [_beside(store, partial(_load_one, store, p)) for p in parents[1:]]
+        for read in rest:
+            stack.enter_context(read)  # each is waited for, even when the first parent fails
+        first = [_load_one(store, parents[0])] if parents else []
+        loaded = first + [r.result() for r in rest]
     ids = [e.ref for e in loaded]
     if len(set(ids)) != len(ids):
         raise InputError("the same elixir version is listed twice as a parent", field="parents")
@@ -136,6 +198,10 @@ def _stored_agent(store: ElixirStore, agent_id: str, parents: Sequence[ElixirRef
     return store.get_agent(agent_id)
 
 
+class _StoredAlready(Exception):
+    """Stops an operator run before its model call: the agent is stored already."""
+
+
 def _atomically(store: ElixirStore, work: Callable[[], T]) -> T:
     """``work()`` in one transaction of ``store`` when it offers one (``atomically``), else as it is."""
     atomically = getattr(store, "atomically", None)
@@ -176,22 +242,41 @@ def fuse(
     stored_before: list[Agent] = []  # the agent, when the store held it already
     saved: list[Agent] = []  # the agent as this build's transaction left it in the store
 
-    def build() -> dict[str, Any]:
+    made: list[Agent] = []  # the agent this build made
+
+    def stored_or_none() -> Agent | None:
         try:
-            found = _stored_agent(store, agent_id, plan.parents)  # persisted earlier; the cache had expired
+            return _stored_agent(store, agent_id, plan.parents)  # persisted earlier; the cache had expired
+        except NotFound:
+            return None
+
+    def build() -> dict[str, Any]:
+        # "is it stored already?" is read beside the operator's own work; its model calls wait for the
+        # answer (a stored agent, or a tampered one, stops the run before any call)
+        with _beside(store, stored_or_none) as check:
+
+            def before_call() -> None:
+                if check.result() is not None:
+                    raise _StoredAlready
+
+            ctx = OperatorContext(
+                llm=llm,
+                embedder=embedder,
+                rng=random.Random(seed),
+                params=dict(fixed),
+                child_id=agent_id,
+                subcache=subcache,
+                before_call=before_call,
+            )
+            try:
+                result: OperatorResult | None = op.apply(loaded, ctx)
+            except _StoredAlready:
+                result = None
+            found = check.result()
+        if found is not None:
             stored_before[:] = [found]
             return _value(found)
-        except NotFound:
-            pass
-        ctx = OperatorContext(
-            llm=llm,
-            embedder=embedder,
-            rng=random.Random(seed),
-            params=dict(fixed),
-            child_id=agent_id,
-            subcache=subcache,
-        )
-        result = op.apply(loaded, ctx)
+        assert result is not None
         calls[0] = ctx.model_calls
         lineage = plan.model_copy(update={"resolution_notes": tuple(result.notes)})
         agent = Agent(
@@ -203,20 +288,26 @@ def fuse(
             members=result.members,
             created_at=datetime.now(UTC),
         )
+        made[:] = [agent]
         return _value(agent)
+
+    def persist(agent: Agent) -> Agent:
+        """(In the transaction.) The agent as the store holds it once saved."""
+        if stored_before:
+            return stored_before[0]
+        if store.save_agent(agent):
+            return agent
+        return store.get_agent(agent_id)  # it was there already: the stored (verified) one
 
     def put(key: str, value: dict[str, Any]) -> dict[str, Any]:
         """A new build's writes, one transaction: sub-results, cache entry, agent (with persona and edges)."""
 
         def work() -> dict[str, Any]:  # run again on a write conflict: idempotent
             winner = put_many(cache.kv, [*subcache.entries(), (key, value, cache.ttl_s)])[-1]
-            agent = _agent_from_value(winner, lineage_hash) or _agent_from_value(value, lineage_hash)
+            mine = made[0] if made else _agent_from_value(value, lineage_hash)
+            agent = mine if winner is value else _agent_from_value(winner, lineage_hash) or mine
             assert agent is not None  # this build's own value is an agent
-            if stored_before:
-                agent = stored_before[0]
-            elif not store.save_agent(agent):  # it was there already: use the stored (verified) one
-                agent = store.get_agent(agent_id)
-            saved[:] = [agent]
+            saved[:] = [persist(agent)]
             return winner
 
         winner = _atomically(store, work)
@@ -232,8 +323,13 @@ def fuse(
         assert built is not None
         agent, from_cache = built, False
     if not cache.known_persisted(store, lineage_hash):  # make sure this store holds the agent
-        if not store.save_agent(agent):  # it was there already: use the stored (verified) one
-            agent = store.get_agent(agent_id)
+        kept = agent
+
+        def work() -> Agent:  # (sub-results: only when built here, after a corrupted cache entry)
+            put_many(cache.kv, subcache.entries())
+            return persist(kept)
+
+        agent = _atomically(store, work)
         cache.mark_persisted(store, lineage_hash)
     return FusionResult(agent=agent, from_cache=from_cache, model_calls=calls[0])
 

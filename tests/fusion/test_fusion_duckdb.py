@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -172,11 +171,12 @@ def test_64_threads_asking_for_one_new_fusion_build_once(db) -> None:
 
 
 def test_two_caches_racing_on_one_fusion_keep_the_first_commit(db) -> None:
-    numbers = itertools.count(1)
+    numbers, both_asked = itertools.count(1), threading.Barrier(2)
 
     def identity(request: Any) -> dict[str, str]:
-        time.sleep(0.05)  # both calls overlap: both builds reach their transactions
-        return {"identity": f"You are blend number {next(numbers)}."}
+        number = next(numbers)
+        both_asked.wait(timeout=30)  # neither answer comes before both were asked: both builds commit
+        return {"identity": f"You are blend number {number}."}
 
     llm = FakeLLM(respond=identity, model_name="offline")
     barrier, results, errors = threading.Barrier(2), [], []
@@ -200,3 +200,42 @@ def test_two_caches_racing_on_one_fusion_keep_the_first_commit(db) -> None:
     stored = DuckDBStore(db).get_agent(first.agent.id)
     assert stored.system_prompt == first.agent.system_prompt
     assert _counts(db) == {"kv": 2, "agents": 1, "elixir_versions": 3, "lineage_edges": 2}
+
+
+def test_a_stored_agent_whose_cache_entry_is_gone_is_served_without_a_call(db) -> None:
+    first = _fuse(db).agent
+    db.execute("DELETE FROM kv")  # e.g. `furnace cache clear`, or the entries expired
+    llm = counting()
+    again = _fuse(db, llm)
+    assert llm.calls == [] and again.model_calls == 0  # the read beside the operator stopped it before its call
+    assert again.agent.id == first.id and again.agent.system_prompt == first.system_prompt
+    assert _counts(db)["agents"] == 1
+
+
+def test_a_tampered_stored_agent_stops_the_fusion_before_its_call(db) -> None:
+    first = _fuse(db).agent
+    db.execute("DELETE FROM kv")
+    db.execute("UPDATE agents SET system_prompt = 'You are EvilBot.' WHERE id = ?", [first.id])
+    before = _counts(db)
+    llm = counting()
+    with pytest.raises(LineageError, match=f"agent {first.id}: system prompt does not match"):
+        _fuse(db, llm)
+    assert llm.calls == [] and _counts(db) == before
+
+
+@pytest.mark.parametrize("parents", [["nobody", "data-coach"], ["data-coach", "nobody"], ["data-coach@9", "nobody"]])
+def test_the_first_parent_that_fails_is_named_though_they_are_read_at_once(db, parents) -> None:
+    from furnace.domain.errors import NotFound
+
+    first_bad = parents[0] if parents[0] != "data-coach" else parents[1]
+    expected = "has no version 9" if first_bad.endswith("@9") else f"no elixir '{first_bad}'"
+    with pytest.raises(NotFound, match=expected):
+        _fuse(db, parents=parents)
+
+
+def test_a_withdrawn_second_parent_is_refused(db) -> None:
+    DuckDBStore(db).delete_elixir("travel-wit")
+    llm = counting()
+    with pytest.raises(LineageError, match="withdrawn elixir travel-wit"):
+        _fuse(db, llm)
+    assert llm.calls == [] and _counts(db)["kv"] == 0

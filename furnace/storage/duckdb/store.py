@@ -124,6 +124,7 @@ class DuckDBStore:
         self._verified: dict[str, str] = {}  # agent id -> fingerprint of the record last verified in full
         # (Database.epoch, the ids checked at it): while the epoch is unchanged those need no new look
         self._checked: tuple[int, set[str]] = (-1, set())
+        self._checked_lock = threading.Lock()  # parents of one fusion are loaded on two threads at once
         # id -> (Database.epoch, latest version) read at that epoch: while it is unchanged, no newer version
         # (or deletion) can exist, so repeated reads of a latest version (a repeated fusion's parents) skip the query
         self._latest_read: OrderedDict[str, tuple[int, Elixir]] = OrderedDict()
@@ -333,8 +334,10 @@ class DuckDBStore:
 
     def _mark_checked(self, epoch: int, ids: Sequence[str]) -> None:
         """Record ``ids`` as verified agents or non-agents at ``epoch`` (see ``_verify_agents_among``)."""
-        checked_epoch, checked = self._checked
-        self._checked = (epoch, (checked if epoch == checked_epoch else set()) | set(ids))
+        with self._checked_lock:
+            checked_epoch, checked = self._checked
+            if epoch >= checked_epoch:  # (a mark of an older epoch is stale already)
+                self._checked = (epoch, (checked if epoch == checked_epoch else set()) | set(ids))
 
     def get_by_ref(self, ref: ElixirRef) -> Elixir:
         """The exact version; raises LineageError if its content hash differs."""
@@ -692,7 +695,7 @@ class DuckDBStore:
                 self._load_agents(con, "id IN (SELECT unnest(?::VARCHAR[]))", [list(stale)])
                 self._verified.update(stale)
             # every wanted id is now known at this epoch: a verified agent, or not an agent at all
-            self._checked = (epoch, (checked if epoch == checked_epoch else set()) | set(wanted))
+            self._mark_checked(epoch, wanted)
 
     def child_ids(self, parents: Sequence[str]) -> dict[str, set[str]]:
         """The ids of each parent's children by the lineage edges, in one query, unverified: a filter for
@@ -705,6 +708,13 @@ class DuckDBStore:
             ):
                 out[parent].add(child)
         return out
+
+    def stored_child(self, id: str, parents: Sequence[ElixirRef]) -> Agent:
+        """``get_agent(id)`` for a fusion's child (``fuse`` asks before building it): the usual answer,
+        "not stored", costs a point read of the id alone; a stored one is loaded and verified."""
+        if not self.db.query("SELECT id FROM agents WHERE id = ?", [id]):
+            raise NotFound(f"no agent {id!r}", field="id")
+        return self.get_agent(id)
 
     def get_agent(self, id: str) -> Agent:
         """Load and verify an agent; raises NotFound or LineageError."""
