@@ -23,11 +23,12 @@ def test_the_revision_bench_measures_duckdb_rounds(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(bench_revision, "ROUNDS", 3)
     db = Database(tmp_path / "bench.duckdb")
     counted: list[float] = []
-    total, baseline, calls = bench_revision.measure(
+    rounds, baselines, calls = bench_revision.measure(
         lambda: (DuckDBStore(db), DuckDBContentStore(db)), counted=(db, counted)
     )
     assert calls == 3 * 2  # each round: the edit and the preference extraction
-    assert total > 0 and baseline > 0
+    assert len(rounds) == len(baselines) == 3  # each round paired with its own baseline
+    assert all(r > 0 for r in rounds) and all(b > 0 for b in baselines)
     statements, cpu = counted
     assert 3 * 10 <= statements <= 3 * 20  # the rounds' own statements (budget: tests/storage)
     assert cpu > 0
@@ -39,6 +40,14 @@ def test_the_arena_bench_measures_duckdb_turns(tmp_path: Path, monkeypatch: pyte
     from furnace.storage.duckdb.arena import DuckDBArenaStore
 
     db = Database(tmp_path / "bench.duckdb")
-    turn, baseline, calls = bench_arena._measure(lambda: DuckDBArenaStore(db), db)
+    turns, baselines, calls = bench_arena._measure(lambda: DuckDBArenaStore(db), db)
     assert calls >= 4 * len(bench_arena.MESSAGES)  # four speakers a turn (and the open message's plan)
-    assert turn > 0 and baseline > 0
+    assert len(turns) == len(baselines) == len(bench_arena.MESSAGES)  # each turn paired with its baseline
+    assert all(t > 0 for t in turns) and all(b > 0 for b in baselines)
+
+
+def test_the_revision_bench_judges_the_median_round_against_its_own_baseline() -> None:
+    median, p90, whole = bench_revision.overheads([1.2, 1.1, 3.0], [1.0, 1.0, 1.0])
+    assert median == pytest.approx(0.2)  # the stalled third round does not move the median ...
+    assert p90 == pytest.approx(2.0)  # ... and is shown in the 90th percentile
+    assert whole == pytest.approx((5.3 - 3.0) / 3.0)
