@@ -198,23 +198,15 @@ class ContentStore(Protocol):
         persona_version: int | None,
         preferences: Sequence[dict[str, Any]],
         status: str,
+        behind: bool = False,
     ) -> bool:
-        """Mark a revision as processed (idempotent); False when it already was."""
-        ...
+        """Mark a revision as processed (idempotent); False when it already was.
 
-    def mark_processed_behind(
-        self,
-        revision_id: str,
-        *,
-        persona_id: str,
-        persona_version: int | None,
-        preferences: Sequence[dict[str, Any]],
-        status: str,
-    ) -> None:
-        """:meth:`mark_processed`, committed after the caller goes on where the store can (DuckDB:
-        ``Database.write_behind``); reads in this process see it at once. For a revision round,
-        whose learned persona version is committed before: a mark a crash loses is redone by the
-        next batch (it finds the revision in the persona's preferences and marks it "already")."""
+        With ``behind``, the mark is committed after the caller goes on where the store can (DuckDB:
+        ``Database.write_behind``; True then means handed over), and reads in this process see it at
+        once. For a revision round, whose learned persona version is committed before: a mark a crash
+        loses is redone by the next batch (it finds the revision in the persona's preferences and
+        marks it "already")."""
         ...
 
     def is_processed(self, revision_id: str) -> bool:

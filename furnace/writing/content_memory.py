@@ -129,6 +129,7 @@ class MemoryContentStore:
         persona_version: int | None,
         preferences: Sequence[dict[str, Any]],
         status: str,
+        behind: bool = False,  # nothing to commit: written at once
     ) -> bool:
         with self._lock:
             if revision_id in self._processed:
@@ -140,19 +141,6 @@ class MemoryContentStore:
                 "status": status,
             }
             return True
-
-    def mark_processed_behind(
-        self,
-        revision_id: str,
-        *,
-        persona_id: str,
-        persona_version: int | None,
-        preferences: Sequence[dict[str, Any]],
-        status: str,
-    ) -> None:
-        self.mark_processed(
-            revision_id, persona_id=persona_id, persona_version=persona_version, preferences=preferences, status=status
-        )
 
     def is_processed(self, revision_id: str) -> bool:
         with self._lock:

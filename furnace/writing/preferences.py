@@ -208,7 +208,7 @@ def save_learned(
 
     With ``mark_behind`` (a revision round, whose user waits for this) only the version is committed
     on the caller's wait (one statement: a commit is the costliest part of a write) and the mark is
-    written behind it (``ContentStore.mark_processed_behind``): it is bookkeeping, read at once in
+    written behind it (``ContentStore.mark_processed(..., behind=True)``): it is bookkeeping, read at once in
     this process and redone by the next batch if a crash loses it.
 
     The version is saved only while ``persona`` is still the latest (compare-and-set, checked inside
@@ -217,7 +217,6 @@ def save_learned(
     merged = merge_preferences(persona.style_preferences, learned)
     ref: ElixirRef | None = None
     updated: Elixir | None = None
-    mark = content_store.mark_processed_behind if mark_behind else content_store.mark_processed
     # one connection and one transaction for the version and the mark, unless the mark goes behind
     with nullcontext() if mark_behind else unit_of_work(store, content_store):
         for attempt in range(_SAVE_TRIES):
@@ -234,12 +233,13 @@ def save_learned(
                 persona = store.get_elixir(persona.id)  # saved (or deleted) meanwhile: learn on top of that
                 if persona.withdrawn:
                     raise
-        mark(
+        content_store.mark_processed(
             revision.id,
             persona_id=persona.id,
             persona_version=ref.version if ref else persona.version,
             preferences=[p.model_dump(mode="json") for p in learned],
             status="learned" if learned else "nothing",
+            behind=mark_behind,
         )
     return PreferenceUpdate(
         revision.id, "learned" if learned else "nothing", tuple(learned), ref, tuple(merged), updated if ref else None

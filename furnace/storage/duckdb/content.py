@@ -215,21 +215,13 @@ class DuckDBContentStore:
         persona_version: int | None,
         preferences: Sequence[dict[str, Any]],
         status: str,
+        behind: bool = False,
     ) -> bool:
         mark = _Mark(revision_id, persona_id, persona_version, preferences, status)
+        if behind:
+            self.db.write_behind(mark.insert, what=f"the processed mark of {revision_id}")
+            return True
         return bool(self.db.write_one(mark.insert, retries=self._conflict_retries))
-
-    def mark_processed_behind(
-        self,
-        revision_id: str,
-        *,
-        persona_id: str,
-        persona_version: int | None,
-        preferences: Sequence[dict[str, Any]],
-        status: str,
-    ) -> None:
-        mark = _Mark(revision_id, persona_id, persona_version, preferences, status)
-        self.db.write_behind(mark.insert, what=f"the processed mark of {revision_id}")
 
     # --- reads -----------------------------------------------------------
 
