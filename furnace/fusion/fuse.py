@@ -36,7 +36,7 @@ from furnace.fusion.embedding import Embedder
 from furnace.fusion.operators import OPERATORS, OperatorContext, OperatorResult, expertise_distance
 from furnace.fusion.operators.conflicts import check_hard_conflicts
 from furnace.fusion.operators.prompts import answer_versions
-from furnace.fusion.synthesis import SubResultCache, SynthesisCache, put_many
+from furnace.fusion.synthesis import Found, SubResultCache, SynthesisCache, put_many, synth_key
 from furnace.llm.seam import LLM
 from furnace.settings import FurnaceSettings
 from furnace.storage.store import ElixirStore
@@ -80,29 +80,36 @@ class _Beside(Generic[T]):
 
     def __init__(self, fn: Callable[[], T], *, here: bool = False) -> None:
         self._fn = fn
-        self._future: Future[T] | None = None if here else _pool().submit(contextvars.copy_context().run, fn)
+        if here:  # read now, on this thread; its error is raised at result(), as a worker's would be
+            self._future: Future[T] = Future()
+            self._run_here()
+        else:
+            self._future = _pool().submit(contextvars.copy_context().run, fn)
+
+    def _run_here(self) -> None:
+        try:
+            self._future.set_result(self._fn())
+        except Exception as err:  # kept, and raised at every result()
+            self._future.set_exception(err)
 
     def result(self) -> T:
-        if self._future is None or self._future.cancel():  # not begun: the caller reads it itself
+        if self._future.cancel():  # no worker has begun it: the caller reads it itself
             self._future = Future()
-            try:
-                self._future.set_result(self._fn())
-            except Exception as err:  # kept, and raised at every result(), as a worker's would be
-                self._future.set_exception(err)
+            self._run_here()
         return self._future.result()
 
     def __enter__(self) -> _Beside[T]:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._future is not None and not self._future.cancel():
+        if not self._future.cancel():
             wait([self._future])
 
 
 def _beside(store: ElixirStore, fn: Callable[[], T]) -> _Beside[T]:
-    """``fn()`` beside the caller when ``store`` reads from a file (its class offers ``unit()``); on the
-    caller's thread, when asked for, otherwise: a store in memory, or a view that serves fusion's reads
-    from memory and forwards the rest (a run's ``RunStore``), where a hand-over costs more than the read."""
+    """``fn()`` beside the caller when ``store`` reads from a file (its class offers ``unit()``); at once on
+    the caller's thread otherwise: a store in memory, or a view that serves fusion's reads from memory
+    and forwards the rest (a run's ``RunStore``), where a hand-over costs more than the read."""
     return _Beside(fn, here=not callable(getattr(type(store), "unit", None)))
 
 
@@ -198,8 +205,8 @@ def _stored_agent(store: ElixirStore, agent_id: str, parents: Sequence[ElixirRef
     return store.get_agent(agent_id)
 
 
-class _StoredAlready(Exception):
-    """Stops an operator run before its model call: the agent is stored already."""
+class _Stop(Exception):
+    """Stops an operator run before its model call: the agent is cached or stored already."""
 
 
 def _atomically(store: ElixirStore, work: Callable[[], T]) -> T:
@@ -250,14 +257,19 @@ def fuse(
         except NotFound:
             return None
 
+    rebuilding = [False]  # a corrupted cache entry is rebuilt: the entry read again is not a hit
+
+    def cached_or_none() -> dict[str, Any] | None:
+        return None if rebuilding[0] else cache.kv.get(synth_key(lineage_hash))
+
     def build() -> dict[str, Any]:
-        # "is it stored already?" is read beside the operator's own work; its model calls wait for the
-        # answer (a stored agent, or a tampered one, stops the run before any call)
-        with _beside(store, stored_or_none) as check:
+        # the cache entry and "is it stored already?" are read beside the operator's own work; its model
+        # calls wait for both answers (an entry, a stored agent or a tampered one stops it before any call)
+        with _beside(store, cached_or_none) as entry, _beside(store, stored_or_none) as check:
 
             def before_call() -> None:
-                if check.result() is not None:
-                    raise _StoredAlready
+                if entry.result() is not None or check.result() is not None:
+                    raise _Stop
 
             ctx = OperatorContext(
                 llm=llm,
@@ -270,11 +282,14 @@ def fuse(
             )
             try:
                 result: OperatorResult | None = op.apply(loaded, ctx)
-            except _StoredAlready:
+            except _Stop:
                 result = None
-            found = check.result()
+            hit, found = entry.result(), check.result()
         if found is not None:
             stored_before[:] = [found]
+        if hit is not None:
+            raise Found(hit)  # served as a cache hit
+        if found is not None:
             return _value(found)
         assert result is not None
         calls[0] = ctx.model_calls
@@ -314,22 +329,23 @@ def fuse(
         cache.mark_persisted(store, lineage_hash)  # before the threads waiting on this build look
         return winner
 
-    value, from_cache = cache.get_or_build(lineage_hash, build, put=put)
+    value, from_cache = cache.get_or_build(lineage_hash, build, put=put, read=False)
     if saved:  # built and stored here
         return FusionResult(agent=saved[0], from_cache=from_cache, model_calls=calls[0])
     agent = _agent_from_value(value, lineage_hash)
     if agent is None:  # a corrupted cache entry counts as a miss (it is not replaced: rows are insert-if-absent)
+        rebuilding[0] = True
         built = _agent_from_value(build(), lineage_hash)
         assert built is not None
         agent, from_cache = built, False
     if not cache.known_persisted(store, lineage_hash):  # make sure this store holds the agent
-        kept = agent
+        kept, entries = agent, subcache.entries()  # (sub-results: only when rebuilt here, after a corrupted entry)
 
-        def work() -> Agent:  # (sub-results: only when built here, after a corrupted cache entry)
-            put_many(cache.kv, subcache.entries())
+        def work() -> Agent:
+            put_many(cache.kv, entries)
             return persist(kept)
 
-        agent = _atomically(store, work)
+        agent = stored_before[0] if stored_before and not entries else _atomically(store, work)
         cache.mark_persisted(store, lineage_hash)
     return FusionResult(agent=agent, from_cache=from_cache, model_calls=calls[0])
 

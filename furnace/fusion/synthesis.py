@@ -97,6 +97,14 @@ class _Flight:
         self.error: BaseException | None = None
 
 
+class Found(Exception):
+    """Raised by a build that found the cache entry itself (``get_or_build(..., read=False)``)."""
+
+    def __init__(self, value: dict[str, Any]) -> None:
+        super().__init__("found in the cache")
+        self.value = value
+
+
 class SynthesisCache:
     """Rendered agents by lineage hash, single-flight in process, insert-if-absent across."""
 
@@ -126,12 +134,18 @@ class SynthesisCache:
                 self._memo.popitem(last=False)
         return value
 
-    def _lookup(self, key: str) -> dict[str, Any] | None:
+    def _memo_hit(self, key: str) -> dict[str, Any] | None:
         with self._lock:
             item = self._memo.get(key)
             if item is not None and item[1] > time.time():
                 return item[0]
             self._memo.pop(key, None)
+        return None
+
+    def _lookup(self, key: str) -> dict[str, Any] | None:
+        found = self._memo_hit(key)
+        if found is not None:
+            return found
         hit = self.kv.get(key)
         return self._remember(key, hit) if hit is not None else None
 
@@ -160,6 +174,7 @@ class SynthesisCache:
         build: Callable[[], dict[str, Any]],
         *,
         put: Callable[[str, dict[str, Any]], dict[str, Any]] | None = None,
+        read: bool = True,
     ) -> tuple[dict[str, Any], bool]:
         """``(value, from_cache)``. ``build`` runs at most once per key at a time in this
         process; callers that joined a build in flight get its value with ``from_cache=True``.
@@ -167,9 +182,13 @@ class SynthesisCache:
         ``put(key, value)`` stores a built value and returns the stored (winning) one; by default
         ``kv.put_if_absent``. A caller passes its own to store the value together with what belongs
         with it (``fuse``: the agent and the sub-results, in one transaction); the callers waiting
-        on this build are released only after it returned."""
+        on this build are released only after it returned.
+
+        Without ``read``, only the in-process memo is looked at before the build: the build reads
+        the KV itself (``fuse``: beside the operator's work, before any model call) and raises
+        :class:`Found` with the entry it found, which is then served as a hit."""
         key = synth_key(lineage_hash)
-        hit = self._lookup(key)
+        hit = self._lookup(key) if read else self._memo_hit(key)
         if hit is not None:
             return hit, True
         with self._lock:
@@ -192,7 +211,13 @@ class SynthesisCache:
                 return done[0], True
             with self._lock:
                 self.builds += 1
-            value = build()
+            try:
+                value = build()
+            except Found as found:  # not a build after all: the entry was there
+                with self._lock:
+                    self.builds -= 1
+                flight.value = self._remember(key, found.value)
+                return flight.value, True
             value.setdefault("built_at", datetime.now(UTC).isoformat())
             value.setdefault("lineage_hash", lineage_hash)
             stored = put(key, value) if put is not None else self.kv.put_if_absent(key, value, self.ttl_s)

@@ -239,3 +239,37 @@ def test_a_withdrawn_second_parent_is_refused(db) -> None:
     with pytest.raises(LineageError, match="withdrawn elixir travel-wit"):
         _fuse(db, llm)
     assert llm.calls == [] and _counts(db)["kv"] == 0
+
+
+def test_an_altered_cache_row_read_beside_the_operator_is_refused(db) -> None:
+    first = _fuse(db).agent
+    db.execute(
+        "UPDATE kv SET value = json_merge_patch(value, '{\"prompt\": \"You are evil.\"}') WHERE key LIKE 'synth:%'"
+    )
+    llm = counting()
+    with pytest.raises(LineageError, match="altered"):
+        _fuse(db, llm)  # a new cache object (another process): the row is read, not the memo
+    assert llm.calls == [] and DuckDBStore(db).get_agent(first.id).system_prompt == first.system_prompt
+
+
+def test_a_corrupted_cache_row_is_a_miss_and_the_stored_agent_is_served(db, monkeypatch) -> None:
+    first = _fuse(db).agent
+    db.execute("UPDATE kv SET value = '{\"agent\": 1}' WHERE key LIKE 'synth:%'")
+    recorded = _Recorder(monkeypatch)
+    llm = counting()
+    again = _fuse(db, llm)
+    assert llm.calls == [] and not again.from_cache  # rebuilt: "is it stored?" found the agent
+    assert again.agent.id == first.id and again.agent.system_prompt == first.system_prompt
+    assert _counts(db)["agents"] == 1 and all(dbmod._reads_only(s) for s in recorded.sql[:-4])
+
+
+def test_a_new_process_repeating_a_fusion_reads_and_writes_nothing_more(db, monkeypatch) -> None:
+    _fuse(db)
+    recorded = _Recorder(monkeypatch)
+    llm = counting()
+    again = _fuse(db, llm)  # a new store and cache object: nothing known in memory
+    assert again.from_cache and llm.calls == []
+    # reads only, no transaction: the parents (2), the cache entry, and beside it "is it stored?" (found:
+    # loaded and verified, 1 + 3, so it is not written again) while the operator looked up its identity
+    # (11 before, with a transaction that wrote nothing)
+    assert all(dbmod._reads_only(s) for s in recorded.sql) and len(recorded.sql) <= 8, recorded.sql
