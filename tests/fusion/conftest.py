@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pytest
 
@@ -75,3 +77,28 @@ def cache() -> SynthesisCache:
 @pytest.fixture()
 def fsettings(tmp_path) -> FurnaceSettings:
     return FurnaceSettings(home=tmp_path / "home", embedder="hash")
+
+
+T = TypeVar("T")
+
+
+def all_at_once(n: int, call: Callable[[], T]) -> list[T]:
+    """``call()`` on ``n`` threads released together (a barrier): their results, in finishing order;
+    the first error any of them raised is raised here."""
+    barrier, results, errors = threading.Barrier(n), [], []
+
+    def worker() -> None:
+        try:
+            barrier.wait()
+            results.append(call())
+        except Exception as err:  # raised below, in the test's thread
+            errors.append(err)
+
+    threads = [threading.Thread(target=worker) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return results

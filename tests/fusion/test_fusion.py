@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 
 import pytest
 
@@ -16,7 +15,7 @@ from furnace.llm.fakes import SlowLLM
 from furnace.llm.offline.engine import OfflineEngine
 from furnace.storage.memory import MemoryStore
 
-from .conftest import COACH, WIT, counting, make_elixir
+from .conftest import COACH, WIT, all_at_once, counting, make_elixir
 
 PAIR = ["data-coach", "travel-wit"]
 
@@ -116,22 +115,7 @@ def test_operator_is_chosen_by_expertise_distance(store, cache, fsettings) -> No
 def test_64_concurrent_fusions_build_once(store, fsettings) -> None:
     cache = SynthesisCache(MemoryKV())
     llm = SlowLLM(OfflineEngine(), 0.05)
-    barrier = threading.Barrier(64)
-    results, errors = [], []
-
-    def worker() -> None:
-        try:
-            barrier.wait()
-            results.append(run(store, cache, llm=llm, operator="crossover", settings=fsettings))
-        except Exception as err:  # pragma: no cover - reported below
-            errors.append(err)
-
-    threads = [threading.Thread(target=worker) for _ in range(64)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    results = all_at_once(64, lambda: run(store, cache, llm=llm, operator="crossover", settings=fsettings))
     assert cache.builds == 1
     assert len({r.agent.id for r in results}) == 1
     assert sum(not r.from_cache for r in results) == 1

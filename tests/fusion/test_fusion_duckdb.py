@@ -21,7 +21,7 @@ from furnace.storage.duckdb.db import Database
 from furnace.storage.duckdb.kv import DuckDBKV
 from furnace.storage.duckdb.store import DuckDBStore
 
-from .conftest import COACH, WIT, counting, make_elixir
+from .conftest import COACH, WIT, all_at_once, counting, make_elixir
 
 PAIR = ["data-coach", "travel-wit"]
 
@@ -148,23 +148,9 @@ def test_a_tampered_library_parent_is_refused(db) -> None:
 def test_64_threads_asking_for_one_new_fusion_build_once(db) -> None:
     cache, llm = SynthesisCache(DuckDBKV(db)), SlowLLM(OfflineEngine(), 0.05)
     store = DuckDBStore(db)
-    barrier, results, errors = threading.Barrier(64), [], []
-
-    def worker() -> None:
-        try:
-            barrier.wait()
-            results.append(
-                fuse(store, PAIR, llm=llm, embedder=HashEmbedder(), cache=cache, operator="crossover", seed=5)
-            )
-        except Exception as err:  # pragma: no cover - reported below
-            errors.append(err)
-
-    threads = [threading.Thread(target=worker) for _ in range(64)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    results = all_at_once(
+        64, lambda: fuse(store, PAIR, llm=llm, embedder=HashEmbedder(), cache=cache, operator="crossover", seed=5)
+    )
     assert cache.builds == 1 and llm.calls == 1
     assert len({r.agent.id for r in results}) == 1 and sum(not r.from_cache for r in results) == 1
     assert _counts(db) == {"kv": 2, "agents": 1, "elixir_versions": 3, "lineage_edges": 2}
@@ -179,21 +165,8 @@ def test_two_caches_racing_on_one_fusion_keep_the_first_commit(db) -> None:
         return {"identity": f"You are blend number {number}."}
 
     llm = FakeLLM(respond=identity, model_name="offline")
-    barrier, results, errors = threading.Barrier(2), [], []
-
-    def worker() -> None:
-        try:
-            barrier.wait()
-            results.append(_fuse(db, llm, cache=SynthesisCache(DuckDBKV(db))))  # caches of two processes
-        except Exception as err:  # pragma: no cover - reported below
-            errors.append(err)
-
-    threads = [threading.Thread(target=worker) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == [] and len(llm.calls) == 2
+    results = all_at_once(2, lambda: _fuse(db, llm, cache=SynthesisCache(DuckDBKV(db))))  # caches of two processes
+    assert len(llm.calls) == 2
     first, second = results
     assert first.agent.id == second.agent.id
     assert first.agent.system_prompt == second.agent.system_prompt  # the loser returns the winner's agent

@@ -513,18 +513,7 @@ class DuckDBStore:
             edges: list[Any] = []
             for agent, ref in zip(new, refs, strict=True):
                 lineage = agent.lineage
-                seal = record_seal(lineage, ref.content_hash, agent.system_prompt, agent.tools, agent.members)
-                rows += [
-                    agent.id,
-                    lineage.model_dump_json(),
-                    lineage.lineage_hash,
-                    ref.version,
-                    agent.system_prompt,
-                    json.dumps(list(agent.tools)),
-                    json.dumps([m.model_dump(mode="json") for m in agent.members]),
-                    _to_db(self._clock()),
-                    json.dumps(seal, sort_keys=True),
-                ]
+                rows += self._agent_row(agent, ref.version, ref.content_hash)
                 edges += [
                     v
                     for p in lineage.parents
@@ -551,6 +540,22 @@ class DuckDBStore:
 
         return self._write(work)
 
+    def _agent_row(self, agent: Agent, version: int, content_hash: str) -> list[Any]:
+        """The ``agents`` columns of ``agent`` whose persona is stored as ``version`` with ``content_hash``."""
+        lineage = agent.lineage
+        seal = record_seal(lineage, content_hash, agent.system_prompt, agent.tools, agent.members)
+        return [
+            agent.id,
+            lineage.model_dump_json(),
+            lineage.lineage_hash,
+            version,
+            agent.system_prompt,
+            json.dumps(list(agent.tools)),
+            json.dumps([m.model_dump(mode="json") for m in agent.members]),
+            _to_db(self._clock()),
+            json.dumps(seal, sort_keys=True),
+        ]
+
     def _save_new_agent(self, con: Con, agent: Agent) -> bool | None:
         """Save a new agent in three plain INSERTs (True); None, having written nothing, unless it is new.
 
@@ -561,26 +566,13 @@ class DuckDBStore:
         path. Called inside ``save_agents``' transaction: all three rows commit together."""
         lineage = agent.lineage
         stored = as_stored(agent.elixir, id=agent.id, version=1, created_at=self._clock())
-        seal = record_seal(lineage, stored.content_hash, agent.system_prompt, agent.tools, agent.members)
         inserted = con.execute(
             "INSERT INTO agents (id, lineage, lineage_hash, elixir_version, system_prompt, tools, members,"
-            " created_at, seal) SELECT ?, ?, ?, 1, ?, ?, ?, ?, ?"
+            " created_at, seal) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?"
             " WHERE NOT EXISTS (SELECT 1 FROM agents WHERE id = ?)"
             " AND NOT EXISTS (SELECT 1 FROM elixir_versions WHERE id = ?)"
             " AND NOT EXISTS (SELECT 1 FROM lineage_edges WHERE child = ?) RETURNING id",
-            [
-                agent.id,
-                lineage.model_dump_json(),
-                lineage.lineage_hash,
-                agent.system_prompt,
-                json.dumps(list(agent.tools)),
-                json.dumps([m.model_dump(mode="json") for m in agent.members]),
-                _to_db(self._clock()),
-                json.dumps(seal, sort_keys=True),
-                agent.id,
-                agent.id,
-                agent.id,
-            ],
+            [*self._agent_row(agent, 1, stored.content_hash), agent.id, agent.id, agent.id],
         ).fetchall()
         if not inserted:
             return None
