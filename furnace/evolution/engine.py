@@ -45,7 +45,13 @@ from furnace.evolution.assessments import individual_assessments
 from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.evaluate import evaluate_agent, failed_evaluation
 from furnace.evolution.metering import MeteredLLM, completion_totals, error_totals
-from furnace.evolution.records import ExperimentRecord, ExperimentResults, GenerationRecord, IndividualRecord
+from furnace.evolution.records import (
+    ExperimentRecord,
+    ExperimentResults,
+    GenerationRecord,
+    IndividualRecord,
+    MemoryResults,
+)
 from furnace.evolution.reflection import (
     SINGLE_PARENT,
     BreedingMemory,
@@ -338,12 +344,17 @@ class Evolution:
             if bred.agent_id in known:  # same child already evaluated in this generation
                 return known[bred.agent_id]
             elixir, prompt, agent_id, lineage_hash = bred.elixir, bred.system_prompt, bred.agent_id, bred.lineage_hash
-        peers = (
-            [(e.id, render_prompt(e)) for e in self.seeds]
-            if plan.elixir is not None
-            else [(p.agent_id, p.system_prompt) for p in population]
-        )
-        others = [v for pid, text in peers if pid != agent_id and (v := self._vector(pid, text)) is not None]
+
+        def vectors() -> tuple[list[float] | None, list[list[float]]]:
+            """The agent's and its peers' embeddings (for diversity), computed while its probes run."""
+            peers = (
+                [(e.id, render_prompt(e)) for e in self.seeds]
+                if plan.elixir is not None
+                else [(p.agent_id, p.system_prompt) for p in population]
+            )
+            others = [v for pid, text in peers if pid != agent_id and (v := self._vector(pid, text)) is not None]
+            return self._vector(agent_id, prompt), others
+
         step = (
             root.child("evaluate", {"agent_id": agent_id, "probes": len(self.probes.probes)}, "chain") if root else None
         )
@@ -355,8 +366,7 @@ class Evolution:
             self.probes,
             self.config.scorers,
             seed=self.config.seed,
-            vector=self._vector(agent_id, prompt),
-            population_vectors=others,
+            vectors=vectors,
             parallel=min(4, self.config.concurrency),
             span=step,
             pool=self._probe_pool,
@@ -435,8 +445,12 @@ class Evolution:
         for_run = getattr(self.breeder, "for_run", None)  # new agents written behind, with the records
         self._breed = for_run(self._writer.put) if callable(for_run) else self.breeder
         self._recorded: dict[int, dict[int, IndividualRecord]] = {}
+        # the experiment's individuals as the store holds them: what was read at the start, then every
+        # write this run queues, applied with the same semantics (the report is built from it, no read-back)
+        self._stored = MemoryResults()
         for rec in self.results.individuals(self.experiment_id):  # one read: what a previous run finished
             self._recorded.setdefault(rec.generation, {})[rec.slot] = rec
+            self._stored.save_individual(rec)
         # what earlier runs spent per generation: a rerun adds to it, never overwrites it
         self._spent_before = {g.generation: _generation_totals(g) for g in self.results.generations(self.experiment_id)}
         workers = min(max(cfg.children_per_generation, len(self.seeds), 1), 64)
@@ -446,18 +460,21 @@ class Evolution:
         self._probe_pool = ThreadPoolExecutor(self._probe_threads, thread_name_prefix="furnace-probe")
         schedule = _Schedule(self, random.Random(cfg.seed), runner)
         try:
-            schedule.run()
-        except BudgetExceeded as err:
-            self.status = f"stopped: {err}"
-        finally:
             try:
-                runner.close()
+                schedule.run()
+            except BudgetExceeded as err:
+                self.status = f"stopped: {err}"
             finally:
-                pool, self._probe_pool = self._probe_pool, None
-                pool.shutdown(wait=False)  # idle by now (every unit waited for its probes): no join on the wall
-                self._writer.flush()  # everything finished is on disk before the run reports or dies
+                try:
+                    runner.close()
+                finally:
+                    pool, self._probe_pool = self._probe_pool, None
+                    pool.shutdown(wait=False)  # idle by now (every unit waited for its probes): no join on the wall
+        except BaseException:
+            self._writer.flush()  # everything finished is on disk before the run dies
+            raise
         report = build_report(
-            self.results.individuals(self.experiment_id),
+            self._stored.individuals(self.experiment_id),
             schedule.history,
             experiment_id=self.experiment_id,
             name=self.config.name,
@@ -467,9 +484,22 @@ class Evolution:
             totals=self.run_totals().as_dict(),
             judge_model=self.judge_model,
         )
-        self.results.finish_experiment(self.experiment_id, self.status, report.summary())
+        # the experiment's status and summary in the unit of work of the last records, then everything is on disk
+        self._writer.put(
+            Deferred(partial(self.results.finish_experiment, self.experiment_id, self.status, report.summary()))
+        )
+        self._writer.flush()
         self.tracker.finish(self.status, report.tags(), report.artifacts(), report.totals)
         return report
+
+    def _save(self, record: IndividualRecord, *, replace: bool) -> None:
+        """Queue ``record``'s write (saved in the background, batched, as units finish; ``replace``: it
+        replaces what is recorded at its slot) and apply it to the run's view of the stored records."""
+        self._writer.put(Replacement(record) if replace else record)
+        if replace:
+            self._stored.replace_individual(record)
+        else:
+            self._stored.save_individual(record)
 
     def write_with_records(self, write: Callable[[], None]) -> None:
         """Queue ``write`` on the run's record writer: done in order with the records put after it, in
@@ -586,8 +616,7 @@ class _Schedule:
                 self.error = err
             return unit, None
         if record.experiment_id == self.evo.experiment_id and record.slot == unit.slot:
-            # saved in the background, batched, as units finish
-            self.evo._writer.put(Replacement(record) if unit.order in self.replacing else record)
+            self.evo._save(record, replace=unit.order in self.replacing)
         return unit, record
 
     def drain(self) -> None:
@@ -600,8 +629,11 @@ class _Schedule:
     # --- the loop ---------------------------------------------------------
 
     def run(self) -> None:
+        metered = self.evo.metered
+        metered.first_come_first_served(True)  # generation 0: every plan waits for all of it
         if not self.seed_generation():
             return
+        metered.first_come_first_served(False)  # the oldest units first: the next plans wait on them
         for n in range(min(self.window, self.total)):
             self.plan(n)
         while self.taken < self.planned:

@@ -110,9 +110,14 @@ def _score_probe(
     return rows
 
 
-def _bounded_map(pool: Executor, fn: Callable[[T], R], items: Sequence[T], width: int) -> list[R]:
-    """``fn`` over ``items`` on ``pool``, at most ``width`` at once; results in order."""
+def _bounded_map(
+    pool: Executor, fn: Callable[[T], R], items: Sequence[T], width: int, meanwhile: Callable[[], None] | None = None
+) -> list[R]:
+    """``fn`` over ``items`` on ``pool``, at most ``width`` at once; results in order. ``meanwhile``
+    runs on the calling thread once the first ``width`` are submitted."""
     pending: deque[Future[R]] = deque(pool.submit(fn, item) for item in items[:width])
+    if meanwhile is not None:
+        meanwhile()
     rest = iter(items[width:])
     out: list[R] = []
     while pending:
@@ -150,6 +155,7 @@ def evaluate_agent(
     seed: int,
     vector: Sequence[float] | None = None,
     population_vectors: Sequence[Sequence[float]] = (),
+    vectors: Callable[[], tuple[Sequence[float] | None, Sequence[Sequence[float]]]] | None = None,
     parallel: int = 1,
     judge: LLM | None = None,
     span: Span | None = None,
@@ -158,15 +164,27 @@ def evaluate_agent(
     """Answer and score every probe (``parallel`` probes at once; the model's own concurrency
     bound still applies), add diversity, and compute the weighted fitness. Judge scorers ask
     ``judge`` (default: ``llm``); ``span``: the step the in-process scorers are traced under;
-    ``pool``: threads shared by the units of a run for their probes (else a pool of this call's own)."""
+    ``pool``: threads shared by the units of a run for their probes (else a pool of this call's own).
+    ``vectors`` (instead of ``vector`` and ``population_vectors``): computes both for diversity while
+    the probes' model calls are under way (with ``pool``), so the calls never wait for the embedder."""
     rows: list[ScoreRow] = []
     judge_llm = judge if judge is not None else llm
+    wants_diversity = scorers.get("diversity", 0) > 0
+    embedded: list[tuple[Sequence[float] | None, Sequence[Sequence[float]]]] = []
+    failed: list[BaseException] = []
+
+    def embed() -> None:
+        if wants_diversity and vectors is not None and not embedded and not failed:
+            try:
+                embedded.append(vectors())
+            except Exception as err:  # raised once the probes are done: no call is left running
+                failed.append(err)
 
     def one(probe: Probe) -> list[ScoreRow]:
         return _score_probe(llm, elixir, system_prompt, probe, probes, scorers, seed, judge_llm, span)
 
     if parallel > 1 and len(probes.probes) > 1 and pool is not None:
-        for part in _bounded_map(pool, one, probes.probes, parallel):
+        for part in _bounded_map(pool, one, probes.probes, parallel, meanwhile=embed):
             rows.extend(part)
     elif parallel > 1 and len(probes.probes) > 1:
         with ThreadPoolExecutor(max_workers=min(parallel, len(probes.probes))) as own:
@@ -175,12 +193,16 @@ def evaluate_agent(
     else:
         for probe in probes.probes:
             rows.extend(one(probe))
-    if scorers.get("diversity", 0) > 0:
+    embed()
+    if failed:
+        raise failed[0]
+    if wants_diversity:
+        own_vector, peers = embedded[0] if embedded else (vector, population_vectors)
         score = _tool(
             span,
             "diversity",
             "*",
-            lambda: diversity(vector, population_vectors) if vector is not None else Score.failure("no embedding"),
+            lambda: diversity(own_vector, peers) if own_vector is not None else Score.failure("no embedding"),
         )
         rows.append(ScoreRow("*", "diversity", score.value, score.reason, score.failed))
     return combine(rows, scorers)

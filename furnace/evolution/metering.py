@@ -7,6 +7,11 @@ from the call ledger, which also holds what earlier (interrupted) runs spent.
 Its slots are handed out by priority: when a slot frees, the waiting call with the smallest
 priority gets it (ties: first come, first served). The evolution loop gives each unit its
 order number as priority, so the units closest to finishing (the oldest) are served first.
+Generation 0 is the exception: every plan needs all of it, so no seed is more urgent than
+another, and the loop has its calls served first come, first served
+(:meth:`MeteredLLM.first_come_first_served`): a seed's judge calls queue behind the other seeds'
+replies, so generation 0 ends with many independent judge calls rather than the last seed's
+reply → judge chain on mostly idle slots.
 """
 
 from __future__ import annotations
@@ -61,9 +66,20 @@ class PrioritySlots:
         self._lock = threading.Lock()
         self._waiters: list[tuple[float, int, threading.Event]] = []
         self._order = itertools.count()
+        self._arrival = False
+
+    def by_arrival(self, on: bool) -> None:
+        """``on``: priorities are ignored (first come, first served, the waiters too); off: obeyed again."""
+        with self._lock:
+            self._arrival = on
+            if on:
+                self._waiters = [(0.0, seq, turn) for _, seq, turn in self._waiters]
+                heapq.heapify(self._waiters)
 
     def acquire(self, priority: float = 0.0) -> None:
         with self._lock:
+            if self._arrival:
+                priority = 0.0
             if self._free > 0 and not self._waiters:
                 self._free -= 1
                 return
@@ -127,6 +143,10 @@ class MeteredLLM:
         """Add calls made elsewhere (a unit in another process) to the meter the budget reads."""
         with self._lock:
             self._meter = self._meter.plus(spent)
+
+    def first_come_first_served(self, on: bool) -> None:
+        """``on``: calls get slots in the order they ask, whatever their priority; off: by priority again."""
+        self._slots.by_arrival(on)
 
     def at(self, priority: float) -> LLM:
         """This model with every call queued at ``priority`` (smaller is served first)."""

@@ -170,6 +170,61 @@ def test_a_freed_slot_goes_to_the_waiter_with_the_smallest_priority():
     assert served == [1, 3, 5]
 
 
+def _queue(slots: PrioritySlots, priorities: tuple[int, ...], served: list[int]) -> list[threading.Thread]:
+    """One thread per priority, each queued on ``slots`` (in this order) before the next starts."""
+    threads: list[threading.Thread] = []
+    for priority in priorities:
+
+        def wait(p: int = priority) -> None:
+            slots.acquire(p)
+            served.append(p)
+            slots.release()
+
+        t = threading.Thread(target=wait)
+        t.start()
+        while len(slots._waiters) < len(threads) + 1:  # the waiter is queued
+            threading.Event().wait(0.001)
+        threads.append(t)
+    return threads
+
+
+def test_slots_by_arrival_ignore_priorities_then_obey_them_again():
+    slots = PrioritySlots(1)
+    slots.acquire(0)
+    served: list[int] = []
+    threads = _queue(slots, (5, 1), served)
+    slots.by_arrival(True)  # the waiters already queued are served as they came too
+    threads += _queue(slots, (0, 3), served)
+    slots.release()
+    for t in threads:
+        t.join(5)
+    assert served == [5, 1, 0, 3]
+
+    slots.acquire(0)
+    slots.by_arrival(False)
+    served.clear()
+    threads = _queue(slots, (5, 1, 3), served)
+    slots.release()
+    for t in threads:
+        t.join(5)
+    assert served == [1, 3, 5]
+
+
+def test_generation_0_is_served_first_come_first_served_and_the_children_by_age():
+    evo = make(concurrency=2)
+    switched: list[tuple[bool, int]] = []  # (on, generation-0 records made when switched)
+    flip = evo.metered.first_come_first_served
+
+    def record(on: bool) -> None:
+        switched.append((on, len(evo._stored.individuals(evo.experiment_id, 0))))
+        flip(on)
+
+    evo.metered.first_come_first_served = record  # type: ignore[method-assign]
+    report = evo.run()
+    assert report.status == "finished"
+    assert switched == [(True, 0), (False, len(evo.seeds))]
+
+
 @pytest.mark.parametrize("concurrency", [1, 3])
 def test_budget_stop_keeps_every_finished_individual(concurrency):
     results = MemoryResults()
