@@ -44,7 +44,7 @@ from furnace.domain.render import render_prompt
 from furnace.evolution.assessments import individual_assessments
 from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.evaluate import evaluate_agent, failed_evaluation
-from furnace.evolution.metering import MeteredLLM, completion_totals, error_totals
+from furnace.evolution.metering import MeteredLLM, Tally, completion_totals, error_totals
 from furnace.evolution.records import (
     ExperimentRecord,
     ExperimentResults,
@@ -121,7 +121,7 @@ class _CountingLLM:
 
     def __init__(self, inner: LLM, parent: Span | None = None) -> None:
         self.inner, self.model_name = inner, inner.model_name
-        self.spent = CallTotals()
+        self._tally = Tally()
         self.parent = parent
         self._lock = threading.Lock()
 
@@ -139,24 +139,25 @@ class _CountingLLM:
             if span is not None:
                 span.end(error=f"{err.__class__.__name__}: {err}"[:300], usage=lost, model=self.model_name)
             with self._lock:
-                self.spent = self.spent.plus(lost)
+                self._tally.add(lost)
             raise
-        spent = completion_totals(c)
         if span is not None:
             span.end(
                 {"text": c.text[:200], "cached": c.cached, "latency_s": round(c.latency_s, 4)},
-                usage=spent,
+                usage=completion_totals(c),
                 model=c.model,
             )
         with self._lock:
-            self.spent = self.spent.plus(spent)
+            self._tally.add_completion(c)
         return c
 
     @property
     def meter(self) -> CallTotals:
         """This unit's calls so far."""
         with self._lock:
-            return self.spent
+            return self._tally.totals()
+
+    spent = meter
 
 
 class Embedder(Protocol):
@@ -387,6 +388,7 @@ class Evolution:
         ev: Any,
         llm: _CountingLLM,
     ) -> IndividualRecord:
+        spent = llm.spent
         return IndividualRecord(
             experiment_id=self.experiment_id,
             generation=generation,
@@ -402,9 +404,9 @@ class Evolution:
             scores=ev.scores,
             failures=len(ev.failure_reasons),
             failure_reasons=ev.failure_reasons,
-            calls=llm.spent.calls,
-            tokens=llm.spent.total_tokens,
-            cost_usd=round(llm.spent.cost_usd, 9),
+            calls=spent.calls,
+            tokens=spent.total_tokens,
+            cost_usd=round(spent.cost_usd, 9),
         )
 
     def unit(
@@ -630,10 +632,10 @@ class _Schedule:
 
     def run(self) -> None:
         metered = self.evo.metered
-        metered.first_come_first_served(True)  # generation 0: every plan waits for all of it
+        metered.serve("arrival")  # generation 0: every plan waits for all of it
         if not self.seed_generation():
             return
-        metered.first_come_first_served(False)  # the oldest units first: the next plans wait on them
+        metered.serve("priority")  # the oldest units first: the next plans wait on them
         for n in range(min(self.window, self.total)):
             self.plan(n)
         while self.taken < self.planned:
@@ -698,6 +700,8 @@ class _Schedule:
         self.plans[n] = (plan, weights)
         self.generation_weights.setdefault(generation, weights)
         self.planned = n + 1
+        if self.planned == self.total:  # the run ends when every unit has: the longest chains left first
+            self.evo.metered.serve("reverse")
         record = self.start(len(self.evo.seeds) + n, generation, plan)
         if record is not None:
             self.done[n] = record

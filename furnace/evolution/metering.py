@@ -7,11 +7,12 @@ from the call ledger, which also holds what earlier (interrupted) runs spent.
 Its slots are handed out by priority: when a slot frees, the waiting call with the smallest
 priority gets it (ties: first come, first served). The evolution loop gives each unit its
 order number as priority, so the units closest to finishing (the oldest) are served first.
-Generation 0 is the exception: every plan needs all of it, so no seed is more urgent than
-another, and the loop has its calls served first come, first served
-(:meth:`MeteredLLM.first_come_first_served`): a seed's judge calls queue behind the other seeds'
-replies, so generation 0 ends with many independent judge calls rather than the last seed's
-reply → judge chain on mostly idle slots.
+Two phases are served otherwise (:meth:`MeteredLLM.serve`), since no plan waits on the oldest
+units there: generation 0, which every plan needs whole, first come, first served (a seed's judge
+calls queue behind the other seeds' answers, so generation 0 ends with many independent calls
+rather than the last seed's answer → judge chain on mostly idle slots); and the units left once
+the last child is planned, youngest first (the run ends when all of them have, and the youngest
+has the longest chain of calls left).
 """
 
 from __future__ import annotations
@@ -58,39 +59,86 @@ def error_totals(err: BaseException) -> CallTotals:
     )
 
 
+class Tally:
+    """A running sum of call totals: the figures ``CallTotals.plus`` would give, added field by field
+    in the same order, without building a ``CallTotals`` for every call (``totals()`` builds one)."""
+
+    __slots__ = (
+        "calls",
+        "cached_calls",
+        "prompt_tokens",
+        "completion_tokens",
+        "cost_usd",
+        "latency_s",
+        "failed_calls",
+        "attempts",
+        "failed_attempts",
+    )  # CallTotals' fields (tested)
+
+    def __init__(self) -> None:
+        self.calls = self.cached_calls = self.prompt_tokens = self.completion_tokens = 0
+        self.failed_calls = self.attempts = self.failed_attempts = 0
+        self.cost_usd = self.latency_s = 0.0
+
+    def add(self, totals: CallTotals) -> None:
+        for name in self.__slots__:
+            setattr(self, name, getattr(self, name) + getattr(totals, name))
+
+    def add_completion(self, completion: Completion) -> None:
+        """Add :func:`completion_totals` of ``completion``."""
+        self.calls += 1
+        if completion.cached:
+            self.cached_calls += 1
+            return
+        self.prompt_tokens += completion.usage.prompt_tokens
+        self.completion_tokens += completion.usage.completion_tokens
+        self.cost_usd += completion.cost_usd
+        self.attempts += completion.attempts
+        self.failed_attempts += max(0, completion.attempts - 1)
+
+    def totals(self) -> CallTotals:
+        return CallTotals(**{name: getattr(self, name) for name in self.__slots__})
+
+
 class PrioritySlots:
-    """At most ``size`` holders; a freed slot goes straight to the waiter with the smallest priority."""
+    """At most ``size`` holders; a freed slot goes straight to the waiter served first: by default the
+    smallest priority (ties: first come, first served); see :meth:`serve` for the other orders."""
+
+    ORDERS = ("priority", "arrival", "reverse")
 
     def __init__(self, size: int) -> None:
         self._free = max(1, size)
         self._lock = threading.Lock()
-        self._waiters: list[tuple[float, int, threading.Event]] = []
+        self._waiters: list[tuple[float, int, float, threading.Event]] = []  # (key, arrival, priority, turn)
         self._order = itertools.count()
-        self._arrival = False
+        self._serve = "priority"
 
-    def by_arrival(self, on: bool) -> None:
-        """``on``: priorities are ignored (first come, first served, the waiters too); off: obeyed again."""
+    def serve(self, order: str) -> None:
+        """``"priority"``: smallest priority first; ``"arrival"``: first come, first served; ``"reverse"``:
+        largest priority first. Applies to the calls already waiting too."""
+        if order not in self.ORDERS:
+            raise ValueError(f"unknown order {order!r}; one of {', '.join(self.ORDERS)}")
         with self._lock:
-            self._arrival = on
-            if on:
-                self._waiters = [(0.0, seq, turn) for _, seq, turn in self._waiters]
-                heapq.heapify(self._waiters)
+            self._serve = order
+            self._waiters = [(self._key(p), seq, p, turn) for _, seq, p, turn in self._waiters]
+            heapq.heapify(self._waiters)
+
+    def _key(self, priority: float) -> float:
+        return priority if self._serve == "priority" else 0.0 if self._serve == "arrival" else -priority
 
     def acquire(self, priority: float = 0.0) -> None:
         with self._lock:
-            if self._arrival:
-                priority = 0.0
             if self._free > 0 and not self._waiters:
                 self._free -= 1
                 return
             turn = threading.Event()
-            heapq.heappush(self._waiters, (priority, next(self._order), turn))
+            heapq.heappush(self._waiters, (self._key(priority), next(self._order), priority, turn))
         turn.wait()  # the releasing thread handed its slot to this waiter
 
     def release(self) -> None:
         with self._lock:
             if self._waiters:
-                heapq.heappop(self._waiters)[2].set()
+                heapq.heappop(self._waiters)[3].set()
             else:
                 self._free += 1
 
@@ -116,13 +164,13 @@ class MeteredLLM:
         self.budget = budget or Budget()
         self._slots = PrioritySlots(concurrency)
         self._lock = threading.Lock()
-        self._meter = CallTotals()
+        self._tally = Tally()
         self._in_flight = 0
 
     @property
     def meter(self) -> CallTotals:
         with self._lock:
-            return self._meter
+            return self._tally.totals()
 
     def exhausted(self, extra_calls: int = 0) -> str | None:
         """The budget limit that is (or would be, after ``extra_calls``) reached, else None."""
@@ -130,11 +178,13 @@ class MeteredLLM:
             return self._exhausted(extra_calls)
 
     def _exhausted(self, extra_calls: int) -> str | None:
-        m, b = self._meter, self.budget
-        if b.max_calls is not None and m.model_calls + self._in_flight + extra_calls > b.max_calls:
-            return f"budget.max_calls {b.max_calls} reached ({m.model_calls} model calls made)"
-        if b.max_tokens is not None and m.total_tokens >= b.max_tokens:
-            return f"budget.max_tokens {b.max_tokens} reached ({m.total_tokens} tokens)"
+        m, b = self._tally, self.budget
+        model_calls = m.calls - m.cached_calls
+        if b.max_calls is not None and model_calls + self._in_flight + extra_calls > b.max_calls:
+            return f"budget.max_calls {b.max_calls} reached ({model_calls} model calls made)"
+        tokens = m.prompt_tokens + m.completion_tokens
+        if b.max_tokens is not None and tokens >= b.max_tokens:
+            return f"budget.max_tokens {b.max_tokens} reached ({tokens} tokens)"
         if b.max_usd is not None and b.max_usd > 0 and m.cost_usd >= b.max_usd:
             return f"budget.max_usd {b.max_usd} reached (${m.cost_usd:.4f})"
         return None
@@ -142,11 +192,12 @@ class MeteredLLM:
     def account(self, spent: CallTotals) -> None:
         """Add calls made elsewhere (a unit in another process) to the meter the budget reads."""
         with self._lock:
-            self._meter = self._meter.plus(spent)
+            self._tally.add(spent)
 
-    def first_come_first_served(self, on: bool) -> None:
-        """``on``: calls get slots in the order they ask, whatever their priority; off: by priority again."""
-        self._slots.by_arrival(on)
+    def serve(self, order: str) -> None:
+        """The order waiting calls get slots in (:meth:`PrioritySlots.serve`): ``"priority"`` (smallest
+        first, the default), ``"arrival"`` or ``"reverse"``."""
+        self._slots.serve(order)
 
     def at(self, priority: float) -> LLM:
         """This model with every call queued at ``priority`` (smaller is served first)."""
@@ -167,9 +218,9 @@ class MeteredLLM:
         except Exception as err:
             with self._lock:
                 self._in_flight -= 1
-                self._meter = self._meter.plus(error_totals(err))
+                self._tally.add(error_totals(err))
             raise
         with self._lock:
             self._in_flight -= 1
-            self._meter = self._meter.plus(completion_totals(completion))
+            self._tally.add_completion(completion)
         return completion

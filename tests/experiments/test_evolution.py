@@ -192,3 +192,37 @@ def test_metered_llm_enforces_the_token_budget():
     with pytest.raises(BudgetExceeded, match="max_tokens"):
         llm.complete(req)
     assert llm.meter.calls == 1
+
+
+def test_the_meters_tally_equals_adding_call_totals_one_by_one():
+    import random
+
+    from furnace.domain.errors import LLMTimeout
+    from furnace.evolution.metering import Tally, completion_totals, error_totals
+    from furnace.llm.cache import CallTotals
+    from furnace.llm.seam import Completion, Usage
+
+    assert Tally.__slots__ == tuple(CallTotals.model_fields)
+    rng = random.Random(7)
+    tally, expected = Tally(), CallTotals()
+    for _ in range(500):
+        roll = rng.random()
+        if roll < 0.1:
+            err = LLMTimeout("slow")
+            err.attempts = rng.randint(1, 3)  # type: ignore[attr-defined]
+            err.spent = (Usage(prompt_tokens=rng.randint(0, 9)), rng.random() / 7)  # type: ignore[attr-defined]
+            tally.add(error_totals(err))
+            expected = expected.plus(error_totals(err))
+            continue
+        done = Completion(
+            text="x",
+            model="m",
+            usage=Usage(prompt_tokens=rng.randint(0, 900), completion_tokens=rng.randint(0, 300)),
+            cost_usd=rng.random() / 3,
+            cached=roll < 0.3,
+            attempts=rng.randint(1, 3),
+        )
+        tally.add_completion(done)
+        expected = expected.plus(completion_totals(done))
+    assert tally.totals() == expected  # to the last bit: the same additions in the same order
+    assert expected.failed_calls and expected.cached_calls and expected.failed_attempts

@@ -180,7 +180,7 @@ def _queue(slots: PrioritySlots, priorities: tuple[int, ...], served: list[int])
             served.append(p)
             slots.release()
 
-        t = threading.Thread(target=wait)
+        t = threading.Thread(target=wait, daemon=True)  # a failing test never hangs the session
         t.start()
         while len(slots._waiters) < len(threads) + 1:  # the waiter is queued
             threading.Event().wait(0.001)
@@ -188,12 +188,12 @@ def _queue(slots: PrioritySlots, priorities: tuple[int, ...], served: list[int])
     return threads
 
 
-def test_slots_by_arrival_ignore_priorities_then_obey_them_again():
+def test_slots_served_by_arrival_or_in_reverse_then_by_priority_again():
     slots = PrioritySlots(1)
     slots.acquire(0)
     served: list[int] = []
     threads = _queue(slots, (5, 1), served)
-    slots.by_arrival(True)  # the waiters already queued are served as they came too
+    slots.serve("arrival")  # the waiters already queued are served as they came too
     threads += _queue(slots, (0, 3), served)
     slots.release()
     for t in threads:
@@ -201,28 +201,49 @@ def test_slots_by_arrival_ignore_priorities_then_obey_them_again():
     assert served == [5, 1, 0, 3]
 
     slots.acquire(0)
-    slots.by_arrival(False)
+    served.clear()
+    threads = _queue(slots, (5, 1, 3), served)
+    slots.serve("reverse")
+    threads += _queue(slots, (4,), served)
+    slots.release()
+    for t in threads:
+        t.join(5)
+    assert served == [5, 4, 3, 1]
+
+    slots.acquire(0)
+    slots.serve("priority")
     served.clear()
     threads = _queue(slots, (5, 1, 3), served)
     slots.release()
     for t in threads:
         t.join(5)
     assert served == [1, 3, 5]
+    with pytest.raises(ValueError, match="unknown order"):
+        slots.serve("random")
 
 
-def test_generation_0_is_served_first_come_first_served_and_the_children_by_age():
+def test_slots_are_served_by_arrival_in_generation_0_by_age_then_youngest_first_once_all_is_planned():
     evo = make(concurrency=2)
-    switched: list[tuple[bool, int]] = []  # (on, generation-0 records made when switched)
-    flip = evo.metered.first_come_first_served
+    switched: list[tuple[str, int, int]] = []  # (order, generation-0 records made, children planned)
+    serve = evo.metered.serve
+    children = evo.config.children_per_generation * evo.config.generations
+    planned = {"n": 0}
+    plan_child = evo._plan_child
 
-    def record(on: bool) -> None:
-        switched.append((on, len(evo._stored.individuals(evo.experiment_id, 0))))
-        flip(on)
+    def counted(*args, **kwargs):
+        planned["n"] += 1
+        return plan_child(*args, **kwargs)
 
-    evo.metered.first_come_first_served = record  # type: ignore[method-assign]
+    def record(order: str) -> None:
+        switched.append((order, len(evo._stored.individuals(evo.experiment_id, 0)), planned["n"]))
+        serve(order)
+
+    evo.metered.serve = record  # type: ignore[method-assign]
+    evo._plan_child = counted  # type: ignore[method-assign]
     report = evo.run()
     assert report.status == "finished"
-    assert switched == [(True, 0), (False, len(evo.seeds))]
+    seeds = len(evo.seeds)
+    assert switched == [("arrival", 0, 0), ("priority", seeds, 0), ("reverse", seeds, children)]
 
 
 @pytest.mark.parametrize("concurrency", [1, 3])
