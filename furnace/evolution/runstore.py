@@ -17,7 +17,8 @@ other units compete for the same file. :class:`RunStore` keeps them off the unit
   saves it in the unit of work that saves the records put after it, batched with the other
   agents and records finished at the same time. So a saved record always has its agent, and
   an agent not yet written when the process dies is bred again by the rerun (the unit's
-  record was not written either).
+  record was not written either). For the same reason the view holds no store transaction for
+  ``fuse`` (:meth:`RunStore.atomically`): nothing of the store's is written on the unit's thread.
 
 Only ``fuse``'s store calls are served here; anything else goes to the store itself.
 """
@@ -26,12 +27,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from furnace.domain.agent import Agent
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import NotFound
 from furnace.evolution.writer import NewAgent
+
+T = TypeVar("T")
 
 
 class RunStore:
@@ -149,6 +152,14 @@ class RunStore:
             self._fresh.add(agent.id)
         self._queue(NewAgent(self.store, agent))
         return True
+
+    def atomically(self, work: Callable[[], T]) -> T:
+        """``work()`` as it is. ``fuse`` asks for one transaction around the agent it stores and the
+        synthesis entries it keeps; through this view the agent is queued for the run's writer (saved
+        with the records after it), so a transaction of the store here would hold nothing of the
+        store's: a BEGIN and a COMMIT on the unit's thread for each child. The synthesis entries are
+        written as the KV writes them (one statement when it can)."""
+        return work()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)

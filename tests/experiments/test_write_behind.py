@@ -47,6 +47,7 @@ class _Watched(DuckDBStore):
         super().__init__(db)
         self.saved_on: list[str] = []
         self.unit_reads: list[str] = []
+        self.unit_transactions = 0
 
     def save_agents(self, agents: Any) -> list[bool]:
         self.saved_on.append(threading.current_thread().name)
@@ -55,6 +56,11 @@ class _Watched(DuckDBStore):
     def _read(self, what: str) -> None:
         if threading.current_thread().name.startswith("furnace-unit"):
             self.unit_reads.append(what)
+
+    def atomically(self, work: Any) -> Any:
+        if threading.current_thread().name.startswith("furnace-unit"):
+            self.unit_transactions += 1
+        return super().atomically(work)
 
     def get_agent(self, id: str) -> Any:
         self._read("get_agent")
@@ -82,6 +88,7 @@ def test_a_run_writes_its_agents_on_the_writer_thread_with_the_same_result(setti
 
     assert store.saved_on and set(store.saved_on) == {"furnace-writer"}  # never on a unit's thread
     assert store.unit_reads == []  # the seeds were read ahead; a new child's parents say it is not stored
+    assert store.unit_transactions == 0  # a child's agent is written behind: no transaction on the unit
     bred = [r for r in results.individuals(report.experiment_id) if r.lineage_hash]
     assert bred
     for record in bred:  # every recorded child's agent is stored, and verifies
