@@ -79,3 +79,20 @@ def scripted_llm(model_name: str = "scripted") -> FakeLLM:
         return "ok"
 
     return FakeLLM(respond=respond, model_name=model_name)
+
+
+class Boom(Exception):
+    """The crash a test breeder raises (a process killed mid-run)."""
+
+
+def dying_after(inner: Any, n: int) -> Any:
+    """A breeder that breeds with ``inner`` and raises :class:`Boom` at its ``n``-th child."""
+    made = {"n": 0}
+
+    def dying(parents: Any, operator: Any, seed: Any, params: Any, llm: Any) -> Any:
+        made["n"] += 1
+        if made["n"] == n:
+            raise Boom()
+        return inner(parents, operator, seed, params, llm)
+
+    return dying

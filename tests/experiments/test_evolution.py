@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from experiments.helpers import PureBreeder, library, scripted_llm
+from experiments.helpers import Boom, PureBreeder, dying_after, library, scripted_llm
 from furnace.evolution.config import parse_config
 from furnace.evolution.engine import Evolution
 from furnace.evolution.records import MemoryResults
@@ -77,22 +77,12 @@ def test_same_seed_same_result_and_other_seed_differs():
     assert c.result_signature() != a.result_signature()
 
 
-class Boom(Exception):
-    pass
-
-
 def test_interrupted_run_resumes_to_the_same_result_without_repeating_work():
     full = make().run()
     results = MemoryResults()
     seeds = library()
     inner = PureBreeder(seeds)
-    made = {"n": 0}
-
-    def dying(parents, operator, seed, params, llm):
-        made["n"] += 1
-        if made["n"] == 8:  # in generation 2 (5 children per generation)
-            raise Boom()
-        return inner(parents, operator, seed, params, llm)
+    dying = dying_after(inner, 8)  # in generation 2 (5 children per generation)
 
     with pytest.raises(Boom):
         make(results, breeder=dying).run()

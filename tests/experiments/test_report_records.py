@@ -8,8 +8,8 @@ from dataclasses import asdict
 
 import pytest
 
-from experiments.helpers import PureBreeder, library, scripted_llm
-from experiments.test_evolution import Boom, make
+from experiments.helpers import Boom, PureBreeder, dying_after, library, scripted_llm
+from experiments.test_evolution import make
 from furnace.evolution.report import build_report
 from furnace.llm.fakes import FlakyLLM
 
@@ -56,13 +56,7 @@ def test_a_run_reports_what_a_read_back_reports(duckdb_results):
 def test_a_resumed_run_reports_what_a_read_back_reports(duckdb_results):
     seeds = library()
     inner = PureBreeder(seeds)
-    made = {"n": 0}
-
-    def dying(parents, operator, seed, params, llm):
-        made["n"] += 1
-        if made["n"] == 8:  # in generation 2 (5 children per generation)
-            raise Boom()
-        return inner(parents, operator, seed, params, llm)
+    dying = dying_after(inner, 8)  # in generation 2 (5 children per generation)
 
     with pytest.raises(Boom):
         make(duckdb_results, breeder=dying).run()
