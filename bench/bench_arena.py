@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.paired import overheads
 from furnace.arena.runner import Arena
 from furnace.arena.store import InMemoryArenaStore
 from furnace.domain.elixir import Elixir
@@ -126,8 +127,6 @@ def _measure(store_factory: Any, db: Any = None) -> tuple[list[float], list[floa
 
 def run() -> bool:
     """Print the overhead figures; True when the DuckDB median overhead is under 10 %."""
-    from bench.bench_revision import overheads
-
     turns, baselines, calls = _measure(InMemoryArenaStore)
     median, p90, whole = overheads(turns, baselines)
     print(f"   model: SlowLLM(OfflineEngine(), 0.05); {len(turns)} turns x 4 speakers, {calls} model calls")

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.paired import overheads
 from furnace.domain.elixir import parse_elixir
 from furnace.llm.fakes import SlowLLM
 from furnace.llm.offline import OfflineEngine
@@ -95,13 +96,6 @@ def measure(make_stores: Any, counted: Any = None) -> tuple[list[float], list[fl
     store.save_elixir(parse_elixir(PERSONA))
     slow = SlowLLM(OfflineEngine(), LATENCY_S)
     return _rounds(store, contents, slow, counted)
-
-
-def overheads(rounds: list[float], bases: list[float]) -> tuple[float, float, float]:
-    """(median, 90th percentile, whole run) of the rounds' overhead over their own baselines."""
-    each = sorted((r - b) / b for r, b in zip(rounds, bases, strict=True))
-    whole = (sum(rounds) - sum(bases)) / sum(bases)
-    return statistics.median(each), each[min(len(each) - 1, int(0.9 * len(each)))], whole
 
 
 def run() -> bool:

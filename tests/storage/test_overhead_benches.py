@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench import bench_arena, bench_revision
+from bench.paired import overheads
 from furnace.storage.duckdb.content import DuckDBContentStore
 from furnace.storage.duckdb.db import Database
 from furnace.storage.duckdb.store import DuckDBStore
@@ -47,7 +48,7 @@ def test_the_arena_bench_measures_duckdb_turns(tmp_path: Path, monkeypatch: pyte
 
 
 def test_the_revision_bench_judges_the_median_round_against_its_own_baseline() -> None:
-    median, p90, whole = bench_revision.overheads([1.2, 1.1, 3.0], [1.0, 1.0, 1.0])
+    median, p90, whole = overheads([1.2, 1.1, 3.0], [1.0, 1.0, 1.0])
     assert median == pytest.approx(0.2)  # the stalled third round does not move the median ...
     assert p90 == pytest.approx(2.0)  # ... and is shown in the 90th percentile
     assert whole == pytest.approx((5.3 - 3.0) / 3.0)
