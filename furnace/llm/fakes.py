@@ -195,6 +195,9 @@ class ReplayLLM:
         self._lock = threading.Lock()
         self._entries: dict[str, dict[str, Any]] = {}
         self._completions: dict[str, Completion] = {}  # validated entries, by key
+        # the key of each request seen, by its JSON (run_id left out): pydantic writes that JSON in a few
+        # microseconds, the canonical key takes tens; equal JSON means an equal key (the key is built from it)
+        self._keys: dict[str, str] = {}
         recorded_model: str | None = None
         if self.path is not None and self.path.exists():
             data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -220,10 +223,21 @@ class ReplayLLM:
         with self._lock:
             replay._entries = dict(self._entries)
             replay._completions = dict(self._completions)
+            replay._keys = dict(self._keys)
         return replay
 
+    def _key(self, request: LLMRequest) -> str:
+        raw = request.model_dump_json(exclude={"run_id"})
+        with self._lock:
+            key = self._keys.get(raw)
+        if key is None:
+            key = request.cache_key(self.model_name)
+            with self._lock:
+                self._keys[raw] = key
+        return key
+
     def complete(self, request: LLMRequest) -> Completion:
-        key = request.cache_key(self.model_name)
+        key = self._key(request)
         with self._lock:
             self.calls.append(request)
             found = self._completions.get(key)

@@ -80,6 +80,30 @@ def test_in_memory_recording_replays_with_a_counted_fallback(tmp_path, monkeypat
         ReplayLLM(None, inner=real, fallback=backup)
 
 
+def test_a_replay_finds_a_recorded_request_by_its_json_and_falls_back_to_the_key(monkeypatch):
+    from furnace.llm.seam import LLMRequest
+
+    recorder = ReplayLLM(None, inner=FakeLLM(respond=lambda r: f"answer to {r.messages[-1].content}"))
+    recorder.complete(ask("one", temperature=0.3, run_id="first-run"))
+    replay = recorder.replay()
+    keyed: list[LLMRequest] = []
+    original = LLMRequest.cache_key
+
+    def counted(self: LLMRequest, *args: object, **kwargs: object) -> str:
+        keyed.append(self)
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(LLMRequest, "cache_key", counted)
+    # the same request asked by another run: found by its JSON, no canonical key computed
+    assert replay.complete(ask("one", temperature=0.3, run_id="second-run")).text == "answer to one"
+    assert keyed == []
+    # other JSON, same canonical content (0.1 + 0.2 is 0.3 to the key): found through the key
+    assert replay.complete(ask("one", temperature=0.1 + 0.2)).text == "answer to one"
+    assert len(keyed) == 1 and replay.misses == []
+    with pytest.raises(ReplayMiss):
+        replay.complete(ask("one", temperature=0.4))
+
+
 def test_a_replay_with_a_fallback_keys_wrappers_like_its_model():
     engine = OfflineEngine()
     replay = ReplayLLM(None, inner=engine).replay(fallback=engine)
