@@ -44,6 +44,7 @@ class RunStore:
         self.store = store
         self._queue = queue
         self._lock = threading.Lock()
+        self._listing = threading.Lock()  # one listing of a parent's children even when two units ask at once
         self._agents: dict[str, Agent] = {}  # bred in this run, or read from the store
         self._absent: set[str] = set()  # ids the store did not hold when asked (and nobody bred since)
         self._elixirs: dict[tuple[str, int | None, str], Elixir] = {}  # parents loaded for fusion, by ref
@@ -122,12 +123,14 @@ class RunStore:
         with self._lock:
             if any(p in self._fresh for p in parents):
                 return True
-            unknown = [p for p in dict.fromkeys(parents) if p not in self._children]
-        if unknown:
-            listed = child_ids(unknown)
+        with self._listing:
             with self._lock:
-                for p in unknown:
-                    self._children.setdefault(p, frozenset(listed.get(p, ())))
+                unknown = [p for p in dict.fromkeys(parents) if p not in self._children]
+            if unknown:
+                listed = child_ids(unknown)
+                with self._lock:
+                    for p in unknown:
+                        self._children.setdefault(p, frozenset(listed.get(p, ())))
         with self._lock:
             return any(id not in self._children[p] for p in parents)
 

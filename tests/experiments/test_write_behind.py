@@ -274,3 +274,41 @@ class _Tasks:
     def complete(self, request: Any) -> Any:
         self.tasks.append(request.task.value)
         return self.inner.complete(request)
+
+
+def test_two_units_asking_about_one_parent_at_once_list_its_children_once() -> None:
+    from furnace.domain.errors import NotFound
+    from furnace.evolution.runstore import RunStore
+
+    entered, go = threading.Event(), threading.Event()
+    calls: list[list[str]] = []
+
+    class _Slow(MemoryStore):
+        def child_ids(self, parents: Any) -> dict[str, set[str]]:
+            calls.append(list(parents))
+            entered.set()
+            go.wait(10)  # the first listing is under way while the second unit asks
+            return super().child_ids(parents)
+
+    store = _Slow()
+    seed = _seeds()[0]
+    store.save_elixir(seed)
+    view = RunStore(store, lambda _agent: None)
+    outcomes: list[str] = []
+
+    def ask() -> None:
+        try:
+            view.stored_child("child-1", [seed.ref])
+        except NotFound:
+            outcomes.append("not stored")
+
+    first = threading.Thread(target=ask)
+    first.start()
+    assert entered.wait(10)
+    second = threading.Thread(target=ask)
+    second.start()
+    second.join(0.3)  # the second unit must not start a listing of its own meanwhile
+    go.set()
+    first.join(10)
+    second.join(10)
+    assert calls == [[seed.id]] and outcomes == ["not stored", "not stored"]
