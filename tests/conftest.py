@@ -60,9 +60,15 @@ def settings(home: Path):
     return FurnaceSettings(home=home)
 
 
+# The test files that use ``prefect_harness``: the xdist scheduler below sends all their tests to one worker
+# as one unit, so the harness starts once per run, not once per worker. Collection fails if another file uses it.
+PREFECT_HARNESS_FILES = frozenset({"tests/experiments/test_flows.py", "tests/writing/test_flow.py"})
+
+
 @pytest.fixture(scope="session")
 def prefect_harness():
-    """One temporary Prefect API for the whole session (~13 s); use only in flow-level tests."""
+    """One temporary Prefect API for the whole session (~13 s of CPU to start); use only in flow-level tests
+    (in a file listed in PREFECT_HARNESS_FILES)."""
     from prefect.testing.utilities import prefect_test_harness
 
     with prefect_test_harness(server_startup_timeout=120):
@@ -71,5 +77,29 @@ def prefect_harness():
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests marked ``longest`` run first: spread over the workers from the start, they overlap the
-    rest of the suite instead of finishing it alone (the order of everything else is kept)."""
+    rest of the suite instead of finishing it alone (the order of everything else is kept). A test that uses
+    ``prefect_harness`` outside PREFECT_HARNESS_FILES is an error: it would start a harness on another worker."""
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        if "prefect_harness" in getattr(item, "fixturenames", ()) and path not in PREFECT_HARNESS_FILES:
+            raise pytest.UsageError(
+                f"{path} uses prefect_harness: add it to PREFECT_HARNESS_FILES in tests/conftest.py"
+            )
     items.sort(key=lambda item: item.get_closest_marker("longest") is None)
+
+
+@pytest.hookimpl(optionalhook=True)  # xdist (a dev dependency) defines it
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """With ``-n`` (xdist's default ``--dist load``): the same per-test load balancing, except that the tests
+    of PREFECT_HARNESS_FILES are one unit, which goes out first (xdist queues the biggest unit first).
+    xdist's own ``--dist loadgroup`` would do this, but xdist 3.8 cannot group under pytest 9.2 (its node ids
+    became structured: pytest-dev/pytest-xdist#1386)."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class PrefectHarnessOnOneWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "prefect-harness" if nodeid.split("::", 1)[0] in PREFECT_HARNESS_FILES else nodeid
+
+    return PrefectHarnessOnOneWorker(config, log)

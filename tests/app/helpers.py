@@ -41,7 +41,8 @@ SMALL_EXPERIMENTS = (("small-a", 7), ("small-b", 11))  # (name, seed): two runs 
 
 
 def run_small_experiments(home: Path) -> list[str]:
-    """Run the demo experiment shrunk (4 members, 2 generations) once per SMALL_EXPERIMENTS entry; their ids."""
+    """Run the demo experiment shrunk (4 members, 2 generations) once per SMALL_EXPERIMENTS entry; their ids.
+    The hash embedder (the app's, see ``app_server``): loading MiniLM was most of their CPU time."""
     import re
 
     from click.testing import CliRunner
@@ -58,7 +59,9 @@ def run_small_experiments(home: Path) -> list[str]:
         path = home / f"{name}.yaml"
         path.write_text(small)
         result = CliRunner().invoke(
-            cli, ["--home", str(home), "experiment", "run", str(path), "--no-mlflow", "--yes", "--json"]
+            cli,
+            ["--home", str(home), "experiment", "run", str(path), "--no-mlflow", "--yes", "--json"],
+            env={"FURNACE_EMBEDDER": "hash"},
         )
         assert result.exit_code == 0, result.output
         ids.append(json.loads(result.output[result.output.index("{") :])["experiment_id"])

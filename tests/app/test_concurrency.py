@@ -27,7 +27,7 @@ CONFIG = """
 name: app-concurrency
 seed: 3
 population: 12
-generations: 8
+generations: 2
 seeds:
   ids: [academic-editor, data-science-mentor, go-reviewer, security-auditor, socratic-math-tutor, viral-copywriter]
 operators: {crossover: 0.6, mutation: 0.4}
@@ -36,6 +36,8 @@ scorers: {constraints: 0.2, fidelity: 0.3, tone: 0.2, brief_fit: 0.3}
 concurrency: 2
 budget: {max_calls: 5000, max_tokens: 10000000, max_usd: 1.0}
 """
+# 2 generations (was 8): at load 5 on 2 cores, 14 of 18 saves overlapped its writes (8 generations: 54 of 57);
+# the test needs 2, and the save loop keeps going until the experiment ends.
 PERSONA = "empathetic-coach"
 MIN_SAVES = 4
 
@@ -95,7 +97,7 @@ def test_app_saves_while_an_experiment_runs(app_home: Path, tmp_path: Path) -> N
     report = json.loads(out)
     record = results.get_experiment(report["experiment_id"])
     assert record is not None and record.status == report["status"]
-    assert len(results.generations(report["experiment_id"])) == 9  # generation 0 + 8
+    assert len(results.generations(report["experiment_id"])) == 3  # generation 0 + 2
     # the dashboards read what the experiment wrote (DuckDB; it ran without MLflow)
     at.switch_page("screens/compare.py").run()
     no_errors(at)

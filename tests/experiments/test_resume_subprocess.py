@@ -25,13 +25,16 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def _prepare(home: Path) -> None:
+    """The sample library in a new ``home`` (in this process, its DuckDB file closed again)."""
+    from furnace.cli.elixir_cmd import LIBRARY_DIR
+    from furnace.interop.importers import import_library
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
     home.mkdir()
-    code = (
-        "from furnace.runtime import Runtime; from furnace.settings import FurnaceSettings;"
-        "from furnace.interop.importers import import_library; from furnace.cli.elixir_cmd import LIBRARY_DIR;"
-        "import_library(LIBRARY_DIR, Runtime(FurnaceSettings()).store, keep_existing=True)"
-    )
-    subprocess.run([sys.executable, "-c", code], env=_env(home), check=True, cwd=REPO, timeout=120)
+    runtime = Runtime(FurnaceSettings(home=home))
+    import_library(LIBRARY_DIR, runtime.store, keep_existing=True)
+    runtime.close()
 
 
 def _run(home: Path) -> dict:
