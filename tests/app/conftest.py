@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from .helpers import APP, seed_home
+
+
+@pytest.fixture(autouse=True)
+def _main_module_restored() -> Iterator[None]:
+    """AppTest installs the app script as ``sys.modules["__main__"]`` and leaves it there: a later test in this
+    worker that spawns processes (Dask's LocalCluster, tests/experiments/test_dask.py) would run the app in
+    each child, which then fails to start."""
+    main = sys.modules["__main__"]
+    yield
+    sys.modules["__main__"] = main
 
 
 @pytest.fixture(scope="module")
