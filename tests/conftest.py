@@ -60,9 +60,25 @@ def settings(home: Path):
     return FurnaceSettings(home=home)
 
 
-# The test files that use ``prefect_harness``: the xdist scheduler below sends all their tests to one worker
-# as one unit, so the harness starts once per run, not once per worker. Collection fails if another file uses it.
+# Test files whose tests an xdist worker runs together, in order, as one unit (see pytest_xdist_make_scheduler):
+# they share a module- or session-scoped fixture that is expensive to set up (every worker that ran one of them
+# would build it again) or that holds state one test leaves for the next. The files
+# that use ``prefect_harness`` (a temporary Prefect server, ~13 s of CPU) are one unit together; collection fails
+# if another file uses it.
 PREFECT_HARNESS_FILES = frozenset({"tests/experiments/test_flows.py", "tests/writing/test_flow.py"})
+ONE_WORKER_UNITS = {path: "prefect-harness" for path in PREFECT_HARNESS_FILES} | {
+    path: path
+    for path in (
+        "tests/app/test_dashboards.py",  # two experiments and a 120-node family (module fixtures)
+        # the module's app home (tests/app/conftest.py): a test may read what an earlier one saved there
+        "tests/app/test_pages.py",
+        "tests/app/test_personas.py",
+        "tests/app/test_secrets.py",
+        "tests/notebooks/test_notebooks.py",  # the analysis sample home and a kernelspec (session fixtures)
+        "tests/experiments/test_search_bench.py",  # the search benchmark's CI run (module fixture)
+        "tests/shipping/test_wheel.py",  # the wheel build (module fixture)
+    )
+}
 
 
 @pytest.fixture(scope="session")
@@ -90,16 +106,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(optionalhook=True)  # xdist (a dev dependency) defines it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """With ``-n`` (xdist's default ``--dist load``): the same per-test load balancing, except that the tests
-    of PREFECT_HARNESS_FILES are one unit, which goes out first (xdist queues the biggest unit first).
+    """With ``-n`` (xdist's default ``--dist load``): the same per-test load balancing, except for the units of
+    ONE_WORKER_UNITS, each sent to one worker whole; they go out first (xdist queues the biggest units first).
     xdist's own ``--dist loadgroup`` would do this, but xdist 3.8 cannot group under pytest 9.2 (its node ids
     became structured: pytest-dev/pytest-xdist#1386)."""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    class PrefectHarnessOnOneWorker(LoadScopeScheduling):
+    class SharedFixturesOnOneWorker(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "prefect-harness" if nodeid.split("::", 1)[0] in PREFECT_HARNESS_FILES else nodeid
+            return ONE_WORKER_UNITS.get(nodeid.split("::", 1)[0], nodeid)
 
-    return PrefectHarnessOnOneWorker(config, log)
+    return SharedFixturesOnOneWorker(config, log)

@@ -1,5 +1,9 @@
 """A non-editable install works: the wheel ships every file the package reads, and ``furnace demo`` runs
-from it outside the checkout (no network: built and installed with ``--no-index``)."""
+from it outside the checkout to the end (no network: built and installed with ``--no-index``).
+
+That run is the suite's one end-to-end run of ``furnace demo``: :func:`check_demo_run` holds what it must
+produce (report, DuckDB, MLflow, promotion, the preference loop); running the demo a second time from the
+checkout would prove nothing more and cost ~20 s."""
 
 from __future__ import annotations
 
@@ -79,7 +83,39 @@ def test_wheel_ships_the_app_and_every_data_file(wheel: Path) -> None:
     assert any(n.startswith("furnace/storage/duckdb/migrations/") and n.endswith(".sql") for n in names)
 
 
-def test_furnace_demo_runs_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> None:
+def check_demo_run(out: str, home: Path) -> None:
+    """``furnace demo`` (printing ``out``, into ``home``) ran the demo experiment to the end: report, DuckDB,
+    MLflow, promotion, then the preference loop."""
+    assert "5. Evolution experiment" in out and "— finished" in out
+    assert "best agent promoted to the library as demo-champion@1" in out
+    assert "mlflow ui --backend-store-uri sqlite:///" in out and "furnace app" in out
+    assert (home / "furnace.duckdb").is_file() and (home / "mlflow.db").exists()
+
+    from furnace.adapters.mlflow_tracker import run_summary
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+
+    results = DuckDBExperimentResults(Database(home / "furnace.duckdb"))
+    (exp,) = results.list_experiments()
+    gens = results.generations(exp.experiment_id)
+    assert len(gens) == 5 and gens[-1].best_fitness > gens[0].best_fitness  # evolution improved on the seeds
+    assert gens[-1].best_fitness > gens[1].best_fitness  # and kept improving after generation 1 (it was flat)
+    summary = run_summary(FurnaceSettings(home=home).tracking_uri, exp.experiment_id)
+    assert summary and summary["status"] == "FINISHED" and len(summary["best_fitness_steps"]) == 5
+
+    # step 6: the preference loop — revise by chat, learn, write again with what was learned
+    assert "6. Revision chat: skincare-science-writer-zh@1" in out
+    assert "V1→V2" in out and "V3→V4" in out
+    persona = Runtime(FurnaceSettings(home=home)).store.get_elixir("skincare-science-writer-zh")
+    learned = {(p.dimension, p.value) for p in persona.style_preferences}
+    assert {("tone", "lively"), ("emoji", "more")} <= learned
+    assert f"learned preferences → skincare-science-writer-zh@{persona.version}" in out
+    assert "prompts:/furnace-demo-champion@champion" in out
+
+
+def test_furnace_demo_runs_end_to_end_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> None:
     site = tmp_path / "site"
     pip("install", "--no-deps", "--no-index", "-q", "--target", str(site), str(wheel), cwd=tmp_path)
     assert not (site / "furnace" / "__init__.py").is_symlink()
@@ -97,7 +133,7 @@ def test_furnace_demo_runs_from_the_installed_wheel(wheel: Path, tmp_path: Path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert f"furnace from {os.path.realpath(site / 'furnace')}" in result.stdout
     assert "leaderboard" in result.stdout
-    assert (home / "furnace.duckdb").is_file()
+    check_demo_run(result.stdout, home)
     # the app's entry point resolves inside the install (its screens are in the wheel, checked above)
     probe = "from furnace.cli.app_cmd import APP_ENTRY; print(APP_ENTRY.resolve())"
     shown = subprocess.run([sys.executable, "-c", probe], cwd=run_dir, env=env, capture_output=True, text=True)
