@@ -54,9 +54,12 @@ def test_validation_error_next_to_field_and_nothing_saved(app, app_home):
 
 
 def test_history_shows_a_field_diff(app, app_home):
+    store = store_for(app_home)  # a version of its own to diff against (whatever ran before in this home)
+    current = store.get_elixir(PERSONA)
+    store.save_elixir(current.model_copy(update={"identity": current.identity + " Cites sources first."}))
     at = _select(app, PERSONA)
     diffs = [c.value for c in at.code if c.language == "diff"]
-    assert diffs and "identity" in diffs[0]
+    assert diffs and "identity" in diffs[0] and "Cites sources first." in diffs[0]
 
 
 def test_create_a_new_persona_then_withdraw_it(app, app_home):

@@ -59,21 +59,23 @@ def _counts(db: Database) -> dict[str, int]:
 
 
 class _Recorder:
-    """Every statement run on the file, in order (wrapping the unit cursor's ``execute``)."""
+    """Every statement run on ``db``'s file, in order (wrapping the unit cursor's ``execute``); another file's
+    (a background thread an earlier test in this process left running) is not this fusion's."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, db: Database) -> None:
         self.sql: list[str] = []
         original = dbmod._Cursor.execute
 
         def execute(cursor: Any, query: str, parameters: object = None) -> Any:
-            self.sql.append(" ".join(query.split()))
+            if cursor._holder.path == db.path:
+                self.sql.append(" ".join(query.split()))
             return original(cursor, query, parameters)
 
         monkeypatch.setattr(dbmod._Cursor, "execute", execute)
 
 
 def test_a_cold_fusion_reads_then_writes_everything_in_one_transaction(db, monkeypatch) -> None:
-    recorded = _Recorder(monkeypatch)
+    recorded = _Recorder(monkeypatch, db)
     llm = counting()
     result = _fuse(db, llm)
     assert not result.from_cache and len(llm.calls) == 1
@@ -119,7 +121,7 @@ def test_a_refused_fusion_writes_nothing(db, monkeypatch) -> None:
     store = DuckDBStore(db)
     store.save_elixir(make_elixir("Rival", conflicts_with=["data-coach"]))
     before = _counts(db)
-    recorded = _Recorder(monkeypatch)
+    recorded = _Recorder(monkeypatch, db)
     llm = counting()
     with pytest.raises(ConflictError):
         _fuse(db, llm, parents=["data-coach", "rival"])
@@ -228,7 +230,7 @@ def test_an_altered_cache_row_read_beside_the_operator_is_refused(db) -> None:
 def test_a_corrupted_cache_row_is_a_miss_and_the_stored_agent_is_served(db, monkeypatch) -> None:
     first = _fuse(db).agent
     db.execute("UPDATE kv SET value = '{\"agent\": 1}' WHERE key LIKE 'synth:%'")
-    recorded = _Recorder(monkeypatch)
+    recorded = _Recorder(monkeypatch, db)
     llm = counting()
     again = _fuse(db, llm)
     assert llm.calls == [] and not again.from_cache  # rebuilt: "is it stored?" found the agent
@@ -238,7 +240,7 @@ def test_a_corrupted_cache_row_is_a_miss_and_the_stored_agent_is_served(db, monk
 
 def test_a_new_process_repeating_a_fusion_reads_and_writes_nothing_more(db, monkeypatch) -> None:
     _fuse(db)
-    recorded = _Recorder(monkeypatch)
+    recorded = _Recorder(monkeypatch, db)
     llm = counting()
     again = _fuse(db, llm)  # a new store and cache object: nothing known in memory
     assert again.from_cache and llm.calls == []
