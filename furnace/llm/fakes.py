@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import pickle
 import random
 import threading
 import time
@@ -195,9 +196,9 @@ class ReplayLLM:
         self._lock = threading.Lock()
         self._entries: dict[str, dict[str, Any]] = {}
         self._completions: dict[str, Completion] = {}  # validated entries, by key
-        # the key of each request seen, by its JSON (run_id left out): pydantic writes that JSON in a few
-        # microseconds, the canonical key takes tens; equal JSON means an equal key (the key is built from it)
-        self._keys: dict[str, str] = {}
+        # the key of each request seen, by its fields' values (run_id left out, see _identity): pickled in a few
+        # microseconds, where the canonical key takes tens; equal values mean an equal key (it is built from them)
+        self._keys: dict[bytes, str] = {}
         recorded_model: str | None = None
         if self.path is not None and self.path.exists():
             data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -227,13 +228,14 @@ class ReplayLLM:
         return replay
 
     def _key(self, request: LLMRequest) -> str:
-        raw = request.model_dump_json(exclude={"run_id"})
+        raw = _identity(request)
         with self._lock:
-            key = self._keys.get(raw)
+            key = self._keys.get(raw) if raw is not None else None
         if key is None:
-            key = request.cache_key(self.model_name)
-            with self._lock:
-                self._keys[raw] = key
+            key = request.cache_key(self.model_name)  # raises for what has no key (a non-finite float, ...)
+            if raw is not None:
+                with self._lock:
+                    self._keys[raw] = key
         return key
 
     def complete(self, request: LLMRequest) -> Completion:
@@ -282,6 +284,17 @@ class ReplayLLM:
         tmp = self.path.with_name(self.path.name + ".tmp")
         tmp.write_text(json.dumps(data, ensure_ascii=False, sort_keys=True, indent=1) + "\n", encoding="utf-8")
         os.replace(tmp, self.path)
+
+
+def _identity(request: LLMRequest) -> bytes | None:
+    """Every field of ``request`` but ``run_id``, pickled: equal bytes only for equal values (unlike JSON, where
+    a NaN and None are both ``null``); None when a value cannot be pickled."""
+    fields = {name: value for name, value in request.__dict__.items() if name != "run_id"}
+    fields["messages"] = [tuple(m.__dict__.items()) for m in request.messages]
+    try:
+        return pickle.dumps(fields, protocol=5)
+    except Exception:  # noqa: BLE001 - e.g. a lambda in inputs: the request is keyed the canonical way
+        return None
 
 
 def _hint(request: LLMRequest, size: int = 60) -> str:

@@ -80,7 +80,7 @@ def test_in_memory_recording_replays_with_a_counted_fallback(tmp_path, monkeypat
         ReplayLLM(None, inner=real, fallback=backup)
 
 
-def test_a_replay_finds_a_recorded_request_by_its_json_and_falls_back_to_the_key(monkeypatch):
+def test_a_replay_finds_a_recorded_request_by_its_values_and_falls_back_to_the_key(monkeypatch):
     from furnace.llm.seam import LLMRequest
 
     recorder = ReplayLLM(None, inner=FakeLLM(respond=lambda r: f"answer to {r.messages[-1].content}"))
@@ -94,14 +94,18 @@ def test_a_replay_finds_a_recorded_request_by_its_json_and_falls_back_to_the_key
         return original(self, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(LLMRequest, "cache_key", counted)
-    # the same request asked by another run: found by its JSON, no canonical key computed
+    # the same request asked by another run: found by its values, no canonical key computed
     assert replay.complete(ask("one", temperature=0.3, run_id="second-run")).text == "answer to one"
     assert keyed == []
-    # other JSON, same canonical content (0.1 + 0.2 is 0.3 to the key): found through the key
+    # other values, same canonical content (0.1 + 0.2 is 0.3 to the key): found through the key
     assert replay.complete(ask("one", temperature=0.1 + 0.2)).text == "answer to one"
     assert len(keyed) == 1 and replay.misses == []
     with pytest.raises(ReplayMiss):
         replay.complete(ask("one", temperature=0.4))
+    # JSON writes None and NaN alike (null): a request with a NaN has no key, it is never served None's answer
+    recorder.complete(ask("two", inputs={"weight": None}))
+    with pytest.raises(ValueError, match="non-finite"):
+        recorder.replay().complete(ask("two", inputs={"weight": float("nan")}))
 
 
 def test_a_replay_with_a_fallback_keys_wrappers_like_its_model():
