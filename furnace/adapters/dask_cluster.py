@@ -31,6 +31,9 @@ from distributed.diagnostics.plugin import WorkerPlugin
 from furnace.adapters.processes import die_with_parent
 from furnace.evolution.isolated import IsolatedUnitRunner, Job, Sink, World, run_job
 
+log = logging.getLogger(__name__)
+CLOSE_S = 15.0  # how long stopping the local cluster may take (its workers die with furnace anyway)
+
 
 class _DieWithParent(WorkerPlugin):
     """A worker plugin (run in each worker process at start) binding the worker to furnace."""
@@ -87,10 +90,19 @@ def dask_client(
             )
             yield client
         finally:
-            client.close()
+            _bounded(client.close, "client")
     finally:
-        cluster.close()
+        _bounded(cluster.close, "cluster")
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _bounded(close: Callable[..., Any], what: str) -> None:
+    """``close(timeout=CLOSE_S)``: a stop (Ctrl-C included) never waits longer on the local cluster; what did
+    not close in time is logged (its worker processes end with furnace: parent-death signal)."""
+    try:
+        close(timeout=CLOSE_S)
+    except Exception as err:  # noqa: BLE001 - stopping goes on; say what was left
+        log.warning("the local dask %s did not close within %.0f s: %s", what, CLOSE_S, err)
 
 
 def worker_count(client: Any) -> int:
