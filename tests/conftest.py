@@ -44,6 +44,20 @@ REPO = Path(__file__).resolve().parent.parent
 LIBRARY_DIR = resources.LIBRARY_DIR
 
 
+def seed_home(path: Path) -> Path:
+    """A FURNACE_HOME holding the sample library (what ``furnace import --library`` does), its DuckDB file
+    closed again (a subprocess started next can open it at once)."""
+    from furnace.interop.importers import import_library
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
+    path.mkdir(parents=True, exist_ok=True)
+    runtime = Runtime(FurnaceSettings(home=path))
+    import_library(LIBRARY_DIR, runtime.store, keep_existing=True)
+    runtime.close()
+    return path
+
+
 @pytest.fixture()
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh FURNACE_HOME for one test."""

@@ -6,21 +6,11 @@ import json
 from pathlib import Path
 
 from furnace import resources
+from tests.conftest import seed_home  # noqa: F401 - the app tests seed their homes with it
 
 REPO = Path(__file__).resolve().parents[2]
 APP = REPO / "furnace" / "app" / "streamlit_app.py"
 LIBRARY_DIR = resources.LIBRARY_DIR
-
-
-def seed_home(path: Path) -> Path:
-    """A FURNACE_HOME holding the sample library (``data/elixirs``)."""
-    from furnace.interop.importers import import_library
-    from furnace.runtime import Runtime
-    from furnace.settings import FurnaceSettings
-
-    path.mkdir(parents=True, exist_ok=True)
-    import_library(LIBRARY_DIR, Runtime(FurnaceSettings(home=path)).store, keep_existing=True)
-    return path
 
 
 def store_for(home: Path):

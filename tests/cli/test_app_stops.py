@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from furnace import resources
+from tests.conftest import seed_home
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux-only")
@@ -112,18 +112,6 @@ def _up(url: str) -> bool:
         return False
 
 
-def _import_library(home: Path) -> None:
-    """What ``furnace import --library`` does, on ``home``."""
-    from furnace.interop.importers import import_library
-    from furnace.runtime import Runtime
-    from furnace.settings import FurnaceSettings
-
-    home.mkdir(parents=True, exist_ok=True)
-    runtime = Runtime(FurnaceSettings(home=home))
-    import_library(resources.LIBRARY_DIR, runtime.store, keep_existing=True)
-    runtime.close()
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
 def test_a_prefect_run_leaves_no_temporary_server_behind(sig: signal.Signals, tmp_path: Path) -> None:
@@ -133,7 +121,7 @@ def test_a_prefect_run_leaves_no_temporary_server_behind(sig: signal.Signals, tm
     env = {k: v for k, v in _env(home).items() if k != "PREFECT_API_URL"}
     env["FURNACE_EMBEDDER"] = "hash"
     furnace = [sys.executable, "-c", "from furnace.cli import main; main()"]
-    _import_library(home)  # in this process: one interpreter start fewer per case
+    seed_home(home)  # in this process: one interpreter start fewer per case
     demo = REPO / "furnace" / "resources" / "experiments" / "demo.yaml"
     run = subprocess.Popen(
         [*furnace, "experiment", "run", str(demo), "--prefect", "--no-mlflow", "--yes"],

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import seed_home
+
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = Path(__file__).parent / "data" / "small.yaml"
 FURNACE = [sys.executable, "-c", "from furnace.cli import main; main()"]
@@ -26,15 +28,8 @@ def _env(home: Path) -> dict[str, str]:
 
 def _prepare(home: Path) -> None:
     """The sample library in a new ``home`` (in this process, its DuckDB file closed again)."""
-    from furnace.cli.elixir_cmd import LIBRARY_DIR
-    from furnace.interop.importers import import_library
-    from furnace.runtime import Runtime
-    from furnace.settings import FurnaceSettings
-
     home.mkdir()
-    runtime = Runtime(FurnaceSettings(home=home))
-    import_library(LIBRARY_DIR, runtime.store, keep_existing=True)
-    runtime.close()
+    seed_home(home)
 
 
 def _run(home: Path) -> dict:
