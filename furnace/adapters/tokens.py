@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from furnace.llm.context import TokenCounter
+from furnace.llm.context import TokenCounter, estimate_counter
 from furnace.llm.offline.engine import estimate_tokens
 from furnace.llm.seam import OFFLINE_MODEL_NAME
 
@@ -36,7 +36,7 @@ def count_tokens(text: str, model: str | None = None) -> int:
     if not text:
         return 0
     if uses_estimate(model):
-        return estimate_tokens(text)
+        return estimate_counter(text)  # remembered per text, as litellm's count is
     try:
         return _litellm_count(text, model)  # type: ignore[arg-type]
     except Exception:  # unknown tokenizer, missing file: the estimate is good enough for a budget

@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from furnace.llm.offline.engine import estimate_tokens
@@ -50,10 +51,14 @@ _HEADERS = {
 }
 
 
+@lru_cache(maxsize=16384)
 def estimate_counter(text: str) -> int:
     """The default :data:`TokenCounter`: the offline engine's deterministic estimate (CJK characters
     count one each), needing no tokenizer library. A runtime injects a model's own counter
-    (:func:`furnace.adapters.tokens.counter_for`) where it has one."""
+    (:func:`furnace.adapters.tokens.counter_for`) where it has one.
+
+    Remembered per text: a chat counts its whole history again for every reply (each speaker of
+    every turn), and a text's count never changes."""
     return estimate_tokens(text) if text else 0
 
 
@@ -246,7 +251,7 @@ def build_context(
             new_state = MemoryState(summary=raw, covered=len(older))
         else:
             new_state = MemoryState()
-    verbatim = [Message(role=t.role, content=t.content) for t in history[start:]]
+    verbatim = list(history[start:])  # messages are frozen: the caller's are used as they are
     verbatim, history_used = _fit_verbatim(verbatim, sizes[start:], room - summary_used, count)
     system = system_prompt + profile + session + summary_text
     messages = [Message(role="system", content=system), *verbatim, Message(role="user", content=user_message)]
