@@ -2,8 +2,9 @@
 
 A process that starts or resumes a run claims its lease; a second process
 claiming the same run is told who holds it (:class:`RunBusy`, exit 1 in the CLI)
-instead of paying for the same speakers again. The holder renews the lease at
-every speaker and releases it when the run ends, however it ends.
+instead of paying for the same speakers again. The holder renews the lease when
+due and releases it when the run ends, however it ends (the lease of a finished
+run is free even before its release is written).
 
 A lease is free when it was released, when it expired (:data:`LEASE_TTL_S`
 after the holder's last renewal: a speaker slower than that is unheard of, a
@@ -45,9 +46,10 @@ class Holder:
         return f"process {self.pid} on {self.host}"
 
 
-def is_free(holder: Holder | None, expires_at: datetime | None, now: datetime) -> bool:
-    """Whether a stored lease may be taken over."""
-    if holder is None or expires_at is None or expires_at <= now:
+def is_free(holder: Holder | None, expires_at: datetime | None, now: datetime, *, finished: bool = False) -> bool:
+    """Whether a stored lease may be taken over. The lease of a ``finished`` run is free: the run's
+    last record ends the drive, and its lease's release may still be on its way (written behind)."""
+    if finished or holder is None or expires_at is None or expires_at <= now:
         return True
     return holder.host == socket.gethostname() and not pid_alive(holder.pid)
 

@@ -9,6 +9,8 @@ the system of record. Rules both keep:
 - ``record_speaker`` writes the reply (by ``reply_id``) and the checkpoint (by
   run and speaker index) together and idempotently, and reads the cancel flag in
   the same unit of work — that is where a cancel lands: between speakers;
+- a finished run's lease is free (``claim_run``), whether or not its release was
+  written yet;
 - ``request_cancel`` sets that flag.
 """
 
@@ -60,7 +62,8 @@ class ArenaStore(Protocol):
     ) -> bool:
         """Persist a speaker's outcome (reply and checkpoint) idempotently, in one unit;
         returns whether a cancel of the run has been requested. With ``finish`` (the run's last
-        speaker), the same unit marks the run finished and releases ``finish``'s lease."""
+        speaker), the same unit marks the run finished, which frees ``finish``'s lease (its row may
+        be removed after the unit)."""
         ...
 
     def checkpoints(self, run_id: str) -> dict[int, Checkpoint]:
@@ -191,7 +194,13 @@ class InMemoryArenaStore:
         with self._lock:
             now = _now()
             current = self._leases.get(run_id)
-            if current is not None and current[0].token != holder.token and not is_free(*current, now):
+            run = self._runs.get(run_id)
+            finished = run is not None and run.status == "finished"
+            if (
+                current is not None
+                and current[0].token != holder.token
+                and not is_free(*current, now, finished=finished)
+            ):
                 return current[0]
             self._leases[run_id] = (holder, now + timedelta(seconds=ttl_s))
             return None

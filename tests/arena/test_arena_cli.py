@@ -18,6 +18,7 @@ from furnace.llm.fakes import FakeLLM
 from furnace.llm.offline import OfflineEngine
 from furnace.runtime import Runtime
 from furnace.settings import FurnaceSettings
+from furnace.storage.duckdb.arena import DuckDBArenaStore
 from furnace.storage.duckdb.db import Database
 from furnace.storage.duckdb.store import DuckDBStore
 
@@ -118,7 +119,8 @@ def test_killed_after_speaker_two_resumes_speakers_three_and_four(home: Path) ->
 
     rows = db.query("SELECT speaker_index, member_id FROM arena_replies WHERE run_id = ? ORDER BY 1", [run_id])
     assert rows == list(enumerate(planned))
-    assert db.query("SELECT count(*) FROM arena_checkpoints WHERE run_id = ?", [run_id]) == [(4,)]
+    checkpoints = DuckDBArenaStore(db).checkpoints(run_id)
+    assert {i: c.status for i, c in checkpoints.items()} == dict.fromkeys(range(4), "done")
     assert db.query("SELECT status FROM arena_runs WHERE run_id = ?", [run_id]) == [("finished",)]
     assert [c.task.value for c in llm.calls] == ["reply", "reply"]  # no second plan; 1 and 2 not asked again
     assert {c.inputs["persona"]["id"] for c in llm.calls} == set(planned[2:])

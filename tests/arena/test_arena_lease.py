@@ -84,11 +84,45 @@ def test_each_drive_releases_its_lease_however_it_ends(store) -> None:
     arena, llm, run_id = _interrupted(store)  # the abandoned stream was closed: its lease is gone
     probe = Holder(token="probe", host="another-machine", pid=1)
     assert store.claim_run(run_id, probe, 600) is None
+    store.release_run(run_id, Holder(token="not-the-holder", host="x", pid=1))  # only the holder releases
+    assert store.claim_run(run_id, Holder(token="third", host="x", pid=1), 600) == probe
     store.release_run(run_id, probe)
     arena.resume(run_id)
     assert store.claim_run(run_id, probe, 600) is None  # a finished drive left the lease free
-    store.release_run(run_id, Holder(token="not-the-holder", host="x", pid=1))  # only the holder releases
-    assert store.claim_run(run_id, Holder(token="third", host="x", pid=1), 600) == probe
+
+
+def test_a_finished_runs_lease_is_free_even_before_its_release_is_written(store) -> None:
+    arena, _, run_id = _interrupted(store)
+    arena.resume(run_id)
+    assert store.get_run(run_id).status == "finished"
+    alive_here = Holder(token="left-behind", host=socket.gethostname(), pid=os.getpid())
+    assert store.claim_run(run_id, alive_here, 600) is None  # a lease row no release removed
+    # a live holder on this machine, not expired: free only because the run is finished
+    assert store.claim_run(run_id, Holder(token="next", host="another-machine", pid=1), 600) is None
+
+
+def test_a_run_whose_end_was_lost_is_finished_by_resume_without_a_model_call(store) -> None:
+    llm = FakeLLM(respond=named)
+    arena = make_arena(llm, store=store)
+    run_id = arena.say(arena.create_session(IDS).id, OPEN).run_id
+    # a crash after the last reply, before the run's end (written behind it) reached the file
+    store.set_status(run_id, "running")
+    assert store.claim_run(run_id, Holder(token="crashed", host=socket.gethostname(), pid=_dead_pid()), 600) is None
+    llm.calls.clear()
+    outcome = arena.resume(run_id)
+    assert llm.calls == []
+    assert outcome.events[-1].skipped_done == 4 and outcome.replies == []
+    assert store.get_run(run_id).status == "finished"
+
+
+def test_the_last_speakers_record_removes_the_lease_row(tmp_path: Path) -> None:
+    db = Database(tmp_path / "arena.duckdb")
+    store = DuckDBArenaStore(db)
+    arena = make_arena(FakeLLM(respond=named), store=store)
+    outcome = arena.say(arena.create_session(IDS).id, OPEN)
+    assert store.get_run(outcome.run_id).status == "finished"
+    # written behind the turn: a read in this process waits for it
+    assert db.query("SELECT count(*) FROM arena_leases WHERE run_id = ?", [outcome.run_id]) == [(0,)]
 
 
 def test_two_concurrent_resumes_of_one_turn_call_each_speaker_once(tmp_path: Path) -> None:

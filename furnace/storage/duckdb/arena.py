@@ -6,8 +6,11 @@ model call. Writes are idempotent by natural keys: sessions by id, runs by
 ``run_id``, replies by ``reply_id``, checkpoints by (run, speaker index); a
 run's plan is written only while it is NULL. Inserts guard with ``WHERE NOT
 EXISTS`` rather than ``ON CONFLICT DO NOTHING``, which costs ~2.5 ms more CPU
-per statement in DuckDB 2.0; a speaker costs 5 statements (BEGIN, reply,
-checkpoint, cancel flag, COMMIT) and a cancel check before its call, which reads
+per statement in DuckDB 2.0. A speaker's reply row is its checkpoint (migration
+0015; ``arena_checkpoints`` holds the failed speakers), so a speaker costs 4
+statements (BEGIN, reply, cancel flag, COMMIT; the last one marks the run
+finished instead of reading the flag, and its lease's row is removed behind
+it) and a cancel check before its call, which reads
 the flag only when it may have changed (a cancel in this process, or another
 process's turn on the file since it was last read); the lease is renewed once a
 tenth of its TTL has passed. Sessions never change once saved, so
@@ -39,6 +42,34 @@ _REPLY_COLS = (
 _no_cancel: dict[tuple[str, str], tuple[int, int]] = {}
 _no_cancel_lock = threading.Lock()
 _cancels = 0
+
+
+def _is_reply(checkpoint: Checkpoint, reply: ReplyRecord | None) -> bool:
+    """Whether the reply row stands for the checkpoint (a done speaker's, with that reply)."""
+    return reply is not None and checkpoint.status == "done" and checkpoint.reply_id == reply.reply_id
+
+
+def _insert_reply(reply: ReplyRecord, attempts: int) -> tuple[str, list[Any]]:
+    """The statement recording ``reply`` (unless it is recorded) and its parameters."""
+    return (
+        f"INSERT INTO arena_replies ({_REPLY_COLS}, attempts)"
+        " SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp, ?"
+        " WHERE NOT EXISTS (SELECT 1 FROM arena_replies WHERE reply_id = ?)",
+        [
+            reply.reply_id,
+            reply.run_id,
+            reply.session_id,
+            reply.speaker_index,
+            reply.member_id,
+            reply.member_name,
+            reply.member_version,
+            reply.text,
+            reply.ordinal,
+            reply.corrected,
+            attempts,
+            reply.reply_id,
+        ],
+    )
 
 
 def _run(row: dict[str, Any]) -> RunRecord:
@@ -216,12 +247,14 @@ class DuckDBArenaStore:
             return None
         with self.db.transaction() as con:  # someone else's lease: take it over only when it is free
             rows = con.execute(
-                "SELECT token, host, pid, expires_at FROM arena_leases WHERE run_id = ?", [run_id]
+                "SELECT l.token, l.host, l.pid, l.expires_at, r.status FROM arena_leases l"
+                " LEFT JOIN arena_runs r USING (run_id) WHERE l.run_id = ?",
+                [run_id],
             ).fetchall()
             if rows:
-                token, host, pid, expires_at = rows[0]
+                token, host, pid, expires_at, status = rows[0]
                 current = Holder(token=token, host=host, pid=pid)
-                if token != holder.token and not is_free(current, expires_at, now):
+                if token != holder.token and not is_free(current, expires_at, now, finished=status == "finished"):
                     return current
             con.execute(
                 "INSERT OR REPLACE INTO arena_leases (run_id, token, host, pid, expires_at) VALUES (?, ?, ?, ?, ?)",
@@ -237,61 +270,61 @@ class DuckDBArenaStore:
     def record_speaker(
         self, checkpoint: Checkpoint, reply: ReplyRecord | None, *, finish: Holder | None = None
     ) -> bool:
-        with self.db.transaction() as con:
-            if reply is not None:
+        """A done speaker's record is one statement, its reply (the reply row is its checkpoint); a
+        failed speaker's is its checkpoint row. The cancel flag is read after it (no query while it is
+        known not set: :meth:`cancel_requested`). With ``finish``, the run's end (status finished, lease
+        row removed) is written behind the record, off the turn's end: it reads as written in this
+        process, and the file is not handed to another process before it is; a crash that loses it
+        leaves a run whose speakers are all recorded, which ``arena resume`` finishes without a call."""
+        if _is_reply(checkpoint, reply):
+            assert reply is not None
+            self.db.write_one(lambda con: con.execute(*_insert_reply(reply, checkpoint.attempts)))
+        else:
+            with self.db.transaction() as con:  # a failed speaker (with a reply only in a repeated record)
+                if reply is not None:
+                    con.execute(*_insert_reply(reply, checkpoint.attempts))
                 con.execute(
-                    f"INSERT INTO arena_replies ({_REPLY_COLS})"
-                    " SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp"
-                    " WHERE NOT EXISTS (SELECT 1 FROM arena_replies WHERE reply_id = ?)",
+                    "INSERT INTO arena_checkpoints (run_id, speaker_index, status, reply_id, error, attempts)"
+                    " SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS"
+                    " (SELECT 1 FROM arena_checkpoints WHERE run_id = ? AND speaker_index = ?)"
+                    " AND NOT EXISTS (SELECT 1 FROM arena_replies WHERE run_id = ? AND speaker_index = ?)",
                     [
-                        reply.reply_id,
-                        reply.run_id,
-                        reply.session_id,
-                        reply.speaker_index,
-                        reply.member_id,
-                        reply.member_name,
-                        reply.member_version,
-                        reply.text,
-                        reply.ordinal,
-                        reply.corrected,
-                        reply.reply_id,
+                        checkpoint.run_id,
+                        checkpoint.speaker_index,
+                        checkpoint.status,
+                        checkpoint.reply_id,
+                        checkpoint.error,
+                        checkpoint.attempts,
+                        *[checkpoint.run_id, checkpoint.speaker_index] * 2,
                     ],
                 )
-            con.execute(
-                "INSERT INTO arena_checkpoints (run_id, speaker_index, status, reply_id, error, attempts)"
-                " SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS"
-                " (SELECT 1 FROM arena_checkpoints WHERE run_id = ? AND speaker_index = ?)",
-                [
-                    checkpoint.run_id,
-                    checkpoint.speaker_index,
-                    checkpoint.status,
-                    checkpoint.reply_id,
-                    checkpoint.error,
-                    checkpoint.attempts,
-                    checkpoint.run_id,
-                    checkpoint.speaker_index,
-                ],
-            )
-            if finish is not None:  # the last speaker: the run ends in the same transaction
-                flag = con.execute(
-                    "UPDATE arena_runs SET status = 'finished', updated_at = current_timestamp WHERE run_id = ?"
-                    " RETURNING cancel_requested",
-                    [checkpoint.run_id],
-                ).fetchall()
-                con.execute(
-                    "DELETE FROM arena_leases WHERE run_id = ? AND token = ?", [checkpoint.run_id, finish.token]
-                )
-            else:
-                flag = con.execute(
-                    "SELECT cancel_requested FROM arena_runs WHERE run_id = ?", [checkpoint.run_id]
-                ).fetchall()
-        return bool(flag and flag[0][0])
+        run_id = checkpoint.run_id
+        if finish is None:
+            return self.cancel_requested(run_id)
+        token = finish.token
+        self.db.write_behind(
+            lambda con: con.execute(
+                "UPDATE arena_runs SET status = 'finished', updated_at = current_timestamp WHERE run_id = ?", [run_id]
+            ),
+            what=f"arena run {run_id}'s finished status",
+        )
+        self.db.write_behind(  # a finished run's lease is free already (claim_run): this removes the row
+            lambda con: con.execute("DELETE FROM arena_leases WHERE run_id = ? AND token = ?", [run_id, token]),
+            what=f"arena run {run_id}'s lease",
+        )
+        return False  # nothing is left to cancel
 
     def checkpoints(self, run_id: str) -> dict[int, Checkpoint]:
+        """The failed speakers' rows, and the done ones: each recorded reply (files written before
+        migration 0015 also hold a done row beside the reply; it is read once)."""
         rows = self.db.query_dicts(
-            "SELECT run_id, speaker_index, status, reply_id, error, attempts FROM arena_checkpoints "
-            "WHERE run_id = ? ORDER BY speaker_index",
-            [run_id],
+            "SELECT run_id, speaker_index, status, reply_id, error, attempts FROM arena_checkpoints"
+            " WHERE run_id = ? UNION ALL"
+            " SELECT run_id, speaker_index, 'done', reply_id, NULL, coalesce(attempts, 1) FROM arena_replies p"
+            " WHERE run_id = ? AND NOT EXISTS (SELECT 1 FROM arena_checkpoints c"
+            " WHERE c.run_id = p.run_id AND c.speaker_index = p.speaker_index)"
+            " ORDER BY speaker_index",
+            [run_id, run_id],
         )
         return {r["speaker_index"]: Checkpoint(**r) for r in rows}
 
