@@ -35,6 +35,7 @@ from __future__ import annotations
 import difflib
 import logging
 import re
+import threading
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
@@ -584,55 +585,72 @@ def _edit(
         model=completion.model,
         created_at=now,
     )
-    version = ContentVersion(
-        content_id=content_id,
-        version=to_version,
-        title=title,
-        body=body,
-        word_count=word_count(body, content.language),
-        source="revise",
-        revision_id=record.id,
-        created_at=now,
-    )
-    label = f"V{current.version}→V{to_version}"
-    text = (
-        f"{label}：已按建议修改（{record.suggestion}）。预览：{preview(body, PREVIEW_CHARS)}"
-        if zh
-        else f"{label}: revised as asked ({record.suggestion}). Preview: {preview(body, PREVIEW_CHARS)}"
-    )
-    reply = ChatMessage(
-        session_id=session.id, role="assistant", kind="revision", content=text, revision_id=record.id, created_at=now
-    )
+    # 7–8, started now: the preferences are extracted while the revision is built and commits, and the
+    # learned persona version is saved on the same thread as soon as both are done (no hand-over to this
+    # one); the answer is dropped if the commit fails. A failure there is a warning, never the revision's.
+    committed = threading.Event()
+    saved = [False]
+
+    def learn_preferences() -> PreferenceUpdate | None:
+        found = extract_preferences(llm, record, language=persona.language, seed=seed)
+        committed.wait()
+        if not saved[0]:
+            return None
+        # the revision was created just now, so it is unprocessed and the persona read above is its persona
+        return save_learned(store, content_store, record, persona, found, mark_behind=True)
+
     with ExitStack() as running:
-        # 7. the preferences are extracted while the revision commits (the answer is discarded if the commit fails)
-        extract = (
-            running.enter_context(ahead(lambda: extract_preferences(llm, record, language=persona.language, seed=seed)))
-            if learn
-            else None
-        )
+        learning = running.enter_context(ahead(learn_preferences)) if learn else None
         try:
-            [reply] = content_store.commit(ContentBatch(version=version, revision=record, messages=(reply,)))
-        except StoreError as err:  # edited meanwhile (another window, another process): nothing of ours was written
-            log.warning("revision of %s not saved: %s", content_id, err)
-            latest = content_store.get_version(content_id).version
+            version = ContentVersion(
+                content_id=content_id,
+                version=to_version,
+                title=title,
+                body=body,
+                word_count=word_count(body, content.language),
+                source="revise",
+                revision_id=record.id,
+                created_at=now,
+            )
+            label = f"V{current.version}→V{to_version}"
             text = (
-                f"抱歉，这篇文章刚刚在别处被修改过（现在是 V{latest}），这次修改没有保存。请再发一次你的建议。"
+                f"{label}：已按建议修改（{record.suggestion}）。预览：{preview(body, PREVIEW_CHARS)}"
                 if zh
-                else f"Sorry, the text was changed elsewhere meanwhile (it is now V{latest}), so this edit was not "
-                "saved. Please send your suggestion again."
+                else f"{label}: revised as asked ({record.suggestion}). Preview: {preview(body, PREVIEW_CHARS)}"
             )
-            failure = ChatMessage(
-                session_id=session.id, role="assistant", kind="failure", content=text, created_at=clock()
+            reply = ChatMessage(
+                session_id=session.id,
+                role="assistant",
+                kind="revision",
+                content=text,
+                revision_id=record.id,
+                created_at=now,
             )
-            [failure] = content_store.commit(ContentBatch(messages=(failure,)))
-            return RevisionOutcome("failed", user, failure, tuple(steps), pending=tuple(suggestions))
+            try:
+                [reply] = content_store.commit(ContentBatch(version=version, revision=record, messages=(reply,)))
+                saved[0] = True
+            except StoreError as err:  # edited meanwhile (another window, another process): nothing of ours written
+                log.warning("revision of %s not saved: %s", content_id, err)
+                latest = content_store.get_version(content_id).version
+                text = (
+                    f"抱歉，这篇文章刚刚在别处被修改过（现在是 V{latest}），这次修改没有保存。请再发一次你的建议。"
+                    if zh
+                    else f"Sorry, the text was changed elsewhere meanwhile (it is now V{latest}), so this edit was "
+                    "not saved. Please send your suggestion again."
+                )
+                failure = ChatMessage(
+                    session_id=session.id, role="assistant", kind="failure", content=text, created_at=clock()
+                )
+                [failure] = content_store.commit(ContentBatch(messages=(failure,)))
+                return RevisionOutcome("failed", user, failure, tuple(steps), pending=tuple(suggestions))
+        finally:
+            committed.set()  # whatever happened: the learning thread goes on (and ends) before the block does
     steps += [Step.RECORD, Step.UPDATE, Step.REPLY]
 
-    # 7–8. learn preferences and persist them; a failure is a warning, never the revision's problem.
     learned: PreferenceUpdate | None = None
-    if extract is not None:
-        try:  # the revision was created just now, so it is unprocessed and the persona read above is its persona
-            learned = save_learned(store, content_store, record, persona, extract.result(), mark_behind=True)
+    if learning is not None:
+        try:
+            learned = learning.result()
             steps += [Step.EXTRACT, Step.PERSIST]
         except Exception as err:
             log.warning("preference extraction for %s failed (the revision is kept): %s", record.id, err)

@@ -61,11 +61,13 @@ def test_a_revision_round_runs_at_most_12_statements(tmp_path: Path) -> None:
     content, _ = generate_content(store, contents, OfflineEngine(), persona_id="writer", topic="夏季防晒推荐")
     revise(store, contents, OfflineEngine(), content.id, SUGGESTIONS[0])  # the session and its welcome exist now
     rounds = 4
+    db.query("SELECT 1")  # the first round's writes behind it are done: they are not this window's
     before = db.statements
     for suggestion in SUGGESTIONS[1:] + SUGGESTIONS[:1]:
         out = revise(store, contents, OfflineEngine(), content.id, suggestion)
         assert out.status == "revised" and out.learned is not None
-    counted = db.statements - before
+    db.query("SELECT 1")  # waits for the last round's writes behind it, which count too
+    counted = db.statements - before - 1
     # per round: 3 reads (messages, latest version, persona; the content and its session are read once
     # and kept: immutable rows) + 1 message insert, beside the edit call (a round after this process's
     # own starts the call first: furnace/writing/recent.py); BEGIN, version check, version, revision,
