@@ -7,8 +7,9 @@ the system of record. Rules both keep:
 - a run's plan is set once (``set_plan`` on a run that has one is a no-op);
 - ``start_run`` numbers the run (``turn`` = the count of earlier runs of the session);
 - ``record_speaker`` writes the reply (by ``reply_id``) and the checkpoint (by
-  run and speaker index) together and idempotently, and reads the cancel flag in
-  the same unit of work — that is where a cancel lands: between speakers;
+  run and speaker index) together and idempotently (in DuckDB the reply row is
+  the checkpoint of a done speaker), and reads the cancel flag after them — that
+  is where a cancel lands: between speakers;
 - a finished run's lease is free (``claim_run``), whether or not its release was
   written yet;
 - ``request_cancel`` sets that flag.
@@ -60,8 +61,8 @@ class ArenaStore(Protocol):
     def record_speaker(
         self, checkpoint: Checkpoint, reply: ReplyRecord | None, *, finish: Holder | None = None
     ) -> bool:
-        """Persist a speaker's outcome (reply and checkpoint) idempotently, in one unit;
-        returns whether a cancel of the run has been requested. With ``finish`` (the run's last
+        """Persist a speaker's outcome (reply and checkpoint) idempotently and atomically;
+        returns whether a cancel of the run has been requested (read after the record). With ``finish`` (the run's last
         speaker), the same unit marks the run finished, which frees ``finish``'s lease (its row may
         be removed after the unit)."""
         ...

@@ -4,7 +4,8 @@ A model call mostly waits (for the network, or for a fake's sleep); the store wo
 mostly computes. Running the two side by side takes the store's time off the user's wait:
 
 - a revision round stores the user's words while the edit is being written, and commits the
-  revision while its style preferences are being extracted;
+  revision while its style preferences are being extracted (the call's thread then saves the
+  learned persona version itself, once the commit is in);
 - an arena turn records one speaker while the next one speaks.
 
 Rules that keep this safe:

@@ -7,11 +7,10 @@ model call. Writes are idempotent by natural keys: sessions by id, runs by
 run's plan is written only while it is NULL. Inserts guard with ``WHERE NOT
 EXISTS`` rather than ``ON CONFLICT DO NOTHING``, which costs ~2.5 ms more CPU
 per statement in DuckDB 2.0. A speaker's reply row is its checkpoint (migration
-0015; ``arena_checkpoints`` holds the failed speakers), so a speaker costs 4
-statements (BEGIN, reply, cancel flag, COMMIT; the last one marks the run
-finished instead of reading the flag, and its lease's row is removed behind
-it) and a cancel check before its call, which reads
-the flag only when it may have changed (a cancel in this process, or another
+0015; ``arena_checkpoints`` holds the failed speakers), so a done speaker costs
+one statement, its reply (after the last one, the run's end is written behind
+it), and a cancel check before its call and after its record, which reads the
+flag only when it may have changed (a cancel in this process, or another
 process's turn on the file since it was last read); the lease is renewed once a
 tenth of its TTL has passed. Sessions never change once saved, so
 each is read once per store.
