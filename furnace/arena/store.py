@@ -61,10 +61,10 @@ class ArenaStore(Protocol):
     def record_speaker(
         self, checkpoint: Checkpoint, reply: ReplyRecord | None, *, finish: Holder | None = None
     ) -> bool:
-        """Persist a speaker's outcome (reply and checkpoint) idempotently and atomically;
-        returns whether a cancel of the run has been requested (read after the record). With ``finish`` (the run's last
-        speaker), the same unit marks the run finished, which frees ``finish``'s lease (its row may
-        be removed after the unit)."""
+        """Persist a speaker's outcome (reply and checkpoint) idempotently and atomically; returns
+        whether a cancel of the run has been requested (read after the record). With ``finish`` (the
+        run's last speaker), the run is marked finished, which frees ``finish``'s lease (DuckDB writes
+        both behind the record; the lease's row may go after it)."""
         ...
 
     def checkpoints(self, run_id: str) -> dict[int, Checkpoint]:

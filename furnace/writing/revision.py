@@ -35,10 +35,11 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -588,13 +589,11 @@ def _edit(
     # 7–8, started now: the preferences are extracted while the revision is built and commits, and the
     # learned persona version is saved on the same thread as soon as both are done (no hand-over to this
     # one); the answer is dropped if the commit fails. A failure there is a warning, never the revision's.
-    committed = threading.Event()
-    saved = [False]
+    committed: Future[bool] = Future()
 
     def learn_preferences() -> PreferenceUpdate | None:
         found = extract_preferences(llm, record, language=persona.language, seed=seed)
-        committed.wait()
-        if not saved[0]:
+        if not committed.result():
             return None
         # the revision was created just now, so it is unprocessed and the persona read above is its persona
         return save_learned(store, content_store, record, persona, found, mark_behind=True)
@@ -602,49 +601,15 @@ def _edit(
     with ExitStack() as running:
         learning = running.enter_context(ahead(learn_preferences)) if learn else None
         try:
-            version = ContentVersion(
-                content_id=content_id,
-                version=to_version,
-                title=title,
-                body=body,
-                word_count=word_count(body, content.language),
-                source="revise",
-                revision_id=record.id,
-                created_at=now,
-            )
-            label = f"V{current.version}→V{to_version}"
-            text = (
-                f"{label}：已按建议修改（{record.suggestion}）。预览：{preview(body, PREVIEW_CHARS)}"
-                if zh
-                else f"{label}: revised as asked ({record.suggestion}). Preview: {preview(body, PREVIEW_CHARS)}"
-            )
-            reply = ChatMessage(
-                session_id=session.id,
-                role="assistant",
-                kind="revision",
-                content=text,
-                revision_id=record.id,
-                created_at=now,
-            )
-            try:
-                [reply] = content_store.commit(ContentBatch(version=version, revision=record, messages=(reply,)))
-                saved[0] = True
-            except StoreError as err:  # edited meanwhile (another window, another process): nothing of ours written
-                log.warning("revision of %s not saved: %s", content_id, err)
-                latest = content_store.get_version(content_id).version
-                text = (
-                    f"抱歉，这篇文章刚刚在别处被修改过（现在是 V{latest}），这次修改没有保存。请再发一次你的建议。"
-                    if zh
-                    else f"Sorry, the text was changed elsewhere meanwhile (it is now V{latest}), so this edit was "
-                    "not saved. Please send your suggestion again."
-                )
-                failure = ChatMessage(
-                    session_id=session.id, role="assistant", kind="failure", content=text, created_at=clock()
-                )
-                [failure] = content_store.commit(ContentBatch(messages=(failure,)))
-                return RevisionOutcome("failed", user, failure, tuple(steps), pending=tuple(suggestions))
+            version, reply = _version_and_reply(record, content.language, now, zh)
+            [reply] = content_store.commit(ContentBatch(version=version, revision=record, messages=(reply,)))
+            committed.set_result(True)
+        except StoreError as err:  # edited meanwhile (another window, another process): nothing of ours written
+            log.warning("revision of %s not saved: %s", content_id, err)
+            return _not_saved(content_store, content_id, session.id, user, steps, suggestions, zh, clock)
         finally:
-            committed.set()  # whatever happened: the learning thread goes on (and ends) before the block does
+            if not committed.done():  # whatever happened: the learning thread ends before the block does
+                committed.set_result(False)
     steps += [Step.RECORD, Step.UPDATE, Step.REPLY]
 
     learned: PreferenceUpdate | None = None
@@ -655,6 +620,61 @@ def _edit(
         except Exception as err:
             log.warning("preference extraction for %s failed (the revision is kept): %s", record.id, err)
     return RevisionOutcome("revised", user, reply, tuple(steps), record, version, learned, tuple(suggestions))
+
+
+def _version_and_reply(
+    record: RevisionRecord, language: str, now: datetime, zh: bool
+) -> tuple[ContentVersion, ChatMessage]:
+    """The new version a revision makes, and the assistant's reply naming it (``V2→V3``)."""
+    version = ContentVersion(
+        content_id=record.content_id,
+        version=record.to_version,
+        title=record.revised_title,
+        body=record.revised_body,
+        word_count=word_count(record.revised_body, language),
+        source="revise",
+        revision_id=record.id,
+        created_at=now,
+    )
+    label = f"V{record.from_version}→V{record.to_version}"
+    body = preview(record.revised_body, PREVIEW_CHARS)
+    text = (
+        f"{label}：已按建议修改（{record.suggestion}）。预览：{body}"
+        if zh
+        else f"{label}: revised as asked ({record.suggestion}). Preview: {body}"
+    )
+    reply = ChatMessage(
+        session_id=record.session_id,
+        role="assistant",
+        kind="revision",
+        content=text,
+        revision_id=record.id,
+        created_at=now,
+    )
+    return version, reply
+
+
+def _not_saved(
+    content_store: ContentStore,
+    content_id: str,
+    session_id: str,
+    user: ChatMessage,
+    steps: list[Step],
+    suggestions: list[str],
+    zh: bool,
+    clock: Clock,
+) -> RevisionOutcome:
+    """The piece was edited elsewhere while this revision was made: nothing of it was written; say so."""
+    latest = content_store.get_version(content_id).version
+    text = (
+        f"抱歉，这篇文章刚刚在别处被修改过（现在是 V{latest}），这次修改没有保存。请再发一次你的建议。"
+        if zh
+        else f"Sorry, the text was changed elsewhere meanwhile (it is now V{latest}), so this edit was not "
+        "saved. Please send your suggestion again."
+    )
+    failure = ChatMessage(session_id=session_id, role="assistant", kind="failure", content=text, created_at=clock())
+    [failure] = content_store.commit(ContentBatch(messages=(failure,)))
+    return RevisionOutcome("failed", user, failure, tuple(steps), pending=tuple(suggestions))
 
 
 # --- diff and rollback --------------------------------------------------------

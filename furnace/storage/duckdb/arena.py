@@ -30,6 +30,8 @@ from furnace.storage.duckdb.db import Database
 
 _RUN_COLS = "run_id, session_id, turn, message, directive, plan, status, cancel_requested, created_at"
 _RUN_NAMES = [c.strip() for c in _RUN_COLS.split(",")]
+_SET_STATUS = "UPDATE arena_runs SET status = ?, updated_at = current_timestamp{also} WHERE run_id = ?"
+_RELEASE = "DELETE FROM arena_leases WHERE run_id = ? AND token = ?"
 _REPLY_COLS = (
     "reply_id, run_id, session_id, speaker_index, member_id, member_name, member_version, text, ordinal, "
     "corrected, created_at"
@@ -41,11 +43,6 @@ _REPLY_COLS = (
 _no_cancel: dict[tuple[str, str], tuple[int, int]] = {}
 _no_cancel_lock = threading.Lock()
 _cancels = 0
-
-
-def _is_reply(checkpoint: Checkpoint, reply: ReplyRecord | None) -> bool:
-    """Whether the reply row stands for the checkpoint (a done speaker's, with that reply)."""
-    return reply is not None and checkpoint.status == "done" and checkpoint.reply_id == reply.reply_id
 
 
 def _insert_reply(reply: ReplyRecord, attempts: int) -> tuple[str, list[Any]]:
@@ -182,10 +179,7 @@ class DuckDBArenaStore:
         return self.get_run(run_id)  # it had a plan: that one stands
 
     def set_status(self, run_id: str, status: RunStatus, *, clear_cancel: bool = False) -> None:
-        sql = "UPDATE arena_runs SET status = ?, updated_at = current_timestamp"
-        if clear_cancel:
-            sql += ", cancel_requested = false"
-        self.db.execute(sql + " WHERE run_id = ?", [status, run_id])
+        self.db.execute(_SET_STATUS.format(also=", cancel_requested = false" if clear_cancel else ""), [status, run_id])
 
     def request_cancel(self, run_id: str) -> None:
         global _cancels
@@ -262,7 +256,7 @@ class DuckDBArenaStore:
         return None
 
     def release_run(self, run_id: str, holder: Holder) -> None:
-        self.db.execute("DELETE FROM arena_leases WHERE run_id = ? AND token = ?", [run_id, holder.token])
+        self.db.execute(_RELEASE, [run_id, holder.token])
 
     # --- speakers --------------------------------------------------------------
 
@@ -275,8 +269,7 @@ class DuckDBArenaStore:
         row removed) is written behind the record, off the turn's end: it reads as written in this
         process, and the file is not handed to another process before it is; a crash that loses it
         leaves a run whose speakers are all recorded, which ``arena resume`` finishes without a call."""
-        if _is_reply(checkpoint, reply):
-            assert reply is not None
+        if reply is not None and checkpoint.status == "done" and checkpoint.reply_id == reply.reply_id:
             self.db.write_one(lambda con: con.execute(*_insert_reply(reply, checkpoint.attempts)))
         else:
             with self.db.transaction() as con:  # a failed speaker (with a reply only in a repeated record)
@@ -302,14 +295,11 @@ class DuckDBArenaStore:
             return self.cancel_requested(run_id)
         token = finish.token
         self.db.write_behind(
-            lambda con: con.execute(
-                "UPDATE arena_runs SET status = 'finished', updated_at = current_timestamp WHERE run_id = ?", [run_id]
-            ),
+            lambda con: con.execute(_SET_STATUS.format(also=""), ["finished", run_id]),
             what=f"arena run {run_id}'s finished status",
         )
         self.db.write_behind(  # a finished run's lease is free already (claim_run): this removes the row
-            lambda con: con.execute("DELETE FROM arena_leases WHERE run_id = ? AND token = ?", [run_id, token]),
-            what=f"arena run {run_id}'s lease",
+            lambda con: con.execute(_RELEASE, [run_id, token]), what=f"arena run {run_id}'s lease"
         )
         return False  # nothing is left to cancel
 
