@@ -202,6 +202,7 @@ class Evolution:
         self._breed: Breeder = self.breeder  # during run(): the run's view (new agents written with the records)
         self._probe_pool: ThreadPoolExecutor | None = None  # during run(): threads for the units' probes
         self._probe_threads = 0
+        self._probes_per_unit = min(4, self.config.concurrency)  # a unit's probes answered at once
         self.status = "finished"
 
     # --- helpers ---------------------------------------------------------
@@ -368,7 +369,7 @@ class Evolution:
             self.config.scorers,
             seed=self.config.seed,
             vectors=vectors,
-            parallel=min(4, self.config.concurrency),
+            parallel=self._probes_per_unit,
             span=step,
             pool=self._probe_pool,
         )
@@ -435,31 +436,25 @@ class Evolution:
     def run(self) -> ExperimentReport:
         """Run (or resume) the experiment and return its report."""
         cfg = self.config
-        self.results.start_experiment(
-            ExperimentRecord(self.experiment_id, cfg.name, cfg.model_dump(mode="json"), cfg.seed, self.llm.model_name)
-        )
-        self.tracker.start_experiment(
-            self.experiment_id,
-            _flat_params(cfg),
-            {**self.run_tags, "furnace.experiment_id": self.experiment_id, "furnace.model": self.llm.model_name},
-        )
-        self._writer = RecordWriter(self.results)
-        for_run = getattr(self.breeder, "for_run", None)  # new agents written behind, with the records
-        self._breed = for_run(self._writer.put) if callable(for_run) else self.breeder
-        self._recorded: dict[int, dict[int, IndividualRecord]] = {}
-        # the experiment's individuals as the store holds them: what was read at the start, then every
-        # write this run queues, applied with the same semantics (the report is built from it, no read-back)
-        self._stored = MemoryResults()
-        for rec in self.results.individuals(self.experiment_id):  # one read: what a previous run finished
-            self._recorded.setdefault(rec.generation, {})[rec.slot] = rec
-            self._stored.save_individual(rec)
-        # what earlier runs spent per generation: a rerun adds to it, never overwrites it
-        self._spent_before = {g.generation: _generation_totals(g) for g in self.results.generations(self.experiment_id)}
         workers = min(max(cfg.children_per_generation, len(self.seeds), 1), 64)
         runner = self.unit_runner or ThreadUnitRunner(workers)
         # one set of threads for every unit's probes (a unit's own pool would start and join threads per individual)
-        self._probe_threads = workers * min(4, cfg.concurrency)
+        self._probe_threads = workers * self._probes_per_unit
         self._probe_pool = ThreadPoolExecutor(self._probe_threads, thread_name_prefix="furnace-probe")
+        # the threads generation 0 needs, started while the experiment is written and read: a thread
+        # started on demand, while the seeds are being scored, waits for the GIL at every start
+        # (the children's threads are started while generation 0 is scored: ``_Schedule.seed_generation``)
+        first = len(self.seeds)
+        ready = threading.Thread(target=self.prestart, args=(runner, first), name="furnace-prestart", daemon=True)
+        ready.start()
+        try:
+            self._open(cfg)
+        except BaseException:
+            ready.join()
+            runner.close()
+            self._probe_pool.shutdown(wait=False)
+            raise
+        ready.join()
         schedule = _Schedule(self, random.Random(cfg.seed), runner)
         try:
             try:
@@ -493,6 +488,38 @@ class Evolution:
         self._writer.flush()
         self.tracker.finish(self.status, report.tags(), report.artifacts(), report.totals)
         return report
+
+    def prestart(self, runner: UnitRunner, units: int | None = None) -> None:
+        """Start the threads of ``units`` units (all the run's by default): the unit runner's, when it
+        has any, and their probes'."""
+        ready = getattr(runner, "prestart", None)
+        if callable(ready):
+            ready(units)
+        if self._probe_pool is not None:
+            prestart(self._probe_pool, self._probe_threads if units is None else units * self._probes_per_unit)
+
+    def _open(self, cfg: ExperimentConfig) -> None:
+        """Mark the experiment running (tracker too), and read what earlier runs of it recorded."""
+        self.results.start_experiment(
+            ExperimentRecord(self.experiment_id, cfg.name, cfg.model_dump(mode="json"), cfg.seed, self.llm.model_name)
+        )
+        self.tracker.start_experiment(
+            self.experiment_id,
+            _flat_params(cfg),
+            {**self.run_tags, "furnace.experiment_id": self.experiment_id, "furnace.model": self.llm.model_name},
+        )
+        self._writer = RecordWriter(self.results)
+        for_run = getattr(self.breeder, "for_run", None)  # new agents written behind, with the records
+        self._breed = for_run(self._writer.put) if callable(for_run) else self.breeder
+        self._recorded: dict[int, dict[int, IndividualRecord]] = {}
+        # the experiment's individuals as the store holds them: what was read at the start, then every
+        # write this run queues, applied with the same semantics (the report is built from it, no read-back)
+        self._stored = MemoryResults()
+        for rec in self.results.individuals(self.experiment_id):  # one read: what a previous run finished
+            self._recorded.setdefault(rec.generation, {})[rec.slot] = rec
+            self._stored.save_individual(rec)
+        # what earlier runs spent per generation: a rerun adds to it, never overwrites it
+        self._spent_before = {g.generation: _generation_totals(g) for g in self.results.generations(self.experiment_id)}
 
     def _save(self, record: IndividualRecord, *, replace: bool) -> None:
         """Queue ``record``'s write (saved in the background, batched, as units finish; ``replace``: it
@@ -665,11 +692,7 @@ class _Schedule:
         prefetch = getattr(evo._breed, "prefetch", None)  # the first parents, read while the seeds are scored
         if callable(prefetch):
             prefetch([e.ref for e in evo.seeds])
-        ready = getattr(self.runner, "prestart", None)  # threads the children will need, started meanwhile
-        if callable(ready):
-            ready()
-        if evo._probe_pool is not None:
-            prestart(evo._probe_pool, evo._probe_threads)
+        evo.prestart(self.runner)  # the threads the children will need, started meanwhile
         while self.finished.pending:
             unit, record = self.wait_one()
             if record is not None:

@@ -64,11 +64,12 @@ class ThreadUnitRunner:
         self._futures = [f for f in self._futures if not f.done()] + [future]
         return future
 
-    def prestart(self) -> None:
-        """Start the pool's threads now, while the caller would only wait (see :func:`prestart`)."""
+    def prestart(self, threads: int | None = None) -> None:
+        """Start ``threads`` of the pool's threads (all by default) now, while the caller would only
+        wait (see :func:`prestart`)."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="furnace-unit")
-        prestart(self._pool, self.workers)
+        prestart(self._pool, self.workers if threads is None else min(threads, self.workers))
 
     def close(self) -> None:
         """Drop the units not started and wait for the running ones; when every unit has finished

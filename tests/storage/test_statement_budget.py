@@ -140,3 +140,25 @@ def test_a_cold_fusion_runs_at_most_11_statements_and_its_repeats_next_to_none(t
         before = db.statements  # changed with the commit), then nothing while nothing in the file changes
         again = fuse(store, parents, llm=llm, embedder=HashEmbedder(), cache=cache, operator="crossover")
         assert again.from_cache and db.statements - before <= budget
+
+
+def test_starting_an_experiment_is_one_statement_and_a_rerun_keeps_its_row(tmp_path: Path) -> None:
+    from furnace.evolution.records import ExperimentRecord
+    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+
+    db = Database(tmp_path / "f.duckdb")
+    results = DuckDBExperimentResults(db)
+    before = db.statements
+    results.start_experiment(ExperimentRecord("exp", "first", {"seed": 1}, 1, "m"))
+    assert db.statements == before + 1  # an upsert, autocommitted: no BEGIN/COMMIT
+    started = results.get_experiment("exp")
+    assert started is not None and started.status == "running" and started.config == {"seed": 1}
+
+    results.finish_experiment("exp", "finished", {"best": 0.5})
+    results.start_experiment(ExperimentRecord("exp", "renamed", {"seed": 2}, 2, "other"))
+    again = results.get_experiment("exp")
+    assert again is not None
+    assert again.status == "running"  # back to running ...
+    assert (again.name, again.config, again.seed, again.model) == ("first", {"seed": 1}, 1, "m")  # ... the row kept
+    assert again.summary == {"best": 0.5}
+    assert [e.experiment_id for e in results.list_experiments()] == ["exp"]

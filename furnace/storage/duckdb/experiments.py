@@ -87,16 +87,16 @@ class DuckDBExperimentResults:
     # --- experiments ------------------------------------------------------
 
     def start_experiment(self, record: ExperimentRecord) -> None:
-        with self.db.transaction() as con:
-            con.execute(
-                "INSERT INTO experiments (experiment_id, name, config, seed, model, status) VALUES (?, ?, ?, ?, ?, ?)"
-                " ON CONFLICT DO NOTHING",
-                [record.experiment_id, record.name, _dump(record.config), record.seed, record.model, record.status],
+        """Insert the experiment if new; a re-run keeps its row, status back to running (one statement)."""
+        row = [record.experiment_id, record.name, _dump(record.config), record.seed, record.model]
+        self.db.write_one(
+            lambda con: con.execute(
+                "INSERT INTO experiments (experiment_id, name, config, seed, model, status)"
+                " VALUES (?, ?, ?, ?, ?, 'running') ON CONFLICT (experiment_id)"
+                " DO UPDATE SET status = 'running', updated_at = now()",
+                row,
             )
-            con.execute(
-                "UPDATE experiments SET status = 'running', updated_at = current_timestamp WHERE experiment_id = ?",
-                [record.experiment_id],
-            )
+        )
 
     def finish_experiment(self, experiment_id: str, status: str, summary: dict[str, Any]) -> None:
         self.db.execute(
