@@ -57,7 +57,12 @@ test: setup browser
 test-fast: setup
 	$(BIN)/python -m pytest -m "not slow and not browser"
 
-bench: setup
+# The benchmarks' own extra (gepa, for the search bench's comparison), on top of setup.
+$(VENV)/.bench-installed: $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[bench]'
+	touch $@
+
+bench: setup $(VENV)/.bench-installed
 	$(BIN)/python -m bench
 
 # 10,000 mutated files through every importer; exits non-zero on any internal error.
