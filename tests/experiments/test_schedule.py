@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from experiments.helpers import library
+from experiments.helpers import library, scripted_llm
 from experiments.test_evolution import make
 from furnace.evolution.metering import PrioritySlots
 from furnace.evolution.records import MemoryResults
@@ -255,3 +255,28 @@ def test_budget_stop_keeps_every_finished_individual(concurrency):
     recorded = results.individuals(evo.experiment_id)
     assert len(recorded) == len({(r.generation, r.slot) for r in recorded})
     assert report.leaderboard
+
+
+def test_generation_0s_threads_are_started_before_its_first_model_call() -> None:
+    """The seeds' unit and probe threads start while the experiment is written and read, not one by one
+    as the seeds are submitted (each start on demand waits for the GIL behind the seeds' own work)."""
+    seen: list[tuple[int, int]] = []
+
+    class FirstCall:
+        def __init__(self, inner) -> None:
+            self.inner, self.model_name = inner, inner.model_name
+
+        def complete(self, request):
+            if not seen:
+                names = [t.name for t in threading.enumerate()]
+                units = sum(n.startswith("furnace-unit") for n in names)
+                seen.append((units, sum(n.startswith("furnace-probe") for n in names)))
+            return self.inner.complete(request)
+
+    evo = make(llm=FirstCall(scripted_llm()), population=4, concurrency=4, probes={"set": "writing-en", "limit": 4})
+    report = evo.run()
+    assert report.status == "finished"
+    seeds = len(evo.seeds)
+    units, probes = seen[0]
+    assert units >= seeds  # every seed's unit thread ...
+    assert probes >= seeds * 4  # ... and the threads of every seed's 4 probes, before the first call
