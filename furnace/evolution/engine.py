@@ -90,6 +90,17 @@ class Breeder(Protocol):
     ) -> Bred: ...
 
 
+class Peer(Protocol):
+    """What a unit reads of the population it is scored against: each member's id and prompt (its
+    diversity). An :class:`IndividualRecord` is one; a unit shipped to another process gets just these."""
+
+    @property
+    def agent_id(self) -> str: ...
+
+    @property
+    def system_prompt(self) -> str: ...
+
+
 @dataclass(frozen=True)
 class Plan:
     """One slot of a generation: what to make (drawn in the main thread)."""
@@ -183,6 +194,7 @@ class Evolution:
     judge: LLM | None = None  # the judge scorers' model (default: ``llm``, the agents' own model)
     keep_failures: bool = False  # a rerun keeps unscored records instead of evaluating them again
     run_tags: dict[str, str] = field(default_factory=dict)  # extra tags on the tracked run (e.g. a flow run id)
+    probe_pool: ThreadPoolExecutor | None = None  # threads for the probes of units evaluated outside run() (a worker's)
 
     def __post_init__(self) -> None:
         self.seeds = list(self.seeds)[: self.config.population]
@@ -200,7 +212,9 @@ class Evolution:
         self._vectors: dict[str, list[float]] = {}
         self._unit_meters: dict[tuple[int, int], CallTotals] = {}  # (generation, slot) -> calls of units run here
         self._breed: Breeder = self.breeder  # during run(): the run's view (new agents written with the records)
-        self._probe_pool: ThreadPoolExecutor | None = None  # during run(): threads for the units' probes
+        self._probe_pool: ThreadPoolExecutor | None = (
+            self.probe_pool
+        )  # during run(): threads of its own for the units' probes
         self._probe_threads = 0
         self._probes_per_unit = min(4, self.config.concurrency)  # a unit's probes answered at once
         self.status = "finished"
@@ -279,7 +293,7 @@ class Evolution:
         self,
         generation: int,
         plan: Plan,
-        population: Sequence[IndividualRecord],
+        population: Sequence[Peer],
         known: dict[str, IndividualRecord],
         order: int = 0,
     ) -> IndividualRecord:
@@ -317,7 +331,7 @@ class Evolution:
         self,
         generation: int,
         plan: Plan,
-        population: Sequence[IndividualRecord],
+        population: Sequence[Peer],
         known: dict[str, IndividualRecord],
         root: Span | None,
         llm: _CountingLLM,
@@ -415,7 +429,7 @@ class Evolution:
         order: int,
         generation: int,
         plan: Plan,
-        population: Sequence[IndividualRecord],
+        population: Sequence[Peer],
         known: dict[str, IndividualRecord],
         *,
         retry: bool = False,
@@ -465,7 +479,7 @@ class Evolution:
                 try:
                     runner.close()
                 finally:
-                    pool, self._probe_pool = self._probe_pool, None
+                    pool, self._probe_pool = self._probe_pool, self.probe_pool
                     pool.shutdown(wait=False)  # idle by now (every unit waited for its probes): no join on the wall
         except BaseException:
             self._writer.flush()  # everything finished is on disk before the run dies
