@@ -2,11 +2,13 @@
 
 A unit (one individual: fuse, answer the probes, judge) runs in a worker with what it needs
 as plain data (:class:`World` once per run, :class:`Job` per unit: the parents the driver
-loaded and verified) and memory-only collaborators: the model client behind an in-memory
-response cache and call ledger, an in-memory synthesis cache, a store that holds just the
-parents. It returns an :class:`Outcome`: its record, its call-ledger rows, the response-cache
-and synthesis-cache entries it made, the agent it bred and its trace (recorded spans). The
-driver applies an outcome in its main thread (:class:`Sink`): ledger rows first, then the
+loaded and verified, its population's ids and prompts) and memory-only collaborators, built
+once per worker and run (:class:`_Kit`: the model clients and their slots, served in the
+driver's order, an in-memory response cache, a synthesis cache, the embedder and the vectors
+it computed; the probes' threads are the process's) plus, per unit, a call ledger and a store
+that holds just the parents. It returns an :class:`Outcome`: its record, its call-ledger
+rows, the response-cache and synthesis-cache entries it made, the agent it bred and its trace
+(recorded spans). The driver applies an outcome in its main thread (:class:`Sink`): ledger rows first, then the
 caches, the agent, the trace and the run's meter, and then the loop writes the record as for
 any runner. So the store keeps one writer, totals come from the ledger as everywhere else,
 and a rerun makes no model call (the completions are in the driver's response cache).
