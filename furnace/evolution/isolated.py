@@ -36,6 +36,7 @@ from functools import partial
 from typing import Any, NamedTuple
 
 from furnace.domain.agent import AGENT_PREFIX, Agent
+from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import FurnaceError, NotFound
 from furnace.evolution.breeding import FusionBreeder
@@ -110,10 +111,16 @@ class Job:
 
     @property
     def affinity(self) -> str:
-        """Units whose parents have the same content share fusion sub-results (keyed by content):
-        run them in one worker, where its caches and single-flight serve the second."""
+        """Units that can ask the same questions: parents of the same content bred with the same
+        params (the operators' sub-results are keyed by the parents' content and their params, e.g.
+        a crossover's identity sentence; the same moves on the same parent can make the same child).
+        Only their plans' seeds differ, and a sub-result keyed by the seed (a mutation's rewrite, a
+        reflection) is the unit's own. Run in one worker, its caches and single-flight serve the second."""
         plan = self.args[1]
-        return ",".join(sorted(str(p.elixir.get("content_hash")) for p in plan.parents)) or f"seed-{plan.slot}"
+        if not plan.parents:
+            return f"seed-{plan.slot}"
+        parents = ",".join(sorted(str(p.elixir.get("content_hash")) for p in plan.parents))
+        return f"{parents}|{content_key(plan.params)}"
 
 
 @dataclass

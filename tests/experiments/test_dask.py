@@ -186,13 +186,24 @@ class _Cluster:
         return {"workers": {"tcp://127.0.0.1:1": {"name": 0}, "tcp://127.0.0.1:2": {"name": 1}}}
 
 
-def _job(slot: int, *contents: str):
+def _job(slot: int, *contents: str, params: dict | None = None):
     from types import SimpleNamespace
 
     from furnace.evolution.isolated import Job
 
-    plan = SimpleNamespace(slot=slot, parents=[SimpleNamespace(elixir={"content_hash": c}) for c in contents])
+    parents = [SimpleNamespace(elixir={"content_hash": c}) for c in contents]
+    plan = SimpleNamespace(slot=slot, parents=parents, params=params or {})
     return Job(f"unit-{slot}", (1, plan, (), {}, slot))
+
+
+def test_units_that_can_ask_the_same_questions_have_one_affinity():
+    crossover = _job(1, "p", "q").affinity
+    assert _job(2, "q", "p").affinity == crossover  # the same parents, either way round
+    moves = {"rate": 0.25, "moves": ["tone-up:formality"]}
+    assert _job(3, "p", params=moves).affinity == _job(4, "p", params=dict(moves)).affinity  # may make the same child
+    other = {"rate": 0.25, "moves": ["max_length:200"]}  # another child; its rewrites are keyed by its own seed
+    assert _job(5, "p", params=moves).affinity != _job(6, "p", params=other).affinity
+    assert _job(7).affinity != _job(8).affinity  # seeds: one each
 
 
 def test_units_go_to_the_least_busy_worker_and_same_content_parents_stay_together():
