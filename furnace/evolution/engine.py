@@ -63,7 +63,7 @@ from furnace.evolution.report import ExperimentReport, build_report
 from furnace.evolution.selection import OperatorBoard, choose_operator, survivors
 from furnace.evolution.tracker import NullTracker, Span, Tracker, start_trace
 from furnace.evolution.units import Finished, ThreadUnitRunner, Unit, UnitRunner, prestart
-from furnace.evolution.writer import Deferred, RecordWriter, Replacement
+from furnace.evolution.writer import Deferred, NewAgent, RecordWriter, Replacement
 from furnace.llm.cache import CallTotals
 from furnace.llm.routing import TaskRouter
 from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind
@@ -548,6 +548,11 @@ class Evolution:
         """Queue ``write`` on the run's record writer: done in order with the records put after it, in
         their unit of work (a record is never saved without what was queued before it)."""
         self._writer.put(Deferred(write))
+
+    def save_with_records(self, store: Any, agent: Any) -> None:
+        """Queue ``agent``'s save to ``store`` on the run's record writer (an agent bred in another
+        process): saved before the records put after it, with the other new agents of its batch."""
+        self._writer.put(NewAgent(store, agent))
 
     def unit_meter(self, generation: int, slot: int) -> CallTotals:
         """The calls of the unit at ``(generation, slot)`` evaluated in this process (until its generation closes)."""

@@ -464,6 +464,8 @@ class Sink:
         for key, task, completion in outcome.responses:
             if task not in _PER_PERSONA:
                 self.answers.setdefault(key, completion)
+        for agent in outcome.agents:  # idempotent: an agent bred before is kept as stored
+            self.evolution.save_with_records(self.store, agent)
         self.evolution.write_with_records(partial(self._write, outcome, trace=not replayed))
         if outcome.error is not None:
             raise outcome.error
@@ -475,8 +477,6 @@ class Sink:
             self.responses.put(key, completion, task=task)
         for key, value, ttl in outcome.entries:
             self.kv.put_if_absent(key, value, ttl)
-        for agent in outcome.agents:
-            self.store.save_agent(agent)  # idempotent: an agent bred before is kept as stored
         if trace:
             replay(self.evolution.tracker, outcome.spans)
 
