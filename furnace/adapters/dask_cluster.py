@@ -117,8 +117,8 @@ def slots_per_worker(concurrency: int, workers: int) -> int:
 
 class Placement:
     """Where a unit runs: on the worker with the fewest units in flight, so every worker's model slots
-    have calls waiting; but a unit whose parents have the same content as a unit in flight (they share
-    fusion sub-results) goes to that unit's worker, where its caches and single-flight serve the
+    have calls waiting; but a unit with the same affinity as a unit in flight (``Job.affinity``: they
+    can ask the same questions) goes to that unit's worker, where its caches and single-flight serve the
     repeat (a unit sent later receives the sub-results with its job). Workers by name (a worker its
     nanny restarted keeps its name); strict on the cluster furnace owns, a preference on a cluster
     given by address (a worker there may leave for good). ``place`` picks, ``done`` says it finished."""
