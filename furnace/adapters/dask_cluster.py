@@ -15,7 +15,6 @@ Units run there through :mod:`furnace.evolution.isolated`: workers never open th
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import math
 import os
@@ -24,6 +23,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -116,48 +116,84 @@ def slots_per_worker(concurrency: int, workers: int) -> int:
 
 
 class Placement:
-    """Where a unit runs: units with the same affinity (parents of the same content, which share
-    fusion sub-results) go to the same worker, where its caches and single-flight serve the
-    repeat. Workers by name (a worker its nanny restarted keeps its name); strict on the cluster
-    furnace owns, a preference on a cluster given by address (a worker there may leave for good)."""
+    """Where a unit runs: on the worker with the fewest units in flight, so every worker's model slots
+    have calls waiting; but a unit with the same affinity as a unit in flight (``Job.affinity``: they
+    can ask the same questions) goes to that unit's worker, where its caches and single-flight serve the
+    repeat (a unit sent later receives the sub-results with its job). Workers by name (a worker its
+    nanny restarted keeps its name); strict on the cluster furnace owns, a preference on a cluster
+    given by address (a worker there may leave for good). ``place`` picks, ``done`` says it finished."""
 
     def __init__(self, client: Any) -> None:
         found = client.scheduler_info().get("workers", {})
         self.workers = sorted((w.get("name", a) for a, w in found.items()), key=str)
         self.strict = getattr(client, "cluster", None) is not None
+        self._load = dict.fromkeys(self.workers, 0)  # units in flight per worker
+        self._held: dict[str, tuple[Any, int]] = {}  # affinity -> (worker, its units in flight)
+        self._lock = threading.Lock()
 
-    def restrictions(self, job: Job) -> dict[str, Any]:
-        """``workers`` and ``allow_other_workers`` for ``job`` (``client.submit`` / ``dask.annotate``)."""
+    def place(self, job: Job) -> dict[str, Any]:
+        """``workers`` and ``allow_other_workers`` for ``job`` (``client.submit`` / ``dask.annotate``),
+        counted in flight until :meth:`done`."""
         if not self.workers:
             return {}
-        bucket = int(hashlib.blake2b(job.affinity.encode(), digest_size=8).hexdigest(), 16) % len(self.workers)
-        return {"workers": [self.workers[bucket]], "allow_other_workers": not self.strict}
+        with self._lock:
+            held = self._held.get(job.affinity)
+            worker = held[0] if held else min(self.workers, key=self._load.__getitem__)
+            self._held[job.affinity] = (worker, (held[1] if held else 0) + 1)
+            self._load[worker] += 1
+        return {"workers": [worker], "allow_other_workers": not self.strict}
+
+    def done(self, job: Job, worker: Any) -> None:
+        """``job``, placed on ``worker``, is no longer in flight."""
+        with self._lock:
+            self._load[worker] -= 1
+            _, count = self._held[job.affinity]
+            if count > 1:
+                self._held[job.affinity] = (worker, count - 1)
+            else:
+                del self._held[job.affinity]
 
 
 class _Submitter:
-    """Ships jobs to the cluster: the world once to every worker, then one task per unit
-    (older units first, placed by :class:`Placement`); ``close`` cancels what has not run."""
+    """Ships jobs to the cluster: the world once to every worker, then one task per unit (older
+    units first, placed by :class:`Placement`). A unit's outcome is fetched as soon as it is done,
+    by Dask's callback thread, so the driver's loop finds it here when it gets to it (not a round
+    trip to the worker then); ``close`` cancels what has not run."""
 
     def __init__(self, client: Any, world: World) -> None:
         self.client = client
         self.world = client.scatter(world, broadcast=True, hash=False)
         self.placement = Placement(client)
-        self.futures: list[Any] = []
+        # outcomes straight from the worker on furnace's own cluster (not relayed by the scheduler); a
+        # cluster given by address may have workers this process cannot reach
+        self.direct = getattr(client, "cluster", None) is not None
+        self.running: set[Any] = set()
         self._lock = threading.Lock()
 
-    def __call__(self, job: Job, order: int) -> Any:
+    def __call__(self, job: Job, order: int) -> Future[Any]:
         key = f"furnace-unit-{job.key[:16]}-{uuid.uuid4().hex[:8]}"
-        future = self.client.submit(
-            run_job, self.world, job, pure=False, priority=-order, key=key, **self.placement.restrictions(job)
-        )
+        where = self.placement.place(job)
+        remote = self.client.submit(run_job, self.world, job, pure=False, priority=-order, key=key, **where)
+        fetched: Future[Any] = Future()
         with self._lock:
-            self.futures.append(future)
-        return future
+            self.running.add(remote)
+
+        def fetch(done: Any) -> None:
+            with self._lock:
+                self.running.discard(done)
+            if where:
+                self.placement.done(job, where["workers"][0])
+            try:
+                fetched.set_result(self.client.gather(done, direct=self.direct))
+            except BaseException as err:  # noqa: BLE001 - the loop raises it when it takes the unit
+                fetched.set_exception(err)
+
+        remote.add_done_callback(fetch)
+        return fetched
 
     def close(self) -> None:
         with self._lock:
-            pending = [f for f in self.futures if not f.done()]
-            self.futures = []
+            pending, self.running = list(self.running), set()
         if pending:
             self.client.cancel(pending)
 

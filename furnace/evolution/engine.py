@@ -63,7 +63,7 @@ from furnace.evolution.report import ExperimentReport, build_report
 from furnace.evolution.selection import OperatorBoard, choose_operator, survivors
 from furnace.evolution.tracker import NullTracker, Span, Tracker, start_trace
 from furnace.evolution.units import Finished, ThreadUnitRunner, Unit, UnitRunner, prestart
-from furnace.evolution.writer import Deferred, RecordWriter, Replacement
+from furnace.evolution.writer import Deferred, NewAgent, RecordWriter, Replacement
 from furnace.llm.cache import CallTotals
 from furnace.llm.routing import TaskRouter
 from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind
@@ -88,6 +88,17 @@ class Breeder(Protocol):
     def __call__(
         self, parents: Sequence[ElixirRef], operator: str, seed: int, params: dict[str, Any], llm: LLM
     ) -> Bred: ...
+
+
+class Peer(Protocol):
+    """What a unit reads of the population it is scored against: each member's id and prompt (its
+    diversity). An :class:`IndividualRecord` is one; a unit shipped to another process gets just these."""
+
+    @property
+    def agent_id(self) -> str: ...
+
+    @property
+    def system_prompt(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -183,6 +194,7 @@ class Evolution:
     judge: LLM | None = None  # the judge scorers' model (default: ``llm``, the agents' own model)
     keep_failures: bool = False  # a rerun keeps unscored records instead of evaluating them again
     run_tags: dict[str, str] = field(default_factory=dict)  # extra tags on the tracked run (e.g. a flow run id)
+    probe_pool: ThreadPoolExecutor | None = None  # threads for the probes of units evaluated outside run() (a worker's)
 
     def __post_init__(self) -> None:
         self.seeds = list(self.seeds)[: self.config.population]
@@ -200,7 +212,9 @@ class Evolution:
         self._vectors: dict[str, list[float]] = {}
         self._unit_meters: dict[tuple[int, int], CallTotals] = {}  # (generation, slot) -> calls of units run here
         self._breed: Breeder = self.breeder  # during run(): the run's view (new agents written with the records)
-        self._probe_pool: ThreadPoolExecutor | None = None  # during run(): threads for the units' probes
+        self._probe_pool: ThreadPoolExecutor | None = (
+            self.probe_pool
+        )  # during run(): threads of its own for the units' probes
         self._probe_threads = 0
         self._probes_per_unit = min(4, self.config.concurrency)  # a unit's probes answered at once
         self.status = "finished"
@@ -279,7 +293,7 @@ class Evolution:
         self,
         generation: int,
         plan: Plan,
-        population: Sequence[IndividualRecord],
+        population: Sequence[Peer],
         known: dict[str, IndividualRecord],
         order: int = 0,
     ) -> IndividualRecord:
@@ -317,7 +331,7 @@ class Evolution:
         self,
         generation: int,
         plan: Plan,
-        population: Sequence[IndividualRecord],
+        population: Sequence[Peer],
         known: dict[str, IndividualRecord],
         root: Span | None,
         llm: _CountingLLM,
@@ -415,7 +429,7 @@ class Evolution:
         order: int,
         generation: int,
         plan: Plan,
-        population: Sequence[IndividualRecord],
+        population: Sequence[Peer],
         known: dict[str, IndividualRecord],
         *,
         retry: bool = False,
@@ -465,7 +479,7 @@ class Evolution:
                 try:
                     runner.close()
                 finally:
-                    pool, self._probe_pool = self._probe_pool, None
+                    pool, self._probe_pool = self._probe_pool, self.probe_pool
                     pool.shutdown(wait=False)  # idle by now (every unit waited for its probes): no join on the wall
         except BaseException:
             self._writer.flush()  # everything finished is on disk before the run dies
@@ -534,6 +548,11 @@ class Evolution:
         """Queue ``write`` on the run's record writer: done in order with the records put after it, in
         their unit of work (a record is never saved without what was queued before it)."""
         self._writer.put(Deferred(write))
+
+    def save_with_records(self, store: Any, agent: Any) -> None:
+        """Queue ``agent``'s save to ``store`` on the run's record writer (an agent bred in another
+        process): saved before the records put after it, with the other new agents of its batch."""
+        self._writer.put(NewAgent(store, agent))
 
     def unit_meter(self, generation: int, slot: int) -> CallTotals:
         """The calls of the unit at ``(generation, slot)`` evaluated in this process (until its generation closes)."""

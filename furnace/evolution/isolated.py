@@ -2,11 +2,13 @@
 
 A unit (one individual: fuse, answer the probes, judge) runs in a worker with what it needs
 as plain data (:class:`World` once per run, :class:`Job` per unit: the parents the driver
-loaded and verified) and memory-only collaborators: the model client behind an in-memory
-response cache and call ledger, an in-memory synthesis cache, a store that holds just the
-parents. It returns an :class:`Outcome`: its record, its call-ledger rows, the response-cache
-and synthesis-cache entries it made, the agent it bred and its trace (recorded spans). The
-driver applies an outcome in its main thread (:class:`Sink`): ledger rows first, then the
+loaded and verified, its population's ids and prompts) and memory-only collaborators, built
+once per worker and run (:class:`_Kit`: the model clients and their slots, served in the
+driver's order, an in-memory response cache, a synthesis cache, the embedder and the vectors
+it computed; the probes' threads are the process's) plus, per unit, a call ledger and a store
+that holds just the parents. It returns an :class:`Outcome`: its record, its call-ledger
+rows, the response-cache and synthesis-cache entries it made, the agent it bred and its trace
+(recorded spans). The driver applies an outcome in its main thread (:class:`Sink`): ledger rows first, then the
 caches, the agent, the trace and the run's meter, and then the loop writes the record as for
 any runner. So the store keeps one writer, totals come from the ledger as everywhere else,
 and a rerun makes no model call (the completions are in the driver's response cache).
@@ -28,19 +30,23 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from furnace.domain.agent import AGENT_PREFIX, Agent
+from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import FurnaceError, NotFound
 from furnace.evolution.breeding import FusionBreeder
 from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.engine import Embedder, Evolution
+from furnace.evolution.metering import PrioritySlots
 from furnace.evolution.records import IndividualRecord, MemoryResults
 from furnace.evolution.tracker import NullTracker
 from furnace.evolution.units import Unit, UnitFuture
+from furnace.fusion.embedding import MemoryVectors, StoredEmbedder
 from furnace.fusion.synthesis import KV, MemoryKV, SynthesisCache, synth_key
 from furnace.llm.cache import (
     CachedLLM,
@@ -82,9 +88,17 @@ class World:
     agents: tuple[Agent, ...] = ()
 
 
+class PeerPrompt(NamedTuple):
+    """A population member as a unit reads it (``engine.Peer``): what a job ships of its population."""
+
+    agent_id: str
+    system_prompt: str
+
+
 @dataclass(frozen=True)
 class Job:
-    """One unit's inputs: ``args`` of :meth:`Evolution.evaluate_unit` and its parents as stored."""
+    """One unit's inputs: ``args`` of :meth:`Evolution.evaluate_unit` (its population as
+    :class:`PeerPrompt`) and its parents as stored."""
 
     key: str
     args: tuple[Any, ...]
@@ -93,13 +107,20 @@ class Job:
     shared: tuple[tuple[str, dict[str, Any], float | None], ...] = ()  # fusion sub-results made so far this run
     answers: tuple[tuple[str, Completion], ...] = ()  # fusion answers (not replies or judgements) so far this run
     retry: bool = False  # its slot holds a record that must be made again (never served from a task cache)
+    serve: str = "priority"  # the order the driver's model slots served in when it was sent (PrioritySlots.serve)
 
     @property
     def affinity(self) -> str:
-        """Units whose parents have the same content share fusion sub-results (keyed by content):
-        run them in one worker, where its caches and single-flight serve the second."""
+        """Units that can ask the same questions: parents of the same content bred with the same
+        params (the operators' sub-results are keyed by the parents' content and their params, e.g.
+        a crossover's identity sentence; the same moves on the same parent can make the same child).
+        Only their plans' seeds differ, and a sub-result keyed by the seed (a mutation's rewrite, a
+        reflection) is the unit's own. Run in one worker, its caches and single-flight serve the second."""
         plan = self.args[1]
-        return ",".join(sorted(str(p.elixir.get("content_hash")) for p in plan.parents)) or f"seed-{plan.slot}"
+        if not plan.parents:
+            return f"seed-{plan.slot}"
+        parents = ",".join(sorted(str(p.elixir.get("content_hash")) for p in plan.parents))
+        return f"{parents}|{content_key(plan.params)}"
 
 
 @dataclass
@@ -179,26 +200,34 @@ class Outcome:
 # --- in the worker ------------------------------------------------------------------------------
 
 
-class _Bounded:
-    """At most ``slots`` calls of the inner model in flight in this worker process."""
+class _Slotted:
+    """The worker's model as one unit sees it: each call waits for one of the worker's slots, queued at
+    the unit's priority (its order in the run), as the driver's metered model queues a local unit's."""
 
-    def __init__(self, inner: LLM, slots: threading.BoundedSemaphore) -> None:
-        self.inner, self.slots, self.model_name = inner, slots, inner.model_name
+    def __init__(self, inner: LLM, slots: PrioritySlots, priority: float) -> None:
+        self.inner, self.slots, self.priority, self.model_name = inner, slots, priority, inner.model_name
 
     def complete(self, request: LLMRequest) -> Completion:
-        with self.slots:
+        self.slots.acquire(self.priority)
+        try:
             return self.inner.complete(request)
+        finally:
+            self.slots.release()
 
 
 class _Kit:
-    """One worker's collaborators for one run, built once (the model clients, the embedder and
-    the caches shared by the units this worker runs)."""
+    """One worker's collaborators for one run, built once (the model clients, the embedder with the
+    vectors it computed, the caches shared by the units this worker runs, and the worker's model slots:
+    ``slots`` calls in flight, handed out in the driver's order: see :meth:`serve`)."""
 
     def __init__(self, world: World) -> None:
-        slots = threading.BoundedSemaphore(max(1, world.slots))
-        self.model = _Bounded(world.model(), slots)
-        self.judge = _Bounded(world.judge(), slots) if world.judge is not None else None
-        self.embedder = world.embedder() if world.embedder is not None else None
+        self.slots = PrioritySlots(max(1, world.slots))
+        self._phase = -1  # none yet: the first job sets it
+        self._lock = threading.Lock()
+        self.model = world.model()
+        self.judge = world.judge() if world.judge is not None else None
+        # a text is embedded once per worker (the peers' prompts recur in every unit's diversity)
+        self.embedder = StoredEmbedder(world.embedder(), MemoryVectors()) if world.embedder is not None else None
         self.responses = MemoryResponseCache()
         for key, completion in world.responses:
             self.responses.put(key, completion)
@@ -208,9 +237,26 @@ class _Kit:
         for key, value in world.synth:
             self.kv.put_if_absent(key, value, ttl)
 
+    def serve(self, order: str) -> None:
+        """Serve the slots in ``order`` when the driver has moved on to it. The driver's phases only move
+        forward (generation 0 first come first served, then the oldest units first, then the youngest
+        once the last child is planned: ``furnace.evolution.metering``), and a job can start after a
+        younger one: a job sent in an earlier phase never sets it back."""
+        phase = _PHASES.index(order)
+        with self._lock:
+            if phase > self._phase:
+                self._phase = phase
+                self.slots.serve(order)
+
+
+_PHASES = ("arrival", "priority", "reverse")  # the driver's serving orders, in the order a run goes through them
+
 
 _KITS: dict[str, _Kit] = {}
 _KITS_LOCK = threading.Lock()
+# the probes' threads of every unit this process runs (started as needed, then reused: a unit's own
+# pool would start, and join, its threads in every unit)
+_PROBES = ThreadPoolExecutor(64, thread_name_prefix="furnace-worker-probe")
 
 
 def _kit(world: World) -> _Kit:
@@ -302,6 +348,8 @@ def run_job(world: World, job: Job) -> Outcome:
     with the calls the unit made before it."""
     started = time.perf_counter()
     kit = _kit(world)
+    kit.serve(job.serve)
+    generation, plan, _, _, order = job.args
     ledger = MemoryCallLedger()
     responses = _RecordingCache(kit.responses)
     kv = _RecordingKV(kit.kv)
@@ -311,9 +359,10 @@ def run_job(world: World, job: Job) -> Outcome:
     for key, completion in job.answers:
         kit.responses.put(key, completion)
     # one single-flight table per worker: identical requests of units running here call the model once
-    llm = CachedLLM(kit.model, responses, ledger, run_id=world.experiment_id, _flights=kit.flights)
+    run_id = world.experiment_id
+    llm = CachedLLM(_Slotted(kit.model, kit.slots, order), responses, ledger, run_id=run_id, _flights=kit.flights)
     judge = (
-        CachedLLM(kit.judge, responses, ledger, run_id=world.experiment_id, _flights=kit.flights)
+        CachedLLM(_Slotted(kit.judge, kit.slots, order), responses, ledger, run_id=run_id, _flights=kit.flights)
         if kit.judge is not None
         else None
     )
@@ -335,13 +384,13 @@ def run_job(world: World, job: Job) -> Outcome:
             tracker=tracker,
             judge=judge,
             keep_failures=world.keep_failures,
+            probe_pool=_PROBES,
         )
         if evo.experiment_id != world.experiment_id:
             raise FurnaceError(
                 f"this worker computes experiment {evo.experiment_id}, the driver {world.experiment_id}: "
                 "run the same furnace version on the driver and the workers"
             )
-        generation, plan = job.args[0], job.args[1]
         try:
             record = evo.evaluate_unit(*job.args)
         finally:
@@ -415,6 +464,8 @@ class Sink:
         for key, task, completion in outcome.responses:
             if task not in _PER_PERSONA:
                 self.answers.setdefault(key, completion)
+        for agent in outcome.agents:  # idempotent: an agent bred before is kept as stored
+            self.evolution.save_with_records(self.store, agent)
         self.evolution.write_with_records(partial(self._write, outcome, trace=not replayed))
         if outcome.error is not None:
             raise outcome.error
@@ -426,8 +477,6 @@ class Sink:
             self.responses.put(key, completion, task=task)
         for key, value, ttl in outcome.entries:
             self.kv.put_if_absent(key, value, ttl)
-        for agent in outcome.agents:
-            self.store.save_agent(agent)  # idempotent: an agent bred before is kept as stored
         if trace:
             replay(self.evolution.tracker, outcome.spans)
 
@@ -495,7 +544,10 @@ class IsolatedUnitRunner:
         parents, agents = self.sink.parents(unit.args[1])
         shared = tuple((key, value, ttl) for key, (value, ttl) in self.sink.shared.items())
         answers = tuple(self.sink.answers.items())
-        job = Job(unit.key, unit.args, parents, agents, shared, answers, unit.retry)
+        generation, plan, population, known, order = unit.args
+        peers = tuple(PeerPrompt(p.agent_id, p.system_prompt) for p in population)  # not their scores
+        args = (generation, plan, peers, known, order)
+        job = Job(unit.key, args, parents, agents, shared, answers, unit.retry, self.sink.evolution.metered.serving)
         return _Applied(self._submit(job, unit.order), self.sink, unit)
 
     def close(self) -> None:

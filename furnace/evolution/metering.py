@@ -123,6 +123,11 @@ class PrioritySlots:
             self._waiters = [(self._key(p), seq, p, turn) for _, seq, p, turn in self._waiters]
             heapq.heapify(self._waiters)
 
+    @property
+    def serving(self) -> str:
+        """The order waiters are served in now (one of :attr:`ORDERS`)."""
+        return self._serve
+
     def _key(self, priority: float) -> float:
         return priority if self._serve == "priority" else 0.0 if self._serve == "arrival" else -priority
 
@@ -198,6 +203,11 @@ class MeteredLLM:
         """The order waiting calls get slots in (:meth:`PrioritySlots.serve`): ``"priority"`` (smallest
         first, the default), ``"arrival"`` or ``"reverse"``."""
         self._slots.serve(order)
+
+    @property
+    def serving(self) -> str:
+        """The order waiting calls get slots in now (see :meth:`serve`)."""
+        return self._slots.serving
 
     def at(self, priority: float) -> LLM:
         """This model with every call queued at ``priority`` (smaller is served first)."""

@@ -29,7 +29,9 @@ class Replacement:
 @dataclass(frozen=True)
 class Deferred:
     """Other writes that belong with the records after them (what a unit run in another process
-    made: its agent and cache entries), done in the same unit of work, in order."""
+    made: its cache entries), done in the same unit of work, in order among themselves and before
+    the records put after them. They do not split the batch's individuals: consecutive units'
+    records are still saved in one statement."""
 
     write: Callable[[], None]
 
@@ -124,7 +126,9 @@ class RecordWriter:
 
         run: list[Any] = []
         for item in [*batch, None]:
-            if item is None or isinstance(item, (GenerationRecord, Replacement, Deferred)):
+            if isinstance(item, Deferred):  # done now: before the records after it, in this unit of work
+                item.write()
+            elif item is None or isinstance(item, (GenerationRecord, Replacement)):
                 if run:
                     many = getattr(self.results, "save_individuals", None)
                     if callable(many):
@@ -133,9 +137,7 @@ class RecordWriter:
                         for record in run:
                             self.results.save_individual(record)
                     run = []
-                if isinstance(item, Deferred):
-                    item.write()
-                elif isinstance(item, Replacement):
+                if isinstance(item, Replacement):
                     self.results.replace_individual(item.record)
                 elif item is not None:
                     self.results.save_generation(item)

@@ -99,8 +99,12 @@ class _PrefectSubmit:
         name = f"slot-{job.args[1].slot}-{job.key[:8]}"
         # a retried unit (a failure in its slot) runs again and refreshes the cached result
         task = self.task.with_options(task_run_name=name, refresh_cache=job.retry)
-        with dask.annotate(priority=-order, **self.placement.restrictions(job)):
-            return task.submit(job.key, self.world, job)
+        where = self.placement.place(job)
+        with dask.annotate(priority=-order, **where):
+            future = task.submit(job.key, self.world, job)
+        if where:
+            future.add_done_callback(lambda _: self.placement.done(job, where["workers"][0]))
+        return future
 
 
 def _dask_units(version: str, results: str, world: World, sink: Sink) -> IsolatedUnitRunner:

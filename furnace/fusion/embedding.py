@@ -14,6 +14,7 @@ import hashlib
 import math
 import operator
 import re
+import threading
 import unicodedata
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
@@ -40,6 +41,24 @@ class VectorStore(Protocol):
     def get_many(self, model: str, text_hashes: Sequence[str]) -> dict[str, list[float]]: ...
 
     def put_many(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None: ...
+
+
+class MemoryVectors:
+    """:class:`VectorStore` in this process's memory (thread-safe): e.g. a Dask worker's, which
+    never opens the store, so that the units it runs embed each text once."""
+
+    def __init__(self) -> None:
+        self._vectors: dict[tuple[str, str], list[float]] = {}
+        self._lock = threading.Lock()
+
+    def get_many(self, model: str, text_hashes: Sequence[str]) -> dict[str, list[float]]:
+        with self._lock:
+            return {h: v for h in text_hashes if (v := self._vectors.get((model, h))) is not None}
+
+    def put_many(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
+        with self._lock:
+            for h, v in vectors.items():
+                self._vectors.setdefault((model, h), list(v))
 
 
 def text_hash(text: str) -> str:

@@ -175,3 +175,50 @@ def test_stopping_furnace_stops_its_dask_cluster(tmp_path, sig):
         if parent.poll() is None:
             parent.kill()
             parent.wait()
+
+
+class _Cluster:
+    """What Placement reads of a client: two workers, on a cluster furnace started (strict)."""
+
+    cluster = object()
+
+    def scheduler_info(self) -> dict:
+        return {"workers": {"tcp://127.0.0.1:1": {"name": 0}, "tcp://127.0.0.1:2": {"name": 1}}}
+
+
+def _job(slot: int, *contents: str, params: dict | None = None):
+    from types import SimpleNamespace
+
+    from furnace.evolution.isolated import Job
+
+    parents = [SimpleNamespace(elixir={"content_hash": c}) for c in contents]
+    plan = SimpleNamespace(slot=slot, parents=parents, params=params or {})
+    return Job(f"unit-{slot}", (1, plan, (), {}, slot))
+
+
+def test_units_that_can_ask_the_same_questions_have_one_affinity():
+    crossover = _job(1, "p", "q").affinity
+    assert _job(2, "q", "p").affinity == crossover  # the same parents, either way round
+    moves = {"rate": 0.25, "moves": ["tone-up:formality"]}
+    assert _job(3, "p", params=moves).affinity == _job(4, "p", params=dict(moves)).affinity  # may make the same child
+    other = {"rate": 0.25, "moves": ["max_length:200"]}  # another child; its rewrites are keyed by its own seed
+    assert _job(5, "p", params=moves).affinity != _job(6, "p", params=other).affinity
+    assert _job(7).affinity != _job(8).affinity  # seeds: one each
+
+
+def test_units_go_to_the_least_busy_worker_and_same_content_parents_stay_together():
+    from furnace.adapters.dask_cluster import Placement
+
+    placement = Placement(_Cluster())
+    a, b, c, d = _job(0, "x"), _job(1, "y"), _job(2, "z"), _job(3, "y", "w")
+    assert placement.place(a) == {"workers": [0], "allow_other_workers": False}
+    assert placement.place(b)["workers"] == [1]
+    assert placement.place(c)["workers"] == [0]
+    twin = _job(4, "y")  # same parents' content as b, in flight: its worker, though it is the busier now
+    assert placement.place(d)["workers"] == [1]  # 0 has two units in flight, 1 one
+    assert placement.place(twin)["workers"] == [1]
+    for job, worker in ((a, 0), (c, 0), (b, 1), (twin, 1)):
+        placement.done(job, worker)
+    # b and its twin are done: nothing keeps "y" on worker 1 (the sub-results travel with later jobs)
+    assert placement.place(_job(5, "y"))["workers"] == [0]
+    assert placement.place(_job(6, "q"))["workers"] == [0]  # 0: one in flight, 1: one (d) -> the first

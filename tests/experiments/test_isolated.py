@@ -7,11 +7,23 @@ Fast: a thread pool stands in for the cluster; ``run_job`` gets only what would 
 from __future__ import annotations
 
 import pickle
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from furnace.evolution.config import parse_config
-from furnace.evolution.isolated import IsolatedUnitRunner, Sink, SpanRecorder, build_world, replay, run_job
+from furnace.evolution.isolated import (
+    IsolatedUnitRunner,
+    PeerPrompt,
+    Sink,
+    SpanRecorder,
+    _Kit,
+    _Slotted,
+    build_world,
+    replay,
+    run_job,
+)
 from furnace.evolution.local import memory_evolution
 from furnace.evolution.units import ThreadUnitRunner
 from furnace.fusion.embedding import HashEmbedder
@@ -208,3 +220,83 @@ def test_recorded_spans_replay_in_order_with_errors():
     step.update(outputs=None, error="FusionError: no", tokens=None)
     assert tracker.roots == [{**step, "name": "individual", "kind": "agent", "inputs": {"slot": 1}, "children": [step]}]
     replay(object(), shipped)  # a tracker that does not trace: nothing to do, no error
+
+
+def test_a_job_ships_its_population_as_ids_and_prompts():
+    """The population a unit is scored against travels as what the unit reads of it (not the records' scores)."""
+    evo = _evolution()
+    world = build_world(evo, model=_offline, embedder=HashEmbedder, slots=2)
+    sink = Sink(evo, evo.breeder.store, evo.llm.cache, evo.llm.ledger, evo.breeder.cache.kv)
+    jobs: list[Any] = []
+    with ThreadPoolExecutor(2) as pool:
+
+        def submit(job: Any, order: int) -> Any:
+            jobs.append(job)
+            return pool.submit(run_job, world, pickle.loads(pickle.dumps(job)))
+
+        evo.unit_runner = IsolatedUnitRunner(submit, sink)
+        report = evo.run()
+    children = [j for j in jobs if j.args[0] > 0]
+    assert children and all(j.args[2] for j in children)
+    assert all(type(p) is PeerPrompt for j in jobs for p in j.args[2])
+    members = {r.agent_id: r.system_prompt for r in evo.results.individuals(report.experiment_id)}
+    assert all(members[p.agent_id] == p.system_prompt for j in children for p in j.args[2])
+
+
+class _CountingEmbedder(HashEmbedder):
+    """The hash embedder, counting the texts it is asked to embed."""
+
+    texts: list[str] = []
+
+    def embed(self, texts: Any) -> list[list[float]]:
+        type(self).texts += list(texts)
+        return super().embed(texts)
+
+
+def test_a_worker_embeds_each_text_once_for_all_its_units():
+    """The peers' prompts recur in every unit's diversity: a worker embeds each once (what a unit gets is unchanged)."""
+    _CountingEmbedder.texts = []
+    local = _evolution()
+    local.unit_runner = ThreadUnitRunner(1)
+    expected = local.run()
+    evo = _evolution()
+    world = build_world(evo, model=_offline, embedder=_CountingEmbedder, slots=2)
+    sink = Sink(evo, evo.breeder.store, evo.llm.cache, evo.llm.ledger, evo.breeder.cache.kv)
+    with ThreadPoolExecutor(1) as pool:  # one worker: one kit for the run
+        evo.unit_runner = IsolatedUnitRunner(lambda job, order: pool.submit(run_job, world, job), sink)
+        report = evo.run()
+    assert _individuals(evo, report) == _individuals(local, expected)
+    assert _CountingEmbedder.texts and len(_CountingEmbedder.texts) == len(set(_CountingEmbedder.texts))
+
+
+def test_a_workers_model_slots_serve_the_oldest_unit_first_and_its_phase_only_moves_forward():
+    evo = _evolution()
+    kit = _Kit(build_world(evo, model=_offline, slots=1))
+    kit.serve("priority")
+    kit.serve("arrival")  # a job sent in generation 0 that starts late does not set the worker back
+    assert kit.slots.serving == "priority"
+
+    class Recording:
+        model_name = "rec"
+
+        def __init__(self) -> None:
+            self.served: list[float] = []
+
+        def complete(self, request: Any) -> Any:
+            self.served.append(request)
+            return request
+
+    inner = Recording()
+    kit.slots.acquire()  # the only slot is busy: the calls below wait for it
+    calls = [_Slotted(inner, kit.slots, order) for order in (9, 7, 8)]
+    callers = [threading.Thread(target=call.complete, args=(call.priority,)) for call in calls]
+    for t in callers:
+        t.start()
+    while len(kit.slots._waiters) < len(callers):
+        time.sleep(0.001)
+    kit.slots.release()
+    for t in callers:
+        t.join()
+    assert inner.served == [7, 8, 9]
+    kit.serve("reverse")  # the last child is planned: the youngest unit has the longest chain left
+    assert kit.slots.serving == "reverse"

@@ -125,9 +125,9 @@ def test_parents_are_loaded_from_the_store_once_per_run() -> None:
     assert not any(ref.id.startswith("agt-") for ref in store.loads)  # served as bred, not read back
 
 
-def _agent(store: DuckDBStore) -> Agent:
+def _agent(store: DuckDBStore, seed: int = 1) -> Agent:
     parent = store.save_elixir(_seeds()[0])
-    lineage = Lineage(parents=(parent,), operator="mutation", params={"seed": 1}, op_version="1")
+    lineage = Lineage(parents=(parent,), operator="mutation", params={"seed": seed}, op_version="1")
     child = _seeds()[1]
     return Agent(id=agent_id_for(lineage.lineage_hash), elixir=child, lineage=lineage, system_prompt="You are x.")
 
@@ -204,6 +204,30 @@ def test_the_writer_commits_a_window_of_records_at_once_and_flush_ends_the_windo
     writer.flush()  # commits now (else it would wait out the window)
     assert db.statements - before == 4  # BEGIN, the individuals, their scores, COMMIT
     assert len(results.individuals("exp-wb")) == 5
+
+
+def test_units_from_other_processes_are_written_in_one_batch_too(settings: Any) -> None:
+    """What the isolated runner's driver queues per unit (its agent, its cache writes, its record)
+    does not split the batch: three units cost the statements two do."""
+    db = Database(settings.db_path)
+    store, results = DuckDBStore(db), DuckDBExperimentResults(db)
+    agents = [_agent(store, seed) for seed in (1, 2, 3, 4, 5)]
+    written: list[str] = []
+
+    def batch(units: list[Agent], first_slot: int) -> int:
+        writer = RecordWriter(results, window_s=120)
+        for slot, agent in enumerate(units, first_slot):
+            writer.put(NewAgent(store, agent))
+            writer.put(Deferred(lambda a=agent: written.append(a.id)))  # e.g. its response-cache entries
+            writer.put(_record(agent.id, slot))
+        before = db.statements
+        writer.flush()
+        return db.statements - before
+
+    assert batch(agents[:3], 0) == batch(agents[3:], 3)  # (one agent alone is saved another way)
+    assert written == [a.id for a in agents]
+    assert [r.agent_id for r in results.individuals("exp-wb")] == [a.id for a in agents]
+    assert all(store.get_agent(a.id).lineage_hash == a.lineage_hash for a in agents)
 
 
 def test_a_finished_generation_ends_the_window(settings: Any) -> None:
