@@ -212,9 +212,8 @@ class Evolution:
         self._vectors: dict[str, list[float]] = {}
         self._unit_meters: dict[tuple[int, int], CallTotals] = {}  # (generation, slot) -> calls of units run here
         self._breed: Breeder = self.breeder  # during run(): the run's view (new agents written with the records)
-        self._probe_pool: ThreadPoolExecutor | None = (
-            self.probe_pool
-        )  # during run(): threads of its own for the units' probes
+        # threads for the units' probes: during run() a pool of its own, else the one given (a worker's)
+        self._probe_pool: ThreadPoolExecutor | None = self.probe_pool
         self._probe_threads = 0
         self._probes_per_unit = min(4, self.config.concurrency)  # a unit's probes answered at once
         self.status = "finished"
