@@ -464,8 +464,7 @@ class Evolution:
             self._open(cfg)
         except BaseException:
             ready.join()
-            runner.close()
-            self._probe_pool.shutdown(wait=False)
+            self._close_threads(runner)
             raise
         ready.join()
         schedule = _Schedule(self, random.Random(cfg.seed), runner)
@@ -475,11 +474,7 @@ class Evolution:
             except BudgetExceeded as err:
                 self.status = f"stopped: {err}"
             finally:
-                try:
-                    runner.close()
-                finally:
-                    pool, self._probe_pool = self._probe_pool, self.probe_pool
-                    pool.shutdown(wait=False)  # idle by now (every unit waited for its probes): no join on the wall
+                self._close_threads(runner)
         except BaseException:
             self._writer.flush()  # everything finished is on disk before the run dies
             raise
@@ -510,6 +505,16 @@ class Evolution:
             ready(units)
         if self._probe_pool is not None:
             prestart(self._probe_pool, self._probe_threads if units is None else units * self._probes_per_unit)
+
+    def _close_threads(self, runner: UnitRunner) -> None:
+        """Close the unit runner and the run's probe threads (idle by now: every unit waited for its
+        probes, so no join on the wall); the pool given to the evolution, if any, is kept."""
+        try:
+            runner.close()
+        finally:
+            pool, self._probe_pool = self._probe_pool, self.probe_pool
+            if pool is not None and pool is not self.probe_pool:
+                pool.shutdown(wait=False)
 
     def _open(self, cfg: ExperimentConfig) -> None:
         """Mark the experiment running (tracker too), and read what earlier runs of it recorded."""
