@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from furnace import offline_env
@@ -232,19 +231,10 @@ def load_agent(store: ElixirStore, uri: str, *, tracking_uri: str) -> LoadedAgen
     return LoadedAgent(agent, prompt, found.template)
 
 
-def registry_exists(tracking_uri: str) -> bool:
-    """False for a ``sqlite:///`` store whose file does not exist yet (it holds no prompts, and opening it
-    would create it); True for any other URI."""
-    if not tracking_uri.startswith("sqlite:///"):
-        return True
-    return Path(tracking_uri.removeprefix("sqlite:///")).is_file()
-
-
 def aliased_prompts(tracking_uri: str) -> list[RegisteredPrompt]:
     """The furnace prompt versions an alias (champion, candidate) points at, by name, one per version
-    (``aliases`` names its aliases). None when the registry does not exist yet (nothing is created)."""
-    if not registry_exists(tracking_uri):
-        return []
+    (``aliases`` names its aliases). Opening a ``sqlite:///`` store that does not exist creates it: a caller
+    that only reads looks first (``furnace.server.catalogue``)."""
     client = client_for(tracking_uri)
     names: list[str] = []
     page_token = None

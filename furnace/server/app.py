@@ -164,8 +164,8 @@ def _answer(catalogue: Catalogue, chat: wire.ChatRequest, cid: str) -> AgentAnsw
 
 
 def build_server(
-    runtime: Runtime, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "info"
+    runtime: Runtime, *, host: str = "127.0.0.1", port: int = 8000, key: str | None = None, log_level: str = "info"
 ) -> uvicorn.Server:
     """A uvicorn server for :func:`create_app` on ``host:port`` (``run()`` it; port 0 picks a free one)."""
-    config = uvicorn.Config(create_app(runtime), host=host, port=port, log_level=log_level, lifespan="on")
+    config = uvicorn.Config(create_app(runtime, key=key), host=host, port=port, log_level=log_level, lifespan="on")
     return uvicorn.Server(config)

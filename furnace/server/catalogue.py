@@ -17,9 +17,10 @@ import logging
 import threading
 from collections.abc import Iterable
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from furnace.domain.errors import FurnaceError, InputError
+from furnace.domain.errors import FurnaceError, InputError, NotFound
 from furnace.fusion.answers import Speaker, load_speaker
 from furnace.fusion.fuse import prewarm
 from furnace.runtime import Runtime
@@ -28,6 +29,14 @@ log = logging.getLogger("furnace.server")
 
 REGISTRY_ALIASES = ("champion", "candidate")
 OWNER = "furnace"
+
+
+def registry_present(tracking_uri: str) -> bool:
+    """False for a ``sqlite:///`` MLflow store whose file does not exist: it holds no prompts, and asking
+    MLflow would create it (and load MLflow, seconds). True for any other URI (a tracking server)."""
+    if not tracking_uri.startswith("sqlite:///"):
+        return True
+    return Path(tracking_uri.removeprefix("sqlite:///")).is_file()
 
 
 def _created(when: datetime | None) -> int:
@@ -89,6 +98,8 @@ class Catalogue:
         return out + self._registry_models()
 
     def _registry_models(self) -> list[dict[str, Any]]:
+        if not registry_present(self.runtime.settings.tracking_uri):
+            return []
         try:
             from furnace.adapters.mlflow_prompts import aliased_prompts
 
@@ -119,13 +130,12 @@ class Catalogue:
         return load_speaker(self.runtime.store, model_id)
 
     def _registry_agent(self, name: str, alias: str) -> Speaker:
-        from furnace.adapters.mlflow_prompts import load_agent, registry_exists
-        from furnace.domain.errors import NotFound
-
         uri = self.runtime.settings.tracking_uri
-        if not registry_exists(uri):
+        if not registry_present(uri):
             raise NotFound(f"no prompt registry in this home (prompts:/{name}@{alias})")
         try:
+            from furnace.adapters.mlflow_prompts import load_agent
+
             return load_agent(self.runtime.store, f"prompts:/{name}@{alias}", tracking_uri=uri).agent
         except FurnaceError:
             raise
