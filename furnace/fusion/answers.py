@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from furnace.arena.speaker import HistoryTurn, persona_from_elixir, speak
+from furnace.arena.speaker import ContextBuilder, HistoryTurn, persona_from_elixir, speak
 from furnace.domain.agent import AGENT_PREFIX, Agent
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import InputError, NotFound
@@ -119,12 +119,14 @@ def answer_as(
     store: ElixirStore,
     cache: SynthesisCache | None = None,
     history: Sequence[Message] = (),
+    context: ContextBuilder | None = None,
     seed: int = 0,
 ) -> AgentAnswer:
     """``speaker`` answers ``message`` after ``history`` (earlier turns; a committee reads only ``message``).
 
     ``cache``: where an agent's system prompt is read from (the synthesis cache); without one, the
-    prompt stored with the agent. An empty message is an InputError."""
+    prompt stored with the agent. ``context``: how the history is fitted to the model's context (the
+    persona pipeline's token-aware default when None). An empty message is an InputError."""
     if not message.strip():
         raise InputError("the message must not be empty", field="message")
     tally = _Tally(llm)
@@ -147,5 +149,6 @@ def answer_as(
         persona = persona_from_elixir(speaker.elixir, member_id=speaker.id, system_prompt=prompt)
     else:
         persona = persona_from_elixir(speaker)
-    text = speak(persona, message, llm=tally, history=_history(persona.member_id, history), seed=seed).text
+    turns = _history(persona.member_id, history)
+    text = speak(persona, message, llm=tally, history=turns, context=context, seed=seed).text
     return AgentAnswer(speaker_name(speaker), text, tally.model, tally.usage(), tally.calls)

@@ -11,6 +11,7 @@ otherwise). Errors are OpenAI-style bodies (:class:`~furnace.server.wire.ApiErro
 
 from __future__ import annotations
 
+import copy
 import hmac
 import logging
 from collections.abc import AsyncIterator
@@ -22,6 +23,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from furnace.arena.speaker import ContextBuilder, token_aware_context
 from furnace.domain.errors import (
     FurnaceError,
     InputError,
@@ -64,6 +66,8 @@ def create_app(runtime: Runtime, *, key: str | None = None) -> FastAPI:
     if key is None and runtime.settings.serve_key is not None:
         key = runtime.settings.serve_key.get_secret_value()
     catalogue = Catalogue(runtime)
+    # earlier turns fitted to the configured model's context, counted by its own tokenizer (extractive compression)
+    context = token_aware_context(context_limit=runtime.settings.context_limit, count=runtime.token_counter)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -117,7 +121,7 @@ def create_app(runtime: Runtime, *, key: str | None = None) -> FastAPI:
     async def chat_completions(request: Request) -> JSONResponse | StreamingResponse:
         chat = wire.parse_chat_request(await request.body())
         cid = wire.completion_id()
-        answer = await run_in_threadpool(_answer, catalogue, chat, cid)
+        answer = await run_in_threadpool(_answer, catalogue, chat, cid, context)
         if chat.stream:
             events = wire.stream_events(cid, chat.model, answer, include_usage=chat.include_usage)
             return StreamingResponse(events, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
@@ -131,7 +135,7 @@ def _unauthorized(message: str) -> ApiError:
     return ApiError(401, message, code="invalid_api_key")
 
 
-def _answer(catalogue: Catalogue, chat: wire.ChatRequest, cid: str) -> AgentAnswer:
+def _answer(catalogue: Catalogue, chat: wire.ChatRequest, cid: str, context: ContextBuilder) -> AgentAnswer:
     """Resolve the model id and answer (on a worker thread); furnace errors become API errors."""
     runtime = catalogue.runtime
     try:
@@ -148,6 +152,7 @@ def _answer(catalogue: Catalogue, chat: wire.ChatRequest, cid: str) -> AgentAnsw
             store=runtime.store,
             cache=runtime.synthesis_cache,
             history=chat.history,
+            context=context,
             seed=chat.seed,
         )
     except FurnaceError as err:
@@ -166,6 +171,11 @@ def _answer(catalogue: Catalogue, chat: wire.ChatRequest, cid: str) -> AgentAnsw
 def build_server(
     runtime: Runtime, *, host: str = "127.0.0.1", port: int = 8000, key: str | None = None, log_level: str = "info"
 ) -> uvicorn.Server:
-    """A uvicorn server for :func:`create_app` on ``host:port`` (``run()`` it; port 0 picks a free one)."""
-    config = uvicorn.Config(create_app(runtime, key=key), host=host, port=port, log_level=log_level, lifespan="on")
+    """A uvicorn server for :func:`create_app` on ``host:port`` (``run()`` it; port 0 picks a free one), its
+    log (uvicorn's, and one ``furnace.server`` line per answer) at ``log_level``."""
+    log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    log_config["loggers"]["furnace.server"] = {"handlers": ["default"], "level": log_level.upper(), "propagate": False}
+    config = uvicorn.Config(
+        create_app(runtime, key=key), host=host, port=port, log_level=log_level, log_config=log_config, lifespan="on"
+    )
     return uvicorn.Server(config)
