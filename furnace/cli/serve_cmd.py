@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 
 import click
@@ -37,7 +38,9 @@ def serve_cmd(obj: Runtime, host: str, port: int) -> None:
         f"key {'required' if keyed else 'not required'})",
         err=True,
     )
-    build_server(obj, host=host, port=port).run()
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn shuts down cleanly on Ctrl-C, then passes the signal on
+        build_server(obj, host=host, port=port).run()
+    click.echo("furnace: server stopped", err=True)
 
 
 def register(cli: click.Group) -> None:
