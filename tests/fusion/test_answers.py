@@ -9,7 +9,8 @@ from furnace.fusion.answers import answer_as, load_speaker
 from furnace.fusion.fuse import cached_prompt, fuse
 from furnace.fusion.synthesis import SynthesisCache, synth_key
 from furnace.llm.seam import Message
-from tests.fusion.conftest import counting, make_elixir
+
+from .conftest import counting, make_elixir
 
 
 def test_load_speaker_names_agents_elixirs_and_versions(store, embedder, cache, fsettings) -> None:

@@ -14,7 +14,8 @@ from furnace.fusion.synthesis import MemoryKV, SynthesisCache
 from furnace.llm.cache import CachedLLM
 from furnace.llm.fakes import EchoLLM, FakeLLM
 from furnace.server.app import create_app
-from tests.server.conftest import make_lab
+
+from .conftest import make_lab
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import openai
 import pytest
 from click.testing import CliRunner
 
-from tests.server.conftest import ELIXIRS, KEY
+from .conftest import ELIXIRS, KEY
 
 QUESTION = "How should I start learning statistics?"
 
