@@ -42,6 +42,9 @@ class FurnaceSettings(BaseSettings):
     dask_workers: int = Field(default=2, ge=1, description="worker processes of the local Dask cluster")
     app_host: str = "127.0.0.1"
     app_port: int = 8501
+    serve_key: SecretStr | None = Field(
+        default=None, description="the bearer key `furnace agent serve` requires of clients; unset = none"
+    )
 
     @property
     def db_path(self) -> Path:

@@ -28,6 +28,7 @@ _GROUPS = [
     "furnace.cli.elixir_cmd",
     "furnace.cli.fusion_cmd",
     "furnace.cli.registry_cmd",
+    "furnace.cli.serve_cmd",
     "furnace.cli.experiment_cmd",
     "furnace.cli.content_cmd",
     "furnace.cli.arena_cmd",
