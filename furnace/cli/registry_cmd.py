@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from furnace.cli.context import emit, json_option
+from furnace.cli.context import emit, ensure_home, json_option
 from furnace.domain.elixir import ElixirRef
 from furnace.runtime import Runtime
 
@@ -75,6 +75,7 @@ def alias_cmd(obj: Runtime, name: str, version: int, alias: str, as_json: bool) 
     """Point ALIAS (champion | candidate) of prompt NAME at VERSION."""
     from furnace.adapters.mlflow_prompts import set_alias
 
+    ensure_home(obj.settings.home)  # the registry lives in the home's mlflow.db: never created here
     reg = set_alias(obj.settings.tracking_uri, name, version, alias)
     emit(reg.as_dict() | {"alias": alias}, as_json=as_json, human=f"prompts:/{name}@{alias} → version {version}")
 
