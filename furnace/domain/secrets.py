@@ -171,7 +171,9 @@ def _identifier(token: str) -> bool:
     )
 
 
-def _high_entropy(text: str) -> bool:
+def _high_entropy(text: str, *, decoded_later: bool = True) -> bool:
+    """True when ``text`` holds a random-looking token (``decoded_later``: base64 of text is skipped,
+    because its decoding is scanned)."""
     for match in _TOKEN.finditer(text):
         token = match.group().strip("=-_")
         if len(token) < MIN_TOKEN or _HEX.fullmatch(token):
@@ -183,7 +185,7 @@ def _high_entropy(text: str) -> bool:
         before = text[max(0, match.start() - 7) : match.start()] + match.group()[:8]
         if _INTEGRITY.search(before):
             continue  # an integrity hash (sha384-…), base64 of a digest
-        if _identifier(token) or _encoded(token):
+        if _identifier(token) or (decoded_later and _encoded(token)):
             continue
         if _entropy(token) >= ENTROPY_BITS and not _placeholder(token):
             return True
@@ -290,7 +292,7 @@ def _scan(text: str, depth: int = 0) -> str | None:
 
     plain = _DATA_URI.sub(cut, clean)  # a data URI's payload is base64: no "high-entropy token" by itself
     # the rules on the text as written (a key pasted after a data URI's prefix is found), entropy without the URIs
-    kind = _rules(clean) or (HIGH_ENTROPY if _high_entropy(plain) else None)
+    kind = _rules(clean) or (HIGH_ENTROPY if _high_entropy(plain, decoded_later=depth < DECODE_DEPTH) else None)
     if kind is not None or depth >= DECODE_DEPTH:
         return kind
     for encoding, data in _decodings(plain, payloads):
