@@ -42,7 +42,7 @@ def services() -> Runtime:
 UNKNOWN = "—"
 
 
-def shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def for_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows for a table: a value not known yet (None) reads "—", never 0 or "None"."""
     return [{k: UNKNOWN if v is None else v for k, v in row.items()} for row in rows]
 

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from furnace.app.charts import PARETO_SELECTION, fitness_overlay, grouped_bars, pareto_scatter
-from furnace.app.services import UNKNOWN, known_sum, services, show_error, shown, subject_labels
+from furnace.app.services import UNKNOWN, for_table, known_sum, services, show_error, subject_labels
 from furnace.domain.errors import FurnaceError
 from furnace.scoring.probes import PROBES_DIR, load_probe_set
 from furnace.settings import FurnaceSettings
@@ -250,7 +250,7 @@ with experiments_tab:
             st.caption("Solid: best fitness; dashed: mean. Axes are scaled to the data; drag to pan, scroll to zoom.")
             st.markdown("**Calls and cost** (a finished run: from the call ledger, as in its report)")
             totals = totals_rows(svc.results, picked)
-            st.dataframe(shown(totals), width="stretch", hide_index=True)
+            st.dataframe(for_table(totals), width="stretch", hide_index=True)
             cost = [t["cost_usd"] for t in totals if t["cost_usd"] is not None]
             st.caption(
                 f"total: {known_sum(totals, 'model_calls')} model calls "

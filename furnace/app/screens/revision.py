@@ -3,6 +3,8 @@ and the accepted suggestions sent back to the persona (reflect: a new persona ve
 
 from __future__ import annotations
 
+from typing import Literal
+
 import streamlit as st
 
 from furnace.app.services import picker, services, show_error
@@ -14,14 +16,14 @@ from furnace.writing.revision import RevisionOutcome, diff_versions, revise, rol
 NEW = "+ New content"
 PICK = "revision_pick"
 # What a chat turn's status box says when the turn ends: an edit that was not made is never "done".
-OUTCOMES = {
+OUTCOMES: dict[str, tuple[str, Literal["complete", "error"]]] = {
     "revised": ("Edited: V{version}", "complete"),
     "noted": ("Noted, no edit made", "complete"),
     "unchanged": ("No change made", "complete"),
 }
 
 
-def outcome_label(outcome: RevisionOutcome) -> tuple[str, str]:
+def outcome_label(outcome: RevisionOutcome) -> tuple[str, Literal["complete", "error"]]:
     """The status box's label and state for a finished turn (any other status is an edit not done)."""
     label, state = OUTCOMES.get(outcome.status, ("Not done ({status})", "error"))
     version = outcome.version.version if outcome.version is not None else "?"
