@@ -87,26 +87,63 @@ _DISCUSS = re.compile(
 )
 
 
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_LEAD = re.compile(r"^[\s,，:：;；、.。!！]+")
+
+
 def _norm(text: str) -> str:
     # NFKC folds full-width "＠" and letters into their ASCII forms.
     return unicodedata.normalize("NFKC", text).strip()
 
 
-def find_mentions(text: str, members: Sequence[MemberName]) -> tuple[str, ...]:
-    """Ids of members mentioned as ``@name`` or ``@id`` (case-insensitive), in member order."""
-    lowered = _norm(text).casefold()
-    found: set[str] = set()
-    # Longest handles first, so "@Ann Lee" wins over "@Ann"; matched spans are blanked out.
+def _handle_pattern(handle: str) -> re.Pattern[str]:
+    """``@handle``: any run of spaces where the handle has one, case-insensitive (Latin), and not
+    running on into a longer word ("@Ann" is not "@Anna"). A handle ending in a CJK character needs
+    no boundary: zh text has no spaces ("@小周你好")."""
+    words = [re.escape(w) for w in handle.split()]
+    tail = "" if _CJK.match(handle[-1]) or not handle[-1].isalnum() else r"(?!\w)"
+    return re.compile(r"@\s?" + r"\s+".join(words) + tail, re.IGNORECASE)
+
+
+def _mention_spans(text: str, members: Sequence[MemberName]) -> list[tuple[int, int, str]]:
+    """``(start, end, member id)`` of each ``@name``/``@id`` in ``text`` (normalised by :func:`_norm`).
+
+    The longest handle wins ("@Quant Trader" is Quant Trader, not a member called Quant followed by
+    the word "Trader"); a span taken by a longer handle is not matched again by a shorter one."""
     handles = sorted(
-        ((h.casefold(), m.id) for m in members for h in {m.name, m.id} if h.strip()),
-        key=lambda pair: -len(pair[0]),
+        {(" ".join(h.split()), m.id) for m in members for h in (_norm(m.name), m.id) if h.strip()},
+        key=lambda pair: (-len(pair[0]), pair[0].casefold(), pair[1]),
     )
+    spans: list[tuple[int, int, str]] = []
     for handle, member_id in handles:
-        pattern = re.compile(r"@\s?" + re.escape(handle) + r"(?![a-z0-9_])")
-        if pattern.search(lowered):
-            found.add(member_id)
-            lowered = pattern.sub(" ", lowered)
+        for match in _handle_pattern(handle).finditer(text):
+            start, end = match.span()
+            if all(end <= s or start >= e for s, e, _ in spans):
+                spans.append((start, end, member_id))
+    return sorted(spans)
+
+
+def find_mentions(text: str, members: Sequence[MemberName]) -> tuple[str, ...]:
+    """Ids of members mentioned as ``@name`` or ``@id`` (longest name first, case-insensitive), in member order."""
+    found = {member_id for _, _, member_id in _mention_spans(_norm(text), members)}
     return tuple(m.id for m in members if m.id in found)
+
+
+def strip_mentions(text: str, members: Sequence[MemberName]) -> str:
+    """``text`` without its member mentions: what was asked ("@Quant Trader what's…" → "what's…").
+
+    Only handles of ``members`` are taken out (an ``@`` that names nobody stays), and the
+    punctuation a mention leaves at the start ("@Ann, hi" → "hi") goes with it."""
+    norm = _norm(text)
+    spans = _mention_spans(norm, members)
+    if not spans:
+        return norm
+    out, at = [], 0
+    for start, end, _ in spans:
+        out.append(norm[at:start])
+        at = end
+    out.append(norm[at:])
+    return _LEAD.sub("", " ".join("".join(out).split()))
 
 
 def classify(message: str, members: Sequence[MemberName]) -> Directive:

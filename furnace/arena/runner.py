@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from furnace.arena.directives import Directive, DirectiveKind, MemberName, classify
+from furnace.arena.directives import Directive, DirectiveKind, MemberName, classify, strip_mentions
 from furnace.arena.events import (
     ArenaEvent,
     Delta,
@@ -360,6 +360,7 @@ class Arena:
         *,
         history: list[HistoryTurn],
         group: list[str],
+        question: str,
         max_tokens: int,
     ) -> _Attempt:
         """One speaker, one logical call (retries live in the model client only)."""
@@ -369,6 +370,7 @@ class Arena:
                 run.message,
                 llm=llm,
                 instruction=task.task,
+                question=question,
                 ordinal=task.ordinal,
                 history=history,
                 context=self.context,
@@ -399,6 +401,7 @@ class Arena:
             llm,
             history=list(history),
             group=[p.name for p in personas.values()],
+            question=strip_mentions(run.message, [MemberName(id=m, name=p.name) for m, p in personas.items()]),
             max_tokens=max_tokens,
         )
 

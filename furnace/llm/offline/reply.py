@@ -1,6 +1,7 @@
 """Offline REPLY handler: a persona answers a probe or a chat turn, by rules.
 
 ``request.inputs = {"persona": <Elixir JSON>, "message": str, "instruction": str | None}``
+(and ``"question"``: the message without its @mentions, answered instead when given)
 → ``(text, None)``. What it does, in order:
 
 1. **Voice** from the persona: language (``zh``/``en``; the persona's, never the
@@ -326,6 +327,7 @@ def reply(request: LLMRequest, rng: random.Random) -> tuple[str, None]:
     """Answer ``inputs.message`` in ``inputs.persona``'s voice (fulfilling ``inputs.instruction`` first)."""
     inputs = request.inputs
     persona = inputs.get("persona") or {}
-    message = str(inputs.get("message") or "")
+    # "question": the message without the @mentions the arena recognised ("@Quant Trader what's…" → "what's…")
+    message = str(inputs.get("question") or inputs.get("message") or "")
     instruction = inputs.get("instruction")
     return compose(persona, message, str(instruction) if instruction else None, rng), None
