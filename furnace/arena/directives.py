@@ -105,19 +105,32 @@ def _handle_pattern(handle: str) -> re.Pattern[str]:
     return re.compile(r"@\s?" + r"\s+".join(words) + tail, re.IGNORECASE)
 
 
+def _folded(text: str) -> tuple[str, list[int]]:
+    """``text`` NFKC-folded character by character, with the index in ``text`` of each folded character
+    (so a span found in the folded text maps back onto what the user wrote)."""
+    chars: list[str] = []
+    where: list[int] = []
+    for i, char in enumerate(text):
+        folded = unicodedata.normalize("NFKC", char)
+        chars.append(folded)
+        where.extend([i] * len(folded))
+    return "".join(chars), where
+
+
 def _mention_spans(text: str, members: Sequence[MemberName]) -> list[tuple[int, int, str]]:
-    """``(start, end, member id)`` of each ``@name``/``@id`` in ``text`` (normalised by :func:`_norm`).
+    """``(start, end, member id)`` of each ``@name``/``@id`` in ``text``, as indices into ``text``.
 
     The longest handle wins ("@Quant Trader" is Quant Trader, not a member called Quant followed by
     the word "Trader"); a span taken by a longer handle is not matched again by a shorter one."""
+    folded, where = _folded(text)
     handles = sorted(
         {(" ".join(h.split()), m.id) for m in members for h in (_norm(m.name), m.id) if h.strip()},
         key=lambda pair: (-len(pair[0]), pair[0].casefold(), pair[1]),
     )
     spans: list[tuple[int, int, str]] = []
     for handle, member_id in handles:
-        for match in _handle_pattern(handle).finditer(text):
-            start, end = match.span()
+        for match in _handle_pattern(handle).finditer(folded):
+            start, end = where[match.start()], where[match.end() - 1] + 1
             if all(end <= s or start >= e for s, e, _ in spans):
                 spans.append((start, end, member_id))
     return sorted(spans)
@@ -125,7 +138,7 @@ def _mention_spans(text: str, members: Sequence[MemberName]) -> list[tuple[int, 
 
 def find_mentions(text: str, members: Sequence[MemberName]) -> tuple[str, ...]:
     """Ids of members mentioned as ``@name`` or ``@id`` (longest name first, case-insensitive), in member order."""
-    found = {member_id for _, _, member_id in _mention_spans(_norm(text), members)}
+    found = {member_id for _, _, member_id in _mention_spans(text, members)}
     return tuple(m.id for m in members if m.id in found)
 
 
@@ -133,16 +146,16 @@ def strip_mentions(text: str, members: Sequence[MemberName]) -> str:
     """``text`` without its member mentions: what was asked ("@Quant Trader what's…" → "what's…").
 
     Only handles of ``members`` are taken out (an ``@`` that names nobody stays), and the
-    punctuation a mention leaves at the start ("@Ann, hi" → "hi") goes with it."""
-    norm = _norm(text)
-    spans = _mention_spans(norm, members)
+    punctuation a mention leaves at the start ("@Ann, hi" → "hi") goes with it; the rest is
+    the user's text as written (spaces collapsed)."""
+    spans = _mention_spans(text, members)
     if not spans:
-        return norm
+        return text.strip()
     out, at = [], 0
     for start, end, _ in spans:
-        out.append(norm[at:start])
+        out.append(text[at:start])
         at = end
-    out.append(norm[at:])
+    out.append(text[at:])
     return _LEAD.sub("", " ".join("".join(out).split()))
 
 
