@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from furnace.arena.ordinals import enforce_ordinal
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import LLMMalformedOutput, NotFound
+from furnace.domain.macros import served
 from furnace.domain.render import render_prompt
 from furnace.llm.context import TokenCounter, build_context, estimate_counter
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
@@ -189,7 +190,7 @@ def build_reply_request(
         seed=seed,
         max_tokens=max_tokens,
         inputs={
-            "persona": persona.elixir.model_dump(mode="json"),
+            "persona": served(persona.elixir).model_dump(mode="json"),  # as the prompt shows it: macros expanded
             "message": message,
             "instruction": instruction,
             **({"question": question} if question is not None and question != message else {}),
