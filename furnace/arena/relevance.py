@@ -8,7 +8,11 @@ embedder, never on chance. With the real embedder (MiniLM) "birding" is near
 words and character n-grams) but just as deterministic.
 
 :func:`rank_members` applies it to an arena roster: each member's profile is its
-name, identity and expertise (:func:`member_profile`).
+name, identity and expertise (:func:`member_profile`). The bundled MiniLM is an
+English model (Chinese text all looks alike to it), so where the question or a
+profile has Chinese characters that pair is compared by shared terms instead
+(words and character bigrams, :func:`lexical_overlap`): the share of the
+question's terms the profile has.
 
 The embedder is any object with ``embed(texts) -> vectors`` (the runtime's,
 ``furnace.fusion.embedding.Embedder``); it is passed in, never built here.
@@ -22,6 +26,7 @@ from functools import cached_property
 from typing import Protocol
 
 from furnace.domain.elixir import Elixir
+from furnace.domain.text import has_cjk, terms
 from furnace.domain.vectors import cosine
 
 
@@ -75,7 +80,20 @@ def member_profile(elixir: Elixir) -> str:
     return f"{elixir.name}. {elixir.identity} {'; '.join(elixir.expertise)}."
 
 
+def lexical_overlap(question: str, text: str) -> float:
+    """The share of ``question``'s terms (words of 3+ letters, CJK character bigrams) that ``text`` has."""
+    wanted = terms(question, min_len=3)
+    return round(len(wanted & terms(text, min_len=3)) / len(wanted), 6) if wanted else 0.0
+
+
 def rank_members(question: str, members: Sequence[Elixir], embedder: TextEmbedder) -> list[tuple[str, float]]:
-    """``(member id, similarity)`` for each member, most relevant to ``question`` first."""
-    ranked = rank_by_meaning(question, [member_profile(e) for e in members], embedder)
-    return [(members[r.index].id, r.score) for r in ranked]
+    """``(member id, relevance)`` for each member, most relevant to ``question`` first (ties: member order).
+
+    Relevance is the embedder's cosine similarity, or :func:`lexical_overlap` for a pair with Chinese text."""
+    profiles = [member_profile(e) for e in members]
+    semantic = [i for i, p in enumerate(profiles) if not has_cjk(question) and not has_cjk(p)]
+    scores = {i: lexical_overlap(question, p) for i, p in enumerate(profiles) if i not in semantic}
+    for ranked in rank_by_meaning(question, [profiles[i] for i in semantic], embedder):
+        scores[semantic[ranked.index]] = ranked.score
+    order = sorted(scores, key=lambda i: (-scores[i], i))
+    return [(members[i].id, scores[i]) for i in order]

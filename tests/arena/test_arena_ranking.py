@@ -155,3 +155,36 @@ def test_with_the_real_embedder_birdwatching_finds_the_ornithologist() -> None:
     # no word of the question is in the biologist's profile; the hash embedder ranks the trader first
     question = "How do I get started with birdwatching?"
     assert rank_members(question, _elixirs(), minilm_embedder.MiniLMEmbedder())[0][0] == "bio"
+
+
+def test_chinese_text_is_compared_by_shared_terms_not_by_the_english_embedder() -> None:
+    class _Misleading:
+        """An embedder that finds every text alike (what an English model does with Chinese)."""
+
+        def embed(self, texts):
+            return [[1.0, 0.0] for _ in texts]
+
+    members = [
+        Elixir.model_validate(
+            dict(
+                id="chef",
+                name="老王",
+                language="zh",
+                identity="一位家常菜大厨。",
+                expertise=["川菜"],
+                principles=["先尝味道。"],
+            )
+        ),
+        Elixir.model_validate(
+            dict(
+                id="sre",
+                name="值班运维",
+                language="zh",
+                identity="一位值班 SRE，帮团队复盘线上故障。",
+                expertise=["故障复盘"],
+                principles=["先止血。"],
+            )
+        ),
+    ]
+    ranked = rank_members("服务器宕机后该怎么复盘？", members, _Misleading())
+    assert ranked[0][0] == "sre" and ranked[0][1] > ranked[1][1] == 0.0
