@@ -27,7 +27,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 from furnace.arena.directives import Directive, DirectiveKind, MemberName, classify, strip_mentions
 from furnace.arena.events import (
@@ -50,7 +50,6 @@ from furnace.arena.models import (
     Plan,
     ReplyRecord,
     RunRecord,
-    RunStatus,
     SpeakerTask,
     new_run_id,
     new_session_id,
@@ -689,7 +688,7 @@ class Arena:
         # A turn nobody answered (every speaker failed, now or before a resume) is recorded as failed,
         # not finished: the record behind the last speaker says finished, this write comes after it.
         answered = replied + sum(1 for c in done.values() if c.status == "done")
-        status: RunStatus = "finished" if answered else "failed"
+        status: Literal["finished", "failed"] = "finished" if answered else "failed"
         if not holder.released or status == "failed":  # not released: no speaker was left to run (a resume)
             self.store.set_status(run.run_id, status)
         snapshot_soon(self.store)  # analysis reads the turn from a fresh snapshot
