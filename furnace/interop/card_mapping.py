@@ -271,11 +271,24 @@ def _limits(text: str) -> list[tuple[int, str]]:
     return found
 
 
+_REPLY_CUE = re.compile(
+    r"repl|respon|answer|message|output|keep|limit|write|回复|回答|输出|每次|字数|篇幅", re.IGNORECASE
+)
+_SENTENCE = re.compile(r"(?<=[.!?。！？;；])\s*|\n+")
+MIN_STATED_LENGTH = 20  # a shorter "limit" is about something else (a name, a title), not the reply
+
+
 def derive_constraints(data: dict[str, Any], language: str) -> dict[str, Any]:
-    """Constraints stated in ``post_history_instructions``: the tightest length limit as ``max_length``
-    (characters; words × :data:`CHARS_PER_WORD`), within the elixir's bounds. Empty when none is stated."""
-    text = data.get("post_history_instructions") or ""
-    lengths = [n * CHARS_PER_WORD[language] if unit == "words" else n for n, unit in _limits(text) if n > 0]
+    """Constraints stated in ``post_history_instructions``: the tightest length limit on the reply as
+    ``max_length`` (characters; words × :data:`CHARS_PER_WORD`), within the elixir's bounds.
+
+    Only a sentence that speaks of the reply ("Keep replies under 80 words.", "回复不超过100字") counts,
+    and a limit under :data:`MIN_STATED_LENGTH` characters is ignored. Empty when none is stated."""
+    lengths = []
+    for sentence in _SENTENCE.split(data.get("post_history_instructions") or ""):
+        if _REPLY_CUE.search(sentence):
+            lengths += [n * CHARS_PER_WORD[language] if unit == "words" else n for n, unit in _limits(sentence)]
+    lengths = [n for n in lengths if n >= MIN_STATED_LENGTH]
     if not lengths:
         return {}
     return {"max_length": min(min(lengths), MAX_LENGTH_LIMIT)}

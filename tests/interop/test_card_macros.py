@@ -118,7 +118,9 @@ def test_a_word_limit_becomes_max_length_and_stays_verbatim_in_the_prompt() -> N
     [
         ("Answer in no more than 300 characters.", "en", 300),
         ("Replies: 50 words or fewer, always.", "en", 50 * CHARS_PER_WORD["en"]),
-        ("Stay under 200 chars. Never exceed 40 words.", "en", 200),  # the tightest wins
+        ("Keep replies under 200 chars, and no more than 40 words.", "en", 200),  # the tightest wins
+        ("Give every ship a name of at most 12 characters.", "en", None),  # not about the reply
+        ("Keep replies under 3 words.", "en", None),  # 18 characters: too short to be a reply limit
         ("回复不超过100字。", "zh", 100),
         ("每次回答控制在150字以内。", "zh", 150),
         ("Write {{char}}'s next reply in third person, 1-3 paragraphs.", "en", None),  # no length limit
