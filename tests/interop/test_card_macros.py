@@ -15,6 +15,8 @@ from furnace.domain.render import render_prompt
 from furnace.interop.card_mapping import CHARS_PER_WORD, derive_constraints
 from furnace.interop.cards import card_for, elixir_from_card, export_card_json, read_card_bytes
 from furnace.llm.fakes import FakeLLM
+from furnace.llm.offline import OfflineEngine
+from furnace.llm.seam import LLMRequest, Message, TaskKind
 from furnace.storage.memory import MemoryStore
 
 
@@ -161,3 +163,16 @@ def test_furnace_constraints_carried_by_a_card_win_over_the_stated_limit() -> No
     tightened = imported.model_copy(update={"constraints": imported.constraints.model_copy(update={"max_length": 200})})
     back = elixir_from_card(card_for(tightened, "v3")).elixir
     assert back.constraints.max_length == 200
+
+
+def test_the_offline_model_never_quotes_a_macro() -> None:
+    c = card(V2_CARD)
+    c["data"]["system_prompt"] = "{{original}} Always greet {{user}} as {{char}} of the Kestrel."
+    elixir = read_card_bytes(json.dumps(c).encode()).elixir
+    request = LLMRequest(
+        task=TaskKind.REPLY,
+        messages=(Message(role="system", content=render_prompt(elixir)), Message(role="user", content="Greetings!")),
+        inputs={"persona": elixir.model_dump(mode="json"), "message": "How should I greet you?", "instruction": None},
+    )
+    text = OfflineEngine().complete(request).text
+    assert text and "{{" not in text
