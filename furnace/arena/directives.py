@@ -6,7 +6,11 @@
 - ``roll_call`` — "报数", "count off", "sound off", "number off", "roll call", "点名";
   addressed to the @mentioned members, or to everyone;
 - ``all`` — "@all", "@everyone", "@全体成员", "@所有人", "全体都有": every member in order;
-- ``mention`` — "@name" or "@id" of one or more members: those members only;
+- ``mention`` — "@name" or "@id" of one or more members: those members only. The
+  longest member name wins ("@Quant Trader" over a member called "Quant"); Latin
+  names in any case, any run of spaces between a name's words, zh names with no
+  space after them (:func:`find_mentions`); :func:`strip_mentions` gives the
+  question the mentioned members answer;
 - ``open`` — everything else (goes to the supervisor). A mention together with a
   discussion cue ("@Ann what do you all think?", "@Ann 大家讨论一下") is open
   discussion led by the mentioned member (``mentions`` set; the fallback speaker).
