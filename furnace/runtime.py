@@ -321,6 +321,7 @@ class Runtime:
     def arena(self, *, llm: LLM | None = None, after_checkpoint: CheckpointHook | None = None) -> Arena:
         """The group-chat arena on this runtime's stores, speaking through ``llm`` (default :attr:`llm`);
         a session keeps the model it was created with (:meth:`llm_for`)."""
+        from furnace.arena.relevance import LazyEmbedder
         from furnace.arena.runner import Arena
         from furnace.arena.speaker import token_aware_context
         from furnace.storage.duckdb.arena import DuckDBArenaStore
@@ -337,6 +338,7 @@ class Runtime:
             main,
             llm_for_model=llm_for_model,
             context=context,
+            embedder=LazyEmbedder(lambda: self.embedder),  # built (MiniLM loaded) by the first ranked turn
             after_checkpoint=after_checkpoint,
         )
 
