@@ -33,6 +33,22 @@ OpKind = Literal[
     "fix_word",
     "delete",
     "retitle",
+    "question",
+    "call_to_action",
+    "punchy",
+    "subheading",
+    "no_exclaim",
+    "example",
+    "split",
+    "merge",
+    "second_person",
+    "first_person",
+    "hook",
+    "plain",
+    "title_case",
+    "no_hashtags",
+    "short_sentences",
+    "summary",
 ]
 
 # What each operation does, as told to a user whose instruction was not understood.
@@ -51,6 +67,22 @@ OPERATIONS: dict[str, dict[str, str]] = {
         "fix_word": 'fix a word: \'replace "colour" with "color"\'',
         "delete": 'delete: \'delete the sentence "..."\', "drop the last paragraph"',
         "retitle": "new title: 'change the title to \"...\"'",
+        "question": 'a question: "make the title a question", "end with a question"',
+        "call_to_action": 'call to action: "a stronger call to action at the end"',
+        "punchy": 'punchier title: "make the title punchier"',
+        "subheading": 'subheading: "add a subheading before paragraph 3"',
+        "no_exclaim": 'no exclamation marks: "remove the exclamation marks"',
+        "example": 'an example (a real model only): "add a concrete example to paragraph 2"',
+        "split": 'split a paragraph: "split the third paragraph in two"',
+        "merge": 'merge paragraphs: "merge paragraphs 2 and 3"',
+        "second_person": 'second person: "address the reader as you"',
+        "first_person": 'first person: "write it in the first person"',
+        "hook": 'a hook: "start the intro with a hook"',
+        "plain": 'plain words: "less jargon"',
+        "title_case": 'title case: "capitalize the title"',
+        "no_hashtags": 'no hashtags: "remove the hashtags"',
+        "short_sentences": 'shorter sentences: "the sentences are too long"',
+        "summary": 'a summary: "add a summary at the end"',
     },
     "zh": {
         "shorten": "缩短（删掉一半、只留N句）：“开头太长了，只留一句话”",
@@ -66,6 +98,22 @@ OPERATIONS: dict[str, dict[str, str]] = {
         "fix_word": "改字词：“把「的」改成「地」”",
         "delete": "删除：“删掉「……」这句”“删掉最后一段”",
         "retitle": "改标题：“标题改成「……」”",
+        "question": "改成问句：“标题改成疑问句”“结尾改成问句”",
+        "call_to_action": "加号召：“把结尾改得更有号召力”",
+        "punchy": "标题更抓人：“标题更吸引人一点”",
+        "subheading": "加小标题：“第三段前加个小标题”",
+        "no_exclaim": "去掉感叹号：“把感叹号都去掉”",
+        "example": "举例（仅限真实模型）：“第二段多举个具体例子”",
+        "split": "拆段：“第三段太长了，拆成两段”",
+        "merge": "合并段落：“把第二段和第三段合并”",
+        "second_person": "第二人称：“改成第二人称”",
+        "first_person": "第一人称：“用第一人称写”",
+        "hook": "引子：“开头加一句引子”",
+        "plain": "通俗用词：“用词通俗一点”",
+        "title_case": "标题大小写（仅英文）",
+        "no_hashtags": "去掉话题标签：“去掉话题标签”",
+        "short_sentences": "短句：“句子太长了，短一点”",
+        "summary": "总结：“结尾加个总结”",
     },
 }
 
@@ -87,10 +135,20 @@ class Target:
         if self.kind == "paragraph":
             if self.index == -1:
                 return "最后一段" if zh else "the last paragraph"
+            if self.index is not None and self.index < -1:
+                return f"倒数第{-self.index}段" if zh else f"paragraph {-self.index} from the end"
             return f"第{self.index}段" if zh else f"paragraph {self.index}"
         if self.kind == "sentence":
             return f"「{self.quote}」这句" if zh else f'the sentence "{self.quote}"'
         return "全文" if zh else "the whole piece"
+
+
+def paragraph_position(target: Target, count: int) -> int | None:
+    """The 0-based paragraph a paragraph target names in a piece of ``count`` paragraphs (negative
+    indexes count from the end: -1 is the last); None when there is no such paragraph."""
+    index = target.index or 1
+    position = count + index if index < 0 else index - 1
+    return position if 0 <= position < count else None
 
 
 @dataclass(frozen=True)
@@ -121,6 +179,7 @@ class Instruction:
     language: str
     target: Target = field(default_factory=Target)
     operations: tuple[Operation, ...] = ()
+    refusal: str | None = None  # understood, but not an edit the chat makes: the problem key saying why
 
     @property
     def understood(self) -> bool:
@@ -135,9 +194,18 @@ class Instruction:
 
 # --- language -------------------------------------------------------------------
 
+# Every quoting style a user types: 「x」 『x』 《x》 “x” ‘x’ "x" 'x' (not the apostrophe of don't / don’t).
 _QUOTED = re.compile(
-    r"[「“\"『《]([^」”\"』》]{1,300})[」”\"』》]|(?<![A-Za-z])'([^']{1,300})'(?![A-Za-z])"  # 'x', not don't
+    r"「([^」]{1,300})」|『([^』]{1,300})』|《([^》]{1,300})》|“([^”]{1,300})”"
+    r"|(?<![A-Za-z])‘([^’]{1,300})’(?![A-Za-z])|\"([^\"]{1,300})\"|(?<![A-Za-z])'([^']{1,300})'(?![A-Za-z])"
 )
+
+
+def canonical_quotes(text: str) -> str:
+    """``text`` with every quoted span written as 「…」, whatever quotes the user typed."""
+    return _QUOTED.sub(lambda m: "「" + next(g for g in m.groups() if g is not None) + "」", text)
+
+
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 
 
@@ -381,15 +449,73 @@ _ZH_TYPOS = {
     "一股作气": "一鼓作气",
     "迫不急待": "迫不及待",
 }
+# Word pairs, read on the instruction with its quotes made 「…」 (:func:`canonical_quotes`).
+_Q = r"「([^」]+)」"
 _EN_FIX_PAIR = re.compile(
-    r"(?:replace|change|swap|turn|fix)\s+[\"'“]([^\"'”]+)[\"'”]\s+(?:with|to|for|into|by)\s+[\"'“]([^\"'”]+)[\"'”]"
-    r"|[\"'“]([^\"'”]+)[\"'”]\s+(?:should (?:be|read)|->|→|to)\s+[\"'“]([^\"'”]+)[\"'”]",
+    r"(?:replace|change|swap|turn|fix|rename|substitute)\s+(?:(?:all|every|each)\s+)?(?:(?:the|a)\s+)?"
+    r"(?:(?:words?|phrases?|terms?|names?|occurrences? of)\s+)?"
+    + _Q
+    + r"\s*(?:with|to|for|into|by|as)\s*"
+    + _Q
+    + r"|"
+    + _Q
+    + r"\s*(?:should (?:be|read|say)|->|→|to|with|into|=>)\s*"
+    + _Q,
     _I,
 )
+_EN_USE_INSTEAD = re.compile(r"\buse\s+" + _Q + r"\s*(?:instead of|in place of|rather than|not)\s*" + _Q, _I)
 _ZH_FIX_PAIR = re.compile(
-    r"把\s*[「“\"『]([^」”\"』]+)[」”\"』]\s*(?:改成|改为|换成|替换成|替换为|写成)\s*[「“\"『]([^」”\"』]+)[」”\"』]"
-    r"|[「“\"『]([^」”\"』]+)[」”\"』]\s*(?:应该是|应为|改成|改为|换成|→|->)\s*[「“\"『]([^」”\"』]+)[」”\"』]"
+    r"(?:把|将)\s*"
+    + _Q
+    + r"\s*(?:都|全部|统一|一律)?(?:改成|改为|换成|替换成|替换为|写成|改写成)\s*"
+    + _Q
+    + r"|"
+    + _Q
+    + r"\s*(?:都|全部|统一|一律)?(?:应该是|应为|改成|改为|换成|替换成|替换为|→|->)\s*"
+    + _Q
 )
+_ZH_USE_INSTEAD = re.compile(r"用\s*" + _Q + r"\s*(?:代替|替换|替代|取代)\s*" + _Q)
+# Without quotes: only "replace X with Y" / "把X改成Y" where X and Y are a few plain words.
+_EN_FIX_BARE = re.compile(
+    r"^(?:please\s+)?(?:replace|swap|substitute)\s+(?:(?:all|every|each)\s+)?(?:(?:the|a)\s+)?"
+    r"(?:(?:words?|phrases?|terms?|occurrences? of)\s+)?([\w'’-]+(?:\s+[\w'’-]+){0,3}?)\s+(?:with|by|for)\s+"
+    r"([\w'’-]+(?:\s+[\w'’-]+){0,3}?)\s*(?:(?:in|throughout|everywhere|across)\b.*)?[.!]?$",
+    _I,
+)
+_ZH_FIX_BARE = re.compile(
+    r"^(?:请)?(?:把|将)?\s*([^\s，,。；;！!「」]{1,12}?)\s*(?:都|全部|统一|一律)?(?:改成|改为|换成|替换成|替换为)\s*"
+    r"([^\s，,。；;！!「」]{1,12}?)\s*(?:吧|啊)?[。！!]?$"
+)
+# An unquoted "X" or "Y" that names a part of the piece or a style, not a word of it.
+_ZH_NOT_A_WORD = re.compile(
+    r"标题|题目|段|开头|开篇|结尾|结语|全文|整体|文章|列表|要点|分点|条目|语气|风格|口吻|句|表情|emoji|人称|正式|活泼|"
+    r"口语|疑问|问句|号召|感叹|一点|一些|点儿"
+)
+_EN_NOT_A_WORD = re.compile(
+    r"\b(?:title|headline|heading|paragraph|para|intro|introduction|conclusion|ending|sentence|list|bullets?|"
+    r"emojis?|tone|question|voice|person)\b",
+    _I,
+)
+
+
+def _word_pair(canon: str, zh: bool) -> tuple[str, str] | None:
+    """The (wrong, right) words of a replace request, quoted in any style or (a few plain words) not quoted."""
+    m = (_ZH_FIX_PAIR if zh else _EN_FIX_PAIR).search(canon)
+    if m:
+        a, b = [g for g in m.groups() if g]
+        return a.strip(), b.strip()
+    m = (_ZH_USE_INSTEAD if zh else _EN_USE_INSTEAD).search(canon)
+    if m:
+        return m.group(2).strip(), m.group(1).strip()
+    if "「" in canon:
+        return None
+    m = (_ZH_FIX_BARE if zh else _EN_FIX_BARE).search(canon.strip())
+    if not m:
+        return None
+    a, b = m.group(1).strip(), m.group(2).strip().rstrip(".!。！")
+    if (_ZH_NOT_A_WORD if zh else _EN_NOT_A_WORD).search(a + " " + b):
+        return None
+    return a, b
 
 
 def _ratio(text: str, table: dict[str, re.Pattern[str]], zh: bool) -> float | None:
@@ -418,12 +544,204 @@ def _to_sentences(text: str, table: dict[str, re.Pattern[str]], zh: bool) -> int
     return zh_number(token) if zh else _EN_NUMBERS.get(token.lower()) or int(token)
 
 
+# --- further operations: (regex, zh regex) per kind, tried in this order ---------------------
+
+_NEW_OPS: dict[str, tuple[str, str]] = {
+    "refuse_translate": (
+        r"\btranslat\w*\b|\b(?:in|into)\s+(?:chinese|mandarin|french|spanish|german|japanese|korean)\b",
+        r"翻译|译成|译为|(?:改成|换成|写成|变成)(?:英文|英语|日文|法文)|英文版|用英文写",
+    ),
+    "refuse_rewrite": (
+        r"\b(?:rewrite|redo|rewrite)\s+(?:it\s+|the whole thing\s+|everything\s+|the (?:whole )?piece\s+)?"
+        r"(?:from scratch|completely|entirely|from the ground up)\b|\bstart over\b|\bcompletely different\b",
+        r"推倒重来|从头写|完全重写|全部重写|整篇重写|重写全文|重新写一篇",
+    ),
+    "refuse_images": (
+        r"\b(?:image|picture|photo|illustration|chart|graph|diagram|infographic|gif)s?\b",
+        r"配图|图片|插图|照片|图表|示意图|动图",
+    ),
+    "refuse_sources": (
+        r"\b(?:sources?|citations?|footnotes?|statistics|stats|links?|urls?|references)\b|\bcite\b|"
+        r"\bfact[- ]?check\w*\b|\bverify the facts\b",
+        r"来源|出处|参考文献|引用文献|链接|数据支撑|统计数据|核实|事实核查|查证",
+    ),
+    "merge": (
+        r"\bmerge\b|\bcombine\b|\bjoin\b|\bfold\b.*\binto\b",
+        r"合并|合成一段|并成一段|并到|并入|合在一起|合为一段",
+    ),
+    "split": (
+        r"\bsplit\b|\bbreak\s+(?:up\s+)?(?:it\s+|that\s+)?(?:up|in two|into two)\b|\bdivide\b|\btwo paragraphs\b",
+        r"拆成|拆分|拆开|拆一下|分成两段|分两段|一分为二|分段",
+    ),
+    "subheading": (
+        r"\bsub-?head(?:ing|er|line)?s?\b|\bsection (?:heading|title|header)s?\b|\bsubtitles? (?:for|between|in)\b",
+        r"小标题|分标题|子标题|小节标题|段落标题",
+    ),
+    "hook": (
+        r"\bhook\b|\bteaser\b|\blead-?in\b|\bopening line\b|\battention[- ]grabb\w*\b|\bgrab (?:the )?readers?\b",
+        r"引子|钩子|引入句|抓人的开头|开场白|引语|吸引人的开头",
+    ),
+    "question": (
+        r"\bquestions?\b|\binterrogative\b|\bquestion mark\b",
+        r"疑问句|问句|问题|提问|设问|反问|问号",
+    ),
+    "call_to_action": (
+        r"\bcall[- ]to[- ]action\b|\bcta\b|\b(?:more|stronger|clearer)\s+(?:motivating|actionable|persuasive|"
+        r"compelling|rousing)\b|\burge\b|\bmotivat\w+\b|\brally\w*\b|\binspire (?:readers|action|them)\b|"
+        r"\bget (?:the )?readers? to act\b|\bpush (?:the )?readers?\b",
+        r"号召|行动起来|呼吁|鼓动|感召|动员|鼓励读者|让读者(?:去)?(?:行动|试试|动起来)|行动力",
+    ),
+    "no_exclaim": (
+        r"\bexclamation(?:\s+(?:marks?|points?))?\b|!{2,}|\bbangs\b",
+        r"感叹号|叹号|惊叹号|！{2,}",
+    ),
+    "no_hashtags": (r"\bhash-?tags?\b|#\w", r"话题标签|hashtag|井号|#\S"),
+    "short_sentences": (
+        r"\bshorter sentences\b|\bsentences?\s+(?:are\s+|is\s+)?(?:too|so|very)\s+long\b|\blong sentences\b|"
+        r"\bbreak up (?:the |long )?sentences\b|\brun-on\b|\bshort sentences\b",
+        r"句子(?:太长|太长了|短一点|短一些|短些|拆短)|长句|短句|句子都太长",
+    ),
+    "title_case": (r"\btitle[- ]case\b|\bcapitali[sz]\w*\b|\bcapital letters\b", r"大小写|首字母大写"),
+    "punchy": (
+        r"\bpunch(?:y|ier)\b|\bcatch(?:y|ier)\b|\bsnapp(?:y|ier)\b|\bgrab\w*\b|\battention\b|\bclick\w*\b|"
+        r"\bstriking\b|\bbolder\b|\bstronger\b|\bcompelling\b|\bexciting\b|\bboring\b|\bdull\b|\bbland\b",
+        r"抓人|吸引人|吸睛|有冲击力|响亮|醒目|有力|带劲|亮眼|平淡|没意思|无聊|更有吸引力|勾人",
+    ),
+    "example": (
+        r"\bexamples?\b|\binstances?\b|\bconcrete\b|\bspecifics?\b|\billustrat\w*\b|\bcase stud\w+\b|\bsuch as\b",
+        r"例子|举例|举个例|实例|案例|比方",
+    ),
+    "second_person": (
+        r"\bsecond[- ]person\b|\baddress (?:the )?readers?\b|\btalk (?:directly )?to (?:the )?readers?\b|"
+        r"\bspeak (?:directly )?to (?:the )?readers?\b|\buse「you」|\bas「you」",
+        r"第二人称|用「你」|用你|直接对读者说|跟读者对话|对读者说话|称呼读者",
+    ),
+    "first_person": (
+        r"\bfirst[- ]person\b|\buse「I」|\bin my (?:own )?voice\b|\bpersonal voice\b|\bmore personal\b",
+        r"第一人称|用「我」|用我的口吻|以我的视角|更个人化",
+    ),
+    "plain": (
+        r"\bplain(?:er)?\s+(?:english|language|words)\b|\bsimpler (?:words|language|wording)\b|\bjargon\b|"
+        r"\bsimplif\w+\b|\beasier to (?:read|understand)\b|\bsimple words\b|\bless technical\b",
+        r"通俗|大白话|简单易懂|浅显|好懂|术语|白话|易懂|简单点的词|用词简单",
+    ),
+    "summary": (
+        r"\bsummar\w+\b|\bsum (?:it )?up\b|\brecap\b|\bkey takeaways?\b|\btakeaways?\b",
+        r"总结|小结|概括|划重点|要点回顾|一句话总结",
+    ),
+}
+_NEW_ZH = {kind: re.compile(zh, _I) for kind, (_, zh) in _NEW_OPS.items()}
+_NEW_EN = {kind: re.compile(en, _I) for kind, (en, _) in _NEW_OPS.items()}
+_EN_ADD = re.compile(r"\b(?:add|insert|include|put|give|with|need|needs|want|more|some|a few)\b", _I)
+_ZH_ADD = re.compile(r"加|添|补|插入|来一|放一|多|给")
+_EN_END = re.compile(r"\b(?:end|ends|ending|close|closing|finish|last)\b", _I)
+_ZH_END = re.compile(r"结尾|结束|收尾|最后|末尾")
+_EN_PAIR = re.compile(
+    r"\b(?:paragraphs?|paras?)\s+(\d+)\s*(?:and|&|\+|with|into|,)\s*(?:paragraph\s+|para\s+)?(\d+)\b"
+    r"|\b("
+    + "|".join(_EN_ORDINALS)
+    + r")\s+(?:paragraph\s+)?(?:and|with|into)\s+(?:the\s+)?("
+    + "|".join(_EN_ORDINALS)
+    + r")\b"
+    r"|\b(first|last|final) (two|2) (?:paragraphs|paras)\b",
+    _I,
+)
+_ZH_PAIR = re.compile(
+    r"第\s*"
+    + _ZH_NUM
+    + r"\s*段?\s*(?:和|与|跟|、|,|，|并到|并入|合并到)\s*第?\s*"
+    + _ZH_NUM
+    + r"\s*段|(最后|前面?|开头)(两|2)段"
+)
+
+
+def _merge_target(bare: str, zh: bool, index: int | None) -> Target | None:
+    """The first of the two neighbouring paragraphs a merge names (-2: the last two)."""
+    m = (_ZH_PAIR if zh else _EN_PAIR).search(bare)
+    if m:
+        g = m.groups()
+        if g[-2]:  # "the first two" / "the last two" / 前两段 / 最后两段
+            return Target("paragraph", -2 if g[-2].lower() in ("last", "final", "最后") else 1)
+        a, b = (g[0], g[1]) if g[0] else (g[2], g[3])
+        na = zh_number(a) if zh else _EN_ORDINALS.get(a.lower()) or int(a)
+        nb = zh_number(b) if zh else _EN_ORDINALS.get(b.lower()) or int(b)
+        first, second = sorted((na, nb))
+        return Target("paragraph", first) if second == first + 1 else None
+    if index is not None and re.search(r"\bnext\b|下一段|后一段", bare, _I):
+        return Target("paragraph", index)
+    return None
+
+
+def _further(
+    canon: str, bare: str, zh: bool, title_named: bool, index: int | None, *, only_voice: bool = False
+) -> tuple[Target, Operation] | str | None:
+    """An operation beyond the register/length ones and its target; a refusal key; or None.
+    ``only_voice``: the instruction quotes a sentence, so only "address the reader as 'you'" is read here."""
+    new = _NEW_ZH if zh else _NEW_EN
+    table = _ZH if zh else _EN
+    adding = (_ZH_ADD if zh else _EN_ADD).search(bare)
+    removing = table["remove"].search(bare)
+    where = Target("title") if title_named else Target("paragraph", index) if index is not None else Target()
+    if only_voice:
+        for kind in ("second_person", "first_person"):
+            if new[kind].search(canon):
+                return where, Operation(kind)
+        return None
+
+    for kind in ("refuse_translate", "refuse_rewrite"):
+        if new[kind].search(bare):
+            return kind
+    if new["refuse_images"].search(bare) and not removing:
+        return "refuse_images"
+    if new["refuse_sources"].search(bare) and not removing:
+        return "refuse_sources"
+    if new["merge"].search(bare) and not table["to_prose"].search(bare):
+        merged = _merge_target(bare, zh, index)
+        return (merged, Operation("merge")) if merged is not None else "merge_pair"
+    if new["split"].search(bare):
+        return (Target("paragraph", index) if index is not None else Target()), Operation("split")
+    if new["subheading"].search(bare):
+        return (Target("paragraph", index) if index is not None else Target()), Operation("subheading")
+    if new["hook"].search(bare):
+        return Target("paragraph", 1), Operation("hook")
+    if new["no_exclaim"].search(canon) and (removing or not adding):
+        return where, Operation("no_exclaim")
+    if new["no_hashtags"].search(canon) and removing:
+        return where, Operation("no_hashtags")
+    if new["short_sentences"].search(bare):
+        return where, Operation("short_sentences")
+    if new["question"].search(bare) and not removing:
+        if title_named or index is not None:
+            return where, Operation("question")
+        return Target("paragraph", -1), Operation("question")  # "end with a question"
+    if new["call_to_action"].search(bare):
+        if removing:
+            return where, Operation("less_ad")
+        return (where if title_named or index is not None else Target("paragraph", -1)), Operation("call_to_action")
+    if new["title_case"].search(bare) and (title_named or not zh):
+        return Target("title"), Operation("title_case")
+    if title_named and new["punchy"].search(bare) and not table["emoji"].search(bare):
+        return Target("title"), Operation("punchy")
+    if new["example"].search(bare) and not removing:
+        return where, Operation("example")
+    if new["second_person"].search(canon):
+        return where, Operation("second_person")
+    if new["first_person"].search(canon):
+        return where, Operation("first_person")
+    if new["plain"].search(bare):
+        return where, Operation("plain")
+    if new["summary"].search(bare) and (adding or not removing) and not title_named:
+        return Target(), Operation("summary")
+    return None
+
+
 def parse_instruction(text: str, language: str) -> Instruction:
     """The target and operations of one instruction; ``operations`` is empty when nothing was understood."""
     raw = " ".join(text.split())
     zh = language == "zh"
     table = _ZH if zh else _EN
     quotes = _quotes(raw)
+    canon = canonical_quotes(raw)  # every quoting style as 「…」
     bare = _QUOTED.sub(" ", raw)  # the instruction's own words, quoted text removed
     ops: list[Operation] = []
 
@@ -434,10 +752,9 @@ def parse_instruction(text: str, language: str) -> Instruction:
     sentence_named = bool((_ZH_SENTENCE if zh else _EN_SENTENCE).search(bare))
 
     # fix a named word comes first: its quotes are words, not a target
-    pair = (_ZH_FIX_PAIR if zh else _EN_FIX_PAIR).search(raw)
+    pair = _word_pair(canon, zh)
     if pair and not title_named:
-        groups = [g for g in pair.groups() if g]
-        ops.append(Operation("fix_word", word=groups[0].strip(), replacement=groups[1].strip()))
+        ops.append(Operation("fix_word", word=pair[0], replacement=pair[1]))
         if index is not None:
             target = Target("paragraph", index)
         return Instruction(raw, language, target, tuple(ops))
@@ -455,6 +772,12 @@ def parse_instruction(text: str, language: str) -> Instruction:
         target = Target("sentence", quote=quotes[0])
     elif index is not None:
         target = Target("paragraph", index)
+
+    further = _further(canon, bare, zh, title_named, index, only_voice=target.kind == "sentence")
+    if isinstance(further, str):
+        return Instruction(raw, language, target, (), refusal=further)
+    if further is not None:
+        return Instruction(raw, language, further[0], (further[1],))
 
     # the new title: a quoted text, or "a new title" without one
     if target.kind == "title" and not table["emoji"].search(bare):
@@ -531,6 +854,29 @@ _PROBLEMS = {
         "title_short": "the title has no part that can be dropped",
         "title_delete": "a piece needs a title; give a new one instead",
         "unknown": "cannot apply {kind} to {where}",
+        "refuse_translate": "translating is not an edit: write a new piece with a persona in that language",
+        "refuse_rewrite": "a rewrite from scratch is a new piece: run furnace content new instead",
+        "refuse_images": "a piece is text only; images, charts and photos cannot be added",
+        "refuse_sources": (
+            "the revision chat edits wording; it cannot check facts or add sources, links or statistics it does "
+            "not have"
+        ),
+        "merge_pair": 'name two neighbouring paragraphs to merge, e.g. "merge paragraphs 2 and 3"',
+        "merge_last": "{where} has no next paragraph to merge with",
+        "no_exclaim": "{where} has no exclamation marks",
+        "no_hashtags": "{where} has no hashtags",
+        "already_question": "{where} already ends with a question",
+        "needs_model": "adding examples needs a real model: the offline engine knows no facts about the topic",
+        "already_hook": "{where} already starts with a hook",
+        "already_cta": "{where} already ends with a call to action",
+        "zh_case": "Chinese has no capital letters",
+        "already_case": "the title is already in title case",
+        "no_third_person": '{where} has no wording about readers to turn into "you"',
+        "no_first_person": "{where} has no wording to turn into the first person",
+        "no_jargon": "{where} has no jargon the offline engine knows a plainer word for",
+        "short_already": "the sentences of {where} have no clause to split off",
+        "split_short": "{where} has only one sentence; there is nothing to split",
+        "already_title": "{where} already has a subheading",
     },
     "zh": {
         "missing": "没有第 {n} 段（全文共 {count} 段）",
@@ -552,6 +898,26 @@ _PROBLEMS = {
         "title_short": "标题没有可以删掉的部分",
         "title_delete": "文章需要标题；可以换一个新标题",
         "unknown": "无法对{where}执行 {kind}",
+        "refuse_translate": "翻译不是修改：请用该语言的人设写一篇新的",
+        "refuse_rewrite": "完全重写就是一篇新文章：请用 furnace content new",
+        "refuse_images": "文章只有文字，不能加图片、图表或照片",
+        "refuse_sources": "修改对话只改措辞，不能核实事实，也不能凭空补充来源、链接或数据",
+        "merge_pair": "请指明相邻的两段，比如“把第二段和第三段合并”",
+        "merge_last": "{where}后面没有可以合并的段落",
+        "no_exclaim": "{where}没有感叹号",
+        "no_hashtags": "{where}没有话题标签",
+        "already_question": "{where}已经以问句结尾了",
+        "needs_model": "举例需要真实模型：离线引擎不了解这个话题的具体事实",
+        "already_hook": "{where}已经有引子了",
+        "already_cta": "{where}已经有号召读者行动的话了",
+        "zh_case": "中文没有大小写",
+        "already_case": "标题已经是首字母大写的格式了",
+        "no_third_person": "{where}没有可以改成“你”的第三人称说法",
+        "no_first_person": "{where}没有可以改成第一人称的说法",
+        "no_jargon": "{where}没有离线引擎知道如何改得更通俗的术语",
+        "short_already": "{where}的句子已经没有可以拆开的分句了",
+        "split_short": "{where}只有一句话，没法拆成两段",
+        "already_title": "{where}前面已经有小标题了",
     },
 }
 LANGUAGE_NAMES = {"en": {"en": "English", "zh": "Chinese"}, "zh": {"en": "英文", "zh": "中文"}}
@@ -583,13 +949,23 @@ def locate_sentence(paragraphs: list[str], quote: str, language: str) -> tuple[i
 
 
 def target_problems(instructions: list[Instruction], title: str, body: str) -> list[str]:
-    """Why an instruction's target is not in the piece (paragraph 9 of 4, a quote that is not there)."""
+    """Why an instruction cannot be carried out before any model call: a request the chat refuses
+    (translate, add images, …), or a target that is not in the piece (paragraph 9 of 4, a quote that is
+    not there, a merge of the last paragraph with the next)."""
     paragraphs = split_paragraphs(body) or [body]
     out: list[str] = []
     for instruction in instructions:
         target, language = instruction.target, instruction.language
-        if target.kind == "paragraph" and target.index != -1 and not 1 <= (target.index or 0) <= len(paragraphs):
+        if instruction.refusal:
+            out.append(problem(language, instruction.refusal))
+        elif target.kind == "paragraph" and target.index != -1 and paragraph_position(target, len(paragraphs)) is None:
             out.append(problem(language, "missing", n=target.index, count=len(paragraphs)))
+        elif (
+            target.kind == "paragraph"
+            and any(op.kind == "merge" for op in instruction.operations)
+            and (paragraph_position(target, len(paragraphs)) or 0) + 1 >= len(paragraphs)
+        ):
+            out.append(problem(language, "merge_last"))
         elif (
             target.kind == "sentence"
             and locate_sentence(paragraphs, target.quote or "", language) is None
@@ -610,7 +986,12 @@ def _scope(instructions: list[Instruction], paragraphs: list[str]) -> tuple[set[
         if target.kind == "title":
             title = True
         elif target.kind == "paragraph":
-            allowed.add(len(paragraphs) - 1 if target.index == -1 else (target.index or 1) - 1)
+            position = paragraph_position(target, len(paragraphs))
+            if position is None:
+                return None
+            allowed.add(position)
+            if any(op.kind == "merge" for op in instruction.operations):
+                allowed.add(position + 1)
         else:
             found = locate_sentence(paragraphs, target.quote or "", instruction.language)
             if found is None:
