@@ -583,7 +583,7 @@ _NEW_OPS: dict[str, tuple[str, str]] = {
     ),
     "question": (
         r"\bquestions?\b|\binterrogative\b|\bquestion mark\b",
-        r"疑问句|问句|问题|提问|设问|反问|问号",
+        r"疑问句|问句|提问|设问|反问|问号|(?:以|用|改成|变成|加个|加一个|抛个|抛出|一个)问题",
     ),
     "call_to_action": (
         r"\bcall[- ]to[- ]action\b|\bcta\b|\b(?:more|stronger|clearer)\s+(?:motivating|actionable|persuasive|"
@@ -592,8 +592,8 @@ _NEW_OPS: dict[str, tuple[str, str]] = {
         r"号召|行动起来|呼吁|鼓动|感召|动员|鼓励读者|让读者(?:去)?(?:行动|试试|动起来)|行动力",
     ),
     "no_exclaim": (
-        r"\bexclamation(?:\s+(?:marks?|points?))?\b|!{2,}|\bbangs\b",
-        r"感叹号|叹号|惊叹号|！{2,}",
+        r"\bexclamation(?:\s+(?:marks?|points?))?\b|\bbangs\b",
+        r"感叹号|叹号|惊叹号",
     ),
     "no_hashtags": (r"\bhash-?tags?\b|#\w", r"话题标签|hashtag|井号|#\S"),
     "short_sentences": (
@@ -608,7 +608,7 @@ _NEW_OPS: dict[str, tuple[str, str]] = {
         r"抓人|吸引人|吸睛|有冲击力|响亮|醒目|有力|带劲|亮眼|平淡|没意思|无聊|更有吸引力|勾人",
     ),
     "example": (
-        r"\bexamples?\b|\binstances?\b|\bconcrete\b|\bspecifics?\b|\billustrat\w*\b|\bcase stud\w+\b|\bsuch as\b",
+        r"\bexamples?\b|\bconcrete\b|\bspecifics?\b|\billustrat\w*\b|\bcase stud\w+\b",
         r"例子|举例|举个例|实例|案例|比方",
     ),
     "second_person": (
@@ -691,11 +691,16 @@ def _further(
     for kind in ("refuse_translate", "refuse_rewrite"):
         if new[kind].search(bare):
             return kind
-    if new["refuse_images"].search(bare) and not removing:
+    if new["refuse_images"].search(bare) and not removing and (adding or zh):
         return "refuse_images"
-    if new["refuse_sources"].search(bare) and not removing:
+    checking = re.search(r"fact[- ]?check|verify the facts|核实|事实核查|查证", bare, _I)
+    if new["refuse_sources"].search(bare) and not removing and (adding or checking or zh):
         return "refuse_sources"
-    if new["merge"].search(bare) and not table["to_prose"].search(bare):
+    if (
+        new["merge"].search(bare)
+        and re.search(r"paragraph|\bparas?\b|段", bare, _I)
+        and not table["to_prose"].search(bare)
+    ):
         merged = _merge_target(bare, zh, index)
         return (merged, Operation("merge")) if merged is not None else "merge_pair"
     if new["split"].search(bare):

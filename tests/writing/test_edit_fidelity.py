@@ -56,38 +56,41 @@ def cli(settings):
     return invoke
 
 
-def _new(cli, persona: str, topic: str) -> str:
-    return json.loads(cli("content", "new", "--persona", persona, "--topic", topic, "--json"))["content"]["id"]
+def _new(cli, persona: str, topic: str) -> dict:
+    return json.loads(cli("content", "new", "--persona", persona, "--topic", topic, "--json"))
 
 
-def _current(cli, cid: str) -> dict:
-    return json.loads(cli("content", "show", cid, "--json"))
+def _revise(cli, cid: str, suggestion: str, *flags: str, code: int = 0) -> dict:
+    return json.loads(cli("revise", cid, suggestion, "--json", *flags, code=code))
 
 
 def test_the_reported_english_cases_from_the_cli(cli):
-    cid = _new(cli, "skin-advisor-en", EN_TOPIC)
-    cli("revise", cid, "make the title a question")
-    title = _current(cli, cid)["title"]
+    created = _new(cli, "skin-advisor-en", EN_TOPIC)
+    cid, body = created["content"]["id"], created["version"]["body"]
+    title = _revise(cli, cid, "make the title a question")["version"]["title"]
     assert title == "Why Are Crows So Smart?" and is_question(title)
-    body = _current(cli, cid)["body"]
     assert "fundamentals" in body
-    out = cli("revise", cid, "replace 'fundamentals' with 'basics'")
-    assert "don't know the right spelling" not in out
-    after = _current(cli, cid)["body"]
-    assert "fundamentals" not in after and after == body.replace("fundamentals", "basics")
-    cli("revise", cid, "replace basics with essentials")  # no quotes at all
-    assert _current(cli, cid)["body"] == body.replace("fundamentals", "essentials")
+    done = _revise(cli, cid, "replace 'fundamentals' with 'basics'")
+    assert "don't know the right spelling" not in done["reply"]
+    assert done["version"]["body"] == body.replace("fundamentals", "basics")
+    done = _revise(cli, cid, "replace basics with essentials")  # no quotes at all
+    assert done["version"]["body"] == body.replace("fundamentals", "essentials")
+    # Pending suggestions are one edit: the offline engine can do one and not the other, so none is saved.
+    _revise(cli, cid, "replace 'zebra' with 'horse'", "--no-regenerate")
+    out = _revise(cli, cid, "make it shorter", code=1)
+    assert out["status"] == "failed" and out["version"] is None
+    assert out["reply"].startswith("Not done:") and '"zebra" does not appear' in out["reply"]
+    assert json.loads(cli("content", "show", cid, "--json"))["version"] == done["version"]["version"]
 
 
 def test_the_reported_chinese_cases_from_the_cli(cli):
-    cid = _new(cli, "skin-advisor", ZH_TOPIC)
-    before = _current(cli, cid)
-    cli("revise", cid, "标题改成疑问句")
-    title = _current(cli, cid)["title"]
+    created = _new(cli, "skin-advisor", ZH_TOPIC)
+    cid, before = created["content"]["id"], created["version"]
+    title = _revise(cli, cid, "标题改成疑问句")["version"]["title"]
     assert title.endswith("？") and "你需要知道的事" not in title
-    out = cli("revise", cid, "把结尾改得更有号召力")
-    assert "没看懂" not in out
-    old, new = split_paragraphs(before["body"]), split_paragraphs(_current(cli, cid)["body"])
+    done = _revise(cli, cid, "把结尾改得更有号召力")
+    assert "没看懂" not in done["reply"]
+    old, new = split_paragraphs(before["body"]), split_paragraphs(done["version"]["body"])
     assert new[:-1] == old[:-1] and new[-1].startswith(old[-1]) and len(new[-1]) > len(old[-1])
 
 
@@ -98,7 +101,9 @@ def test_a_failed_postcondition_is_not_done_and_exits_1_from_the_cli(settings, e
 
     runtime = Runtime(settings)
     runtime.store.save_elixir(parse_elixir(EN_PERSONA))
-    content, v1 = generate_content(runtime.store, runtime.content_store, engine, persona_id="skin-advisor-en", topic="x")
+    content, v1 = generate_content(
+        runtime.store, runtime.content_store, engine, persona_id="skin-advisor-en", topic="x"
+    )
 
     def statement(request):
         if request.task == TaskKind.REVISE:
@@ -113,16 +118,6 @@ def test_a_failed_postcondition_is_not_done_and_exits_1_from_the_cli(settings, e
     data = json.loads(result.output)
     assert data["status"] == "failed" and data["version"] is None and data["learned"] == []
     assert data["reply"].startswith("Not done: the title is not a question")
-
-
-def test_a_batch_with_one_edit_not_made_saves_nothing_and_exits_1(cli):
-    """Pending suggestions are one edit: when the offline engine can do one and not the other, none is saved."""
-    cid = _new(cli, "skin-advisor-en", EN_TOPIC)
-    v1 = _current(cli, cid)
-    cli("revise", cid, "replace 'zebra' with 'horse'", "--no-regenerate")
-    out = cli("revise", cid, "make it shorter", code=1)
-    assert out.startswith("Not done:") and '"zebra" does not appear' in out
-    assert _current(cli, cid)["version"] == v1["version"]
 
 
 # --- quoting styles -------------------------------------------------------------------------
@@ -314,7 +309,9 @@ OFFLINE_DONE = [(t, "en") for t, _, k in EN_NEW if k not in _NOT_ON_A_FRESH_PIEC
 
 
 @pytest.mark.parametrize("text,language", OFFLINE_DONE, ids=[t for t, _ in OFFLINE_DONE])
-def test_the_offline_engine_carries_out_each_request_and_its_check_holds(text, language, store, contents, engine, clock):
+def test_the_offline_engine_carries_out_each_request_and_its_check_holds(
+    text, language, store, contents, engine, clock
+):
     content, v1 = _piece(store, contents, engine, clock, language)
     out = revise(store, contents, engine, content.id, text, learn=False, clock=clock)
     assert out.status == "revised", out.reply.content
@@ -479,3 +476,29 @@ def test_unmet_on_text_alone():
     assert unmet([zh_question], ("夏季防晒", "正文。"), ("关于夏季防晒，你需要知道的事", "正文。")) == [
         "标题不是疑问句：关于夏季防晒，你需要知道的事"
     ]
+
+
+@pytest.mark.parametrize(
+    "text,language",
+    [
+        ("第二段有问题，改一下", "zh"),
+        ("the link between paragraph 2 and 3 is weak", "en"),
+        ("the picture in paragraph 2 is vague", "en"),
+    ],
+)
+def test_words_that_only_look_like_a_request_are_not_misread(text, language):
+    """The words 有问题 ("has a problem"), a link or a picture named in passing are not requests."""
+    parsed = parse_instruction(text, language)
+    assert not parsed.operations and parsed.refusal is None
+
+
+@pytest.mark.parametrize(
+    "text,kind",
+    [
+        ("make it livelier!!", "lively"),
+        ("end with a call to action to join the conversation", "call_to_action"),
+        ("for instance, the second paragraph is too long", "shorten"),
+    ],
+)
+def test_a_new_keyword_in_passing_keeps_the_reading(text, kind):
+    assert [op.kind for op in parse_instruction(text, "en").operations] == [kind]
