@@ -260,14 +260,14 @@ def _not_applied_text(problems: list[str], unknown: list[str], version: int, zh:
     """Why nothing changed, what was not understood, and which edits exist."""
     parts: list[str] = []
     if zh:
-        parts.append(f"没有修改，内容仍是 V{version}。")
+        parts.append(f"未完成，内容仍是 V{version}，没有修改。")
         if unknown:
             parts.append("没看懂：" + "；".join(f"「{u}」" for u in unknown) + "。")
         if problems:
             parts.append("无法执行：" + "；".join(problems) + "。")
         parts.append("可以这样说：\n" + available_operations("zh"))
     else:
-        parts.append(f"No change made; the text is still V{version}.")
+        parts.append(f"Not done; the text is still V{version}, unchanged.")
         if unknown:
             parts.append("Not understood: " + "; ".join(f'"{u}"' for u in unknown) + ".")
         if problems:
