@@ -237,7 +237,10 @@ def _check(
     if kind in _LENGTH_OPS and not alone:
         return None
     if kind == "shorten":
-        if op.sentences is not None and target.kind != "title":
+        if op.sentences is not None and target.kind == "whole":  # each paragraph to N sentences
+            got = max(len(split_sentences(_core(p), language)) for p in after.paragraphs)
+            return None if got <= op.sentences else ("sentences", {"where": where, "got": got, "n": op.sentences})
+        if op.sentences is not None and target.kind == "paragraph":
             got = len(split_sentences(_core(new), language))
             return None if got <= op.sentences else ("sentences", {"where": where, "got": got, "n": op.sentences})
         return None if word_count(new, language) < word_count(old, language) else ("shorter", {"where": where})

@@ -502,3 +502,21 @@ def test_words_that_only_look_like_a_request_are_not_misread(text, language):
 )
 def test_a_new_keyword_in_passing_keeps_the_reading(text, kind):
     assert [op.kind for op in parse_instruction(text, "en").operations] == [kind]
+
+
+def test_unmet_counts_sentences_per_paragraph_for_the_whole_piece():
+    keep_two = parse_instruction("make it shorter, two sentences per paragraph", "en")
+    before = ("Sun Tips", "One. Two. Three.\n\nFour. Five. Six.")
+    assert unmet([keep_two], before, ("Sun Tips", "One. Two.\n\nFour. Five.")) == []
+    assert unmet([keep_two], before, ("Sun Tips", "One. Two.\n\nFour. Five. Six.")) == [
+        "the whole piece has 3 sentences, not at most 2"
+    ]
+
+
+def test_a_replace_that_keeps_a_capitalised_occurrence_is_not_done():
+    fix = parse_instruction("replace fundamentals with basics", "en")
+    before = ("Tips", "Fundamentals first. The fundamentals matter.")
+    assert unmet([fix], before, ("Tips", "Basics first. The basics matter.")) == []
+    assert unmet([fix], before, ("Tips", "Fundamentals first. The basics matter.")) == [
+        '"fundamentals" is still in the whole piece'
+    ]
