@@ -17,6 +17,11 @@ from typing import Literal
 
 from furnace.domain.text import has_cjk, split_paragraphs
 from furnace.llm.offline.writing_text import split_sentences
+from furnace.writing.edit_messages import LANGUAGE_NAMES as LANGUAGE_NAMES
+from furnace.writing.edit_messages import OPERATIONS as OPERATIONS
+from furnace.writing.edit_messages import available_operations as available_operations
+from furnace.writing.edit_messages import problem as problem
+from furnace.writing.request_words import REQUEST_WORDS
 
 TargetKind = Literal["whole", "title", "paragraph", "sentence"]
 OpKind = Literal[
@@ -50,72 +55,6 @@ OpKind = Literal[
     "short_sentences",
     "summary",
 ]
-
-# What each operation does, as told to a user whose instruction was not understood.
-OPERATIONS: dict[str, dict[str, str]] = {
-    "en": {
-        "shorten": 'shorten (by half, to N sentences): "cut the intro to one sentence"',
-        "expand": 'expand: "the last paragraph is too short"',
-        "formal": 'more formal: "make paragraph 2 more formal"',
-        "casual": 'less formal: "too stiff, more casual"',
-        "lively": 'livelier: "make the opening livelier"',
-        "less_ad": 'less like an ad: "it sounds like an ad"',
-        "emoji_add": 'add emoji: "add an emoji to the title"',
-        "emoji_remove": 'remove emoji: "no emoji please"',
-        "to_bullets": 'bullets: "turn the third paragraph into bullet points"',
-        "to_prose": 'prose: "turn the list into prose"',
-        "fix_word": 'fix a word: \'replace "colour" with "color"\'',
-        "delete": 'delete: \'delete the sentence "..."\', "drop the last paragraph"',
-        "retitle": "new title: 'change the title to \"...\"'",
-        "question": 'a question: "make the title a question", "end with a question"',
-        "call_to_action": 'call to action: "a stronger call to action at the end"',
-        "punchy": 'punchier title: "make the title punchier"',
-        "subheading": 'subheading: "add a subheading before paragraph 3"',
-        "no_exclaim": 'no exclamation marks: "remove the exclamation marks"',
-        "example": 'an example (a real model only): "add a concrete example to paragraph 2"',
-        "split": 'split a paragraph: "split the third paragraph in two"',
-        "merge": 'merge paragraphs: "merge paragraphs 2 and 3"',
-        "second_person": 'second person: "address the reader as you"',
-        "first_person": 'first person: "write it in the first person"',
-        "hook": 'a hook: "start the intro with a hook"',
-        "plain": 'plain words: "less jargon"',
-        "title_case": 'title case: "capitalize the title"',
-        "no_hashtags": 'no hashtags: "remove the hashtags"',
-        "short_sentences": 'shorter sentences: "the sentences are too long"',
-        "summary": 'a summary: "add a summary at the end"',
-    },
-    "zh": {
-        "shorten": "缩短（删掉一半、只留N句）：“开头太长了，只留一句话”",
-        "expand": "扩写：“结尾太短了，展开说说”",
-        "formal": "更正式：“第二段正式一点”",
-        "casual": "不那么正式：“太正式了，口语化一点”",
-        "lively": "更活泼：“开头活泼一点”",
-        "less_ad": "去广告味：“别那么像广告”",
-        "emoji_add": "加 emoji：“标题加个 emoji”",
-        "emoji_remove": "去掉 emoji：“把表情都去掉”",
-        "to_bullets": "改成要点：“第三段改成分点列出”",
-        "to_prose": "改回段落：“把列表改成一段话”",
-        "fix_word": "改字词：“把「的」改成「地」”",
-        "delete": "删除：“删掉「……」这句”“删掉最后一段”",
-        "retitle": "改标题：“标题改成「……」”",
-        "question": "改成问句：“标题改成疑问句”“结尾改成问句”",
-        "call_to_action": "加号召：“把结尾改得更有号召力”",
-        "punchy": "标题更抓人：“标题更吸引人一点”",
-        "subheading": "加小标题：“第三段前加个小标题”",
-        "no_exclaim": "去掉感叹号：“把感叹号都去掉”",
-        "example": "举例（仅限真实模型）：“第二段多举个具体例子”",
-        "split": "拆段：“第三段太长了，拆成两段”",
-        "merge": "合并段落：“把第二段和第三段合并”",
-        "second_person": "第二人称：“改成第二人称”",
-        "first_person": "第一人称：“用第一人称写”",
-        "hook": "引子：“开头加一句引子”",
-        "plain": "通俗用词：“用词通俗一点”",
-        "title_case": "标题大小写（仅英文）",
-        "no_hashtags": "去掉话题标签：“去掉话题标签”",
-        "short_sentences": "短句：“句子太长了，短一点”",
-        "summary": "总结：“结尾加个总结”",
-    },
-}
 
 MAX_INSTRUCTION = 2000
 
@@ -544,98 +483,12 @@ def _to_sentences(text: str, table: dict[str, re.Pattern[str]], zh: bool) -> int
     return zh_number(token) if zh else _EN_NUMBERS.get(token.lower()) or int(token)
 
 
-# --- further operations: (regex, zh regex) per kind, tried in this order ---------------------
+# --- further operations (their words: furnace.writing.request_words) -----------------------
 
-_NEW_OPS: dict[str, tuple[str, str]] = {
-    "refuse_translate": (
-        r"\btranslat\w*\b|\b(?:in|into)\s+(?:chinese|mandarin|french|spanish|german|japanese|korean)\b",
-        r"翻译|译成|译为|(?:改成|换成|写成|变成)(?:英文|英语|日文|法文)|英文版|用英文写",
-    ),
-    "refuse_rewrite": (
-        r"\b(?:rewrite|redo|rewrite)\s+(?:it\s+|the whole thing\s+|everything\s+|the (?:whole )?piece\s+)?"
-        r"(?:from scratch|completely|entirely|from the ground up)\b|\bstart over\b|\bcompletely different\b",
-        r"推倒重来|从头写|完全重写|全部重写|整篇重写|重写全文|重新写一篇",
-    ),
-    "refuse_images": (
-        r"\b(?:image|picture|photo|illustration|chart|graph|diagram|infographic|gif)s?\b",
-        r"配图|图片|插图|照片|图表|示意图|动图",
-    ),
-    "refuse_sources": (
-        r"\b(?:sources?|citations?|footnotes?|statistics|stats|links?|urls?|references)\b|\bcite\b|"
-        r"\bfact[- ]?check\w*\b|\bverify the facts\b",
-        r"来源|出处|参考文献|引用文献|链接|数据支撑|统计数据|核实|事实核查|查证",
-    ),
-    "merge": (
-        r"\bmerge\b|\bcombine\b|\bjoin\b|\bfold\b.*\binto\b",
-        r"合并|合成一段|并成一段|并到|并入|合在一起|合为一段",
-    ),
-    "split": (
-        r"\bsplit\b|\bbreak\s+(?:up\s+)?(?:it\s+|that\s+)?(?:up|in two|into two)\b|\bdivide\b|\btwo paragraphs\b",
-        r"拆成|拆分|拆开|拆一下|分成两段|分两段|一分为二|分段",
-    ),
-    "subheading": (
-        r"\bsub-?head(?:ing|er|line)?s?\b|\bsection (?:heading|title|header)s?\b|\bsubtitles? (?:for|between|in)\b",
-        r"小标题|分标题|子标题|小节标题|段落标题",
-    ),
-    "hook": (
-        r"\bhook\b|\bteaser\b|\blead-?in\b|\bopening line\b|\battention[- ]grabb\w*\b|\bgrab (?:the )?readers?\b",
-        r"引子|钩子|引入句|抓人的开头|开场白|引语|吸引人的开头",
-    ),
-    "question": (
-        r"\bquestions?\b|\binterrogative\b|\bquestion mark\b",
-        r"疑问句|问句|提问|设问|反问|问号|(?:以|用|改成|变成|加个|加一个|抛个|抛出|一个)问题",
-    ),
-    "call_to_action": (
-        r"\bcall[- ]to[- ]action\b|\bcta\b|\b(?:more|stronger|clearer)\s+(?:motivating|actionable|persuasive|"
-        r"compelling|rousing)\b|\burge\b|\bmotivat\w+\b|\brally\w*\b|\binspire (?:readers|action|them)\b|"
-        r"\bget (?:the )?readers? to act\b|\bpush (?:the )?readers?\b",
-        r"号召|行动起来|呼吁|鼓动|感召|动员|鼓励读者|让读者(?:去)?(?:行动|试试|动起来)|行动力",
-    ),
-    "no_exclaim": (
-        r"\bexclamation(?:\s+(?:marks?|points?))?\b|\bbangs\b",
-        r"感叹号|叹号|惊叹号",
-    ),
-    "no_hashtags": (r"\bhash-?tags?\b|#\w", r"话题标签|hashtag|井号|#\S"),
-    "short_sentences": (
-        r"\bshorter sentences\b|\bsentences?\s+(?:are\s+|is\s+)?(?:too|so|very)\s+long\b|\blong sentences\b|"
-        r"\bbreak up (?:the |long )?sentences\b|\brun-on\b|\bshort sentences\b",
-        r"句子(?:太长|太长了|短一点|短一些|短些|拆短)|长句|短句|句子都太长",
-    ),
-    "title_case": (r"\btitle[- ]case\b|\bcapitali[sz]\w*\b|\bcapital letters\b", r"大小写|首字母大写"),
-    "punchy": (
-        r"\bpunch(?:y|ier)\b|\bcatch(?:y|ier)\b|\bsnapp(?:y|ier)\b|\bgrab\w*\b|\battention\b|\bclick\w*\b|"
-        r"\bstriking\b|\bbolder\b|\bstronger\b|\bcompelling\b|\bexciting\b|\bboring\b|\bdull\b|\bbland\b",
-        r"抓人|吸引人|吸睛|有冲击力|响亮|醒目|有力|带劲|亮眼|平淡|没意思|无聊|更有吸引力|勾人",
-    ),
-    "example": (
-        r"\bexamples?\b|\bconcrete\b|\bspecifics?\b|\billustrat\w*\b|\bcase stud\w+\b",
-        r"例子|举例|举个例|实例|案例|比方",
-    ),
-    "second_person": (
-        r"\bsecond[- ]person\b|\baddress (?:the )?readers?\b|\btalk (?:directly )?to (?:the )?readers?\b|"
-        r"\bspeak (?:directly )?to (?:the )?readers?\b|\buse「you」|\bas「you」",
-        r"第二人称|用「你」|用你|直接对读者说|跟读者对话|对读者说话|称呼读者",
-    ),
-    "first_person": (
-        r"\bfirst[- ]person\b|\buse「I」|\bin my (?:own )?voice\b|\bpersonal voice\b|\bmore personal\b",
-        r"第一人称|用「我」|用我的口吻|以我的视角|更个人化",
-    ),
-    "plain": (
-        r"\bplain(?:er)?\s+(?:english|language|words)\b|\bsimpler (?:words|language|wording)\b|\bjargon\b|"
-        r"\bsimplif\w+\b|\beasier to (?:read|understand)\b|\bsimple words\b|\bless technical\b",
-        r"通俗|大白话|简单易懂|浅显|好懂|术语|白话|易懂|简单点的词|用词简单",
-    ),
-    "summary": (
-        r"\bsummar\w+\b|\bsum (?:it )?up\b|\brecap\b|\bkey takeaways?\b|\btakeaways?\b",
-        r"总结|小结|概括|划重点|要点回顾|一句话总结",
-    ),
-}
-_NEW_ZH = {kind: re.compile(zh, _I) for kind, (_, zh) in _NEW_OPS.items()}
-_NEW_EN = {kind: re.compile(en, _I) for kind, (en, _) in _NEW_OPS.items()}
+_NEW_ZH = {kind: re.compile(zh, _I) for kind, (_, zh) in REQUEST_WORDS.items()}
+_NEW_EN = {kind: re.compile(en, _I) for kind, (en, _) in REQUEST_WORDS.items()}
 _EN_ADD = re.compile(r"\b(?:add|insert|include|put|give|with|need|needs|want|more|some|a few)\b", _I)
 _ZH_ADD = re.compile(r"加|添|补|插入|来一|放一|多|给")
-_EN_END = re.compile(r"\b(?:end|ends|ending|close|closing|finish|last)\b", _I)
-_ZH_END = re.compile(r"结尾|结束|收尾|最后|末尾")
 _EN_PAIR = re.compile(
     r"\b(?:paragraphs?|paras?)\s+(\d+)\s*(?:and|&|\+|with|into|,)\s*(?:paragraph\s+|para\s+)?(\d+)\b"
     r"|\b("
@@ -830,107 +683,7 @@ def parse_instruction(text: str, language: str) -> Instruction:
     return Instruction(raw, language, target, tuple(ops))
 
 
-def available_operations(language: str) -> str:
-    """The operations the revision chat understands, one per line."""
-    table = OPERATIONS["zh" if language == "zh" else "en"]
-    return "\n".join(f"- {line}" for line in table.values())
-
-
 # --- explanations and checks ----------------------------------------------------
-
-_PROBLEMS = {
-    "en": {
-        "missing": "paragraph {n} does not exist (the text has {count})",
-        "no_sentence": 'the sentence "{quote}" is not in the text',
-        "no_emoji": "the text has no emoji to remove",
-        "unrecognised": 'no edit recognised in "{text}"',
-        "language": "the instruction is in {got} but the piece is in {want}",
-        "already_short": "{where} is already as short as it can get without breaking a sentence",
-        "formal": "{where} has nothing informal to change",
-        "less_ad": "{where} has no ad-like wording (no calls to action, hype words or exclamations)",
-        "already_list": "{where} is already a list",
-        "one_sentence": "{where} has only one sentence; there is nothing to list",
-        "no_list": "{where} has no list to turn into prose",
-        "no_word": '"{word}" does not appear in {where}',
-        "no_fix": 'I don\'t know the right spelling of "{word}"; say: replace "{word}" with "..."',
-        "empty": "deleting {where} would leave the piece empty",
-        "whole_delete": "deleting the whole piece is not an edit; name a paragraph or quote a sentence",
-        "same_title": "the title is already {title}",
-        "title_short": "the title has no part that can be dropped",
-        "title_delete": "a piece needs a title; give a new one instead",
-        "unknown": "cannot apply {kind} to {where}",
-        "refuse_translate": "translating is not an edit: write a new piece with a persona in that language",
-        "refuse_rewrite": "a rewrite from scratch is a new piece: run furnace content new instead",
-        "refuse_images": "a piece is text only; images, charts and photos cannot be added",
-        "refuse_sources": (
-            "the revision chat edits wording; it cannot check facts or add sources, links or statistics it does "
-            "not have"
-        ),
-        "merge_pair": 'name two neighbouring paragraphs to merge, e.g. "merge paragraphs 2 and 3"',
-        "merge_last": "{where} has no next paragraph to merge with",
-        "no_exclaim": "{where} has no exclamation marks",
-        "no_hashtags": "{where} has no hashtags",
-        "already_question": "{where} already ends with a question",
-        "needs_model": "adding examples needs a real model: the offline engine knows no facts about the topic",
-        "already_hook": "{where} already starts with a hook",
-        "already_cta": "{where} already ends with a call to action",
-        "zh_case": "Chinese has no capital letters",
-        "already_case": "the title is already in title case",
-        "no_third_person": '{where} has no wording about readers to turn into "you"',
-        "no_first_person": "{where} has no wording to turn into the first person",
-        "no_jargon": "{where} has no jargon the offline engine knows a plainer word for",
-        "short_already": "the sentences of {where} have no clause to split off",
-        "split_short": "{where} has only one sentence; there is nothing to split",
-        "already_title": "{where} already has a subheading",
-    },
-    "zh": {
-        "missing": "没有第 {n} 段（全文共 {count} 段）",
-        "no_sentence": "文中没有「{quote}」这句",
-        "no_emoji": "文中没有可去掉的 emoji",
-        "unrecognised": "没能从「{text}」中识别出具体的修改",
-        "language": "修改建议是{got}，而文章是{want}",
-        "already_short": "{where}已经不能再短了（再删就会删出半句话）",
-        "formal": "{where}没有可以改得更正式的口语说法",
-        "less_ad": "{where}没有广告腔（没有促销号召、夸张用词或感叹号）",
-        "already_list": "{where}已经是列表了",
-        "one_sentence": "{where}只有一句话，列不出要点",
-        "no_list": "{where}没有可以改成段落的列表",
-        "no_word": "{where}中没有「{word}」",
-        "no_fix": "不知道「{word}」该改成什么；请说“把「{word}」改成「……」”",
-        "empty": "删掉{where}后文章就空了",
-        "whole_delete": "不能删除全文；请指明哪一段或引用要删的句子",
-        "same_title": "标题已经是「{title}」了",
-        "title_short": "标题没有可以删掉的部分",
-        "title_delete": "文章需要标题；可以换一个新标题",
-        "unknown": "无法对{where}执行 {kind}",
-        "refuse_translate": "翻译不是修改：请用该语言的人设写一篇新的",
-        "refuse_rewrite": "完全重写就是一篇新文章：请用 furnace content new",
-        "refuse_images": "文章只有文字，不能加图片、图表或照片",
-        "refuse_sources": "修改对话只改措辞，不能核实事实，也不能凭空补充来源、链接或数据",
-        "merge_pair": "请指明相邻的两段，比如“把第二段和第三段合并”",
-        "merge_last": "{where}后面没有可以合并的段落",
-        "no_exclaim": "{where}没有感叹号",
-        "no_hashtags": "{where}没有话题标签",
-        "already_question": "{where}已经以问句结尾了",
-        "needs_model": "举例需要真实模型：离线引擎不了解这个话题的具体事实",
-        "already_hook": "{where}已经有引子了",
-        "already_cta": "{where}已经有号召读者行动的话了",
-        "zh_case": "中文没有大小写",
-        "already_case": "标题已经是首字母大写的格式了",
-        "no_third_person": "{where}没有可以改成“你”的第三人称说法",
-        "no_first_person": "{where}没有可以改成第一人称的说法",
-        "no_jargon": "{where}没有离线引擎知道如何改得更通俗的术语",
-        "short_already": "{where}的句子已经没有可以拆开的分句了",
-        "split_short": "{where}只有一句话，没法拆成两段",
-        "already_title": "{where}前面已经有小标题了",
-    },
-}
-LANGUAGE_NAMES = {"en": {"en": "English", "zh": "Chinese"}, "zh": {"en": "英文", "zh": "中文"}}
-
-
-def problem(language: str, key: str, **values: object) -> str:
-    """A one-line explanation in the piece's language."""
-    return _PROBLEMS["zh" if language == "zh" else "en"][key].format(**values)
 
 
 def _normal(text: str) -> str:
