@@ -54,6 +54,7 @@ from furnace.llm.structured import schema_of
 from furnace.storage.store import ElixirStore, snapshot_soon, unit_of_work
 from furnace.writing.addressing import (
     LANGUAGE_NAMES,
+    Instruction,
     available_operations,
     confine,
     instruction_language,
@@ -186,10 +187,18 @@ def _scope_line(suggestions: list[str], language: str) -> str:
     instructions = [parse_instruction(s, language) for s in suggestions]
     if not instructions or any(not i.understood or i.target.kind == "whole" for i in instructions):
         return ""
-    parts = list(dict.fromkeys(i.target.describe(language) for i in instructions))
+    parts = list(dict.fromkeys(_part(i, language) for i in instructions))
     if language == "zh":
         return f"\n\n只修改：{'、'.join(parts)}；其余部分必须逐字保持不变。"
     return f"\n\nChange only {', '.join(parts)}; everything else must stay exactly as it is."
+
+
+def _part(instruction: Instruction, language: str) -> str:
+    """The part of the piece an instruction may change (a merge: its paragraph and the next)."""
+    where = instruction.target.describe(language)
+    if any(op.kind == "merge" for op in instruction.operations):
+        return f"{where}及下一段" if language == "zh" else f"{where} and the next paragraph"
+    return where
 
 
 def pending_suggestions(messages: list[ChatMessage]) -> list[str]:

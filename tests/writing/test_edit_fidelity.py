@@ -520,3 +520,11 @@ def test_a_replace_that_keeps_a_capitalised_occurrence_is_not_done():
     assert unmet([fix], before, ("Tips", "Fundamentals first. The basics matter.")) == [
         '"fundamentals" is still in the whole piece'
     ]
+
+
+def test_a_real_model_is_told_a_merge_may_change_both_paragraphs(store, contents, engine, clock):
+    from furnace.writing.revision import build_revise_request
+
+    content, v1 = _piece(store, contents, engine, clock)
+    request = build_revise_request(store.get_elixir("skin-advisor-en"), v1, ["merge paragraphs 2 and 3"])
+    assert "Change only paragraph 2 and the next paragraph;" in request.messages[-1].content
