@@ -508,6 +508,25 @@ _ZH_PAIR = re.compile(
 )
 
 
+_EN_NEW_TITLE = re.compile(
+    r"\b(?:title|headline|heading)\s+(?:to|as|into)\s+(.+?)\s*$|\b(?:call|name|retitle|rename)\s+it\s+(?:to\s+)?(.+?)\s*$",
+    _I,
+)
+_ZH_NEW_TITLE = re.compile(r"(?:标题|题目)\s*(?:改成|改为|换成|就叫|叫做|定为|用)\s*(.+?)\s*(?:吧|。)?$")
+_NOT_A_TITLE = re.compile(
+    r"^(?:something|anything|a |an |one |more |less |better|different|new|else)|其他|别的|一个|更|新的|好一点|好点", _I
+)
+
+
+def _bare_title(raw: str, zh: bool) -> str | None:
+    """The new title an instruction names without quotes ("change the title to Sun Smart"), or None."""
+    m = (_ZH_NEW_TITLE if zh else _EN_NEW_TITLE).search(raw)
+    if not m:
+        return None
+    text = next(g for g in m.groups() if g).strip().rstrip(".!。！")
+    return None if not text or _NOT_A_TITLE.search(text) else text
+
+
 def _merge_target(bare: str, zh: bool, index: int | None) -> Target | None:
     """The first of the two neighbouring paragraphs a merge names (-2: the last two)."""
     m = (_ZH_PAIR if zh else _EN_PAIR).search(bare)
@@ -646,7 +665,7 @@ def parse_instruction(text: str, language: str) -> Instruction:
         ):
             register = [k for k in ("casual", "formal", "lively") if table[k].search(bare)]
             if not register:
-                return Instruction(raw, language, target, (Operation("retitle"),))
+                return Instruction(raw, language, target, (Operation("retitle", text=_bare_title(raw, zh)),))
 
     if table["emoji"].search(bare):
         ops.append(Operation("emoji_remove" if table["remove"].search(bare) else "emoji_add"))

@@ -178,6 +178,9 @@ def test_chinese_replace_in_every_quoting_style(suggestion, store, contents, eng
         ("标题改成“周末厨房指南”", "zh", "周末厨房指南"),
         ("标题改成‘周末厨房指南’", "zh", "周末厨房指南"),
         ("标题改成'周末厨房指南'", "zh", "周末厨房指南"),
+        ("change the title to Sun Smart", "en", "Sun Smart"),  # no quotes at all
+        ("rename the headline to Sun Smart", "en", "Sun Smart"),
+        ("标题改成周末厨房指南", "zh", "周末厨房指南"),
     ],
 )
 def test_rename_in_every_quoting_style(suggestion, language, title, store, contents, engine, clock):
