@@ -669,7 +669,10 @@ def parse_instruction(text: str, language: str) -> Instruction:
 
     if table["emoji"].search(bare):
         ops.append(Operation("emoji_remove" if table["remove"].search(bare) else "emoji_add"))
-        return Instruction(raw, language, target, tuple(ops))
+        # the rest of the instruction too ("make it livelier and add an emoji"), never read as a removal
+        bare = table["emoji"].sub(" ", bare)
+        if ops[0].kind == "emoji_remove":
+            return Instruction(raw, language, target, tuple(ops))
 
     if table["less_ad"].search(bare):
         ops.append(Operation("less_ad"))

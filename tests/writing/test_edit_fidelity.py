@@ -531,3 +531,17 @@ def test_a_real_model_is_told_a_merge_may_change_both_paragraphs(store, contents
     content, v1 = _piece(store, contents, engine, clock)
     request = build_revise_request(store.get_elixir("skin-advisor-en"), v1, ["merge paragraphs 2 and 3"])
     assert "Change only paragraph 2 and the next paragraph;" in request.messages[-1].content
+
+
+@pytest.mark.parametrize(
+    "text,language", [("Too formal, make it livelier and add an emoji", "en"), ("太正式了，活泼点，再加个表情", "zh")]
+)
+def test_an_emoji_and_another_edit_in_one_suggestion_are_both_made(text, language, store, contents, engine, clock):
+    """The emoji was the only edit read from such a suggestion, yet the whole suggestion was reported done."""
+    parsed = parse_instruction(text, language)
+    assert [op.kind for op in parsed.operations] == ["emoji_add", "lively"]
+    content, v1 = _piece(store, contents, engine, clock, language)
+    out = revise(store, contents, engine, content.id, text, learn=False, clock=clock)
+    assert out.status == "revised"
+    assert unmet([parsed], (v1.title, v1.body), (out.version.title, out.version.body)) == []
+    assert "！" in out.version.body or "!" in out.version.body  # livelier, not only an emoji more
