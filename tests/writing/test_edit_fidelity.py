@@ -545,3 +545,22 @@ def test_an_emoji_and_another_edit_in_one_suggestion_are_both_made(text, languag
     assert out.status == "revised"
     assert unmet([parsed], (v1.title, v1.body), (out.version.title, out.version.body)) == []
     assert "！" in out.version.body or "!" in out.version.body  # livelier, not only an emoji more
+
+
+@pytest.mark.parametrize(
+    "text,edit,why",
+    [
+        ("标题改成疑问句", lambda t, b: ("关于夏季防晒推荐，你需要知道的事", b), "标题不是疑问句"),
+        (
+            "把「基本原则」改成「核心原则」",
+            lambda t, b: (t, b.replace("基本原则", "核心原则").replace("首先", "第一")),
+            "修改不止替换了「基本原则」",
+        ),
+        ("第三段太长了，拆成两段", lambda t, b: (t, b), "没有修改"),
+    ],
+)
+def test_a_chinese_model_edit_that_fails_its_postcondition_is_not_done(text, edit, why, store, contents, engine, clock):
+    content, v1 = _piece(store, contents, engine, clock, "zh")
+    out = revise(store, contents, _answering(engine, edit), content.id, text, clock=clock)
+    assert out.status == "failed" and out.reply.content.startswith("未完成") and why in out.reply.content
+    assert contents.versions(content.id) == [v1] and contents.revisions(content.id) == []
