@@ -17,6 +17,11 @@ from typing import Literal
 
 from furnace.domain.text import has_cjk, split_paragraphs
 from furnace.llm.offline.writing_text import split_sentences
+from furnace.writing.edit_messages import LANGUAGE_NAMES as LANGUAGE_NAMES
+from furnace.writing.edit_messages import OPERATIONS as OPERATIONS
+from furnace.writing.edit_messages import available_operations as available_operations
+from furnace.writing.edit_messages import problem as problem
+from furnace.writing.request_words import REQUEST_WORDS
 
 TargetKind = Literal["whole", "title", "paragraph", "sentence"]
 OpKind = Literal[
@@ -33,41 +38,23 @@ OpKind = Literal[
     "fix_word",
     "delete",
     "retitle",
+    "question",
+    "call_to_action",
+    "punchy",
+    "subheading",
+    "no_exclaim",
+    "example",
+    "split",
+    "merge",
+    "second_person",
+    "first_person",
+    "hook",
+    "plain",
+    "title_case",
+    "no_hashtags",
+    "short_sentences",
+    "summary",
 ]
-
-# What each operation does, as told to a user whose instruction was not understood.
-OPERATIONS: dict[str, dict[str, str]] = {
-    "en": {
-        "shorten": 'shorten (by half, to N sentences): "cut the intro to one sentence"',
-        "expand": 'expand: "the last paragraph is too short"',
-        "formal": 'more formal: "make paragraph 2 more formal"',
-        "casual": 'less formal: "too stiff, more casual"',
-        "lively": 'livelier: "make the opening livelier"',
-        "less_ad": 'less like an ad: "it sounds like an ad"',
-        "emoji_add": 'add emoji: "add an emoji to the title"',
-        "emoji_remove": 'remove emoji: "no emoji please"',
-        "to_bullets": 'bullets: "turn the third paragraph into bullet points"',
-        "to_prose": 'prose: "turn the list into prose"',
-        "fix_word": 'fix a word: \'replace "colour" with "color"\'',
-        "delete": 'delete: \'delete the sentence "..."\', "drop the last paragraph"',
-        "retitle": "new title: 'change the title to \"...\"'",
-    },
-    "zh": {
-        "shorten": "缩短（删掉一半、只留N句）：“开头太长了，只留一句话”",
-        "expand": "扩写：“结尾太短了，展开说说”",
-        "formal": "更正式：“第二段正式一点”",
-        "casual": "不那么正式：“太正式了，口语化一点”",
-        "lively": "更活泼：“开头活泼一点”",
-        "less_ad": "去广告味：“别那么像广告”",
-        "emoji_add": "加 emoji：“标题加个 emoji”",
-        "emoji_remove": "去掉 emoji：“把表情都去掉”",
-        "to_bullets": "改成要点：“第三段改成分点列出”",
-        "to_prose": "改回段落：“把列表改成一段话”",
-        "fix_word": "改字词：“把「的」改成「地」”",
-        "delete": "删除：“删掉「……」这句”“删掉最后一段”",
-        "retitle": "改标题：“标题改成「……」”",
-    },
-}
 
 MAX_INSTRUCTION = 2000
 
@@ -87,10 +74,20 @@ class Target:
         if self.kind == "paragraph":
             if self.index == -1:
                 return "最后一段" if zh else "the last paragraph"
+            if self.index is not None and self.index < -1:
+                return f"倒数第{-self.index}段" if zh else f"paragraph {-self.index} from the end"
             return f"第{self.index}段" if zh else f"paragraph {self.index}"
         if self.kind == "sentence":
             return f"「{self.quote}」这句" if zh else f'the sentence "{self.quote}"'
         return "全文" if zh else "the whole piece"
+
+
+def paragraph_position(target: Target, count: int) -> int | None:
+    """The 0-based paragraph a paragraph target names in a piece of ``count`` paragraphs (negative
+    indexes count from the end: -1 is the last); None when there is no such paragraph."""
+    index = target.index or 1
+    position = count + index if index < 0 else index - 1
+    return position if 0 <= position < count else None
 
 
 @dataclass(frozen=True)
@@ -121,6 +118,7 @@ class Instruction:
     language: str
     target: Target = field(default_factory=Target)
     operations: tuple[Operation, ...] = ()
+    refusal: str | None = None  # understood, but not an edit the chat makes: the problem key saying why
 
     @property
     def understood(self) -> bool:
@@ -135,9 +133,18 @@ class Instruction:
 
 # --- language -------------------------------------------------------------------
 
+# Every quoting style a user types: 「x」 『x』 《x》 “x” ‘x’ "x" 'x' (not the apostrophe of don't / don’t).
 _QUOTED = re.compile(
-    r"[「“\"『《]([^」”\"』》]{1,300})[」”\"』》]|(?<![A-Za-z])'([^']{1,300})'(?![A-Za-z])"  # 'x', not don't
+    r"「([^」]{1,300})」|『([^』]{1,300})』|《([^》]{1,300})》|“([^”]{1,300})”"
+    r"|(?<![A-Za-z])‘([^’]{1,300})’(?![A-Za-z])|\"([^\"]{1,300})\"|(?<![A-Za-z])'([^']{1,300})'(?![A-Za-z])"
 )
+
+
+def canonical_quotes(text: str) -> str:
+    """``text`` with every quoted span written as 「…」, whatever quotes the user typed."""
+    return _QUOTED.sub(lambda m: "「" + next(g for g in m.groups() if g is not None) + "」", text)
+
+
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
 
 
@@ -381,15 +388,73 @@ _ZH_TYPOS = {
     "一股作气": "一鼓作气",
     "迫不急待": "迫不及待",
 }
+# Word pairs, read on the instruction with its quotes made 「…」 (:func:`canonical_quotes`).
+_Q = r"「([^」]+)」"
 _EN_FIX_PAIR = re.compile(
-    r"(?:replace|change|swap|turn|fix)\s+[\"'“]([^\"'”]+)[\"'”]\s+(?:with|to|for|into|by)\s+[\"'“]([^\"'”]+)[\"'”]"
-    r"|[\"'“]([^\"'”]+)[\"'”]\s+(?:should (?:be|read)|->|→|to)\s+[\"'“]([^\"'”]+)[\"'”]",
+    r"(?:replace|change|swap|turn|fix|rename|substitute)\s+(?:(?:all|every|each)\s+)?(?:(?:the|a)\s+)?"
+    r"(?:(?:words?|phrases?|terms?|names?|occurrences? of)\s+)?"
+    + _Q
+    + r"\s*(?:with|to|for|into|by|as)\s*"
+    + _Q
+    + r"|"
+    + _Q
+    + r"\s*(?:should (?:be|read|say)|->|→|to|with|into|=>)\s*"
+    + _Q,
     _I,
 )
+_EN_USE_INSTEAD = re.compile(r"\buse\s+" + _Q + r"\s*(?:instead of|in place of|rather than|not)\s*" + _Q, _I)
 _ZH_FIX_PAIR = re.compile(
-    r"把\s*[「“\"『]([^」”\"』]+)[」”\"』]\s*(?:改成|改为|换成|替换成|替换为|写成)\s*[「“\"『]([^」”\"』]+)[」”\"』]"
-    r"|[「“\"『]([^」”\"』]+)[」”\"』]\s*(?:应该是|应为|改成|改为|换成|→|->)\s*[「“\"『]([^」”\"』]+)[」”\"』]"
+    r"(?:把|将)\s*"
+    + _Q
+    + r"\s*(?:都|全部|统一|一律)?(?:改成|改为|换成|替换成|替换为|写成|改写成)\s*"
+    + _Q
+    + r"|"
+    + _Q
+    + r"\s*(?:都|全部|统一|一律)?(?:应该是|应为|改成|改为|换成|替换成|替换为|→|->)\s*"
+    + _Q
 )
+_ZH_USE_INSTEAD = re.compile(r"用\s*" + _Q + r"\s*(?:代替|替换|替代|取代)\s*" + _Q)
+# Without quotes: only "replace X with Y" / "把X改成Y" where X and Y are a few plain words.
+_EN_FIX_BARE = re.compile(
+    r"^(?:please\s+)?(?:replace|swap|substitute)\s+(?:(?:all|every|each)\s+)?(?:(?:the|a)\s+)?"
+    r"(?:(?:words?|phrases?|terms?|occurrences? of)\s+)?([\w'’-]+(?:\s+[\w'’-]+){0,3}?)\s+(?:with|by|for)\s+"
+    r"([\w'’-]+(?:\s+[\w'’-]+){0,3}?)\s*(?:(?:in|throughout|everywhere|across)\b.*)?[.!]?$",
+    _I,
+)
+_ZH_FIX_BARE = re.compile(
+    r"^(?:请)?(?:把|将)?\s*([^\s，,。；;！!「」]{1,12}?)\s*(?:都|全部|统一|一律)?(?:改成|改为|换成|替换成|替换为)\s*"
+    r"([^\s，,。；;！!「」]{1,12}?)\s*(?:吧|啊)?[。！!]?$"
+)
+# An unquoted "X" or "Y" that names a part of the piece or a style, not a word of it.
+_ZH_NOT_A_WORD = re.compile(
+    r"标题|题目|段|开头|开篇|结尾|结语|全文|整体|文章|列表|要点|分点|条目|语气|风格|口吻|句|表情|emoji|人称|正式|活泼|"
+    r"口语|疑问|问句|号召|感叹|一点|一些|点儿"
+)
+_EN_NOT_A_WORD = re.compile(
+    r"\b(?:title|headline|heading|paragraph|para|intro|introduction|conclusion|ending|sentence|list|bullets?|"
+    r"emojis?|tone|question|voice|person)\b",
+    _I,
+)
+
+
+def _word_pair(canon: str, zh: bool) -> tuple[str, str] | None:
+    """The (wrong, right) words of a replace request, quoted in any style or (a few plain words) not quoted."""
+    m = (_ZH_FIX_PAIR if zh else _EN_FIX_PAIR).search(canon)
+    if m:
+        a, b = [g for g in m.groups() if g]
+        return a.strip(), b.strip()
+    m = (_ZH_USE_INSTEAD if zh else _EN_USE_INSTEAD).search(canon)
+    if m:
+        return m.group(2).strip(), m.group(1).strip()
+    if "「" in canon:
+        return None
+    m = (_ZH_FIX_BARE if zh else _EN_FIX_BARE).search(canon.strip())
+    if not m:
+        return None
+    a, b = m.group(1).strip(), m.group(2).strip().rstrip(".!。！")
+    if (_ZH_NOT_A_WORD if zh else _EN_NOT_A_WORD).search(a + " " + b):
+        return None
+    return a, b
 
 
 def _ratio(text: str, table: dict[str, re.Pattern[str]], zh: bool) -> float | None:
@@ -418,12 +483,142 @@ def _to_sentences(text: str, table: dict[str, re.Pattern[str]], zh: bool) -> int
     return zh_number(token) if zh else _EN_NUMBERS.get(token.lower()) or int(token)
 
 
+# --- further operations (their words: furnace.writing.request_words) -----------------------
+
+_NEW_ZH = {kind: re.compile(zh, _I) for kind, (_, zh) in REQUEST_WORDS.items()}
+_NEW_EN = {kind: re.compile(en, _I) for kind, (en, _) in REQUEST_WORDS.items()}
+_EN_ADD = re.compile(r"\b(?:add|insert|include|put|give|with|need|needs|want|more|some|a few)\b", _I)
+_ZH_ADD = re.compile(r"加|添|补|插入|来一|放一|多|给")
+_EN_PAIR = re.compile(
+    r"\b(?:paragraphs?|paras?)\s+(\d+)\s*(?:and|&|\+|with|into|,)\s*(?:paragraph\s+|para\s+)?(\d+)\b"
+    r"|\b("
+    + "|".join(_EN_ORDINALS)
+    + r")\s+(?:paragraph\s+)?(?:and|with|into)\s+(?:the\s+)?("
+    + "|".join(_EN_ORDINALS)
+    + r")\b"
+    r"|\b(first|last|final) (two|2) (?:paragraphs|paras)\b",
+    _I,
+)
+_ZH_PAIR = re.compile(
+    r"第\s*"
+    + _ZH_NUM
+    + r"\s*段?\s*(?:和|与|跟|、|,|，|并到|并入|合并到)\s*第?\s*"
+    + _ZH_NUM
+    + r"\s*段|(最后|前面?|开头)(两|2)段"
+)
+
+
+_EN_NEW_TITLE = re.compile(
+    r"\b(?:title|headline|heading)\s+(?:to|as|into)\s+(.+?)\s*$|\b(?:call|name|retitle|rename)\s+it\s+(?:to\s+)?(.+?)\s*$",
+    _I,
+)
+_ZH_NEW_TITLE = re.compile(r"(?:标题|题目)\s*(?:改成|改为|换成|就叫|叫做|定为|用)\s*(.+?)\s*(?:吧|。)?$")
+_NOT_A_TITLE = re.compile(
+    r"^(?:something|anything|a |an |one |more |less |better|different|new|else)|其他|别的|一个|更|新的|好一点|好点", _I
+)
+
+
+def _bare_title(raw: str, zh: bool) -> str | None:
+    """The new title an instruction names without quotes ("change the title to Sun Smart"), or None."""
+    m = (_ZH_NEW_TITLE if zh else _EN_NEW_TITLE).search(raw)
+    if not m:
+        return None
+    text = next(g for g in m.groups() if g).strip().rstrip(".!。！")
+    return None if not text or _NOT_A_TITLE.search(text) else text
+
+
+def _merge_target(bare: str, zh: bool, index: int | None) -> Target | None:
+    """The first of the two neighbouring paragraphs a merge names (-2: the last two)."""
+    m = (_ZH_PAIR if zh else _EN_PAIR).search(bare)
+    if m:
+        g = m.groups()
+        if g[-2]:  # "the first two" / "the last two" / 前两段 / 最后两段
+            return Target("paragraph", -2 if g[-2].lower() in ("last", "final", "最后") else 1)
+        a, b = (g[0], g[1]) if g[0] else (g[2], g[3])
+        na = zh_number(a) if zh else _EN_ORDINALS.get(a.lower()) or int(a)
+        nb = zh_number(b) if zh else _EN_ORDINALS.get(b.lower()) or int(b)
+        first, second = sorted((na, nb))
+        return Target("paragraph", first) if second == first + 1 else None
+    if index is not None and re.search(r"\bnext\b|下一段|后一段", bare, _I):
+        return Target("paragraph", index)
+    return None
+
+
+def _further(
+    canon: str, bare: str, zh: bool, title_named: bool, index: int | None, *, only_voice: bool = False
+) -> tuple[Target, Operation] | str | None:
+    """An operation beyond the register/length ones and its target; a refusal key; or None.
+    ``only_voice``: the instruction quotes a sentence, so only "address the reader as 'you'" is read here."""
+    new = _NEW_ZH if zh else _NEW_EN
+    table = _ZH if zh else _EN
+    adding = (_ZH_ADD if zh else _EN_ADD).search(bare)
+    removing = table["remove"].search(bare)
+    where = Target("title") if title_named else Target("paragraph", index) if index is not None else Target()
+    if only_voice:
+        for kind in ("second_person", "first_person"):
+            if new[kind].search(canon):
+                return where, Operation(kind)
+        return None
+
+    for kind in ("refuse_translate", "refuse_rewrite"):
+        if new[kind].search(bare):
+            return kind
+    if new["refuse_images"].search(bare) and not removing and (adding or zh):
+        return "refuse_images"
+    checking = re.search(r"fact[- ]?check|verify the facts|核实|事实核查|查证", bare, _I)
+    if new["refuse_sources"].search(bare) and not removing and (adding or checking or zh):
+        return "refuse_sources"
+    if (
+        new["merge"].search(bare)
+        and re.search(r"paragraph|\bparas?\b|段", bare, _I)
+        and not table["to_prose"].search(bare)
+    ):
+        merged = _merge_target(bare, zh, index)
+        return (merged, Operation("merge")) if merged is not None else "merge_pair"
+    if new["split"].search(bare):
+        return (Target("paragraph", index) if index is not None else Target()), Operation("split")
+    if new["subheading"].search(bare):
+        return (Target("paragraph", index) if index is not None else Target()), Operation("subheading")
+    if new["hook"].search(bare):
+        return Target("paragraph", 1), Operation("hook")
+    if new["no_exclaim"].search(canon) and (removing or not adding):
+        return where, Operation("no_exclaim")
+    if new["no_hashtags"].search(canon) and removing:
+        return where, Operation("no_hashtags")
+    if new["short_sentences"].search(bare):
+        return where, Operation("short_sentences")
+    if new["question"].search(bare) and not removing:
+        if title_named or index is not None:
+            return where, Operation("question")
+        return Target("paragraph", -1), Operation("question")  # "end with a question"
+    if new["call_to_action"].search(bare):
+        if removing:
+            return where, Operation("less_ad")
+        return (where if title_named or index is not None else Target("paragraph", -1)), Operation("call_to_action")
+    if new["title_case"].search(bare) and (title_named or not zh):
+        return Target("title"), Operation("title_case")
+    if title_named and new["punchy"].search(bare) and not table["emoji"].search(bare):
+        return Target("title"), Operation("punchy")
+    if new["example"].search(bare) and not removing:
+        return where, Operation("example")
+    if new["second_person"].search(canon):
+        return where, Operation("second_person")
+    if new["first_person"].search(canon):
+        return where, Operation("first_person")
+    if new["plain"].search(bare):
+        return where, Operation("plain")
+    if new["summary"].search(bare) and (adding or not removing) and not title_named:
+        return Target(), Operation("summary")
+    return None
+
+
 def parse_instruction(text: str, language: str) -> Instruction:
     """The target and operations of one instruction; ``operations`` is empty when nothing was understood."""
     raw = " ".join(text.split())
     zh = language == "zh"
     table = _ZH if zh else _EN
     quotes = _quotes(raw)
+    canon = canonical_quotes(raw)  # every quoting style as 「…」
     bare = _QUOTED.sub(" ", raw)  # the instruction's own words, quoted text removed
     ops: list[Operation] = []
 
@@ -434,10 +629,9 @@ def parse_instruction(text: str, language: str) -> Instruction:
     sentence_named = bool((_ZH_SENTENCE if zh else _EN_SENTENCE).search(bare))
 
     # fix a named word comes first: its quotes are words, not a target
-    pair = (_ZH_FIX_PAIR if zh else _EN_FIX_PAIR).search(raw)
+    pair = _word_pair(canon, zh)
     if pair and not title_named:
-        groups = [g for g in pair.groups() if g]
-        ops.append(Operation("fix_word", word=groups[0].strip(), replacement=groups[1].strip()))
+        ops.append(Operation("fix_word", word=pair[0], replacement=pair[1]))
         if index is not None:
             target = Target("paragraph", index)
         return Instruction(raw, language, target, tuple(ops))
@@ -456,6 +650,12 @@ def parse_instruction(text: str, language: str) -> Instruction:
     elif index is not None:
         target = Target("paragraph", index)
 
+    further = _further(canon, bare, zh, title_named, index, only_voice=target.kind == "sentence")
+    if isinstance(further, str):
+        return Instruction(raw, language, target, (), refusal=further)
+    if further is not None:
+        return Instruction(raw, language, further[0], (further[1],))
+
     # the new title: a quoted text, or "a new title" without one
     if target.kind == "title" and not table["emoji"].search(bare):
         if quotes:
@@ -465,11 +665,14 @@ def parse_instruction(text: str, language: str) -> Instruction:
         ):
             register = [k for k in ("casual", "formal", "lively") if table[k].search(bare)]
             if not register:
-                return Instruction(raw, language, target, (Operation("retitle"),))
+                return Instruction(raw, language, target, (Operation("retitle", text=_bare_title(raw, zh)),))
 
     if table["emoji"].search(bare):
         ops.append(Operation("emoji_remove" if table["remove"].search(bare) else "emoji_add"))
-        return Instruction(raw, language, target, tuple(ops))
+        # the rest of the instruction too ("make it livelier and add an emoji"), never read as a removal
+        bare = table["emoji"].sub(" ", bare)
+        if ops[0].kind == "emoji_remove":
+            return Instruction(raw, language, target, tuple(ops))
 
     if table["less_ad"].search(bare):
         ops.append(Operation("less_ad"))
@@ -502,64 +705,7 @@ def parse_instruction(text: str, language: str) -> Instruction:
     return Instruction(raw, language, target, tuple(ops))
 
 
-def available_operations(language: str) -> str:
-    """The operations the revision chat understands, one per line."""
-    table = OPERATIONS["zh" if language == "zh" else "en"]
-    return "\n".join(f"- {line}" for line in table.values())
-
-
 # --- explanations and checks ----------------------------------------------------
-
-_PROBLEMS = {
-    "en": {
-        "missing": "paragraph {n} does not exist (the text has {count})",
-        "no_sentence": 'the sentence "{quote}" is not in the text',
-        "no_emoji": "the text has no emoji to remove",
-        "unrecognised": 'no edit recognised in "{text}"',
-        "language": "the instruction is in {got} but the piece is in {want}",
-        "already_short": "{where} is already as short as it can get without breaking a sentence",
-        "formal": "{where} has nothing informal to change",
-        "less_ad": "{where} has no ad-like wording (no calls to action, hype words or exclamations)",
-        "already_list": "{where} is already a list",
-        "one_sentence": "{where} has only one sentence; there is nothing to list",
-        "no_list": "{where} has no list to turn into prose",
-        "no_word": '"{word}" does not appear in {where}',
-        "no_fix": 'I don\'t know the right spelling of "{word}"; say: replace "{word}" with "..."',
-        "empty": "deleting {where} would leave the piece empty",
-        "whole_delete": "deleting the whole piece is not an edit; name a paragraph or quote a sentence",
-        "same_title": "the title is already {title}",
-        "title_short": "the title has no part that can be dropped",
-        "title_delete": "a piece needs a title; give a new one instead",
-        "unknown": "cannot apply {kind} to {where}",
-    },
-    "zh": {
-        "missing": "没有第 {n} 段（全文共 {count} 段）",
-        "no_sentence": "文中没有「{quote}」这句",
-        "no_emoji": "文中没有可去掉的 emoji",
-        "unrecognised": "没能从「{text}」中识别出具体的修改",
-        "language": "修改建议是{got}，而文章是{want}",
-        "already_short": "{where}已经不能再短了（再删就会删出半句话）",
-        "formal": "{where}没有可以改得更正式的口语说法",
-        "less_ad": "{where}没有广告腔（没有促销号召、夸张用词或感叹号）",
-        "already_list": "{where}已经是列表了",
-        "one_sentence": "{where}只有一句话，列不出要点",
-        "no_list": "{where}没有可以改成段落的列表",
-        "no_word": "{where}中没有「{word}」",
-        "no_fix": "不知道「{word}」该改成什么；请说“把「{word}」改成「……」”",
-        "empty": "删掉{where}后文章就空了",
-        "whole_delete": "不能删除全文；请指明哪一段或引用要删的句子",
-        "same_title": "标题已经是「{title}」了",
-        "title_short": "标题没有可以删掉的部分",
-        "title_delete": "文章需要标题；可以换一个新标题",
-        "unknown": "无法对{where}执行 {kind}",
-    },
-}
-LANGUAGE_NAMES = {"en": {"en": "English", "zh": "Chinese"}, "zh": {"en": "英文", "zh": "中文"}}
-
-
-def problem(language: str, key: str, **values: object) -> str:
-    """A one-line explanation in the piece's language."""
-    return _PROBLEMS["zh" if language == "zh" else "en"][key].format(**values)
 
 
 def _normal(text: str) -> str:
@@ -583,13 +729,23 @@ def locate_sentence(paragraphs: list[str], quote: str, language: str) -> tuple[i
 
 
 def target_problems(instructions: list[Instruction], title: str, body: str) -> list[str]:
-    """Why an instruction's target is not in the piece (paragraph 9 of 4, a quote that is not there)."""
+    """Why an instruction cannot be carried out before any model call: a request the chat refuses
+    (translate, add images, …), or a target that is not in the piece (paragraph 9 of 4, a quote that is
+    not there, a merge of the last paragraph with the next)."""
     paragraphs = split_paragraphs(body) or [body]
     out: list[str] = []
     for instruction in instructions:
         target, language = instruction.target, instruction.language
-        if target.kind == "paragraph" and target.index != -1 and not 1 <= (target.index or 0) <= len(paragraphs):
+        if instruction.refusal:
+            out.append(problem(language, instruction.refusal))
+        elif target.kind == "paragraph" and target.index != -1 and paragraph_position(target, len(paragraphs)) is None:
             out.append(problem(language, "missing", n=target.index, count=len(paragraphs)))
+        elif (
+            target.kind == "paragraph"
+            and any(op.kind == "merge" for op in instruction.operations)
+            and (paragraph_position(target, len(paragraphs)) or 0) + 1 >= len(paragraphs)
+        ):
+            out.append(problem(language, "merge_last"))
         elif (
             target.kind == "sentence"
             and locate_sentence(paragraphs, target.quote or "", language) is None
@@ -610,7 +766,12 @@ def _scope(instructions: list[Instruction], paragraphs: list[str]) -> tuple[set[
         if target.kind == "title":
             title = True
         elif target.kind == "paragraph":
-            allowed.add(len(paragraphs) - 1 if target.index == -1 else (target.index or 1) - 1)
+            position = paragraph_position(target, len(paragraphs))
+            if position is None:
+                return None
+            allowed.add(position)
+            if any(op.kind == "merge" for op in instruction.operations):
+                allowed.add(position + 1)
         else:
             found = locate_sentence(paragraphs, target.quote or "", instruction.language)
             if found is None:

@@ -54,6 +54,7 @@ from furnace.llm.structured import schema_of
 from furnace.storage.store import ElixirStore, snapshot_soon, unit_of_work
 from furnace.writing.addressing import (
     LANGUAGE_NAMES,
+    Instruction,
     available_operations,
     confine,
     instruction_language,
@@ -77,6 +78,7 @@ from furnace.writing.content import (
     utc_now,
     word_count,
 )
+from furnace.writing.postconditions import unmet
 from furnace.writing.preferences import PreferenceUpdate, extract_preferences, save_learned
 from furnace.writing.recent import RECENT, Known
 
@@ -185,10 +187,18 @@ def _scope_line(suggestions: list[str], language: str) -> str:
     instructions = [parse_instruction(s, language) for s in suggestions]
     if not instructions or any(not i.understood or i.target.kind == "whole" for i in instructions):
         return ""
-    parts = list(dict.fromkeys(i.target.describe(language) for i in instructions))
+    parts = list(dict.fromkeys(_part(i, language) for i in instructions))
     if language == "zh":
         return f"\n\n只修改：{'、'.join(parts)}；其余部分必须逐字保持不变。"
     return f"\n\nChange only {', '.join(parts)}; everything else must stay exactly as it is."
+
+
+def _part(instruction: Instruction, language: str) -> str:
+    """The part of the piece an instruction may change (a merge: its paragraph and the next)."""
+    where = instruction.target.describe(language)
+    if any(op.kind == "merge" for op in instruction.operations):
+        return f"{where}及下一段" if language == "zh" else f"{where} and the next paragraph"
+    return where
 
 
 def pending_suggestions(messages: list[ChatMessage]) -> list[str]:
@@ -259,14 +269,14 @@ def _not_applied_text(problems: list[str], unknown: list[str], version: int, zh:
     """Why nothing changed, what was not understood, and which edits exist."""
     parts: list[str] = []
     if zh:
-        parts.append(f"没有修改，内容仍是 V{version}。")
+        parts.append(f"未完成，内容仍是 V{version}，没有修改。")
         if unknown:
             parts.append("没看懂：" + "；".join(f"「{u}」" for u in unknown) + "。")
         if problems:
             parts.append("无法执行：" + "；".join(problems) + "。")
         parts.append("可以这样说：\n" + available_operations("zh"))
     else:
-        parts.append(f"No change made; the text is still V{version}.")
+        parts.append(f"Not done; the text is still V{version}, unchanged.")
         if unknown:
             parts.append("Not understood: " + "; ".join(f'"{u}"' for u in unknown) + ".")
         if problems:
@@ -450,6 +460,28 @@ def _refuse(
     return RevisionOutcome("failed", user, reply, tuple(steps), pending=tuple(suggestions))
 
 
+def _not_done(
+    content_store: ContentStore,
+    session_id: str,
+    user: ChatMessage,
+    steps: list[Step],
+    suggestions: list[str],
+    undone: list[str],
+    version: int,
+    zh: bool,
+    clock: Clock,
+) -> RevisionOutcome:
+    """An edit that came back but failed its check: nothing of it is saved; the reply says what was not done."""
+    reasons = list(dict.fromkeys(undone))
+    if zh:
+        text = f"未完成：{'；'.join(reasons)}。内容仍是 V{version}，这次修改没有保存。"
+    else:
+        text = f"Not done: {'; '.join(reasons)}. The text is still V{version}; nothing of this edit was saved."
+    reply = ChatMessage(session_id=session_id, role="assistant", kind="failure", content=text, created_at=clock())
+    [reply] = content_store.commit(ContentBatch(messages=(reply,)))
+    return RevisionOutcome("failed", user, reply, tuple(steps), pending=tuple(suggestions))
+
+
 def finish_turn(
     store: ElixirStore,
     content_store: ContentStore,
@@ -520,7 +552,7 @@ def _edit(
 
     # 3. edit (the model sees the original title, body and every pending suggestion).
     instructions = [parse_instruction(s, content.language) for s in suggestions]
-    unknown = [i.text for i in instructions if not i.understood]
+    unknown = [i.text for i in instructions if not i.understood and not i.refusal]
     problems = target_problems(instructions, current.title, current.body)
     if problems:  # the piece has no such place: nothing to ask the model
         if store_user is not None:
@@ -560,12 +592,18 @@ def _edit(
             else ("修改后的文章是空的" if zh else "the edit left the piece empty")
         )
         return _refuse(content_store, session.id, user, steps, suggestions, [why], [], current.version, zh, clock)
+    parsed = completion.parsed if isinstance(completion.parsed, dict) else {}
     if (title, body) == (current.title, current.body):
-        parsed = completion.parsed if isinstance(completion.parsed, dict) else {}
         said = [str(p) for p in parsed.get("problems") or []] or ([str(parsed["note"])] if parsed.get("note") else [])
         if unknown:  # what was not understood is said once, with the edits that exist
             said = [p for p in said if not any(u in p for u in unknown)]
         return _refuse(content_store, session.id, user, steps, suggestions, said, unknown, current.version, zh, clock)
+    # Verified before it is reported: every operation's postcondition holds, and the writer left
+    # nothing undone it said it could not do. Otherwise nothing of the edit is saved.
+    undone = [str(p) for p in parsed.get("problems") or []]
+    undone += unmet(instructions, (current.title, current.body), (title, body))
+    if undone:
+        return _not_done(content_store, session.id, user, steps, suggestions, undone, current.version, zh, clock)
 
     # 4–6. record + new version + assistant reply, in one transaction.
     now = clock()

@@ -100,7 +100,7 @@ def test_unrecognised_suggestion_changes_nothing_and_says_so(store, contents, en
     assert outcome.status == "failed"
     assert contents.versions(content.id) == [v1] and contents.revisions(content.id) == []
     reply = outcome.reply.content
-    assert "No change" in reply and 'Not understood: "make it sing like a whale"' in reply
+    assert reply.startswith("Not done; the text is still V1") and 'Not understood: "make it sing like a whale"' in reply
     assert "Edits I can make:" in reply and "less like an ad" in reply
 
 

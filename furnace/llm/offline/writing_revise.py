@@ -17,17 +17,21 @@ of 4, a word that is not there) changes nothing and is reported in ``note``;
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 from typing import Any
 
 from furnace.domain.text import detect_language, split_paragraphs
+from furnace.llm.offline import writing_edits as edits
+from furnace.llm.offline.writing_edits import CannotApply
 from furnace.llm.offline.writing_text import (
     count_emoji,
     join_paragraphs,
     join_sentences,
     split_sentences,
     strip_emoji,
+    title_case,
     topic_emoji,
 )
 from furnace.llm.seam import LLMRequest
@@ -38,14 +42,10 @@ from furnace.writing.addressing import (
     Target,
     instruction_language,
     locate_sentence,
+    paragraph_position,
     parse_instruction,
     problem,
 )
-
-
-class CannotApply(Exception):
-    """An operation that cannot be carried out on its target (the message says why)."""
-
 
 # Register phrase tables (formal → lively); the reverse direction uses them backwards.
 _ZH_LIVELY = [
@@ -293,7 +293,7 @@ _CLAUSE_SPLIT = re.compile(r"(?<=[，,；;：:])\s*")
 
 def topic_of(title: str, language: str) -> str:
     """The subject of a piece, read from its title (the part before a colon, comma or exclamation)."""
-    core = re.split(r"[：:，,！!？?—–]", title)[0].strip() or title.strip()
+    core = re.split(r"[：:，,！!？?—–]", title)[0].strip().rstrip("。.") or title.strip()
     core = strip_emoji(core)
     if language != "zh" and core[:1].isupper() and core[1:2].islower():
         core = core[:1].lower() + core[1:]
@@ -416,8 +416,7 @@ def fix_word(text: str, word: str, replacement: str, language: str) -> str:
 
 
 def _paragraph_index(target: Target, count: int) -> int | None:
-    index = count - 1 if target.index == -1 else (target.index or 1) - 1
-    return index if 0 <= index < count else None
+    return paragraph_position(target, count)
 
 
 def _edit_unit(text: str, op: Operation, language: str, topic: str, index: int) -> str:
@@ -435,14 +434,46 @@ def _edit_unit(text: str, op: Operation, language: str, topic: str, index: int) 
         return to_bullets(text, language)
     if kind == "to_prose":
         return to_prose(text, language)
+    if kind == "question":
+        return edits.end_with_question(text, language, topic)
+    if kind == "call_to_action":
+        return edits.call_to_action(text, language)
+    if kind == "no_exclaim":
+        return edits.no_exclamations(text, language)
+    if kind == "no_hashtags":
+        return edits.no_hashtags(text)
+    if kind == "second_person":
+        return edits.second_person(text, language)
+    if kind == "first_person":
+        return edits.first_person(text, language)
+    if kind == "plain":
+        return edits.plain_words(text, language)
+    if kind == "short_sentences":
+        return edits.shorter_sentences(text, language)
+    if kind == "hook":
+        return edits.hook(text, language, topic)
+    if kind == "summary":
+        return edits.summary(text, language, topic)
+    if kind == "example":
+        raise CannotApply("needs_model")
     raise CannotApply("unknown")
 
 
 def _edit_title(title: str, op: Operation, language: str, topic: str) -> str:
     zh = language == "zh"
     sep = "" if zh else " "
+    if op.kind == "question":
+        return edits.question_title(title, language)
+    if op.kind == "punchy":
+        return edits.punchy_title(title, language)
+    if op.kind == "title_case":
+        return edits.title_case_title(title, language)
+    if op.kind == "no_exclaim":
+        return edits.no_exclamations(title, language, title=True)
+    if op.kind in ("no_hashtags", "second_person", "first_person", "plain"):
+        return _edit_unit(title, op, language, topic, 0)
     if op.kind == "retitle":
-        new = op.text or (f"关于{topic}，你需要知道的事" if zh else f"What You Need to Know About {topic}")
+        new = op.text or (f"关于{topic}，你需要知道的事" if zh else f"What You Need to Know About {title_case(topic)}")
         if new == title:
             raise CannotApply("same_title")
         return new
@@ -488,6 +519,8 @@ def apply_operation(
     if target.kind == "title":
         return _edit_title(title, op, language, topic), paragraphs
     out = list(paragraphs)
+    if op.kind in ("split", "merge", "subheading", "hook", "summary", "example"):
+        return title, _structure(paragraphs, target, op, language, topic)
     if target.kind == "paragraph":
         i = _paragraph_index(target, len(paragraphs))
         if i is None:
@@ -558,8 +591,25 @@ def apply_operation(
         return title, _register(out, language, op.kind)
     if op.kind == "less_ad":
         return title, _less_ad(out, language)
-    if op.kind == "retitle":
+    if op.kind in ("retitle", "punchy", "title_case"):
         return _edit_title(title, op, language, topic), out
+    if op.kind in ("question", "call_to_action"):  # the piece ends with it
+        out[-1] = _edit_unit(out[-1], op, language, topic, len(out) - 1)
+        return title, out
+    if op.kind in ("no_exclaim", "no_hashtags", "second_person", "first_person", "plain"):
+        new_title = title
+        with contextlib.suppress(CannotApply):  # a title without anything of the kind stays as it is
+            new_title = _edit_title(title, op, language, topic)
+        edited = []
+        for para in out:
+            try:
+                edited.append(_edit_unit(para, op, language, topic, 0))
+            except CannotApply:
+                edited.append(para)
+        edited = [p for p in edited if p.strip()]
+        if (new_title, edited) == (title, out):
+            raise CannotApply(_NOTHING_TO_DO[op.kind])
+        return new_title, edited or out
     changed = False
     for i, para in enumerate(out):  # per paragraph; one that cannot take the edit stays as it is
         try:
@@ -568,8 +618,52 @@ def apply_operation(
         except CannotApply:
             continue
     if not changed:
-        raise CannotApply({"shorten": "already_short", "to_bullets": "one_sentence", "to_prose": "no_list"}[op.kind])
+        raise CannotApply(_NOTHING_TO_DO.get(op.kind, "unknown"))
     return title, out
+
+
+# Why an edit of the whole piece changed nothing, per operation.
+_NOTHING_TO_DO = {
+    "shorten": "already_short",
+    "to_bullets": "one_sentence",
+    "to_prose": "no_list",
+    "short_sentences": "short_already",
+    "no_exclaim": "no_exclaim",
+    "no_hashtags": "no_hashtags",
+    "second_person": "no_third_person",
+    "first_person": "no_first_person",
+    "plain": "no_jargon",
+}
+
+
+def _structure(paragraphs: list[str], target: Target, op: Operation, language: str, topic: str) -> list[str]:
+    """Edits that work on paragraphs as units: split, merge, subheading, hook, summary (and examples)."""
+    out = list(paragraphs)
+    position = _paragraph_index(target, len(out)) if target.kind == "paragraph" else None
+    if target.kind == "paragraph" and position is None:
+        raise CannotApply("missing")
+    if op.kind == "example":
+        raise CannotApply("needs_model")
+    if op.kind == "hook":
+        out[0] = edits.hook(out[0], language, topic)
+        return out
+    if op.kind == "summary":
+        out[-1] = edits.summary(out[-1], language, topic)
+        return out
+    if op.kind == "split":
+        if position is None:  # the longest paragraph that has two sentences
+            splittable = [i for i, p in enumerate(out) if len(split_sentences(p, language)) > 1 and "\n" not in p]
+            if not splittable:
+                raise CannotApply("split_short")
+            position = max(splittable, key=lambda i: len(out[i]))
+        return out[:position] + edits.split_paragraph(out[position], language) + out[position + 1 :]
+    if op.kind == "merge":
+        if position is None or position + 1 >= len(out):
+            raise CannotApply("merge_last")
+        merged = edits.merge_paragraphs(out[position], out[position + 1], language)
+        return out[:position] + [merged] + out[position + 2 :]
+    # subheading: before the named paragraph, or before the second one
+    return edits.subheading(out, position if position is not None else min(1, len(out) - 1), language)
 
 
 def _explain(err: CannotApply, instruction: Instruction, op: Operation, paragraphs: list[str], title: str) -> str:
@@ -626,6 +720,9 @@ def revise(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
             problems.append(problem(language, "language", got=names[said], want=names[language]))
             continue
         instruction = parse_instruction(suggestion, language)
+        if instruction.refusal:
+            problems.append(problem(language, instruction.refusal))
+            continue
         if not instruction.understood:
             problems.append(problem(language, "unrecognised", text=suggestion))
             continue

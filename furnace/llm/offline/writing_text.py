@@ -78,3 +78,21 @@ def first_sentence(text: str, language: str | None = None) -> str:
     flat = " ".join(text.split())
     sentences = split_sentences(flat, language)
     return sentences[0].strip() if sentences else flat
+
+
+_SMALL_WORDS = {"a", "an", "and", "as", "at", "but", "by", "for", "in", "nor", "of", "on", "or", "the", "to", "vs"}
+
+
+def title_case(title: str) -> str:
+    """English title case: every word capitalised except short function words inside the title."""
+    words = title.split(" ")
+    out = []
+    for i, word in enumerate(words):
+        lead = i == 0 or words[i - 1].endswith((":", "—", "-"))
+        if word.lower() in _SMALL_WORDS and not lead and i != len(words) - 1:
+            out.append(word.lower())
+        elif word[:1].isalpha() and not word.isupper():
+            out.append(word[:1].upper() + word[1:])
+        else:
+            out.append(word)
+    return " ".join(out)

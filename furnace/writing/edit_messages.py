@@ -1,0 +1,173 @@
+"""What the revision chat says about edits: the operations it offers (listed when an instruction
+was not understood) and, for each problem key, the one line saying why an edit cannot be made —
+in the piece's language (zh and en). Re-exported by :mod:`furnace.writing.addressing`.
+"""
+
+from __future__ import annotations
+
+# What each operation does, as told to a user whose instruction was not understood.
+OPERATIONS: dict[str, dict[str, str]] = {
+    "en": {
+        "shorten": 'shorten (by half, to N sentences): "cut the intro to one sentence"',
+        "expand": 'expand: "the last paragraph is too short"',
+        "formal": 'more formal: "make paragraph 2 more formal"',
+        "casual": 'less formal: "too stiff, more casual"',
+        "lively": 'livelier: "make the opening livelier"',
+        "less_ad": 'less like an ad: "it sounds like an ad"',
+        "emoji_add": 'add emoji: "add an emoji to the title"',
+        "emoji_remove": 'remove emoji: "no emoji please"',
+        "to_bullets": 'bullets: "turn the third paragraph into bullet points"',
+        "to_prose": 'prose: "turn the list into prose"',
+        "fix_word": 'fix a word: \'replace "colour" with "color"\'',
+        "delete": 'delete: \'delete the sentence "..."\', "drop the last paragraph"',
+        "retitle": "new title: 'change the title to \"...\"'",
+        "question": 'a question: "make the title a question", "end with a question"',
+        "call_to_action": 'call to action: "a stronger call to action at the end"',
+        "punchy": 'punchier title: "make the title punchier"',
+        "subheading": 'subheading: "add a subheading before paragraph 3"',
+        "no_exclaim": 'no exclamation marks: "remove the exclamation marks"',
+        "example": 'an example (a real model only): "add a concrete example to paragraph 2"',
+        "split": 'split a paragraph: "split the third paragraph in two"',
+        "merge": 'merge paragraphs: "merge paragraphs 2 and 3"',
+        "second_person": 'second person: "address the reader as you"',
+        "first_person": 'first person: "write it in the first person"',
+        "hook": 'a hook: "start the intro with a hook"',
+        "plain": 'plain words: "less jargon"',
+        "title_case": 'title case: "capitalize the title"',
+        "no_hashtags": 'no hashtags: "remove the hashtags"',
+        "short_sentences": 'shorter sentences: "the sentences are too long"',
+        "summary": 'a summary: "add a summary at the end"',
+    },
+    "zh": {
+        "shorten": "缩短（删掉一半、只留N句）：“开头太长了，只留一句话”",
+        "expand": "扩写：“结尾太短了，展开说说”",
+        "formal": "更正式：“第二段正式一点”",
+        "casual": "不那么正式：“太正式了，口语化一点”",
+        "lively": "更活泼：“开头活泼一点”",
+        "less_ad": "去广告味：“别那么像广告”",
+        "emoji_add": "加 emoji：“标题加个 emoji”",
+        "emoji_remove": "去掉 emoji：“把表情都去掉”",
+        "to_bullets": "改成要点：“第三段改成分点列出”",
+        "to_prose": "改回段落：“把列表改成一段话”",
+        "fix_word": "改字词：“把「的」改成「地」”",
+        "delete": "删除：“删掉「……」这句”“删掉最后一段”",
+        "retitle": "改标题：“标题改成「……」”",
+        "question": "改成问句：“标题改成疑问句”“结尾改成问句”",
+        "call_to_action": "加号召：“把结尾改得更有号召力”",
+        "punchy": "标题更抓人：“标题更吸引人一点”",
+        "subheading": "加小标题：“第三段前加个小标题”",
+        "no_exclaim": "去掉感叹号：“把感叹号都去掉”",
+        "example": "举例（仅限真实模型）：“第二段多举个具体例子”",
+        "split": "拆段：“第三段太长了，拆成两段”",
+        "merge": "合并段落：“把第二段和第三段合并”",
+        "second_person": "第二人称：“改成第二人称”",
+        "first_person": "第一人称：“用第一人称写”",
+        "hook": "引子：“开头加一句引子”",
+        "plain": "通俗用词：“用词通俗一点”",
+        "title_case": "标题大小写（仅英文）",
+        "no_hashtags": "去掉话题标签：“去掉话题标签”",
+        "short_sentences": "短句：“句子太长了，短一点”",
+        "summary": "总结：“结尾加个总结”",
+    },
+}
+
+
+def available_operations(language: str) -> str:
+    """The operations the revision chat understands, one per line."""
+    table = OPERATIONS["zh" if language == "zh" else "en"]
+    return "\n".join(f"- {line}" for line in table.values())
+
+
+_PROBLEMS = {
+    "en": {
+        "missing": "paragraph {n} does not exist (the text has {count})",
+        "no_sentence": 'the sentence "{quote}" is not in the text',
+        "no_emoji": "the text has no emoji to remove",
+        "unrecognised": 'no edit recognised in "{text}"',
+        "language": "the instruction is in {got} but the piece is in {want}",
+        "already_short": "{where} is already as short as it can get without breaking a sentence",
+        "formal": "{where} has nothing informal to change",
+        "less_ad": "{where} has no ad-like wording (no calls to action, hype words or exclamations)",
+        "already_list": "{where} is already a list",
+        "one_sentence": "{where} has only one sentence; there is nothing to list",
+        "no_list": "{where} has no list to turn into prose",
+        "no_word": '"{word}" does not appear in {where}',
+        "no_fix": 'I don\'t know the right spelling of "{word}"; say: replace "{word}" with "..."',
+        "empty": "deleting {where} would leave the piece empty",
+        "whole_delete": "deleting the whole piece is not an edit; name a paragraph or quote a sentence",
+        "same_title": "the title is already {title}",
+        "title_short": "the title has no part that can be dropped",
+        "title_delete": "a piece needs a title; give a new one instead",
+        "unknown": "cannot apply {kind} to {where}",
+        "refuse_translate": "translating is not an edit: write a new piece with a persona in that language",
+        "refuse_rewrite": "a rewrite from scratch is a new piece: run furnace content new instead",
+        "refuse_images": "a piece is text only; images, charts and photos cannot be added",
+        "refuse_sources": (
+            "the revision chat edits wording; it cannot check facts or add sources, links or statistics it does "
+            "not have"
+        ),
+        "merge_pair": 'name two neighbouring paragraphs to merge, e.g. "merge paragraphs 2 and 3"',
+        "merge_last": "{where} has no next paragraph to merge with",
+        "no_exclaim": "{where} has no exclamation marks",
+        "no_hashtags": "{where} has no hashtags",
+        "already_question": "{where} already ends with a question",
+        "needs_model": "adding examples needs a real model: the offline engine knows no facts about the topic",
+        "already_hook": "{where} already starts with a hook",
+        "already_cta": "{where} already ends with a call to action",
+        "zh_case": "Chinese has no capital letters",
+        "already_case": "the title is already in title case",
+        "no_third_person": '{where} has no wording about readers to turn into "you"',
+        "no_first_person": "{where} has no wording to turn into the first person",
+        "no_jargon": "{where} has no jargon the offline engine knows a plainer word for",
+        "short_already": "the sentences of {where} have no clause to split off",
+        "split_short": "{where} has only one sentence; there is nothing to split",
+        "already_title": "{where} already has a subheading",
+    },
+    "zh": {
+        "missing": "没有第 {n} 段（全文共 {count} 段）",
+        "no_sentence": "文中没有「{quote}」这句",
+        "no_emoji": "文中没有可去掉的 emoji",
+        "unrecognised": "没能从「{text}」中识别出具体的修改",
+        "language": "修改建议是{got}，而文章是{want}",
+        "already_short": "{where}已经不能再短了（再删就会删出半句话）",
+        "formal": "{where}没有可以改得更正式的口语说法",
+        "less_ad": "{where}没有广告腔（没有促销号召、夸张用词或感叹号）",
+        "already_list": "{where}已经是列表了",
+        "one_sentence": "{where}只有一句话，列不出要点",
+        "no_list": "{where}没有可以改成段落的列表",
+        "no_word": "{where}中没有「{word}」",
+        "no_fix": "不知道「{word}」该改成什么；请说“把「{word}」改成「……」”",
+        "empty": "删掉{where}后文章就空了",
+        "whole_delete": "不能删除全文；请指明哪一段或引用要删的句子",
+        "same_title": "标题已经是「{title}」了",
+        "title_short": "标题没有可以删掉的部分",
+        "title_delete": "文章需要标题；可以换一个新标题",
+        "unknown": "无法对{where}执行 {kind}",
+        "refuse_translate": "翻译不是修改：请用该语言的人设写一篇新的",
+        "refuse_rewrite": "完全重写就是一篇新文章：请用 furnace content new",
+        "refuse_images": "文章只有文字，不能加图片、图表或照片",
+        "refuse_sources": "修改对话只改措辞，不能核实事实，也不能凭空补充来源、链接或数据",
+        "merge_pair": "请指明相邻的两段，比如“把第二段和第三段合并”",
+        "merge_last": "{where}后面没有可以合并的段落",
+        "no_exclaim": "{where}没有感叹号",
+        "no_hashtags": "{where}没有话题标签",
+        "already_question": "{where}已经以问句结尾了",
+        "needs_model": "举例需要真实模型：离线引擎不了解这个话题的具体事实",
+        "already_hook": "{where}已经有引子了",
+        "already_cta": "{where}已经有号召读者行动的话了",
+        "zh_case": "中文没有大小写",
+        "already_case": "标题已经是首字母大写的格式了",
+        "no_third_person": "{where}没有可以改成“你”的第三人称说法",
+        "no_first_person": "{where}没有可以改成第一人称的说法",
+        "no_jargon": "{where}没有离线引擎知道如何改得更通俗的术语",
+        "short_already": "{where}的句子已经没有可以拆开的分句了",
+        "split_short": "{where}只有一句话，没法拆成两段",
+        "already_title": "{where}前面已经有小标题了",
+    },
+}
+LANGUAGE_NAMES = {"en": {"en": "English", "zh": "Chinese"}, "zh": {"en": "英文", "zh": "中文"}}
+
+
+def problem(language: str, key: str, **values: object) -> str:
+    """A one-line explanation in the piece's language."""
+    return _PROBLEMS["zh" if language == "zh" else "en"][key].format(**values)
