@@ -500,11 +500,12 @@ class Assistant:
         if guess.intent is None:
             asks = examples(zh)
             return (
-                "我不确定你想看什么。我能回答关于智能体、算子、谱系、人设版本、失败、评委反馈、实验、内容、群聊和花费的问题，例如："
-                + "；".join(f"“{q}”" for q in asks)
+                "我不确定你想看什么。我能回答关于智能体、算子、谱系、人设版本、失败、评委反馈、实验、内容、群聊和花费的问题，"
+                "也能计数、并排比较、按语言或算子筛选，例如：" + "；".join(f"“{q}”" for q in asks)
                 if zh
                 else "I'm not sure what you'd like to see. I answer questions about agents, operators, lineage, "
-                "persona versions, failures, judge feedback, experiments, content, arena runs and costs, for example: "
+                "persona versions, failures, judge feedback, experiments, content, arena runs and costs, and I count, "
+                "compare side by side and filter by language or operator, for example: "
                 + "; ".join(f"{q!r}" for q in asks)
             )
         return None

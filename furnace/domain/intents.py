@@ -150,7 +150,7 @@ _RULES: tuple[tuple[Intent, re.Pattern[str], re.Pattern[str] | None], ...] = (
     (
         "compare",
         _rx(r"\b(compare|comparison|versus|vs\.?|head to head|side by side)\b|比较|对比|比一比|相比|pk"),
-        None,
+        _rx(r"\bstacks? up\b|\b(better|stronger|fitter) than\b|\bagainst\b|哪个(更)?(好|强)|谁(更)?(好|强)"),
     ),
     (
         "operators",
@@ -180,8 +180,8 @@ _RULES: tuple[tuple[Intent, re.Pattern[str], re.Pattern[str] | None], ...] = (
     ),
     (
         "preferences",
-        _rx(r"\b(learn(ed|t|s)?|preferences?|style prefs?)\b|学到|学会|偏好|风格习惯"),
-        _rx(r"\b(tastes?|likes)\b|喜好|口味"),
+        _rx(r"\b(learn(ed|t|s)?|preferences?|style prefs?|taste|likes)\b|学到|学会|偏好|喜好|口味|风格习惯"),
+        None,
     ),
     ("revisions", _rx(r"\b(revisions?|revised|edits?|edited|rewrites?|rewrote)\b|修订|修改|改稿|改写|润色"), None),
     (
