@@ -18,19 +18,27 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from furnace.assistant.intent import CLASSIFY_SCHEMA, Classification, GuessSource, IntentGuess, classify
+from furnace.assistant.intent import (
+    CLARIFY_BELOW,
+    CLASSIFY_SCHEMA,
+    STRONG,
+    Classification,
+    GuessSource,
+    IntentGuess,
+    classify,
+)
 from furnace.assistant.leads import template_lead
-from furnace.assistant.queries import examples, run_query
+from furnace.assistant.queries import SHAPES, examples, run_query
 from furnace.assistant.results import AssistData, Query, StructuredResult
 from furnace.assistant.scope import Catalogue, Inferred, Scope, infer_scope, match_names, parse_command
 from furnace.domain.errors import LLMError
-from furnace.domain.intents import INTENTS, cost_group
+from furnace.domain.intents import INTENTS, cost_group, count_subject
 from furnace.domain.text import detect_language
 from furnace.llm.context import build_context
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 from furnace.llm.structured import parse_reply
 
-MIN_CONFIDENCE = 0.6
+MIN_CONFIDENCE = CLARIFY_BELOW  # the model's answer is held to the rules' threshold
 MAX_QUESTION_CHARS = 2_000
 LINEAGE = ("ancestors", "descendants", "common_ancestors")
 LEAD_MAX_TOKENS = 80
@@ -59,6 +67,7 @@ class Meta(BaseModel):
     locked: bool
     intent: str | None
     intent_source: str
+    confidence: float = 1.0
 
 
 class Delta(BaseModel):
@@ -72,6 +81,11 @@ class Done(BaseModel):
     result: StructuredResult | None = None
     clarify: bool = False
     scope_label: str
+
+    @property
+    def needs_clarification(self) -> bool:
+        """The answer is a question back to the user (nothing was queried)."""
+        return self.clarify
 
 
 AnswerEvent = Status | Meta | Delta | Done
@@ -144,17 +158,19 @@ class Assistant:
         self, question: str, state: AssistantState, catalogue: Catalogue, zh: bool, *, prefix: str = ""
     ) -> Iterator[AnswerEvent]:
         inferred = infer_scope(question, catalogue, self.now())
-        guess = classify(question)
-        named = [e for e in catalogue.experiments if e.casefold() in question.casefold()]
-        if len(named) > 1 and guess.intent in (None, "experiments"):  # "exp-a vs exp-b"
-            guess = IntentGuess(intent="experiment_compare", confidence=1.0, source="rules")
-        if guess.intent is None or inferred.unresolved:
+        guess = self._reroute(question, classify(question), inferred, catalogue)
+        if guess.needs_clarification or inferred.unresolved:
             guess, inferred = self._ask_model(question, state, catalogue, guess, inferred)
-        clarify = self._clarification(guess, inferred, catalogue, zh) or self._lock_conflict(state, inferred, zh)
+        clarify = self._clarification(guess, inferred, catalogue, zh, question) or self._lock_conflict(
+            state, inferred, zh
+        )
         locked = state.locked or Scope()
         scope = locked.overlaid(inferred.scope)  # this turn only; the lock itself is unchanged
+        subjects = self._subjects(question, inferred, catalogue)
+        if guess.intent == "compare":  # the subjects are compared, not filtered on
+            scope = locked.overlaid(inferred.scope.model_copy(update={"persona": None, "agent": None}))
         if not clarify and guess.intent is not None:
-            clarify = self._missing_subject(guess.intent, scope, inferred, zh)
+            clarify = self._missing_subject(guess.intent, scope, inferred, zh, subjects)
         if clarify:
             yield from self._finish(state, question, prefix + clarify, None, locked, clarify=True)
             return
@@ -165,19 +181,52 @@ class Assistant:
             locked=state.locked is not None,
             intent=guess.intent,
             intent_source=guess.source,
+            confidence=guess.confidence,
         )
         yield Status(text="正在查询…" if zh else "Querying…")
+        named = [e for e in catalogue.experiments if e.casefold() in question.casefold()]
         query = Query(
             scope=scope,
             agents=tuple(inferred.agents),
             versions=tuple(inferred.versions),
             experiments=tuple(named) if len(named) > 1 else (),
+            subjects=tuple(subjects) if guess.intent == "compare" else (),
+            counting=count_subject(question),
+            language=inferred.language,
             group=cost_group(question),
             limit=self.limit,
         )
         result = run_query(self.data, guess.intent, query, zh=zh)
         lead = prefix + self._lead(question, result, zh, used_model=guess.source != "rules")
         yield from self._finish(state, question, lead, result, scope, applied=result.applied)
+
+    @staticmethod
+    def _subjects(question: str, inferred: Inferred, catalogue: Catalogue) -> list[str]:
+        """Agents and personas named in the question, in the order written (what a comparison compares)."""
+        low = question.casefold()
+        found = [(low.find(a), a) for a in inferred.agents]
+        for pid in inferred.personas:
+            labels = [x for x in (pid.casefold(), catalogue.personas.get(pid, "").casefold()) if x]
+            found.append((min((low.find(x) for x in labels if x in low), default=len(low)), pid))
+        return [s for _, s in sorted(found)]
+
+    def _reroute(self, question: str, guess: IntentGuess, inferred: Inferred, catalogue: Catalogue) -> IntentGuess:
+        """Let the subjects named settle what the words alone cannot: two experiments compared are an
+        experiment comparison, two agents or personas "compared" or "told apart" a side-by-side."""
+        named = [e for e in catalogue.experiments if e.casefold() in question.casefold()]
+        subjects = len(inferred.agents) + len(inferred.personas)
+        sure = guess.model_copy(update={"confidence": max(guess.confidence, STRONG), "source": "rules"})
+        if len(named) > 1 and guess.intent in (None, "experiments", "compare"):  # "exp-a vs exp-b"
+            return sure.model_copy(update={"intent": "experiment_compare"})
+        if guess.intent == "compare" and subjects < 2 and len(inferred.operators) > 1:  # crossover vs mutation
+            return sure.model_copy(update={"intent": "operators"})
+        if guess.intent == "compare" and subjects < 2 and len(named) == 1:
+            return sure.model_copy(update={"intent": "experiment_compare"})
+        if guess.intent == "persona_diff" and subjects >= 2 and not inferred.versions:  # "A 和 B 有什么区别"
+            return sure.model_copy(update={"intent": "compare"})
+        if guess.intent == "operators" and re.search(r"\bagents?\b|智能体", question) and inferred.operators:
+            return guess.model_copy(update={"intent": "agents"})  # "agents made by crossover"
+        return guess
 
     @staticmethod
     def _refuse(question: str, zh: bool) -> str | None:
@@ -197,12 +246,21 @@ class Assistant:
             )
         return None
 
-    def _missing_subject(self, intent: str, scope: Scope, inferred: Inferred, zh: bool) -> str | None:
-        """Lineage and diff questions need something to start from; unknown agents are named."""
+    def _missing_subject(
+        self, intent: str, scope: Scope, inferred: Inferred, zh: bool, subjects: list[str]
+    ) -> str | None:
+        """Lineage, diff and comparison questions need something to start from; unknown agents are named."""
         unknown = [a for a in inferred.agents if not self.data.known_agent(a)]
         if unknown:
             return f"我找不到智能体 {unknown[0]}。" if zh else f"I can't find an agent called {unknown[0]!r}."
-        nodes = len(inferred.agents) + (1 if scope.persona else 0)
+        if intent == "compare" and len(subjects) < 2:
+            return (
+                "请给出要比较的两个智能体（agt-…）或人设，例如“帮我比较 agt-… 和 tea-master”。"
+                if zh
+                else "Which two agents (agt-…) or personas should I compare? "
+                "For example: 'compare agt-… and tea-master'."
+            )
+        nodes = len(inferred.agents) + (1 if scope.persona or scope.agent else 0)
         if intent == "common_ancestors" and nodes < 2:
             return (
                 "请给出两个智能体（agt-…）或人设，我来找它们的共同祖先。"
@@ -224,7 +282,7 @@ class Assistant:
         """A question naming another persona/experiment than the lock: ask before switching."""
         if state.locked is None:
             return None
-        for field in ("persona", "experiment"):
+        for field in ("persona", "experiment", "operator"):
             held, asked = getattr(state.locked, field), getattr(inferred.scope, field)
             if held and asked and held != asked:
                 return (
@@ -263,6 +321,13 @@ class Assistant:
             yield from self._finish(state, question, text, None, Scope())
             return
         inferred = infer_scope(target, catalogue, self.now())
+        if len(inferred.agents) == 1:  # "lock to agt-…"
+            agent = inferred.agents[0]
+            if not self.data.known_agent(agent):
+                text = f"我找不到智能体 {agent}。" if zh else f"I can't find an agent called {agent!r}."
+                yield from self._finish(state, question, text, None, state.locked or Scope(), clarify=True)
+                return
+            inferred = inferred.model_copy(update={"scope": inferred.scope.model_copy(update={"agent": agent})})
         if inferred.scope.is_empty():  # "only the coach" without the word persona
             inferred = self._bare_name(target, catalogue)
         clarify = self._clarification(
@@ -277,14 +342,25 @@ class Assistant:
             scope=inferred.scope, scope_label=inferred.scope.label(), locked=True, intent=None, intent_source="rules"
         )
         text = f"范围已锁定：{inferred.scope.label()}。" if zh else f"Scope locked: {inferred.scope.label()}."
-        asked = classify(target).intent
-        if asked is not None and asked not in (
-            "personas",
-            "experiments",
-        ):  # "只看 tea-master 的版本": lock, then answer
-            yield from self._answer(target, state, catalogue, zh, prefix=text + " ")
+        asked = classify(self._residue(target, inferred, catalogue))
+        if not asked.needs_clarification and asked.intent not in ("personas", "experiments", "agents", "operators"):
+            yield from self._answer(target, state, catalogue, zh, prefix=text + " ")  # "只看 tea-master 的版本"
             return
         yield from self._finish(state, question, text, None, inferred.scope)
+
+    @staticmethod
+    def _residue(target: str, inferred: Inferred, catalogue: Catalogue) -> str:
+        """A lock target without the names it locks to: what is left may be a question ("的版本")."""
+        rest = target
+        scope = inferred.scope
+        names = [*inferred.agents, *inferred.operators]
+        for pid in filter(None, (scope.persona,)):
+            names += [pid, catalogue.personas.get(pid, "")]
+        for eid in filter(None, (scope.experiment,)):
+            names += [eid, catalogue.experiments.get(eid, "")]
+        for name in sorted(filter(None, names), key=len, reverse=True):
+            rest = re.sub(re.escape(name), " ", rest, flags=re.I)
+        return rest
 
     @staticmethod
     def _bare_name(target: str, catalogue: Catalogue) -> Inferred:
@@ -385,7 +461,9 @@ class Assistant:
     # --- clarifying questions ------------------------------------------------
 
     @staticmethod
-    def _clarification(guess: IntentGuess, inferred: Inferred, catalogue: Catalogue, zh: bool) -> str | None:
+    def _clarification(
+        guess: IntentGuess, inferred: Inferred, catalogue: Catalogue, zh: bool, question: str = ""
+    ) -> str | None:
         if inferred.ambiguous:
             word, hits = next(iter(inferred.ambiguous.items()))
             options = ", ".join(hits[:5])
@@ -403,14 +481,31 @@ class Assistant:
                 if zh
                 else f"I can't find a {what} called {name!r}. Known: {hint}. Which one do you mean?"
             )
+        if guess.intent is None and re.search(r"\bhow many\b|\bnumber of\b|\bcount\b|多少|几个", question, re.I):
+            return (
+                "你想数什么？我能统计智能体、人设和实验的数量，例如“一共有多少个智能体？”"
+                if zh
+                else "How many of what? I can count agents, personas and experiments, "
+                "for example: 'how many agents are there in total?'"
+            )
+        if guess.intent is not None and guess.needs_clarification:  # rules (and model) unsure: ask back
+            choices = list(dict.fromkeys([guess.intent, *guess.alternatives]))[:3]
+            if zh:
+                readings = "，还是".join(SHAPES[o].title_zh for o in choices)
+                samples = "；".join(f"“{SHAPES[o].example_zh}”" for o in choices if SHAPES[o].example_zh)
+                return f"我不确定你想看的是{readings}？请说得具体一些，例如：{samples}"
+            readings = " or ".join(SHAPES[o].title_en.lower() for o in choices)
+            samples = "; ".join(f"{SHAPES[o].example_en!r}" for o in choices if SHAPES[o].example_en)
+            return f"I'm not sure whether you mean {readings}. Could you say which? For example: {samples}"
         if guess.intent is None:
             asks = examples(zh)
             return (
-                "我不确定你想看什么。我能回答关于智能体、算子、谱系、人设版本、失败、评委反馈、实验、内容、群聊和花费的问题，例如："
-                + "；".join(f"“{q}”" for q in asks)
+                "我不确定你想看什么。我能回答关于智能体、算子、谱系、人设版本、失败、评委反馈、实验、内容、群聊和花费的问题，"
+                "也能计数、并排比较、按语言或算子筛选，例如：" + "；".join(f"“{q}”" for q in asks)
                 if zh
                 else "I'm not sure what you'd like to see. I answer questions about agents, operators, lineage, "
-                "persona versions, failures, judge feedback, experiments, content, arena runs and costs, for example: "
+                "persona versions, failures, judge feedback, experiments, content, arena runs and costs, and I count, "
+                "compare side by side and filter by language or operator, for example: "
                 + "; ".join(f"{q!r}" for q in asks)
             )
         return None

@@ -6,11 +6,15 @@ by rules vs the model, tuned vs held-out questions).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from furnace.assistant.answer import Assistant, AssistantState, Done, Meta
 from furnace.assistant.queries import COST_COLUMNS, SHAPES
+from furnace.assistant.scope import Scope
 from furnace.domain.intents import cost_group
 
 
@@ -62,6 +66,73 @@ def check(assistant: Assistant, item: dict[str, Any], *, latest_experiment: str 
         elif done.result.columns != expected_columns:
             problems.append(f"columns {done.result.columns} != {expected_columns}")
     return Verdict(item["q"], item["intent"], intent, meta.intent_source if meta else "none", problems)
+
+
+Truth = Callable[[str, Any], Any]
+"""``truth(fact, arg)``: the expected value of a fact, computed by the caller from its own data."""
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _expected_lock(want: dict[str, Any] | None, now: datetime) -> Scope | None:
+    if want is None:
+        return None
+    fields = {k: v for k, v in want.items() if k in ("persona", "experiment", "agent", "operator")}
+    if "since_hours" in want:
+        fields["since"] = now - timedelta(hours=want["since_hours"])
+    if "since_days" in want:
+        fields["since"] = now - timedelta(days=want["since_days"])
+    if want.get("since_today"):
+        fields["since"] = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    return Scope(**fields)
+
+
+def check_dialog(assistant: Assistant, item: dict[str, Any], truth: Truth, *, now: datetime) -> Verdict:
+    """Ask ``item``'s turns in one fresh session and list what the last answer got wrong (empty: right).
+
+    ``item``: ``q`` or ``turns``; ``intent`` (or ``lock`` / ``clear`` / ``clarify``); optional ``locked``
+    (the session's lock afterwards) and ``answer`` (``{fact, arg, column, mode}``, checked against
+    ``truth(fact, arg)``). A clarifying question must be in the language of the question.
+    """
+    turns = item.get("turns") or [item["q"]]
+    state = AssistantState()
+    events: list[Any] = []
+    for question in turns:
+        events = list(assistant.ask(question, state))
+    done = events[-1]
+    metas = [e for e in events if isinstance(e, Meta)]
+    meta = metas[-1] if metas else None
+    problems: list[str] = []
+    if not isinstance(done, Done):
+        return Verdict(turns[-1], item["intent"], None, "none", ["no Done event"])
+    if done.clarify:
+        got = "clarify"
+    elif meta is not None and meta.intent is not None:
+        got = meta.intent
+    else:
+        got = "lock" if state.locked is not None else "clear"
+    if got != item["intent"]:
+        problems.append(f"intent {got} != {item['intent']} ({done.lead[:100]})")
+    if got == "clarify" and bool(_CJK.search(turns[-1])) != bool(_CJK.search(done.lead)):
+        problems.append("the clarifying question is not in the question's language")
+    if "locked" in item and state.locked != _expected_lock(item["locked"], now):
+        problems.append(f"locked {state.locked} != {item['locked']}")
+    want = item.get("answer")
+    if want and done.result is None:
+        problems.append("no result")
+    elif want and done.result is not None:
+        expected = truth(want["fact"], want.get("arg"))
+        items = done.result.items
+        if want["mode"] == "count":
+            got_value: Any = items[0]["count"] if items else None
+        elif want["mode"] == "first":
+            got_value = items[0].get(want["column"]) if items else None
+        else:
+            got_value = {r.get(want["column"]) for r in items}
+            expected = set(expected)
+        if got_value != expected:
+            problems.append(f"answer {got_value} != {expected}")
+    source = meta.intent_source if meta else "none"
+    return Verdict(turns[-1], item["intent"], got, source, problems)
 
 
 def accuracy(verdicts: list[Verdict]) -> dict[str, float]:

@@ -22,6 +22,33 @@ def template_lead(result: StructuredResult, zh: bool) -> str:
         return "没有符合范围的记录。" if zh else "Nothing matches this scope yet."
     first = result.items[0]
     intent = result.intent
+    if intent == "count":
+        what, count = first["what"], first["count"]
+        return f"共有 {count} 个{what}。" if zh else f"{count} {what.removesuffix('s')}(s) in all."
+    if intent == "seeds":
+        best = f"{first['persona_id']}（{_num(first['fitness'])}，{first['experiment_id']}）"
+        best_en = f"{first['persona_id']} ({_num(first['fitness'])} in {first['experiment_id']})"
+        return (
+            f"共 {n} 条种子记录；表现最好的种子人设是 {best}。"
+            if zh
+            else f"{n} seed run(s); the best seed persona is {best_en}."
+        )
+    if intent == "agents":
+        return f"共 {n} 个智能体。" if zh else f"{n} agent(s)."
+    if intent == "personas":
+        return f"共 {n} 个人设。" if zh else f"{n} persona(s)."
+    if intent == "compare":
+        scored = [r for r in result.items if r.get("fitness") is not None]
+        if len(scored) < 2:
+            return f"并排对比 {n} 项。" if zh else f"{n} subjects side by side."
+        top = max(scored, key=lambda r: r["fitness"])
+        rest = ", ".join(f"{r['subject']} {_num(r['fitness'])}" for r in scored if r is not top)
+        return (
+            f"并排对比 {n} 项；适应度最高的是 {top['subject']}（{_num(top['fitness'])}，对比 {rest}）。"
+            if zh
+            else f"{n} subjects side by side; {top['subject']} has the highest fitness "
+            f"({_num(top['fitness'])} vs {rest})."
+        )
     if intent == "top_agents":
         best = f"{first['agent_id']} ({_num(first['fitness'])})"
         return f"共 {n} 个智能体，最佳是 {best}。" if zh else f"{n} agent(s); the best is {best}."

@@ -20,6 +20,13 @@ ScopeField = Literal["persona", "experiment", "time"]
 
 @dataclass(frozen=True)
 class Shape:
+    """An intent's title, columns and the scope its read applies.
+
+    ``agent_col`` / ``operator_col`` / ``language_col``: the column an agent, operator or language
+    filter is applied on (after the read); intents that read from an agent (lineage, judge feedback)
+    take a locked agent as their subject instead.
+    """
+
     kind: Literal["list", "stats"]
     title_en: str
     title_zh: str
@@ -27,6 +34,9 @@ class Shape:
     applies: tuple[ScopeField, ...]
     example_en: str
     example_zh: str
+    agent_col: str | None = None
+    operator_col: str | None = None
+    language_col: str | None = None
 
 
 _ALL: tuple[ScopeField, ...] = ("persona", "experiment", "time")
@@ -40,6 +50,56 @@ SHAPES: dict[str, Shape] = {
         _ALL,
         "which agents scored best in the last experiment?",
         "最近一次实验里表现最好的是谁？",
+        agent_col="agent_id",
+        operator_col="operator",
+    ),
+    "agents": Shape(
+        "list",
+        "Agents",
+        "智能体",
+        ("agent_id", "operator", "parents", "experiment_id", "generation", "fitness", "created_at"),
+        _ALL,
+        "which agents used ensemble?",
+        "哪些智能体用了 ensemble？",
+        agent_col="agent_id",
+        operator_col="operator",
+    ),
+    "count": Shape(
+        "stats",
+        "How many",
+        "数量",
+        ("what", "count"),
+        _ALL,
+        "how many agents are there in total?",
+        "一共有多少个智能体？",
+    ),
+    "seeds": Shape(
+        "list",
+        "Seed personas by fitness",
+        "种子人设（按适应度）",
+        ("persona_id", "experiment_id", "fitness", "failures", "created_at"),
+        _ALL,
+        "which seed persona did best?",
+        "哪个种子人设表现最好？",
+    ),
+    "compare": Shape(
+        "stats",
+        "Side by side",
+        "并排对比",
+        (
+            "subject",
+            "kind",
+            "name",
+            "operator",
+            "experiment_id",
+            "fitness",
+            "parents",
+            "descendants",
+            "best_descendant_fitness",
+        ),
+        (),
+        "compare agt-… and tea-master",
+        "帮我比较 agt-… 和 tea-master",
     ),
     "operators": Shape(
         "stats",
@@ -49,6 +109,7 @@ SHAPES: dict[str, Shape] = {
         _ALL,
         "which operator worked best?",
         "哪个算子效果最好？",
+        operator_col="operator",
     ),
     "ancestors": Shape(
         "list",
@@ -67,6 +128,7 @@ SHAPES: dict[str, Shape] = {
         ("persona", "experiment"),
         "show agents descended from go-reviewer",
         "go-reviewer 有哪些后代？",
+        operator_col="operator",
     ),
     "common_ancestors": Shape(
         "list",
@@ -103,6 +165,7 @@ SHAPES: dict[str, Shape] = {
         _ALL,
         "what failed in the last experiment?",
         "最近一次实验有哪些失败？",
+        agent_col="subject",
     ),
     "judge_feedback": Shape(
         "list",
@@ -168,7 +231,14 @@ SHAPES: dict[str, Shape] = {
         "有哪些实验？",
     ),
     "personas": Shape(
-        "list", "Personas", "人设", ("id", "name", "language", "version", "expertise"), ("persona",), "", ""
+        "list",
+        "Personas",
+        "人设",
+        ("id", "name", "language", "version", "expertise"),
+        ("persona",),
+        "list the personas written in Chinese",
+        "中文的人设有哪些？",
+        language_col="language",
     ),
     "costs": Shape(
         "stats",
@@ -195,9 +265,21 @@ def examples(zh: bool, k: int = 3) -> list[str]:
     return [SHAPES[i].example_zh if zh else SHAPES[i].example_en for i in picks][:k]
 
 
+AGENT_SUBJECT = ("ancestors", "descendants", "common_ancestors", "judge_feedback")
+"""Intents whose read starts from an agent: a locked agent becomes their subject."""
+READ_ALL = 100_000
+"""The row limit of a read whose rows are filtered or counted afterwards."""
+_COUNTED: dict[str, tuple[Intent, str, str, str]] = {  # what is counted -> (read, id column, en, zh)
+    "agents": ("agents", "agent_id", "agents", "智能体"),
+    "personas": ("personas", "id", "personas", "人设"),
+    "experiments": ("experiments", "experiment_id", "experiments", "实验"),
+}
+
+
 def applied_scope(intent: str, scope: Scope) -> tuple[Scope, list[str]]:
     """The part of ``scope`` the intent's read applies, and the names of the fields it cannot apply."""
-    applies = SHAPES[intent].applies
+    shape = SHAPES[intent]
+    applies = shape.applies
     kept: dict[str, Any] = {}
     skipped: list[str] = []
     for field, value in (("persona", scope.persona), ("experiment", scope.experiment)):
@@ -212,30 +294,92 @@ def applied_scope(intent: str, scope: Scope) -> tuple[Scope, list[str]]:
             kept.update(since=scope.since, until=scope.until)
         else:
             skipped.append("time")
+    for field, value, can in (
+        ("agent", scope.agent, intent in AGENT_SUBJECT or shape.agent_col is not None),
+        ("operator", scope.operator, shape.operator_col is not None),
+    ):
+        if value is None:
+            continue
+        if can:
+            kept[field] = value
+        else:
+            skipped.append(f"{field}={value}")
     return Scope(**kept), skipped
+
+
+def _matches(cell: Any, value: str) -> bool:
+    """A row's cell holds ``value`` (a cell may list several: "crossover, ensemble")."""
+    if cell is None:
+        return False
+    return value.casefold() in {part.strip().casefold() for part in str(cell).split(",")}
+
+
+def _read(data: AssistData, intent: Intent, query: Query) -> tuple[list[dict[str, Any]], Query, str]:
+    """The rows of ``intent`` within the scope it can apply, the query as run, and the applied-scope label."""
+    shape = SHAPES[intent]
+    scope, skipped = applied_scope(intent, query.scope)
+    update: dict[str, Any] = {"scope": scope}
+    if intent == "costs" and scope.persona and query.group == "task":
+        update["group"] = "experiment"  # per-agent accounting has no model task
+    if intent == "costs" and scope.operator:
+        update["group"] = "operator"  # an operator in scope: its row of the per-operator totals
+    if scope.agent and intent in AGENT_SUBJECT and not query.agents:
+        update["agents"] = (scope.agent,)
+    filters: dict[str, str] = {}
+    if scope.agent and shape.agent_col and intent not in AGENT_SUBJECT:
+        filters[shape.agent_col] = scope.agent
+    if scope.operator and shape.operator_col:
+        filters[shape.operator_col] = scope.operator
+    language = ""
+    if query.language:
+        if shape.language_col:
+            filters[shape.language_col] = query.language
+            language = f"language={query.language}"
+        else:
+            skipped.append(f"language={query.language}")
+    if filters:
+        update["limit"] = READ_ALL
+    ran = query.model_copy(update=update)
+    rows: list[dict[str, Any]] = getattr(data, intent)(ran)
+    if filters:
+        rows = [r for r in rows if all(_matches(r.get(c), v) for c, v in filters.items())][: query.limit]
+    applied = " · ".join(p for p in (scope.label() if not scope.is_empty() or not language else "", language) if p)
+    if skipped:
+        applied += " · not applied: " + ", ".join(skipped)
+    return rows, ran, applied
+
+
+def _localised(applied: str, zh: bool) -> str:
+    return applied.replace(" · not applied: ", " · 未应用：") if zh else applied
 
 
 def run_query(data: AssistData, intent: Intent, query: Query, *, zh: bool) -> StructuredResult:
     """Run the read for ``intent`` with the scope it can apply, and shape it for display."""
+    if intent == "count":
+        return _count(data, query, zh=zh)
+    if intent == "compare":
+        return _compare(data, query, zh=zh)
     shape = SHAPES[intent]
-    scope, skipped = applied_scope(intent, query.scope)
-    query = query.model_copy(update={"scope": scope})
-    if intent == "costs" and scope.persona and query.group == "task":
-        query = query.model_copy(update={"group": "experiment"})  # per-agent accounting has no model task
-    rows: list[dict[str, Any]] = getattr(data, intent)(query)
+    rows, ran, applied = _read(data, intent, query)
+    scope = ran.scope
     columns = list(shape.columns)
     if intent == "costs":
-        columns = [_GROUP_COLUMN[query.group], *COST_COLUMNS]
-    applied = scope.label()
-    if skipped:
-        applied += (" · 未应用：" if zh else " · not applied: ") + ", ".join(skipped)
+        columns = [_GROUP_COLUMN[ran.group], *COST_COLUMNS]
+    applied = _localised(applied, zh)
     title = shape.title_zh if zh else shape.title_en
-    if not scope.is_empty():
-        title = f"{title} · {scope.label()}"
+    shown = applied.split(" · 未应用：")[0].split(" · not applied: ")[0]
+    if shown != "everything":
+        title = f"{title} · {shown}"
     if intent == "costs" and scope.persona:
         applied += (
             f"（{scope.persona} 培育出的智能体的花费）" if zh else f" (costs of agents bred from {scope.persona})"
         )
+    return _result(intent, shape, title, columns, rows, applied, zh)
+
+
+def _result(
+    intent: str, shape: Shape, title: str, columns: list[str], rows: list[dict[str, Any]], applied: str, zh: bool
+) -> StructuredResult:
     return StructuredResult(
         type=shape.kind,
         title=title,
@@ -248,13 +392,74 @@ def run_query(data: AssistData, intent: Intent, query: Query, *, zh: bool) -> St
     )
 
 
+def _count(data: AssistData, query: Query, *, zh: bool) -> StructuredResult:
+    """How many agents, personas or experiments lie within the scope (one figure)."""
+    read, key, en, cn = _COUNTED[query.counting or "agents"]
+    rows, _, applied = _read(data, read, query.model_copy(update={"limit": READ_ALL}))
+    n = len({r.get(key) for r in rows})
+    applied = _localised(applied, zh)
+    shape = SHAPES["count"]
+    title = f"{shape.title_zh if zh else shape.title_en} · {cn if zh else en}"
+    return _result("count", shape, title, ["what", "count"], [{"what": cn if zh else en, "count": n}], applied, zh)
+
+
+def _best(rows: list[dict[str, Any]]) -> float | None:
+    values = [r["fitness"] for r in rows if r.get("fitness") is not None]
+    return max(values) if values else None
+
+
+def _compare(data: AssistData, query: Query, *, zh: bool) -> StructuredResult:
+    """Agents and personas side by side: what each is, how fit, and what was bred from it."""
+    rows: list[dict[str, Any]] = []
+    for subject in query.subjects:
+        bred = data.agents(Query(scope=Scope(persona=subject), limit=READ_ALL))
+        common = {"subject": subject, "descendants": len(bred), "best_descendant_fitness": _best(bred)}
+        if subject.startswith("agt-"):
+            own = next(iter(data.agents(Query(scope=Scope(agent=subject), limit=1))), {})
+            rows.append(
+                {
+                    **common,
+                    "kind": "agent",
+                    "name": None,
+                    "operator": own.get("operator"),
+                    "experiment_id": own.get("experiment_id"),
+                    "fitness": own.get("fitness"),
+                    "parents": own.get("parents"),
+                }
+            )
+            continue
+        persona = next(iter(data.personas(Query(scope=Scope(persona=subject), limit=1))), {})
+        seeds = data.seeds(Query(scope=Scope(persona=subject), limit=READ_ALL))
+        rows.append(
+            {
+                **common,
+                "kind": "persona",
+                "name": persona.get("name"),
+                "operator": "seed" if seeds else None,
+                "experiment_id": ", ".join(sorted({r["experiment_id"] for r in seeds})) or None,
+                "fitness": _best(seeds),  # as a seed of an experiment
+                "parents": None,
+            }
+        )
+    shape = SHAPES["compare"]
+    _, skipped = applied_scope("compare", query.scope)
+    applied = "everything" + (" · not applied: " + ", ".join(skipped) if skipped else "")
+    title = f"{shape.title_zh if zh else shape.title_en} · {' vs '.join(query.subjects)}"
+    return _result("compare", shape, title, list(shape.columns), rows, _localised(applied, zh), zh)
+
+
 def _open(zh: bool) -> str:
     return "打开 " if zh else "Open "
 
 
 def _actions(intent: str, rows: list[dict[str, Any]], zh: bool) -> list[Action]:
     actions: list[Action] = []
-    agent_key = {"top_agents": "agent_id", "descendants": "descendant", "judge_feedback": "agent_id"}.get(intent)
+    agent_key = {
+        "top_agents": "agent_id",
+        "agents": "agent_id",
+        "descendants": "descendant",
+        "judge_feedback": "agent_id",
+    }.get(intent)
     if agent_key and rows:
         agents = list(dict.fromkeys(r[agent_key] for r in rows if str(r.get(agent_key, "")).startswith("agt-")))
         for agent in agents[:3]:
@@ -270,7 +475,8 @@ def _actions(intent: str, rows: list[dict[str, Any]], zh: bool) -> list[Action]:
     if intent in ("revisions", "preferences", "content_versions") and len(persona_ids) == 1:
         label = ("锁定到 " if zh else "Lock scope to ") + persona_ids[0]
         actions.append(Action(kind="lock_scope", label=label, target={"persona": persona_ids[0]}))
-    if intent in ("personas", "persona_versions"):
-        for pid in list(dict.fromkeys(r["id"] for r in rows))[:3]:
+    if intent in ("personas", "persona_versions", "seeds"):
+        key = "persona_id" if intent == "seeds" else "id"
+        for pid in list(dict.fromkeys(r[key] for r in rows))[:3]:
             actions.append(Action(kind="open_persona", label=_open(zh) + pid, target={"persona": pid}))
     return actions

@@ -6,8 +6,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from furnace.assistant.scope import Catalogue, Scope
-from furnace.domain.intents import CostGroup
+from furnace.assistant.scope import Catalogue, Language, Scope
+from furnace.domain.intents import CostGroup, CountSubject
 
 
 class Action(BaseModel):
@@ -56,6 +56,9 @@ class Query(BaseModel):
     agents: tuple[str, ...] = ()
     versions: tuple[int, ...] = ()
     experiments: tuple[str, ...] = ()  # several named for a comparison
+    subjects: tuple[str, ...] = ()  # agents and personas to compare side by side
+    counting: CountSubject | None = None  # what a "how many" question counts
+    language: Language | None = None  # personas written in this language
     group: CostGroup = "task"
     limit: int = 50
 
@@ -72,6 +75,10 @@ class AssistData(Protocol):
     def known_agent(self, agent_id: str) -> bool: ...
 
     def top_agents(self, q: Query) -> list[dict[str, Any]]: ...
+
+    def agents(self, q: Query) -> list[dict[str, Any]]: ...
+
+    def seeds(self, q: Query) -> list[dict[str, Any]]: ...
 
     def operators(self, q: Query) -> list[dict[str, Any]]: ...
 

@@ -15,13 +15,58 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+_END = r"\s*[.!?。！？]*\s*$"
 _CLEAR = re.compile(
-    r"^\s*(clear|reset|drop)\s+(the\s+)?scope\s*[.!]?\s*$|^\s*(清除|清空|重置)范围\s*[。！!]?\s*$", re.I
+    r"^\s*(?:please\s+|ok,?\s+|now\s+)?(?:"
+    r"(?:clear|reset|drop|remove|cancel|undo|lift|turn off|get rid of)\s+"
+    r"(?:the\s+|my\s+|all\s+|any\s+|that\s+|this\s+)?"
+    r"(?:scope|filters?|locks?|restrictions?|focus)(?:\s+please)?|"
+    r"unlock(?:\s+(?:the\s+)?scope)?|forget\s+(?:the\s+|that\s+|my\s+|about\s+the\s+)?(?:filters?|scope|lock|focus)|"
+    r"(?:show|look at|see)\s+(?:me\s+)?(?:everything|all(?:\s+the)?\s+data|all of it)(?:\s+again)?|"
+    r"back to everything|no (?:more )?(?:filters?|scope)|stop filtering"
+    r")" + _END + "|"
+    r"^\s*(?:请|帮我|麻烦)?(?:把)?(?:(?:清除|清空|重置|取消|解除|去掉|撤销|删除|删掉|去除)(?:一下)?.{0,6}?"
+    r"(?:范围|锁定|筛选|过滤|限制|条件)|(?:范围|锁定|筛选|过滤|限制).{0,4}?(?:清除|清空|重置|取消|解除|去掉|删掉)"
+    r"(?:掉|了|吧|一下)*|不限了|不限制了|不用限制了|不限范围了?|不再限定了?|"
+    r"(?:看|显示|恢复|回到)(?:一下)?(?:全部|所有|全部数据|所有数据)|全部都看|都看看|恢复全部)(?:吧|了|啦)?" + _END,
+    re.I,
 )
 _LOCK = re.compile(
-    r"^\s*(?:from now on,?\s*(?:only|just)(?:\s+look at)?|only look at|lock (?:the\s+)?scope to|"
-    r"scope to|只看|锁定范围(?:到|为)?|以后只看|从现在起只看)\s*[:：]?\s*(?P<target>.+?)\s*[.!。！]?\s*$",
+    r"^\s*(?:(?:ok|okay|please|now|and),?\s+)?(?:let'?s\s+|please\s+|can you\s+|i want to\s+)?(?:"
+    r"(?:from now on|going forward|for now|henceforth|for the rest of (?:this|the) session),?\s*"
+    r"(?:(?:only|just)\s+)?(?:(?:look at|focus on|show|stick to|use|consider)\s+)?(?:(?:only|just)\s+)?|"
+    r"(?:only|just)\s+(?:look at|show|consider|focus on)|focus (?:only )?on|stick to|"
+    r"lock (?:the\s+)?(?:scope\s+)?(?:to|on|onto|at)|lock on(?:to)?|scope (?:it )?to|set (?:the )?scope to|"
+    r"(?:restrict|limit|narrow)(?: it| the scope| everything| this)?(?: down)? to|keep (?:to|it to)|"
+    r"(?:接下来|后面|之后|以后|今后|往后|从现在起|从现在开始|下面)(?:都|就|全|一直)?(?:只)?(?:看|关注|聚焦|盯着?|针对)(?:一下)?|"
+    r"只看|只关注|只聚焦|只针对|锁定(?:范围)?(?:到|为|在|成)?|范围(?:锁定|限定|限制|设)(?:到|为|在|成)|"
+    r"(?:限定|限制|聚焦)(?:到|在|为|于)"
+    r")\s*[:：]?\s*(?P<target>.+?)\s*"
+    r"(?:,?\s*(?:from now on|going forward|for now|please|only|for the rest of (?:this|the) session))?"
+    r"(?:吧|就行|就好|即可)?\s*[.!。！]?\s*$",
     re.I,
+)
+
+KNOWN_OPERATORS = ("crossover", "mutation", "ensemble", "reflect")
+"""The fusion operators furnace ships (data may name more: :attr:`Catalogue.operators`)."""
+_OPERATOR_WORDS = {  # other words for an operator, en and zh
+    "crossovers": "crossover",
+    "交叉": "crossover",
+    "杂交": "crossover",
+    "mutations": "mutation",
+    "mutate": "mutation",
+    "变异": "mutation",
+    "突变": "mutation",
+    "ensembles": "ensemble",
+    "集成": "ensemble",
+    "reflection": "reflect",
+    "reflective": "reflect",
+    "反思": "reflect",
+}
+Language = Literal["zh", "en"]
+_LANGUAGE = (
+    ("zh", re.compile(r"\b(chinese|mandarin)\b|中文|汉语|华语|简体", re.I)),
+    ("en", re.compile(r"\benglish\b|英文|英语", re.I)),
 )
 
 
@@ -34,9 +79,11 @@ class Scope(BaseModel):
     experiment: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    agent: str | None = None
+    operator: str | None = None
 
     def is_empty(self) -> bool:
-        return not any((self.persona, self.experiment, self.since, self.until))
+        return not any((self.persona, self.experiment, self.since, self.until, self.agent, self.operator))
 
     def overlaid(self, other: Scope) -> Scope:
         """This scope with ``other``'s set fields on top."""
@@ -51,6 +98,10 @@ class Scope(BaseModel):
             parts.append(f"persona={self.persona}")
         if self.experiment:
             parts.append(f"experiment={self.experiment}")
+        if self.agent:
+            parts.append(f"agent={self.agent}")
+        if self.operator:
+            parts.append(f"operator={self.operator}")
         if self.since or self.until:
             since = self.since.strftime("%Y-%m-%d %H:%M") if self.since else "…"
             until = self.until.strftime("%Y-%m-%d %H:%M") if self.until else "now"
@@ -66,6 +117,7 @@ class Catalogue(BaseModel):
 
     personas: dict[str, str] = {}
     experiments: dict[str, str] = {}
+    operators: list[str] = []  # operator names found in the data (besides :data:`KNOWN_OPERATORS`)
 
     @property
     def latest_experiment(self) -> str | None:
@@ -80,6 +132,9 @@ class Inferred(BaseModel):
     versions: list[int] = []  # version numbers named in the message (diff, versions)
     unresolved: list[str] = []  # names the user mentioned that match nothing (ask, don't guess)
     ambiguous: dict[str, list[str]] = {}  # a name matching several records
+    personas: list[str] = []  # every persona named (a comparison compares them)
+    operators: list[str] = []  # operator names in the message ("crossover", "集成"), in order
+    language: Language | None = None  # "written in Chinese", "英文的人设"
 
 
 def parse_command(text: str) -> tuple[Literal["clear", "lock"], str] | None:
@@ -94,24 +149,71 @@ def parse_command(text: str) -> tuple[Literal["clear", "lock"], str] | None:
 
 # --- time ---------------------------------------------------------------
 
-_DAYS = re.compile(r"(?:last|past)\s+(\d{1,3})\s+days?|(?:最近|过去|近)\s*(\d{1,3})\s*天", re.I)
-_PAST_WEEK = re.compile(r"\b(past|last)\s+(7 days|seven days)\b|\bpast week\b|(最近|过去|近)(一|1)(周|星期)", re.I)
+_ZH_DIGITS = {"一": 1, "两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9, "十": 10}
+_NUM = r"(\d{1,4}|[一两二三四五六七八九十]{1,3})"
+_EN_NUM = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "ten": 10, "a": 1, "an": 1}
+_SPAN = re.compile(
+    r"\b(?:last|past|previous|recent)\s+(\d{1,4}|one|two|three|four|five|six|seven|ten|a|an)?\s*"
+    r"(hours?|h|days?|weeks?|months?)\b|"
+    r"(?:最近|过去|近|前)\s*" + _NUM + r"\s*(?:个)?\s*(小时|钟头|天|日|周|星期|礼拜|个月|月)",
+    re.I,
+)
+_UNIT = {"h": "hours", "hour": "hours", "小时": "hours", "钟头": "hours", "day": "days", "天": "days", "日": "days"}
+_UNIT.update({"week": "weeks", "周": "weeks", "星期": "weeks", "礼拜": "weeks", "month": "months"})
+_UNIT.update({"个月": "months", "月": "months"})
+
+
+def _zh_number(text: str) -> int:
+    if text.isdigit():
+        return int(text)
+    if text.startswith("十"):  # 十, 十五
+        return 10 + (_ZH_DIGITS.get(text[1:], 0) if len(text) > 1 else 0)
+    if "十" in text:  # 二十, 二十四
+        tens, _, ones = text.partition("十")
+        return _ZH_DIGITS.get(tens, 1) * 10 + _ZH_DIGITS.get(ones, 0)
+    return _ZH_DIGITS.get(text, 1)
+
+
+def _span(text: str, now: datetime) -> datetime | None:
+    """The start of a window ending now: "last 24 hours", "past 3 days", "最近一周", "过去两个月"."""
+    m = _SPAN.search(text)
+    if not m:
+        return None
+    if m.group(2):  # English
+        raw, unit = (m.group(1) or "").lower(), m.group(2).lower().rstrip("s")
+        if not raw and unit in ("week", "month"):
+            return None  # "last week" / "last month" are calendar periods (below)
+        n = int(raw) if raw.isdigit() else _EN_NUM.get(raw, 1)
+    else:
+        n, unit = _zh_number(m.group(3)), m.group(4)
+    kind = _UNIT.get(unit, unit + "s" if not unit.endswith("s") else unit)
+    if kind == "hours":
+        return now - timedelta(hours=n)
+    if kind == "weeks":
+        return now - timedelta(days=7 * n)
+    if kind == "months":
+        return now - timedelta(days=30 * n)
+    return now - timedelta(days=n)
 
 
 def infer_time(text: str, now: datetime) -> tuple[datetime | None, datetime | None]:
     """A time range named in ``text`` (UTC, relative to ``now``), or (None, None)."""
     low = text.lower()
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    m = _DAYS.search(text)
-    if m:
-        return now - timedelta(days=int(m.group(1) or m.group(2))), None
-    if _PAST_WEEK.search(text):
-        return now - timedelta(days=7), None
+    since = _span(text, now)
+    if since is not None:
+        return since, None
+    if re.search(r"\b(past|last) (hour|day)\b|\bpast week\b|\bpast month\b", low):
+        unit = re.search(r"(hour|day|week|month)", low)
+        assert unit is not None
+        return now - {"hour": timedelta(hours=1), "day": timedelta(days=1), "week": timedelta(days=7)}.get(
+            unit.group(1), timedelta(days=30)
+        ), None
     if "last night" in low or "昨晚" in text or "昨夜" in text:
         return today - timedelta(hours=6), today + timedelta(hours=9)
     if "yesterday" in low or "昨天" in text:
         return today - timedelta(days=1), today
-    if "today" in low or "今天" in text:
+    if "today" in low or "今天" in text or "今日" in text:
         return today, None
     if "this week" in low or "本周" in text or "这周" in text:
         return today - timedelta(days=today.weekday()), None
@@ -312,6 +414,27 @@ def _fuzzy(text: str, names: dict[str, str]) -> list[str]:
     return hits
 
 
+def infer_operators(text: str, catalogue: Catalogue) -> list[str]:
+    """Operator names in ``text`` ("crossover", "ensembles", "集成"), in the order written, each once."""
+    low = text.casefold()
+    names = {n.casefold(): n for n in (*KNOWN_OPERATORS, *catalogue.operators) if n and n != "seed"}
+    words = {**{k: v for k, v in _OPERATOR_WORDS.items() if v in names.values()}, **names}
+    hits: list[tuple[int, str]] = []
+    for word, name in words.items():
+        pattern = re.escape(word) if not word.isascii() else rf"(?<![\w-]){re.escape(word)}(?![\w-])"
+        for m in re.finditer(pattern, low):
+            hits.append((m.start(), name))
+    return list(dict.fromkeys(name for _, name in sorted(hits)))
+
+
+def infer_language(text: str) -> Language | None:
+    """A persona language the message asks for ("written in Chinese", "中文的人设", "English personas")."""
+    for language, pattern in _LANGUAGE:
+        if pattern.search(text):
+            return language  # type: ignore[return-value]
+    return None
+
+
 def infer_versions(text: str) -> list[int]:
     """Version numbers named in ``text`` in the order given ("v1 vs v3", "第2版")."""
     return [int(next(g for g in m.groups() if g)) for m in _VERSION.finditer(text)]
@@ -330,6 +453,8 @@ def infer_scope(text: str, catalogue: Catalogue, now: datetime) -> Inferred:
         ("experiment", _EXPERIMENT_NAMED, catalogue.experiments),
     ):
         mentioned = _mentioned(text, names)
+        if attr == "persona":
+            inferred.personas = list(mentioned)
         if len(mentioned) == 1:
             fields[attr] = mentioned[0]
             continue
@@ -343,6 +468,8 @@ def infer_scope(text: str, catalogue: Catalogue, now: datetime) -> Inferred:
             hits = match_names(word, names)
             if len(hits) == 1:
                 fields[attr] = hits[0]
+                if attr == "persona":
+                    inferred.personas = [hits[0]]
                 break
             if len(hits) > 1:
                 inferred.ambiguous[word] = hits
@@ -353,6 +480,8 @@ def infer_scope(text: str, catalogue: Catalogue, now: datetime) -> Inferred:
             fuzzy = _fuzzy(text, names)
             if len(fuzzy) == 1:
                 fields[attr] = fuzzy[0]
+                if attr == "persona":
+                    inferred.personas = [fuzzy[0]]
             else:
                 inferred.unresolved.extend(unknown)
     if "persona" not in fields and not inferred.unresolved and "persona" not in str(inferred.ambiguous):
@@ -370,6 +499,10 @@ def infer_scope(text: str, catalogue: Catalogue, now: datetime) -> Inferred:
         inferred.unresolved = [u for u in inferred.unresolved if not u.startswith("experiment ")]
     inferred.agents = list(dict.fromkeys(m.group(0).lower() for m in _AGENT.finditer(text)))
     inferred.versions = infer_versions(_AGENT.sub(" ", text))
+    inferred.operators = infer_operators(text, catalogue)
+    if len(inferred.operators) == 1:  # one operator named: a filter ("agents that used ensemble")
+        fields["operator"] = inferred.operators[0]
+    inferred.language = infer_language(text)
     since, until = infer_time(text, now)
     inferred.scope = Scope(since=since, until=until, **fields)  # type: ignore[arg-type]
     return inferred

@@ -39,8 +39,8 @@ def build_assistant(obj: Runtime, *, model_lead: bool = False) -> tuple[Assistan
 def ask(obj: Runtime, question: str, session: str, model_lead: bool, as_json: bool) -> None:
     """Ask about furnace's data in plain words (zh or en).
 
-    Lock a scope with "from now on only the coach persona" / "只看 experiment X";
-    clear it with "clear scope" / "清除范围".
+    Lock a scope with "focus on tea-master from now on" / "接下来都看 experiment X" (a persona,
+    experiment, agent, operator or time window); clear it with "clear the scope" / "不限了".
     """
     from furnace.assistant.answer import Done
 

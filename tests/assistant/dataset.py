@@ -25,6 +25,11 @@ EXPERIMENTS = {  # id -> (name, created hours ago); the newest is exp-tea
     "exp-night": ("night sweep", 40),
     "exp-tea": ("tea evolution", 3),
 }
+# experiment -> {seed persona: fitness} (generation 0, operator "seed", agent id = the persona's id)
+SEEDS = {
+    "exp-night": {"tea-master": 0.62, "go-reviewer": 0.58},
+    "exp-tea": {"tea-master": 0.69, "home-chef-zh": 0.73},
+}
 # agent -> (experiment, generation, operator, parents, fitness, failures)
 AGENTS = {
     "agt-aaa111": ("exp-night", 1, "crossover", ["tea-master", "go-reviewer"], 0.71, 0),
@@ -33,6 +38,7 @@ AGENTS = {
     "agt-ddd444": ("exp-tea", 1, "mutation", ["tea-master"], 0.82, 0),
     "agt-eee555": ("exp-tea", 2, "crossover", ["agt-ddd444", "home-chef-zh"], 0.88, 0),
     "agt-fff666": ("exp-tea", 2, "mutation", ["agt-ddd444"], 0.74, 2),
+    "agt-ggg777": ("exp-tea", 2, "ensemble", ["agt-ddd444", "agt-eee555"], 0.8, 0),
 }
 ARENA = ("arena-s1", ["tea-master", "go-reviewer"])
 
@@ -56,7 +62,7 @@ def build(path: Path) -> Database:
             store.save_elixir(parse_elixir({**base, "expertise": [*expertise, "红茶"], "style_preferences": prefs}))
     with db.transaction() as con:
         for eid, (name, hours) in EXPERIMENTS.items():
-            config = {"name": name, "seeds": {"ids": ["tea-master", "go-reviewer"]}}
+            config = {"name": name, "seeds": {"ids": sorted(SEEDS[eid])}}
             con.execute(
                 "INSERT INTO experiments (experiment_id, name, config, seed, model, status, created_at) "
                 "VALUES (?, ?, ?, 1, 'offline', 'finished', ?)",
@@ -67,6 +73,14 @@ def build(path: Path) -> Database:
                     "INSERT INTO experiment_generations (experiment_id, generation, survivors, best_fitness,"
                     " mean_fitness, operator_weights) VALUES (?, ?, '[]', ?, ?, '{}')",
                     [eid, gen, 0.6 + gen * 0.1 + (0.05 if eid == "exp-tea" else 0), 0.55 + gen * 0.05],
+                )
+        for eid, seeds in SEEDS.items():
+            for slot, (pid, fit) in enumerate(seeds.items(), start=100):
+                con.execute(
+                    "INSERT INTO experiment_individuals (experiment_id, generation, agent_id, slot, operator,"
+                    " parents, elixir, system_prompt, fitness, objectives, failures, failure_reasons, calls, tokens,"
+                    " cost_usd, created_at) VALUES (?, 0, ?, ?, 'seed', '[]', '{}', '', ?, '{}', 0, '[]', 0, 0, 0, ?)",
+                    [eid, pid, slot, fit, NOW - timedelta(hours=EXPERIMENTS[eid][1])],
                 )
         for slot, (agent, (eid, gen, op, parents, fit, fails)) in enumerate(AGENTS.items()):
             created = NOW - timedelta(hours=EXPERIMENTS[eid][1] - gen)

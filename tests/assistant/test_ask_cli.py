@@ -27,3 +27,20 @@ def test_ask_locks_scope_across_invocations(home, capsys) -> None:
     events = json.loads(out)
     assert [e["type"] for e in events][0] == "status" and events[-1]["type"] == "done"
     assert events[-1]["result"]["columns"][:2] == ["id", "name"]
+
+
+def test_ask_lock_and_clear_phrasings_persist_per_session(home, capsys) -> None:
+    code, out, err = _run(capsys, "ask", "focus on the last 24 hours from now on", "--session", "s2")
+    assert code == 0, err
+    assert "Scope locked: time=" in out
+    code, out, _ = _run(capsys, "ask", "list the personas", "--session", "s2")
+    assert code == 0 and "(locked: time=" in out.splitlines()[0]
+    code, out, _ = _run(capsys, "ask", "list the personas")  # another session is not locked
+    assert "(not locked)" in out.splitlines()[0]
+    code, out, _ = _run(capsys, "ask", "不限了", "--session", "s2")
+    assert code == 0 and "已清除范围" in out
+    code, out, _ = _run(capsys, "ask", "how many personas are there?", "--session", "s2", "--json")
+    events = json.loads(out)
+    meta = next(e for e in events if e["type"] == "meta")
+    assert meta["intent"] == "count" and meta["confidence"] >= 0.6 and not meta["locked"]
+    assert events[-1]["result"]["items"] == [{"what": "personas", "count": 0}]  # an empty library

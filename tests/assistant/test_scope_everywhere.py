@@ -89,10 +89,12 @@ def test_lineage_answers_walk_the_real_edges(data: DuckDBAssistData) -> None:
 def test_operator_statistics_compare_children_with_their_parents(data: DuckDBAssistData) -> None:
     done, _ = ask(Assistant(data, None, now=lambda: NOW), AssistantState(), "which operator worked best?")
     rows = {r["operator"]: r for r in done.result.items}
-    # mutation: bbb222 0.78 > aaa111 0.71; ddd444 has only a persona parent; fff666 0.74 < ddd444 0.82
-    assert rows["mutation"]["children"] == 3 and rows["mutation"]["improved"] == 1
-    # crossover: ccc333 0.66 < 0.71; eee555 0.88 > 0.82; aaa111 has persona parents only
-    assert rows["crossover"]["children"] == 3 and rows["crossover"]["improved"] == 1
+    # parents are compared within their experiment, seeds (generation 0) included:
+    # mutation: bbb222 0.78 > aaa111 0.71; ddd444 0.82 > seed tea-master 0.69; fff666 0.74 < ddd444 0.82
+    assert rows["mutation"]["children"] == 3 and rows["mutation"]["improved"] == 2
+    # crossover: aaa111 0.71 > seeds 0.62/0.58; ccc333 0.66 < 0.71; eee555 0.88 > ddd444 0.82 and seed 0.73
+    assert rows["crossover"]["children"] == 3 and rows["crossover"]["improved"] == 2
+    assert rows["ensemble"]["children"] == 1 and rows["ensemble"]["improved"] == 0  # ggg777 0.80 < eee555 0.88
 
 
 @pytest.mark.parametrize(

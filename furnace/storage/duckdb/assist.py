@@ -81,9 +81,15 @@ class DuckDBAssistData:
     def catalogue(self) -> Catalogue:
         personas = self._rows(f"SELECT id, name {_LATEST_LIBRARY}", [])
         experiments = self._rows("SELECT experiment_id, name FROM experiments ORDER BY created_at DESC", [])
+        operators = self.db.query(
+            "SELECT DISTINCT operator FROM lineage_edges WHERE operator IS NOT NULL AND operator <> 'seed' "
+            "ORDER BY operator",
+            [],
+        )
         return Catalogue(
             personas={r["id"]: r["name"] for r in personas},
             experiments={r["experiment_id"]: r["name"] for r in experiments},
+            operators=[r[0] for r in operators],
         )
 
     def known_agent(self, agent_id: str) -> bool:
@@ -113,6 +119,46 @@ class DuckDBAssistData:
             + " AND "
             + _TIME.format(col="created_at")
             + " GROUP BY agent_id, experiment_id ORDER BY fitness DESC, agent_id LIMIT ?"
+        )
+        return self._rows(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
+
+    def agents(self, q: Query) -> list[dict[str, Any]]:
+        """Every bred agent (the agents table), with the operator and parents that made it and its best
+        fitness in an experiment (None for an agent fused outside one), oldest first."""
+        s = q.scope
+        sql = (
+            "SELECT a.id AS agent_id, e.operator, e.parents, i.experiment_id, i.generation, i.fitness, a.created_at "
+            "FROM agents a "
+            "LEFT JOIN (SELECT child, string_agg(DISTINCT operator, ', ' ORDER BY operator) AS operator, "
+            " string_agg(parent, ', ' ORDER BY parent) AS parents FROM lineage_edges GROUP BY child) e "
+            " ON e.child = a.id "
+            "LEFT JOIN (SELECT agent_id, min(experiment_id) AS experiment_id, min(generation) AS generation, "
+            " max(fitness) AS fitness FROM experiment_individuals WHERE operator <> 'seed' AND "
+            + _EQ.format(col="experiment_id")
+            + " GROUP BY agent_id) i ON i.agent_id = a.id WHERE "
+            "(CAST(? AS VARCHAR) IS NULL OR i.agent_id IS NOT NULL) AND "
+            + _EQ.format(col="a.id")
+            + " AND (CAST(? AS VARCHAR) IS NULL OR list_contains(string_split(e.operator, ', '), ?)) AND "
+            + _BRED_FROM.format(col="a.id")
+            + " AND "
+            + _TIME.format(col="a.created_at")
+            + " ORDER BY a.created_at, a.id LIMIT ?"
+        )
+        params = [s.experiment, s.experiment, s.experiment, s.agent, s.agent, s.operator, s.operator]
+        return self._rows(sql, [*params, s.persona, s.persona, *self._t(s), q.limit])
+
+    def seeds(self, q: Query) -> list[dict[str, Any]]:
+        """The seed personas of experiments (generation 0, operator ``seed``), fittest first."""
+        s = q.scope
+        sql = (
+            "SELECT agent_id AS persona_id, experiment_id, fitness, failures, created_at "
+            "FROM experiment_individuals WHERE operator = 'seed' AND "
+            + _EQ.format(col="experiment_id")
+            + " AND "
+            + _EQ.format(col="agent_id")
+            + " AND "
+            + _TIME.format(col="created_at")
+            + " ORDER BY fitness DESC NULLS LAST, persona_id, experiment_id LIMIT ?"
         )
         return self._rows(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
 
