@@ -143,3 +143,16 @@ def _mlflow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
     MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
     return path
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``furnace ARGV`` in-process: its exit code (0 when it returns), stdout and stderr."""
+    from furnace.cli import main
+
+    code: object = 0
+    try:
+        main(list(argv))
+    except SystemExit as done:
+        code = done.code
+    out, err = capsys.readouterr()
+    return (0 if code is None else int(code)), out, err  # type: ignore[call-overload]

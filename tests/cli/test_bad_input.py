@@ -9,22 +9,13 @@ from pathlib import Path
 import pytest
 
 from furnace import resources
-from furnace.cli import EXIT_FAILED, EXIT_OK, cli, main
+from furnace.cli import EXIT_FAILED, EXIT_OK, cli
 from furnace.cli.context import READ_ONLY_COMMANDS
 from furnace.domain.errors import InputError
+from tests.conftest import run_cli as _run
 from tests.conftest import seed_home
 
 GO = str(resources.LIBRARY_DIR / "go-reviewer.yaml")
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code: object = 0
-    try:
-        main(list(argv))
-    except SystemExit as done:
-        code = done.code
-    out, err = capsys.readouterr()
-    return (0 if code is None else int(code)), out, err  # type: ignore[call-overload]
 
 
 def _one_line_user_error(code: int, err: str) -> str:

@@ -7,17 +7,8 @@ from pathlib import Path
 import pytest
 
 from furnace import resources
-from furnace.cli import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, main
-
-
-def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code: object = 0
-    try:
-        main(list(argv))
-    except SystemExit as done:
-        code = done.code
-    out, err = capsys.readouterr()
-    return (0 if code is None else int(code)), out, err  # type: ignore[call-overload]
+from furnace.cli import EXIT_FAILED, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
+from tests.conftest import run_cli as _run
 
 
 def test_version(capsys, home: Path) -> None:
