@@ -345,11 +345,10 @@ class Evolution:
             llm.parent = step
             try:
                 bred = self._breed(refs, plan.operator, plan.seed, plan.params, llm)
-            except BudgetExceeded:
-                raise
-            except FurnaceError as err:
-                if step is not None:
-                    step.end(error=str(err)[:300])
+            except BaseException as err:
+                _end_failed(step, err)  # an open step would keep its whole trace from being exported
+                if isinstance(err, BudgetExceeded) or not isinstance(err, FurnaceError):
+                    raise
                 ev = failed_evaluation(f"fusion failed: {err}", self.config.scorers)
                 return self._record(
                     generation, plan, f"failed-g{generation}-s{plan.slot}", parents, None, {}, "", ev, llm
@@ -374,18 +373,22 @@ class Evolution:
             root.child("evaluate", {"agent_id": agent_id, "probes": len(self.probes.probes)}, "chain") if root else None
         )
         llm.parent = step
-        ev = evaluate_agent(
-            llm,
-            elixir,
-            prompt,
-            self.probes,
-            self.config.scorers,
-            seed=self.config.seed,
-            vectors=vectors,
-            parallel=self._probes_per_unit,
-            span=step,
-            pool=self._probe_pool,
-        )
+        try:
+            ev = evaluate_agent(
+                llm,
+                elixir,
+                prompt,
+                self.probes,
+                self.config.scorers,
+                seed=self.config.seed,
+                vectors=vectors,
+                parallel=self._probes_per_unit,
+                span=step,
+                pool=self._probe_pool,
+            )
+        except BaseException as err:
+            _end_failed(step, err)
+            raise
         if step is not None:
             step.end({"fitness": ev.fitness, "objectives": ev.objectives, "failures": len(ev.failure_reasons)})
         return self._record(generation, plan, agent_id, parents, lineage_hash, persona_inputs(elixir), prompt, ev, llm)
@@ -801,6 +804,14 @@ class _Schedule:
         self.evo._emit(
             generation=generation, generations=self.evo.config.generations, done=done, total=total, best=best
         )
+
+
+def _end_failed(step: Span | None, err: BaseException) -> None:
+    """End ``step`` with ``err`` (a fusion's error as it is; anything else, the budget stop
+    included, with its class name)."""
+    if step is not None:
+        plain = isinstance(err, FurnaceError) and not isinstance(err, BudgetExceeded)
+        step.end(error=(str(err) if plain else f"{err.__class__.__name__}: {err}")[:300])
 
 
 def _generation_totals(g: GenerationRecord) -> CallTotals:
