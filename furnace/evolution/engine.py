@@ -59,7 +59,7 @@ from furnace.evolution.reflection import (
     operator_params,
     parent_picker,
 )
-from furnace.evolution.report import ExperimentReport, build_report
+from furnace.evolution.report import ExperimentReport, budget_stop, build_report
 from furnace.evolution.selection import OperatorBoard, choose_operator, survivors
 from furnace.evolution.tracker import NullTracker, Span, Tracker, start_trace
 from furnace.evolution.units import Finished, ThreadUnitRunner, Unit, UnitRunner, prestart
@@ -145,6 +145,10 @@ class _CountingLLM:
             )
         try:
             c = self.inner.complete(request)
+        except BudgetExceeded as err:  # refused before any request: no call was made
+            if span is not None:
+                span.end(error=f"{err.__class__.__name__}: {err}"[:300], usage=CallTotals(), model=self.model_name)
+            raise
         except Exception as err:
             lost = error_totals(err)
             if span is not None:
@@ -421,7 +425,7 @@ class Evolution:
             scores=ev.scores,
             failures=len(ev.failure_reasons),
             failure_reasons=ev.failure_reasons,
-            calls=spent.calls,
+            calls=spent.model_calls,
             tokens=spent.total_tokens,
             cost_usd=round(spent.cost_usd, 9),
         )
@@ -474,8 +478,8 @@ class Evolution:
         try:
             try:
                 schedule.run()
-            except BudgetExceeded as err:
-                self.status = f"stopped: {err}"
+            except BudgetExceeded as err:  # raised once every unit under way has finished: the meter is final
+                self.status = budget_stop(str(err), self.metered.meter.as_dict())
             finally:
                 self._close_threads(runner)
         except BaseException:
@@ -491,6 +495,7 @@ class Evolution:
             board=self.board,
             totals=self.run_totals().as_dict(),
             judge_model=self.judge_model,
+            run_spent=self.metered.meter.as_dict(),
         )
         # the experiment's status and summary in the unit of work of the last records, then everything is on disk
         self._writer.put(
@@ -701,8 +706,8 @@ class _Schedule:
             unit, record = self.wait_one()
             if record is not None:
                 self.done[unit.order - len(self.evo.seeds)] = record
-        if self.stop is not None:
-            self.evo.status = f"stopped: {self.stop}"
+        if self.stop is not None:  # every unit has been taken in: the meter is final
+            self.evo.status = budget_stop(self.stop, self.evo.metered.meter.as_dict())
 
     def seed_generation(self) -> bool:
         """Generation 0 (the library seeds): every later plan needs all of it."""

@@ -72,7 +72,8 @@ class CallRecord(BaseModel):
 class CallTotals(BaseModel):
     """The one accounting type: sums over call records (the ledger, a meter, a report, MLflow).
 
-    - ``calls``: logical calls the code made (cache hits included);
+    - ``calls``: logical calls the code made (cache hits included); shown (:meth:`as_dict`:
+      reports, summaries, MLflow, experiment records) ``calls`` means model calls instead;
     - ``cached_calls``: served from the response cache (free);
     - ``model_calls``: reached the model (``calls - cached_calls``);
     - ``failed_calls``: logical calls that ended in an error;
@@ -121,9 +122,11 @@ class CallTotals(BaseModel):
         return CallTotals(**out)
 
     def as_dict(self) -> dict[str, float]:
-        """The figures shown in reports, stored in summaries and logged to MLflow."""
+        """The figures shown in reports, stored in summaries and logged to MLflow. There ``calls``
+        means model calls (``model_calls``, kept under its old name too); cache hits are
+        ``cached_calls``, requests sent (retries included) ``attempts``."""
         return {
-            "calls": self.calls,
+            "calls": self.model_calls,
             "model_calls": self.model_calls,
             "cached_calls": self.cached_calls,
             "failed_calls": self.failed_calls,

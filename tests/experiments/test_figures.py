@@ -46,3 +46,34 @@ def test_a_budget_stopped_run_traces_every_unit_and_its_spans_add_up_to_the_ledg
     spent = ledger.totals()
     assert llm_span_tokens(traces) == spent.total_tokens == report.totals["tokens"] > 0
     assert sum(t.info.token_usage["total_tokens"] for t in traces) == spent.total_tokens
+
+
+def test_the_budget_stop_line_and_the_totals_line_state_the_same_named_counts():
+    from furnace.evolution.report import render_report, spent_text
+
+    ledger, cache, results = MemoryCallLedger(), MemoryResponseCache(), MemoryResults()
+    first = make(results, llm=ledgered(ledger, cache), generations=2, budget={"max_calls": 10}).run()
+    spent = ledger.totals()
+    # calls in flight when the limit was reached count against it and land before the status is
+    # written: the stop line counts all of them, as the ledger does
+    assert first.totals["calls"] == spent.model_calls == 10
+    assert first.status == f"stopped: budget.max_calls 10 reached after {spent_text(first.totals)}"
+    assert "after 10 model calls (10 attempts, 0 failed) + 0 cache hits" in first.status
+    assert f"calls: {spent_text(first.totals)}\n" in render_report(first) + "\n"
+    assert "this run:" not in render_report(first)  # one run: one set of figures
+
+    # the same experiment again, a fresh budget: what the earlier run paid for is served by the cache
+    again = make(results, llm=ledgered(ledger, cache), generations=2, budget={"max_calls": 10}).run()
+    spent, mine = ledger.totals(), again.run_spent
+    assert again.totals["calls"] == spent.model_calls == 20  # `calls` are model calls, cache hits apart
+    assert again.totals["cached_calls"] == spent.cached_calls > 0
+    assert mine["calls"] == 10 and mine["cached_calls"] == spent.cached_calls
+    assert again.status == f"stopped: budget.max_calls 10 reached after {spent_text(mine)}"
+    text = render_report(again)
+    assert f"calls: {spent_text(again.totals)} (every run of this experiment)" in text
+    assert f"this run: {spent_text(mine)}" in text
+    # and so are an individual's: made again from the cache (a new store), its record holds no call
+    fresh = MemoryResults()
+    make(fresh, llm=ledgered(ledger, cache), generations=2, budget={"max_calls": 10}).run()
+    seeds = fresh.individuals(again.experiment_id, generation=0)
+    assert seeds and {r.calls for r in seeds} <= {0, 1, 2, 3, 4} and 0 in {r.calls for r in seeds}
