@@ -31,6 +31,7 @@ class ExperimentReport:
     judge_model: str = ""
     unscored: list[dict[str, Any]] = field(default_factory=list)
     run_spent: dict[str, float] = field(default_factory=dict)  # this invocation's figures (what the budget counted)
+    untraced: list[dict[str, Any]] = field(default_factory=list)  # units whose traces show fewer tokens than the ledger
 
     @property
     def best(self) -> dict[str, Any] | None:
@@ -121,6 +122,7 @@ def build_report(
     totals: dict[str, Any],
     judge_model: str = "",
     run_spent: dict[str, Any] | None = None,
+    untraced: Sequence[dict[str, Any]] = (),
 ) -> ExperimentReport:
     """Assemble the report of one run from its individual records (every generation), its
     generation history, the operator board, the experiment's totals (the call ledger's: every run
@@ -194,6 +196,7 @@ def build_report(
         judge_model=judge_model or model,
         unscored=unscored[:50],
         run_spent=dict(run_spent if run_spent is not None else totals),
+        untraced=list(untraced),
     )
 
 
@@ -224,6 +227,10 @@ def budget_stop(reason: str, spent: Mapping[str, Any]) -> str:
 
 
 _SAME = ("calls", "cached_calls", "attempts", "tokens")
+UNTRACED_WHY = (
+    "an earlier run paid for calls whose spans never reached MLflow (a killed run's: written in the"
+    " background, or still under way; or a run made without MLflow)"
+)
 
 
 def render_report(report: ExperimentReport) -> str:
@@ -278,6 +285,12 @@ def render_report(report: ExperimentReport) -> str:
     lines += ["", f"calls: {spent_text(t)}" + (" (every run of this experiment)" if earlier else "")]
     if earlier:
         lines.append(f"this run: {spent_text(mine)}")
+    if report.untraced:
+        lost = sum(int(u["tokens"]) - int(u["traced_tokens"]) for u in report.untraced)
+        lines.append(
+            f"traces short of the ledger by {lost} tokens ({len(report.untraced)} units): {UNTRACED_WHY}; "
+            + cut_list([f"{u['trace']} ({int(u['traced_tokens'])} of {int(u['tokens'])})" for u in report.untraced], 6)
+        )
     if report.failures:
         lines.append(
             f"failure scores recorded: {report.failures} (see `furnace experiment show {report.experiment_id}`)"
