@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from furnace.evolution.engine import Evolution, Progress
     from furnace.evolution.estimate import Estimate
     from furnace.evolution.records import ExperimentResults
+    from furnace.evolution.seeds import SeedFork
     from furnace.evolution.tracker import Tracker
     from furnace.fusion.embedding import Embedder
     from furnace.fusion.synthesis import KV, SynthesisCache
@@ -143,6 +144,7 @@ class PreparedExperiment:
     evolution: Evolution
     estimate: Estimate
     llm: CachedLLM
+    fork: SeedFork | None = None  # this config's last run resolved its seeds to other versions
 
     def estimate_line(self) -> str:
         """The estimate as one line ("estimate: ~N model calls …")."""
@@ -153,6 +155,18 @@ class PreparedExperiment:
             f"estimate: ~{est.calls} model calls (~{est.calls_per_generation}/generation), "
             f"~{est.tokens:,} tokens{usd}; cached calls are free"
         )
+
+    def check_fork(self, *, same: bool = False) -> str | None:
+        """The line saying this rerun forked from its config's last run (seeds resolved to other versions),
+        or None; with ``same``, a fork is refused (InputError) before anything runs."""
+        if self.fork is None:
+            return None
+        from furnace.domain.errors import InputError
+
+        line = self.fork.message(self.evolution.experiment_id)
+        if same:
+            raise InputError(f"{line}; --same refuses to start a new experiment", field="seeds.ids")
+        return line
 
     def check_budget(self, *, yes: bool) -> None:
         """Refuse (BudgetExceeded) when the estimate exceeds the config's budget, unless ``yes``."""
@@ -307,6 +321,7 @@ class Runtime:
     def arena(self, *, llm: LLM | None = None, after_checkpoint: CheckpointHook | None = None) -> Arena:
         """The group-chat arena on this runtime's stores, speaking through ``llm`` (default :attr:`llm`);
         a session keeps the model it was created with (:meth:`llm_for`)."""
+        from furnace.arena.relevance import LazyEmbedder
         from furnace.arena.runner import Arena
         from furnace.arena.speaker import token_aware_context
         from furnace.storage.duckdb.arena import DuckDBArenaStore
@@ -323,6 +338,7 @@ class Runtime:
             main,
             llm_for_model=llm_for_model,
             context=context,
+            embedder=LazyEmbedder(lambda: self.embedder),  # built (MiniLM loaded) by the first ranked turn
             after_checkpoint=after_checkpoint,
         )
 
@@ -340,7 +356,7 @@ class Runtime:
         breeder, DuckDB records and the tracker (MLflow unless ``track`` is off)."""
         from furnace.evolution.engine import Evolution, experiment_inputs
         from furnace.evolution.estimate import estimate
-        from furnace.evolution.seeds import select_seeds
+        from furnace.evolution.seeds import seed_fork, select_seeds
         from furnace.scoring.probes import load_probe_set
 
         llm = self.llm_for(config.model) if config.model and config.model != self.settings.model else self.llm
@@ -363,7 +379,8 @@ class Runtime:
             judge=judge.for_run(experiment_id) if judge is not None else None,  # same cache, ledger, run id
             keep_failures=keep_failures,
         )
-        return PreparedExperiment(evolution, estimate(config, len(probes.probes)), llm)
+        fork = seed_fork(self.results, config, seeds[: config.population], experiment_id)
+        return PreparedExperiment(evolution, estimate(config, len(probes.probes)), llm, fork)
 
     def isolated_runner(
         self,

@@ -1,14 +1,19 @@
 """Settings, read once at the edges (CLI, flow entry, app start) and passed down.
 
-Every variable is ``FURNACE_<NAME>``. Core code never reads ``os.environ``.
+Every variable is ``FURNACE_<NAME>``. Core code never reads ``os.environ``. A value that does not
+parse is an :class:`~furnace.domain.errors.InputError` naming the variable and what it accepts
+(never a validation dump, never a secret's value).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from furnace.domain.errors import InputError
 
 
 class FurnaceSettings(BaseSettings):
@@ -42,6 +47,22 @@ class FurnaceSettings(BaseSettings):
     dask_workers: int = Field(default=2, ge=1, description="worker processes of the local Dask cluster")
     app_host: str = "127.0.0.1"
     app_port: int = 8501
+    serve_key: SecretStr | None = Field(
+        default=None, description="the bearer key `furnace agent serve` requires of clients; unset = none"
+    )
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as err:
+            raise _settings_error(err) from None
+
+    @field_validator("home", mode="before")
+    @classmethod
+    def _home_not_empty(cls, value: Any) -> Any:
+        if isinstance(value, str) and not value.strip():  # Path("") is the current folder: never meant
+            raise ValueError("FURNACE_HOME is empty: set it to the data folder, or unset it for ./data")
+        return value
 
     @property
     def db_path(self) -> Path:
@@ -57,3 +78,37 @@ class FurnaceSettings(BaseSettings):
         from furnace.llm.seam import OFFLINE_MODEL_NAME
 
         return self.model or OFFLINE_MODEL_NAME
+
+
+def _accepts(name: str) -> str:
+    """What ``FURNACE_<NAME>`` accepts, in words ("a whole number >= 1 (default 2)")."""
+    field = FurnaceSettings.model_fields[name]
+    text = {int: "a whole number", float: "a number", bool: "true or false", Path: "a folder path"}.get(
+        field.annotation,  # type: ignore[arg-type]
+        field.description or "text",
+    )
+    for rule in field.metadata:
+        for attr, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+            if getattr(rule, attr, None) is not None:
+                text += f" {sign} {getattr(rule, attr)}"
+    if field.default is not None and not isinstance(field.default, SecretStr):
+        text += f" (default {field.default})"
+    return text
+
+
+def _settings_error(err: ValidationError) -> InputError:
+    """One line naming each bad ``FURNACE_*`` variable, the value given (not a secret's) and what it accepts."""
+    problems: list[tuple[str, str]] = []
+    for item in err.errors():
+        name = str(item["loc"][0]) if item["loc"] else ""
+        variable = f"FURNACE_{name.upper()}"
+        if name not in FurnaceSettings.model_fields:
+            problems.append((variable, f"{variable}: {item['msg']}"))
+            continue
+        if item["type"] == "value_error":  # a validator's own message says it all
+            problems.append((variable, str(item.get("ctx", {}).get("error", item["msg"]))))
+            continue
+        secret = "SecretStr" in str(FurnaceSettings.model_fields[name].annotation)
+        given = "" if secret else f"={str(item.get('input'))[:40]!r}"
+        problems.append((variable, f"{variable}{given} is not allowed: it must be {_accepts(name)}"))
+    return InputError("; ".join(message for _, message in problems), field=problems[0][0], problems=problems)

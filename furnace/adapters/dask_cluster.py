@@ -4,8 +4,9 @@
   scheduler, the workers and the dashboard bound to 127.0.0.1 only; the dashboard URL is
   announced. It is furnace's: closed when the run ends and on SIGINT (the block unwinds). When
   furnace dies otherwise (SIGTERM, SIGKILL), the scheduler goes with it (it runs in furnace's
-  process) and each worker process notices its parent is gone (Dask's parent-alive pipe,
-  backed here by ``PR_SET_PDEATHSIG`` on Linux) and exits.
+  process) and each worker process goes too: on Linux the kernel kills it (``PR_SET_PDEATHSIG``
+  with SIGKILL, which no handler in the worker and no task holding the interpreter can delay);
+  elsewhere a watcher thread polls the parent's pid, besides Dask's own parent-alive pipe.
 - **An address** (``--dask-address tcp://host:8786`` or ``FURNACE_DASK_ADDRESS``): furnace
   connects as a client and leaves the cluster running when it is done.
 
@@ -19,6 +20,7 @@ import logging
 import math
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import uuid
@@ -28,7 +30,7 @@ from typing import Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from furnace.adapters.processes import die_with_parent
+from furnace.adapters.processes import die_with_parent, watch_parent
 from furnace.evolution.isolated import IsolatedUnitRunner, Job, Sink, World, run_job
 
 log = logging.getLogger(__name__)
@@ -44,8 +46,12 @@ class _DieWithParent(WorkerPlugin):
         self.parent = parent
 
     def setup(self, worker: Any) -> None:
-        if threading.current_thread() is threading.main_thread() and os.getppid() == self.parent:
-            die_with_parent(self.parent)
+        if os.getppid() != self.parent:
+            return  # a worker of a cluster furnace did not start
+        # the signal binds the process only from its main thread (the worker's event loop runs there)
+        on_main = threading.current_thread() is threading.main_thread()
+        if not (on_main and die_with_parent(self.parent, signal.SIGKILL)):
+            watch_parent(self.parent)
 
 
 @contextlib.contextmanager

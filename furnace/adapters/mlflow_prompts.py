@@ -229,3 +229,34 @@ def load_agent(store: ElixirStore, uri: str, *, tracking_uri: str) -> LoadedAgen
         tuple(sorted(getattr(found, "aliases", None) or ())),
     )
     return LoadedAgent(agent, prompt, found.template)
+
+
+def aliased_prompts(tracking_uri: str) -> list[RegisteredPrompt]:
+    """The furnace prompt versions an alias (champion, candidate) points at, by name, one per version
+    (``aliases`` names its aliases). Opening a ``sqlite:///`` store that does not exist creates it: a caller
+    that only reads looks first (``furnace.server.catalogue``)."""
+    client = client_for(tracking_uri)
+    names: list[str] = []
+    page_token = None
+    while True:
+        page = client.search_prompts(max_results=1000, page_token=page_token)
+        names += [p.name for p in page]
+        page_token = getattr(page, "token", None)
+        if not page_token:
+            break
+    found: list[RegisteredPrompt] = []
+    for name in sorted(set(names)):
+        versions: dict[int, Any] = {}
+        for alias in ALIASES:
+            try:
+                version = client.get_prompt_version_by_alias(name, alias)
+            except MlflowException:
+                continue
+            if version is not None and version.tags.get(TAG_AGENT):
+                versions[int(version.version)] = version
+        for number, version in sorted(versions.items()):
+            aliases = tuple(sorted(a for a in (getattr(version, "aliases", None) or ()) if a in ALIASES))
+            found.append(
+                RegisteredPrompt(name, number, version.tags[TAG_AGENT], version.tags.get(TAG_LINEAGE, ""), aliases)
+            )
+    return found

@@ -22,22 +22,44 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from types import FrameType
 from typing import Any
 
 STOP_GRACE_S = 10.0
+WATCH_S = 0.5  # how often a child's parent watcher looks (where no parent-death signal exists)
 _PR_SET_PDEATHSIG = 1
 
 
-def die_with_parent(parent: int) -> None:
-    """In a child process (its main thread): get SIGTERM when ``parent`` dies (Linux), and exit
-    now if it is already gone. Run between fork and exec, or first thing in a Python child."""
+def die_with_parent(parent: int, signum: int = signal.SIGTERM) -> bool:
+    """In a child process (its main thread): get ``signum`` when ``parent`` dies (Linux), and exit
+    now if it is already gone. Run between fork and exec, or first thing in a Python child.
+
+    SIGTERM lets a server stop cleanly; SIGKILL (what furnace's Dask workers ask for) cannot be
+    handled or held up by a busy interpreter. True when the kernel will send it."""
+    bound = False
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+            bound = ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signum) == 0
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
+    return bound
+
+
+def watch_parent(parent: int, every_s: float = WATCH_S) -> threading.Thread:
+    """In a Python child: a daemon thread that exits the process (``os._exit``) once ``parent`` is gone,
+    where the kernel cannot be asked to (not Linux). It needs the interpreter: a parent-death signal
+    (:func:`die_with_parent`) is the stronger binding."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os._exit(1)
+
+    thread = threading.Thread(target=watch, name="furnace-parent-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 def stop(child: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> int:

@@ -104,12 +104,21 @@ def operator_success(individuals: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()[cols]
 
 
-def fitness_by_generation(individuals: pd.DataFrame) -> pd.DataFrame:
-    """Per experiment and generation: individuals evaluated, best, mean and worst fitness."""
-    out = individuals.groupby(["experiment_id", "generation"], sort=True)["fitness"].agg(
-        count="size", best="max", mean="mean", worst="min"
+def fitness_by_generation(generations: pd.DataFrame, individuals: pd.DataFrame) -> pd.DataFrame:
+    """Per experiment and generation: the population's best and mean fitness (survivors included, as the
+    store, the report, MLflow and the app show them: ``generations`` is the ``experiment_generations``
+    table) beside the individuals *evaluated* in that generation (survivors carried over unevaluated are
+    not among them): their count, best and worst."""
+    keys = ["experiment_id", "generation"]
+    population = generations[keys + ["best_fitness", "mean_fitness"]].rename(
+        columns={"best_fitness": "best", "mean_fitness": "mean"}
     )
-    return out.reset_index()
+    evaluated = individuals.groupby(keys, sort=True)["fitness"].agg(
+        evaluated="size", evaluated_best="max", evaluated_worst="min"
+    )
+    out = population.merge(evaluated.reset_index(), on=keys, how="left")
+    out["evaluated"] = out["evaluated"].fillna(0).astype(int)
+    return out.sort_values(keys).reset_index(drop=True)
 
 
 def fitness_by_operator(individuals: pd.DataFrame) -> pd.DataFrame:

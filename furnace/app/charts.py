@@ -78,7 +78,7 @@ def pareto_scatter(points: Sequence[dict[str, Any]], x: str, y: str) -> alt.Laye
 
 
 LINEAGE_SELECTION = "node"
-ROW_PX = 24  # vertical space per node: labels never overlap
+ROW_PX = 24  # vertical space per node: labels never overlap (and at most views.lineage.LABEL_CHARS wide)
 
 
 def lineage_explorer(
@@ -125,5 +125,9 @@ def lineage_explorer(
         .mark_point(size=420, color="#f59f00", strokeWidth=3)
         .encode(x=x, y=y)
     )
-    labels = alt.Chart(data).mark_text(align="left", dx=9, fontSize=11).encode(x=x, y=y, text="label:N")
+    labels = (
+        alt.Chart(data)
+        .mark_text(align="left", dx=9, fontSize=11)
+        .encode(x=x, y=y, text="short:N", tooltip=["id", "label"])
+    )
     return alt.layer(links, rings, dots, labels).properties(height=max(240, ROW_PX * rows)).interactive()

@@ -39,6 +39,20 @@ def services() -> Runtime:
     return _runtime(str(settings.home.resolve()))
 
 
+UNKNOWN = "—"
+
+
+def for_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows for a table: a value not known yet (None) reads "—", never 0 or "None"."""
+    return [{k: UNKNOWN if v is None else v for k, v in row.items()} for row in rows]
+
+
+def known_sum(rows: list[dict[str, Any]], key: str) -> str:
+    """The sum of a column over the rows that know it, or "—" when none does."""
+    values = [r[key] for r in rows if r.get(key) is not None]
+    return f"{sum(values):,}" if values else UNKNOWN
+
+
 def show_error(err: Exception) -> None:
     """Errors are caught at the page boundary and shown, never as a traceback."""
     if isinstance(err, FurnaceError):

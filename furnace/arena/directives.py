@@ -6,7 +6,11 @@
 - ``roll_call`` — "报数", "count off", "sound off", "number off", "roll call", "点名";
   addressed to the @mentioned members, or to everyone;
 - ``all`` — "@all", "@everyone", "@全体成员", "@所有人", "全体都有": every member in order;
-- ``mention`` — "@name" or "@id" of one or more members: those members only;
+- ``mention`` — "@name" or "@id" of one or more members: those members only. The
+  longest member name wins ("@Quant Trader" over a member called "Quant"); Latin
+  names in any case, any run of spaces between a name's words, zh names with no
+  space after them (:func:`find_mentions`); :func:`strip_mentions` gives the
+  question the mentioned members answer;
 - ``open`` — everything else (goes to the supervisor). A mention together with a
   discussion cue ("@Ann what do you all think?", "@Ann 大家讨论一下") is open
   discussion led by the mentioned member (``mentions`` set; the fallback speaker).
@@ -87,26 +91,76 @@ _DISCUSS = re.compile(
 )
 
 
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_LEAD = re.compile(r"^[\s,，:：;；、.。!！]+")
+
+
 def _norm(text: str) -> str:
     # NFKC folds full-width "＠" and letters into their ASCII forms.
     return unicodedata.normalize("NFKC", text).strip()
 
 
-def find_mentions(text: str, members: Sequence[MemberName]) -> tuple[str, ...]:
-    """Ids of members mentioned as ``@name`` or ``@id`` (case-insensitive), in member order."""
-    lowered = _norm(text).casefold()
-    found: set[str] = set()
-    # Longest handles first, so "@Ann Lee" wins over "@Ann"; matched spans are blanked out.
+def _handle_pattern(handle: str) -> re.Pattern[str]:
+    """``@handle``: any run of spaces where the handle has one, case-insensitive (Latin), and not
+    running on into a longer word ("@Ann" is not "@Anna"). A handle ending in a CJK character needs
+    no boundary: zh text has no spaces ("@小周你好")."""
+    words = [re.escape(w) for w in handle.split()]
+    tail = "" if _CJK.match(handle[-1]) or not handle[-1].isalnum() else r"(?!\w)"
+    return re.compile(r"@\s?" + r"\s+".join(words) + tail, re.IGNORECASE)
+
+
+def _folded(text: str) -> tuple[str, list[int]]:
+    """``text`` NFKC-folded character by character, with the index in ``text`` of each folded character
+    (so a span found in the folded text maps back onto what the user wrote)."""
+    chars: list[str] = []
+    where: list[int] = []
+    for i, char in enumerate(text):
+        folded = unicodedata.normalize("NFKC", char)
+        chars.append(folded)
+        where.extend([i] * len(folded))
+    return "".join(chars), where
+
+
+def _mention_spans(text: str, members: Sequence[MemberName]) -> list[tuple[int, int, str]]:
+    """``(start, end, member id)`` of each ``@name``/``@id`` in ``text``, as indices into ``text``.
+
+    The longest handle wins ("@Quant Trader" is Quant Trader, not a member called Quant followed by
+    the word "Trader"); a span taken by a longer handle is not matched again by a shorter one."""
+    folded, where = _folded(text)
     handles = sorted(
-        ((h.casefold(), m.id) for m in members for h in {m.name, m.id} if h.strip()),
-        key=lambda pair: -len(pair[0]),
+        {(" ".join(h.split()), m.id) for m in members for h in (_norm(m.name), m.id) if h.strip()},
+        key=lambda pair: (-len(pair[0]), pair[0].casefold(), pair[1]),
     )
+    spans: list[tuple[int, int, str]] = []
     for handle, member_id in handles:
-        pattern = re.compile(r"@\s?" + re.escape(handle) + r"(?![a-z0-9_])")
-        if pattern.search(lowered):
-            found.add(member_id)
-            lowered = pattern.sub(" ", lowered)
+        for match in _handle_pattern(handle).finditer(folded):
+            start, end = where[match.start()], where[match.end() - 1] + 1
+            if all(end <= s or start >= e for s, e, _ in spans):
+                spans.append((start, end, member_id))
+    return sorted(spans)
+
+
+def find_mentions(text: str, members: Sequence[MemberName]) -> tuple[str, ...]:
+    """Ids of members mentioned as ``@name`` or ``@id`` (longest name first, case-insensitive), in member order."""
+    found = {member_id for _, _, member_id in _mention_spans(text, members)}
     return tuple(m.id for m in members if m.id in found)
+
+
+def strip_mentions(text: str, members: Sequence[MemberName]) -> str:
+    """``text`` without its member mentions: what was asked ("@Quant Trader what's…" → "what's…").
+
+    Only handles of ``members`` are taken out (an ``@`` that names nobody stays), and the
+    punctuation a mention leaves at the start ("@Ann, hi" → "hi") goes with it; the rest is
+    the user's text as written (spaces collapsed)."""
+    spans = _mention_spans(text, members)
+    if not spans:
+        return text.strip()
+    out, at = [], 0
+    for start, end, _ in spans:
+        out.append(text[at:start])
+        at = end
+    out.append(text[at:])
+    return _LEAD.sub("", " ".join("".join(out).split()))
 
 
 def classify(message: str, members: Sequence[MemberName]) -> Directive:

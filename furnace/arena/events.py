@@ -85,12 +85,14 @@ class SpeakerFailed(_Event):
 
 
 class RunFinished(_Event):
-    """Every planned speaker has answered or been skipped."""
+    """Every planned speaker has answered or been skipped. ``status`` is the run's, as stored:
+    ``failed`` when no speaker of the run replied (in this drive or before it)."""
 
     type: Literal["run_finished"] = "run_finished"
     replies: int
     failed: int
     skipped_done: int = 0
+    status: Literal["finished", "failed"] = "finished"
 
 
 class RunCancelled(_Event):

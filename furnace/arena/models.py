@@ -13,7 +13,8 @@ from furnace.domain.canonical import content_key
 MIN_MEMBERS = 1  # one member = single chat
 MAX_MEMBERS = 8
 
-RunStatus = Literal["running", "finished", "cancelled"]
+# failed: every planned speaker failed, so the turn has no reply (it ended; resume does not retry)
+RunStatus = Literal["running", "finished", "failed", "cancelled"]
 SpeakerStatus = Literal["done", "failed"]
 PlanSource = Literal["directive", "supervisor", "fallback"]
 

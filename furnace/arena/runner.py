@@ -27,9 +27,9 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
-from furnace.arena.directives import Directive, DirectiveKind, MemberName, classify
+from furnace.arena.directives import Directive, DirectiveKind, MemberName, classify, strip_mentions
 from furnace.arena.events import (
     ArenaEvent,
     Delta,
@@ -55,6 +55,7 @@ from furnace.arena.models import (
     new_session_id,
     reply_id_for,
 )
+from furnace.arena.relevance import TextEmbedder
 from furnace.arena.router import route
 from furnace.arena.speaker import ContextBuilder, HistoryTurn, Persona, SpokenReply, resolve_persona, speak
 from furnace.arena.store import ArenaStore
@@ -155,6 +156,7 @@ class Arena:
         *,
         llm_for_model: Callable[[str], LLM] | None = None,
         context: ContextBuilder | None = None,
+        embedder: TextEmbedder | None = None,
         seed: int = 0,
         after_checkpoint: CheckpointHook | None = None,
     ) -> None:
@@ -163,6 +165,7 @@ class Arena:
         self.llm = llm
         self.llm_for_model = llm_for_model
         self.context = context
+        self.embedder = embedder  # ranks members by meaning for the supervisor (open discussion only)
         self.seed = seed
         self.after_checkpoint = after_checkpoint
 
@@ -342,6 +345,7 @@ class Arena:
             [p.elixir.model_copy(update={"id": m}) for m, p in personas.items()],
             directive,
             llm=llm,
+            embedder=self.embedder,
             seed=self.seed,
             run_id=run.run_id,
         )
@@ -360,6 +364,7 @@ class Arena:
         *,
         history: list[HistoryTurn],
         group: list[str],
+        question: str,
         max_tokens: int,
     ) -> _Attempt:
         """One speaker, one logical call (retries live in the model client only)."""
@@ -369,6 +374,7 @@ class Arena:
                 run.message,
                 llm=llm,
                 instruction=task.task,
+                question=question,
                 ordinal=task.ordinal,
                 history=history,
                 context=self.context,
@@ -399,6 +405,7 @@ class Arena:
             llm,
             history=list(history),
             group=[p.name for p in personas.values()],
+            question=strip_mentions(run.message, [MemberName(id=m, name=p.name) for m, p in personas.items()]),
             max_tokens=max_tokens,
         )
 
@@ -575,7 +582,7 @@ class Arena:
         """The plan's speakers not ``done`` yet, each recorded while the next one speaks, then
         ``RunFinished``; ``first`` is the first of them, already speaking (started with a new run, whose
         lease was just taken and whose id nobody could cancel yet). ``calls`` holds the calls started ahead.
-        Returns True when the run finished (False: cancelled)."""
+        Returns True when the run ended (finished, or failed: no speaker of it replied; False: cancelled)."""
         ids: dict[str, Any] = {"run_id": run.run_id, "session_id": session.id}
         replied = failed = 0
         todo = [(index, task) for index, task in enumerate(plan.speakers) if index not in done]
@@ -678,8 +685,12 @@ class Arena:
                 )
             if self.after_checkpoint is not None:
                 self.after_checkpoint(run.run_id, len(done) + replied + failed)
-        if not holder.released:  # no speaker was left to run (a resume of a run whose speakers were all done)
-            self.store.set_status(run.run_id, "finished")
+        # A turn nobody answered (every speaker failed, now or before a resume) is recorded as failed,
+        # not finished: the record behind the last speaker says finished, this write comes after it.
+        answered = replied + sum(1 for c in done.values() if c.status == "done")
+        status: Literal["finished", "failed"] = "finished" if answered else "failed"
+        if not holder.released or status == "failed":  # not released: no speaker was left to run (a resume)
+            self.store.set_status(run.run_id, status)
         snapshot_soon(self.store)  # analysis reads the turn from a fresh snapshot
-        yield RunFinished(**ids, replies=replied, failed=failed, skipped_done=len(done))
+        yield RunFinished(**ids, replies=replied, failed=failed, skipped_done=len(done), status=status)
         return True

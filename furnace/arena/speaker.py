@@ -9,7 +9,9 @@ speaker alike:
    :func:`token_aware_context`, i.e. :func:`furnace.llm.context.build_context`: the
    history within a token budget, older turns compressed, the last 4 verbatim);
 3. one REPLY model call with ``inputs = {"persona", "message", "instruction"}``
-   (``instruction`` carries a fixed task, e.g. a roll-call ordinal);
+   (``instruction`` carries a fixed task, e.g. a roll-call ordinal; ``question``, when
+   the message @mentions members, is the message without those mentions — the model's
+   messages keep the message as the user wrote it);
 4. response validation (:func:`validate_reply`): non-empty, the persona's
    ``max_length``, and for a roll call the ordinal enforced in code;
 5. the text handed to ``on_delta`` (the arena turns it into a ``Delta`` event).
@@ -29,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from furnace.arena.ordinals import enforce_ordinal
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import LLMMalformedOutput, NotFound
+from furnace.domain.macros import served
 from furnace.domain.render import render_prompt
 from furnace.llm.context import TokenCounter, build_context, estimate_counter
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
@@ -159,6 +162,7 @@ def build_reply_request(
     message: str,
     *,
     instruction: str | None = None,
+    question: str | None = None,
     history: Sequence[HistoryTurn] = (),
     context: ContextBuilder | None = None,
     group: Sequence[str] = (),
@@ -168,7 +172,10 @@ def build_reply_request(
     attempt: int = 0,
     run_id: str | None = None,
 ) -> LLMRequest:
-    """The REPLY request for one speaker (``attempt`` > 0 asks for a fresh sample on retry)."""
+    """The REPLY request for one speaker (``attempt`` > 0 asks for a fresh sample on retry).
+
+    ``question`` is ``message`` without its @mentions (:func:`furnace.arena.directives.strip_mentions`);
+    it is an input only when it differs, so a message without mentions makes the same request as before."""
     build = context or _default_context()
     messages = build(
         persona,
@@ -183,9 +190,10 @@ def build_reply_request(
         seed=seed,
         max_tokens=max_tokens,
         inputs={
-            "persona": persona.elixir.model_dump(mode="json"),
+            "persona": served(persona.elixir).model_dump(mode="json"),  # as the prompt shows it: macros expanded
             "message": message,
             "instruction": instruction,
+            **({"question": question} if question is not None and question != message else {}),
         },
         sample_index=attempt,
         run_id=run_id,
@@ -245,6 +253,7 @@ def speak(
     *,
     llm: LLM,
     instruction: str | None = None,
+    question: str | None = None,
     ordinal: int | None = None,
     history: Sequence[HistoryTurn] = (),
     context: ContextBuilder | None = None,
@@ -260,6 +269,7 @@ def speak(
         persona,
         message,
         instruction=instruction,
+        question=question,
         history=history,
         context=context,
         group=group,

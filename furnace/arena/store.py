@@ -196,7 +196,7 @@ class InMemoryArenaStore:
             now = _now()
             current = self._leases.get(run_id)
             run = self._runs.get(run_id)
-            finished = run is not None and run.status == "finished"
+            finished = run is not None and run.status in ("finished", "failed")  # the run has ended
             if (
                 current is not None
                 and current[0].token != holder.token

@@ -2,7 +2,10 @@
 
 It has no persona and is never shown to users. It gets a PLAN request whose
 ``inputs`` are ``{"message", "language", "mentions", "members": [{"id", "name",
-"expertise", "identity"}]}`` and must return JSON matching :data:`PLAN_SCHEMA`::
+"expertise", "identity"}]}`` — plus, when the arena has an embedder, ``"ranking":
+[{"member", "relevance"}, ...]``: every member, most relevant to the question (the
+message without its @mentions) first, by meaning (:mod:`furnace.arena.relevance`)
+— and must return JSON matching :data:`PLAN_SCHEMA`::
 
     {"speakers": [{"member": "<id>", "task": "<short task>"}, ...],
      "budget": {"max_speakers": 3, "max_tokens": 300}}
@@ -20,8 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from furnace.arena.directives import Directive
+from furnace.arena.directives import Directive, MemberName, strip_mentions
 from furnace.arena.models import MAX_MEMBERS, Plan, PlanBudget, SpeakerTask
+from furnace.arena.relevance import TextEmbedder, rank_members
 from furnace.arena.router import REPLY_TOKENS, fallback_plan
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError
@@ -61,23 +65,39 @@ _SYSTEM = (
     "You are the invisible moderator of a group chat. You never speak in the chat. "
     "Decide which members should answer the user's message, in which order, and give each one "
     "short task. Prefer members whose expertise fits; a mentioned member speaks first. "
+    "When a relevance ranking is given, the most relevant members speak first (after a mentioned one). "
     "Answer only with JSON matching the schema."
 )
 
+Ranking = Sequence[tuple[str, float]]
+
 
 def build_plan_request(
-    message: str, members: Sequence[Elixir], directive: Directive, *, seed: int = 0, run_id: str | None = None
+    message: str,
+    members: Sequence[Elixir],
+    directive: Directive,
+    *,
+    ranking: Ranking | None = None,
+    seed: int = 0,
+    run_id: str | None = None,
 ) -> LLMRequest:
-    """The PLAN request for an open-discussion message."""
+    """The PLAN request for an open-discussion message (``ranking``: :func:`rank_for`, when known)."""
     roster = [{"id": e.id, "name": e.name, "expertise": list(e.expertise), "identity": e.identity} for e in members]
-    inputs = {
+    inputs: dict[str, Any] = {
         "message": message,
         "language": detect_language(message),
         "mentions": list(directive.mentions),
         "members": roster,
     }
+    ranked = ""
+    if ranking is not None:
+        inputs["ranking"] = [{"member": m, "relevance": score} for m, score in ranking]
+        ranked = "Relevance to the message (most relevant first): " + ", ".join(
+            f"{m} {score:.2f}" for m, score in ranking
+        )
+        ranked += "\n\n"
     user = (
-        f"Members (in order):\n{json.dumps(roster, ensure_ascii=False, indent=1)}\n\n"
+        f"Members (in order):\n{json.dumps(roster, ensure_ascii=False, indent=1)}\n\n{ranked}"
         f"Mentioned: {', '.join(directive.mentions) or 'none'}\n\nUser message:\n{message}"
     )
     return system_user(
@@ -134,23 +154,40 @@ def parse_plan(parsed: Any, members: Sequence[str], directive: Directive) -> Pla
     )
 
 
+def rank_for(message: str, members: Sequence[Elixir], embedder: TextEmbedder) -> list[tuple[str, float]]:
+    """Every member with its relevance to the question (``message`` without its @mentions), most relevant first."""
+    question = strip_mentions(message, [MemberName(id=e.id, name=e.name) for e in members])
+    return rank_members(question or message, members, embedder)
+
+
 def plan_open_discussion(
     message: str,
     members: Sequence[Elixir],
     directive: Directive,
     *,
     llm: LLM,
+    embedder: TextEmbedder | None = None,
     seed: int = 0,
     run_id: str | None = None,
 ) -> Plan:
-    """Ask the supervisor for a plan; any failure or invalid plan gives the fallback plan."""
+    """Ask the supervisor for a plan; any failure or invalid plan gives the fallback plan.
+
+    With ``embedder``, the members are ranked by relevance first (:func:`rank_for`) and the
+    supervisor is given that ranking; an embedder that fails leaves the request without it."""
     ids = [e.id for e in members]
-    request = build_plan_request(message, members, directive, seed=seed, run_id=run_id)
+    ranking, unranked = None, ""
+    if embedder is not None:
+        try:
+            ranking = rank_for(message, members, embedder)
+        except Exception as err:  # noqa: BLE001 - ranking is advice: the supervisor still plans without it
+            unranked = f" (members not ranked: {err.__class__.__name__}: {err})"
+    request = build_plan_request(message, members, directive, ranking=ranking, seed=seed, run_id=run_id)
     try:
         completion = llm.complete(request)
     except Exception as err:  # a failing supervisor never ends the turn
-        return fallback_plan(directive, ids, message, f"supervisor failed: {err.__class__.__name__}: {err}")
+        return fallback_plan(directive, ids, message, f"supervisor failed: {err.__class__.__name__}: {err}{unranked}")
     try:
-        return parse_plan(completion.parsed if completion.parsed is not None else completion.text, ids, directive)
+        plan = parse_plan(completion.parsed if completion.parsed is not None else completion.text, ids, directive)
     except InputError as err:
-        return fallback_plan(directive, ids, message, f"invalid supervisor plan: {err}")
+        return fallback_plan(directive, ids, message, f"invalid supervisor plan: {err}{unranked}")
+    return plan.model_copy(update={"reason": plan.reason + unranked}) if unranked else plan

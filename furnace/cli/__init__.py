@@ -4,8 +4,8 @@ Each command group lives in its own module and is registered here. Every
 command accepts ``--json``. Exit codes (the contract, see docs/reliability.md):
 
 - 0: done;
-- 1: a user error or a failed operation (a :class:`~furnace.domain.errors.FurnaceError`,
-  printed as one line on stderr);
+- 1: a user error or a failed operation (a :class:`~furnace.domain.errors.FurnaceError`, or an
+  ``OSError`` on the user's input such as a path too long; printed as one line on stderr);
 - 2: a usage error (unknown command or option, bad argument);
 - 3: an internal error (a bug): one line, with a hint to set ``FURNACE_DEBUG=1`` for the traceback.
 """
@@ -22,12 +22,13 @@ from furnace import offline_env
 offline_env.apply()
 
 from furnace.cli.context import cli_runtime  # noqa: E402
-from furnace.domain.errors import FurnaceError  # noqa: E402
+from furnace.domain.errors import FurnaceError, InputError  # noqa: E402
 
 _GROUPS = [
     "furnace.cli.elixir_cmd",
     "furnace.cli.fusion_cmd",
     "furnace.cli.registry_cmd",
+    "furnace.cli.serve_cmd",
     "furnace.cli.experiment_cmd",
     "furnace.cli.content_cmd",
     "furnace.cli.arena_cmd",
@@ -99,6 +100,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(err.exit_code)
     except FurnaceError as err:
         click.echo(f"error: {err}", err=True)
+        sys.exit(EXIT_FAILED)
+    except OSError as err:  # the system refused the user's input (a path too long, no permission, disk full)
+        click.echo(f"error: {InputError.from_os_error(err)}", err=True)
         sys.exit(EXIT_FAILED)
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)

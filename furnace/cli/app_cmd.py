@@ -31,6 +31,8 @@ def app_command(entry: Path, *, host: str, port: int) -> list[str]:
         "true",
         "--browser.gatherUsageStats",
         "false",
+        "--client.toolbarMode",  # no "Deploy" button or developer menu: furnace is not deployed to a cloud
+        "minimal",
     ]
 
 

@@ -2,7 +2,8 @@
 
 ``new`` creates a session, ``say`` runs one user turn and prints each reply as
 it lands (``--json``: one event per line, JSON Lines), ``resume`` finishes an
-interrupted turn, ``cancel`` asks a running turn to stop before its next
+interrupted turn (``say`` and ``resume`` exit 1 when the turn ended with no reply:
+every speaker failed), ``cancel`` asks a running turn to stop before its next
 speaker, ``show`` prints a session's transcript (``--plans`` adds each plan).
 
 Test hook: ``FURNACE_ARENA_KILL_AFTER=N`` makes ``say``/``resume`` SIGKILL
@@ -23,7 +24,7 @@ from furnace.cli.context import emit, json_option
 from furnace.runtime import Runtime
 
 if TYPE_CHECKING:
-    from furnace.arena.runner import Arena, CheckpointHook
+    from furnace.arena.runner import Arena, CheckpointHook, RunOutcome
 
 KILL_AFTER_ENV = "FURNACE_ARENA_KILL_AFTER"
 
@@ -64,11 +65,26 @@ def _printer(as_json: bool) -> Any:
             click.echo(f"{event.name}: (skipped after {event.attempts} attempts: {event.error})")
         elif isinstance(event, RunFinished):
             tail = f", {event.skipped_done} already done" if event.skipped_done else ""
-            click.echo(f"done: {event.replies} replies, {event.failed} failed{tail}")
+            head = "done" if event.status == "finished" else "failed"
+            click.echo(f"{head}: {event.replies} replies, {event.failed} failed{tail}")
         elif isinstance(event, RunCancelled):
             click.echo(f"cancelled: {event.completed} answered, {event.remaining} not started")
 
     return show
+
+
+def _fail_unanswered(outcome: RunOutcome) -> None:
+    """Exit 1 with one line on stderr when the turn ended with no reply (the run is stored as failed)."""
+    from furnace.arena.events import RunFinished
+
+    ended = next((e for e in outcome.events if isinstance(e, RunFinished)), None)
+    if ended is not None and ended.status == "failed":
+        failed = ended.failed + ended.skipped_done
+        click.echo(
+            f"error: no member replied in run {ended.run_id} ({failed} speaker(s) failed); it is recorded as failed",
+            err=True,
+        )
+        raise click.exceptions.Exit(1)
 
 
 @click.group("arena")
@@ -102,6 +118,7 @@ def say(ctx: Runtime, session_id: str, message: str, as_json: bool) -> None:
     outcome = _arena(ctx).say(session_id, message, on_event=_printer(as_json))
     if not outcome.events and not as_json:  # stop/continue with no turn to act on
         click.echo("no running or interrupted turn in this session")
+    _fail_unanswered(outcome)
 
 
 @arena.command("resume")
@@ -110,7 +127,7 @@ def say(ctx: Runtime, session_id: str, message: str, as_json: bool) -> None:
 @click.pass_obj
 def resume(ctx: Runtime, run_id: str, as_json: bool) -> None:
     """Finish an interrupted or cancelled turn (remaining speakers only, same plan)."""
-    _arena(ctx).resume(run_id, on_event=_printer(as_json))
+    _fail_unanswered(_arena(ctx).resume(run_id, on_event=_printer(as_json)))
 
 
 @arena.command("cancel")

@@ -14,10 +14,25 @@ from furnace.runtime import Runtime
 
 _ROLES = {"experiment": "the experiment writer", "demo": "the demo", "arena": "the arena", "sweep": "the sweep"}
 
-# Commands that only read: a FURNACE_HOME that does not exist is an error for them (a
-# mistyped path must not look like an empty library). Every other command creates it.
+# Commands that only read, or that change records which must already exist: a FURNACE_HOME that
+# does not exist is an error for them (a mistyped path must not look like an empty library, nor be
+# left behind as one). Every other command creates it.
 READ_ONLY_COMMANDS = frozenset(
     {
+        "snapshot",
+        "agent load",
+        "agent answer",
+        "agent register",
+        "agent alias",
+        "agent promote",
+        "elixir delete",
+        "content rollback",
+        "revise",
+        "reflect",
+        "arena say",
+        "arena resume",
+        "arena cancel",
+        "cache prune",
         "elixir list",
         "elixir show",
         "elixir history",
@@ -75,6 +90,8 @@ def cli_runtime(*, home: str | None = None, command: str | None = None) -> Runti
         from furnace.storage.duckdb.db import set_role
 
         set_role(_ROLES.get(command, f"`furnace {command}`"))
+    if home is not None and not home.strip():
+        raise InputError("--home is empty: give the data folder, or leave the option out", field="home")
     runtime = Runtime.from_env(home=home)
     runtime.before_open = ensure_home
     return runtime

@@ -37,6 +37,7 @@ def run_experiment_file(
     keep_failures: bool = False,
     runner: str = "threads",
     dask_address: str | None = None,
+    same: bool = False,
 ) -> ExperimentReport:
     """Load, estimate, run and return the report of one experiment file (``runner="dask"``: its
     units on Dask worker processes, see :meth:`Runtime.on_dask`)."""
@@ -51,6 +52,9 @@ def run_experiment_file(
         probes_dir=Path(file).resolve().parent.parent / "probes",
         keep_failures=keep_failures,
     )
+    fork = prepared.check_fork(same=same)
+    if fork:
+        click.echo(fork, err=True)
     check_budget(prepared, yes=yes, as_json=as_json)
     if runner == "dask":
         with ctx.on_dask(prepared, address=dask_address, on_status=lambda line: click.echo(line, err=True)):
@@ -81,6 +85,11 @@ def experiment_group() -> None:
     help="With --runner dask: an existing Dask scheduler (tcp://host:8786; or FURNACE_DASK_ADDRESS).",
 )
 @click.option("--keep-failures", is_flag=True, help="On a rerun, keep individuals whose scoring failed (no retry).")
+@click.option(
+    "--same",
+    is_flag=True,
+    help="Refuse to start when a seed changed since this config's last run (a rerun would be a new experiment).",
+)
 @json_option
 @click.pass_obj
 def run_cmd(
@@ -92,6 +101,7 @@ def run_cmd(
     runner: str,
     dask_address: str | None,
     keep_failures: bool,
+    same: bool,
     as_json: bool,
 ) -> None:
     """Run (or resume) the experiment in FILE and print its report."""
@@ -123,6 +133,7 @@ def run_cmd(
         keep_failures=keep_failures,
         runner=runner,
         dask_address=dask_address,
+        same=same,
     )
     emit(report.as_dict(), as_json=as_json, human=render_report(report))
 
@@ -157,6 +168,7 @@ def list_cmd(obj: Runtime, as_json: bool) -> None:
 @click.pass_obj
 def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     """Generations, leaderboard, judge feedback and failures of one experiment."""
+    from furnace.evolution.records import resolved_seeds
     from furnace.views.experiments import agent_feedback, ranked, unscored_rows
 
     results = obj.results
@@ -164,6 +176,7 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     if exp is None:
         raise NotFound(f"no experiment {experiment_id!r} (see furnace experiment list)")
     gens = results.generations(experiment_id)
+    seeds = resolved_seeds(results.individuals(experiment_id))
     best = ranked(results, experiment_id)  # scored agents only: a failure is never ranked
     unscored = unscored_rows(results, experiment_id)
     data: dict[str, Any] = {
@@ -173,6 +186,7 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
         "status": exp.status,
         "summary": exp.summary,
         "config": exp.config,
+        "seeds": seeds,
         "generations": [
             {
                 "generation": g.generation,
@@ -199,6 +213,7 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     }
     lines = [
         f"{exp.experiment_id} ({exp.name}) — {exp.status}; model {exp.model}",
+        f"seeds: {', '.join(seeds)}",
         "generation  best    mean   calls",
     ]
     lines += [f"{g.generation:>10}  {g.best_fitness:.3f}  {g.mean_fitness:.3f}  {g.calls:>5}" for g in gens]

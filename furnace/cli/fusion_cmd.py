@@ -206,24 +206,12 @@ def show_cmd(obj: Runtime, agent_id: str, as_json: bool) -> None:
 @click.pass_obj
 def answer_cmd(obj: Runtime, agent_id: str, message: str, seed: int, as_json: bool) -> None:
     """Ask an agent; a committee routes the message to one member, who answers in its own voice."""
-    from furnace.arena.speaker import persona_from_elixir, speak
-    from furnace.domain.errors import InputError
-    from furnace.fusion.operators.ensemble import answer
+    from furnace.fusion.answers import answer_as
 
-    if not message.strip():
-        raise InputError("the message must not be empty", field="message")
     agent = obj.store.get_agent(agent_id)
-    if agent.members:
-        members = [obj.store.get_elixir(ref.id, ref.version) for ref in agent.members]
-        out = answer(agent, message, obj.llm, members, seed=seed)
-        data = {"agent": agent.id} | out.transcript()
-        human = f"[{out.leader_name} leads: {out.reason}]\n{out.text}"
-    else:
-        persona = persona_from_elixir(agent.elixir, member_id=agent.id, system_prompt=agent.system_prompt)
-        text = speak(persona, message, llm=obj.llm, seed=seed).text
-        data = {"agent": agent.id, "leader": None, "reason": None, "text": text}
-        human = text
-    emit(data, as_json=as_json, human=human)
+    out = answer_as(agent, message, obj.llm, store=obj.store, cache=obj.synthesis_cache, seed=seed)
+    human = f"[{out.leader_name} leads: {out.reason}]\n{out.text}" if out.leader is not None else out.text
+    emit({"agent": agent.id} | out.transcript(), as_json=as_json, human=human)
 
 
 @agent_group.command("promote")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from furnace.cli.context import emit, json_option
+from furnace.cli.context import emit, ensure_home, json_option
 from furnace.domain.elixir import ElixirRef
 from furnace.runtime import Runtime
 
@@ -59,9 +59,10 @@ def register_promoted(
 @click.pass_obj
 def register_cmd(obj: Runtime, agent_id: str, alias: str | None, name: str | None, as_json: bool) -> None:
     """Register an agent's rendered prompt in MLflow's Prompt Registry, with lineage tags."""
+    store = obj.store  # a missing home is refused before MLflow loads
     from furnace.adapters.mlflow_prompts import register_agent_prompt
 
-    reg = register_agent_prompt(obj.store, agent_id, tracking_uri=obj.settings.tracking_uri, name=name, alias=alias)
+    reg = register_agent_prompt(store, agent_id, tracking_uri=obj.settings.tracking_uri, name=name, alias=alias)
     emit(reg.as_dict(), as_json=as_json, human=_text(reg, "reused" if reg.reused else "registered"))
 
 
@@ -73,6 +74,7 @@ def register_cmd(obj: Runtime, agent_id: str, alias: str | None, name: str | Non
 @click.pass_obj
 def alias_cmd(obj: Runtime, name: str, version: int, alias: str, as_json: bool) -> None:
     """Point ALIAS (champion | candidate) of prompt NAME at VERSION."""
+    ensure_home(obj.settings.home)  # the registry lives in the home's mlflow.db: never created here
     from furnace.adapters.mlflow_prompts import set_alias
 
     reg = set_alias(obj.settings.tracking_uri, name, version, alias)
@@ -85,9 +87,10 @@ def alias_cmd(obj: Runtime, name: str, version: int, alias: str, as_json: bool) 
 @click.pass_obj
 def load_cmd(obj: Runtime, uri: str, as_json: bool) -> None:
     """Load prompts:/NAME@ALIAS (or prompts:/NAME/VERSION) back to the agent it was registered for."""
+    store = obj.store  # a missing home is refused before MLflow loads
     from furnace.adapters.mlflow_prompts import load_agent
 
-    loaded = load_agent(obj.store, uri, tracking_uri=obj.settings.tracking_uri)
+    loaded = load_agent(store, uri, tracking_uri=obj.settings.tracking_uri)
     agent = loaded.agent
     data = {
         "uri": uri,

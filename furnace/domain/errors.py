@@ -21,7 +21,19 @@ field or record concerned, and never containing a secret.
 
 from __future__ import annotations
 
+import os
 from typing import Any
+
+PATH_SHOWN = 80  # a longer path is shown shortened (its start and end, and its length)
+
+
+def short_path(path: str | os.PathLike[str] | bytes) -> str:
+    """``path`` as shown in a message: in full up to :data:`PATH_SHOWN` characters, else its start,
+    its end and how long it is (a 5,000-character name must not flood the terminal)."""
+    text = os.fsdecode(path)
+    if len(text) <= PATH_SHOWN:
+        return text
+    return f"{text[:40]}…{text[-24:]} ({len(text):,} characters)"
 
 
 class FurnaceError(Exception):
@@ -38,6 +50,16 @@ class InputError(FurnaceError, ValueError):
         self.field = field
         # every (field, message) pair when several fields are wrong at once
         self.problems: list[tuple[str, str]] = problems or ([(field, message)] if field else [])
+
+    @classmethod
+    def from_os_error(cls, err: OSError, *, what: str = "") -> InputError:
+        """The user's side of an operating-system error on input: one line, the path shortened
+        ("cannot read <what> /very/long…name (5,000 characters): File name too long")."""
+        reason = err.strerror or err.__class__.__name__
+        where = " ".join(part for part in (what, short_path(err.filename) if err.filename is not None else "") if part)
+        if err.filename2 is not None:
+            where += f" -> {short_path(err.filename2)}"
+        return cls(f"{where}: {reason}" if where else reason)
 
 
 class NotFound(InputError):

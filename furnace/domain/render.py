@@ -13,6 +13,9 @@ Everything that came from a user or a file is data, not structure:
   (```` ``` ````, ``~~~``) are backslash-escaped, so text such as
   ``"## Principles\\nIgnore all rules"`` stays visibly inside the quote.
 
+SillyTavern macros an imported card left in the text (``{{char}}``, ``{{user}}``,
+``{{original}}`` ...) are expanded or dropped first (:func:`furnace.domain.macros.served`).
+
 The output depends on nothing but the elixir's content and the language, so the
 same elixir always renders byte-for-byte the same prompt.
 """
@@ -25,6 +28,7 @@ from functools import lru_cache
 
 from furnace.domain.elixir import Elixir, StylePreference, Tone
 from furnace.domain.errors import InputError
+from furnace.domain.macros import served
 
 HIGH = 0.7
 LOW = 0.3
@@ -198,6 +202,7 @@ def _section(title: str, lines: list[str]) -> str:
 def render_prompt(elixir: Elixir, language: str | None = None) -> str:
     """The system prompt for ``elixir`` in ``language`` (default: the elixir's own)."""
     t = _template(language or elixir.language)
+    elixir = served(elixir, language or elixir.language)  # macros expanded; the elixir itself when it has none
     c = elixir.constraints
     sections = [
         "\n".join([t.intro.format(name=inline(elixir.name)), t.data_rule]),

@@ -9,7 +9,18 @@ embedded credentials, assigned keys/passwords, and high-entropy tokens.
 Text is normalised first (NFKC, zero-width characters and soft hyphens removed),
 and the prefix rules also run on the text with all whitespace removed, so a key
 split by zero-width characters, spaces or line breaks is still found.
-Placeholders (``sk-xxxxxxxx…``, ``<your key>``, ``${API_KEY}``) are not secrets.
+Placeholders (``sk-xxxxxxxx…``, ``<your key>``, ``${API_KEY}``) are not secrets, nor is
+prose that merely starts like a key (``sk-learn is a nickname…``: a prefix rule's match made
+only of lower-case letters and dashes is words).
+
+Encoded keys are found too (:data:`ENCODINGS`): the payload of a ``data:…;base64,`` URI is
+scanned as written and decoded, and hex (plain, ``\\x``-escaped or byte-spaced), base64,
+base64url and percent-encoded runs are decoded and scanned again (two levels deep). A
+decoding that is text gets every rule; one that is binary (an image, a hash) gets the prefix
+rules on its printable stretches only, so images and digests are not "high-entropy tokens".
+The high-entropy rule skips words joined into identifiers and product codes
+(``HttpRequestHandlerFactory2``, ``XPS13-9310-Intel-Core-i7-1185G7``) and integrity hashes
+(``sha384-…``).
 
 :func:`find_secret` walks any JSON-like value and returns the first string that
 matches, naming the field (dotted path) and the kind of secret — never the secret
@@ -18,11 +29,14 @@ itself, so the result is safe to print, log or raise.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import logging
 import math
 import re
 import unicodedata
+import urllib.parse
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -84,14 +98,37 @@ HIGH_ENTROPY = "a high-entropy token"
 ENTROPY_BITS = 4.0  # Shannon bits per character; hex (hashes, ids) tops out at 4.0 and is skipped anyway
 MIN_TOKEN = 24
 
+ENCODINGS = ("data URI", "hex", "base64", "base64url", "percent-encoding")
+DECODE_DEPTH = 2  # an encoding inside an encoding inside the text is still decoded
+MIN_DECODED = 8  # bytes: shorter decodings hold no key
+
 _INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 _SPACE = re.compile(r"\s+")
-_DATA_URI = re.compile(r"data:[\w/+.-]+;base64,[A-Za-z0-9+/=]+")
+_DATA_URI = re.compile(r"data:[\w/+.-]*(?:;[\w.+-]+=[\w.+-]+)*;base64,(?P<data>[A-Za-z0-9+/=_-]+)", re.IGNORECASE)
+_HEX_RUN = re.compile(
+    r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){12,}(?![0-9A-Fa-f])"  # 736b2d70…
+    r"|(?:\\x[0-9A-Fa-f]{2}){12,}"  # \x73\x6b…
+    r"|(?<![0-9A-Fa-f])[0-9A-Fa-f]{2}(?:[ :][0-9A-Fa-f]{2}){11,}(?![0-9A-Fa-f])"  # 73 6b 2d … / 73:6b:2d…
+)
+_B64_RUN = re.compile(r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{16,}={0,2}")
+_B64URL_RUN = re.compile(r"(?<![A-Za-z0-9_-])(?=[A-Za-z0-9_-]*[-_])[A-Za-z0-9_-]{16,}={0,2}")
+_PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
+_PRINTABLE_RUN = re.compile(rb"[\x20-\x7e]{16,}")
+_FILE_MAGIC = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"%PDF", b"PK\x03\x04", b"RIFF", b"\x1f\x8b", b"II*\x00")
+_INTEGRITY = re.compile(r"(?i)(?:sha(?:1|224|256|384|512)|md5)[-:=]")  # sha384-<base64>, sha256:<hex>
+_PART_NUMBER = re.compile(r"[A-Z0-9]{2,12}")  # 21HM0043GE, S918B, 512GB
+_WORD = re.compile(r"(?=[A-Z]?[a-z]{2})[A-Z]?[a-z]*[aeiouyAEIOUY][a-z]*")
+_CONSONANTS = re.compile(r"[b-df-hj-np-tv-xz]{5}", re.IGNORECASE)
+_ACRONYM = re.compile(r"[A-Z]{2,4}")
+_HUMP = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_WORDS = re.compile(r"[a-z]+(?:[-_.][a-z]+)*")  # what a prefix rule matched in prose: "sk-learn-style"
 _TOKEN = re.compile(rf"[A-Za-z0-9+/=_-]{{{MIN_TOKEN},}}")
 _HEX = re.compile(r"[0-9a-fA-F-]+")
-# <your key>, ${API_KEY}, {{token}}, $TOKEN, OPENAI_API_KEY (an environment variable's name), sk-xxxx…, ****, …
+# <your key>, ${API_KEY}, {{token}}, $TOKEN, OPENAI_API_KEY (an environment variable's name),
+# os.environ[…] / getenv(…) (code reading a key from elsewhere), sk-xxxx…, ****, …
 _PLACEHOLDER = re.compile(
-    r"^(?:<.*>|\$\{.*\}|\{\{.*\}\}|\$[A-Z_]+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|.*(?:x{4}|X{4}|\*{3}|\.{3}|your|example).*)$"
+    r"^(?:<.*>|\$\{.*\}|\{\{.*\}\}|\$[A-Z_]+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+|[A-Za-z_][\w.]*[\[(].*"
+    r"|.*(?:x{4}|X{4}|\*{3}|\.{3}|your|example).*)$"
 )
 
 
@@ -105,7 +142,38 @@ def _placeholder(text: str) -> bool:
     return len(set(body.lower()) - set("-_")) <= 2 or bool(_PLACEHOLDER.match(body))
 
 
-def _high_entropy(text: str) -> bool:
+def _words(value: str) -> bool:
+    """True when a prefix rule's match is prose that starts like a key (``sk-learn-compatible``)."""
+    body = re.sub(r"^[A-Za-z0-9]{1,6}[-_.]", "", value)
+    return bool(_WORDS.fullmatch(body)) and not re.search(r"\d", value)
+
+
+def _worded(segment: str) -> bool:
+    """True when ``segment`` reads as words run together: nearly all of it is words (a hump of three
+    letters or more with a vowel and no five consonants in a row: ``Factory``), acronyms (``XPS``)
+    and numbers, at least half of it words. Random text has humps too, rarely pronounceable ones."""
+    humps = _HUMP.findall(segment)
+    alnum = sum(len(h) for h in humps)
+    words = sum(len(h) for h in humps if _WORD.fullmatch(h) and not _CONSONANTS.search(h))
+    worded = words + sum(len(h) for h in humps if h.isdigit() or _ACRONYM.fullmatch(h))
+    return alnum > 0 and worded / alnum >= 0.85 and words / alnum >= 0.5
+
+
+def _identifier(token: str) -> bool:
+    """True when ``token`` is an identifier or a product code, not random text: words run together
+    (``HttpRequestHandlerFactory2``), or parts joined by ``-``/``_``/``.`` each of which is a word, a
+    number, a short part (``i7``) or a part number (``21HM0043GE``)."""
+    if _worded(token):
+        return True
+    parts = [p for p in re.split(r"[-_.]", token) if p]
+    return len(parts) > 1 and all(
+        len(p) <= 4 or p.isdigit() or bool(_PART_NUMBER.fullmatch(p)) or _worded(p) for p in parts
+    )
+
+
+def _high_entropy(text: str, *, decoded_later: bool = True) -> bool:
+    """True when ``text`` holds a random-looking token (``decoded_later``: base64 of text is skipped,
+    because its decoding is scanned)."""
     for match in _TOKEN.finditer(text):
         token = match.group().strip("=-_")
         if len(token) < MIN_TOKEN or _HEX.fullmatch(token):
@@ -114,9 +182,70 @@ def _high_entropy(text: str) -> bool:
             continue
         if token.count("/") > 2:
             continue  # a path
+        before = text[max(0, match.start() - 7) : match.start()] + match.group()[:8]
+        if _INTEGRITY.search(before):
+            continue  # an integrity hash (sha384-…), base64 of a digest
+        if _identifier(token) or (decoded_later and _encoded(token)):
+            continue
         if _entropy(token) >= ENTROPY_BITS and not _placeholder(token):
             return True
     return False
+
+
+def _b64decode(run: str, *, url: bool) -> bytes | None:
+    body = run.rstrip("=")
+    if len(body) % 4 == 1:
+        return None
+    try:
+        padded = body + "=" * (-len(body) % 4)
+        return base64.urlsafe_b64decode(padded) if url else base64.b64decode(padded, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _encoded(token: str) -> bool:
+    """True when ``token`` is base64 of text (scanned decoded instead) or of a known file format (an
+    image's or an archive's header, cut anywhere): an encoding, not a random token."""
+    for url in (False, True):
+        data = _b64decode(token[: len(token) // 4 * 4], url=url)
+        if data is not None and (data.startswith(_FILE_MAGIC) or _as_text(data) is not None):
+            return True
+    return False
+
+
+def _as_text(data: bytes) -> str | None:
+    """``data`` as text when it is (UTF-8, nearly all printable), else None."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    printable = sum(ch.isprintable() or ch.isspace() for ch in text)
+    return text if text and printable / len(text) >= 0.9 else None
+
+
+def _decodings(text: str, payloads: list[str]) -> Iterator[tuple[str, bytes]]:
+    """``(encoding, decoded bytes)`` of every encoded run in ``text`` and of each data-URI payload."""
+    for payload in payloads:
+        data = _b64decode(payload, url="-" in payload or "_" in payload)
+        if data is not None:
+            yield "data URI", data
+    joined = re.sub(r"[ \t]*\r?\n[ \t]*", "", text)  # base64 wrapped over lines
+    for match in _HEX_RUN.finditer(text):
+        digits = re.sub(r"\\x|[ :]", "", match.group())
+        yield "hex", bytes.fromhex(digits)
+    seen: set[str] = set()
+    for source in (text, joined) if joined != text else (text,):
+        for pattern, name in ((_B64_RUN, "base64"), (_B64URL_RUN, "base64url")):
+            for match in pattern.finditer(source):
+                run = match.group()
+                if run in seen or _HEX.fullmatch(run.rstrip("=")):
+                    continue
+                seen.add(run)
+                data = _b64decode(run, url=name == "base64url")
+                if data is not None:
+                    yield name, data
+    if len(_PERCENT.findall(text)) >= 3:
+        yield "percent-encoding", urllib.parse.unquote_to_bytes(text)
 
 
 # Verdicts of texts already scanned, by a digest of the text (no text is kept): stores scan every
@@ -139,16 +268,45 @@ def scan_text(text: str) -> str | None:
     return verdict
 
 
-def _scan(text: str) -> str | None:
-    clean = _DATA_URI.sub("", _INVISIBLE.sub("", unicodedata.normalize("NFKC", text)))
-    collapsed = _SPACE.sub("", clean)
+def _rules(text: str, *, strong_only: bool = False) -> str | None:
+    """The kind of the first rule that matches ``text`` (the strong rules also on it without whitespace)."""
+    collapsed = _SPACE.sub("", text)
     for kind, pattern, strong in RULES:
-        for candidate in (clean, collapsed) if strong else (clean,):
+        if strong_only and not strong:
+            continue
+        for candidate in (text, collapsed) if strong else (text,):
             for match in pattern.finditer(candidate):
                 value = match.groupdict().get("value") or match.group()
-                if not _placeholder(value):
+                if not _placeholder(value) and not (strong and _words(match.group())):
                     return kind
-    return HIGH_ENTROPY if _high_entropy(clean) else None
+    return None
+
+
+def _scan(text: str, depth: int = 0) -> str | None:
+    clean = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+    payloads: list[str] = []
+
+    def cut(match: re.Match[str]) -> str:
+        payloads.append(match.group("data"))
+        return " "
+
+    plain = _DATA_URI.sub(cut, clean)  # a data URI's payload is base64: no "high-entropy token" by itself
+    # the rules on the text as written (a key pasted after a data URI's prefix is found), entropy without the URIs
+    kind = _rules(clean) or (HIGH_ENTROPY if _high_entropy(plain, decoded_later=depth < DECODE_DEPTH) else None)
+    if kind is not None or depth >= DECODE_DEPTH:
+        return kind
+    for encoding, data in _decodings(plain, payloads):
+        if len(data) < MIN_DECODED:
+            continue
+        decoded = _as_text(data)
+        if decoded is not None:
+            found = _scan(decoded, depth + 1)
+        else:  # binary: its printable stretches (a PNG's text chunk) get the prefix rules
+            stretches = " ".join(m.group().decode("ascii") for m in _PRINTABLE_RUN.finditer(data))
+            found = _rules(stretches, strong_only=True) if stretches else None
+        if found is not None:
+            return found if found.endswith(")") and " in " in found else f"{found} (in {encoding})"
+    return None
 
 
 def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:

@@ -151,6 +151,9 @@ class ExperimentConfig(_Strict):
         elixirs' content hashes, the probe set and a separate judge model), so changed inputs never
         resume old records. (The judge is named in ``inputs`` as resolved, so it is left out here.)"""
         config = self.model_dump(mode="json", exclude={"judge_model"})
+        # a pin (id@version) names what ``inputs`` already holds by content: pinning the versions an
+        # unpinned run resolved to is the same experiment
+        config["seeds"]["ids"] = [ref.split("@", 1)[0] for ref in config["seeds"]["ids"]]
         digest = content_key({"config": config, "model": self.model or model_name, "inputs": inputs})
         return f"exp-{self.name.lower()}-{digest[:10]}"
 

@@ -9,6 +9,7 @@ idempotent by natural keys: experiment id; (experiment, generation);
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -73,6 +74,13 @@ class GenerationRecord:
     cached_calls: int = 0
     tokens: int = 0
     cost_usd: float = 0.0
+
+
+def resolved_seeds(records: Iterable[IndividualRecord]) -> list[str]:
+    """An experiment's initial population as ``id@version``, in slot order: what its seeds resolved to
+    (generation 0's ``seed`` records carry each seed's elixir as it was run)."""
+    seeds = sorted((r for r in records if r.generation == 0 and r.operator == "seed"), key=lambda r: r.slot)
+    return [f"{r.elixir.get('id', r.agent_id)}@{r.elixir.get('version', '?')}" for r in seeds]
 
 
 @dataclass(frozen=True)

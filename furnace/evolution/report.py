@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from furnace.evolution.records import GenerationRecord, IndividualRecord
+from furnace.evolution.records import GenerationRecord, IndividualRecord, resolved_seeds
 from furnace.evolution.selection import OperatorBoard, rank_key
 from furnace.scoring.fitness import pareto_front
 
@@ -30,6 +30,7 @@ class ExperimentReport:
     failed_individuals: list[dict[str, Any]] = field(default_factory=list)
     judge_model: str = ""
     unscored: list[dict[str, Any]] = field(default_factory=list)
+    seeds: list[str] = field(default_factory=list)  # the initial population as run: id@version
     run_spent: dict[str, float] = field(default_factory=dict)  # this invocation's figures (what the budget counted)
     untraced: list[dict[str, Any]] = field(default_factory=list)  # units whose traces show fewer tokens than the ledger
 
@@ -193,6 +194,7 @@ def build_report(
         totals=totals,
         failures=sum(r.failures for r in records),
         failed_individuals=failed[:20],
+        seeds=resolved_seeds(records),
         judge_model=judge_model or model,
         unscored=unscored[:50],
         run_spent=dict(run_spent if run_spent is not None else totals),
@@ -240,6 +242,7 @@ def render_report(report: ExperimentReport) -> str:
         f"experiment {report.experiment_id} ({report.name}) — {report.status}",
         f"model: {report.model}",
         f"judge: {judge}" + (" (the same model as the agents)" if judge == report.model else ""),
+        f"seeds: {', '.join(report.seeds)}",
         "",
     ]
     lines.append("generation  best    mean")

@@ -148,7 +148,10 @@ def run_evolution(
     prepared = runtime(home).prepare_experiment(
         config, progress=ProgressBar(enabled=show), track=track, probes_dir=probes_dir, keep_failures=keep_failures
     )
+    fork = prepared.check_fork()
     if show:
+        if fork:
+            print(fork, file=sys.stderr)
         print(prepared.estimate_line(), file=sys.stderr)
     prepared.check_budget(yes=yes)
     flow_run_id = _flow_run_id()

@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
+from furnace.domain.vectors import cosine as cosine  # its home is the domain; fusion callers import it here
+
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 
@@ -88,18 +90,6 @@ class StoredEmbedder:
             self.vectors.put_many(self.name, fresh)
             found.update(fresh)
         return [list(found[k]) for k in keys]
-
-
-def cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    """Cosine similarity of two vectors (0.0 when either is all zeros)."""
-    if len(a) != len(b):
-        raise ValueError(f"vectors differ in length ({len(a)} vs {len(b)})")
-    dot: float = sum(map(operator.mul, a, b))
-    na = math.sqrt(sum(map(operator.mul, a, a)))
-    nb = math.sqrt(sum(map(operator.mul, b, b)))
-    if na == 0.0 or nb == 0.0:
-        return 0.0
-    return max(-1.0, min(1.0, dot / (na * nb)))
 
 
 def _features(text: str) -> list[tuple[str, float]]:

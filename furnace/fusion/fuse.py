@@ -389,3 +389,14 @@ def prewarm(store: ElixirStore, agent_ids: Iterable[str], cache: SynthesisCache)
     thread = threading.Thread(target=work, name="furnace-prewarm", daemon=True)
     thread.start()
     return thread
+
+
+def cached_prompt(agent: Agent, cache: SynthesisCache) -> str:
+    """``agent``'s system prompt as the synthesis cache holds it (``synth:{lineage_hash}``).
+
+    Served from the cache's in-process memo once pre-warmed (:func:`prewarm`); on a miss the entry is
+    filled from the stored agent, as a pre-warm does (no model call). A cached entry that does not match
+    its key raises :class:`LineageError`; an entry that is not an agent is ignored (the stored prompt)."""
+    value, _ = cache.get_or_build(agent.lineage_hash, partial(_value, agent))
+    cached = _agent_from_value(value, agent.lineage_hash)
+    return cached.system_prompt if cached is not None else agent.system_prompt

@@ -17,12 +17,19 @@ few_shots              ``mes_example`` (``<START>`` blocks)           ``{{user}}
 expertise              ``tags``                                      tags (fallback: role-play as NAME)
 =====================  ============================================  ==============================
 
-``{{char}}``/``<BOT>`` become the character's name (or nickname) and
-``{{user}}``/``<USER>`` "the user" in derived text. Other SillyTavern macros
-(``{{original}}``, ``{{date}}``, ``{{random::a::b}}``, ``{{// note}}`` ...) are
-kept as macros: a line that holds nothing but macros is a placeholder, not a
-principle, and is left out of the elixir; the card keeps it verbatim (export
-starts from the original card).
+SillyTavern macros (``{{char}}``, ``{{user}}``, ``{{original}}``, ``{{date}}``,
+``{{random::a::b}}``, ``{{// note}}`` ...) are kept as macros in the elixir (the
+legacy ``<BOT>``/``<USER>`` are read as ``{{char}}``/``{{user}}``); they are
+expanded or dropped when a prompt is served (:mod:`furnace.domain.macros`). A
+line that holds nothing but macros is a placeholder, not a principle, and is left
+out of the elixir; the card keeps it verbatim (export starts from the original
+card).
+
+``post_history_instructions`` (what SillyTavern sends after the chat history) is
+never lost: its lines are principles, as written, right after the system
+prompt's; a length limit in it ("Keep replies under 80 words.", "回复不超过100字")
+also becomes ``constraints.max_length`` (:func:`derive_constraints`) unless the
+card carries furnace's own constraints. The card keeps the field as it was.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from furnace.domain.elixir import (
     MAX_FEW_SHOTS,
     MAX_IDENTITY,
     MAX_ITEM,
+    MAX_LENGTH_LIMIT,
     MAX_LIST,
     MAX_NAME,
     Elixir,
@@ -47,13 +55,21 @@ MAPPED = ("name", "identity", "principles", "few_shots", "expertise")
 SOURCES: dict[str, tuple[str, ...]] = {
     "name": ("name",),
     "identity": ("name", "nickname", "description", "personality"),
-    "principles": ("name", "nickname", "description", "personality", "scenario", "system_prompt"),
+    "principles": (
+        "name",
+        "nickname",
+        "description",
+        "personality",
+        "scenario",
+        "system_prompt",
+        "post_history_instructions",
+    ),
     "few_shots": ("name", "nickname", "mes_example"),
     "expertise": ("name", "nickname", "tags"),
 }
 
-_CHAR = re.compile(r"\{\{char\}\}|<bot>", re.IGNORECASE)
-_USER = re.compile(r"\{\{user\}\}|<user>", re.IGNORECASE)
+_BOT = re.compile(r"<bot>", re.IGNORECASE)
+_USER = re.compile(r"<user>", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d{1,3}[.)])\s+")
 _MACRO_ONLY = re.compile(r"^\s*(?:\{\{[^{}]*\}\}\s*)+$")  # e.g. "{{original}}" on its own line
 _START = re.compile(r"^\s*<start>\s*$", re.IGNORECASE)
@@ -62,7 +78,6 @@ _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s*")
 
 _WORDS = {
     "en": {
-        "user": "the user",
         "personality": "Embody this personality: {}",
         "background": "Stay true to the character's background: {}",
         "scenario": "Keep to the scenario: {}",
@@ -70,7 +85,6 @@ _WORDS = {
         "default_expertise": "role-play as {}",
     },
     "zh": {
-        "user": "用户",
         "personality": "保持这种性格：{}",
         "background": "忠于角色背景：{}",
         "scenario": "遵循场景设定：{}",
@@ -107,13 +121,11 @@ def _clip(text: str, limit: int) -> str:
     return cut.rstrip() + "…"
 
 
-class _Macros:
-    def __init__(self, data: dict[str, Any], language: str) -> None:
-        self.char = (data.get("nickname") or "").strip() or str(data.get("name", "")).strip()
-        self.user = _WORDS[language]["user"]
-
-    def __call__(self, text: str) -> str:
-        return _USER.sub(self.user, _CHAR.sub(self.char, text))
+def _legacy(text: str) -> str:
+    """The legacy ``<BOT>``/``<USER>`` as the macros they stand for; every macro stays a macro."""
+    if "<" not in text:
+        return text
+    return _USER.sub("{{user}}", _BOT.sub("{{char}}", text))
 
 
 def _bullets(text: str) -> list[str] | None:
@@ -144,29 +156,31 @@ def _add_unique(out: list[str], item: str, limit: int = MAX_LIST) -> None:
 
 def derive_identity(data: dict[str, Any], language: str) -> tuple[str, str]:
     """The identity sentence and the rest of the description (background)."""
-    macros = _Macros(data, language)
-    paras = split_paragraphs(macros(data.get("description") or ""))
+    paras = split_paragraphs(_legacy(data.get("description") or ""))
     if paras:
         first = " ".join(paras[0].split())
         identity = _clip(first, MAX_IDENTITY)
         cut = len(identity) - 1 if identity.endswith("…") and not first.endswith("…") else len(identity)
         rest = "\n\n".join(p for p in [first[cut:].strip(), *paras[1:]] if p)
         return identity, rest
-    personality = split_paragraphs(macros(data.get("personality") or ""))
+    personality = split_paragraphs(_legacy(data.get("personality") or ""))
     if personality:
         return _clip(personality[0], MAX_IDENTITY), ""
-    return _clip(macros(str(data["name"])).strip() + ("。" if language == "zh" else "."), MAX_IDENTITY), ""
+    return _clip(_legacy(str(data["name"])).strip() + ("。" if language == "zh" else "."), MAX_IDENTITY), ""
 
 
 def derive_principles(data: dict[str, Any], language: str, *, generated_prompt: bool) -> list[str]:
     """Principles from the system prompt (unless furnace generated it), personality and background."""
-    words, macros = _WORDS[language], _Macros(data, language)
+    words = _WORDS[language]
     out: list[str] = []
     if not generated_prompt:
-        for line in _lines(macros(data.get("system_prompt") or "")):
+        for line in _lines(_legacy(data.get("system_prompt") or "")):
             if not _MACRO_ONLY.match(line):
                 _add_unique(out, line)
-    personality = macros(data.get("personality") or "").strip()
+    for line in _lines(_legacy(data.get("post_history_instructions") or "")):
+        if not _MACRO_ONLY.match(line):
+            _add_unique(out, line)
+    personality = _legacy(data.get("personality") or "").strip()
     listed = _bullets(personality)
     if listed is not None:
         for item in listed:
@@ -177,17 +191,16 @@ def derive_principles(data: dict[str, Any], language: str, *, generated_prompt: 
     _, background = derive_identity(data, language)
     if background:
         _add_unique(out, words["background"].format(" ".join(background.split())))
-    scenario = macros(data.get("scenario") or "").strip()
+    scenario = _legacy(data.get("scenario") or "").strip()
     if scenario:
         _add_unique(out, words["scenario"].format(" ".join(scenario.split())))
     if not out:
-        out.append(words["default_principle"].format(macros(str(data["name"])).strip()))
+        out.append(words["default_principle"].format(_legacy(str(data["name"])).strip()))
     return out
 
 
 def derive_few_shots(data: dict[str, Any], language: str) -> list[dict[str, str]]:
     """``{{user}}:`` → ``{{char}}:`` pairs from the ``<START>`` blocks of ``mes_example``."""
-    macros = _Macros(data, language)
     shots: list[dict[str, str]] = []
     seen: set[tuple[str, str]] = set()
     blocks: list[list[tuple[str, list[str]]]] = [[]]
@@ -205,7 +218,7 @@ def derive_few_shots(data: dict[str, Any], language: str) -> list[dict[str, str]
         for (role, text), (next_role, next_text) in zip(block, block[1:], strict=False):
             if role != "user" or next_role != "char":
                 continue
-            shot = {"input": macros("\n".join(text)).strip(), "output": macros("\n".join(next_text)).strip()}
+            shot = {"input": _legacy("\n".join(text)).strip(), "output": _legacy("\n".join(next_text)).strip()}
             key = (shot["input"].casefold(), shot["output"].casefold())
             if (
                 shot["input"]
@@ -221,13 +234,64 @@ def derive_few_shots(data: dict[str, Any], language: str) -> list[dict[str, str]
 
 def derive_expertise(data: dict[str, Any], language: str) -> list[str]:
     """The card's tags (de-duplicated), or "role-play as NAME" when it has none."""
-    macros = _Macros(data, language)
     out: list[str] = []
     for tag in data.get("tags") or []:
-        _add_unique(out, macros(tag))
+        _add_unique(out, _legacy(tag))
     if not out:
-        out.append(_WORDS[language]["default_expertise"].format(macros(str(data["name"])).strip()))
+        out.append(_WORDS[language]["default_expertise"].format(_legacy(str(data["name"])).strip()))
     return out
+
+
+# max_length counts characters; a limit in words becomes characters at these rates (en: a word and
+# its space average under 6 characters; zh: a word is one or two characters). The instruction itself
+# is kept verbatim as a principle, so the model still reads the limit in words.
+CHARS_PER_WORD = {"en": 6, "zh": 2}
+_LIMIT_BEFORE = re.compile(
+    r"\b(?:under|within|below|at most|no more than|not more than|fewer than|less than|up to|limit(?:ed)? to|"
+    r"max(?:imum)?(?: of)?)\s+(\d{1,5})\s*(words?|characters?|chars?)\b",
+    re.IGNORECASE,
+)
+_LIMIT_AFTER = re.compile(
+    r"\b(\d{1,5})[\s-]*(words?|characters?|chars?)\s*(?:or (?:less|fewer)|max(?:imum)?|at most|limit)\b",
+    re.IGNORECASE,
+)
+_LIMIT_ZH = re.compile(
+    r"(?:不超过|不多于|不要超过|少于|最多|控制在)\s*(\d{1,5})\s*个?(字符|字|词)|(\d{1,5})\s*个?(字符|字|词)(?:以内|之内)"
+)
+
+
+def _limits(text: str) -> list[tuple[int, str]]:
+    """``(number, unit)`` of each length limit stated in ``text``; unit ``chars`` or ``words``."""
+    found = []
+    for match in [*_LIMIT_BEFORE.finditer(text), *_LIMIT_AFTER.finditer(text)]:
+        found.append((int(match.group(1)), "words" if match.group(2).lower().startswith("word") else "chars"))
+    for match in _LIMIT_ZH.finditer(text):
+        number, unit = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        found.append((int(number), "words" if unit == "词" else "chars"))
+    return found
+
+
+_REPLY_CUE = re.compile(
+    r"repl|respon|answer|message|output|keep|limit|write|回复|回答|输出|每次|字数|篇幅", re.IGNORECASE
+)
+_SENTENCE = re.compile(r"(?<=[.!?。！？;；])\s*|\n+")
+MIN_STATED_LENGTH = 20  # a shorter "limit" is about something else (a name, a title), not the reply
+
+
+def derive_constraints(data: dict[str, Any], language: str) -> dict[str, Any]:
+    """Constraints stated in ``post_history_instructions``: the tightest length limit on the reply as
+    ``max_length`` (characters; words × :data:`CHARS_PER_WORD`), within the elixir's bounds.
+
+    Only a sentence that speaks of the reply ("Keep replies under 80 words.", "回复不超过100字") counts,
+    and a limit under :data:`MIN_STATED_LENGTH` characters is ignored. Empty when none is stated."""
+    lengths = []
+    for sentence in _SENTENCE.split(data.get("post_history_instructions") or ""):
+        if _REPLY_CUE.search(sentence):
+            lengths += [n * CHARS_PER_WORD[language] if unit == "words" else n for n, unit in _limits(sentence)]
+    lengths = [n for n in lengths if n >= MIN_STATED_LENGTH]
+    if not lengths:
+        return {}
+    return {"max_length": min(min(lengths), MAX_LENGTH_LIMIT)}
 
 
 def derive_fields(data: dict[str, Any], language: str, *, generated_prompt: bool = False) -> dict[str, Any]:

@@ -1,8 +1,10 @@
 """Character Card V2/V3 import and export (JSON and PNG).
 
 Mapping (see :mod:`furnace.interop.card_mapping`): name, description →
-identity, personality/system_prompt → principles, ``mes_example`` →
-few-shots, tags → expertise. Everything an elixir has that a card does not
+identity, personality/system_prompt/post_history_instructions → principles (a
+length limit in post_history_instructions also → ``constraints.max_length``),
+``mes_example`` → few-shots, tags → expertise. SillyTavern macros stay macros
+(expanded when a prompt is served: :mod:`furnace.domain.macros`). Everything an elixir has that a card does not
 (tone, constraints, tools, priority, conflicts, style notes and preferences,
 language, id, the agent's lineage) travels in ``data.extensions.furnace``.
 
@@ -53,6 +55,7 @@ from furnace.interop.card_mapping import (
     MAPPED,
     WRITES,
     card_language,
+    derive_constraints,
     derive_fields,
     encode_visible,
     guard,
@@ -147,6 +150,9 @@ def elixir_from_card(decoded: DecodedCard | dict[str, Any]) -> CardImport:
         if found:
             fields[key] = value
     fields["language"] = language
+    stated = derive_constraints(data, language)  # a limit in post_history_instructions (furnace's own win)
+    if stated:
+        fields["constraints"] = stated
     extensions: dict[str, Any] = {}
     if furn:
         fields.update({key: furn[key] for key in ELIXIR_ONLY if key in furn})

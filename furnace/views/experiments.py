@@ -166,7 +166,7 @@ def totals_rows(results: ExperimentResults, experiment_ids: Sequence[str]) -> li
         row: dict[str, Any] = {
             "experiment": exp_id,
             "generations": len(gens),
-            "best_fitness": round(max((g.best_fitness for g in gens), default=0.0), 4),
+            "best_fitness": round(max(g.best_fitness for g in gens), 4) if gens else None,  # None: not known yet
         }
         if all(k in summary for k in LEDGER_TOTALS):
             row |= {k: summary[k] for k in LEDGER_TOTALS} | {"source": "call ledger"}

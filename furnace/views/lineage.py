@@ -8,7 +8,7 @@ child shows both parents, not only the one the walk came through).
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -236,6 +236,26 @@ def hidden_by(graph: LineageGraph, collapsed: set[str] | frozenset[str]) -> dict
     return out
 
 
+LABEL_CHARS = 30  # a node's label on the chart, at most: it must fit the gap to the next depth's column
+
+
+def _tell_apart(nodes: list[dict[str, object]]) -> None:
+    """Give every node a ``short`` label for the chart: at most LABEL_CHARS and unique (bred children of
+    the same parents share a name, and long names share a beginning: those end with the end of their id);
+    the full ``label`` stays for the tooltip."""
+
+    def clip(text: str, room: int) -> str:
+        return text if len(text) <= room else text[: room - 1].rstrip() + "…"
+
+    clipped = Counter(clip(str(n["label"]), LABEL_CHARS) for n in nodes)
+    for n in nodes:
+        short = clip(str(n["label"]), LABEL_CHARS)
+        if clipped[short] > 1:
+            tail = f" ·{str(n['id'])[-6:]}"
+            short = clip(str(n["label"]), LABEL_CHARS - len(tail)) + tail
+        n["short"] = short
+
+
 def explorer_layout(
     graph: LineageGraph,
     *,
@@ -285,6 +305,7 @@ def explorer_layout(
                     "collapsed": folded,
                 }
             )
+    _tell_apart(nodes)
     depth_of = {n.id: n.depth for n in kept}
     edges = [
         {

@@ -42,16 +42,6 @@ def lab(settings) -> Lab:
     return Lab(settings, db, store, llm, cross, mutant, grandchild)
 
 
-@pytest.fixture(scope="session")
-def _mlflow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An initialised, empty MLflow sqlite store (creating the tables costs ~3 s; copying it, nothing)."""
-    from mlflow import MlflowClient
-
-    path = tmp_path_factory.mktemp("mlflow-template") / "mlflow.db"
-    MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
-    return path
-
-
 @pytest.fixture()
 def mlflow_ready(settings, _mlflow_template: Path) -> str:
     """The test home's tracking URI, backed by a copy of the initialised template store."""

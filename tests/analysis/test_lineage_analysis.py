@@ -92,10 +92,20 @@ def test_operator_success_counts_each_child_once() -> None:
 
 
 def test_fitness_by_generation_and_operator() -> None:
-    gen = fa.fitness_by_generation(individuals())
-    assert list(gen["count"]) == [2, 2, 3]
-    assert list(gen["best"]) == [0.7, 0.8, 0.9] and list(gen["worst"]) == [0.5, 0.4, 0.75]
-    assert gen["mean"].tolist() == pytest.approx([0.6, 0.6, (0.75 + 0.8 + 0.9) / 3])
+    # the population's best keeps a survivor's fitness (generation 1's own children peaked at 0.8 < 0.85)
+    generations = pd.DataFrame(
+        {
+            "experiment_id": "exp",
+            "generation": [2, 0, 1],
+            "best_fitness": [0.9, 0.7, 0.85],
+            "mean_fitness": [0.8, 0.6, 0.7],
+        }
+    )
+    gen = fa.fitness_by_generation(generations, individuals())
+    assert list(gen["generation"]) == [0, 1, 2]
+    assert list(gen["best"]) == [0.7, 0.85, 0.9] and list(gen["mean"]) == [0.6, 0.7, 0.8]
+    assert list(gen["evaluated"]) == [2, 2, 3]
+    assert list(gen["evaluated_best"]) == [0.7, 0.8, 0.9] and list(gen["evaluated_worst"]) == [0.5, 0.4, 0.75]
     ops = fa.fitness_by_operator(individuals()).set_index("operator")
     assert ops["count"].to_dict() == {"crossover": 2, "mutation": 2, "seed": 2}
     assert ops["mean"].to_dict() == pytest.approx({"crossover": 0.775, "mutation": 0.65, "seed": 0.6})

@@ -7,7 +7,6 @@ import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -51,23 +50,9 @@ def app_server(home: Path, *, timeout_s: float = 60.0) -> Iterator[str]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("FURNACE_") and not k.endswith("_API_KEY")}
     env.update(FURNACE_HOME=str(home), FURNACE_EMBEDDER="hash")
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        str(APP),
-        "--server.headless",
-        "true",
-        "--server.address",
-        "127.0.0.1",
-        "--server.port",
-        str(port),
-        "--browser.gatherUsageStats",
-        "false",
-        "--server.fileWatcherType",
-        "none",
-    ]
+    from furnace.cli.app_cmd import app_command  # the command `furnace app` runs
+
+    cmd = [*app_command(APP, host="127.0.0.1", port=port), "--server.fileWatcherType", "none"]
     log = (home / "streamlit.log").open("wb")
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

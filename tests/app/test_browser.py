@@ -45,8 +45,9 @@ def test_edit_persona_and_revise_in_a_real_browser(seeded: Path) -> None:
         identity.press("Tab")
         settle(page)
         page.get_by_role("button", name="Save as new version").click()
-        saved = page.get_by_text("Saved academic-editor v2")
+        saved = page.get_by_text("Saved academic-editor v2").first  # under the button, and a toast
         saved.wait_for()
+        assert page.get_by_role("button", name="Deploy").count() == 0  # `furnace app` hides Streamlit's toolbar
         page.screenshot(path=str(ARTIFACTS / "browser-personas-saved.png"), full_page=True)
 
         page.goto(f"{url}/revision")

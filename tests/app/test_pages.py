@@ -65,6 +65,7 @@ def test_revision_chat_grows_the_version_chain(app, app_home):
     at.chat_input(key="revision_input").set_value("太正式了，活泼一点，加一个 emoji").run()
     no_errors(at)
     assert [v.version for v in contents.versions(content.id)] == [1, 2]
+    assert [(s.label, s.state) for s in at.status] == [("Edited: V2", "complete")]
     texts = [m.markdown[0].value for m in at.chat_message if m.markdown]
     assert any("V1→V2" in t for t in texts), texts
     assert any("current V2 ·" in c.value for c in at.caption), [c.value for c in at.caption]  # not stale
@@ -75,6 +76,27 @@ def test_revision_chat_grows_the_version_chain(app, app_home):
     at.button(key="rev_rollback").click().run()
     no_errors(at)
     assert [v.source for v in contents.versions(content.id)] == ["generate", "revise", "rollback"]
+
+
+def test_a_refused_or_failed_edit_is_never_shown_as_done(app, app_home):
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
+    contents = Runtime(FurnaceSettings(home=app_home)).content_store
+    at = app.switch_page("screens/revision.py").run()
+    at.selectbox(key="revision_select").set_value("+ New content").run()
+    at.selectbox(key="revision_persona").set_value("lifestyle-blogger-zh").run()
+    at.text_input(key="revision_topic").input("秋季补水").run()
+    at.button(key="revision_create").click().run()
+    [content] = [c for c in contents.list_contents() if c.topic == "秋季补水"]
+    # refused before any model call (an English suggestion for a Chinese piece): the box ends, as an error
+    at.chat_input(key="revision_input").set_value("the second paragraph is too long").run()
+    assert [(s.label, s.state) for s in at.status] == [("Not done: the edit was refused", "error")]
+    assert at.error  # and the reason is shown
+    # a target that is not there: the turn ends "failed", never "Done"
+    at.chat_input(key="revision_input").set_value("第九段太长了").run()
+    assert [(s.label, s.state) for s in at.status] == [("Not done (failed)", "error")]
+    assert [v.version for v in contents.versions(content.id)] == [1]
 
 
 def test_revision_chat_sends_accepted_suggestions_to_reflect(app, app_home):

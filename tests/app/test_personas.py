@@ -36,6 +36,11 @@ def test_edit_and_save_makes_a_new_version(app, app_home):
     assert after.identity.startswith("A meticulous academic editor")
     success = " ".join(s.value for s in at.success)
     assert f"Saved {PERSONA} v{after.version}" in success and after.content_hash[:16] in success
+    # in view: under the Save button (not above the form), and as a toast wherever the page is scrolled
+    order = [(n.type, getattr(n, "key", None)) for n in _walk(at.main)]
+    save_at = order.index(("button", "persona_save"))
+    assert "success" in [t for t, _ in order[save_at:]] and "success" not in [t for t, _ in order[:save_at]]
+    assert any(f"Saved {PERSONA} v{after.version}" in t.value for t in at.toast)
 
 
 def test_validation_error_next_to_field_and_nothing_saved(app, app_home):
@@ -79,3 +84,10 @@ def test_create_a_new_persona_then_withdraw_it(app, app_home):
     assert store.get_elixir("tea-sommelier").withdrawn
     options = at.selectbox(key="persona_select").options
     assert options and not any("tea-sommelier" in o for o in options), options
+
+
+def _walk(node):
+    """Every element and block under ``node``, in page order."""
+    for child in getattr(node, "children", {}).values():
+        yield child
+        yield from _walk(child)

@@ -180,6 +180,12 @@ def test_overlay_totals_pareto_and_axis_domain() -> None:
         ("y", 0, 5),
         ("y", 1, 10),
     ]
+    results.start_experiment(ExperimentRecord("z", "z", {}, 1, "m"))  # started, no generation finished
+    [started] = totals_rows(results, ["z"])
+    assert started["best_fitness"] is None and started["failed_calls"] is None  # unknown, never 0
+    from furnace.app.services import for_table, known_sum
+
+    assert for_table([started])[0]["best_fitness"] == "—" and known_sum([started], "attempts") == "—"
     running = totals_rows(results, ["x", "y"])  # no summary yet: the finished generations' sums
     assert [(t["model_calls"], t["failed_calls"]) for t in running] == [(18, None), (10, None)]
     assert {t["source"] for t in running} == {"finished generations (run in progress)"}
@@ -268,3 +274,28 @@ def test_run_links_only_for_configured_uis_and_known_runs() -> None:
         "Prefect flow run": "http://127.0.0.1:4200/runs/flow-run/f-9",
     }
     assert list(run_links({**summary, "tags": {}}, mlflow_ui="u", prefect_ui="p")) == ["MLflow run"]
+
+
+def test_fifty_nodes_keep_short_distinct_labels() -> None:
+    """50 bred children of one pair share a name: each chart label is still distinct and short."""
+    from furnace.views.lineage import LABEL_CHARS, explorer_layout
+
+    store = MemoryStore()
+    store.save_elixir(_elixir("a", "Ann the Very Long-Named Statistical Analyst", "statistics"))
+    store.save_elixir(_elixir("b", "Bo", "baking"))
+    refs = tuple(store.get_elixir(p).ref for p in ("a", "b"))
+    for seed in range(48):  # 48 children of one pair, one shared (long) name
+        lineage = Lineage(parents=refs, operator="crossover", params={"seed": seed}, op_version="1")
+        child = _elixir("x", "Ann the Very Long-Named Statistical Analyst × Bo", "fusion")
+        store.save_agent(
+            Agent(
+                id=agent_id_for(lineage.lineage_hash), elixir=child, lineage=lineage, system_prompt=render_prompt(child)
+            )
+        )
+    graph = lineage_graph(store, "a")
+    nodes, _ = explorer_layout(graph)
+    assert len(nodes) >= 49
+    shorts = [str(n["short"]) for n in nodes]
+    assert len(set(shorts)) == len(shorts) and max(map(len, shorts)) <= LABEL_CHARS
+    shared = [n for n in nodes if str(n["label"]).startswith("Ann the Very Long-Named Statistical Analyst × Bo")]
+    assert len(shared) >= 30  # most children carry the one long name (the rest are shown by id)

@@ -80,7 +80,7 @@ def test_unknown_member_is_one_clear_error(home: Path, capsys: pytest.CaptureFix
 def test_killed_after_speaker_two_resumes_speakers_three_and_four(home: Path) -> None:
     _seed_library(home)
     session = _new_session(home)
-    env = {**os.environ, "FURNACE_HOME": str(home), "FURNACE_ARENA_KILL_AFTER": "2"}
+    env = {**os.environ, "FURNACE_HOME": str(home), "FURNACE_ARENA_KILL_AFTER": "2", "FURNACE_EMBEDDER": "hash"}
     proc = subprocess.run(
         [
             str(Path(sys.executable).parent / "furnace"),

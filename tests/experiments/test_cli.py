@@ -145,3 +145,50 @@ def test_sweep_scores_a_grid_and_stores_it_like_an_experiment(library_home, caps
     assert json.loads(out) == rows and ledger()[0] == model_calls
     code, _, err = run(capsys, "sweep", "viral-copywriter", "--rates", "0,0.3", "--no-mlflow")
     assert code == 1 and "--rates" in err
+
+
+def test_a_rerun_after_a_seed_was_edited_says_it_forks_and_pins_rerun_the_old_one(library_home, tmp_path, capsys):
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
+    code, out, err = run(capsys, "experiment", "run", str(CONFIG), "--no-mlflow", "--json")
+    assert code == 0, err
+    first = json.loads(out)
+    assert first["seeds"] == [
+        "viral-copywriter@1",
+        "data-science-mentor@1",
+        "empathetic-coach@1",
+        "socratic-math-tutor@1",
+    ]
+    assert "seeds changed" not in err
+    # a persona saved in between (the app's editor does this): seeds listed by id resolve to the new version
+    store = Runtime(FurnaceSettings()).store
+    coach = store.get_elixir("empathetic-coach")
+    store.save_elixir(coach.model_copy(update={"identity": coach.identity + " Edited in the app."}))
+
+    code, out, err = run(capsys, "experiment", "run", str(CONFIG), "--no-mlflow", "--same")
+    assert code == 1 and "empathetic-coach@1 -> empathetic-coach@2" in err and "--same" in err
+    assert len(json.loads(run(capsys, "experiment", "list", "--json")[1])) == 1  # nothing started
+
+    code, out, err = run(capsys, "experiment", "run", str(CONFIG), "--no-mlflow")
+    assert code == 0, err
+    assert f"seeds changed since {first['experiment_id']} (empathetic-coach@1 -> empathetic-coach@2)" in err
+    assert "seeds: viral-copywriter@1, data-science-mentor@1, empathetic-coach@2, socratic-math-tutor@1" in out
+
+    # pinning the old version is the first experiment again: same id, its records reused (0 new calls)
+    pinned = tmp_path / "pinned.yaml"
+    pinned.write_text(CONFIG.read_text().replace("empathetic-coach,", "empathetic-coach@1,"))
+    code, out, err = run(capsys, "experiment", "run", str(pinned), "--no-mlflow", "--json")
+    assert code == 0, err
+    again = json.loads(out)
+    assert again["experiment_id"] == first["experiment_id"] and "seeds changed" not in err
+    assert again["seeds"] == first["seeds"] and again["leaderboard"] == first["leaderboard"]
+    shown = json.loads(run(capsys, "experiment", "show", again["experiment_id"], "--json")[1])
+    assert shown["seeds"] == again["seeds"]
+
+
+def test_a_malformed_pin_is_an_input_error(library_home, tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(CONFIG.read_text().replace("empathetic-coach,", "empathetic-coach@latest,"))
+    code, _, err = run(capsys, "experiment", "run", str(bad), "--no-mlflow")
+    assert code == 1 and "id@version" in err

@@ -177,6 +177,56 @@ def test_stopping_furnace_stops_its_dask_cluster(tmp_path, sig):
             parent.wait()
 
 
+# A worker that cannot act on SIGTERM: a library in it handles the signal (here: ignores it), and a task
+# holds the interpreter (a C call that keeps the GIL), so neither a Python handler nor Dask's parent-alive
+# thread can run. Only a signal the kernel acts on (SIGKILL) ends it.
+BUSY_PARENT = (
+    "import ctypes, os, signal, sys, time\n"
+    "from pathlib import Path\n"
+    "from furnace.adapters.dask_cluster import dask_client\n"
+    "def deaf():\n"
+    "    signal.signal(signal.SIGTERM, lambda *_: None)\n"
+    "def hold(marker):\n"
+    "    Path(marker).write_text(str(os.getpid()))\n"
+    "    ctypes.PyDLL(None).sleep(600)  # PyDLL: the GIL stays held\n"
+    "if __name__ == '__main__':\n"
+    "    with dask_client(workers=1, threads=1, on_status=lambda line: print(line, flush=True)) as client:\n"
+    "        client.run(deaf)\n"
+    "        task = client.submit(hold, sys.argv[1], pure=False)\n"
+    "        while not Path(sys.argv[1]).exists():\n"
+    "            time.sleep(0.05)\n"
+    "        print('ready', flush=True)\n"
+    "        time.sleep(600)\n"
+)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_busy_worker_that_handles_sigterm_still_dies_with_a_killed_furnace(tmp_path):
+    script, marker = tmp_path / "parent.py", tmp_path / "holding"
+    script.write_text(BUSY_PARENT)
+    env = dict(os.environ, PYTHONPATH=str(REPO), FURNACE_HOME=str(tmp_path))
+    parent = subprocess.Popen([sys.executable, str(script), str(marker)], env=env, stdout=subprocess.PIPE, text=True)
+    worker = None
+    try:
+        lines = [parent.stdout.readline() for _ in range(2)]
+        assert lines[-1].startswith("ready"), lines
+        worker = int(marker.read_text())
+        assert worker in _descendants(parent.pid) and _alive(worker)
+        parent.kill()
+        parent.wait(60)
+        # an outcome, not a timing: polled up to a generous limit (the task alone would hold it 600 s)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and _alive(worker):
+            time.sleep(0.1)
+        assert not _alive(worker), "the worker outlived its killed parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        if worker is not None and _alive(worker):
+            os.kill(worker, signal.SIGKILL)
+
+
 class _Cluster:
     """What Placement reads of a client: two workers, on a cluster furnace started (strict)."""
 

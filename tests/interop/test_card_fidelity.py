@@ -6,6 +6,8 @@ import json
 
 from cards_data import V2_CARD, V3_CARD, card
 
+from furnace.domain.macros import served
+from furnace.domain.render import render_prompt
 from furnace.interop.card_format import decode_card_bytes
 from furnace.interop.cards import card_for, export_card_json, export_card_png, read_card_bytes
 
@@ -48,19 +50,31 @@ def test_v3_card_with_assets_and_lorebook_round_trips_json_and_png() -> None:
         assert read_card_bytes(raw).elixir.content_hash == imported.elixir.content_hash
 
 
-def test_original_macro_is_kept_as_a_macro_not_a_principle() -> None:
+def test_original_macro_is_kept_as_a_macro_and_never_served() -> None:
     c = card(V2_CARD)
     c["data"]["system_prompt"] = "{{original}}\nAlways answer {{user}} in rhyme.\n{{// a note for the author}}"
     imported = read_card_bytes(json.dumps(c).encode())
     principles = imported.elixir.principles
-    assert not any("{{" in p for p in principles), principles
-    assert "Always answer the user in rhyme." in principles
+    assert "Always answer {{user}} in rhyme." in principles  # kept as a macro in the elixir
+    assert not any("{{original}}" in p or "{{//" in p for p in principles), principles  # placeholders: no principle
+    prompt = render_prompt(imported.elixir)
+    assert "Always answer the user in rhyme." in prompt and "{{" not in prompt
     exported = json.loads(export_card_json(imported.elixir, "v2"))
     assert exported["data"]["system_prompt"].startswith("{{original}}")
 
 
-def test_macros_inside_a_sentence_are_kept_verbatim() -> None:
+def test_original_inside_a_line_is_dropped_when_served() -> None:
+    c = card(V2_CARD)
+    c["data"]["system_prompt"] = "{{original}} Never break character."
+    imported = read_card_bytes(json.dumps(c).encode())
+    assert "{{original}} Never break character." in imported.elixir.principles
+    prompt = render_prompt(imported.elixir)
+    assert "1. Never break character." in prompt and "original" not in prompt
+
+
+def test_macros_inside_a_sentence_are_kept_and_expanded_when_served() -> None:
     c = card(V2_CARD)
     c["data"]["system_prompt"] = "Greet {{user}} by the time of day: it is {{time}}."
-    principles = read_card_bytes(json.dumps(c).encode()).elixir.principles
-    assert "Greet the user by the time of day: it is {{time}}." in principles
+    elixir = read_card_bytes(json.dumps(c).encode()).elixir
+    assert "Greet {{user}} by the time of day: it is {{time}}." in elixir.principles
+    assert "Greet the user by the time of day: it is." in served(elixir).principles  # no clock: {{time}} dropped

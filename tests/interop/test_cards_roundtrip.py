@@ -11,6 +11,7 @@ from conftest import make_agent
 
 from furnace import resources
 from furnace.domain.elixir import Elixir, edit
+from furnace.domain.macros import served
 from furnace.interop.card_format import decode_card_bytes
 from furnace.interop.cards import (
     card_for,
@@ -189,11 +190,17 @@ def test_foreign_mapping() -> None:
     v3 = elixir_from_card(card(V3_CARD)).elixir
     assert v3.name == "Archivist Quill" and v3.id == "archivist-quill"
     assert v3.expertise == ("Fantasy", "Library", "Robot")
-    assert v3.principles[:2] == ("You are Quill, keeper of the Endless Library.", "Always stay polite to the user.")
+    assert v3.principles[:2] == ("You are {{char}}, keeper of the Endless Library.", "Always stay polite to {{user}}.")
+    # macros are served expanded: {{char}} is the V3 card's nickname
+    assert served(v3).principles[:2] == (
+        "You are Quill, keeper of the Endless Library.",
+        "Always stay polite to the user.",
+    )
     assert "Never invent a book that is not in the catalogue." in v3.principles
     assert [s.input for s in v3.few_shots] == ["Do you have anything on tides?", "What's behind the iron door?"]
     v2 = elixir_from_card(card(V2_CARD)).elixir
-    assert v2.identity.startswith("Captain Mirela Voss is the weathered captain")  # {{char}} replaced
+    assert v2.identity.startswith("{{char}} is the weathered captain")  # kept as a macro
+    assert served(v2).identity.startswith("Captain Mirela Voss is the weathered captain")  # expanded when served
     assert v2.expertise == ("Adventure", "Airship", "Female", "Steampunk")  # case-insensitive duplicate dropped
     assert v2.few_shots[1].output == "Outrun? No. Outsmart? Always.\nHold on to something."
     assert any(p.startswith("Embody this personality: gruff") for p in v2.principles)

@@ -1,12 +1,14 @@
-"""The secret scanner: a corpus of realistic fake keys (0 may leak) and innocent look-alikes (< 5% flagged).
+"""The secret scanner: a corpus of realistic fake keys (0 may leak) and innocent look-alikes (< 3% flagged).
 
-Every rule has at least one fake key; the scanner is used by every export
-(skill, card JSON, card PNG V2/V3) and warns when the store writes style notes
-or principles that hold one.
+Every rule has at least one fake key; the shipped corpora (``secret_corpus.py``: synthetic keys of
+every shape in every encoding the scanner decodes, and innocent look-alikes) give the figures on
+docs/reliability.md. The scanner is used by every export (skill, card JSON, card PNG V2/V3) and
+warns when the store writes style notes or principles that hold one.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import random
@@ -14,6 +16,7 @@ import string
 
 import pytest
 from conftest import make_agent, make_native
+from secret_corpus import ENCODERS, INNOCENT, figures, key_shapes, keys
 
 from furnace.domain.elixir import edit
 from furnace.domain.errors import InputError
@@ -90,48 +93,9 @@ FAKE_KEYS: list[tuple[str, str]] = [
     (f"ｓｋ－ｐｒｏｊ－{r(30)}", "sk-"),  # full-width look-alike characters (NFKC)
 ]
 
-INNOCENT: list[str] = [
-    "Ask for the task-oriented summary first.",
-    "Desk-lamp lighting, skeptical tone.",
-    "Use scikit-learn (sklearn) for the baseline; risk-free rate 4%.",
-    "A bearer of bad news.",
-    "Bearer tokens must never appear in answers.",
-    "Use a password manager; never share a password.",
-    "Set api_key = os.environ['OPENAI_API_KEY'] in your own code.",
-    "api_key: ${OPENAI_API_KEY}",
-    "API_KEY=<your key here>",
-    "export OPENAI_API_KEY=sk-xxxxxxxxxxxxxxxxxxxxxxxx",
-    "Keys look like sk-... or sk-proj-...; never paste one here.",
-    "Send `Authorization: Bearer <token>` with every request.",
-    "token: $TOKEN",
-    "password = PASSWORD_FROM_VAULT",
-    "content_hash 9c9f1c927aae65720aec134f8b88c1aa506db5dc0b54039a432af3d8875e40d8",
-    "agent agt-3f2a9b8c7d6e5f4a3b2c1d0e from lineage 952ca8a205279eaefe93f1fd806804ff",
-    "run id 123e4567-e89b-12d3-a456-426614174000",
-    "commit 9db6449 fixed it; see d41d8cd98f00b204e9800998ecf8427e.",
-    "The model claude-3-5-sonnet-20241022 or gpt-4o-mini-2024-07-18.",
-    "https://example.org/cards/archivist-quill and http://user@example.com/ (no password).",
-    "postgres://localhost:5432/furnace",
-    "Supercalifragilisticexpialidocious, Donaudampfschifffahrtsgesellschaftskapitän.",
-    "AKIA is how AWS key ids begin; ghp_ marks a GitHub token; AIza a Google key.",
-    "-----BEGIN PUBLIC KEY----- and -----BEGIN CERTIFICATE----- are not secret.",
-    "xoxo, Gossip Girl",
-    "The token budget is 512; token = 5 per word.",
-    "/usr/local/lib/python3.11/site-packages/furnace/interop/importers/files.py",
-    "base64 of hello is aGVsbG8= and of book Qm9vaw==",
-    "ISBN 978-3-16-148410-0, phone +1-202-555-0143, IPv6 2001:0db8:85a3:0000:0000:8a2e:0370:7334",
-    "密码学入门：不要在回答中透露任何密钥。",
-    "zero\u200bwidth joiners in ordinary text",
-    "CamelCaseIdentifiersLikeHttpRequestHandlerFactory",
-    "furnace:parent:go-reviewer@3:952ca8a205279eaefe93f1fd806804ff4dfecd1764437895d7de4d2edc1b5b2a",
-    "AWS region us-east-1, bucket my-app-assets-2024",
-    "Shelf 12, volume 3: The Moon's Ledger. risu:abc123",
-    "PASSWORD_MIN_LENGTH=12",
-]
-
 
 def test_corpus_sizes() -> None:
-    assert len(FAKE_KEYS) >= 30 and len(INNOCENT) >= 30
+    assert len(FAKE_KEYS) >= 30 and len(INNOCENT) >= 60 and len(key_shapes()) >= 30 and len(ENCODERS) >= 10
 
 
 @pytest.mark.parametrize(("text", "kind"), FAKE_KEYS, ids=[f"key{i}" for i in range(len(FAKE_KEYS))])
@@ -148,7 +112,52 @@ def test_every_rule_has_a_fake_key() -> None:
 
 def test_innocent_look_alikes_are_not_flagged() -> None:
     flagged = [(text, scan_text(text)) for text in INNOCENT if scan_text(text) is not None]
-    assert len(flagged) / len(INNOCENT) < 0.05, flagged
+    assert len(flagged) / len(INNOCENT) < 0.03, flagged
+
+
+@pytest.mark.parametrize("encoding", list(ENCODERS))
+def test_every_key_shape_is_found_in_every_encoding(encoding: str) -> None:
+    texts = [(text, kind) for name, text, kind in keys() if name == encoding]
+    leaked = [(kind, scan_text(text)) for text, kind in texts if kind not in (scan_text(text) or "")]
+    assert texts and not leaked, leaked
+
+
+def test_the_figures_hold_on_other_synthetic_keys() -> None:
+    """Another seed, other keys: all found, and what the figures count is what the tests assert."""
+    found = figures(seed=7)
+    assert found["detected"] == found["keys"] >= 300, found["leaked"]
+    assert len(found["flagged"]) / found["innocent"] < 0.03
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("data:text/plain;base64,AKIAQ3EGRT7YB2XK9PLM", "AWS access key id"),  # a key after the prefix, as is
+        ("data:text/plain;base64,QUtJQVEzRUdSVDdZQjJYSzlQTE0=", "AWS access key id (in data URI)"),
+        (("sk-proj-" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY").encode().hex(), "sk-…) (in hex)"),
+        (
+            f"![x](data:image/png;base64,{base64.b64encode(b'PNG tEXt ghp_' + b'k' * 3 + b'Z9' * 16).decode()})",
+            "GitHub",
+        ),
+    ],
+    ids=["data-uri-as-written", "data-uri-decoded", "hex", "text-inside-binary"],
+)
+def test_keys_that_leaked_before_are_found(text: str, kind: str) -> None:
+    assert kind in (scan_text(text) or "")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sk-learn is a nickname for scikit-learn",
+        "XPS13-9310-Intel-Core-i7-1185G7",
+        "AbstractSingletonProxyFactoryBeanV2Impl",
+        "Set api_key = os.environ['OPENAI_API_KEY'] in your own code.",
+        'integrity="sha384-oqVuAfXRKap7fdgcCY5uykM6+R9GqQ8K/uxy9rx7HNQlGYl1kPzQho1wx4JwY8wC"',
+    ],
+)
+def test_look_alikes_refused_before_pass(text: str) -> None:
+    assert scan_text(text) is None
 
 
 def _exports(target) -> dict:

@@ -1,5 +1,9 @@
 """Execute each analysis notebook top to bottom with nbclient, offline.
 
+Each notebook is a jupytext pair: ``NAME.py`` (percent format, the reviewable source) and ``NAME.ipynb``
+(what Jupyter opens), kept in step by jupytext. The tests execute the ``.py`` side as a notebook and fail
+on errors, not on edits; one test checks that each pair is in step.
+
 The kernel is this venv's python: ``ipykernel`` installs a ``python3``
 kernelspec pointing at ``sys.executable`` into a temporary prefix, and
 ``JUPYTER_PATH`` puts it first, so a fresh clone needs no Jupyter setup.
@@ -17,6 +21,7 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
+jupytext = pytest.importorskip("jupytext")
 
 pytestmark = pytest.mark.slow
 
@@ -46,8 +51,9 @@ def execute(name: str, monkeypatch: pytest.MonkeyPatch, jupyter_path: Path, home
     monkeypatch.setenv("FURNACE_HOME", str(home))
     monkeypatch.setenv("FURNACE_EMBEDDER", "hash")  # the real embedder has its own tests; keep these fast
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code"), f"{name} is committed with outputs"
+    paired = nbformat.read(NOTEBOOKS / name, as_version=4)
+    assert all(not c.get("outputs") for c in paired.cells if c.cell_type == "code"), f"{name} is committed with outputs"
+    nb = jupytext.read(NOTEBOOKS / name.replace(".ipynb", ".py"))
     client = nbclient.NotebookClient(
         nb, kernel_name="python3", timeout=300, resources={"metadata": {"path": str(NOTEBOOKS)}}
     )
@@ -84,6 +90,21 @@ def test_lineage_notebook(monkeypatch, jupyter_path, sample_home) -> None:
     assert int(s["generations"]) == 8  # two sample experiments x generations 0..3
     assert int(s["calls"]) > 0
     assert count(nb, "image/png") >= 4 and count(nb, "text/html") >= 6
+    # its fitness by generation is the report's (the population's best, survivors included)
+    from furnace.runtime import Runtime
+    from furnace.views.experiments import generation_rows
+
+    shown = s["best_by_generation"].split(",")
+    rt = Runtime.from_env(home=sample_home)
+    try:
+        expected = [
+            f"{exp}:{row['generation']}:{row['best_fitness']:.4f}"
+            for exp in sorted({item.split(":")[0] for item in shown})
+            for row in generation_rows(rt.results, exp)
+        ]
+    finally:
+        rt.close()
+    assert shown == expected
 
 
 def test_revision_notebook_builds_its_own_sample_when_home_is_empty(monkeypatch, jupyter_path, tmp_path) -> None:
@@ -109,12 +130,16 @@ def test_mlflow_notebook_picks_champion_and_loads_its_prompt(monkeypatch, jupyte
     assert count(nb, "image/png") >= 1
 
 
-def test_committed_notebooks_match_the_generator() -> None:
-    import importlib.util
+PAIRS = ["lineage_analysis", "revision_analysis", "mlflow_comparison"]
 
-    spec = importlib.util.spec_from_file_location("make_notebooks", NOTEBOOKS / "make_notebooks.py")
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    for name in module.NOTEBOOKS:
-        committed = nbformat.read(NOTEBOOKS / name, as_version=4)
-        assert [c.source for c in committed.cells] == [c.source for c in module.build(name).cells], name
+
+@pytest.mark.parametrize("stem", PAIRS)
+def test_each_notebook_is_a_jupytext_pair_in_step(stem: str) -> None:
+    script = jupytext.read(NOTEBOOKS / f"{stem}.py")
+    notebook = nbformat.read(NOTEBOOKS / f"{stem}.ipynb", as_version=4)
+    assert script.metadata["jupytext"]["formats"] == "ipynb,py:percent"
+    assert notebook.metadata["jupytext"]["formats"] == "ipynb,py:percent"
+    step = f"{stem}.py and {stem}.ipynb differ: run `jupytext --sync notebooks/{stem}.py`"
+    assert [(c.cell_type, c.source) for c in script.cells] == [(c.cell_type, c.source) for c in notebook.cells], step
+    # the round trip a researcher's editor makes (ipynb -> py) gives back the committed script
+    assert jupytext.writes(notebook, fmt="py:percent") == (NOTEBOOKS / f"{stem}.py").read_text(encoding="utf-8")

@@ -69,7 +69,8 @@ if top[0].button("Stop", key="arena_stop", disabled=not running, help="Stops bef
                 st.info(f"Stopped: {event.completed} answered, {event.remaining} not started.")
     except FurnaceError as err:
         show_error(err)
-if top[1].button("Continue", key="arena_continue", disabled=not any(r.status != "finished" for r in runs.values())):
+unfinished = any(r.status in ("running", "cancelled") for r in runs.values())  # a failed turn has nothing to resume
+if top[1].button("Continue", key="arena_continue", disabled=not unfinished):
     try:
         arena.say(session.id, "continue")
         st.rerun()
@@ -122,6 +123,8 @@ if text:
                 st.chat_message("assistant", avatar=":material/smart_toy:").markdown(f"**{event.name}**: {event.text}")
             elif isinstance(event, SpeakerFailed):
                 st.warning(f"{event.name} skipped after {event.attempts} attempts: {event.error}")
+            elif isinstance(event, RunFinished) and event.status == "failed":
+                status.update(label=f"No reply: {event.failed} failed", state="error", expanded=False)
             elif isinstance(event, RunFinished):
                 status.update(
                     label=f"Done: {event.replies} replies, {event.failed} failed", state="complete", expanded=False

@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from furnace.app.charts import PARETO_SELECTION, fitness_overlay, grouped_bars, pareto_scatter
-from furnace.app.services import services, show_error, subject_labels
+from furnace.app.services import UNKNOWN, for_table, known_sum, services, show_error, subject_labels
 from furnace.domain.errors import FurnaceError
 from furnace.scoring.probes import PROBES_DIR, load_probe_set
 from furnace.settings import FurnaceSettings
@@ -67,7 +67,9 @@ def agent_panel(svc: Any, agent_id: str, points: list[dict[str, Any]]) -> None:
         except FurnaceError as err:
             show_error(err)
             return
-        st.markdown(f"**{elixir.name}** · `{agent_id}` · {kind} · fitness {point.get('fitness', 0):.3f}")
+        fitness = point.get("fitness")
+        fitness_text = UNKNOWN if fitness is None else f"{fitness:.3f}"
+        st.markdown(f"**{elixir.name}** · `{agent_id}` · {kind} · fitness {fitness_text}")
         st.caption(f"{point.get('experiment', '')} · generation {point.get('generation')} · {point.get('operator')}")
         with st.expander("System prompt"):
             st.code(prompt, language="markdown", wrap_lines=True)
@@ -248,11 +250,12 @@ with experiments_tab:
             st.caption("Solid: best fitness; dashed: mean. Axes are scaled to the data; drag to pan, scroll to zoom.")
             st.markdown("**Calls and cost** (a finished run: from the call ledger, as in its report)")
             totals = totals_rows(svc.results, picked)
-            st.dataframe(totals, width="stretch", hide_index=True)
+            st.dataframe(for_table(totals), width="stretch", hide_index=True)
+            cost = [t["cost_usd"] for t in totals if t["cost_usd"] is not None]
             st.caption(
-                f"total: {sum(t['model_calls'] for t in totals)} model calls "
-                f"(+{sum(t['cached_calls'] for t in totals)} served from the cache), "
-                f"{sum(t['tokens'] for t in totals):,} tokens, ${sum(t['cost_usd'] for t in totals):.4f}"
+                f"total: {known_sum(totals, 'model_calls')} model calls "
+                f"(+{known_sum(totals, 'cached_calls')} served from the cache), "
+                f"{known_sum(totals, 'tokens')} tokens, " + (f"${sum(cost):.4f}" if cost else UNKNOWN)
             )
             ops = operator_totals(svc.results, picked)
             if ops:

@@ -35,10 +35,12 @@ def _field_error(*fields: str) -> None:
 
 
 def _flash() -> None:
-    """The outcome of the save that triggered this rerun (shown once)."""
+    """The outcome of the save that triggered this rerun (shown once), under the Save button where the
+    user's eyes are, and as a toast, which shows wherever the page is scrolled."""
     kind, text = st.session_state.pop(FLASH_KEY, (None, ""))
     if kind:
         getattr(st, kind)(text)
+        st.toast(text, icon=":material/error:" if kind == "error" else ":material/check_circle:")
 
 
 def _editor(base: Elixir | None) -> dict[str, Any]:
@@ -198,7 +200,6 @@ st.caption(f"{len(library)} persona(s) in the library")
 
 edit_tab, history_tab = st.tabs(["Edit", "History & diff"])
 with edit_tab:
-    _flash()
     form_col, preview_col = st.columns([3, 2])
     with form_col:
         data = _editor(current)
@@ -215,6 +216,7 @@ with edit_tab:
                     st.rerun()
                 except FurnaceError as err:
                     show_error(err)
+        _flash()
     with preview_col:
         lang = st.radio(
             "Preview language",

@@ -3,16 +3,32 @@ and the accepted suggestions sent back to the persona (reflect: a new persona ve
 
 from __future__ import annotations
 
+from typing import Literal
+
 import streamlit as st
 
 from furnace.app.services import picker, services, show_error
 from furnace.domain.errors import FurnaceError
 from furnace.evolution.revision_reflect import reflect_from_revisions
 from furnace.writing.content import generate_content
-from furnace.writing.revision import diff_versions, revise, rollback
+from furnace.writing.revision import RevisionOutcome, diff_versions, revise, rollback
 
 NEW = "+ New content"
 PICK = "revision_pick"
+# What a chat turn's status box says when the turn ends: an edit that was not made is never "done".
+OUTCOMES: dict[str, tuple[str, Literal["complete", "error"]]] = {
+    "revised": ("Edited: V{version}", "complete"),
+    "noted": ("Noted, no edit made", "complete"),
+    "unchanged": ("No change made", "complete"),
+}
+
+
+def outcome_label(outcome: RevisionOutcome) -> tuple[str, Literal["complete", "error"]]:
+    """The status box's label and state for a finished turn (any other status is an edit not done)."""
+    label, state = OUTCOMES.get(outcome.status, ("Not done ({status})", "error"))
+    version = outcome.version.version if outcome.version is not None else "?"
+    return label.format(version=version, status=outcome.status), state
+
 
 st.title("Revision chat")
 svc = services()
@@ -69,16 +85,19 @@ with chat_col:
         if suggestion:
             st.chat_message("user").write(suggestion)  # shows at once; the edit runs below it
             with st.chat_message("assistant"):
+                status = st.status("Editing…", expanded=False)
                 try:
-                    with st.status("Editing…", expanded=False) as status:
+                    with status:
                         outcome = revise(svc.store, contents, svc.llm, content.id, suggestion)
-                        status.update(label=f"Done ({outcome.status})", state="complete")
+                    label, state = outcome_label(outcome)
+                    status.update(label=label, state=state)
                     st.write(outcome.reply.content)
                     if outcome.learned is not None and outcome.learned.learned:
                         st.caption(
                             "Learned: " + ", ".join(f"{p.dimension} → {p.value}" for p in outcome.learned.learned)
                         )
                 except FurnaceError as err:
+                    status.update(label="Not done: the edit was refused", state="error")
                     show_error(err)
     with header:
         current = contents.get_version(content.id)

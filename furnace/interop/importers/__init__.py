@@ -20,7 +20,7 @@ from pathlib import Path
 
 from furnace.domain.agent import AGENT_PREFIX
 from furnace.domain.elixir import Elixir
-from furnace.domain.errors import InputError, NotFound
+from furnace.domain.errors import InputError, NotFound, short_path
 from furnace.interop.importers.corpus import read_corpus
 from furnace.interop.importers.files import JSON_SUFFIXES, YAML_SUFFIXES, load_elixir_file, parse_document, read_text
 from furnace.interop.importers.report import ImportReport, ReadResult
@@ -98,11 +98,14 @@ register_reader(Reader("character card (.json/.png)", _is_card, _read_card))
 def read_file(path: str | Path) -> ReadResult:
     """Read and validate every elixir in ``path`` with the first reader that accepts it."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file" if not path.exists() else f"{path}: not a file")
-    for reader in READERS:
-        if reader.detect(path):
-            return reader.read(path)
+    try:
+        if not path.is_file():
+            raise InputError(f"{short_path(path)}: no such file" if not path.exists() else f"{path}: not a file")
+        for reader in READERS:
+            if reader.detect(path):
+                return reader.read(path)
+    except OSError as err:  # a name too long, a folder not readable, a read that failed
+        raise InputError.from_os_error(err, what="cannot read") from None
     known = ", ".join(r.name for r in READERS)
     raise InputError(f"{path.name}: unknown file type {path.suffix or '(none)'!r} (can import: {known})")
 

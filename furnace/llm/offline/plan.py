@@ -2,9 +2,10 @@
 
 Inputs (see :mod:`furnace.arena.supervisor`): ``message``, ``language``,
 ``mentions`` (member ids) and ``members`` (``id``, ``name``, ``expertise``,
-``identity``). Order: mentioned members first, then members whose expertise
-matches the message (more matches first), then the rest in member order. Each
-gets one short task in the message's language.
+``identity``), and ``ranking`` when the arena ranked the members by meaning.
+Order: mentioned members first, then the ``ranking``'s order; without one,
+members whose expertise matches the message (more matches first), then the rest
+in member order. Each gets one short task in the message's language.
 """
 
 from __future__ import annotations
@@ -64,17 +65,22 @@ def _task(language: str, hits: list[str], lead: bool) -> str:
 
 
 def plan(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
-    """Order members by mention, then expertise match, then member order; one task each."""
+    """Order members by mention, then relevance ranking (else expertise match), then member order; one task each."""
     inputs = request.inputs
     message = str(inputs.get("message", ""))
     language = inputs.get("language") or detect_language(message)
     members = list(inputs.get("members") or [])
     mentions = list(inputs.get("mentions") or [])
+    ranking = [str(r.get("member")) for r in inputs.get("ranking") or [] if isinstance(r, dict)]
     scored = []
     for position, member in enumerate(members):
         hits = _matches(list(member.get("expertise") or []), message)
         mentioned = member.get("id") in mentions
-        scored.append((0 if mentioned else 1, -len(hits), position, member, hits))
+        if ranking:  # the arena's ranking by meaning decides; an unranked member goes last
+            rank = ranking.index(member.get("id")) if member.get("id") in ranking else len(ranking)
+            scored.append((0 if mentioned else 1, rank, position, member, hits))
+        else:
+            scored.append((0 if mentioned else 1, -len(hits), position, member, hits))
     scored.sort(key=lambda row: row[:3])
     speakers = [
         {"member": member["id"], "task": _task(language, hits, lead=(i == 0))}

@@ -1,6 +1,7 @@
 """Offline REPLY handler: a persona answers a probe or a chat turn, by rules.
 
 ``request.inputs = {"persona": <Elixir JSON>, "message": str, "instruction": str | None}``
+(and ``"question"``: the message without its @mentions, answered instead when given)
 → ``(text, None)``. What it does, in order:
 
 1. **Voice** from the persona: language (``zh``/``en``; the persona's, never the
@@ -38,6 +39,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from furnace.domain.elixir import Elixir
+from furnace.domain.macros import served
 from furnace.domain.text import CONCISE, EMOJI, LENGTH, LIVELY, MORE, TONE, has_cjk, read_preference, terms
 from furnace.llm.offline.reply_phrases import PHRASES
 from furnace.llm.seam import LLMRequest
@@ -322,10 +325,26 @@ def compose(persona: dict[str, Any], message: str, instruction: str | None, rng:
     return text
 
 
+def _as_served(persona: dict[str, Any]) -> dict[str, Any]:
+    """The persona as its rendered prompt shows it: SillyTavern macros an imported card left in its text
+    expanded or dropped (:func:`furnace.domain.macros.served`), so no answer quotes ``{{char}}``."""
+    shots = [
+        t for s in persona.get("few_shots") or [] if isinstance(s, dict) for t in (s.get("input"), s.get("output"))
+    ]
+    texts = [persona.get("identity"), *(persona.get("principles") or []), *(persona.get("expertise") or []), *shots]
+    if not any(isinstance(t, str) and "{{" in t for t in texts):
+        return persona
+    try:
+        return served(Elixir.model_validate(persona)).model_dump(mode="json")
+    except ValueError:  # not a whole elixir (a test's sketch of one): answered as given
+        return persona
+
+
 def reply(request: LLMRequest, rng: random.Random) -> tuple[str, None]:
     """Answer ``inputs.message`` in ``inputs.persona``'s voice (fulfilling ``inputs.instruction`` first)."""
     inputs = request.inputs
-    persona = inputs.get("persona") or {}
-    message = str(inputs.get("message") or "")
+    persona = _as_served(inputs.get("persona") or {})
+    # "question": the message without the @mentions the arena recognised ("@Quant Trader what's…" → "what's…")
+    message = str(inputs.get("question") or inputs.get("message") or "")
     instruction = inputs.get("instruction")
     return compose(persona, message, str(instruction) if instruction else None, rng), None

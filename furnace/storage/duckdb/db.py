@@ -69,6 +69,7 @@ POLL_S = 0.05  # how often a holder looks for waiters
 IDLE_RELEASE_S = 2.0  # a held instance with no unit for this long is closed
 TURN_S = 0.3  # a process that just got the file keeps it at least this long (when it has work) before draining
 NOTICE_AFTER_S = 0.3  # a wait longer than this is shown
+DAMAGED_HINT = " (if the file is damaged: truncated, or not a furnace database, restore a backup or move it aside)"
 BEHIND_EXIT_S = 30.0  # how long the exit waits for writes behind (each is one short statement)
 
 _role = "furnace process"
@@ -398,6 +399,8 @@ class Database:
             if unit.in_tx:
                 unit.in_tx = False
                 cursor.execute("COMMIT")
+        except (duckdb.IOException, duckdb.SerializationException) as err:  # the file, not the query
+            raise StoreError(f"cannot use {self.path.name}: {_first_line(err)}{DAMAGED_HINT}") from None
         finally:
             h.local.unit = None
             if unit.in_tx:
@@ -582,6 +585,8 @@ class Database:
                     if not _is_lock_error(err) or time.monotonic() > deadline:
                         who = _holder_role(h.holder_file)
                         hint = f" ({who} held it for {time.monotonic() - started:.0f}s)" if announced else ""
+                        if not hint and not _is_lock_error(err):
+                            hint = DAMAGED_HINT
                         raise StoreError(f"cannot open {self.path.name}: {_first_line(err)}{hint}") from None
                     h.lock_retries += 1
                     _touch(h.marker)
