@@ -319,6 +319,31 @@ class MLflowTracker:
         )
         return _Span(self, root.trace_id, root.span_id, root=True, marks=self._span_marks(name))
 
+    def traced_tokens(self) -> dict[str, int]:
+        """The tokens this run's traces show, by trace name (MLflow's token usage: the sum over each
+        trace's LLM spans; a killed run's traces hold the spans that reached the store). Waits for the
+        traces still being written first."""
+        if not self.tracing or self.run_id is None:
+            return {}
+        mlflow.flush_trace_async_logging()
+        out: dict[str, int] = {}
+        token = None
+        while True:
+            page = self.traces.search_traces(
+                locations=[self.mlflow_experiment_id],
+                run_id=self.run_id,
+                include_spans=False,
+                max_results=500,
+                page_token=token,
+            )
+            for trace in page:
+                name = trace.info.tags.get(TraceTagKey.TRACE_NAME, "")
+                usage = trace.info.token_usage or {}
+                out[name] = out.get(name, 0) + int(usage.get("total_tokens") or 0)
+            token = page.token
+            if not token:
+                return out
+
     def _span_marks(self, trace_name: str) -> dict[str, str]:
         """Attributes on every span of a trace: its run and name survive a kill (spans are stored as
         they end, the trace's info and root span only when it ends)."""

@@ -59,12 +59,12 @@ from furnace.evolution.reflection import (
     operator_params,
     parent_picker,
 )
-from furnace.evolution.report import ExperimentReport, build_report
+from furnace.evolution.report import ExperimentReport, budget_stop, build_report
 from furnace.evolution.selection import OperatorBoard, choose_operator, survivors
 from furnace.evolution.tracker import NullTracker, Span, Tracker, start_trace
 from furnace.evolution.units import Finished, ThreadUnitRunner, Unit, UnitRunner, prestart
 from furnace.evolution.writer import Deferred, NewAgent, RecordWriter, Replacement
-from furnace.llm.cache import CallTotals
+from furnace.llm.cache import CallRecord, CallTotals, sum_calls
 from furnace.llm.routing import TaskRouter
 from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind
 from furnace.scoring.base import persona_inputs
@@ -126,17 +126,21 @@ class Progress:
 
 
 class _CountingLLM:
-    """Counts one unit's calls and tokens (per-individual accounting) and, when the unit is
-    traced, records each call as an LLM span under ``parent`` (task, input/output summaries, and
-    the tokens and cost it spent, by the ledger's accounting: a cache hit spent nothing)."""
+    """Counts one unit's calls and tokens (per-individual accounting), names the unit on each request
+    (``unit``: the call ledger keeps it, so a generation's figures can be read from the ledger) and,
+    when the unit is traced, records each call as an LLM span under ``parent`` (task, input/output
+    summaries, and the tokens and cost it spent, by the ledger's accounting: a cache hit spent nothing)."""
 
-    def __init__(self, inner: LLM, parent: Span | None = None) -> None:
+    def __init__(self, inner: LLM, parent: Span | None = None, unit: str | None = None) -> None:
         self.inner, self.model_name = inner, inner.model_name
         self._tally = Tally()
         self.parent = parent
+        self.unit = unit
         self._lock = threading.Lock()
 
     def complete(self, request: LLMRequest) -> Completion:
+        if self.unit is not None and request.unit is None:
+            request = request.model_copy(update={"unit": self.unit})
         span = None
         if self.parent is not None:
             last = request.messages[-1].content if request.messages else ""
@@ -145,6 +149,10 @@ class _CountingLLM:
             )
         try:
             c = self.inner.complete(request)
+        except BudgetExceeded as err:  # refused before any request: no call was made
+            if span is not None:
+                span.end(error=f"{err.__class__.__name__}: {err}"[:300], usage=CallTotals(), model=self.model_name)
+            raise
         except Exception as err:
             lost = error_totals(err)
             if span is not None:
@@ -311,7 +319,7 @@ class Evolution:
                 "parents": [p.agent_id for p in plan.parents],
             },
         )
-        llm = _CountingLLM(self.metered.at(order))
+        llm = _CountingLLM(self.metered.at(order), unit=unit_label(generation, plan.slot))
         try:
             record = self._evaluate_unit(generation, plan, population, known, root, llm)
         except BaseException as err:
@@ -345,11 +353,10 @@ class Evolution:
             llm.parent = step
             try:
                 bred = self._breed(refs, plan.operator, plan.seed, plan.params, llm)
-            except BudgetExceeded:
-                raise
-            except FurnaceError as err:
-                if step is not None:
-                    step.end(error=str(err)[:300])
+            except BaseException as err:
+                _end_failed(step, err)  # an open step would keep its whole trace from being exported
+                if isinstance(err, BudgetExceeded) or not isinstance(err, FurnaceError):
+                    raise
                 ev = failed_evaluation(f"fusion failed: {err}", self.config.scorers)
                 return self._record(
                     generation, plan, f"failed-g{generation}-s{plan.slot}", parents, None, {}, "", ev, llm
@@ -374,18 +381,22 @@ class Evolution:
             root.child("evaluate", {"agent_id": agent_id, "probes": len(self.probes.probes)}, "chain") if root else None
         )
         llm.parent = step
-        ev = evaluate_agent(
-            llm,
-            elixir,
-            prompt,
-            self.probes,
-            self.config.scorers,
-            seed=self.config.seed,
-            vectors=vectors,
-            parallel=self._probes_per_unit,
-            span=step,
-            pool=self._probe_pool,
-        )
+        try:
+            ev = evaluate_agent(
+                llm,
+                elixir,
+                prompt,
+                self.probes,
+                self.config.scorers,
+                seed=self.config.seed,
+                vectors=vectors,
+                parallel=self._probes_per_unit,
+                span=step,
+                pool=self._probe_pool,
+            )
+        except BaseException as err:
+            _end_failed(step, err)
+            raise
         if step is not None:
             step.end({"fitness": ev.fitness, "objectives": ev.objectives, "failures": len(ev.failure_reasons)})
         return self._record(generation, plan, agent_id, parents, lineage_hash, persona_inputs(elixir), prompt, ev, llm)
@@ -418,7 +429,7 @@ class Evolution:
             scores=ev.scores,
             failures=len(ev.failure_reasons),
             failure_reasons=ev.failure_reasons,
-            calls=spent.calls,
+            calls=spent.model_calls,
             tokens=spent.total_tokens,
             cost_usd=round(spent.cost_usd, 9),
         )
@@ -471,8 +482,8 @@ class Evolution:
         try:
             try:
                 schedule.run()
-            except BudgetExceeded as err:
-                self.status = f"stopped: {err}"
+            except BudgetExceeded as err:  # raised once every unit under way has finished: the meter is final
+                self.status = budget_stop(str(err), self.metered.meter.as_dict())
             finally:
                 self._close_threads(runner)
         except BaseException:
@@ -488,6 +499,8 @@ class Evolution:
             board=self.board,
             totals=self.run_totals().as_dict(),
             judge_model=self.judge_model,
+            run_spent=self.metered.meter.as_dict(),
+            untraced=self._untraced() if self._ledger_before else (),
         )
         # the experiment's status and summary in the unit of work of the last records, then everything is on disk
         self._writer.put(
@@ -538,6 +551,8 @@ class Evolution:
             self._stored.save_individual(rec)
         # what earlier runs spent per generation: a rerun adds to it, never overwrites it
         self._spent_before = {g.generation: _generation_totals(g) for g in self.results.generations(self.experiment_id)}
+        # and what the call ledger says they spent on it, calls of units a killed run never finished included
+        self._ledger_before = _ledger_by_generation(self.llm)
 
     def _save(self, record: IndividualRecord, *, replace: bool) -> None:
         """Queue ``record``'s write (saved in the background, batched, as units finish; ``replace``: it
@@ -569,6 +584,29 @@ class Evolution:
         self.metered.account(spent)
         with self._embed_lock:
             self._unit_meters[(generation, slot)] = spent
+
+    def _untraced(self) -> list[dict[str, Any]]:
+        """The units whose traces show fewer tokens than the call ledger holds for them (a resumed run:
+        a killed run's spans that never reached the tracker), each with both figures; empty when the
+        tracker keeps no traces or the model no ledger. In one run that was not killed they agree."""
+        traced_tokens = getattr(self.tracker, "traced_tokens", None)
+        read = getattr(self.llm, "run_calls", None)
+        if not callable(traced_tokens) or not callable(read):
+            return []
+        traced: dict[str, int] = traced_tokens()
+        if not traced:
+            return []
+        spent: dict[tuple[int, int], int] = {}
+        for call in read():
+            where = parse_unit(call.unit)
+            if where is not None:
+                spent[where] = spent.get(where, 0) + call.prompt_tokens + call.completion_tokens
+        out = []
+        for (generation, slot), tokens in sorted(spent.items()):
+            name = f"individual g{generation} s{slot}"
+            if tokens > traced.get(name, 0):
+                out.append({"trace": name, "tokens": tokens, "traced_tokens": traced.get(name, 0)})
+        return out
 
     def run_totals(self) -> CallTotals:
         """This experiment's totals: from the call ledger (every run of it, interrupted ones included)
@@ -698,8 +736,8 @@ class _Schedule:
             unit, record = self.wait_one()
             if record is not None:
                 self.done[unit.order - len(self.evo.seeds)] = record
-        if self.stop is not None:
-            self.evo.status = f"stopped: {self.stop}"
+        if self.stop is not None:  # every unit has been taken in: the meter is final
+            self.evo.status = budget_stop(self.stop, self.evo.metered.meter.as_dict())
 
     def seed_generation(self) -> bool:
         """Generation 0 (the library seeds): every later plan needs all of it."""
@@ -778,19 +816,24 @@ class _Schedule:
 
     def finish(self, generation: int, weights: dict[str, float]) -> None:
         """Record generation ``generation``: its population now, and the calls spent on it: what earlier
-        runs spent (their generation record, or the records of its individuals when a run was killed
-        before finishing it) plus the units run here. A rerun that runs nothing leaves the figures as they were."""
+        runs spent plus the units run here. What earlier runs spent is the call ledger's (its rows name
+        their unit), so the calls a killed run paid for units it never finished count too; without a
+        ledger (or rows written before units were named), their generation record, or the records of its
+        individuals when a run was killed before finishing it. A rerun that runs nothing leaves the
+        figures as they were."""
         evo = self.evo
-        spent = evo._spent_before.get(generation)
+        with evo._embed_lock:
+            here = [m for (g, _), m in evo._unit_meters.items() if g == generation]
+            evo._unit_meters = {k: v for k, v in evo._unit_meters.items() if k[0] != generation}
+        spent = evo._ledger_before.get(generation)
+        if spent is None or (not here and generation in evo._spent_before):
+            spent = evo._spent_before.get(generation)
         if spent is None:
             spent = CallTotals()
             for r in evo._recorded.get(generation, {}).values():
                 spent = spent.plus(_individual_totals(r))
-        with evo._embed_lock:
-            for (g, _), meter in evo._unit_meters.items():
-                if g == generation:
-                    spent = spent.plus(meter)
-            evo._unit_meters = {k: v for k, v in evo._unit_meters.items() if k[0] != generation}
+        for meter in here:
+            spent = spent.plus(meter)
         self.history.append(evo._finish_generation(generation, self.population, weights, spent))
 
     def progress(self, generation: int, done: int, total: int, seeds: Iterable[IndividualRecord] | None = None) -> None:
@@ -801,6 +844,41 @@ class _Schedule:
         self.evo._emit(
             generation=generation, generations=self.evo.config.generations, done=done, total=total, best=best
         )
+
+
+def unit_label(generation: int, slot: int) -> str:
+    """The name a unit's calls carry in the call ledger (``CallRecord.unit``)."""
+    return f"g{generation}/s{slot}"
+
+
+def parse_unit(label: str) -> tuple[int, int] | None:
+    """``(generation, slot)`` of a :func:`unit_label`, or None for another label (or none)."""
+    head, _, tail = label.partition("/")
+    if head[:1] == "g" and head[1:].isdigit() and tail[:1] == "s" and tail[1:].isdigit():
+        return int(head[1:]), int(tail[1:])
+    return None
+
+
+def _ledger_by_generation(llm: LLM) -> dict[int, CallTotals]:
+    """What the call ledger holds for the run of ``llm`` (a ``CachedLLM`` view), by the generation its
+    rows name (rows naming no unit are left out); empty when the model keeps no ledger."""
+    read = getattr(llm, "run_calls", None)
+    if not callable(read):
+        return {}
+    rows: dict[int, list[CallRecord]] = {}
+    for call in read():
+        where = parse_unit(call.unit)
+        if where is not None:
+            rows.setdefault(where[0], []).append(call)
+    return {g: sum_calls(calls) for g, calls in rows.items()}
+
+
+def _end_failed(step: Span | None, err: BaseException) -> None:
+    """End ``step`` with ``err`` (a fusion's error as it is; anything else, the budget stop
+    included, with its class name)."""
+    if step is not None:
+        plain = isinstance(err, FurnaceError) and not isinstance(err, BudgetExceeded)
+        step.end(error=(str(err) if plain else f"{err.__class__.__name__}: {err}")[:300])
 
 
 def _generation_totals(g: GenerationRecord) -> CallTotals:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TypeVar
@@ -114,17 +114,23 @@ def _bounded_map(
     pool: Executor, fn: Callable[[T], R], items: Sequence[T], width: int, meanwhile: Callable[[], None] | None = None
 ) -> list[R]:
     """``fn`` over ``items`` on ``pool``, at most ``width`` at once; results in order. ``meanwhile``
-    runs on the calling thread once the first ``width`` are submitted."""
+    runs on the calling thread once the first ``width`` are submitted. When one raises (the budget
+    stop), nothing more is submitted and the ones under way are waited for before the error goes
+    on: the unit ends after its last model call, so its trace holds every call it paid for."""
     pending: deque[Future[R]] = deque(pool.submit(fn, item) for item in items[:width])
     if meanwhile is not None:
         meanwhile()
     rest = iter(items[width:])
     out: list[R] = []
-    while pending:
-        out.append(pending.popleft().result())
-        item = next(rest, _END)
-        if item is not _END:
-            pending.append(pool.submit(fn, item))  # type: ignore[arg-type]
+    try:
+        while pending:
+            out.append(pending.popleft().result())
+            item = next(rest, _END)
+            if item is not _END:
+                pending.append(pool.submit(fn, item))  # type: ignore[arg-type]
+    except BaseException:
+        wait(pending)
+        raise
     return out
 
 

@@ -178,20 +178,23 @@ class MeteredLLM:
             return self._tally.totals()
 
     def exhausted(self, extra_calls: int = 0) -> str | None:
-        """The budget limit that is (or would be, after ``extra_calls``) reached, else None."""
+        """The budget limit that is (or would be, after ``extra_calls``) reached (``budget.max_calls 60
+        reached``), else None. Calls in flight count against ``max_calls``; the counts are left to
+        :func:`furnace.evolution.report.spent_text` once they have landed."""
         with self._lock:
             return self._exhausted(extra_calls)
 
     def _exhausted(self, extra_calls: int) -> str | None:
         m, b = self._tally, self.budget
         model_calls = m.calls - m.cached_calls
+        # the limit only: what was spent is said once the calls in flight have landed (the run's status)
         if b.max_calls is not None and model_calls + self._in_flight + extra_calls > b.max_calls:
-            return f"budget.max_calls {b.max_calls} reached ({model_calls} model calls made)"
+            return f"budget.max_calls {b.max_calls} reached"
         tokens = m.prompt_tokens + m.completion_tokens
         if b.max_tokens is not None and tokens >= b.max_tokens:
-            return f"budget.max_tokens {b.max_tokens} reached ({tokens} tokens)"
+            return f"budget.max_tokens {b.max_tokens} reached"
         if b.max_usd is not None and b.max_usd > 0 and m.cost_usd >= b.max_usd:
-            return f"budget.max_usd {b.max_usd} reached (${m.cost_usd:.4f})"
+            return f"budget.max_usd {b.max_usd} reached"
         return None
 
     def account(self, spent: CallTotals) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,8 @@ class ExperimentReport:
     judge_model: str = ""
     unscored: list[dict[str, Any]] = field(default_factory=list)
     seeds: list[str] = field(default_factory=list)  # the initial population as run: id@version
+    run_spent: dict[str, float] = field(default_factory=dict)  # this invocation's figures (what the budget counted)
+    untraced: list[dict[str, Any]] = field(default_factory=list)  # units whose traces show fewer tokens than the ledger
 
     @property
     def best(self) -> dict[str, Any] | None:
@@ -120,9 +122,12 @@ def build_report(
     board: OperatorBoard,
     totals: dict[str, Any],
     judge_model: str = "",
+    run_spent: dict[str, Any] | None = None,
+    untraced: Sequence[dict[str, Any]] = (),
 ) -> ExperimentReport:
     """Assemble the report of one run from its individual records (every generation), its
-    generation history, the operator board and the metered totals."""
+    generation history, the operator board, the experiment's totals (the call ledger's: every run
+    of it) and ``run_spent``, what this invocation spent (the meter the budget reads)."""
     everyone: dict[str, IndividualRecord] = {}
     for r in records:  # earliest generation wins for lineage
         everyone.setdefault(r.agent_id, r)
@@ -192,6 +197,8 @@ def build_report(
         seeds=resolved_seeds(records),
         judge_model=judge_model or model,
         unscored=unscored[:50],
+        run_spent=dict(run_spent if run_spent is not None else totals),
+        untraced=list(untraced),
     )
 
 
@@ -203,6 +210,29 @@ def cut_list(ids: Sequence[str], shown: int = PARETO_SHOWN) -> str:
     if len(ids) <= shown:
         return ", ".join(ids)
     return ", ".join(ids[:shown]) + f", … and {len(ids) - shown} more"
+
+
+def spent_text(t: Mapping[str, Any]) -> str:
+    """What a set of call figures (:meth:`CallTotals.as_dict`) counts, each count named: the budget
+    stop line and the report's totals line both say it this way. ``calls`` are model calls."""
+    return (
+        f"{int(t['calls'])} model calls ({int(t.get('attempts', 0))} attempts, {int(t.get('failed_attempts', 0))}"
+        f" failed) + {int(t['cached_calls'])} cache hits (hit rate {t['cache_hit_rate']:.0%}),"
+        f" {int(t['failed_calls'])} failed calls; tokens {int(t['tokens'])}, cost ${t['cost_usd']:.4f}"
+    )
+
+
+def budget_stop(reason: str, spent: Mapping[str, Any]) -> str:
+    """The status of a run the budget stopped: the limit, then what this run spent (its calls in
+    flight included: they count against the limit, so a ``max_calls`` stop shows that many)."""
+    return f"stopped: {reason} after {spent_text(spent)}"
+
+
+_SAME = ("calls", "cached_calls", "attempts", "tokens")
+UNTRACED_WHY = (
+    "an earlier run paid for calls whose spans never reached MLflow (a killed run's: written in the"
+    " background, or still under way; or a run made without MLflow)"
+)
 
 
 def render_report(report: ExperimentReport) -> str:
@@ -253,14 +283,17 @@ def render_report(report: ExperimentReport) -> str:
             f"{int(s['failures']):>8}  {s['weight']:.2f}"
         )
     lines += ["", f"pareto front ({len(report.pareto)}): " + cut_list([p["agent_id"] for p in report.pareto])]
-    t = report.totals
-    lines += [
-        "",
-        f"calls {int(t['calls'])}: {int(t.get('model_calls', t['calls']))} to the model"
-        f" + {int(t['cached_calls'])} cached (hit rate {t['cache_hit_rate']:.0%}), failed {int(t['failed_calls'])};"
-        f" attempts {int(t.get('attempts', 0))} (failed {int(t.get('failed_attempts', 0))});"
-        f" tokens {int(t['tokens'])}, cost ${t['cost_usd']:.4f}",
-    ]
+    t, mine = report.totals, report.run_spent or report.totals
+    earlier = any(int(t[k]) != int(mine.get(k, 0)) for k in _SAME)  # earlier runs of the experiment spent too
+    lines += ["", f"calls: {spent_text(t)}" + (" (every run of this experiment)" if earlier else "")]
+    if earlier:
+        lines.append(f"this run: {spent_text(mine)}")
+    if report.untraced:
+        lost = sum(int(u["tokens"]) - int(u["traced_tokens"]) for u in report.untraced)
+        lines.append(
+            f"traces short of the ledger by {lost} tokens ({len(report.untraced)} units): {UNTRACED_WHY}; "
+            + cut_list([f"{u['trace']} ({int(u['traced_tokens'])} of {int(u['tokens'])})" for u in report.untraced], 6)
+        )
     if report.failures:
         lines.append(
             f"failure scores recorded: {report.failures} (see `furnace experiment show {report.experiment_id}`)"

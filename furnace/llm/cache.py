@@ -13,7 +13,8 @@
   (as ``cached=True``) or the same error.
 - **Accounting.** Every call, hit or miss, failed or not, is one
   :class:`CallRecord` in the ledger, attributed to the request's ``run_id`` or
-  to the wrapper's (``cached_llm.for_run(run_id)``). Token and cost figures in
+  to the wrapper's (``cached_llm.for_run(run_id)``), and to the request's ``unit`` (an
+  experiment's generation and slot) when it names one. Token and cost figures in
   the ledger are what was *spent*: a cache hit records zero tokens and zero
   cost. :meth:`CallLedger.totals` sums them.
 
@@ -61,6 +62,7 @@ class CallRecord(BaseModel):
     created_at: datetime
     attempts: int = 1
     detail: str = ""
+    unit: str = ""  # the unit of work within the run it was made for (the request's ``unit``), "" if none
 
     @property
     def failed_attempts(self) -> int:
@@ -72,7 +74,8 @@ class CallRecord(BaseModel):
 class CallTotals(BaseModel):
     """The one accounting type: sums over call records (the ledger, a meter, a report, MLflow).
 
-    - ``calls``: logical calls the code made (cache hits included);
+    - ``calls``: logical calls the code made (cache hits included); shown (:meth:`as_dict`:
+      reports, summaries, MLflow, experiment records) ``calls`` means model calls instead;
     - ``cached_calls``: served from the response cache (free);
     - ``model_calls``: reached the model (``calls - cached_calls``);
     - ``failed_calls``: logical calls that ended in an error;
@@ -121,9 +124,11 @@ class CallTotals(BaseModel):
         return CallTotals(**out)
 
     def as_dict(self) -> dict[str, float]:
-        """The figures shown in reports, stored in summaries and logged to MLflow."""
+        """The figures shown in reports, stored in summaries and logged to MLflow. There ``calls``
+        means model calls (``model_calls``, kept under its old name too); cache hits are
+        ``cached_calls``, requests sent (retries included) ``attempts``."""
         return {
-            "calls": self.calls,
+            "calls": self.model_calls,
             "model_calls": self.model_calls,
             "cached_calls": self.cached_calls,
             "failed_calls": self.failed_calls,
@@ -312,6 +317,10 @@ class CachedLLM:
         """Totals of this view's run, from the ledger (every process that worked on it)."""
         return self.ledger.totals(self.run_id) if self.run_id is not None else self.ledger.totals()
 
+    def run_calls(self) -> list[CallRecord]:
+        """The calls of this view's run, from the ledger (every process that worked on it), oldest first."""
+        return self.ledger.calls(self.run_id)
+
     def complete(self, request: LLMRequest) -> Completion:
         """Serve from cache, join an identical in-flight call, or call the inner model once."""
         started = time.perf_counter()
@@ -378,6 +387,7 @@ class CachedLLM:
         row: dict[str, Any] = {
             "id": uuid.uuid4().hex,
             "run_id": request.run_id or self.run_id,
+            "unit": request.unit or "",
             "task": request.task.value,
             "model": completion.model if completion is not None else self.model_name,
             "cache_key": key,

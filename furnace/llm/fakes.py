@@ -287,9 +287,9 @@ class ReplayLLM:
 
 
 def _identity(request: LLMRequest) -> bytes | None:
-    """Every field of ``request`` but ``run_id``, pickled: equal bytes only for equal values (unlike JSON, where
-    a NaN and None are both ``null``); None when a value cannot be pickled."""
-    fields = {name: value for name, value in request.__dict__.items() if name != "run_id"}
+    """Every field of ``request`` but who asked (``run_id``, ``unit``), pickled: equal bytes only for equal
+    values (unlike JSON, where a NaN and None are both ``null``); None when a value cannot be pickled."""
+    fields = {name: value for name, value in request.__dict__.items() if name not in ("run_id", "unit")}
     fields["messages"] = [tuple(m.__dict__.items()) for m in request.messages]
     try:
         return pickle.dumps(fields, protocol=5)

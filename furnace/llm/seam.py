@@ -19,7 +19,7 @@ the sample index. Then what the model at the bottom of a wrapper chain says
 about itself: ``engine_version`` (the offline engine's rules version, so
 editing a rule misses the cache) and ``reads_inputs`` (real models read only
 the messages, so ``inputs`` stay out of their keys; the offline engine and
-fakes read ``inputs``, see :func:`shaping_inputs`). Who asked (``run_id``) is
+fakes read ``inputs``, see :func:`shaping_inputs`). Who asked (``run_id``, ``unit``) is
 never part of a key.
 """
 
@@ -73,6 +73,7 @@ class LLMRequest(BaseModel):
     sample_index: int = 0
     # Not part of the cache key: who asked (for accounting) and a label for traces.
     run_id: str | None = None
+    unit: str | None = None  # the unit of work within the run the call is for (an experiment's ``g2/s3``)
 
     def cache_key(self, model: str, *, engine_version: str = "", reads_inputs: bool = True) -> str:
         """Content key of this request for ``model`` (run_id excluded); see :func:`answer_key`."""

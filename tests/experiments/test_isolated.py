@@ -172,7 +172,9 @@ def test_isolated_units_give_the_local_run_and_the_driver_writes_everything():
     assert bred and all(evo.breeder.store.get_agent(agent_id) for agent_id in bred)
     for call in evo.llm.ledger.calls():
         assert evo.llm.cache.get(call.cache_key) is not None
-    assert sum(len(o.calls) for o in shipped) == report.totals["calls"]
+    # every call a worker made, cache hits included (`calls` are model calls); each names its unit
+    assert sum(len(o.calls) for o in shipped) == report.totals["calls"] + report.totals["cached_calls"]
+    assert all(c.unit for o in shipped for c in o.calls)
 
 
 def test_an_outcome_applied_twice_is_counted_once():

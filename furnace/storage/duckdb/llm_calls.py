@@ -9,7 +9,8 @@ Tables (migrations ``0002_llm.sql``, ``0009_llm_accounting.sql``):
   also ``furnace cache prune``);
 - ``llm_calls(id PK, run_id, task, model, cache_key, prompt_tokens,
   completion_tokens, cost_usd, latency_s, cached, status, created_at, attempts,
-  detail)`` — one row per logical call (hits included). ``status`` is ``ok`` or
+  detail, unit)`` — one row per logical call (hits included); ``unit`` is the unit of work
+  within the run it was for (migration ``0017_llm_call_unit.sql``). ``status`` is ``ok`` or
   an error class name, never an error message; ``detail`` is a scrubbed excerpt
   of an unusable reply.
 
@@ -50,9 +51,9 @@ _LIVE_LOCK = threading.Lock()
 
 _COLUMNS = (
     "id, run_id, task, model, cache_key, prompt_tokens, completion_tokens,"
-    " cost_usd, latency_s, cached, status, created_at, attempts, detail"
+    " cost_usd, latency_s, cached, status, created_at, attempts, detail, unit"
 )
-_INSERT = f"INSERT INTO llm_calls ({_COLUMNS}) VALUES ({', '.join('?' * 14)}) ON CONFLICT DO NOTHING"
+_INSERT = f"INSERT INTO llm_calls ({_COLUMNS}) VALUES ({', '.join('?' * 15)}) ON CONFLICT DO NOTHING"
 DEFAULT_RESPONSE_TTL_S = 90 * 24 * 3600
 
 
@@ -351,6 +352,7 @@ def _record(r: dict[str, Any]) -> CallRecord:
     r = {**r, "created_at": r["created_at"].replace(tzinfo=UTC)}
     r["attempts"] = 1 if r.get("attempts") is None else r["attempts"]
     r["detail"] = r.get("detail") or ""
+    r["unit"] = r.get("unit") or ""
     return CallRecord(**r)
 
 
@@ -382,6 +384,7 @@ def _row(call: CallRecord) -> list[object]:
         created,
         call.attempts,
         call.detail,
+        call.unit,
     ]
 
 
