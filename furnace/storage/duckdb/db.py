@@ -47,6 +47,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -54,6 +55,7 @@ from typing import Any, TypeVar, cast
 import duckdb
 
 from furnace.domain.errors import StoreError
+from furnace.storage.duckdb.seal_key import Sealer, sealer_for
 
 log = logging.getLogger(__name__)
 
@@ -302,8 +304,10 @@ class Database:
         migrate: bool = True,
         on_wait: Callable[[str], None] | None = None,
         idle_release_s: float | None = None,
+        seal_key: str | None = None,
     ) -> None:
         self.path = Path(path).resolve()
+        self._seal_key = seal_key  # FURNACE_SEAL_KEY; else the key file next to the database (seal_key.py)
         self.lock_timeout_s = lock_timeout_s
         self._rng = rng or random.Random()
         self.on_wait = on_wait or _stderr_notice
@@ -313,6 +317,11 @@ class Database:
             self._holder.idle_release_s = idle_release_s
         if migrate:
             self.migrate()
+
+    @cached_property
+    def sealer(self) -> Sealer:
+        """The keyed seal of this file's records (its key read, or created, on first use)."""
+        return sealer_for(self.path.parent, self._seal_key)
 
     @property
     def lock_retries(self) -> int:
@@ -635,13 +644,16 @@ class Database:
                 for version, name, sql in migrations():
                     if version in done:
                         continue
-                    if "furnace_" in sql and not functions:  # a migration calling furnace's SQL functions
-                        from furnace.storage.duckdb import seal
+                    from furnace.storage.duckdb import seal
 
+                    if "furnace_" in sql and not functions:  # a migration calling furnace's SQL functions
                         seal.register(con)
                         functions = True
                     try:
                         con.execute(sql)
+                        upgrade = seal.UPGRADES.get(version)  # rows the SQL cannot rewrite (keyed seals)
+                        if upgrade is not None:
+                            upgrade(self)
                     except duckdb.Error as err:
                         raise StoreError(f"migration {version:04d}_{name} failed: {_first_line(err)}") from None
                     con.execute(
