@@ -279,13 +279,13 @@ class DuckDBCallLedger:
         """Flush every ledger of this process writing to the same file, and replay dead processes' journals."""
         flush_pending(self.db)
 
-    def _in_flight(self, run_id: str | None) -> list[CallRecord]:
+    def _in_flight(self, run_id: str | None, *, family: bool = False) -> list[CallRecord]:
         """Rows other live processes have journaled but not yet written (counted, not moved)."""
         mine = set().union(*(p.own() for p in _pendings(self.db.path)))
         rows = []
         for path in _journals(self.db):
             if path not in mine:
-                rows += [r for r in _read_journal(path) if run_id is None or r.run_id == run_id]
+                rows += [r for r in _read_journal(path) if _of_run(r.run_id, run_id, family)]
         return rows
 
     def calls(self, run_id: str | None = None) -> list[CallRecord]:
@@ -298,10 +298,10 @@ class DuckDBCallLedger:
         extra = [r for r in self._in_flight(run_id) if r.id not in ids]
         return sorted([*stored, *extra], key=lambda r: (r.created_at, r.id))
 
-    def totals(self, run_id: str | None = None) -> CallTotals:
-        """Sums over every call, or over one run's calls."""
+    def totals(self, run_id: str | None = None, *, family: bool = False) -> CallTotals:
+        """Sums over every call, or over one run's calls (``family``: and its sub-runs', ``run_id/…``)."""
         self.flush_all()
-        where, params = _where(run_id)
+        where, params = _where(run_id, family=family)
         row = self.db.query(
             "SELECT count(*), count(*) FILTER (WHERE cached), coalesce(sum(prompt_tokens), 0),"
             " coalesce(sum(completion_tokens), 0), coalesce(sum(cost_usd), 0), coalesce(sum(latency_s), 0),"
@@ -322,7 +322,7 @@ class DuckDBCallLedger:
             attempts=int(row[7]),
             failed_attempts=int(row[8]),
         )
-        extra = self._in_flight(run_id)
+        extra = self._in_flight(run_id, family=family)
         if not extra:
             return stored
         known = {
@@ -471,5 +471,14 @@ def _flush_orphans() -> None:
         _flush_ignoring_errors(pending)
 
 
-def _where(run_id: str | None) -> tuple[str, list[str]]:
+def _where(run_id: str | None, *, family: bool = False) -> tuple[str, list[str]]:
+    if run_id is not None and family:
+        return " WHERE (run_id = ? OR starts_with(run_id, ?))", [run_id, run_id + "/"]
     return (" WHERE run_id = ?", [run_id]) if run_id is not None else ("", [])
+
+
+def _of_run(found: str | None, run_id: str | None, family: bool) -> bool:
+    """Whether a call of run ``found`` counts for ``run_id`` (every run when None; its sub-runs with ``family``)."""
+    if run_id is None or found == run_id:
+        return True
+    return family and found is not None and found.startswith(run_id + "/")
