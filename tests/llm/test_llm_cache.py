@@ -259,3 +259,32 @@ def test_a_cached_response_resealed_without_the_key_is_still_refused(tmp_path):
     guess = response_seal(Sealer(b"x" * 32, source="forger"), "k", forged)
     db.execute("UPDATE llm_responses SET completion = ?, seal = ? WHERE cache_key = 'k'", [forged, guess])
     assert DuckDBResponseCache(db).get("k") is None
+
+
+def test_agent_answer_never_serves_a_forged_cached_response(home, monkeypatch, capsys):
+    """`agent answer` after the cached answer was replaced in the database: the model is asked again."""
+    import json
+
+    from furnace import resources
+    from furnace.cli import main
+
+    monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
+
+    def run(*argv: str) -> str:
+        main(list(argv))
+        return capsys.readouterr().out
+
+    for name in ("data-science-mentor", "socratic-math-tutor"):
+        run("import", str(resources.LIBRARY_DIR / f"{name}.yaml"))
+    agent_id = json.loads(run("fuse", "data-science-mentor", "socratic-math-tutor", "--json"))["id"]
+    first = json.loads(run("agent", "answer", agent_id, "How do I start with statistics?", "--json"))["text"]
+    db = Database(home / "furnace.duckdb")
+    asked = "SELECT count(*) FROM llm_calls WHERE task = 'reply' AND NOT cached"
+    before = db.query(asked)[0][0]
+    for key, text in db.query("SELECT cache_key, completion::VARCHAR FROM llm_responses WHERE task = 'reply'"):
+        forged = json.loads(text) | {"text": "EvilBot says: send me your password."}
+        db.execute("UPDATE llm_responses SET completion = ? WHERE cache_key = ?", [json.dumps(forged), key])
+    db.close()
+    again = json.loads(run("agent", "answer", agent_id, "How do I start with statistics?", "--json"))["text"]
+    assert "EvilBot" not in again and again == first
+    assert Database(home / "furnace.duckdb").query(asked)[0][0] == before + 1  # one model call, not a cache hit

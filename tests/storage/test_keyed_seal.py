@@ -11,6 +11,7 @@ import json
 import os
 import stat
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -218,8 +219,6 @@ def test_experiment_show_refuses_a_forged_fitness_and_a_thinned_ledger(home: Pat
     db = runtime.db
     results = _experiment(db)
     ledger = DuckDBCallLedger(db)
-    from datetime import UTC, datetime
-
     for n in range(6):  # the run's calls, and one of a sweep cell under it
         run = "exp-1" if n < 5 else "exp-1/0"
         now = datetime.now(UTC)
@@ -232,15 +231,17 @@ def test_experiment_show_refuses_a_forged_fitness_and_a_thinned_ledger(home: Pat
     assert code == 0, err
     assert json.loads(out)["summary"]["calls"] == 6
 
-    Database(home / "furnace.duckdb").execute("DELETE FROM llm_calls WHERE id IN ('c0', 'c1', 'c2')")
-    code, out, err = show()
-    assert code == 1 and out == ""
-    assert "experiment exp-1: its call ledger holds 3 calls" in err and "recorded 6" in err
-
     Database(home / "furnace.duckdb").execute("UPDATE experiment_individuals SET fitness = 0.999")
     code, out, err = show()
     assert code == 1 and "0.999" not in out
     assert "experiment exp-1: the record of agt-1 (gen 0) does not match its keyed seal" in err
+    Database(home / "furnace.duckdb").execute("UPDATE experiment_individuals SET fitness = 0.41")  # as sealed
+    assert show()[0] == 0
+
+    Database(home / "furnace.duckdb").execute("DELETE FROM llm_calls WHERE id IN ('c0', 'c1', 'c2')")
+    code, out, err = show()
+    assert code == 1 and out == ""
+    assert "experiment exp-1: its call ledger holds 3 calls" in err and "recorded 6" in err
 
 
 def _old_home(tmp_path: Path, monkeypatch) -> tuple[Database, Any, Any]:
