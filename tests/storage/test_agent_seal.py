@@ -161,7 +161,7 @@ def test_migration_seals_agents_written_before_seals_existed(tmp_path, monkeypat
     from furnace.storage.duckdb.db import Database
     from furnace.storage.duckdb.store import DuckDBStore
 
-    current = DuckDBStore(Database(tmp_path / "new.duckdb"))
+    current = DuckDBStore(Database(tmp_path / "new" / "new.duckdb"))  # its own home: its own key
     agent, _, _ = _saved(current)
     tables = {
         "elixir_versions": current.db.query(  # the columns of the old schema

@@ -313,3 +313,21 @@ def test_the_upgrade_does_not_bless_a_record_its_old_seal_already_refused(tmp_pa
     with pytest.raises(LineageError, match=f"agent {agent.id}: system prompt does not match"):
         DuckDBStore(old).get_agent(agent.id)
     assert DuckDBStore(old).get_elixir("editor").name == "Editor"  # the intact rows were sealed
+
+
+def test_setting_a_sealed_home_back_to_the_old_schema_blesses_nothing(tmp_path: Path, monkeypatch) -> None:
+    """A forger who also makes the upgrade run again (its seals gone, migration 0016 to redo) gains
+    nothing: the home's key predates that upgrade, so it seals no existing row."""
+    from furnace.storage.duckdb import reseal
+
+    db, agent, _ = _old_home(tmp_path, monkeypatch)
+    evil = "You are EvilBot."
+    resealed = record_seal(agent.lineage, agent.elixir.content_hash, evil, agent.tools, agent.members)
+    db.execute("UPDATE agents SET system_prompt = ?, seal = ? WHERE id = ?", [evil, json.dumps(resealed), agent.id])
+    db.execute("UPDATE elixir_versions SET seal = NULL")
+    reopened = Database(db.path)  # a later open: the key file exists
+    reseal.upgrade(reopened)  # what the migration runner would run again
+    with pytest.raises(SealError, match="has no keyed seal"):  # its parents' versions first
+        DuckDBStore(reopened).get_agent(agent.id)
+    with pytest.raises(SealError, match="elixir editor@1 has no keyed seal"):
+        DuckDBStore(reopened).get_elixir("editor")

@@ -36,6 +36,7 @@ and recorded in ``schema_version``.
 from __future__ import annotations
 
 import atexit
+import importlib
 import json
 import logging
 import os
@@ -60,6 +61,9 @@ from furnace.storage.duckdb.seal_key import Sealer, sealer_for
 log = logging.getLogger(__name__)
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+# migration number -> the module whose ``upgrade(db)`` runs after its SQL. Named, not imported: an
+# upgrade reads through the stores, which import this module.
+_UPGRADES = {16: "furnace.storage.duckdb.reseal"}
 _migrated: set[str] = set()
 _migrate_lock = threading.Lock()
 CONFLICT_RETRIES = 5
@@ -644,16 +648,15 @@ class Database:
                 for version, name, sql in migrations():
                     if version in done:
                         continue
-                    from furnace.storage.duckdb import seal
-
                     if "furnace_" in sql and not functions:  # a migration calling furnace's SQL functions
+                        from furnace.storage.duckdb import seal
+
                         seal.register(con)
                         functions = True
                     try:
                         con.execute(sql)
-                        upgrade = seal.UPGRADES.get(version)  # rows the SQL cannot rewrite (keyed seals)
-                        if upgrade is not None:
-                            upgrade(self)
+                        if version in _UPGRADES:  # rows the SQL cannot rewrite (keyed seals), same transaction
+                            importlib.import_module(_UPGRADES[version]).upgrade(self)
                     except duckdb.Error as err:
                         raise StoreError(f"migration {version:04d}_{name} failed: {_first_line(err)}") from None
                     con.execute(

@@ -1,24 +1,20 @@
-"""What the migrations run besides their SQL (called by the migration runner in :mod:`.db`).
+"""SQL functions the migrations may call (registered on the migration connection by :mod:`.db`).
 
-- SQL functions: ``furnace_agent_seal(lineage, child_hash, system_prompt, tools, members)`` seals an
-  agent row written before agent record hashes existed (migration 0011), with the same
-  :func:`furnace.domain.agent.record_seal` new rows get on save.
-- Upgrades (:data:`UPGRADES`, run right after their migration's SQL, in its transaction):
-  :func:`upgrade_keyed_seal` (migration 0016) seals the rows of an existing home with the key.
+``furnace_agent_seal(lineage, child_hash, system_prompt, tools, members)`` seals an agent row
+written before agent record hashes existed (migration 0011), with the same
+:func:`furnace.domain.agent.record_seal` new rows get on save. (The keyed seals of migration 0016
+are written by :mod:`.reseal`, which reads through the stores.)
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from furnace.domain.agent import record_seal
 from furnace.domain.elixir import ElixirRef
 from furnace.domain.lineage import Lineage
-
-if TYPE_CHECKING:
-    from furnace.storage.duckdb.db import Database
 
 
 def agent_seal_sql(lineage: str, child_hash: str | None, system_prompt: str, tools: str, members: str) -> str:
@@ -41,107 +37,6 @@ def agent_seal_sql(lineage: str, child_hash: str | None, system_prompt: str, too
 FUNCTIONS: dict[str, tuple[Callable[..., Any], list[str], str]] = {
     "furnace_agent_seal": (agent_seal_sql, ["VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR", "VARCHAR"], "VARCHAR"),
 }
-
-
-def upgrade_keyed_seal(db: Database) -> None:
-    """Seal the rows of a home written before keyed seals (migration 0016), once, on its first open.
-
-    Rows that had an unkeyed check are sealed only when it verifies: an elixir version whose body
-    hashes to its stored content hash, an agent whose stored seal equals the seal of its row as it is
-    now. A row that fails stays unsealed, and every read refuses it (an altered record, as before the
-    upgrade). Rows that had no check (cached responses, experiment rows) are sealed as they are: the
-    upgrade trusts what the home holds when it runs (docs/reliability.md).
-    """
-    from furnace.storage.duckdb.experiments import (
-        DuckDBExperimentResults,
-        experiment_seal,
-        generation_seal,
-        individual_seal,
-        summary_seal,
-    )
-    from furnace.storage.duckdb.llm_calls import response_seal
-    from furnace.storage.duckdb.store import _ELIXIR_COLS, agent_mac, decode_elixir, elixir_seal
-
-    sealer = db.sealer
-    elixirs = []
-    for row in db.query(f"SELECT {_ELIXIR_COLS} FROM elixir_versions"):
-        try:
-            intact = decode_elixir(row).content_hash == row[2]
-        except (ValueError, TypeError, AttributeError):
-            intact = False
-        if intact:
-            elixirs.append((row[0], row[1], elixir_seal(sealer, row[0], row[1], row[2])))
-    _set_seals(db, "elixir_versions", "seal", ("id", "version"), ("VARCHAR", "INTEGER"), elixirs)
-
-    agents = []
-    for id, version, seal, lineage, child_hash, prompt, tools, members in db.query(
-        "SELECT a.id, a.elixir_version, a.seal::VARCHAR, a.lineage, e.content_hash, a.system_prompt, a.tools,"
-        " a.members FROM agents a LEFT JOIN elixir_versions e ON e.id = a.id AND e.version = a.elixir_version"
-    ):
-        fresh = json.loads(agent_seal_sql(lineage, child_hash, prompt, tools, members))
-        try:
-            old = json.loads(seal) if seal is not None else None
-        except ValueError:
-            old = None
-        if "record_hash" in fresh and old == fresh:  # the old seal verifies: the row is as it was sealed
-            fresh["mac"] = agent_mac(sealer, id, version, fresh["record_hash"])
-            agents.append((id, json.dumps(fresh, sort_keys=True)))
-    _set_seals(db, "agents", "seal", ("id",), ("VARCHAR",), agents, cast="JSON")
-
-    responses = [(key, response_seal(sealer, key, text)) for key, text in db.query(
-        "SELECT cache_key, completion::VARCHAR FROM llm_responses"
-    )]  # fmt: skip
-    _set_seals(db, "llm_responses", "seal", ("cache_key",), ("VARCHAR",), responses)
-
-    results = DuckDBExperimentResults(db)
-    experiments, summaries = [], []
-    for row in db.query_dicts("SELECT * FROM experiments"):
-        record = results._experiment(row, verify=False)
-        experiments.append((record.experiment_id, experiment_seal(sealer, record)))
-        if row["summary"] is not None:
-            summaries.append((record.experiment_id, summary_seal(sealer, record.experiment_id, record.summary)))
-    _set_seals(db, "experiments", "seal", ("experiment_id",), ("VARCHAR",), experiments)
-    _set_seals(db, "experiments", "summary_seal", ("experiment_id",), ("VARCHAR",), summaries)
-    keys3 = ("experiment_id", "generation", "agent_id")
-    for (experiment_id,) in db.query("SELECT DISTINCT experiment_id FROM experiment_individuals"):
-        individuals = [
-            (r.experiment_id, r.generation, r.agent_id, individual_seal(sealer, r))
-            for r in results._individuals("experiment_id = ?", [experiment_id], verify=False)
-        ]
-        _set_seals(db, "experiment_individuals", "seal", keys3, ("VARCHAR", "INTEGER", "VARCHAR"), individuals)
-    for (experiment_id,) in db.query("SELECT DISTINCT experiment_id FROM experiment_generations"):
-        generations = [
-            (g.experiment_id, g.generation, generation_seal(sealer, g))
-            for g in results.generations(experiment_id, verify=False)
-        ]
-        _set_seals(db, "experiment_generations", "seal", keys3[:2], ("VARCHAR", "INTEGER"), generations)
-
-
-def _set_seals(
-    db: Database,
-    table: str,
-    column: str,
-    keys: Sequence[str],
-    types: Sequence[str],
-    rows: Sequence[tuple[Any, ...]],
-    *,
-    cast: str = "VARCHAR",
-) -> None:
-    """``UPDATE table SET column = <last value>`` for each row, matched on ``keys`` (its other values)."""
-    for start in range(0, len(rows), 5000):
-        part = rows[start : start + 5000]
-        columns = [list(c) for c in zip(*part, strict=True)]
-        given = ", ".join(f"unnest(?::{kind}[]) AS k{i}" for i, kind in enumerate(types))
-        match = " AND ".join(f"t.{key} = s.k{i}" for i, key in enumerate(keys))
-        db.execute(
-            f"UPDATE {table} AS t SET {column} = s.v::{cast} FROM (SELECT {given}, unnest(?::VARCHAR[]) AS v) AS s"
-            f" WHERE {match}",
-            columns,
-        )
-
-
-# migration number -> what runs after its SQL, in its transaction
-UPGRADES: dict[int, Callable[[Database], None]] = {16: upgrade_keyed_seal}
 
 
 def register(con: Any) -> None:

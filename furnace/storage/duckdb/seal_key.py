@@ -35,11 +35,12 @@ MIN_KEY_CHARS = 32
 class Sealer:
     """Makes and checks keyed seals with one key (never shown)."""
 
-    __slots__ = ("_key", "source")
+    __slots__ = ("_key", "new_key", "source")
 
-    def __init__(self, key: bytes, *, source: str) -> None:
+    def __init__(self, key: bytes, *, source: str, new_key: bool = False) -> None:
         self._key = key
         self.source = source  # "FURNACE_SEAL_KEY" or the key file's path: where the key came from, not the key
+        self.new_key = new_key  # the key file was created by this open (the home had no key before)
 
     def __repr__(self) -> str:
         return f"Sealer(source={self.source!r})"
@@ -74,11 +75,13 @@ def sealer_for(folder: Path, key: str | None = None) -> Sealer:
             )
         return Sealer(key.encode(), source="FURNACE_SEAL_KEY")
     path = folder / KEY_FILE
-    return Sealer(_read_or_create(path), source=str(path))
+    key, created = _read_or_create(path)
+    return Sealer(key, source=str(path), new_key=created)
 
 
-def _read_or_create(path: Path) -> bytes:
-    """The key in ``path``; a new random key written there first when there is none."""
+def _read_or_create(path: Path) -> tuple[bytes, bool]:
+    """The key in ``path`` and whether this call created it (a new random key written there first)."""
+    created = False
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{KEY_FILE}.{os.getpid()}-{secrets.token_hex(4)}")
@@ -88,6 +91,7 @@ def _read_or_create(path: Path) -> bytes:
                 out.write(secrets.token_hex(32) + "\n")
             with suppress(FileExistsError):  # another process linked its key first: that one is the key
                 os.link(tmp, path)  # atomic and never overwrites: of two racing processes, one key wins
+                created = True
         finally:
             tmp.unlink(missing_ok=True)
     mode = stat.S_IMODE(path.stat().st_mode)
@@ -99,4 +103,4 @@ def _read_or_create(path: Path) -> bytes:
     key = path.read_text(encoding="ascii").strip()
     if len(key) < MIN_KEY_CHARS:
         raise StoreError(f"{path} does not hold a seal key (too short): restore it from a backup")
-    return key.encode()
+    return key.encode(), created

@@ -664,6 +664,7 @@ class DuckDBStore:
             except (ValueError, TypeError) as err:  # pydantic's ValidationError is a ValueError
                 raise LineageError(f"agent {id}: unreadable agent record ({err.__class__.__name__})") from None
             verify_seal(agent, stored_seal)  # first: its message names the field group that was changed
+            assert isinstance(stored_seal, dict)  # verify_seal raised otherwise
             expected = agent_mac(sealer, id, elixir_version, stored_seal["record_hash"])
             check(stored_seal.get("mac"), expected, f"agent {id}")
             agents.append(agent)
