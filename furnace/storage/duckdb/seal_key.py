@@ -75,8 +75,8 @@ def sealer_for(folder: Path, key: str | None = None) -> Sealer:
             )
         return Sealer(key.encode(), source="FURNACE_SEAL_KEY")
     path = folder / KEY_FILE
-    key, created = _read_or_create(path)
-    return Sealer(key, source=str(path), new_key=created)
+    secret, created = _read_or_create(path)
+    return Sealer(secret, source=str(path), new_key=created)
 
 
 def _read_or_create(path: Path) -> tuple[bytes, bool]:
