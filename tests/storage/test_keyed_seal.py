@@ -331,3 +331,14 @@ def test_setting_a_sealed_home_back_to_the_old_schema_blesses_nothing(tmp_path: 
         DuckDBStore(reopened).get_agent(agent.id)
     with pytest.raises(SealError, match="elixir editor@1 has no keyed seal"):
         DuckDBStore(reopened).get_elixir("editor")
+
+
+def test_whole_numbers_in_double_columns_read_back_sealed(tmp_path: Path) -> None:
+    """A fitness or score given as an int reads back as a float: the seal is of the stored value."""
+    results = DuckDBExperimentResults(Database(tmp_path / "furnace.duckdb"))
+    record = _individual()
+    whole = IndividualRecord(**{**record.__dict__, "fitness": 1, "scores": (ScoreRow("p1", "tone", 1, ""),)})
+    results.save_individuals([whole])
+    results.save_generation(GenerationRecord("exp-1", 0, ("agt-1",), 1, 1, {}, 0, 0, 0, 0))
+    assert results.individuals("exp-1")[0].fitness == 1.0
+    assert results.generations("exp-1")[0].best_fitness == 1.0

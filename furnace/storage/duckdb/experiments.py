@@ -78,7 +78,7 @@ def _load(value: Any) -> Any:
 
 def experiment_seal(sealer: Sealer, r: ExperimentRecord) -> str:
     """The keyed seal of an experiment's identity and config."""
-    return sealer.mac("experiment", r.experiment_id, r.name, r.config, r.seed, r.model)
+    return sealer.mac("experiment", r.experiment_id, r.name, r.config, int(r.seed), r.model)
 
 
 def summary_seal(sealer: Sealer, experiment_id: str, summary: dict[str, Any]) -> str:
@@ -88,9 +88,11 @@ def summary_seal(sealer: Sealer, experiment_id: str, summary: dict[str, Any]) ->
 
 def individual_seal(sealer: Sealer, r: IndividualRecord) -> str:
     """The keyed seal of one individual: every recorded field, its scores (in key order) included."""
-    fields = asdict(r)
+    fields = asdict(r)  # the DOUBLE and INTEGER columns as they read back (an int fitness is a float there)
+    fields.update(fitness=float(r.fitness), cost_usd=float(r.cost_usd))
+    fields.update({k: int(fields[k]) for k in ("generation", "slot", "failures", "calls", "tokens")})
     fields["scores"] = sorted(
-        ([s.probe, s.scorer, s.value, s.reason, bool(s.failed), s.feedback or ""] for s in r.scores),
+        ([s.probe, s.scorer, float(s.value), s.reason, bool(s.failed), s.feedback or ""] for s in r.scores),
         key=lambda s: (s[0], s[1]),
     )
     return sealer.mac("individual", fields)
@@ -98,7 +100,10 @@ def individual_seal(sealer: Sealer, r: IndividualRecord) -> str:
 
 def generation_seal(sealer: Sealer, r: GenerationRecord) -> str:
     """The keyed seal of one finished generation's survivors and figures."""
-    return sealer.mac("generation", asdict(r))
+    fields = asdict(r)  # the DOUBLE and INTEGER columns as they read back
+    fields.update({k: float(fields[k]) for k in ("best_fitness", "mean_fitness", "cost_usd")})
+    fields.update({k: int(fields[k]) for k in ("generation", "calls", "cached_calls", "tokens")})
+    return sealer.mac("generation", fields)
 
 
 class DuckDBExperimentResults:
