@@ -138,12 +138,27 @@ def build_records(seed: int = 0) -> tuple[dict[str, list[tuple[Any, ...]]], dict
 COLUMNS = {
     "elixir_versions": [
         "id", "version", "origin", "name", "content_hash", "body", "created_at", "deleted_at", "language", "expertise",
+        "seal",
     ],
     "agents": [
         "id", "lineage", "lineage_hash", "elixir_version", "system_prompt", "tools", "members", "created_at", "seal",
     ],
     "lineage_edges": ["parent", "child", "operator", "op_version", "parent_version"],
 }  # fmt: skip
+
+
+def _seal(tables: dict[str, list[tuple[Any, ...]]], db: Any) -> None:
+    """Add the keyed seals ``save_agent`` writes (with ``db``'s key) to the built rows."""
+    from furnace.storage.duckdb.store import agent_mac, elixir_seal
+
+    sealer = db.sealer
+    tables["elixir_versions"] = [(*r, elixir_seal(sealer, r[0], r[1], r[4])) for r in tables["elixir_versions"]]
+    agents = []
+    for row in tables["agents"]:
+        seal = json.loads(row[8])
+        seal["mac"] = agent_mac(sealer, row[0], row[3], seal["record_hash"])
+        agents.append((*row[:8], json.dumps(seal, sort_keys=True)))
+    tables["agents"] = agents
 
 
 def _timed(fn: Any) -> tuple[float, float, Any]:
@@ -168,6 +183,7 @@ def run() -> bool:
     deep = real[f"agt-{EXPERIMENTS - 1:03d}-{GENERATIONS - 1:02d}-00"]
     with tempfile.TemporaryDirectory(prefix="furnace-bench-") as tmp:
         db = Database(Path(tmp) / "bench.duckdb")
+        _seal(tables, db)
         started = time.perf_counter()
         with db.transaction() as con:
             for table, rows in tables.items():

@@ -210,7 +210,12 @@ class Runtime:
 
         if self.before_open is not None:
             self.before_open(self.settings.home)
-        return Database(self.settings.db_path, on_wait=self.on_wait)
+        seal_key = self.settings.seal_key
+        return Database(
+            self.settings.db_path,
+            on_wait=self.on_wait,
+            seal_key=seal_key.get_secret_value() if seal_key is not None else None,
+        )
 
     def close(self) -> None:
         """Release the DuckDB file if this runtime opened it, after writing the call ledger's buffered rows

@@ -28,6 +28,9 @@ class FurnaceSettings(BaseSettings):
     )
     api_base: str | None = Field(default=None, description="OpenAI-compatible base URL for the model")
     api_key: SecretStr | None = Field(default=None, description="optional key; else the provider's usual variable")
+    seal_key: SecretStr | None = Field(
+        default=None, description="the records' seal key for a shared store; unset = the key file in home"
+    )
     timeout_s: float = 60.0
     max_retries: int = 2
     context_limit: int = 32_000

@@ -39,14 +39,16 @@ def connect(home: str | Path | None = None) -> Any:  # not in __all__: an entry 
     """A DuckDB connection over the newest snapshot of ``home`` (default ``$FURNACE_HOME``).
 
     One view per table, with the same names as in ``furnace.duckdb``; reading it never
-    touches the live file, so it never makes a writer wait. A first snapshot is taken
+    touches the live file, so it never makes a writer wait. The snapshot's keyed seal is
+    checked first: a rewritten snapshot raises SealError (docs/reliability.md). A first snapshot is taken
     when there is none yet; ``furnace snapshot`` takes a fresh one.
     """
     from furnace.settings import FurnaceSettings
     from furnace.storage.duckdb import snapshot
 
     settings = FurnaceSettings() if home is None else FurnaceSettings(home=Path(home))
-    return snapshot.connect(settings.db_path)
+    key = settings.seal_key.get_secret_value() if settings.seal_key is not None else None
+    return snapshot.connect(settings.db_path, seal_key=key)  # SealError for a rewritten snapshot
 
 
 __all__ = [

@@ -34,6 +34,8 @@ def register(cli: click.Group) -> None:
             f"  oldest {data['oldest'] or '-'}  newest {data['newest'] or '-'}\n"
             f"by task: {tasks}\nsynthesis entries {data['synthesis_entries']:,}"
         )
+        if data["bad_seals"]:
+            human += f"\n{data['bad_seals']:,} responses with a bad seal (never served: written outside furnace)"
         emit(data, as_json=as_json, human=human)
 
     @cache_group.command("prune")

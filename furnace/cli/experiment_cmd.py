@@ -169,12 +169,13 @@ def list_cmd(obj: Runtime, as_json: bool) -> None:
 def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     """Generations, leaderboard, judge feedback and failures of one experiment."""
     from furnace.evolution.records import resolved_seeds
-    from furnace.views.experiments import agent_feedback, ranked, unscored_rows
+    from furnace.views.experiments import agent_feedback, check_ledger, ranked, unscored_rows
 
     results = obj.results
     exp = results.get_experiment(experiment_id)
     if exp is None:
         raise NotFound(f"no experiment {experiment_id!r} (see furnace experiment list)")
+    check_ledger(exp, obj.llm.ledger.totals(experiment_id, family=True))  # the totals shown hold to the ledger
     gens = results.generations(experiment_id)
     seeds = resolved_seeds(results.individuals(experiment_id))
     best = ranked(results, experiment_id)  # scored agents only: a failure is never ranked

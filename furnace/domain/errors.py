@@ -7,6 +7,7 @@
     │   └── NotFound                  an id/version that does not exist
     ├── ConflictError                 a hard persona conflict refused a fusion
     ├── LineageError                  tampered lineage, or a withdrawn parent
+    │   └── SealError                 a stored record's keyed seal does not verify (altered outside furnace)
     ├── LLMError                      a model call failed after retries
     │   ├── LLMRateLimit
     │   ├── LLMTimeout
@@ -72,6 +73,11 @@ class ConflictError(FurnaceError):
 
 class LineageError(FurnaceError):
     """A lineage record does not verify, or depends on a withdrawn elixir."""
+
+
+class SealError(LineageError):
+    """A stored record's keyed seal is missing or does not verify: it was written outside furnace
+    (docs/reliability.md). The message names the record, never the key."""
 
 
 class LLMError(FurnaceError):

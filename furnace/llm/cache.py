@@ -175,8 +175,9 @@ class CallLedger(Protocol):
         """Append one call."""
         ...
 
-    def totals(self, run_id: str | None = None) -> CallTotals:
-        """Sums over every call, or over one run's calls."""
+    def totals(self, run_id: str | None = None, *, family: bool = False) -> CallTotals:
+        """Sums over every call, or over one run's calls (``family``: and its sub-runs', ``run_id/…``,
+        e.g. a sweep's cells)."""
         ...
 
     def calls(self, run_id: str | None = None) -> list[CallRecord]:
@@ -251,8 +252,11 @@ class MemoryCallLedger:
         with self._lock:
             return [r for r in self._rows if run_id is None or r.run_id == run_id]
 
-    def totals(self, run_id: str | None = None) -> CallTotals:
-        return sum_calls(self.calls(run_id))
+    def totals(self, run_id: str | None = None, *, family: bool = False) -> CallTotals:
+        if not family or run_id is None:
+            return sum_calls(self.calls(run_id))
+        with self._lock:
+            return sum_calls([r for r in self._rows if r.run_id == run_id or (r.run_id or "").startswith(run_id + "/")])
 
 
 @dataclass

@@ -10,7 +10,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from furnace.evolution.records import ExperimentResults, IndividualRecord
+from furnace.domain.errors import SealError
+from furnace.evolution.records import ExperimentRecord, ExperimentResults, IndividualRecord
+from furnace.llm.cache import CallTotals
 from furnace.scoring.fitness import SCORERS, pareto_front
 
 
@@ -152,6 +154,25 @@ def overlay_rows(results: ExperimentResults, experiment_ids: Sequence[str]) -> l
 
 
 LEDGER_TOTALS = ("model_calls", "cached_calls", "failed_calls", "attempts", "tokens", "cost_usd")
+
+
+def check_ledger(exp: ExperimentRecord, ledger: CallTotals) -> None:
+    """Raise SealError unless the call ledger's rows (``ledger``: their sums for the experiment and its
+    sub-runs) still add up to the totals sealed into its summary when it finished. A run going again
+    may have added calls since (more, never fewer); a finished one holds exactly those. So a deleted,
+    added or edited ledger row is said, not shown as if nothing happened (docs/reliability.md)."""
+    sealed = {k: exp.summary[k] for k in ("calls", *LEDGER_TOTALS) if k in exp.summary}
+    if not sealed:
+        return  # never finished: no sealed totals to hold the ledger to
+    now = ledger.as_dict()
+    running = exp.status == "running"
+    if all(now[k] >= v if running else now[k] == v for k, v in sealed.items()):
+        return
+    raise SealError(
+        f"experiment {exp.experiment_id}: its call ledger holds {now['calls']} calls (${now['cost_usd']:.6f}),"
+        f" its sealed summary recorded {sealed.get('calls', '?')} (${float(sealed.get('cost_usd', 0)):.6f}):"
+        " ledger rows were deleted or altered outside furnace"
+    )
 
 
 def totals_rows(results: ExperimentResults, experiment_ids: Sequence[str]) -> list[dict[str, Any]]:

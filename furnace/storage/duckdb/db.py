@@ -36,6 +36,7 @@ and recorded in ``schema_version``.
 from __future__ import annotations
 
 import atexit
+import importlib
 import json
 import logging
 import os
@@ -47,6 +48,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -54,10 +56,14 @@ from typing import Any, TypeVar, cast
 import duckdb
 
 from furnace.domain.errors import StoreError
+from furnace.storage.duckdb.seal_key import Sealer, sealer_for
 
 log = logging.getLogger(__name__)
 
 _MIGRATION_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+# migration number -> the module whose ``upgrade(db)`` runs after its SQL. Named, not imported: an
+# upgrade reads through the stores, which import this module.
+_UPGRADES = {16: "furnace.storage.duckdb.reseal"}
 _migrated: set[str] = set()
 _migrate_lock = threading.Lock()
 CONFLICT_RETRIES = 5
@@ -303,8 +309,10 @@ class Database:
         migrate: bool = True,
         on_wait: Callable[[str], None] | None = None,
         idle_release_s: float | None = None,
+        seal_key: str | None = None,
     ) -> None:
         self.path = Path(path).resolve()
+        self._seal_key = seal_key  # FURNACE_SEAL_KEY; else the key file next to the database (seal_key.py)
         self.lock_timeout_s = lock_timeout_s
         self._rng = rng or random.Random()
         self.on_wait = on_wait or _stderr_notice
@@ -314,6 +322,11 @@ class Database:
             self._holder.idle_release_s = idle_release_s
         if migrate:
             self.migrate()
+
+    @cached_property
+    def sealer(self) -> Sealer:
+        """The keyed seal of this file's records (its key read, or created, on first use)."""
+        return sealer_for(self.path.parent, self._seal_key)
 
     @property
     def lock_retries(self) -> int:
@@ -647,6 +660,8 @@ class Database:
                         functions = True
                     try:
                         con.execute(sql)
+                        if version in _UPGRADES:  # rows the SQL cannot rewrite (keyed seals), same transaction
+                            importlib.import_module(_UPGRADES[version]).upgrade(self)
                     except duckdb.Error as err:
                         raise StoreError(f"migration {version:04d}_{name} failed: {_first_line(err)}") from None
                     con.execute(

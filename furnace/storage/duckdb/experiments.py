@@ -3,16 +3,23 @@
 Implements :class:`furnace.evolution.records.ExperimentResults`. Every write is
 ``INSERT ... ON CONFLICT DO NOTHING`` on the natural keys, one short transaction
 each, so a resumed run never duplicates a row.
+
+Every row a reader trusts carries a keyed seal (``seal``, migration 0016; docs/reliability.md):
+an experiment's config (and, once finished, its summary: ``summary_seal``), each generation's
+figures, each individual's fitness, objectives, lineage and scores. A read that finds a bad seal
+raises :class:`~furnace.domain.errors.SealError` naming the record.
 """
 
 from __future__ import annotations
 
 import json
 from contextlib import AbstractContextManager
+from dataclasses import asdict
 from typing import Any
 
 from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord, ScoreRow
 from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.seal_key import Sealer, check
 
 # (column, type) of the rows written in bulk: one ``unnest`` per column binds a whole batch as a
 # few list parameters (a multi-row VALUES binds every value: ~3x the CPU at 100 rows)
@@ -33,6 +40,7 @@ _IND_TYPED = (
     ("calls", "INTEGER"),
     ("tokens", "BIGINT"),
     ("cost_usd", "DOUBLE"),
+    ("seal", "VARCHAR"),
 )
 _SCORE_TYPED = (
     ("experiment_id", "VARCHAR"),
@@ -68,6 +76,36 @@ def _load(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
 
 
+def experiment_seal(sealer: Sealer, r: ExperimentRecord) -> str:
+    """The keyed seal of an experiment's identity and config."""
+    return sealer.mac("experiment", r.experiment_id, r.name, r.config, int(r.seed), r.model)
+
+
+def summary_seal(sealer: Sealer, experiment_id: str, summary: dict[str, Any]) -> str:
+    """The keyed seal of a finished experiment's summary (best agent, fitness, the ledger totals)."""
+    return sealer.mac("experiment summary", experiment_id, summary)
+
+
+def individual_seal(sealer: Sealer, r: IndividualRecord) -> str:
+    """The keyed seal of one individual: every recorded field, its scores (in key order) included."""
+    fields = asdict(r)  # the DOUBLE and INTEGER columns as they read back (an int fitness is a float there)
+    fields.update(fitness=float(r.fitness), cost_usd=float(r.cost_usd))
+    fields.update({k: int(fields[k]) for k in ("generation", "slot", "failures", "calls", "tokens")})
+    fields["scores"] = sorted(
+        ([s.probe, s.scorer, float(s.value), s.reason, bool(s.failed), s.feedback or ""] for s in r.scores),
+        key=lambda s: (s[0], s[1]),
+    )
+    return sealer.mac("individual", fields)
+
+
+def generation_seal(sealer: Sealer, r: GenerationRecord) -> str:
+    """The keyed seal of one finished generation's survivors and figures."""
+    fields = asdict(r)  # the DOUBLE and INTEGER columns as they read back
+    fields.update({k: float(fields[k]) for k in ("best_fitness", "mean_fitness", "cost_usd")})
+    fields.update({k: int(fields[k]) for k in ("generation", "calls", "cached_calls", "tokens")})
+    return sealer.mac("generation", fields)
+
+
 class DuckDBExperimentResults:
     """Experiments, generations, individuals and scores in the furnace DuckDB file."""
 
@@ -88,11 +126,18 @@ class DuckDBExperimentResults:
 
     def start_experiment(self, record: ExperimentRecord) -> None:
         """Insert the experiment if new; a re-run keeps its row, status back to running (one statement)."""
-        row = [record.experiment_id, record.name, _dump(record.config), record.seed, record.model]
+        row = [
+            record.experiment_id,
+            record.name,
+            _dump(record.config),
+            record.seed,
+            record.model,
+            experiment_seal(self.db.sealer, record),
+        ]
         self.db.write_one(
             lambda con: con.execute(
-                "INSERT INTO experiments (experiment_id, name, config, seed, model, status)"
-                " VALUES (?, ?, ?, ?, ?, 'running') ON CONFLICT (experiment_id)"
+                "INSERT INTO experiments (experiment_id, name, config, seed, model, seal, status)"
+                " VALUES (?, ?, ?, ?, ?, ?, 'running') ON CONFLICT (experiment_id)"
                 " DO UPDATE SET status = 'running', updated_at = now()",
                 row,
             )
@@ -100,12 +145,13 @@ class DuckDBExperimentResults:
 
     def finish_experiment(self, experiment_id: str, status: str, summary: dict[str, Any]) -> None:
         self.db.execute(
-            "UPDATE experiments SET status = ?, summary = ?, updated_at = current_timestamp WHERE experiment_id = ?",
-            [status, _dump(summary), experiment_id],
+            "UPDATE experiments SET status = ?, summary = ?, summary_seal = ?, updated_at = current_timestamp"
+            " WHERE experiment_id = ?",
+            [status, _dump(summary), summary_seal(self.db.sealer, experiment_id, summary), experiment_id],
         )
 
-    def _experiment(self, row: dict[str, Any]) -> ExperimentRecord:
-        return ExperimentRecord(
+    def _experiment(self, row: dict[str, Any], *, verify: bool = True) -> ExperimentRecord:
+        record = ExperimentRecord(
             row["experiment_id"],
             row["name"],
             _load(row["config"]),
@@ -114,6 +160,13 @@ class DuckDBExperimentResults:
             row["status"],
             _load(row["summary"]) or {},
         )
+        if verify:
+            sealer, what = self.db.sealer, f"experiment {record.experiment_id}"
+            check(row["seal"], experiment_seal(sealer, record), what)
+            if row["summary"] is not None:
+                expected = summary_seal(sealer, record.experiment_id, record.summary)
+                check(row["summary_seal"], expected, f"the summary of {what}")
+        return record
 
     def get_experiment(self, experiment_id: str) -> ExperimentRecord | None:
         rows = self.db.query_dicts("SELECT * FROM experiments WHERE experiment_id = ?", [experiment_id])
@@ -132,6 +185,7 @@ class DuckDBExperimentResults:
         """Insert several individuals and their scores in one transaction (no-op for existing keys)."""
         if not records:
             return
+        sealer = self.db.sealer
         with self.db.transaction() as con:
             ind = [
                 [
@@ -151,6 +205,7 @@ class DuckDBExperimentResults:
                     r.calls,
                     r.tokens,
                     r.cost_usd,
+                    individual_seal(sealer, r),
                 ]
                 for r in records
             ]
@@ -183,7 +238,7 @@ class DuckDBExperimentResults:
             )
             self.save_individuals([record])
 
-    def _individuals(self, where: str, params: list[Any]) -> list[IndividualRecord]:
+    def _individuals(self, where: str, params: list[Any], *, verify: bool = True) -> list[IndividualRecord]:
         rows = self.db.query_dicts(
             f"SELECT {_IND_COLS} FROM experiment_individuals WHERE {where} ORDER BY generation, slot, agent_id", params
         )
@@ -201,7 +256,7 @@ class DuckDBExperimentResults:
                 scores.setdefault((s["generation"], s["agent_id"]), []).append(
                     ScoreRow(s["probe"], s["scorer"], s["value"], s["reason"], bool(s["failed"]), s["feedback"] or "")
                 )
-        return [
+        records = [
             IndividualRecord(
                 experiment_id=r["experiment_id"],
                 generation=r["generation"],
@@ -223,6 +278,12 @@ class DuckDBExperimentResults:
             )
             for r in rows
         ]
+        if verify:
+            sealer = self.db.sealer
+            for row, record in zip(rows, records, strict=True):
+                what = f"experiment {record.experiment_id}: the record of {record.agent_id} (gen {record.generation})"
+                check(row["seal"], individual_seal(sealer, record), what)
+        return records
 
     def individual_by_slot(self, experiment_id: str, generation: int, slot: int) -> IndividualRecord | None:
         found = self._individuals(
@@ -247,11 +308,11 @@ class DuckDBExperimentResults:
         r = record
         self.db.execute(
             "INSERT INTO experiment_generations (experiment_id, generation, survivors, best_fitness, mean_fitness,"
-            " operator_weights, calls, cached_calls, tokens, cost_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " operator_weights, calls, cached_calls, tokens, cost_usd, seal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT DO UPDATE SET survivors = excluded.survivors, best_fitness = excluded.best_fitness,"
             " mean_fitness = excluded.mean_fitness, operator_weights = excluded.operator_weights,"
             " calls = excluded.calls, cached_calls = excluded.cached_calls, tokens = excluded.tokens,"
-            " cost_usd = excluded.cost_usd",
+            " cost_usd = excluded.cost_usd, seal = excluded.seal",
             [
                 r.experiment_id,
                 r.generation,
@@ -263,14 +324,15 @@ class DuckDBExperimentResults:
                 r.cached_calls,
                 r.tokens,
                 r.cost_usd,
+                generation_seal(self.db.sealer, r),
             ],
         )
 
-    def generations(self, experiment_id: str) -> list[GenerationRecord]:
+    def generations(self, experiment_id: str, *, verify: bool = True) -> list[GenerationRecord]:
         rows = self.db.query_dicts(
             "SELECT * FROM experiment_generations WHERE experiment_id = ? ORDER BY generation", [experiment_id]
         )
-        return [
+        records = [
             GenerationRecord(
                 r["experiment_id"],
                 r["generation"],
@@ -285,6 +347,12 @@ class DuckDBExperimentResults:
             )
             for r in rows
         ]
+        if verify:
+            sealer = self.db.sealer
+            for row, record in zip(rows, records, strict=True):
+                what = f"experiment {experiment_id}: generation {record.generation}"
+                check(row["seal"], generation_seal(sealer, record), what)
+        return records
 
     def count_rows(self, experiment_id: str) -> dict[str, int]:
         """Row counts per table (for tests and the show command)."""

@@ -2,11 +2,14 @@
 
 Tables (migrations ``0002_llm.sql``, ``0009_llm_accounting.sql``):
 
-- ``llm_responses(cache_key PK, model, task, completion JSON, created_at)`` —
+- ``llm_responses(cache_key PK, model, task, completion JSON, created_at, seal)`` —
   insert-if-absent by content key, so processes racing on one key keep the
   first stored answer and a re-run repeats no finished model call. Rows older
   than ``ttl_s`` are not served and are purged (:meth:`DuckDBResponseCache.prune`,
-  also ``furnace cache prune``);
+  also ``furnace cache prune``). ``seal`` is the keyed seal of the key and the
+  completion (migration 0016, docs/reliability.md): a row whose seal does not
+  verify is a miss (counted in ``refused``, and by ``furnace cache stats``) and is
+  replaced by the fresh answer;
 - ``llm_calls(id PK, run_id, task, model, cache_key, prompt_tokens,
   completion_tokens, cost_usd, latency_s, cached, status, created_at, attempts,
   detail, unit)`` — one row per logical call (hits included); ``unit`` is the unit of work
@@ -45,6 +48,7 @@ from furnace.domain.liveness import pid_alive
 from furnace.llm.cache import CallRecord, CallTotals, sum_calls
 from furnace.llm.seam import Completion
 from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.seal_key import Sealer, sealed
 
 _LIVE: dict[str, weakref.WeakSet[_Pending]] = {}
 _LIVE_LOCK = threading.Lock()
@@ -57,6 +61,11 @@ _INSERT = f"INSERT INTO llm_calls ({_COLUMNS}) VALUES ({', '.join('?' * 15)}) ON
 DEFAULT_RESPONSE_TTL_S = 90 * 24 * 3600
 
 
+def response_seal(sealer: Sealer, key: str, completion_json: str) -> str:
+    """The keyed seal of one cached response: its content key and the completion as stored."""
+    return sealer.mac("response", key, completion_json)
+
+
 class DuckDBResponseCache:
     """Completions by content key in ``llm_responses``, with an in-memory read layer."""
 
@@ -66,14 +75,19 @@ class DuckDBResponseCache:
         self.ttl_s = ttl_s
         self._memory: OrderedDict[str, Completion] = OrderedDict()
         self._lock = threading.Lock()
+        self.refused = 0  # stored responses this cache would not serve: their seal did not verify
 
     def get(self, key: str) -> Completion | None:
-        """The stored completion for ``key``, or None."""
+        """The stored completion for ``key``, or None (also for a row whose seal does not verify)."""
         with self._lock:
             if key in self._memory:
                 return self._memory[key]
-        rows = self.db.query("SELECT completion, created_at FROM llm_responses WHERE cache_key = ?", [key])
+        rows = self.db.query("SELECT completion, created_at, seal FROM llm_responses WHERE cache_key = ?", [key])
         if not rows or self._expired(rows[0][1]):
+            return None
+        if not sealed(rows[0][2], response_seal(self.db.sealer, key, rows[0][0])):
+            with self._lock:
+                self.refused += 1
             return None
         found = Completion.model_validate_json(rows[0][0])
         self._remember(key, found)
@@ -82,16 +96,26 @@ class DuckDBResponseCache:
     def put(self, key: str, completion: Completion, *, task: str = "") -> bool:
         """Insert unless present; True when this call inserted the row."""
         stored = completion.model_copy(update={"cached": False})
+        text = stored.model_dump_json()
+        sealer = self.db.sealer
+        seal = response_seal(sealer, key, text)
         with self.db.transaction() as con:
             rows = con.execute(
-                "INSERT INTO llm_responses (cache_key, model, task, completion) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT DO UPDATE SET completion = excluded.completion, created_at = now()::TIMESTAMP"
-                " WHERE llm_responses.created_at < ? RETURNING cache_key",
-                [key, completion.model, task, stored.model_dump_json(), self._cutoff()],
+                "INSERT INTO llm_responses (cache_key, model, task, completion, seal) VALUES (?, ?, ?, ?, ?)"
+                " ON CONFLICT DO UPDATE SET completion = excluded.completion, created_at = now()::TIMESTAMP,"
+                " seal = excluded.seal WHERE llm_responses.created_at < ? RETURNING cache_key",
+                [key, completion.model, task, text, seal, self._cutoff()],
             ).fetchall()
-            if not rows:  # another process stored it first: converge on its answer
-                first = con.execute("SELECT completion FROM llm_responses WHERE cache_key = ?", [key]).fetchall()
-                stored = Completion.model_validate_json(first[0][0]) if first else stored
+            if not rows:  # another process stored it first: converge on its answer (if it is sealed)
+                first = con.execute("SELECT completion, seal FROM llm_responses WHERE cache_key = ?", [key]).fetchall()
+                if first and sealed(first[0][1], response_seal(sealer, key, first[0][0])):
+                    stored = Completion.model_validate_json(first[0][0])
+                elif first:  # a row written outside furnace: replaced by this answer
+                    rows = con.execute(
+                        "UPDATE llm_responses SET completion = ?, seal = ?, model = ?, task = ?,"
+                        " created_at = now()::TIMESTAMP WHERE cache_key = ? RETURNING cache_key",
+                        [text, seal, completion.model, task, key],
+                    ).fetchall()
         self._remember(key, stored)
         return bool(rows)
 
@@ -138,6 +162,11 @@ class DuckDBResponseCache:
             [cutoff],
         )[0]
         by_task = self.db.query("SELECT task, count(*) FROM llm_responses GROUP BY task ORDER BY 2 DESC, 1")
+        sealer = self.db.sealer
+        bad = sum(
+            not sealed(seal, response_seal(sealer, key, text))
+            for key, text, seal in self.db.query("SELECT cache_key, completion, seal FROM llm_responses")
+        )
         return {
             "responses": int(total),
             "expired": int(expired),
@@ -145,6 +174,7 @@ class DuckDBResponseCache:
             "oldest": oldest.isoformat(sep=" ", timespec="seconds") if oldest else None,
             "newest": newest.isoformat(sep=" ", timespec="seconds") if newest else None,
             "by_task": {str(task): int(n) for task, n in by_task},
+            "bad_seals": bad,  # rows never served (a miss each time): written outside furnace
         }
 
     def _remember(self, key: str, completion: Completion) -> None:
@@ -250,13 +280,13 @@ class DuckDBCallLedger:
         """Flush every ledger of this process writing to the same file, and replay dead processes' journals."""
         flush_pending(self.db)
 
-    def _in_flight(self, run_id: str | None) -> list[CallRecord]:
+    def _in_flight(self, run_id: str | None, *, family: bool = False) -> list[CallRecord]:
         """Rows other live processes have journaled but not yet written (counted, not moved)."""
         mine = set().union(*(p.own() for p in _pendings(self.db.path)))
         rows = []
         for path in _journals(self.db):
             if path not in mine:
-                rows += [r for r in _read_journal(path) if run_id is None or r.run_id == run_id]
+                rows += [r for r in _read_journal(path) if _of_run(r.run_id, run_id, family)]
         return rows
 
     def calls(self, run_id: str | None = None) -> list[CallRecord]:
@@ -269,10 +299,10 @@ class DuckDBCallLedger:
         extra = [r for r in self._in_flight(run_id) if r.id not in ids]
         return sorted([*stored, *extra], key=lambda r: (r.created_at, r.id))
 
-    def totals(self, run_id: str | None = None) -> CallTotals:
-        """Sums over every call, or over one run's calls."""
+    def totals(self, run_id: str | None = None, *, family: bool = False) -> CallTotals:
+        """Sums over every call, or over one run's calls (``family``: and its sub-runs', ``run_id/…``)."""
         self.flush_all()
-        where, params = _where(run_id)
+        where, params = _where(run_id, family=family)
         row = self.db.query(
             "SELECT count(*), count(*) FILTER (WHERE cached), coalesce(sum(prompt_tokens), 0),"
             " coalesce(sum(completion_tokens), 0), coalesce(sum(cost_usd), 0), coalesce(sum(latency_s), 0),"
@@ -293,7 +323,7 @@ class DuckDBCallLedger:
             attempts=int(row[7]),
             failed_attempts=int(row[8]),
         )
-        extra = self._in_flight(run_id)
+        extra = self._in_flight(run_id, family=family)
         if not extra:
             return stored
         known = {
@@ -444,5 +474,14 @@ def _flush_orphans() -> None:
         _flush_ignoring_errors(pending)
 
 
-def _where(run_id: str | None) -> tuple[str, list[str]]:
+def _where(run_id: str | None, *, family: bool = False) -> tuple[str, list[str]]:
+    if run_id is not None and family:
+        return " WHERE (run_id = ? OR starts_with(run_id, ?))", [run_id, run_id + "/"]
     return (" WHERE run_id = ?", [run_id]) if run_id is not None else ("", [])
+
+
+def _of_run(found: str | None, run_id: str | None, family: bool) -> bool:
+    """Whether a call of run ``found`` counts for ``run_id`` (every run when None; its sub-runs with ``family``)."""
+    if run_id is None or found == run_id:
+        return True
+    return family and found is not None and found.startswith(run_id + "/")

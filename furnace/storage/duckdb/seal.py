@@ -2,7 +2,8 @@
 
 ``furnace_agent_seal(lineage, child_hash, system_prompt, tools, members)`` seals an agent row
 written before agent record hashes existed (migration 0011), with the same
-:func:`furnace.domain.agent.record_seal` new rows get on save.
+:func:`furnace.domain.agent.record_seal` new rows get on save. (The keyed seals of migration 0016
+are written by :mod:`.reseal`, which reads through the stores.)
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Layout under ``<home>/snapshots/``::
 
     CURRENT                 the id of the newest complete snapshot (replaced atomically)
     <id>/<table>.parquet    every table, copied inside one read transaction
-    <id>/manifest.json      tables, row counts, schema version, time
+    <id>/manifest.json      tables, row counts, schema version, time, each file's sha256, the keyed seal
     <id>/.reader-<pid>      a lease: a live reader process keeps this snapshot from removal
 
 A refresh writes a new folder ``.tmp-<id>``, renames it to ``<id>`` and only
@@ -14,11 +14,18 @@ the previous snapshot intact. Older folders without a live reader are
 removed by later refreshes. :func:`connect` opens an in-memory DuckDB
 connection with one view per table over the current snapshot; it never
 touches ``furnace.duckdb``. See docs/storage.md.
+
+**Sealed.** The manifest lists every Parquet file's sha256 and carries the keyed seal of the
+whole manifest (:mod:`.seal_key`, docs/reliability.md). :func:`connect` checks both before it
+makes the snapshot's views, and refuses a snapshot whose files or manifest were rewritten
+(:class:`~furnace.domain.errors.SealError`); a snapshot taken before seals existed (no ``seal``
+in its manifest) is replaced by a fresh one.
 """
 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import itertools
 import json
 import logging
@@ -26,6 +33,7 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,9 +41,10 @@ from typing import Any
 
 import duckdb
 
-from furnace.domain.errors import StoreError
+from furnace.domain.errors import SealError, StoreError
 from furnace.domain.liveness import pid_alive
 from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.seal_key import Sealer, check, sealer_for
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +102,9 @@ def refresh(db: Database) -> Path:
                 con.execute(f"COPY (SELECT * FROM \"{table}\") TO '{target}' (FORMAT parquet)")
                 counts[table] = int(con.execute(f'SELECT count(*) FROM "{table}"').fetchall()[0][0])
             version = int(con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchall()[0][0])
-        written = {"id": sid, "tables": counts, "schema_version": version, "taken_at": stamp}
+        written: dict[str, Any] = {"id": sid, "tables": counts, "schema_version": version, "taken_at": stamp}
+        written["files"] = {table: _digest(tmp / f"{table}.parquet") for table in tables}
+        written["seal"] = _manifest_seal(db.sealer, written)
         (tmp / "manifest.json").write_text(json.dumps(written, indent=1), encoding="utf-8")
         folder = root / sid
         os.replace(tmp, folder)
@@ -105,6 +116,36 @@ def refresh(db: Database) -> Path:
         raise
     _collect(root, keep=folder)
     return folder
+
+
+def _digest(path: Path) -> str:
+    """The sha256 of one file."""
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _manifest_seal(sealer: Sealer, data: dict[str, Any]) -> str:
+    """The keyed seal of a manifest: everything in it but the seal."""
+    return sealer.mac("snapshot", {k: v for k, v in data.items() if k != "seal"})
+
+
+def verify(folder: Path, sealer: Sealer) -> None:
+    """Raise :class:`~furnace.domain.errors.SealError` unless ``folder``'s manifest carries its keyed seal
+    and every Parquet file it lists has the sha256 it lists."""
+    data = manifest(folder)
+    what = f"snapshot {folder.name}"
+    check(data.get("seal"), _manifest_seal(sealer, data), f"the manifest of {what}")
+    files = data.get("files") or {}
+    for table in data["tables"]:
+        path = folder / f"{table}.parquet"
+        if table not in files or not path.exists() or _digest(path) != files[table]:
+            raise SealError(
+                f"{table}.parquet of {what} does not match its sealed manifest: the snapshot was rewritten"
+                " outside furnace (docs/reliability.md)"
+            )
 
 
 def _pid_of(name: str, prefix: str) -> int | None:
@@ -131,11 +172,13 @@ def _collect(root: Path, *, keep: Path) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def connect(db_path: Path, *, create: bool = True) -> duckdb.DuckDBPyConnection:
+def connect(db_path: Path, *, create: bool = True, seal_key: str | None = None) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with one view per table over the current snapshot.
 
-    Takes a first snapshot (a short unit on the file) when there is none yet and
-    ``create`` is set. The snapshot stays readable for as long as this process lives.
+    Takes a first snapshot (a short unit on the file) when there is none yet, or when the
+    current one predates seals, and ``create`` is set. The snapshot's seal is checked (with
+    ``seal_key``, ``FURNACE_SEAL_KEY``, else the home's key file) before its views are made:
+    SealError for a rewritten snapshot. The snapshot stays readable for as long as this process lives.
     The connections of one process are cursors on one in-memory database, with one
     schema of views per snapshot (made when the process first opens that snapshot), so
     a notebook re-running ``connect()`` pays for a DuckDB instance once, not per call;
@@ -144,13 +187,15 @@ def connect(db_path: Path, *, create: bool = True) -> duckdb.DuckDBPyConnection:
     wait_pending()  # this process's own writes are in the snapshot it opens
     root = snapshot_root(db_path)
     folder = current(root)
+    if folder is not None and "seal" not in manifest(folder) and create and Path(db_path).exists():
+        folder = None  # taken before snapshots were sealed: a fresh, sealed one replaces it
     if folder is None:
         if not create or not Path(db_path).exists():
             raise StoreError(f"no snapshot of {Path(db_path).name} yet: run `furnace snapshot`")
-        folder = refresh(Database(db_path))
+        folder = refresh(Database(db_path, seal_key=seal_key))
     with suppress(OSError):
         (folder / f".reader-{os.getpid()}").touch()
-    return _views.open(folder)
+    return _views.open(folder, lambda: sealer_for(root.parent, seal_key))
 
 
 class _Views:
@@ -162,12 +207,13 @@ class _Views:
         self.pid = 0
         self.schemas: dict[Path, str] = {}
 
-    def open(self, folder: Path) -> duckdb.DuckDBPyConnection:
+    def open(self, folder: Path, sealer: Callable[[], Sealer]) -> duckdb.DuckDBPyConnection:
         with self.lock:
             if self.base is None or self.pid != os.getpid():  # a forked child gets its own database
                 self.base, self.pid, self.schemas = duckdb.connect(":memory:"), os.getpid(), {}
             schema = self.schemas.get(folder)
             if schema is None:
+                verify(folder, sealer())  # once per snapshot and process: its files are read-only from here
                 schema = f"snapshot_{len(self.schemas) + 1}"
                 con = self.base.cursor()
                 try:

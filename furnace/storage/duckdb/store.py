@@ -26,10 +26,11 @@ from typing import Any, TypeVar
 
 import duckdb
 
-from furnace.domain.agent import Agent, LineageNode, record_seal, verify_edges, verify_seal
+from furnace.domain.agent import AGENT_PREFIX, Agent, LineageNode, record_seal, verify_edges, verify_seal
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import LineageError, NotFound
 from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.seal_key import Sealer, check
 from furnace.storage.memory import Adjacency, bfs
 from furnace.storage.store import (
     ElixirSummary,
@@ -46,13 +47,24 @@ from furnace.storage.store import (
 T = TypeVar("T")
 Con = duckdb.DuckDBPyConnection
 
-_ELIXIR_COLS = "id, version, content_hash, body, created_at, deleted_at"
+_ELIXIR_COLS = "id, version, content_hash, body, created_at, deleted_at, seal"
 _LATEST_KEPT = 1024  # latest versions remembered per store (with the epoch they were read at)
 _BODY_EXCLUDE = {"id", "version", "created_at", "deleted_at", "content_hash"}
 
 
-def _version_row(stored: Elixir, origin: str) -> list[Any]:
-    """The ``elixir_versions`` values of a stored elixir, in the INSERTs' column order."""
+def elixir_seal(sealer: Sealer, id: str, version: int, content_hash: str) -> str:
+    """The keyed seal of one elixir version: its content hash under the key (the body is checked against
+    the hash on every read of one elixir)."""
+    return sealer.mac("elixir", id, version, content_hash)
+
+
+def agent_mac(sealer: Sealer, id: str, elixir_version: int, record_hash: str) -> str:
+    """The keyed seal of an agent's record hash (stored as ``mac`` inside its ``seal`` JSON)."""
+    return sealer.mac("agent", id, elixir_version, record_hash)
+
+
+def _version_row(stored: Elixir, origin: str, sealer: Sealer) -> list[Any]:
+    """The ``elixir_versions`` values of a stored elixir, in the INSERTs' column order (its seal last)."""
     body = json.dumps(stored.model_dump(mode="json", exclude=_BODY_EXCLUDE), ensure_ascii=False, sort_keys=True)
     return [
         stored.id,
@@ -64,6 +76,7 @@ def _version_row(stored: Elixir, origin: str) -> list[Any]:
         _to_db(stored.created_at),  # type: ignore[arg-type]
         stored.language,
         list(stored.expertise),
+        elixir_seal(sealer, stored.id, stored.version, stored.content_hash),
     ]
 
 
@@ -93,18 +106,26 @@ _NO_LIMIT = 2**31 - 1
 _FINGERPRINTS = """
 WITH wanted AS (SELECT unnest(?::VARCHAR[]) AS id),
 a AS (SELECT * FROM agents WHERE id IN (SELECT id FROM wanted)),
-e AS (SELECT id, version, content_hash, body FROM elixir_versions WHERE id IN (SELECT id FROM wanted)),
+e AS (SELECT id, version, content_hash, body, seal FROM elixir_versions WHERE id IN (SELECT id FROM wanted)),
 edges AS (
     SELECT child, string_agg(concat_ws(chr(30), parent, operator, op_version, parent_version), chr(29)
                              ORDER BY parent, operator, op_version, parent_version) AS edges
     FROM lineage_edges WHERE child IN (SELECT id FROM wanted) GROUP BY child
 )
 SELECT a.id, md5(concat_ws(chr(31), a.lineage, a.elixir_version, a.system_prompt, a.tools, a.members,
-                           a.seal::VARCHAR, e.content_hash, e.body, edges.edges))
+                           a.seal::VARCHAR, e.content_hash, e.body, e.seal, edges.edges))
 FROM a
 LEFT JOIN e ON e.id = a.id AND e.version = a.elixir_version
 LEFT JOIN edges ON edges.child = a.id
 """
+
+
+def decode_elixir(row: Sequence[Any]) -> Elixir:
+    """The elixir of an ``elixir_versions`` row (``_ELIXIR_COLS``), unverified."""
+    id, version, _, body, created_at, deleted_at = row[:6]
+    data = json.loads(body)
+    data.update(id=id, version=version, created_at=_from_db(created_at), deleted_at=_from_db(deleted_at))
+    return Elixir.model_validate(data)
 
 
 def _to_db(ts: datetime) -> datetime:
@@ -154,17 +175,18 @@ class DuckDBStore:
         """Run ``work`` in one transaction, retrying same-process write conflicts."""
         return self.db.write(work, retries=self._conflict_retries)
 
-    @staticmethod
-    def _row_to_elixir(row: Sequence[Any], *, verify: bool = True) -> Elixir:
-        """The stored elixir; ``verify`` recomputes its content hash and compares it with the stored one.
+    def _row_to_elixir(self, row: Sequence[Any], *, verify: bool = True) -> Elixir:
+        """The stored elixir; ``verify`` checks its keyed seal, recomputes its content hash and compares
+        it with the stored one.
 
         A listing does not verify (re-hashing every body made ``elixir list`` slow): it
         carries the stored hash, and every read of one elixir (get, fusion, agents) verifies.
         """
-        id, version, content_hash, body, created_at, deleted_at = row
-        data = json.loads(body)
-        data.update(id=id, version=version, created_at=_from_db(created_at), deleted_at=_from_db(deleted_at))
-        elixir = Elixir.model_validate(data)
+        id, version, content_hash, body, created_at, deleted_at, seal = row
+        if verify:
+            whose = f" (the persona of agent {id})" if id.startswith(AGENT_PREFIX) else ""
+            check(seal, elixir_seal(self.db.sealer, id, version, content_hash), f"elixir {id}@{version}{whose}")
+        elixir = decode_elixir(row)
         if not verify:
             elixir.__dict__["content_hash"] = content_hash  # seeds the cached property: no hashing
             return elixir
@@ -175,12 +197,10 @@ class DuckDBStore:
             )
         return elixir
 
-    @classmethod
-    def _fetch(cls, con: Con, id: str, version: int | None) -> Elixir:
-        return cls._fetch_flagged(con, id, version, agent_flag=False)[0]
+    def _fetch(self, con: Con, id: str, version: int | None) -> Elixir:
+        return self._fetch_flagged(con, id, version, agent_flag=False)[0]
 
-    @classmethod
-    def _fetch_flagged(cls, con: Con, id: str, version: int | None, *, agent_flag: bool) -> tuple[Elixir, bool]:
+    def _fetch_flagged(self, con: Con, id: str, version: int | None, *, agent_flag: bool) -> tuple[Elixir, bool]:
         """The elixir (latest when ``version`` is None) and, with ``agent_flag``, whether ``id`` is an agent
         (in the same statement: a fusion's parent needs its agent record verified only when it is one)."""
         flag = ", EXISTS (SELECT 1 FROM agents WHERE id = ?)" if agent_flag else ", FALSE"
@@ -192,12 +212,12 @@ class DuckDBStore:
             ).fetchall()
             if not rows:
                 raise NotFound(f"no elixir {id!r}", field="id")
-            return cls._row_to_elixir(rows[0][:-1]), bool(rows[0][-1])
+            return self._row_to_elixir(rows[0][:-1]), bool(rows[0][-1])
         rows = con.execute(
             f"SELECT {_ELIXIR_COLS}{flag} FROM elixir_versions WHERE id = ? AND version = ?", [*head, id, version]
         ).fetchall()
         if rows:
-            return cls._row_to_elixir(rows[0][:-1]), bool(rows[0][-1])
+            return self._row_to_elixir(rows[0][:-1]), bool(rows[0][-1])
         latest = con.execute("SELECT max(version) FROM elixir_versions WHERE id = ?", [id]).fetchall()[0][0]
         if latest is None:
             raise NotFound(f"no elixir {id!r}", field="id")
@@ -226,6 +246,7 @@ class DuckDBStore:
                 latest[id] = (version, content_hash, deleted_at, row_origin)
         refs: list[ElixirRef] = []
         rows: list[list[Any]] = []
+        sealer = self.db.sealer
         for elixir, id in items:
             current = latest.get(id)
             if current is not None and current[2] is not None:
@@ -236,16 +257,16 @@ class DuckDBStore:
             version = current[0] + 1 if current is not None else 1
             stored = as_stored(elixir, id=id, version=version, created_at=self._clock())
             row_origin = current[3] if current is not None else origin
-            rows.append(_version_row(stored, row_origin))
+            rows.append(_version_row(stored, row_origin, sealer))
             latest[id] = (version, stored.content_hash, None, row_origin)
             refs.append(stored.ref)
         for chunk in range(0, len(rows), 500):
             part = rows[chunk : chunk + 500]
             con.execute(
                 "INSERT INTO elixir_versions (id, version, origin, name, content_hash, body, created_at, language,"
-                " expertise) SELECT unnest(?::VARCHAR[]), unnest(?::INTEGER[]), unnest(?::VARCHAR[]),"
+                " expertise, seal) SELECT unnest(?::VARCHAR[]), unnest(?::INTEGER[]), unnest(?::VARCHAR[]),"
                 " unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), unnest(?::TIMESTAMP[]),"
-                " unnest(?::VARCHAR[]), unnest(?::VARCHAR[][])",
+                " unnest(?::VARCHAR[]), unnest(?::VARCHAR[][]), unnest(?::VARCHAR[])",
                 [list(column) for column in zip(*part, strict=True)],
             )
         return refs
@@ -271,10 +292,10 @@ class DuckDBStore:
         """Insert version ``expected + 1`` only while ``expected`` is the latest, not deleted, and holds other
         content (its origin is carried over inside the statement); otherwise say why, writing nothing."""
         stored = as_stored(elixir, id=elixir.id, version=expected + 1, created_at=self._clock())
-        row = _version_row(stored, "")
+        row = _version_row(stored, "", self.db.sealer)
         insert = (
             "INSERT INTO elixir_versions (id, version, origin, name, content_hash, body, created_at, language,"
-            " expertise) SELECT ?, ?, origin, ?, ?, ?, ?, ?, ? FROM elixir_versions"
+            " expertise, seal) SELECT ?, ?, origin, ?, ?, ?, ?, ?, ?, ? FROM elixir_versions"
             " WHERE id = ? AND version = ? AND deleted_at IS NULL AND content_hash <> ?"
         )
         params = [*row[:2], *row[3:], stored.id, expected, stored.content_hash]
@@ -544,6 +565,7 @@ class DuckDBStore:
         """The ``agents`` columns of ``agent`` whose persona is stored as ``version`` with ``content_hash``."""
         lineage = agent.lineage
         seal = record_seal(lineage, content_hash, agent.system_prompt, agent.tools, agent.members)
+        seal["mac"] = agent_mac(self.db.sealer, agent.id, version, seal["record_hash"])
         return [
             agent.id,
             lineage.model_dump_json(),
@@ -578,8 +600,8 @@ class DuckDBStore:
             return None
         con.execute(
             "INSERT INTO elixir_versions (id, version, origin, name, content_hash, body, created_at, language,"
-            " expertise) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            _version_row(stored, "agent"),
+            " expertise, seal) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            _version_row(stored, "agent", self.db.sealer),
         )
         edges = list(
             dict.fromkeys((p.id, agent.id, lineage.operator, lineage.op_version, p.version) for p in lineage.parents)
@@ -616,6 +638,7 @@ class DuckDBStore:
             return found().content_hash if found is not None else None
 
         agents = []
+        sealer = self.db.sealer
         for id, lineage_json, elixir_version, prompt, tools, members, created_at, seal in rows:
             try:
                 data = json.loads(lineage_json)
@@ -640,7 +663,11 @@ class DuckDBStore:
                 stored_seal = json.loads(seal) if seal is not None else None
             except (ValueError, TypeError) as err:  # pydantic's ValidationError is a ValueError
                 raise LineageError(f"agent {id}: unreadable agent record ({err.__class__.__name__})") from None
-            agents.append(verify_seal(agent, stored_seal))
+            verify_seal(agent, stored_seal)  # first: its message names the field group that was changed
+            assert isinstance(stored_seal, dict)  # verify_seal raised otherwise
+            expected = agent_mac(sealer, id, elixir_version, stored_seal["record_hash"])
+            check(stored_seal.get("mac"), expected, f"agent {id}")
+            agents.append(agent)
         return agents
 
     def _elixirs_for(self, con: Con, rows: Sequence[Sequence[Any]]) -> dict[tuple[str, int], Callable[[], Elixir]]:

@@ -1,0 +1,121 @@
+"""Migration 0016's upgrade: the rows of an existing home sealed with the key, once, on its first open.
+
+Run by the migration runner (:mod:`.db`) right after the migration's SQL, in its transaction. It
+reads through the stores' own row codecs, so it is named there, not imported (the stores import
+:mod:`.db`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.experiments import (
+    DuckDBExperimentResults,
+    experiment_seal,
+    generation_seal,
+    individual_seal,
+    summary_seal,
+)
+from furnace.storage.duckdb.llm_calls import response_seal
+from furnace.storage.duckdb.seal import agent_seal_sql
+from furnace.storage.duckdb.store import _ELIXIR_COLS, agent_mac, decode_elixir, elixir_seal
+
+log = logging.getLogger(__name__)
+
+
+def upgrade(db: Database) -> None:
+    """Seal the rows of a home written before keyed seals (migration 0016), once, on its first open.
+
+    Rows that had an unkeyed check are sealed only when it verifies: an elixir version whose body
+    hashes to its stored content hash, an agent whose stored seal equals the seal of its row as it is
+    now. A row that fails stays unsealed, and every read refuses it (an altered record, as before the
+    upgrade). Rows that had no check (cached responses, experiment rows) are sealed as they are: the
+    upgrade trusts what the home holds when it runs (docs/reliability.md). It seals nothing when the
+    home's key file existed before it: a sealed home set back to an older schema stays refused.
+    """
+    sealer = db.sealer
+    if sealer.source != "FURNACE_SEAL_KEY" and not sealer.new_key:
+        # The key predates this upgrade, so the home was sealed before and its schema was set back
+        # (or an unsealed file was put under a sealed home): nothing here is trusted, nothing is sealed.
+        log.warning("%s: its seal key predates this upgrade: existing rows are not sealed", db.path.name)
+        return
+    elixirs = []
+    for version_row in db.query(f"SELECT {_ELIXIR_COLS} FROM elixir_versions"):
+        id, version, content_hash = version_row[:3]
+        try:
+            intact = decode_elixir(version_row).content_hash == content_hash
+        except (ValueError, TypeError, AttributeError):
+            intact = False
+        if intact:
+            elixirs.append((id, version, elixir_seal(sealer, id, version, content_hash)))
+    _set_seals(db, "elixir_versions", "seal", ("id", "version"), ("VARCHAR", "INTEGER"), elixirs)
+
+    agents = []
+    for id, version, seal, lineage, child_hash, prompt, tools, members in db.query(
+        "SELECT a.id, a.elixir_version, a.seal::VARCHAR, a.lineage, e.content_hash, a.system_prompt, a.tools,"
+        " a.members FROM agents a LEFT JOIN elixir_versions e ON e.id = a.id AND e.version = a.elixir_version"
+    ):
+        fresh = json.loads(agent_seal_sql(lineage, child_hash, prompt, tools, members))
+        try:
+            old = json.loads(seal) if seal is not None else None
+        except ValueError:
+            old = None
+        if "record_hash" in fresh and old == fresh:  # the old seal verifies: the row is as it was sealed
+            fresh["mac"] = agent_mac(sealer, id, version, fresh["record_hash"])
+            agents.append((id, json.dumps(fresh, sort_keys=True)))
+    _set_seals(db, "agents", "seal", ("id",), ("VARCHAR",), agents, cast="JSON")
+
+    responses = [(key, response_seal(sealer, key, text)) for key, text in db.query(
+        "SELECT cache_key, completion::VARCHAR FROM llm_responses"
+    )]  # fmt: skip
+    _set_seals(db, "llm_responses", "seal", ("cache_key",), ("VARCHAR",), responses)
+
+    results = DuckDBExperimentResults(db)
+    experiments, summaries = [], []
+    for row in db.query_dicts("SELECT * FROM experiments"):
+        record = results._experiment(row, verify=False)
+        experiments.append((record.experiment_id, experiment_seal(sealer, record)))
+        if row["summary"] is not None:
+            summaries.append((record.experiment_id, summary_seal(sealer, record.experiment_id, record.summary)))
+    _set_seals(db, "experiments", "seal", ("experiment_id",), ("VARCHAR",), experiments)
+    _set_seals(db, "experiments", "summary_seal", ("experiment_id",), ("VARCHAR",), summaries)
+    keys3 = ("experiment_id", "generation", "agent_id")
+    for (experiment_id,) in db.query("SELECT DISTINCT experiment_id FROM experiment_individuals"):
+        individuals = [
+            (r.experiment_id, r.generation, r.agent_id, individual_seal(sealer, r))
+            for r in results._individuals("experiment_id = ?", [experiment_id], verify=False)
+        ]
+        _set_seals(db, "experiment_individuals", "seal", keys3, ("VARCHAR", "INTEGER", "VARCHAR"), individuals)
+    for (experiment_id,) in db.query("SELECT DISTINCT experiment_id FROM experiment_generations"):
+        generations = [
+            (g.experiment_id, g.generation, generation_seal(sealer, g))
+            for g in results.generations(experiment_id, verify=False)
+        ]
+        _set_seals(db, "experiment_generations", "seal", keys3[:2], ("VARCHAR", "INTEGER"), generations)
+
+
+def _set_seals(
+    db: Database,
+    table: str,
+    column: str,
+    keys: Sequence[str],
+    types: Sequence[str],
+    rows: Sequence[tuple[Any, ...]],
+    *,
+    cast: str = "VARCHAR",
+) -> None:
+    """``UPDATE table SET column = <last value>`` for each row, matched on ``keys`` (its other values)."""
+    for start in range(0, len(rows), 5000):
+        part = rows[start : start + 5000]
+        columns = [list(c) for c in zip(*part, strict=True)]
+        given = ", ".join(f"unnest(?::{kind}[]) AS k{i}" for i, kind in enumerate(types))
+        match = " AND ".join(f"t.{key} = s.k{i}" for i, key in enumerate(keys))
+        db.execute(
+            f"UPDATE {table} AS t SET {column} = s.v::{cast} FROM (SELECT {given}, unnest(?::VARCHAR[]) AS v) AS s"
+            f" WHERE {match}",
+            columns,
+        )
