@@ -205,7 +205,7 @@ def show_cmd(obj: Runtime, agent_id: str, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def answer_cmd(obj: Runtime, agent_id: str, message: str, seed: int, as_json: bool) -> None:
-    """Ask an agent; a committee routes the message to one member, who answers in its own voice."""
+    """Ask an agent; a committee routes the message by meaning to one member, who answers in its own voice."""
     from furnace.arena.speaker import persona_from_elixir, speak
     from furnace.domain.errors import InputError
     from furnace.fusion.operators.ensemble import answer
@@ -215,7 +215,7 @@ def answer_cmd(obj: Runtime, agent_id: str, message: str, seed: int, as_json: bo
     agent = obj.store.get_agent(agent_id)
     if agent.members:
         members = [obj.store.get_elixir(ref.id, ref.version) for ref in agent.members]
-        out = answer(agent, message, obj.llm, members, seed=seed)
+        out = answer(agent, message, obj.llm, members, seed=seed, embedder=obj.embedder)
         data = {"agent": agent.id} | out.transcript()
         human = f"[{out.leader_name} leads: {out.reason}]\n{out.text}"
     else:
