@@ -288,6 +288,10 @@ def reflect_cmd(ctx: Runtime, persona_id: str, content_id: str, seed: int, as_js
             f"from {len(out.revision_ids)} accepted revision(s): " + " / ".join(out.suggestions),
         ]
         lines += [f"  - {n.field}: {n.chose} — {n.reason}" for n in out.notes]
+        lines.append(f"each accepted revision ({len(out.outcomes)}):")
+        lines += [f"  {o.line()}" for o in out.outcomes]
+        if out.untraced:
+            lines.append("  edits no single revision names: " + "; ".join(out.untraced))
         human = "\n".join(lines)
     emit(out.as_dict(), as_json=as_json, human=human)
 

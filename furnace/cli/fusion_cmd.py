@@ -205,11 +205,13 @@ def show_cmd(obj: Runtime, agent_id: str, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def answer_cmd(obj: Runtime, agent_id: str, message: str, seed: int, as_json: bool) -> None:
-    """Ask an agent; a committee routes the message to one member, who answers in its own voice."""
+    """Ask an agent; a committee routes the message by meaning to one member, who answers in its own voice."""
     from furnace.fusion.answers import answer_as
 
     agent = obj.store.get_agent(agent_id)
-    out = answer_as(agent, message, obj.llm, store=obj.store, cache=obj.synthesis_cache, seed=seed)
+    out = answer_as(
+        agent, message, obj.llm, store=obj.store, cache=obj.synthesis_cache, seed=seed, embedder=obj.embedder
+    )
     human = f"[{out.leader_name} leads: {out.reason}]\n{out.text}" if out.leader is not None else out.text
     emit({"agent": agent.id} | out.transcript(), as_json=as_json, human=human)
 

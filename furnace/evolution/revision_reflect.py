@@ -17,6 +17,18 @@ Each accepted revision flows back once: revisions already named by a reflect age
 persona's lineage are left out, and when none is left nothing is made (status ``already``).
 Feedback the rules (or the model) cannot act on raises
 :class:`~furnace.fusion.operators.reflect.NoUsableFeedback` and nothing is stored.
+
+Every revision read is accounted for (:class:`RevisionOutcome`): the persona edits traced to
+its clauses, or why it made none (no rule reads it, it is about one part of the piece, the
+persona already held it, a held format request, ...).
+
+**The structure rule.** A revision chat's suggestion is about one piece. A format request in it
+("use bullet points", "第三段改成列表") changes the persona-wide markdown flag only when
+:data:`FORMAT_REPEAT` accepted revisions of the piece ask for the same format, or when the
+suggestion says it holds beyond the piece ("always", "from now on", "以后"); until then it is
+held (the operator is told to apply no ``markdown`` edit, whatever the model proposes). A request
+about one part of the piece that no rule reads ("标题改成疑问句", "change the title to ...")
+becomes ``piece: ...`` and edits nothing.
 """
 
 from __future__ import annotations
@@ -25,17 +37,47 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from furnace.domain.elixir import ElixirRef, edit
+from furnace.domain.elixir import ElixirRef, Tone, edit
 from furnace.domain.errors import InputError, NotFound
 from furnace.domain.lineage import ResolutionNote
 from furnace.fusion.fuse import fuse
 from furnace.fusion.operators import OPERATORS
+from furnace.fusion.operators.reflect import NoUsableFeedback
 from furnace.llm.seam import LLM
-from furnace.scoring.feedback import revision_feedback
+from furnace.scoring.feedback import clause_slot, persona_wide, suggestion_clauses
 from furnace.storage.store import ElixirStore, unit_of_work
 from furnace.writing.content import ContentStore, RevisionRecord, persona_origin
 
 _ROLLBACK = re.compile(r"rollback to V(\d+)")
+FORMAT_REPEAT = 2  # accepted revisions of one piece asking for the same format before the persona's flag moves
+_NOT_EDITS = ("(skipped)", "(held)")
+
+
+@dataclass(frozen=True)
+class RevisionOutcome:
+    """What one accepted revision did to the persona: the edits traced to it, or why it made none."""
+
+    revision_id: str
+    suggestions: tuple[str, ...]
+    clauses: tuple[str, ...]  # what it asked, in the brief's words (a held format request included)
+    edits: tuple[str, ...]  # "field: change" of each persona edit traced to one of its clauses
+    reason: str  # why a clause made no edit ("" when every clause made one)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "revision_id": self.revision_id,
+            "suggestions": list(self.suggestions),
+            "clauses": list(self.clauses),
+            "edits": list(self.edits),
+            "reason": self.reason,
+        }
+
+    def line(self) -> str:
+        """One line for the CLI: the suggestion, then its edits or why it made none."""
+        head = f"{self.revision_id} 「{' / '.join(self.suggestions)}」"
+        if not self.edits:
+            return f"{head} → no edit: {self.reason}"
+        return f"{head} → {'; '.join(self.edits)}" + (f" (not used: {self.reason})" if self.reason else "")
 
 
 @dataclass(frozen=True)
@@ -53,6 +95,8 @@ class RevisionReflection:
     previous: ElixirRef  # the version the reflect operator read
     notes: tuple[ResolutionNote, ...]
     from_cache: bool
+    outcomes: tuple[RevisionOutcome, ...] = ()  # one per revision reflected now, in order
+    untraced: tuple[str, ...] = ()  # edits no revision's clause names (a model acting on free text)
 
     @property
     def changed(self) -> bool:
@@ -72,6 +116,8 @@ class RevisionReflection:
             "changed": self.changed,
             "notes": [n.model_dump(mode="json") for n in self.notes],
             "from_cache": self.from_cache,
+            "revisions": [o.as_dict() for o in self.outcomes],
+            "untraced_edits": list(self.untraced),
         }
 
 
@@ -138,31 +184,44 @@ def reflect_from_revisions(
             field="persona",
         )
     session = content_store.get_session(content_id)
-    revisions = accepted_revisions(content_store, content_id)
-    if session is None or not revisions:
+    chain = accepted_revisions(content_store, content_id)
+    if session is None or not chain:
         raise InputError(f"{content_id} has no accepted revision to learn from (revise it first)", field="content")
     parent = store.get_elixir(content.persona_id)
     done = reflected_revisions(store, parent.id, session.id)
-    revisions = [r for r in revisions if r.id not in done]
+    revisions = [r for r in chain if r.id not in done]
     if not revisions:
         return RevisionReflection(
             "already", content_id, session.id, (), (), "", None, parent.ref, parent.ref, (), from_cache=True
         )
     suggestions = tuple(s for r in revisions for s in r.suggestions)
-    feedback = revision_feedback(list(suggestions))
+    asked = {r.id: revision_clauses(r) for r in chain}
+    held = held_formats(chain, asked)
+    feedback, hold = reflection_input(revisions, asked, held)
     if not feedback:
         raise InputError(f"{content_id}: its accepted revisions carry no suggestion text", field="content")
-    result = fuse(
-        store,
-        [parent.ref],
-        llm=llm,
-        embedder=embedder,
-        cache=cache,
-        operator="reflect",
-        seed=seed,
-        params={"feedback": feedback, "source": {"session": session.id, "revisions": [r.id for r in revisions]}},
-        settings=settings,
-    )
+    try:
+        result = fuse(
+            store,
+            [parent.ref],
+            llm=llm,
+            embedder=embedder,
+            cache=cache,
+            operator="reflect",
+            seed=seed,
+            params={
+                "feedback": feedback,
+                "source": {"session": session.id, "revisions": [r.id for r in revisions]},
+                "hold": hold,
+            },
+            settings=settings,
+        )
+    except NoUsableFeedback as err:  # say, for each revision, why it gave nothing
+        why = "; ".join(f"{r.id}: {trace(r, asked[r.id], held, ()).reason}" for r in revisions)
+        raise NoUsableFeedback(
+            f"reflect: the feedback gave no usable edit ({why}); the persona is unchanged",
+            field=err.field,
+        ) from err
     agent = result.agent
     child = agent.elixir
     updated = edit(
@@ -186,4 +245,149 @@ def reflect_from_revisions(
         previous=parent.ref,
         notes=tuple(agent.lineage.resolution_notes),
         from_cache=result.from_cache,
+        outcomes=tuple(trace(r, asked[r.id], held, agent.lineage.resolution_notes) for r in revisions),
+        untraced=untraced_edits(agent.lineage.resolution_notes, [c for r in revisions for c, _ in asked[r.id]]),
+    )
+
+
+def revision_clauses(revision: RevisionRecord) -> list[tuple[str, bool]]:
+    """Each clause one revision states (:func:`~furnace.scoring.feedback.suggestion_clauses`), in order and
+    once, with whether the suggestion that stated it says it holds beyond the piece."""
+    out: dict[str, bool] = {}
+    for suggestion in revision.suggestions:
+        wide = persona_wide(suggestion)
+        for c in suggestion_clauses(suggestion):
+            out[c] = out.get(c, False) or wide
+    return list(out.items())
+
+
+def _is_format(text: str) -> bool:
+    return text.startswith("format:")
+
+
+def held_formats(chain: list[RevisionRecord], asked: dict[str, list[tuple[str, bool]]]) -> dict[str, int]:
+    """The format clauses the structure rule holds (see the module doc), each with how many accepted
+    revisions of the piece ask for it (fewer than :data:`FORMAT_REPEAT`, none persona-wide)."""
+    counts: dict[str, int] = {}
+    wide: set[str] = set()
+    for r in chain:
+        for c, is_wide in asked[r.id]:
+            if _is_format(c):
+                counts[c] = counts.get(c, 0) + 1
+                if is_wide:
+                    wide.add(c)
+    return {c: n for c, n in counts.items() if n < FORMAT_REPEAT and c not in wide}
+
+
+def _held_reason(n: int) -> str:
+    return (
+        f"a format request about one piece ({n} of {FORMAT_REPEAT} accepted revisions ask for it): "
+        "the persona-wide markdown flag stays"
+    )
+
+
+def reflection_input(
+    revisions: list[RevisionRecord], asked: dict[str, list[tuple[str, bool]]], held: dict[str, int]
+) -> tuple[str, dict[str, str]]:
+    """The reflection brief of the revisions reflected now (a held format request is kept for a model
+    to read as ``piece: <suggestion>``) and the operator's ``hold`` (``markdown`` unless a format
+    request passed the structure rule)."""
+    lines: dict[str, None] = {"probe: user-revision": None}
+    for r in revisions:
+        for c, _ in asked[r.id]:
+            lines[f"piece: {r.suggestion}"[:220] if c in held else c] = None
+    if len(lines) == 1:
+        return "", {}
+    passed = any(_is_format(c) and c not in held for r in revisions for c, _ in asked[r.id])
+    hold = {} if passed else {"markdown": "no accepted format request passed the structure rule"}
+    return "\n".join(lines), hold
+
+
+def _note_slot(note: ResolutionNote) -> str | None:
+    """The persona field a resolution note is about (a skipped or held edit: from its ``kind: ...`` reason)."""
+    if note.field.startswith("principles"):
+        return "principles"
+    if note.field.startswith(("tone.", "constraints.")):
+        return note.field
+    if not note.field.startswith("edit["):
+        return None
+    kind, _, rest = note.reason.partition(":")
+    if kind == "tone":
+        dim = next((d for d in Tone.DIMENSIONS if d in rest), None)
+        return f"tone.{dim}" if dim else None
+    kinds = {
+        "markdown": "constraints.must_use_markdown",
+        "max_length": "constraints.max_length",
+        "forbid_topic": "constraints.forbidden_topics",
+    }
+    return kinds.get(kind, "principles" if kind.endswith("_principle") else None)
+
+
+def _direction(note: ResolutionNote) -> int:
+    """+1 / -1 for a tone move ("0.7 → 0.5") or a markdown flag; 0 when the note has no direction."""
+    if note.field == "constraints.must_use_markdown":
+        return 1 if note.chose == "markdown" else -1
+    before, arrow, after = note.chose.partition("→")
+    try:
+        return (float(after) > float(before)) - (float(after) < float(before)) if arrow else 0
+    except ValueError:
+        return 0
+
+
+def _matches(text: str, note: ResolutionNote) -> bool:
+    """Whether a note is the edit (or the refusal) of one clause: the same field, the same way, and for
+    ``missing`` / ``avoid`` the clause's item named by the note."""
+    slot = clause_slot(text)
+    note_slot = _note_slot(note)
+    if slot is None or note_slot is None:
+        return False
+    field, way = slot
+    detail = text.partition(":")[2].strip().casefold()
+    if text.startswith("avoid:"):
+        return note_slot in ("constraints.forbidden_topics", "principles") and detail in (
+            f"{note.chose} {note.reason}".casefold()
+        )
+    if text.startswith("missing:"):
+        first = detail.replace("，", ",").replace("、", ",").split(",")[0].strip()
+        return note_slot == "principles" and first in f"{note.chose} {note.reason}".casefold()
+    if note_slot != field:
+        return False
+    return note.chose in _NOT_EDITS or not way or _direction(note) in (0, way)
+
+
+def trace(
+    revision: RevisionRecord, asked: list[tuple[str, bool]], held: dict[str, int], notes: tuple[ResolutionNote, ...]
+) -> RevisionOutcome:
+    """One revision's :class:`RevisionOutcome`: for each of its clauses the applied edit it names, else why none."""
+    edits: list[str] = []
+    why: list[str] = []
+    for text, _ in asked:
+        made = [n for n in notes if n.chose not in _NOT_EDITS and _matches(text, n)]
+        if made:
+            edits.extend(f"{n.field}: {n.chose}" for n in made)
+            continue
+        refused = next((n for n in notes if n.chose in _NOT_EDITS and _matches(text, n)), None)
+        if text in held:
+            why.append(f"{text} — {_held_reason(held[text])}")
+        elif text.startswith("piece:"):
+            why.append(f"{text} — about one part of this piece, not the persona")
+        elif clause_slot(text) is None:
+            why.append(f"{text} — no rule reads it (a model may)")
+        elif refused is not None:
+            why.append(f"{text} — {refused.reason}")
+        elif any(n.chose not in _NOT_EDITS and _note_slot(n) == (clause_slot(text) or ("",))[0] for n in notes):
+            why.append(f"{text} — another revision moved the same field the other way first")
+        else:
+            why.append(f"{text} — the operator proposed no edit for it")
+    return RevisionOutcome(
+        revision.id, revision.suggestions, tuple(t for t, _ in asked), tuple(dict.fromkeys(edits)), "; ".join(why)
+    )
+
+
+def untraced_edits(notes: tuple[ResolutionNote, ...], clauses: list[str]) -> tuple[str, ...]:
+    """The applied edits no clause names (e.g. a model's answer to a ``user: ...`` request)."""
+    return tuple(
+        f"{n.field}: {n.chose}"
+        for n in notes
+        if n.field != "reflect" and n.chose not in _NOT_EDITS and not any(_matches(c, n) for c in clauses)
     )

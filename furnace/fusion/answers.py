@@ -24,6 +24,7 @@ from furnace.arena.speaker import ContextBuilder, HistoryTurn, persona_from_elix
 from furnace.domain.agent import AGENT_PREFIX, Agent
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import InputError, NotFound
+from furnace.fusion.embedding import Embedder
 from furnace.fusion.fuse import cached_prompt
 from furnace.fusion.operators.ensemble import answer as committee_answer
 from furnace.fusion.synthesis import SynthesisCache
@@ -121,18 +122,20 @@ def answer_as(
     history: Sequence[Message] = (),
     context: ContextBuilder | None = None,
     seed: int = 0,
+    embedder: Embedder | None = None,
 ) -> AgentAnswer:
     """``speaker`` answers ``message`` after ``history`` (earlier turns; a committee reads only ``message``).
 
     ``cache``: where an agent's system prompt is read from (the synthesis cache); without one, the
     prompt stored with the agent. ``context``: how the history is fitted to the model's context (the
-    persona pipeline's token-aware default when None). An empty message is an InputError."""
+    persona pipeline's token-aware default when None). ``embedder``: a committee routes by meaning with it
+    (no ROUTE call); without one, the router asks the model. An empty message is an InputError."""
     if not message.strip():
         raise InputError("the message must not be empty", field="message")
     tally = _Tally(llm)
     if isinstance(speaker, Agent) and speaker.members:
         members = [store.get_elixir(ref.id, ref.version) for ref in speaker.members]
-        out = committee_answer(speaker, message, tally, members, seed=seed)
+        out = committee_answer(speaker, message, tally, members, seed=seed, embedder=embedder)
         return AgentAnswer(
             speaker.id,
             out.text,

@@ -154,6 +154,7 @@ def _answer(catalogue: Catalogue, chat: wire.ChatRequest, cid: str, context: Con
             history=chat.history,
             context=context,
             seed=chat.seed,
+            embedder=runtime.embedder,  # a committee routes by meaning, as `furnace agent answer` does
         )
     except FurnaceError as err:
         raise _answer_error(err) from None

@@ -64,13 +64,16 @@ _INSTRUCTION = {
         'the revised text with the user\'s suggestion. Return JSON {"preferences": [{"dimension", "value", '
         '"evidence", "weight"}]} using short dimensions such as tone, emoji, length, structure, title, and '
         "short values such as lively, formal, more, fewer, concise, detailed. Weight in [0, 1] is your "
-        "confidence. Return an empty list when the edit says nothing general about style."
+        'confidence. A suggestion may ask for several things ("too formal, make it livelier and add an emoji"): '
+        "return one item for each of them, none left out. Return an empty list when the edit says nothing general "
+        "about style."
     ),
     "zh": (
         "根据一次文本修改推断作者长期的写作风格偏好。对照原文、修改后的文本和用户的建议。以 JSON 返回 "
         '{"preferences": [{"dimension", "value", "evidence", "weight"}]}，dimension 用简短英文词'
         "（tone、emoji、length、structure、title），value 用简短英文词（lively、formal、more、fewer、concise、"
-        "detailed），weight 为 0 到 1 的置信度。若这次修改不反映一般性的风格偏好，返回空列表。"
+        "detailed），weight 为 0 到 1 的置信度。一条建议可能同时提出几点要求（如“太正式了，活泼点，再加个表情”），"
+        "每一点各返回一项，不要遗漏。若这次修改不反映一般性的风格偏好，返回空列表。"
     ),
 }
 

@@ -201,3 +201,21 @@ def test_fuse_cli_reflects_a_users_feedback(home, monkeypatch) -> None:
     assert refused.exit_code != 0 and isinstance(refused.exception, NoUsableFeedback)
     assert "no usable edit" in str(refused.exception) and "\n" not in str(refused.exception)
     assert r.invoke(cli, ["fuse", "data-science-mentor", "--feedback", "x"]).exit_code == 2
+
+
+def test_a_topic_to_avoid_and_a_request_about_one_piece_are_read_as_such():
+    text = revision_feedback(["Please stop discussing politics.", "别再聊政治了", "标题改成疑问句", "add subheadings"])
+    assert text.splitlines() == [
+        "probe: user-revision",
+        "avoid: politics",
+        "avoid: 政治",
+        "piece: 标题改成疑问句",  # the title of one piece, not a markdown layout
+        "format: needs markdown",
+    ]
+    out = propose(coach().model_dump(mode="json"), text)
+    assert {"kind": "forbid_topic", "text": "politics"} in out["edits"]
+
+
+def test_a_held_edit_kind_is_refused_with_its_reason():
+    data, notes = apply_edits(coach(), [{"kind": "markdown", "value": True}], hold={"markdown": "one piece only"})
+    assert data == {} and notes[0].chose == "(held)" and notes[0].reason == "markdown: one piece only"

@@ -26,7 +26,9 @@ def agent_answer(lab, agent_id: str, message: str) -> dict:
 
     lab.runtime.close()  # hand the DuckDB file to the CLI's runtime; the server's opens it again
     result = CliRunner().invoke(
-        cli, ["--home", str(lab.runtime.settings.home), "agent", "answer", agent_id, message, "--json"]
+        cli,
+        ["--home", str(lab.runtime.settings.home), "agent", "answer", agent_id, message, "--json"],
+        env={"FURNACE_EMBEDDER": "hash"},  # the lab's embedder: a committee routes by meaning with it
     )
     assert result.exit_code == 0, result.output
     return json.loads(result.output)
@@ -62,7 +64,7 @@ def test_a_committee_is_routed_and_says_who_led(client, lab) -> None:
     assert resp.choices[0].message.content == cli["text"]
     assert (extra["leader"], extra["reason"]) == (cli["leader"], cli["reason"])
     assert extra["leader"].split("@")[0] in {"data-science-mentor", "viral-copywriter"}
-    assert sorted(r.task for r in lab.runtime.llm.ledger.calls(resp.id)) == ["reply", "route"]
+    assert sorted(r.task for r in lab.runtime.llm.ledger.calls(resp.id)) == ["reply"]  # routed by meaning
 
 
 def test_an_elixir_answers_too_and_a_version_can_be_named(client, lab) -> None:

@@ -186,3 +186,20 @@ def test_on_duckdb_a_mark_lost_after_the_version_is_redone_by_the_batch_without_
     assert (report.processed, report.learned) == (1, 0)
     assert store.get_elixir("skin-advisor").version == 2  # not learned twice
     assert contents.processed(out.revision.id)["status"] == "already"
+
+
+@pytest.mark.parametrize(
+    ("persona", "topic", "suggestion"),
+    [
+        ("skin-advisor-en", "summer sunscreen", "Too formal, make it livelier and add an emoji"),
+        ("skin-advisor", "夏季防晒推荐", "太正式了，活泼点，再加个表情"),
+    ],
+)
+def test_a_suggestion_that_asks_several_things_teaches_each(store, contents, engine, clock, persona, topic, suggestion):
+    content, _ = generate_content(store, contents, engine, persona_id=persona, topic=topic, clock=clock)
+    out = revise(store, contents, engine, content.id, suggestion, clock=clock)
+    assert out.status == "revised" and out.learned is not None
+    learned = {(p.dimension, p.value) for p in out.learned.learned}
+    assert learned == {("tone", "lively"), ("emoji", "more")}
+    prefs = {p.dimension: p.value for p in store.get_elixir(persona).style_preferences}
+    assert prefs == {"tone": "lively", "emoji": "more"}

@@ -7,13 +7,14 @@ roster in its style notes::
     Committee members (a router picks who leads each answer):
     - member alice@1 (Alice): statistics; python
 
-Building it calls no model. Answering (:func:`answer`) costs one more call:
-:func:`route` asks the ROUTE task, once per message and through the seam (so a
-cached model answers a repeated message from its cache), which member leads; the
-chosen member then answers with its own rendered prompt — its own tone,
-principles and constraints — and the result records who led and why. Chosen
-automatically when the parents' expertise Jaccard distance (over word terms)
-exceeds ``ensemble_threshold``.
+Building it calls no model. Answering (:func:`answer`): with an embedder (what the CLI
+passes), the member whose profile the message is nearest to *in meaning* leads
+(:func:`furnace.fusion.routing.route_by_meaning`: no model call, deterministic, profile
+vectors embedded once); without one, :func:`route` asks the ROUTE task, once per message
+and through the seam (so a cached model answers a repeated message from its cache). The
+chosen member then answers with its own rendered prompt — its own tone, principles and
+constraints — and the result records who led and why. Chosen automatically when the
+parents' expertise Jaccard distance (over word terms) exceeds ``ensemble_threshold``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from furnace.domain.agent import Agent
 from furnace.domain.elixir import Elixir, ElixirRef, parse_elixir
 from furnace.domain.errors import InputError, LLMError
 from furnace.domain.text import terms as text_terms
+from furnace.fusion.embedding import Embedder
 from furnace.fusion.operators import prompts
 from furnace.fusion.operators.base import (
     OperatorContext,
@@ -41,6 +43,7 @@ from furnace.fusion.operators.base import (
 )
 from furnace.fusion.operators.conflicts import guardrail_union, resolve_constraints
 from furnace.fusion.operators.crossover import adjudicator
+from furnace.fusion.routing import route_by_meaning
 from furnace.llm.seam import LLM
 
 log = logging.getLogger("furnace.fusion.operators.ensemble")
@@ -131,23 +134,43 @@ class EnsembleAnswer:
         }
 
 
-def route(agent: Agent, message: str, llm: LLM, *, members: Sequence[Elixir] | None = None) -> ElixirRef:
-    """Which member of a committee agent leads the answer to ``message`` (one ROUTE call)."""
-    return choose_leader(agent, message, llm, members=members).leader
+def route(
+    agent: Agent,
+    message: str,
+    llm: LLM,
+    *,
+    members: Sequence[Elixir] | None = None,
+    embedder: Embedder | None = None,
+) -> ElixirRef:
+    """Which member of a committee agent leads the answer to ``message`` (see :func:`choose_leader`)."""
+    return choose_leader(agent, message, llm, members=members, embedder=embedder).leader
 
 
-def choose_leader(agent: Agent, message: str, llm: LLM, *, members: Sequence[Elixir] | None = None) -> Routing:
-    """One ROUTE call: the leading member and the router's reason.
+def choose_leader(
+    agent: Agent,
+    message: str,
+    llm: LLM,
+    *,
+    members: Sequence[Elixir] | None = None,
+    embedder: Embedder | None = None,
+) -> Routing:
+    """The leading member and why: by meaning with ``embedder`` (no model call), else one ROUTE call.
 
-    Members come from ``members`` when given, else from the agent's roster. A
-    failed or invalid routing falls back to the first member (logged, and marked).
+    Members come from ``members`` when given (name, identity and expertise), else from the
+    agent's roster (name and expertise). A failed or invalid ROUTE answer falls back to the
+    first member (logged, and marked).
     """
     if not agent.members:
         raise InputError(f"agent {agent.id} is not a committee (no members)", field="members")
     if members is not None:
-        info = [{"ref": str(m.ref), "name": m.name, "expertise": list(m.expertise)} for m in members]
+        info = [
+            {"ref": str(m.ref), "name": m.name, "identity": m.identity, "expertise": list(m.expertise)} for m in members
+        ]
     else:
         info = parse_roster(agent)
+    if embedder is not None:
+        return _by_meaning(agent, message, info, embedder)
+    info = [{k: v for k, v in m.items() if k != "identity"} for m in info]  # the ROUTE request as before
     refs = [str(r) for r in agent.members]
     request = prompts.build_route_request(message, info, language=agent.elixir.language)
     try:
@@ -160,6 +183,21 @@ def choose_leader(agent: Agent, message: str, llm: LLM, *, members: Sequence[Eli
     return Routing(agent.members[refs.index(chosen)], str(reason) or "chosen by the router")
 
 
+def _by_meaning(agent: Agent, message: str, info: list[dict[str, Any]], embedder: Embedder) -> Routing:
+    """The member nearest to ``message`` in meaning, with the scores as the reason."""
+    found = route_by_meaning(message, info, embedder)
+    best, other = info[found.index], found.runner_up
+    zh = agent.elixir.language == "zh"
+    if zh:
+        reason = f"问题与{best['name']}的专长最接近（{found.scores[found.index]:.2f}"
+        reason += f"；其次{info[other]['name']} {found.scores[other]:.2f}）" if other is not None else "）"
+    else:
+        reason = f"closest in meaning to {best['name']}'s expertise ({found.scores[found.index]:.2f}"
+        reason += f"; next {info[other]['name']} {found.scores[other]:.2f})" if other is not None else ")"
+    by_ref = {str(r): r for r in agent.members}
+    return Routing(by_ref.get(str(best["ref"]), agent.members[found.index]), reason)
+
+
 def answer(
     agent: Agent,
     message: str,
@@ -167,8 +205,10 @@ def answer(
     members: Sequence[Elixir],
     *,
     seed: int = 0,
+    embedder: Embedder | None = None,
 ) -> EnsembleAnswer:
-    """A committee answers ``message``: one ROUTE call picks the leader, who answers in its own voice.
+    """A committee answers ``message``: the router picks the leader (by meaning with ``embedder``, else
+    one ROUTE call), who answers in its own voice.
 
     ``members`` are the committee's elixirs (the versions in ``agent.members``).
     The leader's reply goes through the persona pipeline with the leader's own
@@ -180,7 +220,7 @@ def answer(
     missing = [str(r) for r in agent.members if str(r) not in by_ref]
     if missing:
         raise InputError(f"committee {agent.id} is missing member(s) {', '.join(missing)}", field="members")
-    routing = choose_leader(agent, message, llm, members=[by_ref[str(r)] for r in agent.members])
+    routing = choose_leader(agent, message, llm, members=[by_ref[str(r)] for r in agent.members], embedder=embedder)
     leader = by_ref[str(routing.leader)]
     spoken = speak(persona_from_elixir(leader), message, llm=llm, seed=seed)
     return EnsembleAnswer(spoken.text, routing.leader, leader.name, routing.reason, routing.fallback)

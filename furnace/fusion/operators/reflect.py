@@ -16,7 +16,7 @@ never passed off as a copy of the parent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -122,8 +122,11 @@ def _index(edit: dict[str, Any], principles: list[str]) -> int:
     return index
 
 
-def apply_edits(parent: Elixir, edits: Sequence[dict[str, Any]]) -> tuple[dict[str, Any], list[ResolutionNote]]:
-    """The child's data and one note per applied (or refused) edit; edits that change nothing are skipped."""
+def apply_edits(
+    parent: Elixir, edits: Sequence[dict[str, Any]], *, hold: Mapping[str, str] | None = None
+) -> tuple[dict[str, Any], list[ResolutionNote]]:
+    """The child's data and one note per applied (or refused) edit; edits that change nothing are skipped,
+    and an edit whose kind is in ``hold`` is refused with the reason given there (note ``(held)``)."""
     data = parent.model_dump(mode="json", exclude={"content_hash", "version", "created_at", "deleted_at"})
     principles: list[str] = list(data["principles"])
     tone: dict[str, float] = dict(data["tone"])
@@ -132,6 +135,9 @@ def apply_edits(parent: Elixir, edits: Sequence[dict[str, Any]]) -> tuple[dict[s
     changed = False
     for n, edit in enumerate(edits[:MAX_EDITS]):
         kind = edit.get("kind")
+        if hold and isinstance(kind, str) and kind in hold:
+            notes.append(ResolutionNote(field=f"edit[{n}]", chose="(held)", reason=f"{kind}: {hold[kind]}"[:300]))
+            continue
         try:
             if kind == "add_principle":
                 text = _text(edit)
@@ -206,8 +212,10 @@ class Reflect:
 
     def param_defaults(self) -> dict[str, Any]:
         """``feedback``: the reflection brief (set by the evolution loop or the caller); ``source``: where
-        it came from when not the judge (e.g. ``{"session": ..., "revisions": [...]}`` for a revision chat)."""
-        return {"feedback": "", "temperature": 0.0, "source": None}
+        it came from when not the judge (e.g. ``{"session": ..., "revisions": [...]}`` for a revision chat);
+        ``hold``: edit kinds this application must not apply, each with the reason its note gives (e.g.
+        ``{"markdown": ...}``: a revision chat's one-piece structure requests change no format flag)."""
+        return {"feedback": "", "temperature": 0.0, "source": None, "hold": {}}
 
     def apply(self, parents: Sequence[Elixir], ctx: OperatorContext) -> OperatorResult:
         """The parent with the proposed edits applied; :class:`NoUsableFeedback` when none applies."""
@@ -216,7 +224,8 @@ class Reflect:
         if not feedback:
             raise NoUsableFeedback("reflect: no feedback to act on; the persona is unchanged", field="feedback")
         proposal = self._propose(parent, feedback, ctx)
-        data, notes = apply_edits(parent, proposal["edits"])
+        hold = {str(k): str(v) for k, v in dict(ctx.params.get("hold") or {}).items()}
+        data, notes = apply_edits(parent, proposal["edits"], hold=hold)
         if not data:
             skipped = "; ".join(n.reason for n in notes[:2])
             raise NoUsableFeedback(
@@ -227,7 +236,7 @@ class Reflect:
         data.update(id=ctx.child_id, name=(parent.name + " ~r")[:120])
         reason = ResolutionNote(
             field="reflect",
-            chose=f"{sum(n.chose != '(skipped)' for n in notes)} edit(s)",
+            chose=f"{sum(n.chose not in ('(skipped)', '(held)') for n in notes)} edit(s)",
             reason=proposal["reason"][:300] or "model proposal",
         )
         return OperatorResult(child=parse_elixir(data), notes=[reason, *notes])

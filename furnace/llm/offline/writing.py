@@ -8,7 +8,8 @@ two small ones:
   ``after`` (``{"title", "body"}``), optional ``language``. Maps each recognised
   suggestion whose change is observed in before/after to ``(dimension, value)``:
   lively/formal → ``tone``; add/remove emoji → ``emoji`` more/fewer;
-  shorten/lengthen → ``length`` concise/detailed. Output
+  shorten/lengthen → ``length`` concise/detailed. A suggestion that asks several things
+  ("Too formal, make it livelier and add an emoji") is read part by part, so each is learned. Output
   ``{"preferences": [{"dimension", "value", "evidence", "weight"}]}``.
 - ``compress`` — inputs ``turns`` (``[{"role", "content"}]``), ``target_tokens``,
   optional ``previous_summary``. Extractive: the first sentence of each turn,
@@ -18,6 +19,7 @@ two small ones:
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 from furnace.domain.text import detect_language
@@ -63,6 +65,23 @@ def _observed(kind: str, before: dict[str, str], after: dict[str, str], zh: bool
     return changed, ("正文已改写" if zh else "text reworded") if changed else ("未改动" if zh else "unchanged")
 
 
+# Where one suggestion asks several things ("too formal, make it livelier and add an emoji", "活泼点，再加个表情")
+_PARTS = re.compile(r"[,，、;；。!！]+|\s+(?:and|also|then|plus)\s+|(?:然后|并且|同时|再)", re.I)
+
+
+def _asked_kinds(suggestion: str, language: str) -> list[str]:
+    """The preference kinds one suggestion asks for, in order and once each: the whole suggestion's
+    operations, then each part's (the instruction parser reads one request per text)."""
+    texts = [suggestion, *(p for p in _PARTS.split(suggestion) if p and p.strip())]
+    kinds: dict[str, None] = {}
+    for text in texts:
+        for op in parse_instruction(text.strip(), language).operations:
+            kind = _KIND.get(op.kind)
+            if kind is not None:
+                kinds[kind] = None
+    return list(kinds)
+
+
 def extract_preferences(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
     """(dimension, value) pairs from suggestions whose edit is visible in the before/after change.
 
@@ -76,11 +95,7 @@ def extract_preferences(request: LLMRequest, rng: random.Random) -> tuple[str, A
     zh = language == "zh"
     found: dict[str, dict[str, Any]] = {}
     for suggestion in suggestions:
-        instruction = parse_instruction(suggestion, language)
-        for op in instruction.operations:
-            kind = _KIND.get(op.kind)
-            if kind is None:
-                continue
+        for kind in _asked_kinds(suggestion, language):
             confirmed, observed = _observed(kind, before, after, zh)
             if not confirmed:
                 continue
