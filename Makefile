@@ -24,7 +24,7 @@ help:
 	@echo "make test   - set up .venv (and chromium) and run the test suite"
 	@echo "make bench  - run the benchmarks (ratios measured in one run)"
 	@echo "make fuzz   - fuzz every file importer with 10,000 cases"
-	@echo "make lint   - ruff check + format check, mypy over furnace/, import contracts (lint-imports)"
+	@echo "make lint   - ruff check + format check, mypy over furnace/ flows/ app/, import contracts (lint-imports)"
 	@echo "make app    - start the Streamlit app on 127.0.0.1:8501"
 	@echo "make docs   - build the docs site (mkdocs --strict) into site/"
 	@echo "make docs-serve - serve the docs site on 127.0.0.1:8000"
@@ -70,9 +70,9 @@ fuzz: setup
 	$(BIN)/python -m bench.fuzz_importers --cases 10000
 
 lint: setup
-	$(BIN)/ruff check furnace bench tests notebooks
-	$(BIN)/ruff format --check furnace bench tests notebooks
-	$(BIN)/mypy furnace
+	$(BIN)/ruff check furnace flows app bench tests notebooks
+	$(BIN)/ruff format --check furnace flows app bench tests notebooks
+	$(BIN)/mypy furnace flows app
 	$(BIN)/lint-imports
 
 app: setup

@@ -44,11 +44,11 @@ page = st.navigation(
 
 def run_page() -> None:
     """Run the page; an exception becomes one message on it (logged with its traceback), unless FURNACE_DEBUG."""
-    from furnace.app.services import show_error
+    from furnace_app.services import show_error
 
     try:
         if page.title in UNIT_PAGES:
-            from furnace.app.services import services
+            from furnace_app.services import services
 
             with services().db.unit():
                 page.run()
@@ -57,7 +57,7 @@ def run_page() -> None:
     except Exception as err:  # st.stop/st.rerun/switch_page are BaseExceptions and pass through
         if DEBUG:
             raise
-        logging.getLogger("furnace.app").exception("page %s failed", page.title)
+        logging.getLogger("furnace_app").exception("page %s failed", page.title)
         show_error(err)
         st.caption("The details are in the app's log; set FURNACE_DEBUG=1 to see the traceback here.")
 

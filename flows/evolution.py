@@ -18,8 +18,9 @@ from prefect import flow, task  # noqa: E402
 from furnace.adapters.dask_cluster import Placement, dask_client, slots_per_worker, worker_count
 from furnace.evolution.isolated import IsolatedUnitRunner, Job, Outcome, Sink, World, run_job
 from furnace.evolution.units import Unit  # noqa: E402
-from furnace.flows._common import resolve, results_dir, runtime, unit_version
 from furnace.views.experiments import PREFECT_FLOW_RUN_TAG
+
+from ._common import resolve, results_dir, runtime, unit_version
 
 
 def _unit_cache_key(_context: Any, parameters: dict[str, Any]) -> str:

@@ -7,7 +7,7 @@ from typing import Any  # noqa: E402
 from prefect import flow, task  # noqa: E402
 from prefect.cache_policies import NONE  # noqa: E402
 
-from furnace.flows._common import furnace_version, operator_versions, runtime, scorer_versions
+from ._common import furnace_version, operator_versions, runtime, scorer_versions
 
 DEFAULT_SCORERS = {"constraints": 0.3, "fidelity": 0.3, "tone": 0.2, "brief_fit": 0.2}
 

@@ -15,8 +15,9 @@ from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
 from furnace.evolution.records import IndividualRecord  # noqa: E402
 from furnace.evolution.sweep import DEFAULT_SCORERS, SweepPlan  # noqa: E402
-from furnace.flows._common import furnace_version, operator_versions, runtime, scorer_versions
 from furnace.runtime import Runtime  # noqa: E402
+
+from ._common import furnace_version, operator_versions, runtime, scorer_versions
 
 
 def _plan(home: str | None, spec: dict[str, Any]) -> tuple[Runtime, SweepPlan]:

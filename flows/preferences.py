@@ -2,7 +2,7 @@
 
 Thin by design: one task runs :func:`furnace.writing.preferences.process_unprocessed`
 (idempotent per revision: processed revisions are marked and skipped), one
-task logs the batch to MLflow. Run it with ``python -m furnace.flows.preferences``
+task logs the batch to MLflow. Run it with ``python -m furnace_flows.preferences``
 (optionally ``--limit N``) or schedule it against a Prefect server.
 """
 
@@ -20,8 +20,9 @@ offline_env.apply()
 from prefect import flow, task  # noqa: E402
 from prefect.cache_policies import NONE  # noqa: E402
 
-from furnace.flows._common import furnace_version, runtime  # noqa: E402
 from furnace.writing.preferences import BatchReport, process_unprocessed  # noqa: E402
+
+from ._common import furnace_version, runtime  # noqa: E402
 
 if TYPE_CHECKING:
     from furnace.llm.seam import LLM
@@ -83,7 +84,7 @@ def preference_extraction(home: str | None = None, limit: int | None = None, see
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m furnace.flows.preferences [--home DIR] [--limit N] [--seed S]``."""
+    """``python -m furnace_flows.preferences [--home DIR] [--limit N] [--seed S]``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", default=None)
     parser.add_argument("--limit", type=int, default=None)

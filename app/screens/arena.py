@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from furnace.app.services import RECENT_AGENTS, picker, services, show_error
 from furnace.arena.events import FinalReply, PlanCreated, RunCancelled, RunFinished, SpeakerFailed, SpeakerStarted
 from furnace.domain.errors import FurnaceError
+from furnace_app.services import RECENT_AGENTS, picker, services, show_error
 
 NEW = "+ New session"
 PICK = "arena_pick"

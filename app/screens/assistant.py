@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from furnace.app.services import services, show_error
 from furnace.assistant.answer import Assistant, Done
 from furnace.assistant.scope import Scope
 from furnace.domain.errors import FurnaceError
+from furnace_app.services import services, show_error
 
 SESSION = "app"
 

@@ -8,8 +8,6 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from furnace.app.charts import PARETO_SELECTION, fitness_overlay, grouped_bars, pareto_scatter
-from furnace.app.services import UNKNOWN, for_table, known_sum, services, show_error, subject_labels
 from furnace.domain.errors import FurnaceError
 from furnace.scoring.probes import PROBES_DIR, load_probe_set
 from furnace.settings import FurnaceSettings
@@ -28,6 +26,8 @@ from furnace.views.experiments import (
     totals_rows,
     unscored_rows,
 )
+from furnace_app.charts import PARETO_SELECTION, fitness_overlay, grouped_bars, pareto_scatter
+from furnace_app.services import UNKNOWN, for_table, known_sum, services, show_error, subject_labels
 
 
 def pareto_section(svc: Any, experiment_ids: list[str]) -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from furnace.app.services import services, show_error, subject_labels
 from furnace.domain.errors import FurnaceError
 from furnace.fusion.fuse import fuse, promote
 from furnace.fusion.operators import OPERATORS
 from furnace.views.lineage import lineage_graph, to_dot
+from furnace_app.services import services, show_error, subject_labels
 
 AUTO = "auto (mutation for one parent, ensemble when far apart, else crossover)"
 RESULT_KEY = "furnace_result"

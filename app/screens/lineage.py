@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from furnace.app.charts import LINEAGE_SELECTION, lineage_explorer
-from furnace.app.services import RECENT_AGENTS, services, show_error
 from furnace.domain.errors import FurnaceError
 from furnace.storage.duckdb.analysis import lineage_edges
 from furnace.views.lineage import MAX_NODES, collapsible, explorer_layout, graph_rows, lineage_graph, to_dot
+from furnace_app.charts import LINEAGE_SELECTION, lineage_explorer
+from furnace_app.services import RECENT_AGENTS, services, show_error
 
 
 def pinned_versions(children: list[str]) -> dict[tuple[str, str], int]:

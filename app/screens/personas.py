@@ -6,11 +6,11 @@ from typing import Any
 
 import streamlit as st
 
-from furnace.app.services import picker, services, show_error
 from furnace.domain.diff import diff_elixirs, format_diff
 from furnace.domain.elixir import Elixir, parse_elixir
 from furnace.domain.errors import FurnaceError, InputError, NotFound
 from furnace.domain.render import render_prompt
+from furnace_app.services import picker, services, show_error
 
 NEW = "+ New persona"
 ERRORS_KEY = "persona_errors"

@@ -7,11 +7,11 @@ from typing import Literal
 
 import streamlit as st
 
-from furnace.app.services import picker, services, show_error
 from furnace.domain.errors import FurnaceError
 from furnace.evolution.revision_reflect import reflect_from_revisions
 from furnace.writing.content import generate_content
 from furnace.writing.revision import RevisionOutcome, diff_versions, revise, rollback
+from furnace_app.services import picker, services, show_error
 
 NEW = "+ New content"
 PICK = "revision_pick"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -12,7 +13,23 @@ from furnace.cli.context import ensure_home
 from furnace.domain.errors import InputError
 from furnace.runtime import Runtime
 
-APP_ENTRY = Path(__file__).resolve().parents[1] / "app" / "streamlit_app.py"
+APP_PACKAGE = "furnace_app"  # the checkout's app/ folder, installed under this name (setup.py)
+ENTRY_NAME = "streamlit_app.py"
+
+
+def app_entry() -> Path:
+    """The app's entry script: the ``furnace_app`` package's, found without importing it (an editable
+    install maps it to the checkout's ``app/``, a wheel holds it in site-packages)."""
+    spec = importlib.util.find_spec(APP_PACKAGE)
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    for folder in folders:
+        entry = Path(folder) / ENTRY_NAME
+        if entry.is_file():
+            return entry.resolve()
+    raise InputError(
+        f"the app is not installed: package {APP_PACKAGE} not found (in a checkout: pip install -e .; "
+        "or run streamlit run app/streamlit_app.py)"
+    )
 
 
 def app_command(entry: Path, *, host: str, port: int) -> list[str]:
@@ -42,8 +59,7 @@ def app_command(entry: Path, *, host: str, port: int) -> list[str]:
 @click.pass_obj
 def app(obj: Runtime, host: str | None, port: int | None) -> None:
     """Start the Streamlit app on the current FURNACE_HOME."""
-    if not APP_ENTRY.exists():
-        raise InputError(f"the app is not installed next to the package ({APP_ENTRY} missing)")
+    entry = app_entry()
     ensure_home(obj.settings.home)
     settings = obj.settings
     env = dict(os.environ, FURNACE_HOME=str(settings.home.resolve()))
@@ -52,7 +68,7 @@ def app(obj: Runtime, host: str | None, port: int | None) -> None:
     click.echo(f"furnace app on http://{host}:{port}  (data: {settings.home.resolve()}; Ctrl-C to stop)")
     from furnace.adapters.processes import run_child  # stopped with furnace, even on kill -9
 
-    raise SystemExit(run_child(app_command(APP_ENTRY, host=host, port=port), env=env))
+    raise SystemExit(run_child(app_command(entry, host=host, port=port), env=env))
 
 
 def register(cli: click.Group) -> None:

@@ -232,7 +232,7 @@ def prefs_cmd(ctx: Runtime, persona_id: str, learn_pending: bool, prefect: bool,
     batch: dict[str, Any] | None = None
     if prefect:
         from furnace.adapters.prefect_server import prefect_api
-        from furnace.flows.preferences import preference_extraction  # the launcher edge cli -> flows (lazy)
+        from furnace_flows.preferences import preference_extraction  # the launcher edge cli -> flows (lazy)
 
         with prefect_api(ctx.settings.home, on_status=lambda line: click.echo(line, err=True)):
             batch = preference_extraction(home=str(ctx.settings.home))

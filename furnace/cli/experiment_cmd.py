@@ -109,7 +109,7 @@ def run_cmd(
 
     if prefect:
         from furnace.adapters.prefect_server import prefect_api
-        from furnace.flows.evolution import evolution_flow  # the launcher edge cli -> flows (lazy: Prefect)
+        from furnace_flows.evolution import evolution_flow  # the launcher edge cli -> flows (lazy: Prefect)
 
         with prefect_api(obj.settings.home, on_status=lambda line: click.echo(line, err=True)):
             data = evolution_flow(
@@ -273,7 +273,7 @@ def sweep_cmd(
     probes = load_probe_set(probe_set).head(limit)
     if prefect:
         from furnace.adapters.prefect_server import prefect_api
-        from furnace.flows.mutation_sweep import mutation_sweep  # the launcher edge cli -> flows (lazy)
+        from furnace_flows.mutation_sweep import mutation_sweep  # the launcher edge cli -> flows (lazy)
 
         with prefect_api(obj.settings.home, on_status=lambda line: click.echo(line, err=True)):
             rows = mutation_sweep(
@@ -300,7 +300,7 @@ def sweep_cmd(
 @click.pass_obj
 def serve_cmd(obj: Runtime, file: str, cron: str, name: str | None) -> None:
     """Serve the evolution flow for FILE on a cron schedule (needs `prefect server start`)."""
-    from furnace.flows.evolution import serve  # the launcher edge cli -> flows (lazy: Prefect)
+    from furnace_flows.evolution import serve  # the launcher edge cli -> flows (lazy: Prefect)
 
     click.echo(f"serving {file} on '{cron}' — needs a Prefect server (PREFECT_API_URL); Ctrl-C to stop", err=True)
     serve(str(Path(file).resolve()), home=str(obj.settings.home), cron=cron, name=name)

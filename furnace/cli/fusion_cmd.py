@@ -80,8 +80,8 @@ def _fuse_with_prefect(
 ) -> None:
     """``furnace fuse --prefect``: the fusion-generation flow (fuse, score, log), then the agent as stored."""
     from furnace.adapters.prefect_server import prefect_api
-    from furnace.flows.fusion_generation import fusion_generation  # the launcher edge cli -> flows (lazy)
     from furnace.scoring.probes import load_probe_set
+    from furnace_flows.fusion_generation import fusion_generation  # the launcher edge cli -> flows (lazy)
 
     load_probe_set(probe_set)  # an unknown probe set is an input error before the flow starts
     with prefect_api(obj.settings.home, on_status=lambda line: click.echo(line, err=True)):

@@ -9,7 +9,7 @@ from furnace import resources
 from tests.conftest import seed_home  # noqa: F401 - the app tests seed their homes with it
 
 REPO = Path(__file__).resolve().parents[2]
-APP = REPO / "furnace" / "app" / "streamlit_app.py"
+APP = REPO / "app" / "streamlit_app.py"  # what `streamlit run app/streamlit_app.py` runs from a checkout
 LIBRARY_DIR = resources.LIBRARY_DIR
 
 

@@ -174,7 +174,7 @@ def test_lineage_explorer_stays_readable_at_120_nodes(app, big_family):
     [spec] = [s for s in _charts(at) if s.get("layer")]
     dots = spec["datasets"][next(x for x in _layers(spec) if x["mark"]["type"] == "circle")["data"]["name"]]
     assert [(n["id"], n["collapsed"]) for n in dots] == [(root, 120)] and dots[0]["label"].endswith("(+120 collapsed)")
-    from furnace.app.charts import LINEAGE_SELECTION
+    from furnace_app.charts import LINEAGE_SELECTION
 
     at.session_state["lineage_chart"] = {"selection": {LINEAGE_SELECTION: [{"id": root}]}}
     at.run()

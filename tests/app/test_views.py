@@ -183,7 +183,7 @@ def test_overlay_totals_pareto_and_axis_domain() -> None:
     results.start_experiment(ExperimentRecord("z", "z", {}, 1, "m"))  # started, no generation finished
     [started] = totals_rows(results, ["z"])
     assert started["best_fitness"] is None and started["failed_calls"] is None  # unknown, never 0
-    from furnace.app.services import for_table, known_sum
+    from furnace_app.services import for_table, known_sum
 
     assert for_table([started])[0]["best_fitness"] == "—" and known_sum([started], "attempts") == "—"
     running = totals_rows(results, ["x", "y"])  # no summary yet: the finished generations' sums

@@ -24,7 +24,7 @@ def library_home(home, monkeypatch):
 
 def test_unit_version_names_operator_and_scorer_versions():
     from furnace.evolution.config import load_config
-    from furnace.flows._common import unit_version
+    from furnace_flows._common import unit_version
 
     version = unit_version(load_config(CONFIG))
     assert "crossover:" in version and "brief_fit:brief-v1" in version
@@ -32,8 +32,8 @@ def test_unit_version_names_operator_and_scorer_versions():
 
 def test_evolution_flow_matches_the_plain_run(library_home, prefect_harness, tmp_path, capsys):
     from furnace.cli.experiment_cmd import run_experiment_file
-    from furnace.flows.evolution import evolution_flow
     from furnace.runtime import Runtime
+    from furnace_flows.evolution import evolution_flow
 
     shared = Path(os.environ["PREFECT_RESULTS_LOCAL_STORAGE_PATH"])
     shared_before = set(shared.rglob("*")) if shared.exists() else set()
@@ -93,8 +93,8 @@ def test_under_prefect_a_rerun_retries_unscored_individuals_unless_keep_failures
 ):
     """A unit whose judgement failed is not served from Prefect's task cache on a rerun: it runs again."""
     import furnace.llm.offline as offline
-    from furnace.flows.evolution import evolution_flow
     from furnace.runtime import Runtime
+    from furnace_flows.evolution import evolution_flow
 
     real = offline.OfflineEngine
     monkeypatch.setattr(offline, "OfflineEngine", lambda: _Outage(real))  # what the runtime builds offline
@@ -120,9 +120,9 @@ def test_evolution_flow_on_a_local_dask_cluster(library_home, prefect_harness, t
     """Prefect tasks on 2 Dask worker processes: the same experiment as a plain local run."""
     from furnace.cli.elixir_cmd import LIBRARY_DIR
     from furnace.cli.experiment_cmd import run_experiment_file
-    from furnace.flows.evolution import evolution_flow
     from furnace.interop.importers import import_library
     from furnace.runtime import Runtime
+    from furnace_flows.evolution import evolution_flow
 
     monkeypatch.setenv("FURNACE_DASK_WORKERS", "2")
     result = evolution_flow(str(CONFIG), home=str(library_home), track=False, runner="dask")
@@ -135,8 +135,8 @@ def test_evolution_flow_on_a_local_dask_cluster(library_home, prefect_harness, t
 
 
 def test_fusion_generation_and_mutation_sweep_flows(library_home, prefect_harness):
-    from furnace.flows.fusion_generation import fusion_generation
-    from furnace.flows.mutation_sweep import mutation_sweep
+    from furnace_flows.fusion_generation import fusion_generation
+    from furnace_flows.mutation_sweep import mutation_sweep
 
     home = str(library_home)
     row = fusion_generation(
@@ -201,8 +201,8 @@ def test_every_task_run_is_versioned(library_home, prefect_harness):
     """Every furnace task that ran in this session's Prefect API carries the versions of the code it ran."""
     from prefect.client.orchestration import get_client
 
-    from furnace.flows.fusion_generation import fusion_generation
-    from furnace.flows.mutation_sweep import mutation_sweep
+    from furnace_flows.fusion_generation import fusion_generation
+    from furnace_flows.mutation_sweep import mutation_sweep
 
     home = str(library_home)
     fusion_generation(["viral-copywriter", "data-science-mentor"], operator="crossover", limit=1, home=home)
@@ -221,7 +221,7 @@ def test_each_scheduled_slot_is_a_new_experiment_and_a_retry_resumes_it():
     from datetime import UTC, datetime, timedelta, timezone
 
     from furnace.evolution.config import load_config
-    from furnace.flows.evolution import seed_for_slot
+    from furnace_flows.evolution import seed_for_slot
 
     slot = datetime(2026, 12, 1, 3, 0, 12, tzinfo=UTC)
     same_slot_elsewhere = slot.astimezone(timezone(timedelta(hours=8))) + timedelta(seconds=30)

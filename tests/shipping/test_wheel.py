@@ -1,5 +1,6 @@
-"""A non-editable install works: the wheel ships every file the package reads, and ``furnace demo`` runs
-from it outside the checkout to the end (no network: built and installed with ``--no-index``).
+"""A non-editable install works: the wheel ships every file the package reads and the faces (``flows/`` as
+``furnace_flows``, ``app/`` as ``furnace_app``), ``furnace demo`` runs from it outside the checkout to the end,
+and ``furnace app`` and ``furnace serve`` start from it (no network: built and installed with ``--no-index``).
 
 That run is the suite's one end-to-end run of ``furnace demo``: :func:`check_demo_run` holds what it must
 produce (report, DuckDB, MLflow, promotion, the preference loop); running the demo a second time from the
@@ -9,15 +10,20 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "furnace"
+FACES = {"furnace_flows": "flows", "furnace_app": "app"}  # installed name -> folder in the checkout (setup.py)
 
 pytestmark = pytest.mark.slow
 
@@ -28,7 +34,7 @@ site = os.path.realpath(sys.argv[1])
 def check():
     outside = sorted(
         name for name, mod in list(sys.modules.items())
-        if (name == "furnace" or name.startswith("furnace.")) and getattr(mod, "__file__", None)
+        if name.split(".")[0] in ("furnace", "furnace_flows", "furnace_app") and getattr(mod, "__file__", None)
         and not os.path.realpath(mod.__file__).startswith(site + os.sep)
     )
     if outside:
@@ -63,9 +69,10 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("wheel")
     src = tmp / "src"
     src.mkdir()
-    shutil.copy(REPO / "pyproject.toml", src)
-    shutil.copy(REPO / "README.md", src)
-    shutil.copytree(PACKAGE, src / "furnace", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "setup.py", "README.md", "LICENSE"):
+        shutil.copy(REPO / name, src)
+    for folder in ("furnace", *FACES.values()):
+        shutil.copytree(REPO / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     pip("wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", str(tmp / "dist"), str(src), cwd=tmp)
     (built,) = (tmp / "dist").glob("furnace-*.whl")
     return built
@@ -77,8 +84,12 @@ def test_wheel_ships_the_app_and_every_data_file(wheel: Path) -> None:
     assert not missing, f"not in the wheel: {sorted(missing)}"
     sources = {p.relative_to(REPO).as_posix() for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
     assert not sources - names, f"modules not in the wheel: {sorted(sources - names)}"
-    assert "furnace/app/streamlit_app.py" in names
-    assert any(n.startswith("furnace/app/screens/") for n in names)
+    for name, folder in FACES.items():  # the faces, under their own names; no generic flows/ or app/ package
+        modules = {p.relative_to(REPO / folder).as_posix() for p in (REPO / folder).rglob("*.py")}
+        modules -= {m for m in modules if "__pycache__" in m}
+        assert {f"{name}/{m}" for m in modules} <= names, sorted({f"{name}/{m}" for m in modules} - names)
+    assert "furnace_app/streamlit_app.py" in names and "furnace_app/screens/personas.py" in names
+    assert not {n.split("/")[0] for n in names} & {"flows", "app"}
     assert any(n.startswith("furnace/resources/elixirs/") and n.endswith(".yaml") for n in names)
     assert any(n.startswith("furnace/storage/duckdb/migrations/") and n.endswith(".sql") for n in names)
 
@@ -115,27 +126,101 @@ def check_demo_run(out: str, home: Path) -> None:
     assert "prompts:/furnace-demo-champion@champion" in out
 
 
-def test_furnace_demo_runs_end_to_end_from_the_installed_wheel(wheel: Path, tmp_path: Path) -> None:
-    site = tmp_path / "site"
-    pip("install", "--no-deps", "--no-index", "-q", "--target", str(site), str(wheel), cwd=tmp_path)
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, str]]:
+    """The wheel installed (non-editable, no dependencies: they come from this venv) into a folder put on
+    PYTHONPATH: (site, a run folder outside the checkout, the environment)."""
+    tmp = tmp_path_factory.mktemp("installed")
+    site = tmp / "site"
+    pip("install", "--no-deps", "--no-index", "-q", "--target", str(site), str(wheel), cwd=tmp)
     assert not (site / "furnace" / "__init__.py").is_symlink()
-    run_dir = tmp_path / "elsewhere"  # not the checkout, so the sources are not importable from cwd
+    run_dir = tmp / "elsewhere"  # not the checkout, so the sources are not importable from cwd
     run_dir.mkdir()
-    home = tmp_path / "home"
     env = {
         k: v
         for k, v in os.environ.items()
-        if not (k.startswith("FURNACE_") or k in {"PYTHONPATH", "PYTHONSAFEPATH", "PYTHONHOME"})
+        if not (k.startswith("FURNACE_") or k in {"PYTHONPATH", "PYTHONSAFEPATH", "PYTHONHOME", "PREFECT_API_URL"})
     }
-    env |= {"PYTHONPATH": str(site), "FURNACE_HOME": str(home), "FURNACE_EMBEDDER": "hash"}
+    env |= {"PYTHONPATH": str(site), "FURNACE_EMBEDDER": "hash"}
+    return site, run_dir, env
+
+
+def test_furnace_demo_runs_end_to_end_from_the_installed_wheel(installed, tmp_path: Path) -> None:
+    site, run_dir, env = installed
+    home = tmp_path / "home"
     cmd = [sys.executable, "-c", DRIVER, str(site), "demo"]
-    result = subprocess.run(cmd, cwd=run_dir, env=env, capture_output=True, text=True, timeout=900)
+    result = subprocess.run(
+        cmd, cwd=run_dir, env=env | {"FURNACE_HOME": str(home)}, capture_output=True, text=True, timeout=900
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert f"furnace from {os.path.realpath(site / 'furnace')}" in result.stdout
     assert "leaderboard" in result.stdout
     check_demo_run(result.stdout, home)
-    # the app's entry point resolves inside the install (its screens are in the wheel, checked above)
-    probe = "from furnace.cli.app_cmd import APP_ENTRY; print(APP_ENTRY.resolve())"
+
+
+def _started(cmd: list[str], *, env: dict[str, str], cwd: Path, ready: Callable[[], bool], log: Path) -> None:
+    """Start ``cmd``, wait until ``ready()`` (or fail with its output if it exits first), then stop it."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 180
+        while not ready():
+            assert proc.poll() is None, f"exited with {proc.returncode}: {log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, f"not up: {log.read_text()[-3000:]}"
+            time.sleep(0.5)  # polling the started server, not waiting for it
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_furnace_app_starts_from_the_installed_wheel(installed, tmp_path: Path) -> None:
+    """``furnace app`` runs the installed ``furnace_app`` entry: Streamlit answers, and the entry's own imports
+    (``furnace_app.services``, the screens) resolve inside the install."""
+    site, run_dir, env = installed
+    probe = "from furnace.cli.app_cmd import app_entry\nimport furnace_app.services as m\n"
+    probe += "print(app_entry(), m.__file__)"
     shown = subprocess.run([sys.executable, "-c", probe], cwd=run_dir, env=env, capture_output=True, text=True)
-    entry = Path(shown.stdout.strip())
+    entry, services = (Path(line) for line in shown.stdout.split())
     assert entry.is_file() and entry.is_relative_to(site.resolve()), shown.stdout + shown.stderr
+    assert Path(services).resolve().is_relative_to(site.resolve())
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+
+    def health() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    cmd = [sys.executable, "-c", DRIVER, str(site), "app", "--port", str(port)]
+    home = {"FURNACE_HOME": str(tmp_path / "home")}
+    _started(cmd, env=env | home, cwd=run_dir, ready=health, log=tmp_path / "app.log")
+
+
+def test_furnace_serve_registers_its_deployment_from_the_installed_wheel(installed, tmp_path: Path) -> None:
+    """``furnace serve FILE`` from the install registers the evolution flow's deployment with a Prefect server."""
+    from prefect.client.orchestration import get_client
+
+    from furnace.adapters.prefect_server import prefect_api
+
+    site, run_dir, env = installed
+    config = REPO / "tests" / "experiments" / "data" / "small.yaml"
+    home = tmp_path / "home"
+    with prefect_api(tmp_path / "prefect-home") as url:
+
+        def deployed() -> bool:
+            with get_client(sync_client=True) as client:
+                return any(d.name == "furnace-nightly-check" for d in client.read_deployments())
+
+        cmd = [sys.executable, "-c", DRIVER, str(site), "serve", str(config), "--name", "furnace-nightly-check"]
+        served = env | {"FURNACE_HOME": str(home), "PREFECT_API_URL": url}
+        _started(cmd, env=served, cwd=run_dir, ready=deployed, log=tmp_path / "serve.log")
+        with get_client(sync_client=True) as client:
+            [deployment] = [d for d in client.read_deployments() if d.name == "furnace-nightly-check"]
+            assert client.read_flow(deployment.flow_id).name == "furnace-evolution"
+            assert deployment.parameters["file"] == str(config.resolve())

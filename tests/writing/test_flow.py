@@ -13,10 +13,10 @@ from .conftest import EN_PERSONA
 
 @pytest.mark.slow
 def test_flow_processes_pending_revisions_once_and_logs_to_mlflow(settings, prefect_harness):
-    from furnace.flows.preferences import preference_extraction
     from furnace.runtime import Runtime, build_llm
     from furnace.writing.content import generate_content
     from furnace.writing.revision import revise
+    from furnace_flows.preferences import preference_extraction
 
     rt = Runtime(settings)
     store, contents, llm = rt.store, rt.content_store, build_llm(settings)
