@@ -8,7 +8,7 @@ offline_env.apply()
 
 from collections.abc import Iterable  # noqa: E402
 from pathlib import Path  # noqa: E402
-from typing import TYPE_CHECKING  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
 
 from furnace.runtime import Runtime  # noqa: E402
 
@@ -62,6 +62,38 @@ def operator_versions(names: Iterable[str] | None = None) -> str:
 def unit_version(config: ExperimentConfig) -> str:
     """The version of an evaluation task: the operator and scorer versions it runs."""
     return f"{operator_versions(config.operators)} {scorer_versions(config.scorers)}"
+
+
+# Failures a task run may meet again and then not: the network, a file system, a Dask worker's comm.
+TRANSIENT = (OSError, TimeoutError, ConnectionError, EOFError)
+RETRY_DELAYS_S = [2.0, 10.0, 30.0]
+
+
+def transient_failure(_task: Any, _task_run: Any, state: Any) -> bool:
+    """Prefect's ``retry_condition_fn``: retry a task run only after a transient failure that is not
+    furnace's own. A model error (``LLMError``) has already been retried by the model-call policy
+    (``FURNACE_MAX_RETRIES``) and is recorded as an unscored individual, not raised; a budget stop, an
+    input or a store error are final. So a model call is never attempted more often than that policy says."""
+    from furnace.domain.errors import FurnaceError
+
+    error = getattr(state, "data", None)
+    return isinstance(error, TRANSIENT) and not isinstance(error, FurnaceError)
+
+
+def retry_options(retries: int) -> dict[str, Any]:
+    """A task's Prefect retry settings (``retries`` from FURNACE_PREFECT_TASK_RETRIES)."""
+    return {
+        "retries": retries,
+        "retry_delay_seconds": RETRY_DELAYS_S[: max(1, retries)],
+        "retry_condition_fn": transient_failure,
+    }
+
+
+def task_retries() -> int:
+    """FURNACE_PREFECT_TASK_RETRIES."""
+    from furnace.settings import FurnaceSettings
+
+    return FurnaceSettings().prefect_task_retries
 
 
 def resolve(path: str) -> str:

@@ -1,8 +1,14 @@
 """The evolution experiment as a Prefect flow: one task per individual (fuse + probes + score).
 
 ``furnace experiment run FILE --prefect [--runner dask]`` runs it; ``furnace serve FILE --cron``
-serves it as a deployment on a schedule (against ``prefect server start``). The loop itself is
-``furnace.evolution.engine.Evolution``; this module only swaps its unit runner for Prefect tasks.
+serves it as a deployment on a schedule (against ``prefect server start``); ``flows/prefect.yaml``
+deploys it to a work pool. The loop itself is ``furnace.evolution.engine.Evolution``; this module
+swaps its unit runner for Prefect tasks and publishes artifacts (:mod:`.artifacts`).
+
+What Prefect shows (docs/prefect.md): each unit is a task run named ``g<generation>·s<slot> <operator>``
+and tagged ``generation-<n>``, drawn after the task runs that made its parents (the lineage, not the
+whole population); its cache key is the unit's content key, so a rerun is served from Prefect's cache
+(``Cached`` states) and runs nothing; transient failures retry under Prefect's retry settings.
 """
 
 from __future__ import annotations
@@ -20,23 +26,39 @@ from furnace.evolution.isolated import IsolatedUnitRunner, Job, Outcome, Sink, W
 from furnace.evolution.units import Unit  # noqa: E402
 from furnace.views.experiments import PREFECT_FLOW_RUN_TAG
 
-from ._common import resolve, results_dir, runtime, unit_version
+from . import artifacts
+from ._common import resolve, results_dir, retry_options, runtime, task_retries, unit_version
 
 
 def _unit_cache_key(_context: Any, parameters: dict[str, Any]) -> str:
     return f"furnace-unit-{parameters['key']}"
 
 
-def evaluate_individual(key: str, unit: Unit) -> Any:
+class Opaque:
+    """A task input Prefect does not look into. Prefect draws an edge from every earlier task run whose
+    result appears in a task's inputs; a unit carries its whole population (earlier results), which drew
+    an all-to-all tangle. The edges are given explicitly instead (``wait_for``: the parents' task runs)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def evaluate_individual(key: str, unit: Opaque) -> Any:
     """One individual: fuse (through the caches), answer every probe, score. Returns its record.
-    Cached on ``key`` (which includes the operator and scorer versions): a changed operator
-    re-runs, an unchanged one does not."""
-    return unit.run()
+    Cached on ``key``, the unit's content key (:meth:`furnace.evolution.engine.Evolution.unit_key`): the
+    experiment id (a hash of the config, the model, the judge, the seed elixirs' content and the probe
+    set), the generation and slot the record belongs to, the operator and its version, its params and
+    seed, the parents (id and lineage hash) or the seed elixir's content hash, and the scorers with their
+    versions. A changed operator, model, judge or input makes a new key; an unchanged unit is served."""
+    return unit.value.run()
 
 
-def _evaluation_options(version: str, results: str) -> dict[str, Any]:
+def _evaluation_options(version: str, results: str, retries: int) -> dict[str, Any]:
     """The per-individual task's options: versioned by the operator and scorer versions it runs,
-    cached on the unit's content key, its results persisted under this home only."""
+    cached on the unit's content key, its results persisted under this home only, retried after a
+    transient failure (:func:`furnace_flows._common.transient_failure`)."""
     return {
         "name": "evaluate-individual",
         "version": version,
@@ -44,29 +66,64 @@ def _evaluation_options(version: str, results: str) -> dict[str, Any]:
         "cache_expiration": timedelta(days=30),
         "persist_result": True,
         "result_storage": Path(results),
-        "retries": 0,
+        **retry_options(retries),
     }
 
 
 @lru_cache(maxsize=32)
-def evaluation_task(version: str, results: str) -> Any:
+def evaluation_task(version: str, results: str, retries: int) -> Any:
     """The per-individual task (see :func:`_evaluation_options`)."""
-    return task(**_evaluation_options(version, results))(evaluate_individual)
+    return task(**_evaluation_options(version, results, retries))(evaluate_individual)
+
+
+def unit_run_name(generation: int, slot: int, operator: str) -> str:
+    """The task run's name: which generation and slot, made how (``g2·s3 crossover``)."""
+    return f"g{generation}·s{slot} {operator}"
+
+
+def _unit_plan(unit: Unit) -> tuple[int, Any]:
+    """(generation, plan) of a unit (``Evolution.unit`` puts them first in ``args``)."""
+    generation, plan = unit.args[0], unit.args[1]
+    return int(generation), plan
 
 
 class PrefectUnitRunner:
-    """Submits each unit as a Prefect task (named and versioned by content and versions)."""
+    """Submits each unit as a Prefect task: named by generation, slot and operator, tagged with its
+    generation, drawn after its parents' task runs, cached on the unit's content key. A resumed run
+    submits the finished units too (``replays_finished``): Prefect serves them from its cache."""
 
-    def __init__(self, version: str, results: str) -> None:
-        self.task = evaluation_task(version, results)
+    replays_finished = True
+
+    def __init__(self, version: str, results: str, retries: int = 0) -> None:
+        self.task = evaluation_task(version, results, retries)
+        self._made: dict[str, Any] = {}  # agent id -> the future of the task run that made it
 
     def submit(self, unit: Unit) -> Any:
-        return self.options(unit).submit(unit.key, unit)
+        generation, plan = _unit_plan(unit)
+        parents = [self._made[p.agent_id] for p in plan.parents if p.agent_id in self._made]
+        future = self.options(unit).submit(unit.key, Opaque(unit), wait_for=parents)
+        future.add_done_callback(self._note)
+        return future
+
+    def _note(self, future: Any) -> None:
+        """Remember which task run made which agent (its children's edges point to it)."""
+        try:
+            record = future.result(raise_on_failure=False)
+        except Exception:  # noqa: BLE001 - a failed unit makes no parent; the engine reports its error
+            return
+        agent_id = getattr(record, "agent_id", None)
+        if agent_id:
+            self._made.setdefault(agent_id, future)
 
     def options(self, unit: Unit) -> Any:
-        """The task for ``unit``: named by slot and key; a retried unit (a failure in its slot) runs
-        again and refreshes the cached result instead of being served the failure."""
-        return self.task.with_options(task_run_name=f"slot-{unit.slot}-{unit.key[:8]}", refresh_cache=unit.retry)
+        """The task for ``unit``: named and tagged by generation; a retried unit (a failure in its slot)
+        runs again and refreshes the cached result instead of being served the failure."""
+        generation, plan = _unit_plan(unit)
+        return self.task.with_options(
+            task_run_name=unit_run_name(generation, unit.slot, plan.operator),
+            tags=[f"generation-{generation}"],
+            refresh_cache=unit.retry,
+        )
 
     def close(self) -> None:
         """Prefect's task runner ends with the flow."""
@@ -80,26 +137,30 @@ def evaluate_isolated(key: str, world: World, job: Job) -> Outcome:
 
 
 @lru_cache(maxsize=32)
-def isolated_task(version: str, results: str) -> Any:
+def isolated_task(version: str, results: str, retries: int) -> Any:
     """The per-individual task for Dask workers (see :func:`_evaluation_options`)."""
-    return task(**_evaluation_options(version, results))(evaluate_isolated)
+    return task(**_evaluation_options(version, results, retries))(evaluate_isolated)
 
 
 class _PrefectSubmit:
     """Submits a unit's job as a Prefect task (on the flow's Dask task runner)."""
 
-    def __init__(self, version: str, results: str, world: World) -> None:
+    def __init__(self, version: str, results: str, world: World, retries: int = 0) -> None:
         from distributed import default_client
 
-        self.task, self.world = isolated_task(version, results), world
+        self.task, self.world = isolated_task(version, results, retries), world
         self.placement = Placement(default_client())  # the cluster evolution_flow connected to
 
     def __call__(self, job: Job, order: int) -> Any:
         import dask
 
-        name = f"slot-{job.args[1].slot}-{job.key[:8]}"
+        generation, plan = int(job.args[0]), job.args[1]
         # a retried unit (a failure in its slot) runs again and refreshes the cached result
-        task = self.task.with_options(task_run_name=name, refresh_cache=job.retry)
+        task = self.task.with_options(
+            task_run_name=unit_run_name(generation, plan.slot, plan.operator),
+            tags=[f"generation-{generation}"],
+            refresh_cache=job.retry,
+        )
         where = self.placement.place(job)
         with dask.annotate(priority=-order, **where):
             future = task.submit(job.key, self.world, job)
@@ -108,8 +169,8 @@ class _PrefectSubmit:
         return future
 
 
-def _dask_units(version: str, results: str, world: World, sink: Sink) -> IsolatedUnitRunner:
-    return IsolatedUnitRunner(_PrefectSubmit(version, results, world), sink)
+def _dask_units(version: str, results: str, retries: int, world: World, sink: Sink) -> IsolatedUnitRunner:
+    return IsolatedUnitRunner(_PrefectSubmit(version, results, world, retries), sink)
 
 
 def _task_runner(runner: str, concurrency: int, address: str | None = None) -> Any:
@@ -158,15 +219,29 @@ def run_evolution(
     flow_run_id = _flow_run_id()
     if flow_run_id:  # the app links the experiment's MLflow run to this flow run (FURNACE_PREFECT_UI_URL)
         prepared.evolution.run_tags[PREFECT_FLOW_RUN_TAG] = flow_run_id
-    version, results = unit_version(config), results_dir(home)
+    version, results, retries = unit_version(config), results_dir(home), task_retries()
     if runner == "dask":
         slots = slots_per_worker(config.concurrency, dask_workers)
-        make = partial(_dask_units, version, results)
+        make = partial(_dask_units, version, results, retries)
         prepared.evolution.unit_runner = runtime(home).isolated_runner(prepared, make, slots=slots)
     else:
-        prepared.evolution.unit_runner = PrefectUnitRunner(version, results)
+        prepared.evolution.unit_runner = PrefectUnitRunner(version, results, retries)
+    prepared.evolution.on_generation = partial(artifacts.publish_generation, generations=config.generations)
     report = prepared.evolution.run()
-    return {**report.as_dict(), "text": render_report(report)}
+    data = report.as_dict()
+    artifacts.publish_report(data, mlflow_link=_mlflow_link(home, report.experiment_id) if track else None)
+    return {**data, "text": render_report(report), "prefect_flow_run_id": flow_run_id}
+
+
+def _mlflow_link(home: str | None, experiment_id: str) -> str | None:
+    """The experiment's MLflow run in ``mlflow ui`` (FURNACE_MLFLOW_UI_URL, else its default address)."""
+    from furnace.adapters.mlflow_tracker import run_summary
+    from furnace.views.experiments import run_links
+
+    settings = runtime(home).settings
+    summary = run_summary(settings.tracking_uri, experiment_id)
+    ui = settings.mlflow_ui_url or artifacts.DEFAULT_MLFLOW_UI
+    return run_links(summary, mlflow_ui=ui, prefect_ui=None).get("MLflow run")
 
 
 @flow(name="furnace-evolution", log_prints=False)

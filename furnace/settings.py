@@ -44,6 +44,12 @@ class FurnaceSettings(BaseSettings):
     mlflow_uri: str | None = None
     mlflow_ui_url: str | None = Field(default=None, description="a running `mlflow ui` (the app links runs to it)")
     prefect_ui_url: str | None = Field(default=None, description="a Prefect UI (the app links flow runs to it)")
+    prefect_start_timeout_s: float = Field(
+        default=300.0, gt=0, description="how long --prefect waits for its temporary Prefect server to answer"
+    )
+    prefect_task_retries: int = Field(
+        default=2, ge=0, le=10, description="Prefect retries of a unit task after a transient (non-model) failure"
+    )
     dask_address: str | None = Field(
         default=None, description="a Dask scheduler for --runner dask (tcp://host:8786); unset = local worker processes"
     )

@@ -22,7 +22,7 @@ from pathlib import Path
 from furnace.adapters.processes import start_child, stop
 from furnace.domain.errors import FurnaceError
 
-STARTUP_TIMEOUT_S = 120.0
+DEFAULT_START_TIMEOUT_S = 300.0  # FURNACE_PREFECT_START_TIMEOUT_S (settings); a loaded machine took over 120 s
 
 
 def _free_port() -> int:
@@ -40,8 +40,11 @@ def _healthy(url: str) -> bool:
 
 
 @contextlib.contextmanager
-def prefect_api(home: Path, *, on_status: Callable[[str], None] = lambda _: None) -> Iterator[str]:
-    """The Prefect API URL flows report to while the block runs (starting a temporary server if none)."""
+def prefect_api(
+    home: Path, *, timeout_s: float = DEFAULT_START_TIMEOUT_S, on_status: Callable[[str], None] = lambda _: None
+) -> Iterator[str]:
+    """The Prefect API URL flows report to while the block runs (starting a temporary server if none, given
+    ``timeout_s`` to answer its health check)."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
 
     configured = PREFECT_API_URL.value()
@@ -68,12 +71,16 @@ def prefect_api(home: Path, *, on_status: Callable[[str], None] = lambda _: None
     server = start_child(command, env=env)
     try:
         on_status(f"starting a temporary Prefect server (pid {server.pid}) at {url} — stopped with this run")
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        deadline = time.monotonic() + timeout_s
         while not _healthy(url):
             if server.poll() is not None:
                 raise FurnaceError(f"the temporary Prefect server exited (code {server.returncode}) before it was up")
             if time.monotonic() > deadline:
-                raise FurnaceError(f"the temporary Prefect server was not up after {STARTUP_TIMEOUT_S:.0f}s")
+                raise FurnaceError(
+                    f"the temporary Prefect server was not up after {timeout_s:g}s; nothing was run. On a loaded "
+                    "machine raise FURNACE_PREFECT_START_TIMEOUT_S, or start `prefect server start` once and set "
+                    "PREFECT_API_URL"
+                )
             time.sleep(0.2)
         with temporary_settings(updates={PREFECT_API_URL: url}):
             try:

@@ -234,7 +234,11 @@ def prefs_cmd(ctx: Runtime, persona_id: str, learn_pending: bool, prefect: bool,
         from furnace.adapters.prefect_server import prefect_api
         from furnace_flows.preferences import preference_extraction  # the launcher edge cli -> flows (lazy)
 
-        with prefect_api(ctx.settings.home, on_status=lambda line: click.echo(line, err=True)):
+        with prefect_api(
+            ctx.settings.home,
+            timeout_s=ctx.settings.prefect_start_timeout_s,
+            on_status=lambda line: click.echo(line, err=True),
+        ):
             batch = preference_extraction(home=str(ctx.settings.home))
     elif learn_pending:
         from furnace.writing.preferences import process_unprocessed

@@ -111,7 +111,11 @@ def run_cmd(
         from furnace.adapters.prefect_server import prefect_api
         from furnace_flows.evolution import evolution_flow  # the launcher edge cli -> flows (lazy: Prefect)
 
-        with prefect_api(obj.settings.home, on_status=lambda line: click.echo(line, err=True)):
+        with prefect_api(
+            obj.settings.home,
+            timeout_s=obj.settings.prefect_start_timeout_s,
+            on_status=lambda line: click.echo(line, err=True),
+        ):
             data = evolution_flow(
                 str(Path(file).resolve()),
                 home=str(obj.settings.home),
@@ -275,7 +279,11 @@ def sweep_cmd(
         from furnace.adapters.prefect_server import prefect_api
         from furnace_flows.mutation_sweep import mutation_sweep  # the launcher edge cli -> flows (lazy)
 
-        with prefect_api(obj.settings.home, on_status=lambda line: click.echo(line, err=True)):
+        with prefect_api(
+            obj.settings.home,
+            timeout_s=obj.settings.prefect_start_timeout_s,
+            on_status=lambda line: click.echo(line, err=True),
+        ):
             rows = mutation_sweep(
                 base_id, rate_list, seed_list, probe_set, limit, home=str(obj.settings.home), track=not no_mlflow
             )

@@ -84,7 +84,11 @@ def _fuse_with_prefect(
     from furnace_flows.fusion_generation import fusion_generation  # the launcher edge cli -> flows (lazy)
 
     load_probe_set(probe_set)  # an unknown probe set is an input error before the flow starts
-    with prefect_api(obj.settings.home, on_status=lambda line: click.echo(line, err=True)):
+    with prefect_api(
+        obj.settings.home,
+        timeout_s=obj.settings.prefect_start_timeout_s,
+        on_status=lambda line: click.echo(line, err=True),
+    ):
         row = fusion_generation(
             parents,
             operator=operator,

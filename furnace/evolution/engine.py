@@ -33,7 +33,7 @@ import random
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol
 
@@ -202,6 +202,8 @@ class Evolution:
     judge: LLM | None = None  # the judge scorers' model (default: ``llm``, the agents' own model)
     keep_failures: bool = False  # a rerun keeps unscored records instead of evaluating them again
     run_tags: dict[str, str] = field(default_factory=dict)  # extra tags on the tracked run (e.g. a flow run id)
+    # called with each finished generation and its population, fittest first (the Prefect flow publishes artifacts)
+    on_generation: Callable[[GenerationRecord, Sequence[IndividualRecord]], None] | None = None
     probe_pool: ThreadPoolExecutor | None = None  # threads for the probes of units evaluated outside run() (a worker's)
 
     def __post_init__(self) -> None:
@@ -631,6 +633,8 @@ class Evolution:
             round(spent.cost_usd, 9),
         )
         self._writer.put(record)  # after its individuals (one FIFO writer): a saved generation is complete
+        if self.on_generation is not None:
+            self.on_generation(record, population)
         best = population[0] if population else None
         self.tracker.log_generation(
             generation,
@@ -674,6 +678,7 @@ class _Schedule:
         self.error: BaseException | None = None
         self.seen: set[str] = set()  # agent ids taken in during the current generation
         self.replacing: set[int] = set()  # orders of units whose slot holds a stale or unscored record
+        self.replayed: dict[int, IndividualRecord] = {}  # order -> stored record of a finished unit replayed
         self.generation_weights: dict[int, dict[str, float]] = {}  # what the generation's first plan saw
 
     def generation_of(self, n: int) -> tuple[int, int]:
@@ -688,7 +693,15 @@ class _Schedule:
         recorded = evo._recorded.get(generation, {})
         old = recorded.get(plan.slot)
         if old is not None and (old.scored or evo.keep_failures) and _made_by(old, plan):
-            return old
+            if not getattr(self.runner, "replays_finished", False):
+                return old
+            # a runner with a result cache of its own (Prefect) is shown the finished unit too: it serves it
+            # from that cache (a rerun reads as cached there), else the unit returns the stored record as is
+            known = {r.agent_id: r for r in recorded.values() if r.scored or evo.keep_failures}
+            unit = replace(evo.unit(order, generation, plan, tuple(self.population), known), run=lambda: old)
+            self.replayed[order] = old
+            self.finished.watch(unit, self.runner.submit(unit))
+            return None
         if old is not None:  # unscored (retried) or made by another plan (an earlier slot was rescored)
             self.replacing.add(order)
         known = {r.agent_id: r for r in recorded.values() if r.scored or evo.keep_failures}
@@ -705,6 +718,8 @@ class _Schedule:
             if self.error is None:
                 self.error = err
             return unit, None
+        if unit.order in self.replayed:  # already stored: the run goes on with the stored record, writes nothing
+            return unit, self.replayed[unit.order]
         if record.experiment_id == self.evo.experiment_id and record.slot == unit.slot:
             self.evo._save(record, replace=unit.order in self.replacing)
         return unit, record

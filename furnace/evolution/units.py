@@ -42,7 +42,11 @@ class UnitFuture(Protocol):
 
 
 class UnitRunner(Protocol):
-    """Starts one unit and returns its future; ``close()`` ends the runner (not-started units dropped)."""
+    """Starts one unit and returns its future; ``close()`` ends the runner (not-started units dropped).
+
+    A runner with a result cache of its own may set ``replays_finished = True``: a resumed run then
+    submits the units a previous run finished too (their ``run`` returns the stored record without a
+    model call), so that cache serves them and the run reads as cached there (the Prefect flow)."""
 
     def submit(self, unit: Unit) -> UnitFuture: ...
 

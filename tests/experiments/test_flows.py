@@ -66,6 +66,56 @@ def test_evolution_flow_matches_the_plain_run(library_home, prefect_harness, tmp
     assert plain.leaderboard == flowed["leaderboard"] and plain.lineage == flowed["lineage"]
 
 
+def _task_runs(client, flow_run_id: str) -> list:
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+
+
+def test_a_rerun_under_prefect_is_served_from_its_task_cache(library_home, prefect_harness):
+    """Prefect as the engine: the rerun's every unit is a Cached task run (nothing runs, no model call);
+    task runs are named and tagged by generation, drawn after their parents' task runs only; each
+    generation and the end publish artifacts."""
+    from prefect.client.orchestration import get_client
+
+    from furnace_flows.evolution import evolution_flow
+
+    home = str(library_home)
+    first = evolution_flow(str(CONFIG), home=home)
+    again = evolution_flow(str(CONFIG), home=home)
+    assert again["experiment_id"] == first["experiment_id"] and again["leaderboard"] == first["leaderboard"]
+    assert again["run_spent"]["model_calls"] == 0 < first["run_spent"]["model_calls"]
+    with get_client(sync_client=True) as client:
+        made, rerun = (_task_runs(client, r["prefect_flow_run_id"]) for r in (first, again))
+        artifacts = client.read_artifacts()
+    assert made and len(rerun) == len(made)
+    assert {r.state.name for r in made} == {"Completed"}
+    assert {r.state.name for r in rerun} == {"Cached"}, sorted({r.state.name for r in rerun})
+    # named and tagged by generation: g<generation>·s<slot> <operator>
+    by_name = {r.name: r for r in made}
+    generations = {int(n.split("·")[0][1:]) for n in by_name}
+    assert generations == set(range(len(first["generations"]))), sorted(by_name)
+    assert all(f"generation-{n.split('·')[0][1:]}" in r.tags for n, r in by_name.items())
+    assert {n.split(" ", 1)[1] for n in by_name if n.startswith("g0·")} == {"seed"}
+    # edges: a child's upstream task runs are the ones that made its parents, never the whole population
+    made_by = {r.id: r for r in made}
+    children = [r for r in made if not r.name.startswith("g0·")]
+    upstream = {r.name: [i.id for i in r.task_inputs.get("wait_for", [])] for r in children}
+    assert children and all(0 < len(ids) <= 2 for ids in upstream.values()), upstream
+    for name, ids in upstream.items():  # each edge points to an earlier generation's task run
+        assert all(int(made_by[i].name.split("·")[0][1:]) < int(name.split("·")[0][1:]) for i in ids)
+    # artifacts: a leaderboard and an operators table per generation, plus the final ones and the MLflow link
+    exp = first["experiment_id"]
+    mine = [a for a in artifacts if a.flow_run_id is not None and str(a.flow_run_id) == first["prefect_flow_run_id"]]
+    kinds = sorted(a.key.removeprefix(exp.lower() + "-") for a in mine)
+    n = len(first["generations"])
+    assert kinds.count("leaderboard") == n + 1 and kinds.count("operators") >= n and "mlflow-run" in kinds, kinds
+    [link] = [a for a in mine if a.key.endswith("mlflow-run")]
+    assert "/runs/" in str(link.data)
+    [final] = [a for a in mine if a.key.endswith("leaderboard") and a.description.startswith("final")]
+    assert first["leaderboard"][0]["agent_id"] in str(final.data)
+
+
 class _Outage:
     """The offline engine whose judge fails (a rate limit) for a seeded share of judgements while ``down``."""
 
