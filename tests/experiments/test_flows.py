@@ -281,3 +281,42 @@ def test_each_scheduled_slot_is_a_new_experiment_and_a_retry_resumes_it():
     config = load_config(CONFIG)
     ids = {config.model_copy(update={"seed": s}).experiment_id("offline") for s in (seed_for_slot(slot), next_day)}
     assert len(ids) == 2  # a new seed is a new experiment id: the schedule never finds a finished run
+
+
+@pytest.mark.slow
+def test_prefect_deploy_all_registers_every_flow_of_prefect_yaml(prefect_harness):
+    """``prefect deploy --all`` in flows/ registers the four deployments of flows/prefect.yaml against a local
+    server; each entrypoint loads its flow by path, as a worker would."""
+    import subprocess
+    import sys
+
+    import yaml
+    from prefect.client.orchestration import get_client
+    from prefect.flows import load_flow_from_entrypoint
+    from prefect.settings import PREFECT_API_URL
+
+    flows = Path(__file__).resolve().parents[2] / "flows"
+    declared = yaml.safe_load((flows / "prefect.yaml").read_text(encoding="utf-8"))["deployments"]
+    env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
+    for command in (["work-pool", "create", "furnace", "--type", "process"], ["--no-prompt", "deploy", "--all"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "prefect", *command], cwd=flows, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    with get_client(sync_client=True) as client:
+        deployed = {d.entrypoint: d for d in client.read_deployments()}
+        flow_names = {e: client.read_flow(d.flow_id).name for e, d in deployed.items()}
+    assert {d["entrypoint"] for d in declared} <= set(deployed), sorted(deployed)
+    for spec in declared:
+        got = deployed[spec["entrypoint"]]
+        assert got.name == spec["name"] and got.work_pool_name == "furnace"
+        assert got.parameters == spec["parameters"]
+        assert [s.schedule.cron for s in got.schedules] == [s["cron"] for s in spec.get("schedules", [])]
+        # a flow run starts in flows/, where the entrypoints and the relative parameters resolve
+        [step] = got.pull_steps
+        assert Path(step["prefect.deployments.steps.set_working_directory"]["directory"]) == flows
+        assert load_flow_from_entrypoint(str(flows / spec["entrypoint"])).name == flow_names[spec["entrypoint"]]
+    expected = {"furnace-evolution", "furnace-fusion-generation", "furnace-mutation-sweep", "preference-extraction"}
+    assert expected <= set(flow_names.values())
+    nightly = deployed["evolution.py:evolution"].parameters
+    assert (flows / nightly["file"]).resolve().is_file() and nightly["reseed"] is True
