@@ -5,7 +5,7 @@ serves it as a deployment on a schedule (against ``prefect server start``); ``fl
 deploys it to a work pool. The loop itself is ``furnace.evolution.engine.Evolution``; this module
 swaps its unit runner for Prefect tasks and publishes artifacts (:mod:`.artifacts`).
 
-What Prefect shows (docs/prefect.md): each unit is a task run named ``g<generation>·s<slot> <operator>``
+What Prefect shows (docs/prefect.md): each unit is a task run named ``g<generation>/s<slot> <operator>``
 and tagged ``generation-<n>``, drawn after the task runs that made its parents (the lineage, not the
 whole population); its cache key is the unit's content key, so a rerun is served from Prefect's cache
 (``Cached`` states) and runs nothing; transient failures retry under Prefect's retry settings.
@@ -22,6 +22,7 @@ from typing import Any  # noqa: E402
 from prefect import flow, task  # noqa: E402
 
 from furnace.adapters.dask_cluster import Placement, dask_client, slots_per_worker, worker_count
+from furnace.evolution.engine import unit_label
 from furnace.evolution.isolated import IsolatedUnitRunner, Job, Outcome, Sink, World, run_job
 from furnace.evolution.units import Unit  # noqa: E402
 from furnace.views.experiments import PREFECT_FLOW_RUN_TAG
@@ -77,8 +78,8 @@ def evaluation_task(version: str, results: str, retries: int) -> Any:
 
 
 def unit_run_name(generation: int, slot: int, operator: str) -> str:
-    """The task run's name: which generation and slot, made how (``g2·s3 crossover``)."""
-    return f"g{generation}·s{slot} {operator}"
+    """The task run's name: the unit as the call ledger names it, and how it was made (``g2/s3 crossover``)."""
+    return f"{unit_label(generation, slot)} {operator}"
 
 
 def _unit_plan(unit: Unit) -> tuple[int, Any]:

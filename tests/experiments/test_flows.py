@@ -91,19 +91,19 @@ def test_a_rerun_under_prefect_is_served_from_its_task_cache(library_home, prefe
     assert made and len(rerun) == len(made)
     assert {r.state.name for r in made} == {"Completed"}
     assert {r.state.name for r in rerun} == {"Cached"}, sorted({r.state.name for r in rerun})
-    # named and tagged by generation: g<generation>·s<slot> <operator>
+    # named and tagged by generation: g<generation>/s<slot> <operator> (the call ledger's unit label)
     by_name = {r.name: r for r in made}
-    generations = {int(n.split("·")[0][1:]) for n in by_name}
+    generations = {int(n.split("/")[0][1:]) for n in by_name}
     assert generations == set(range(len(first["generations"]))), sorted(by_name)
-    assert all(f"generation-{n.split('·')[0][1:]}" in r.tags for n, r in by_name.items())
-    assert {n.split(" ", 1)[1] for n in by_name if n.startswith("g0·")} == {"seed"}
+    assert all(f"generation-{n.split('/')[0][1:]}" in r.tags for n, r in by_name.items())
+    assert {n.split(" ", 1)[1] for n in by_name if n.startswith("g0/")} == {"seed"}
     # edges: a child's upstream task runs are the ones that made its parents, never the whole population
     made_by = {r.id: r for r in made}
-    children = [r for r in made if not r.name.startswith("g0·")]
+    children = [r for r in made if not r.name.startswith("g0/")]
     upstream = {r.name: [i.id for i in r.task_inputs.get("wait_for", [])] for r in children}
     assert children and all(0 < len(ids) <= 2 for ids in upstream.values()), upstream
     for name, ids in upstream.items():  # each edge points to an earlier generation's task run
-        assert all(int(made_by[i].name.split("·")[0][1:]) < int(name.split("·")[0][1:]) for i in ids)
+        assert all(int(made_by[i].name.split("/")[0][1:]) < int(name.split("/")[0][1:]) for i in ids)
     # artifacts: a leaderboard and an operators table per generation, plus the final ones and the MLflow link
     exp = first["experiment_id"]
     mine = [a for a in artifacts if a.flow_run_id is not None and str(a.flow_run_id) == first["prefect_flow_run_id"]]
