@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from furnace.adapters.processes import stop
+
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "furnace"
 FACES = {"furnace_flows": "flows", "furnace_app": "app"}  # installed name -> folder in the checkout (setup.py)
@@ -169,11 +171,7 @@ def _started(cmd: list[str], *, env: dict[str, str], cwd: Path, ready: Callable[
             assert time.monotonic() < deadline, f"not up: {log.read_text()[-3000:]}"
             time.sleep(0.5)  # polling the started server, not waiting for it
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
 
 
 def test_furnace_app_starts_from_the_installed_wheel(installed, tmp_path: Path) -> None:
