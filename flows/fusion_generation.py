@@ -7,7 +7,7 @@ from typing import Any  # noqa: E402
 from prefect import flow, task  # noqa: E402
 from prefect.cache_policies import NONE  # noqa: E402
 
-from ._common import furnace_version, operator_versions, runtime, scorer_versions
+from ._common import furnace_version, operator_versions, retry_options, runtime, scorer_versions, task_retries
 
 DEFAULT_SCORERS = {"constraints": 0.3, "fidelity": 0.3, "tone": 0.2, "brief_fit": 0.2}
 
@@ -19,6 +19,7 @@ DEFAULT_SCORERS = {"constraints": 0.3, "fidelity": 0.3, "tone": 0.2, "brief_fit"
     name="fuse-and-score",
     version=f"{operator_versions()} {scorer_versions(DEFAULT_SCORERS)}",
     cache_policy=NONE,
+    **retry_options(task_retries()),  # transient, non-model failures only (docs/prefect.md#retries)
 )
 def fuse_and_score(
     home: str | None,
@@ -61,7 +62,7 @@ def fuse_and_score(
     }
 
 
-@task(name="log-fusion", version=f"furnace:{furnace_version()}", cache_policy=NONE)
+@task(name="log-fusion", version=f"furnace:{furnace_version()}", cache_policy=NONE, **retry_options(task_retries()))
 def log_fusion(home: str | None, row: dict[str, Any]) -> None:
     """One MLflow run for the fusion (params, metrics, lineage tag)."""
     tracker = runtime(home).new_tracker(mlflow_experiment="furnace-fusions")

@@ -17,7 +17,7 @@ from furnace.evolution.records import IndividualRecord  # noqa: E402
 from furnace.evolution.sweep import DEFAULT_SCORERS, SweepPlan  # noqa: E402
 from furnace.runtime import Runtime  # noqa: E402
 
-from ._common import furnace_version, operator_versions, runtime, scorer_versions
+from ._common import furnace_version, operator_versions, retry_options, runtime, scorer_versions, task_retries
 
 
 def _plan(home: str | None, spec: dict[str, Any]) -> tuple[Runtime, SweepPlan]:
@@ -38,6 +38,7 @@ def _plan(home: str | None, spec: dict[str, Any]) -> tuple[Runtime, SweepPlan]:
     name="mutate-and-score",
     version=f"{operator_versions(['mutation'])} {scorer_versions(DEFAULT_SCORERS)}",
     cache_policy=NONE,
+    **retry_options(task_retries()),  # transient, non-model failures only (docs/prefect.md#retries)
 )
 def mutate_and_score(home: str | None, spec: dict[str, Any], index: int) -> IndividualRecord:
     """One cell of the grid (``furnace.evolution.sweep.sweep_cell``)."""
@@ -47,7 +48,7 @@ def mutate_and_score(home: str | None, spec: dict[str, Any], index: int) -> Indi
     return sweep_cell(plan, index, breeder=ctx.fusion_breeder(), llm=ctx.llm)
 
 
-@task(name="record-sweep", version=f"furnace:{furnace_version()}", cache_policy=NONE)
+@task(name="record-sweep", version=f"furnace:{furnace_version()}", cache_policy=NONE, **retry_options(task_retries()))
 def record(
     home: str | None, spec: dict[str, Any], records: list[IndividualRecord], track: bool
 ) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ from prefect.cache_policies import NONE  # noqa: E402
 
 from furnace.writing.preferences import BatchReport, process_unprocessed  # noqa: E402
 
-from ._common import furnace_version, runtime  # noqa: E402
+from ._common import furnace_version, retry_options, runtime, task_retries  # noqa: E402
 
 if TYPE_CHECKING:
     from furnace.llm.seam import LLM
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 MLFLOW_EXPERIMENT = "furnace-preferences"
 
 
-@task(name="process-batch", version=f"furnace:{furnace_version()}", cache_policy=NONE)
+@task(name="process-batch", version=f"furnace:{furnace_version()}", cache_policy=NONE, **retry_options(task_retries()))
 def process_batch(
     store: ElixirStore, content_store: ContentStore, llm: LLM, limit: int | None, seed: int
 ) -> BatchReport:
@@ -40,7 +40,7 @@ def process_batch(
     return process_unprocessed(store, content_store, llm, limit=limit, seed=seed)
 
 
-@task(name="log-batch", version=f"furnace:{furnace_version()}", cache_policy=NONE)
+@task(name="log-batch", version=f"furnace:{furnace_version()}", cache_policy=NONE, **retry_options(task_retries()))
 def log_batch(tracking_uri: str, report: BatchReport, params: dict[str, Any]) -> str:
     """One MLflow run per flow run: params, counts as metrics, persona versions as tags, the report."""
     from mlflow import MlflowClient

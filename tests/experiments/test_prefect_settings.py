@@ -79,3 +79,18 @@ def test_the_start_timeout_setting_has_a_sane_default_and_refuses_nonsense(monke
     monkeypatch.setenv("FURNACE_PREFECT_START_TIMEOUT_S", "0")
     with pytest.raises(InputError, match="FURNACE_PREFECT_START_TIMEOUT_S"):
         FurnaceSettings()
+
+
+def test_every_flow_task_retries_transient_failures_alike():
+    from furnace_flows import fusion_generation, mutation_sweep, preferences
+    from furnace_flows._common import task_retries, transient_failure
+
+    tasks = [
+        fusion_generation.fuse_and_score,
+        fusion_generation.log_fusion,
+        mutation_sweep.mutate_and_score,
+        mutation_sweep.record,
+        preferences.process_batch,
+        preferences.log_batch,
+    ]
+    assert all(t.retries == task_retries() > 0 and t.retry_condition_fn is transient_failure for t in tasks)
