@@ -29,7 +29,7 @@ help:
 	@echo "make docs   - build the docs site (mkdocs --strict) into site/"
 	@echo "make docs-serve - serve the docs site on 127.0.0.1:8000"
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml setup.py constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# CPU torch first: an unpinned torch would pull a multi-GB CUDA build.
