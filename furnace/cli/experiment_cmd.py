@@ -55,6 +55,8 @@ def run_experiment_file(
     fork = prepared.check_fork(same=same)
     if fork:
         click.echo(fork, err=True)
+    if prepared.judge_warning:
+        click.echo(prepared.judge_warning, err=True)
     check_budget(prepared, yes=yes, as_json=as_json)
     if runner == "dask":
         with ctx.on_dask(prepared, address=dask_address, on_status=lambda line: click.echo(line, err=True)):
