@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from furnace.llm.cache import CachedLLM
     from furnace.llm.context import TokenCounter
     from furnace.llm.seam import LLM
+    from furnace.scoring.picks import PickStore
     from furnace.storage.duckdb.assist import DuckDBAssistData
     from furnace.storage.duckdb.db import Database
     from furnace.storage.store import ElixirStore
@@ -266,6 +267,13 @@ class Runtime:
         from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
         return DuckDBExperimentResults(self.db)
+
+    @cached_property
+    def picks(self) -> PickStore:
+        """People's picks between candidates' replies (``furnace pick``)."""
+        from furnace.storage.duckdb.picks import DuckDBPicks
+
+        return DuckDBPicks(self.db)
 
     @cached_property
     def kv(self) -> KV:

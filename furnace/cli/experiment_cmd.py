@@ -7,6 +7,7 @@ as a Prefect flow instead.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -213,6 +214,7 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
         ],
         "unscored": unscored,
         "feedback": {r.agent_id: agent_feedback(results, experiment_id, r.agent_id) for r in best[:3]},
+        "picks": [asdict(p) for p in obj.picks.picks(experiment_id, include_undone=True)],  # people's (furnace pick)
     }
     lines = [
         f"{exp.experiment_id} ({exp.name}) — {exp.status}; model {exp.model}",
@@ -233,6 +235,9 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
             f"  {r['agent_id'][:26]:<26} gen {r['generation']:>2}  {r['unscored']}: {r['reason'][:90]}"
             for r in unscored[:10]
         ]
+    if data["picks"]:
+        active = sum(1 for p in data["picks"] if p["undone_at"] is None)
+        lines.append(f"people's picks: {active} (furnace pick {experiment_id} --report)")
     emit(data, as_json=as_json, human="\n".join(lines))
 
 

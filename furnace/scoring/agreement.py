@@ -220,16 +220,16 @@ def _level(value: float, good: float, fair: float) -> Level:
     return "well" if value >= good else "moderately" if value >= fair else "poorly"
 
 
-def read_spearman(rho: float | None) -> str:
-    """Spearman's rho in words (0.8 and 0.5 are the lines)."""
+def read_spearman(rho: float | None, *, who: str = "the judges") -> str:
+    """Spearman's rho in words (0.8 and 0.5 are the lines); ``who``: the two rankings compared."""
     if rho is None:
-        return f"rank agreement not computed: fewer than {MIN_AGENTS} agents scored by both judges, or no spread"
+        return f"rank agreement not computed: fewer than {MIN_AGENTS} agents ranked by both, or no spread"
     level = _level(rho, 0.8, 0.5)
     if level == "well":
-        return f"the judges rank the agents alike (Spearman {rho:.2f})"
+        return f"{who} rank the agents alike (Spearman {rho:.2f})"
     if level == "moderately":
-        return f"the judges rank the agents moderately alike (Spearman {rho:.2f}): trust only large differences"
-    return f"the judges agree poorly (Spearman {rho:.2f}): rankings below 0.5 should not be trusted"
+        return f"{who} rank the agents moderately alike (Spearman {rho:.2f}): trust only large differences"
+    return f"{who} agree poorly (Spearman {rho:.2f}): rankings below 0.5 should not be trusted"
 
 
 def read_alpha(alpha: float | None) -> str:
