@@ -47,11 +47,15 @@ def _show(text: str) -> str:
     return "\n".join("  " + line for line in text.strip().splitlines()) or "  (empty reply)"
 
 
-def _undo(obj: Runtime, exp: ExperimentRecord, who: str, as_json: bool) -> None:
+def _undo(obj: Runtime, exp: ExperimentRecord, who: str, as_json: bool, track: bool) -> None:
     last = obj.picks.last(exp.experiment_id, who)
     if last is None:
         raise NotFound(f"{who} has no pick to undo in {exp.experiment_id}")
     undone = obj.picks.undo(last.pick_id, who=who)
+    if track and _tracked(obj):
+        from furnace.adapters.mlflow_picks import withdraw_pick
+
+        withdraw_pick(obj.settings.tracking_uri, undone)
     emit(
         {"undone": undone.pick_id, "probe": undone.probe, "choice": undone.choice},
         as_json=as_json,
@@ -87,7 +91,9 @@ def _report(obj: Runtime, exp: ExperimentRecord, extra_judges: tuple[str, ...], 
     )
 
 
-def _session(obj: Runtime, exp: ExperimentRecord, who: str, count: int, seed: int | None, generations: int) -> None:
+def _session(
+    obj: Runtime, exp: ExperimentRecord, who: str, count: int, seed: int | None, generations: int, track: bool
+) -> None:
     from furnace.views.picking import next_pairs, pair_replies, recent
 
     probes = _probes(exp)
@@ -100,7 +106,7 @@ def _session(obj: Runtime, exp: ExperimentRecord, who: str, count: int, seed: in
     by_id = {p.id: p for p in probes.probes}
     llm = obj.llm_for(exp.model)
     click.echo(f"{len(pairs)} blind pairs from {exp.experiment_id} (order seed {seed}); the ids show after each pick")
-    made = 0
+    made: list[Pick] = []
     for n, pair in enumerate(pairs, 1):
         probe = by_id[pair.probe]
         reply_a, reply_b = pair_replies(llm, pair, probe, seed=exp.seed)
@@ -135,13 +141,28 @@ def _session(obj: Runtime, exp: ExperimentRecord, who: str, count: int, seed: in
                 order_seed=pair.order_seed,
             )
         )
-        made += 1
+        made.append(stored)
         click.echo(
             f"stored {stored.pick_id}: A was {pair.a.agent_id} (generation {pair.a.generation}), "
             f"B was {pair.b.agent_id} (generation {pair.b.generation})"
             + (f"; the judge's scores differed by {pair.gap:.3f}" if pair.gap is not None else "")
         )
-    click.echo(f"\n{made} picks stored for {who}; furnace pick {exp.experiment_id} --undo takes the last one back")
+    click.echo(f"\n{len(made)} picks stored for {who}; furnace pick {exp.experiment_id} --undo takes the last one back")
+    if made and track and _tracked(obj):
+        from furnace.adapters.mlflow_picks import log_picks
+
+        slots = {(r.agent_id, r.generation): r.slot for r in candidates}
+        added = log_picks(obj.settings.tracking_uri, made, slots)
+        click.echo(
+            f"MLflow: {added} human assessments on the candidates' traces"
+            if added
+            else "MLflow: not logged (the experiment has no traced MLflow run)"
+        )
+
+
+def _tracked(obj: Runtime) -> bool:
+    """Whether this home has an MLflow store to log to (none is created for picks alone)."""
+    return obj.settings.mlflow_uri is not None or (obj.settings.home / "mlflow.db").exists()
 
 
 @click.command("pick")
@@ -161,6 +182,7 @@ def _session(obj: Runtime, exp: ExperimentRecord, who: str, count: int, seed: in
     metavar="MODEL",
     help="With --report: also score the picked pairs with this judge model (e.g. furnace-offline-judge2-v1).",
 )
+@click.option("--no-mlflow", is_flag=True, help="Do not log picks (or undos) to the experiment's MLflow traces.")
 @json_option
 @click.pass_obj
 def pick_cmd(
@@ -173,6 +195,7 @@ def pick_cmd(
     undo: bool,
     report: bool,
     judges: tuple[str, ...],
+    no_mlflow: bool,
     as_json: bool,
 ) -> None:
     """Pick the better of two candidates' replies to a probe, blind (A, B or tie, and why)."""
@@ -182,13 +205,13 @@ def pick_cmd(
     if judges and not report:
         raise InputError("--judge goes with --report", field="judge")
     if undo:
-        _undo(obj, exp, _who(who), as_json)
+        _undo(obj, exp, _who(who), as_json, not no_mlflow)
     elif report:
         _report(obj, exp, judges, as_json)
     else:
         if as_json:
             raise InputError("picking is interactive; --json goes with --report or --undo", field="json")
-        _session(obj, exp, _who(who), count, seed, generations)
+        _session(obj, exp, _who(who), count, seed, generations, not no_mlflow)
 
 
 def register(cli: click.Group) -> None:
