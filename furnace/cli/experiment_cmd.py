@@ -183,6 +183,7 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     seeds = resolved_seeds(results.individuals(experiment_id))
     best = ranked(results, experiment_id)  # scored agents only: a failure is never ranked
     unscored = unscored_rows(results, experiment_id)
+    every_pick = obj.picks.picks(experiment_id, include_undone=True)
     data: dict[str, Any] = {
         "experiment_id": exp.experiment_id,
         "name": exp.name,
@@ -214,7 +215,7 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
         ],
         "unscored": unscored,
         "feedback": {r.agent_id: agent_feedback(results, experiment_id, r.agent_id) for r in best[:3]},
-        "picks": [asdict(p) for p in obj.picks.picks(experiment_id, include_undone=True)],  # people's (furnace pick)
+        "picks": [asdict(p) for p in every_pick],  # people's (furnace pick)
     }
     lines = [
         f"{exp.experiment_id} ({exp.name}) — {exp.status}; model {exp.model}",
@@ -235,9 +236,13 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
             f"  {r['agent_id'][:26]:<26} gen {r['generation']:>2}  {r['unscored']}: {r['reason'][:90]}"
             for r in unscored[:10]
         ]
-    if data["picks"]:
-        active = sum(1 for p in data["picks"] if p["undone_at"] is None)
-        lines.append(f"people's picks: {active} (furnace pick {experiment_id} --report)")
+    if every_pick:
+        from furnace.views.picking import experiment_calibration, recorded_judge
+
+        calibration = experiment_calibration(results.individuals(experiment_id), every_pick, recorded_judge(exp))
+        data["calibration"] = calibration.as_dict()
+        lines.append(f"people's picks: {calibration.picks} (furnace pick {experiment_id} --report)")
+        lines += ["  " + a.reading() for a in calibration.judges]
     emit(data, as_json=as_json, human="\n".join(lines))
 
 

@@ -39,10 +39,6 @@ def _who(who: str | None) -> str:
     return name
 
 
-def _fitness(records: list[IndividualRecord]) -> dict[str, float]:
-    return {r.agent_id: r.fitness for r in sorted(records, key=lambda r: r.generation) if r.scored}
-
-
 def _show(text: str) -> str:
     return "\n".join("  " + line for line in text.strip().splitlines()) or "  (empty reply)"
 
@@ -64,12 +60,12 @@ def _undo(obj: Runtime, exp: ExperimentRecord, who: str, as_json: bool, track: b
 
 
 def _report(obj: Runtime, exp: ExperimentRecord, extra_judges: tuple[str, ...], as_json: bool) -> None:
-    from furnace.views.picking import calibrate, candidate_reply, judge_table, rejudge
+    from furnace.views.picking import candidate_reply, experiment_calibration, recorded_judge, rejudge
 
-    everyone = obj.picks.picks(exp.experiment_id, include_undone=True)
-    picks = [p for p in everyone if not p.undone]
+    every_pick = obj.picks.picks(exp.experiment_id, include_undone=True)
+    picks = [p for p in every_pick if not p.undone]
     records = obj.results.individuals(exp.experiment_id)
-    judges = {str(exp.summary.get("judge_model") or exp.model): judge_table(records)}
+    others = {}
     if extra_judges and picks:
         llm = obj.llm_for(exp.model)
         by_key = {(r.agent_id, r.generation): r for r in records}
@@ -81,14 +77,11 @@ def _report(obj: Runtime, exp: ExperimentRecord, extra_judges: tuple[str, ...], 
 
         for name in extra_judges:
             judge = obj.llm_for(name)
-            judges[name] = rejudge(judge, answer, by_key, picks, _probes(exp), rubrics or ["fidelity"], seed=exp.seed)
-    result = calibrate(picks, judges, _fitness(records), undone=len(everyone) - len(picks))
-    lines = [f"{exp.experiment_id}: what people's picks say (below {MIN_PICKS} decided picks: not yet meaningful)"]
-    emit(
-        {"experiment_id": exp.experiment_id, **result.as_dict()},
-        as_json=as_json,
-        human="\n".join(lines + result.lines()),
-    )
+            others[name] = rejudge(judge, answer, by_key, picks, _probes(exp), rubrics or ["fidelity"], seed=exp.seed)
+    result = experiment_calibration(records, every_pick, recorded_judge(exp), others)
+    head = f"{exp.experiment_id}: what people's picks say (below {MIN_PICKS} decided picks: not yet meaningful)"
+    data = {"experiment_id": exp.experiment_id, **result.as_dict()}
+    emit(data, as_json=as_json, human="\n".join([head, *result.lines()]))
 
 
 def _session(

@@ -19,9 +19,9 @@ meaningful" (docs/evaluation.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 MIN_PICKS = 20
 """Decided picks (not ties) below which a judge's agreement with people is not yet meaningful: with 20
@@ -65,7 +65,7 @@ def spearman(a: Mapping[str, float], b: Mapping[str, float]) -> float | None:
     return _pearson(_average_ranks([a[k] for k in common]), _average_ranks([b[k] for k in common]))
 
 
-def krippendorff_alpha(units: Mapping[Hashable, Mapping[str, float | None]]) -> float | None:
+def krippendorff_alpha(units: Mapping[Any, Mapping[str, float | None]]) -> float | None:
     """Krippendorff's alpha, interval metric: ``units`` maps a unit (an (agent, probe) pair) to each
     judge's value for it; a missing judge or a ``None`` value is missing data. Only units with at least
     two values count. 1 = perfect agreement, 0 = no better than chance, below 0 = systematic

@@ -25,9 +25,17 @@ from typing import Any
 
 from furnace.domain.elixir import parse_elixir
 from furnace.evolution.evaluate import reply
-from furnace.evolution.records import IndividualRecord
+from furnace.evolution.records import ExperimentRecord, IndividualRecord
 from furnace.llm.seam import LLM
-from furnace.scoring.agreement import Agreement, bradley_terry, read_spearman, share_of_agreement, spearman
+from furnace.scoring.agreement import (
+    Agreement,
+    bradley_terry,
+    krippendorff_alpha,
+    read_alpha,
+    read_spearman,
+    share_of_agreement,
+    spearman,
+)
 from furnace.scoring.fitness import SCORERS
 from furnace.scoring.judge import judge_answer
 from furnace.scoring.picks import Pick
@@ -157,11 +165,14 @@ class Calibration:
     picks: int
     undone: int = 0
     by_person: dict[str, int] = field(default_factory=dict)
+    judge_alpha: float | None = None  # Krippendorff's alpha of the judges over the picked candidates' scores
 
     def lines(self) -> list[str]:
         people = f"{len(self.by_person)} {'person' if len(self.by_person) == 1 else 'people'}"
         out = [f"{self.picks} picks by {people}" + (f" ({self.undone} undone, not counted)" if self.undone else "")]
         out += ["  " + agreement.reading() for agreement in self.judges]
+        if len(self.judges) > 1:
+            out.append("  between the judges, on the picked candidates: " + read_alpha(self.judge_alpha))
         if self.people:
             out.append("people's ranking (Bradley–Terry: chance to beat an average picked agent)")
             out += [f"  {a:<28} {v:.2f}" for a, v in sorted(self.people.items(), key=lambda kv: -kv[1])]
@@ -188,6 +199,7 @@ class Calibration:
             ],
             "people": self.people,
             "rank_agreement": self.rank_agreement,
+            "judge_alpha": self.judge_alpha,
         }
 
 
@@ -215,6 +227,10 @@ def calibrate(
         for name, table in judges.items()
     )
     people = {k: round(v, 4) for k, v in bradley_terry(p.outcome() for p in picks).items()}
+    picked = {(p.agent_a, p.generation_a, p.probe) for p in picks} | {
+        (p.agent_b, p.generation_b, p.probe) for p in picks
+    }
+    units = {key: {name: table.get(key) for name, table in judges.items()} for key in sorted(picked)}
     return Calibration(
         agreements,
         people,
@@ -222,4 +238,24 @@ def calibrate(
         len(picks),
         undone,
         dict(sorted(Counter(p.who for p in picks).items())),
+        krippendorff_alpha(units) if len(judges) > 1 else None,
     )
+
+
+def experiment_calibration(
+    records: Sequence[IndividualRecord],
+    every_pick: Sequence[Pick],
+    judge: str,
+    others: Mapping[str, Mapping[Key, float]] | None = None,
+) -> Calibration:
+    """:func:`calibrate` for an experiment: its recorded ``judge`` (scores from ``records``) and any
+    ``others`` against the picks not undone; the fitness compared is the latest recorded per agent."""
+    picks = [p for p in every_pick if not p.undone]
+    fitness = {r.agent_id: r.fitness for r in sorted(records, key=lambda r: r.generation) if r.scored}
+    judges = {judge: judge_table(records), **(others or {})}
+    return calibrate(picks, judges, fitness, undone=len(every_pick) - len(picks))
+
+
+def recorded_judge(exp: ExperimentRecord) -> str:
+    """The model that judged an experiment (its report's judge, else the agents' own model)."""
+    return str(exp.summary.get("judge_model") or exp.model)

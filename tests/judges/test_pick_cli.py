@@ -79,6 +79,9 @@ def test_a_session_is_blind_stored_and_undone(
     assert judge["picks"] + judge["unjudged"] == 1 and judge["meaningful"] is False
     assert "not yet meaningful" in judge["reading"]
     assert set(report["people"]) == {picks[0]["agent_a"], picks[0]["agent_b"]}  # only picked agents are rated
+    code, out, _ = _run(capsys, "experiment", "show", experiment, "--json")
+    shown = json.loads(out)
+    assert len(shown["picks"]) == 2 and shown["calibration"]["judges"] == report["judges"]  # exported with it
 
 
 def test_report_with_a_second_judge_and_clear_errors(experiment: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -61,4 +61,5 @@ def test_calibration_tells_a_judge_that_follows_people_from_one_that_does_not() 
     assert (by_name["good"].interval or (0, 0))[0] > 0.5
     assert result.rank_agreement is not None and result.rank_agreement > 0.9  # people rank as quality does
     assert set(result.by_person) == {"ana", "bo"} and result.picks == 60
+    assert result.judge_alpha is not None and result.judge_alpha < 0  # the two judges contradict each other
     assert "agrees with people" in "\n".join(result.lines())
