@@ -213,32 +213,39 @@ def _unit_mean(strength: dict[str, float]) -> dict[str, float]:
     return {k: v / scale for k, v in strength.items()}
 
 
-Level = Literal["well", "moderately", "poorly"]
-
-
-def _level(value: float, good: float, fair: float) -> Level:
-    return "well" if value >= good else "moderately" if value >= fair else "poorly"
+def _reading(value: float | None, good: float, fair: float, texts: tuple[str, str, str, str]) -> str:
+    """``texts`` (not computed, good, fair, poor) for ``value`` against the ``good`` and ``fair`` lines."""
+    missing, well, moderately, poorly = texts
+    if value is None:
+        return missing
+    return (well if value >= good else moderately if value >= fair else poorly).format(value)
 
 
 def read_spearman(rho: float | None, *, who: str = "the judges") -> str:
     """Spearman's rho in words (0.8 and 0.5 are the lines); ``who``: the two rankings compared."""
-    if rho is None:
-        return f"rank agreement not computed: fewer than {MIN_AGENTS} agents ranked by both, or no spread"
-    level = _level(rho, 0.8, 0.5)
-    if level == "well":
-        return f"{who} rank the agents alike (Spearman {rho:.2f})"
-    if level == "moderately":
-        return f"{who} rank the agents moderately alike (Spearman {rho:.2f}): trust only large differences"
-    return f"{who} agree poorly (Spearman {rho:.2f}): rankings below 0.5 should not be trusted"
+    return _reading(
+        rho,
+        0.8,
+        0.5,
+        (
+            f"rank agreement not computed: fewer than {MIN_AGENTS} agents ranked by both, or no spread",
+            who + " rank the agents alike (Spearman {:.2f})",
+            who + " rank the agents moderately alike (Spearman {:.2f}): trust only large differences",
+            who + " agree poorly (Spearman {:.2f}): rankings below 0.5 should not be trusted",
+        ),
+    )
 
 
 def read_alpha(alpha: float | None) -> str:
     """Krippendorff's alpha in words (Krippendorff's own lines: 0.8 reliable, 0.667 tentative)."""
-    if alpha is None:
-        return "score agreement not computed: no (agent, probe) scored by two judges, or no spread"
-    level = _level(alpha, 0.8, 0.667)
-    if level == "well":
-        return f"the judges' scores agree (Krippendorff's alpha {alpha:.2f})"
-    if level == "moderately":
-        return f"the judges' scores agree moderately (alpha {alpha:.2f}): tentative conclusions only"
-    return f"the judges' scores agree poorly (alpha {alpha:.2f}): scores below 0.667 should not be trusted"
+    return _reading(
+        alpha,
+        0.8,
+        0.667,
+        (
+            "score agreement not computed: no (agent, probe) scored by two judges, or no spread",
+            "the judges' scores agree (Krippendorff's alpha {:.2f})",
+            "the judges' scores agree moderately (alpha {:.2f}): tentative conclusions only",
+            "the judges' scores agree poorly (alpha {:.2f}): scores below 0.667 should not be trusted",
+        ),
+    )

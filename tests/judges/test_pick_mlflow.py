@@ -2,28 +2,15 @@
 
 from __future__ import annotations
 
-import io
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-from furnace.cli import main
 from tests.conftest import seed_home
+from tests.judges.helpers import run
 
 CONFIG = Path(__file__).parents[1] / "experiments" / "data" / "small.yaml"
-
-
-def _run(capsys: pytest.CaptureFixture[str], *args: str, stdin: str = "") -> tuple[int, str, str]:
-    sys.stdin = io.StringIO(stdin)
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _human(home: Path) -> list[tuple[str, str, str, float, str | None, dict[str, str]]]:
@@ -55,20 +42,20 @@ def test_picks_are_human_assessments_read_back_through_search_traces(
     monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
     config = tmp_path / "tiny.yaml"
     config.write_text(CONFIG.read_text().replace("generations: 3", "generations: 1").replace("limit: 2", "limit: 1"))
-    code, out, err = _run(capsys, "experiment", "run", str(config), "--json")
+    code, out, err = run(capsys, "experiment", "run", str(config), "--json")
     assert code == 0, err
     experiment = json.loads(out)["experiment_id"]
-    code, out, err = _run(
+    code, out, err = run(
         capsys, "pick", experiment, "--who", "ana", "--count", "2", "--seed", "2", stdin="a\nclearer\nt\n\n"
     )
     assert code == 0 and "MLflow: 4 human assessments" in out, err
-    picks = json.loads(_run(capsys, "experiment", "show", experiment, "--json")[1])["picks"]
+    picks = json.loads(run(capsys, "experiment", "show", experiment, "--json")[1])["picks"]
     got = _human(home)
     assert len(got) == 4 and {g[1] for g in got} == {"HUMAN"} and {g[2] for g in got} == {"ana"}
     first = [g for g in got if g[5]["furnace.pick_id"] == picks[0]["pick_id"]]
     assert sorted((g[5]["shown_as"], g[3], g[4]) for g in first) == [("A", 1.0, "clearer"), ("B", 0.0, "clearer")]
     tie = [g for g in got if g[5]["furnace.pick_id"] == picks[1]["pick_id"]]
     assert [g[3] for g in tie] == [0.5, 0.5]
-    code, _, err = _run(capsys, "pick", experiment, "--who", "ana", "--undo")
+    code, _, err = run(capsys, "pick", experiment, "--who", "ana", "--undo")
     assert code == 0, err
     assert {g[5]["furnace.pick_id"] for g in _human(home)} == {picks[0]["pick_id"]}

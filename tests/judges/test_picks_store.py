@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,17 +11,7 @@ import pytest
 
 from furnace.domain.errors import InputError, NotFound
 from furnace.scoring.picks import MemoryPicks, Pick, new_pick_id
-
-
-class TickClock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 1, 1, tzinfo=UTC)
-        self._lock = threading.Lock()
-
-    def __call__(self) -> datetime:
-        with self._lock:
-            self.now += timedelta(seconds=1)
-            return self.now
+from tests.storage.conftest import TickClock
 
 
 @pytest.fixture(params=["memory", "duckdb"])

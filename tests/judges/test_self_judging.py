@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from furnace.cli import main
 from furnace.llm.seam import OFFLINE_MODEL_NAME, OFFLINE_SECOND_JUDGE
 from furnace.runtime import Runtime, build_llm, self_judging_warning
 from furnace.settings import FurnaceSettings
 from tests.conftest import seed_home
+from tests.judges.helpers import run
 
 CONFIG = Path(__file__).parents[1] / "experiments" / "data" / "small.yaml"
 
@@ -33,15 +33,6 @@ def test_a_runtime_warns_once(home: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert Runtime(FurnaceSettings()).judge_warning() is None
 
 
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    return code, capsys.readouterr().err
-
-
 def test_experiment_run_warns_before_anything_runs(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -51,11 +42,11 @@ def test_experiment_run_warns_before_anything_runs(
     monkeypatch.setenv("FURNACE_API_BASE", "http://127.0.0.1:9")  # never reached: the budget refuses first
     tight = tmp_path / "tight.yaml"
     tight.write_text(CONFIG.read_text().replace("max_calls: 500", "max_calls: 2"))
-    code, err = _run(capsys, "experiment", "run", str(tight), "--no-mlflow")
+    code, _, err = run(capsys, "experiment", "run", str(tight), "--no-mlflow")
     assert code == 1 and "estimate exceeds the budget" in err
     assert err.count("openai/stub is grading itself") == 1
     monkeypatch.setenv("FURNACE_JUDGE_MODEL", OFFLINE_SECOND_JUDGE)
-    code, err = _run(capsys, "experiment", "run", str(tight), "--no-mlflow")
+    code, _, err = run(capsys, "experiment", "run", str(tight), "--no-mlflow")
     assert code == 1 and "grading itself" not in err
 
 
@@ -72,10 +63,7 @@ def test_an_experiment_judged_by_the_second_offline_judge(
     seed_home(home)
     monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
     monkeypatch.setenv("FURNACE_JUDGE_MODEL", OFFLINE_SECOND_JUDGE)
-    try:
-        main(["experiment", "run", str(CONFIG), "--no-mlflow", "--json"])
-    except SystemExit as exit_:
-        assert not exit_.code
-    out, err = capsys.readouterr()
+    code, out, err = run(capsys, "experiment", "run", str(CONFIG), "--no-mlflow", "--json")
+    assert code == 0, err
     report = json.loads(out)
     assert report["judge_model"] == OFFLINE_SECOND_JUDGE and "grading itself" not in err

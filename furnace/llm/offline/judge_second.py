@@ -82,7 +82,9 @@ def _markdown(answer: str) -> bool:
     return bool(_LIST_OR_HEADING.search(answer) or _BOLD.search(answer))
 
 
-def _fidelity(target: dict[str, Any] | None, answer: str, message: str) -> tuple[float, str, list[str]]:
+def _fidelity(
+    persona: dict[str, Any], target: dict[str, Any] | None, answer: str, lang: str, message: str
+) -> tuple[float, str, list[str]]:
     stems = {_stem(w) for w in _WORD.findall(answer.casefold())}
     han = set(_HANZI.findall(answer))
     if not target:
@@ -159,7 +161,7 @@ _CLAUSES = {  # dimension -> (measured above the target, below it)
 
 
 def _tone(
-    persona: dict[str, Any], target: dict[str, Any] | None, answer: str, lang: str
+    persona: dict[str, Any], target: dict[str, Any] | None, answer: str, lang: str, message: str
 ) -> tuple[float, str, list[str]]:
     constraints = (target or {}).get("constraints") or persona.get("constraints") or {}
     measured = _measure(answer, lang, int(constraints.get("max_length") or 800))
@@ -181,7 +183,9 @@ def _tone(
     return score, reason, feedback
 
 
-def _preference(persona: dict[str, Any], answer: str, lang: str) -> tuple[float, str, list[str]]:
+def _preference(
+    persona: dict[str, Any], target: dict[str, Any] | None, answer: str, lang: str, message: str
+) -> tuple[float, str, list[str]]:
     prefs = persona.get("style_preferences", []) or []
     if not prefs:
         return 1.0, "the persona has learned no preferences", []
@@ -206,23 +210,19 @@ def _preference(persona: dict[str, Any], answer: str, lang: str) -> tuple[float,
     return len(kept) / len(prefs), reason, [f"user: preference {b} not followed" for b in broken[:2]]
 
 
+_RUBRICS = {"tone": _tone, "preference": _preference}  # anything else: fidelity
+
+
 def judge(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
     """Score ``inputs.answer`` for ``inputs.rubric`` (see the module doc); the same reply shape as the
     first offline judge."""
-    inputs = request.inputs
-    persona = inputs.get("persona") or {}
-    target = inputs.get("target") or None
-    answer = str(inputs.get("answer") or "")
-    rubric = str(inputs.get("rubric") or "fidelity")
+    given = request.inputs
+    persona, target = given.get("persona") or {}, given.get("target") or None
+    answer = str(given.get("answer") or "")
     lang = "zh" if ((target or {}).get("language") or persona.get("language")) == "zh" else "en"
-    if not answer.strip():
-        parsed: dict[str, Any] = {"score": 0.0, "reason": "nothing to judge", "feedback": "length: too short"}
-    else:
-        if rubric == "tone":
-            score, reason, feedback = _tone(persona, target, answer, lang)
-        elif rubric == "preference":
-            score, reason, feedback = _preference(persona, answer, lang)
-        else:
-            score, reason, feedback = _fidelity(target, answer, str(inputs.get("message") or ""))
-        parsed = {"score": round(min(1.0, max(0.0, score)), 4), "reason": reason, "feedback": "; ".join(feedback)}
+    parsed: dict[str, Any] = {"score": 0.0, "reason": "nothing to judge", "feedback": "length: too short"}
+    if answer.strip():
+        rubric = _RUBRICS.get(str(given.get("rubric")), _fidelity)
+        score, reason, notes = rubric(persona, target, answer, lang, str(given.get("message") or ""))
+        parsed = {"score": round(min(1.0, max(0.0, score)), 4), "reason": reason, "feedback": "; ".join(notes)}
     return json.dumps(parsed, ensure_ascii=False), parsed
