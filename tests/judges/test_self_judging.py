@@ -67,3 +67,19 @@ def test_an_experiment_judged_by_the_second_offline_judge(
     assert code == 0, err
     report = json.loads(out)
     assert report["judge_model"] == OFFLINE_SECOND_JUDGE and "grading itself" not in err
+
+
+def test_outside_a_flow_run_the_warning_goes_to_furnaces_log(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from furnace.flows.evolution import _log_warning
+
+    logger = logging.getLogger("furnace.flows")
+    logger.addHandler(caplog.handler)  # Prefect's logging setup may stop it reaching the root logger
+    try:
+        _log_warning("warning: the agent model x is grading itself")
+    finally:
+        logger.removeHandler(caplog.handler)
+    assert [r.getMessage() for r in caplog.records if r.name == "furnace.flows"] == [
+        "warning: the agent model x is grading itself"
+    ]
