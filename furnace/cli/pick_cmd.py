@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import getpass
 import random
+from pathlib import Path
 
 import click
 
@@ -27,14 +28,20 @@ def _experiment(obj: Runtime, experiment_id: str) -> ExperimentRecord:
     return exp
 
 
-def _probes(exp: ExperimentRecord) -> ProbeSet:
+def _probes(exp: ExperimentRecord, probes_dir: Path | None) -> ProbeSet:
+    """The experiment's probe set, read by name as it is now (from ``probes_dir``, else the shipped sets)."""
     probes = exp.config.get("probes") or {}
-    return load_probe_set(str(probes.get("set", ""))).head(probes.get("limit"))
+    return load_probe_set(str(probes.get("set", "")), search_dir=probes_dir).head(probes.get("limit"))
 
 
 def _who(who: str | None) -> str:
-    name = (who or "").strip() or getpass.getuser()
-    if not name.strip():
+    name = (who or "").strip()
+    if not name:
+        try:
+            name = getpass.getuser().strip()
+        except (KeyError, OSError):  # no login name in this environment
+            name = ""
+    if not name:
         raise InputError("say who is picking: --who NAME", field="who")
     return name
 
@@ -59,7 +66,9 @@ def _undo(obj: Runtime, exp: ExperimentRecord, who: str, as_json: bool, track: b
     )
 
 
-def _report(obj: Runtime, exp: ExperimentRecord, extra_judges: tuple[str, ...], as_json: bool) -> None:
+def _report(
+    obj: Runtime, exp: ExperimentRecord, extra_judges: tuple[str, ...], probes_dir: Path | None, as_json: bool
+) -> None:
     from furnace.views.picking import candidate_reply, experiment_calibration, recorded_judge, rejudge
 
     every_pick = obj.picks.picks(exp.experiment_id, include_undone=True)
@@ -77,7 +86,9 @@ def _report(obj: Runtime, exp: ExperimentRecord, extra_judges: tuple[str, ...], 
 
         for name in extra_judges:
             judge = obj.llm_for(name)
-            others[name] = rejudge(judge, answer, by_key, picks, _probes(exp), rubrics or ["fidelity"], seed=exp.seed)
+            others[name] = rejudge(
+                judge, answer, by_key, picks, _probes(exp, probes_dir), rubrics or ["fidelity"], seed=exp.seed
+            )
     result = experiment_calibration(records, every_pick, recorded_judge(exp), others)
     head = f"{exp.experiment_id}: what people's picks say (below {MIN_PICKS} decided picks: not yet meaningful)"
     data = {"experiment_id": exp.experiment_id, **result.as_dict()}
@@ -85,11 +96,18 @@ def _report(obj: Runtime, exp: ExperimentRecord, extra_judges: tuple[str, ...], 
 
 
 def _session(
-    obj: Runtime, exp: ExperimentRecord, who: str, count: int, seed: int | None, generations: int, track: bool
+    obj: Runtime,
+    exp: ExperimentRecord,
+    who: str,
+    count: int,
+    seed: int | None,
+    generations: int,
+    track: bool,
+    probes_dir: Path | None,
 ) -> None:
     from furnace.views.picking import next_pairs, pair_replies, recent
 
-    probes = _probes(exp)
+    probes = _probes(exp, probes_dir)
     candidates = recent(obj.results.individuals(exp.experiment_id), generations)
     if len(candidates) < 2:
         raise InputError(f"{exp.experiment_id} has fewer than two scored candidates to compare", field="experiment")
@@ -175,6 +193,12 @@ def _tracked(obj: Runtime) -> bool:
     metavar="MODEL",
     help="With --report: also score the picked pairs with this judge model (e.g. furnace-offline-judge2-v1).",
 )
+@click.option(
+    "--probes-dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Folder of the experiment's probe set when it is not a shipped one (the experiment file's ../probes).",
+)
 @click.option("--no-mlflow", is_flag=True, help="Do not log picks (or undos) to the experiment's MLflow traces.")
 @json_option
 @click.pass_obj
@@ -188,6 +212,7 @@ def pick_cmd(
     undo: bool,
     report: bool,
     judges: tuple[str, ...],
+    probes_dir: Path | None,
     no_mlflow: bool,
     as_json: bool,
 ) -> None:
@@ -200,11 +225,11 @@ def pick_cmd(
     if undo:
         _undo(obj, exp, _who(who), as_json, not no_mlflow)
     elif report:
-        _report(obj, exp, judges, as_json)
+        _report(obj, exp, judges, probes_dir, as_json)
     else:
         if as_json:
             raise InputError("picking is interactive; --json goes with --report or --undo", field="json")
-        _session(obj, exp, _who(who), count, seed, generations, not no_mlflow)
+        _session(obj, exp, _who(who), count, seed, generations, not no_mlflow, probes_dir)
 
 
 def register(cli: click.Group) -> None:

@@ -81,3 +81,37 @@ def test_report_with_a_second_judge_and_clear_errors(experiment: str, capsys: py
     assert code == 1 and "--judge goes with --report" in err
     code, _, err = run(capsys, "pick", experiment, "--who", "nobody", "--undo")
     assert code == 1 and "no pick to undo" in err
+
+
+def test_a_probe_set_beside_the_experiment_file(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from furnace import resources
+
+    seed_home(home)
+    monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
+    (tmp_path / "probes").mkdir()
+    (tmp_path / "experiments").mkdir()
+    shipped = resources.PROBES_DIR / "writing-en.yaml"
+    (tmp_path / "probes" / "my-probes.yaml").write_text(shipped.read_text())
+    config = tmp_path / "experiments" / "mine.yaml"
+    text = CONFIG.read_text().replace("set: writing-en", "set: my-probes").replace("generations: 3", "generations: 1")
+    config.write_text(text)
+    code, out, err = run(capsys, "experiment", "run", str(config), "--no-mlflow", "--json")
+    assert code == 0, err
+    experiment = json.loads(out)["experiment_id"]
+    code, _, err = run(capsys, "pick", experiment, "--who", "ana", "--count", "1", stdin="a\n\n")
+    assert code == 1 and "probe set 'my-probes' not found" in err
+    code, out, err = run(
+        capsys,
+        "pick",
+        experiment,
+        "--who",
+        "ana",
+        "--count",
+        "1",
+        "--probes-dir",
+        str(tmp_path / "probes"),
+        stdin="a\n\n",
+    )
+    assert code == 0 and "1 picks stored for ana" in out, err
