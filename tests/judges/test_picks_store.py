@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -96,3 +99,48 @@ def test_a_bad_pick_is_refused() -> None:
         _pick(agent_b="agt-a", generation_b=2)
     with pytest.raises(InputError):
         _pick(who=" ")
+
+
+_PICKER = textwrap.dedent(
+    """
+    import sys
+    from furnace.scoring.picks import Pick, new_pick_id
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.picks import DuckDBPicks
+
+    picks = DuckDBPicks(Database(sys.argv[1], lock_timeout_s=60))
+    print("ready", flush=True)
+    for i in range(int(sys.argv[2])):
+        picks.add(Pick(new_pick_id(), "exp-1", "p", "agt-a", 1, "agt-b", 1, "B", "bo", reason=f"bo {i}"))
+    """
+)
+
+
+@pytest.mark.slow
+def test_two_people_in_two_processes_lose_no_pick(tmp_path: Path) -> None:
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.picks import DuckDBPicks
+
+    path = tmp_path / "shared.duckdb"
+    picks = DuckDBPicks(Database(path, lock_timeout_s=60))
+    picks.picks("exp-1")  # migrated before the other process opens it
+    n = 15
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _PICKER, str(path), str(n)],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        for i in range(n):
+            picks.add(_pick(reason=f"ana {i}"))
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    reasons = {p.reason for p in picks.picks("exp-1")}
+    assert reasons == {f"ana {i}" for i in range(n)} | {f"bo {i}" for i in range(n)}
