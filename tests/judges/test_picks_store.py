@@ -144,3 +144,18 @@ def test_two_people_in_two_processes_lose_no_pick(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     reasons = {p.reason for p in picks.picks("exp-1")}
     assert reasons == {f"ana {i}" for i in range(n)} | {f"bo {i}" for i in range(n)}
+
+
+def test_a_pick_changed_outside_furnace_is_refused_by_name(tmp_path: Path) -> None:
+    from furnace.domain.errors import SealError
+    from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.picks import DuckDBPicks
+
+    db = Database(tmp_path / "furnace.duckdb")
+    picks = DuckDBPicks(db)
+    kept = picks.add(_pick())
+    assert picks.undo(picks.add(_pick(who="bo")).pick_id, who="bo").undone  # an undo is sealed too
+    assert len(picks.picks("exp-1", include_undone=True)) == 2
+    db.execute("UPDATE human_picks SET choice = 'B' WHERE pick_id = ?", [kept.pick_id])
+    with pytest.raises(SealError, match=f"pick {kept.pick_id} does not match its keyed seal"):
+        picks.picks("exp-1")
