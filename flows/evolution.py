@@ -13,6 +13,7 @@ whole population); its cache key is the unit's content key, so a rerun is served
 
 from __future__ import annotations
 
+import logging  # noqa: E402
 import sys  # noqa: E402
 from datetime import UTC, datetime, timedelta  # noqa: E402
 from functools import lru_cache, partial  # noqa: E402
@@ -184,6 +185,17 @@ def _task_runner(runner: str, concurrency: int, address: str | None = None) -> A
     return ThreadPoolTaskRunner(max_workers=max(2, concurrency * 2))
 
 
+def _log_warning(message: str) -> None:
+    """A warning in the flow run's log (the Prefect UI shows it), or furnace's log outside a flow run."""
+    from prefect.exceptions import MissingContextError
+    from prefect.logging import get_run_logger
+
+    try:
+        get_run_logger().warning(message)
+    except MissingContextError:
+        logging.getLogger("furnace.flows").warning(message)
+
+
 def run_evolution(
     file: str,
     *,
@@ -212,9 +224,13 @@ def run_evolution(
         config, progress=ProgressBar(enabled=show), track=track, probes_dir=probes_dir, keep_failures=keep_failures
     )
     fork = prepared.check_fork()
+    if prepared.judge_warning:
+        _log_warning(prepared.judge_warning)
     if show:
         if fork:
             print(fork, file=sys.stderr)
+        if prepared.judge_warning:
+            print(prepared.judge_warning, file=sys.stderr)
         print(prepared.estimate_line(), file=sys.stderr)
     prepared.check_budget(yes=yes)
     flow_run_id = _flow_run_id()

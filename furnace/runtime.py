@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from furnace.llm.cache import CachedLLM
     from furnace.llm.context import TokenCounter
     from furnace.llm.seam import LLM
+    from furnace.scoring.picks import PickStore
     from furnace.storage.duckdb.assist import DuckDBAssistData
     from furnace.storage.duckdb.db import Database
     from furnace.storage.store import ElixirStore
@@ -53,14 +54,16 @@ if TYPE_CHECKING:
 def build_llm(settings: FurnaceSettings, *, db: Database | None = None) -> CachedLLM:
     """The configured model behind the response cache and accounting.
 
-    ``settings.model`` unset: the offline rule engine; else a
+    ``settings.model`` unset or an offline name (``furnace-offline-judge2-v1``: the rules with a second
+    judge): the offline rule engine; else a
     :class:`~furnace.adapters.litellm_client.LiteLLMClient`. Responses and calls
     are stored in DuckDB when ``db`` is given, in memory otherwise.
     """
     from furnace.llm.cache import CachedLLM
+    from furnace.llm.seam import OFFLINE_MODEL_NAME, is_offline
 
     inner: LLM
-    if settings.model:
+    if settings.model and not is_offline(settings.model):
         from furnace.adapters.litellm_client import LiteLLMClient
 
         inner = LiteLLMClient(
@@ -73,7 +76,7 @@ def build_llm(settings: FurnaceSettings, *, db: Database | None = None) -> Cache
     else:
         from furnace.llm.offline import OfflineEngine
 
-        inner = OfflineEngine()
+        inner = OfflineEngine(settings.model) if settings.model not in (None, OFFLINE_MODEL_NAME) else OfflineEngine()
     if db is None:
         return CachedLLM(inner)
     from furnace.storage.duckdb.llm_calls import DuckDBCallLedger, DuckDBResponseCache
@@ -123,6 +126,20 @@ def build_embedder(settings: FurnaceSettings, *, db: Database | None = None) -> 
     return HashEmbedder()
 
 
+def self_judging_warning(model: str | None, judge_model: str | None) -> str | None:
+    """The warning for a real (non-offline) agent model that would also judge itself (no other
+    ``judge_model``), or None."""
+    from furnace.llm.seam import is_offline
+
+    if is_offline(model) or (judge_model and judge_model != model):
+        return None
+    return (
+        f"warning: the agent model {model} is grading itself (a model favours its own answers); set "
+        "judge_model: <another model> in the experiment file, or FURNACE_JUDGE_MODEL, for a separate judge "
+        "(docs/evaluation.md)"
+    )
+
+
 def worker_model(model: str | None, api_base: str | None, timeout_s: float, max_retries: int) -> LLM:
     """The model client a Dask worker builds for ``model`` (None: the offline engine), with no store
     behind it; a key comes from the worker's own environment (no secret is shipped to workers)."""
@@ -145,6 +162,7 @@ class PreparedExperiment:
     estimate: Estimate
     llm: CachedLLM
     fork: SeedFork | None = None  # this config's last run resolved its seeds to other versions
+    judge_warning: str | None = None  # the agent model grades itself (:func:`self_judging_warning`), once
 
     def estimate_line(self) -> str:
         """The estimate as one line ("estimate: ~N model calls …")."""
@@ -191,6 +209,7 @@ class Runtime:
     on_wait: Callable[[str], None] | None = None
     """Shows a wait for another process's turn on the DuckDB file (default: a line on stderr)."""
     _models: dict[str, CachedLLM] = field(default_factory=dict, repr=False)
+    _warned: set[str] = field(default_factory=set, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @classmethod
@@ -248,6 +267,13 @@ class Runtime:
         from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
         return DuckDBExperimentResults(self.db)
+
+    @cached_property
+    def picks(self) -> PickStore:
+        """People's picks between candidates' replies (``furnace pick``)."""
+        from furnace.storage.duckdb.picks import DuckDBPicks
+
+        return DuckDBPicks(self.db)
 
     @cached_property
     def kv(self) -> KV:
@@ -314,6 +340,17 @@ class Runtime:
         from furnace.adapters.mlflow_tracker import MLFLOW_EXPERIMENT, MLflowTracker
 
         return MLflowTracker(self.settings.tracking_uri, mlflow_experiment=mlflow_experiment or MLFLOW_EXPERIMENT)
+
+    def judge_warning(self, model: str | None = None, judge_model: str | None = None) -> str | None:
+        """:func:`self_judging_warning` for ``model`` and ``judge_model`` (default: the settings'), once per
+        runtime: a later call for the same model returns None (a face shows it once)."""
+        model = model or self.settings.model
+        text = self_judging_warning(model, judge_model or self.settings.judge_model)
+        with self._lock:
+            if text is None or str(model) in self._warned:
+                return None
+            self._warned.add(str(model))
+        return text
 
     # -- assembled sub-systems ------------------------------------------------------------------------
 
@@ -385,7 +422,8 @@ class Runtime:
             keep_failures=keep_failures,
         )
         fork = seed_fork(self.results, config, seeds[: config.population], experiment_id)
-        return PreparedExperiment(evolution, estimate(config, len(probes.probes)), llm, fork)
+        warning = self.judge_warning(llm.model_name, judge.model_name if judge else llm.model_name)
+        return PreparedExperiment(evolution, estimate(config, len(probes.probes)), llm, fork, warning)
 
     def isolated_runner(
         self,

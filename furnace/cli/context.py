@@ -52,6 +52,7 @@ READ_ONLY_COMMANDS = frozenset(
         "export",
         "ask",
         "cache stats",
+        "pick",
     }
 )
 

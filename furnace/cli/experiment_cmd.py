@@ -7,6 +7,7 @@ as a Prefect flow instead.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,8 @@ def run_experiment_file(
     fork = prepared.check_fork(same=same)
     if fork:
         click.echo(fork, err=True)
+    if prepared.judge_warning:
+        click.echo(prepared.judge_warning, err=True)
     check_budget(prepared, yes=yes, as_json=as_json)
     if runner == "dask":
         with ctx.on_dask(prepared, address=dask_address, on_status=lambda line: click.echo(line, err=True)):
@@ -184,6 +187,7 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     seeds = resolved_seeds(results.individuals(experiment_id))
     best = ranked(results, experiment_id)  # scored agents only: a failure is never ranked
     unscored = unscored_rows(results, experiment_id)
+    every_pick = obj.picks.picks(experiment_id, include_undone=True)
     data: dict[str, Any] = {
         "experiment_id": exp.experiment_id,
         "name": exp.name,
@@ -215,6 +219,7 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
         ],
         "unscored": unscored,
         "feedback": {r.agent_id: agent_feedback(results, experiment_id, r.agent_id) for r in best[:3]},
+        "picks": [asdict(p) for p in every_pick],  # people's (furnace pick)
     }
     lines = [
         f"{exp.experiment_id} ({exp.name}) — {exp.status}; model {exp.model}",
@@ -235,6 +240,13 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
             f"  {r['agent_id'][:26]:<26} gen {r['generation']:>2}  {r['unscored']}: {r['reason'][:90]}"
             for r in unscored[:10]
         ]
+    if every_pick:
+        from furnace.views.picking import experiment_calibration, recorded_judge
+
+        calibration = experiment_calibration(results.individuals(experiment_id), every_pick, recorded_judge(exp))
+        data["calibration"] = calibration.as_dict()
+        lines.append(f"people's picks: {calibration.picks} (furnace pick {experiment_id} --report)")
+        lines += ["  " + a.reading() for a in calibration.judges]
     emit(data, as_json=as_json, human="\n".join(lines))
 
 

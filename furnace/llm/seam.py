@@ -33,6 +33,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from furnace.domain.canonical import content_key
 
 OFFLINE_MODEL_NAME = "furnace-offline-rules-v1"
+OFFLINE_SECOND_JUDGE = "furnace-offline-judge2-v1"  # the offline rules with a second, independent JUDGE
+OFFLINE_MODELS = frozenset({OFFLINE_MODEL_NAME, OFFLINE_SECOND_JUDGE})
+
+
+def is_offline(model: str | None) -> bool:
+    """True for no model or one of the offline engine's names (never sent to a provider)."""
+    return not model or model in OFFLINE_MODELS
 
 
 class TaskKind(StrEnum):

@@ -13,7 +13,15 @@ from typing import Any
 
 from furnace.domain.canonical import content_key
 from furnace.domain.errors import LLMError
-from furnace.llm.seam import OFFLINE_MODEL_NAME, Completion, LLMRequest, TaskKind, Usage, shaping_inputs
+from furnace.llm.seam import (
+    OFFLINE_MODEL_NAME,
+    OFFLINE_SECOND_JUDGE,
+    Completion,
+    LLMRequest,
+    TaskKind,
+    Usage,
+    shaping_inputs,
+)
 
 Handler = Callable[[LLMRequest, random.Random], tuple[str, Any]]
 
@@ -32,6 +40,11 @@ HANDLERS: dict[TaskKind, str] = {
     TaskKind.PLAN: "plan:plan",
     TaskKind.ASSIST: "assist:assist",
     TaskKind.REFLECT: "reflect:reflect",
+}
+# model name -> the tasks it answers with other rules than HANDLERS (every offline name is listed)
+VARIANTS: dict[str, dict[TaskKind, str]] = {
+    OFFLINE_MODEL_NAME: {},
+    OFFLINE_SECOND_JUDGE: {TaskKind.JUDGE: "judge_second:judge"},
 }
 
 
@@ -60,16 +73,19 @@ def estimate_tokens(text: str) -> int:
 class OfflineEngine:
     """The default model: rules, not a language model. Says so in its name."""
 
-    model_name = OFFLINE_MODEL_NAME
+    model_name = OFFLINE_MODEL_NAME  # or another name of VARIANTS, given to the constructor
     engine_version = f"rules-{RULES_VERSION}"
     reads_inputs = True  # answers come from ``inputs`` (its choices are seeded with them), not the prose
 
-    def __init__(self) -> None:
+    def __init__(self, model_name: str = OFFLINE_MODEL_NAME) -> None:
+        if model_name not in VARIANTS:
+            raise LLMError(f"no offline model {model_name!r} (known: {', '.join(sorted(VARIANTS))})")
+        self.model_name = model_name
         self._cache: dict[TaskKind, Handler] = {}
 
     def _handler(self, task: TaskKind) -> Handler:
         if task not in self._cache:
-            target = HANDLERS.get(task)
+            target = VARIANTS[self.model_name].get(task) or HANDLERS.get(task)
             if target is None:
                 raise LLMError(f"the offline engine has no rule for task {task.value!r}")
             module_name, func = target.split(":")

@@ -1,0 +1,117 @@
+"""`furnace pick`: blind pairs from an experiment, picks stored and undone, the judges' calibration."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from furnace.llm.seam import OFFLINE_SECOND_JUDGE
+from tests.conftest import seed_home
+from tests.judges.helpers import run
+
+CONFIG = Path(__file__).parents[1] / "experiments" / "data" / "small.yaml"
+
+
+@pytest.fixture()
+def experiment(home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
+    seed_home(home)
+    monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
+    code, out, err = run(capsys, "experiment", "run", str(CONFIG), "--no-mlflow", "--json")
+    assert code == 0, err
+    return str(json.loads(out)["experiment_id"])
+
+
+def _calls(home: Path) -> int:
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
+    runtime = Runtime(FurnaceSettings(home=home))
+    try:
+        return int(runtime.db.query("SELECT count(*) FROM llm_calls WHERE NOT cached")[0][0])
+    finally:
+        runtime.close()
+
+
+def test_a_session_is_blind_stored_and_undone(
+    experiment: str, home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = _calls(home)
+    code, out, err = run(
+        capsys, "pick", experiment, "--who", "ana", "--count", "3", "--seed", "5", stdin="a\nwarmer\nt\n\nq\n"
+    )
+    assert code == 0, err
+    assert _calls(home) == before  # the replies came from the response cache: no model call
+    shown = out.split("stored pick-")
+    assert len(shown) == 3  # two picks, then quit
+    assert not re.search(r"agt-[0-9a-f]{20}", shown[0])  # no id before the first pick
+    assert "A was agt-" in shown[1] and "2 picks stored for ana" in out
+
+    code, out, _ = run(capsys, "experiment", "show", experiment, "--json")
+    picks = json.loads(out)["picks"]
+    assert [(p["choice"], p["who"], p["reason"], p["order_seed"]) for p in picks] == [
+        ("A", "ana", "warmer", 5),
+        ("tie", "ana", "", 5),
+    ]
+    code, out, _ = run(capsys, "pick", experiment, "--who", "ana", "--undo", "--json")
+    assert code == 0 and json.loads(out)["undone"] == picks[1]["pick_id"]
+    code, out, _ = run(capsys, "pick", experiment, "--report", "--json")
+    report = json.loads(out)
+    assert report["picks"] == 1 and report["undone"] == 1 and report["by_person"] == {"ana": 1}
+    (judge,) = report["judges"]
+    assert judge["picks"] + judge["unjudged"] == 1 and judge["meaningful"] is False
+    assert "not yet meaningful" in judge["reading"]
+    assert set(report["people"]) == {picks[0]["agent_a"], picks[0]["agent_b"]}  # only picked agents are rated
+    code, out, _ = run(capsys, "experiment", "show", experiment, "--json")
+    shown = json.loads(out)
+    assert len(shown["picks"]) == 2 and shown["calibration"]["judges"] == report["judges"]  # exported with it
+
+
+def test_report_with_a_second_judge_and_clear_errors(experiment: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, _ = run(capsys, "pick", experiment, "--who", "ana", "--count", "2", "--seed", "1", stdin="a\n\nb\n\n")
+    assert code == 0
+    code, out, err = run(capsys, "pick", experiment, "--report", "--judge", OFFLINE_SECOND_JUDGE)
+    assert code == 0, err
+    assert f"{OFFLINE_SECOND_JUDGE} agrees with people on" in out and "2 picks by 1 person" in out
+    code, _, err = run(capsys, "pick", "exp-none", "--report")
+    assert code == 1 and "no experiment 'exp-none'" in err
+    code, _, err = run(capsys, "pick", experiment, "--judge", OFFLINE_SECOND_JUDGE)
+    assert code == 1 and "--judge goes with --report" in err
+    code, _, err = run(capsys, "pick", experiment, "--who", "nobody", "--undo")
+    assert code == 1 and "no pick to undo" in err
+
+
+def test_a_probe_set_beside_the_experiment_file(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from furnace import resources
+
+    seed_home(home)
+    monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
+    (tmp_path / "probes").mkdir()
+    (tmp_path / "experiments").mkdir()
+    shipped = resources.PROBES_DIR / "writing-en.yaml"
+    (tmp_path / "probes" / "my-probes.yaml").write_text(shipped.read_text())
+    config = tmp_path / "experiments" / "mine.yaml"
+    text = CONFIG.read_text().replace("set: writing-en", "set: my-probes").replace("generations: 3", "generations: 1")
+    config.write_text(text)
+    code, out, err = run(capsys, "experiment", "run", str(config), "--no-mlflow", "--json")
+    assert code == 0, err
+    experiment = json.loads(out)["experiment_id"]
+    code, _, err = run(capsys, "pick", experiment, "--who", "ana", "--count", "1", stdin="a\n\n")
+    assert code == 1 and "probe set 'my-probes' not found" in err
+    code, out, err = run(
+        capsys,
+        "pick",
+        experiment,
+        "--who",
+        "ana",
+        "--count",
+        "1",
+        "--probes-dir",
+        str(tmp_path / "probes"),
+        stdin="a\n\n",
+    )
+    assert code == 0 and "1 picks stored for ana" in out, err
