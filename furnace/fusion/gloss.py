@@ -5,9 +5,10 @@ better than by its characters, so a Chinese question and a member described in E
 Chinese texts that share no characters) land far apart. :func:`to_english` puts both sides in
 the embedder's language first: each run of Chinese characters is split into dictionary words by
 forward maximum matching and every word is replaced by its first :data:`SENSES` English senses
-(parenthetical notes, a leading "to ", variant/classifier/surname entries dropped; a common word
-is preferred to a proper name of the same spelling). Everything else (Latin text, digits,
-punctuation) is kept as it is, and a character the dictionary lacks is kept too.
+(parenthetical notes, a leading "to ", variant/classifier/surname senses dropped; of entries spelt
+alike, a common word is preferred to a proper name and a word of its own to a cross-reference).
+Everything else (Latin text, digits, punctuation) is kept as it is, and so is a character the
+dictionary lacks.
 
 It is a gloss, not a translation ("换行" is read as "to wrap (text)", not "to change careers"),
 which is enough for routing by meaning. The dictionary is CC-CEDICT (CC BY-SA 4.0), read from the
@@ -32,7 +33,17 @@ _ENTRY = re.compile(r"^(\S+) (\S+) \[([^\]]*)\] /(.*)/\s*$")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
 _NOTE = re.compile(r"\([^)]*\)")
-_SKIP = ("variant of", "old variant of", "erhua variant", "CL:", "surname ", "see ", "used in ", "abbr. for", "Taiwan pr.")
+_SKIP = (
+    "variant of",
+    "old variant of",
+    "erhua variant",
+    "CL:",
+    "surname ",
+    "see ",
+    "used in ",
+    "abbr. for",
+    "Taiwan pr.",
+)
 
 _table: dict[str, str] | None = None
 _lock = threading.Lock()
@@ -69,18 +80,24 @@ def _senses(definitions: str) -> str:
 
 
 def parse(lines: list[str] | tuple[str, ...]) -> dict[str, str]:
-    """Simplified word → English gloss, from CC-CEDICT lines (a common word beats a proper name)."""
-    common: dict[str, str] = {}
-    proper: dict[str, str] = {}
+    """Simplified word → English gloss, from CC-CEDICT lines.
+
+    Of several entries spelt alike, a common word beats a proper name, and an entry that is a word
+    of its own beats one that starts by pointing at another ("variant of ...", "see ..."); among
+    equals the first in the file wins."""
+    best: dict[str, tuple[tuple[bool, bool], str]] = {}
     for line in lines:
         m = _ENTRY.match(line)
         if m is None or line.startswith("#"):
             continue
         simplified, pinyin, definitions = m.group(2), m.group(3), m.group(4)
         gloss = _senses(definitions)
-        if gloss:
-            (proper if pinyin[:1].isupper() else common).setdefault(simplified, gloss)
-    return {**proper, **common}
+        if not gloss:
+            continue
+        rank = (pinyin[:1].isupper(), definitions.startswith(_SKIP))
+        if simplified not in best or rank < best[simplified][0]:
+            best[simplified] = (rank, gloss)
+    return {word: gloss for word, (_, gloss) in best.items()}
 
 
 def _dictionary() -> dict[str, str]:
