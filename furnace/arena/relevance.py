@@ -37,7 +37,7 @@ class TextEmbedder(Protocol):
 
 
 class LazyEmbedder:
-    """An embedder built on its first ``embed`` call (the runtime's MiniLM loads torch: only a turn
+    """An embedder built on its first ``embed`` call (the runtime's MiniLM loads its model: only a turn
     that ranks members pays for it, never ``arena list``)."""
 
     def __init__(self, build: Callable[[], TextEmbedder]) -> None:

@@ -70,7 +70,7 @@ def text_hash(text: str) -> str:
 
 class StoredEmbedder:
     """An embedder whose vectors are kept in a store by text hash: ``inner`` (and whatever it
-    loads -- a model, torch) is used only for texts never embedded before."""
+    loads -- a model) is used only for texts never embedded before."""
 
     def __init__(self, inner: Embedder, vectors: VectorStore) -> None:
         self.inner = inner

@@ -3,10 +3,12 @@
 A member's *profile* is a few short texts: its name, its identity and each expertise item
 (:func:`profile_texts`). A message's score for a member is the mean of its two best cosine
 similarities to those texts (one strong match counts, a second one breaks ties), computed
-with the embedder passed in, plus :data:`LEXICAL_WEIGHT` times the same score with the
-lexical :class:`~furnace.fusion.embedding.HashEmbedder` (shared words and CJK characters:
-the shipped MiniLM model is English-trained and reads Chinese little better than by its
-characters). With the hash embedder itself, the score is that one alone.
+with the embedder passed in on both sides *glossed into English*
+(:func:`furnace.fusion.gloss.to_english`: the shipped MiniLM model is English-trained and
+reads Chinese little better than by its characters, so a Chinese question, a member described
+in Chinese, or both, are compared in the embedder's language), plus :data:`LEXICAL_WEIGHT`
+times the same score with the lexical :class:`~furnace.fusion.embedding.HashEmbedder` on the
+texts as written (shared words and CJK characters).
 
 Deterministic (no randomness, ties go to the earlier member) and cheap: one embedding of the
 message per routing; profile vectors are embedded once per (embedder, text) and kept in a
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from furnace.fusion.embedding import Embedder, HashEmbedder, cosine
+from furnace.fusion.gloss import to_english
 
 LEXICAL_WEIGHT = 0.5
 TOP = 2
@@ -70,14 +73,13 @@ def route_by_meaning(message: str, members: Sequence[Mapping[str, Any]], embedde
     """The member (``{"name", "identity"?, "expertise"}``) whose profile ``message`` is nearest to."""
     if not members:
         raise ValueError("no members to route to")
-    embedders: list[tuple[Embedder, float]] = [(embedder, 1.0)]
-    if embedder.name != _LEXICAL.name:
-        embedders.append((_LEXICAL, LEXICAL_WEIGHT))
     profiles = [profile_texts(m) for m in members]
-    scores = [0.0] * len(members)
-    for emb, weight in embedders:
-        (query,) = emb.embed([message])
-        for i, texts in enumerate(profiles):
-            scores[i] += weight * _score(query, _profile_vectors(emb, texts))
+    (query,) = embedder.embed([to_english(message)])
+    (lexical,) = _LEXICAL.embed([message])
+    scores = [
+        _score(query, _profile_vectors(embedder, [to_english(t) for t in texts]))
+        + LEXICAL_WEIGHT * _score(lexical, _profile_vectors(_LEXICAL, texts))
+        for texts in profiles
+    ]
     best = max(range(len(members)), key=lambda i: (scores[i], -i))
     return MeaningRoute(best, tuple(round(s, 4) for s in scores))

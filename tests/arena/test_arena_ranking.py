@@ -146,7 +146,7 @@ def test_member_profile_names_identity_and_expertise() -> None:
     assert "Field Biologist" in profile and "wild birds" in profile and "ornithology" in profile
 
 
-@pytest.mark.slow  # loads MiniLM (torch) in its worker: seconds
+@pytest.mark.slow  # loads MiniLM in its worker: seconds
 @pytest.mark.embedding
 def test_with_the_real_embedder_birdwatching_finds_the_ornithologist() -> None:
     from furnace.adapters import minilm_embedder

