@@ -193,7 +193,7 @@ def _log_warning(message: str) -> None:
     try:
         get_run_logger().warning(message)
     except MissingContextError:
-        logging.getLogger("furnace.flows").warning(message)
+        logging.getLogger("furnace_flows").warning(message)
 
 
 def run_evolution(

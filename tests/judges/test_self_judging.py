@@ -72,14 +72,14 @@ def test_an_experiment_judged_by_the_second_offline_judge(
 def test_outside_a_flow_run_the_warning_goes_to_furnaces_log(caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    from furnace.flows.evolution import _log_warning
+    from furnace_flows.evolution import _log_warning
 
-    logger = logging.getLogger("furnace.flows")
+    logger = logging.getLogger("furnace_flows")
     logger.addHandler(caplog.handler)  # Prefect's logging setup may stop it reaching the root logger
     try:
         _log_warning("warning: the agent model x is grading itself")
     finally:
         logger.removeHandler(caplog.handler)
-    assert [r.getMessage() for r in caplog.records if r.name == "furnace.flows"] == [
+    assert [r.getMessage() for r in caplog.records if r.name == "furnace_flows"] == [
         "warning: the agent model x is grading itself"
     ]
