@@ -51,11 +51,13 @@ from mlflow.entities import (  # noqa: E402
     SpanType,
     TraceState,
 )
+from mlflow.exceptions import MlflowException  # noqa: E402
 from mlflow.tracing.client import TracingClient  # noqa: E402
 from mlflow.tracing.constant import SpanAttributeKey, TraceMetadataKey, TraceTagKey  # noqa: E402
 from mlflow.tracing.trace_manager import InMemoryTraceManager  # noqa: E402
+from mlflow.tracing.utils.prompt import update_linked_prompts_tag  # noqa: E402
 
-from furnace.adapters import mlflow_home  # noqa: E402
+from furnace.adapters import mlflow_home, mlflow_store  # noqa: E402
 from furnace.domain.liveness import pid_alive  # noqa: E402
 from furnace.evolution.tracker import Assessment, SpanKind  # noqa: E402
 from furnace.llm.cache import CallTotals  # noqa: E402
@@ -65,6 +67,7 @@ mlflow_home.install()
 MLFLOW_EXPERIMENT = "furnace-experiments"
 _TAG_ID = "furnace.experiment_id"
 _TAG_GEN = "furnace.generation"
+TAG_NAME = "furnace.experiment_name"  # a run's name when the params carry no config ``name``
 _TAG_OWNER = "furnace.owner"  # host:pid of the process running the experiment (stale traces are its)
 _ATTR_RUN = "furnace.mlflow_run_id"  # on every span: whose trace a killed run's spans belong to
 _ATTR_TRACE = "furnace.trace_name"
@@ -98,6 +101,12 @@ def usage_attributes(usage: CallTotals, model: str | None) -> dict[str, Any]:
     if model:
         attrs[SpanAttributeKey.MODEL] = model
     return attrs
+
+
+def run_name_of(experiment_id: str, params: dict[str, Any], tags: dict[str, str]) -> str:
+    """The MLflow run's name: the experiment's name (tag ``furnace.experiment_name``, else the config's
+    ``name`` param), the id only when neither is given."""
+    return str(tags.get(TAG_NAME) or params.get("name") or experiment_id)
 
 
 def _now() -> str:
@@ -213,25 +222,36 @@ class MLflowTracker:
     def __init__(self, tracking_uri: str, *, mlflow_experiment: str = MLFLOW_EXPERIMENT, tracing: bool = True) -> None:
         self.tracking_uri = tracking_uri
         self.tracing = tracing
+        mlflow_store.prepare(tracking_uri)  # a new home's database made once, whoever opens it first
         self.client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
         self.traces = TracingClient(tracking_uri)
-        found = self.client.get_experiment_by_name(mlflow_experiment)
-        self.mlflow_experiment_id = (
-            found.experiment_id
-            if found
-            else self.client.create_experiment(
-                mlflow_experiment, artifact_location=artifact_root_for(tracking_uri, mlflow_experiment)
-            )
-        )
+        self.mlflow_experiment_id = self._experiment(mlflow_experiment)
         self.run_id: str | None = None
+        self.run_name = ""  # the experiment's name (its generations' child runs add the generation)
         self._logged: set[int] = set()
         self._unfinished: dict[int, str] = {}  # generation -> child run a killed run left open
         self.ended_stale: list[str] = []  # traces of a killed run this tracker ended as errors
+
+    def _experiment(self, name: str) -> str:
+        """The id of MLflow experiment ``name``, created if missing (another process creating it at the
+        same moment wins, and its experiment is used)."""
+        found = self.client.get_experiment_by_name(name)
+        if found is not None:
+            return str(found.experiment_id)
+        try:
+            location = artifact_root_for(self.tracking_uri, name)
+            return str(self.client.create_experiment(name, artifact_location=location))
+        except MlflowException:
+            found = self.client.get_experiment_by_name(name)
+            if found is None:
+                raise
+            return str(found.experiment_id)
 
     def start_experiment(self, experiment_id: str, params: dict[str, Any], tags: dict[str, str]) -> None:
         """Open the experiment's run, or reuse the one a previous (interrupted) run opened: its
         tags are updated, and the traces a killed run left in progress are ended as errors."""
         owner = f"{socket.gethostname()}:{os.getpid()}"
+        self.run_name = run_name_of(experiment_id, params, tags)
         if self.tracing:
             # MLflow exports traces to the global tracking URI and rebuilds its exporter when that
             # changes: set it here, in one thread, before any unit traces (worker threads racing
@@ -255,10 +275,10 @@ class MLflowTracker:
             self.client.log_batch(
                 self.run_id, tags=[RunTag(k, str(v)[:5000]) for k, v in sorted({**tags, _TAG_OWNER: owner}.items())]
             )
-            self.client.update_run(self.run_id, status="RUNNING")
+            self.client.update_run(self.run_id, status="RUNNING", name=self.run_name)  # an id-named run renamed
             return
         run = self.client.create_run(
-            self.mlflow_experiment_id, run_name=experiment_id, tags={**tags, _TAG_ID: experiment_id, _TAG_OWNER: owner}
+            self.mlflow_experiment_id, run_name=self.run_name, tags={**tags, _TAG_ID: experiment_id, _TAG_OWNER: owner}
         )
         self.run_id = run.info.run_id
         self.client.log_batch(self.run_id, params=[Param(k, str(v)[:6000]) for k, v in sorted(params.items())])
@@ -365,7 +385,7 @@ class MLflowTracker:
         if child_id is None:
             child_id = self.client.create_run(
                 self.mlflow_experiment_id,
-                run_name=f"generation-{generation}",
+                run_name=f"{self.run_name} · generation {generation}",
                 tags={
                     "mlflow.parentRunId": self.run_id,
                     _TAG_GEN: str(generation),
@@ -432,8 +452,34 @@ class MLflowTracker:
         return int(version.version)
 
 
+def link_prompt_to_runs(client: MlflowClient, name: str, version: int, agent_id: str) -> list[str]:
+    """Link prompt version ``name``/``version`` to the runs of the furnace experiments that bred
+    ``agent_id`` as their best agent (tag ``furnace.best_agent``), so each run's page lists it under
+    "Registered prompts"; returns those run ids (none when no experiment run names the agent).
+
+    This is what ``MlflowClient.link_prompt_version_to_run`` stores (the run tag ``mlflow.linkedPrompts``,
+    one entry per version, merged by MLflow's own helper), written through ``client``: MLflow's call looks
+    the run up in the process-wide tracking store, which need not be ``client``'s."""
+    exp = client.get_experiment_by_name(MLFLOW_EXPERIMENT)
+    if exp is None:
+        return []
+    runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`furnace.best_agent` = '{agent_id}'")
+    prompt = client.get_prompt_version(name, version)
+    linked = []
+    for run in runs:
+        if "mlflow.parentRunId" in run.data.tags:
+            continue
+        current = run.data.tags.get(TraceTagKey.LINKED_PROMPTS)
+        updated = update_linked_prompts_tag(current, [prompt])
+        if updated != current:
+            client.set_tag(run.info.run_id, TraceTagKey.LINKED_PROMPTS, updated)
+        linked.append(run.info.run_id)
+    return sorted(linked)
+
+
 def run_summary(tracking_uri: str, experiment_id: str) -> dict[str, Any] | None:
     """The MLflow run of a furnace experiment as plain data (for ``experiment show`` and tests)."""
+    mlflow_store.prepare(tracking_uri)
     client = MlflowClient(tracking_uri=tracking_uri)
     exp = client.get_experiment_by_name(MLFLOW_EXPERIMENT)
     if exp is None:
