@@ -23,6 +23,7 @@ ended as an error when the experiment resumes. Artifact locations are proxied
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import time
@@ -57,12 +58,15 @@ from mlflow.tracing.constant import SpanAttributeKey, TraceMetadataKey, TraceTag
 from mlflow.tracing.trace_manager import InMemoryTraceManager  # noqa: E402
 from mlflow.tracing.utils.prompt import update_linked_prompts_tag  # noqa: E402
 
-from furnace.adapters import mlflow_home, mlflow_store  # noqa: E402
+from furnace.adapters import mlflow_export, mlflow_home, mlflow_store  # noqa: E402
 from furnace.domain.liveness import pid_alive  # noqa: E402
 from furnace.evolution.tracker import Assessment, SpanKind  # noqa: E402
 from furnace.llm.cache import CallTotals  # noqa: E402
 
 mlflow_home.install()
+mlflow_export.install()  # a full trace export queue waits, never drops a trace
+
+log = logging.getLogger("furnace.mlflow")
 
 MLFLOW_EXPERIMENT = "furnace-experiments"
 _TAG_ID = "furnace.experiment_id"
@@ -231,6 +235,8 @@ class MLflowTracker:
         self._logged: set[int] = set()
         self._unfinished: dict[int, str] = {}  # generation -> child run a killed run left open
         self.ended_stale: list[str] = []  # traces of a killed run this tracker ended as errors
+        self._traced: list[str] = []  # the traces this tracker started (appends are atomic across threads)
+        self.traces_missing = 0  # of those, how many the store lacked at the end of the run
 
     def _experiment(self, name: str) -> str:
         """The id of MLflow experiment ``name``, created if missing (another process creating it at the
@@ -337,7 +343,39 @@ class MLflowTracker:
             experiment_id=self.mlflow_experiment_id,
             run_id=self.run_id,
         )
+        self._traced.append(root.trace_id)
         return _Span(self, root.trace_id, root.span_id, root=True, marks=self._span_marks(name))
+
+    def trace_counts(self) -> tuple[int, int]:
+        """(traces this tracker started, how many of them the store holds), once the export queue has
+        written everything: a trace the exporter lost is one the second figure misses."""
+        started = set(self._traced)
+        stored: set[str] = set()
+        while started - stored:
+            before = len(stored)
+            # MLflow's flush waits up to 30 s for the span batches, then drains the export queue: a writer
+            # further behind than that is waited for by flushing again while it keeps writing
+            mlflow.flush_trace_async_logging()
+            stored = self._stored_traces(started)
+            if len(stored) == before:
+                break
+        return len(started), len(stored)
+
+    def _stored_traces(self, among: set[str]) -> set[str]:
+        found: set[str] = set()
+        token = None
+        while True:
+            page = self.traces.search_traces(
+                locations=[self.mlflow_experiment_id],
+                run_id=self.run_id,
+                include_spans=False,
+                max_results=500,
+                page_token=token,
+            )
+            found.update(t.info.trace_id for t in page if t.info.trace_id in among)
+            token = page.token
+            if not token:
+                return found
 
     def traced_tokens(self) -> dict[str, int]:
         """The tokens this run's traces show, by trace name (MLflow's token usage: the sum over each
@@ -413,6 +451,17 @@ class MLflowTracker:
             self.client.log_batch(
                 self.run_id, metrics=[Metric(k, float(v), now, step) for k, v in sorted(totals.items())]
             )
+        if self.tracing and self._traced:
+            started, stored = self.trace_counts()
+            self.traces_missing = started - stored
+            tags = {**tags, "furnace.traces": f"{stored} of {started} stored"}
+            if self.traces_missing:
+                log.warning(
+                    "MLflow: %d of the %d traces of this run were not stored (run %s)",
+                    self.traces_missing,
+                    started,
+                    self.run_id,
+                )
         self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)[:5000]) for k, v in sorted(tags.items())])
         for name, value in artifacts.items():
             if isinstance(value, str):
