@@ -160,7 +160,9 @@ class _Span:
         self.tracker, self.client = tracker, tracker.client
         self.trace_id, self.span_id, self.root, self.marks = trace_id, span_id, root, marks or {}
 
-    def child(self, name: str, inputs: dict[str, Any], kind: SpanKind = "chain") -> _Span:
+    def child(
+        self, name: str, inputs: dict[str, Any], kind: SpanKind = "chain", *, start_ns: int | None = None
+    ) -> _Span:
         span = self.client.start_span(
             name,
             trace_id=self.trace_id,
@@ -168,6 +170,7 @@ class _Span:
             span_type=SPAN_TYPES[kind],
             inputs=inputs,
             attributes=self.marks,
+            start_time_ns=start_ns,  # a step written after it happened (an answer's calls): when it began
         )
         return _Span(self.tracker, self.trace_id, span.span_id, marks=self.marks)
 
@@ -178,15 +181,20 @@ class _Span:
         *,
         usage: CallTotals | None = None,
         model: str | None = None,
+        end_ns: int | None = None,
     ) -> None:
         status = "ERROR" if error else "OK"
         outputs = {"error": error} if error else outputs
         attributes = usage_attributes(usage, model) if usage is not None else None
         if self.root:
             self._set_trace_cost()
-            self.client.end_trace(self.trace_id, outputs=outputs, attributes=attributes, status=status)
+            self.client.end_trace(
+                self.trace_id, outputs=outputs, attributes=attributes, status=status, end_time_ns=end_ns
+            )
         else:
-            self.client.end_span(self.trace_id, self.span_id, outputs=outputs, attributes=attributes, status=status)
+            self.client.end_span(
+                self.trace_id, self.span_id, outputs=outputs, attributes=attributes, status=status, end_time_ns=end_ns
+            )
 
     def _set_trace_cost(self) -> None:
         """The trace's cost, summed over its spans here and written with the trace: MLflow only
@@ -329,9 +337,20 @@ class MLflowTracker:
             if not token:
                 return found
 
-    def trace(self, name: str, inputs: dict[str, Any], kind: SpanKind = "agent") -> _Span | None:
-        """A root span (one trace) for one unit of work, linked to the experiment's run."""
-        if not self.tracing or self.run_id is None:
+    def trace(
+        self,
+        name: str,
+        inputs: dict[str, Any],
+        kind: SpanKind = "agent",
+        *,
+        start_ns: int | None = None,
+        tags: dict[str, str] | None = None,
+        runless: bool = False,
+    ) -> _Span | None:
+        """A root span (one trace) for one unit of work, linked to the experiment's run (``runless``: in
+        the MLflow experiment alone, as an agent's answers are). ``start_ns``: when the work began, for a
+        trace written after it happened."""
+        if not self.tracing or (self.run_id is None and not runless):
             return None
         if mlflow.get_tracking_uri() != self.tracking_uri:  # changed by someone else since the start
             mlflow.set_tracking_uri(self.tracking_uri)
@@ -340,10 +359,13 @@ class MLflowTracker:
             span_type=SPAN_TYPES[kind],
             inputs=inputs,
             attributes=self._span_marks(name),
+            tags=tags,
             experiment_id=self.mlflow_experiment_id,
             run_id=self.run_id,
+            start_time_ns=start_ns,
         )
-        self._traced.append(root.trace_id)
+        if not runless:
+            self._traced.append(root.trace_id)
         return _Span(self, root.trace_id, root.span_id, root=True, marks=self._span_marks(name))
 
     def trace_counts(self) -> tuple[int, int]:
