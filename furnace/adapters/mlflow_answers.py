@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from furnace.domain.errors import FurnaceError
@@ -63,35 +63,17 @@ class CallRecorder:
 
     def complete(self, request: LLMRequest) -> Completion:
         last = request.messages[-1].content if request.messages else ""
-        start = time.time_ns()
+        task, start = request.task.value, time.time_ns()
         try:
             c = self.inner.complete(request)
         except Exception as err:
+            failed = f"{err.__class__.__name__}: {err}"[:300]
             self._note(
-                RecordedCall(
-                    request.task.value,
-                    last[:200],
-                    start,
-                    time.time_ns(),
-                    error_totals(err),
-                    self.model_name,
-                    error=f"{err.__class__.__name__}: {err}"[:300],
-                )
+                RecordedCall(task, last[:200], start, time.time_ns(), error_totals(err), self.model_name, error=failed)
             )
             raise
-        self._note(
-            RecordedCall(
-                request.task.value,
-                last[:200],
-                start,
-                time.time_ns(),
-                completion_totals(c),
-                c.model,
-                text=c.text[:200],
-                cached=c.cached,
-                latency_s=round(c.latency_s, 4),
-            )
-        )
+        done = RecordedCall(task, last[:200], start, time.time_ns(), completion_totals(c), c.model, c.text[:200])
+        self._note(replace(done, cached=c.cached, latency_s=round(c.latency_s, 4)))
         return c
 
     def _note(self, call: RecordedCall) -> None:

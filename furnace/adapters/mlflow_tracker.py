@@ -27,7 +27,7 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -378,13 +378,13 @@ class MLflowTracker:
             # MLflow's flush waits up to 30 s for the span batches, then drains the export queue: a writer
             # further behind than that is waited for by flushing again while it keeps writing
             mlflow.flush_trace_async_logging()
-            stored = self._stored_traces(started)
+            stored = {t.info.trace_id for t in self._run_traces() if t.info.trace_id in started}
             if len(stored) == before:
                 break
         return len(started), len(stored)
 
-    def _stored_traces(self, among: set[str]) -> set[str]:
-        found: set[str] = set()
+    def _run_traces(self) -> Iterator[Any]:
+        """This run's traces in the store (their info, no spans), page by page."""
         token = None
         while True:
             page = self.traces.search_traces(
@@ -394,10 +394,10 @@ class MLflowTracker:
                 max_results=500,
                 page_token=token,
             )
-            found.update(t.info.trace_id for t in page if t.info.trace_id in among)
+            yield from page
             token = page.token
             if not token:
-                return found
+                return
 
     def traced_tokens(self) -> dict[str, int]:
         """The tokens this run's traces show, by trace name (MLflow's token usage: the sum over each
@@ -407,22 +407,11 @@ class MLflowTracker:
             return {}
         mlflow.flush_trace_async_logging()
         out: dict[str, int] = {}
-        token = None
-        while True:
-            page = self.traces.search_traces(
-                locations=[self.mlflow_experiment_id],
-                run_id=self.run_id,
-                include_spans=False,
-                max_results=500,
-                page_token=token,
-            )
-            for trace in page:
-                name = trace.info.tags.get(TraceTagKey.TRACE_NAME, "")
-                usage = trace.info.token_usage or {}
-                out[name] = out.get(name, 0) + int(usage.get("total_tokens") or 0)
-            token = page.token
-            if not token:
-                return out
+        for trace in self._run_traces():
+            name = trace.info.tags.get(TraceTagKey.TRACE_NAME, "")
+            usage = trace.info.token_usage or {}
+            out[name] = out.get(name, 0) + int(usage.get("total_tokens") or 0)
+        return out
 
     def _span_marks(self, trace_name: str) -> dict[str, str]:
         """Attributes on every span of a trace: its run and name survive a kill (spans are stored as
