@@ -11,12 +11,12 @@ line. :func:`install` changes both:
 - the export queue MLflow's exporter builds is :class:`WaitingExportQueue`, whose ``put`` waits for
   room instead of dropping (back-pressure on whoever hands it a batch);
 - the batch processor's buffer holds :data:`SPAN_BUFFER` spans, so the spans that end while the
-  export queue waits are kept, not dropped;
-- span batches hold up to :data:`SPAN_BATCH` spans (MLflow's default: 5), unless
-  ``MLFLOW_ASYNC_TRACE_LOGGING_MAX_SPAN_BATCH_SIZE`` is set: the writer's CPU goes mostly to each
-  write's fixed cost, and a bigger batch is fewer writes (bench/bench_tracing.py measures it). A batch
-  is still written at least every 5 s (``MLFLOW_ASYNC_TRACE_LOGGING_MAX_INTERVAL_MILLIS``) and when a
-  run ends (flushed).
+  export queue waits are kept, not dropped.
+
+Span batches keep MLflow's size (5 spans, ``MLFLOW_ASYNC_TRACE_LOGGING_MAX_SPAN_BATCH_SIZE``): a
+bigger batch is fewer writes and less CPU (the writer's CPU goes mostly to each write's fixed cost;
+bench/bench_tracing.py measures it), but a killed run then loses more of its last spans, which
+resuming relies on (the spans of the traces it left open).
 
 :data:`stats` counts the tasks queued and the hand-overs that had to wait (the bench and tests read
 it). Call :func:`install` before the first trace (the tracker does, at import).
@@ -24,7 +24,6 @@ it). Call :func:`install` before the first trace (the tracker does, at import).
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass
 
@@ -47,7 +46,6 @@ class ExportStats:
 
 
 SPAN_BUFFER = 100_000  # ended spans the batch processor may hold while the export queue waits
-SPAN_BATCH = 100  # spans per write to the store (MLflow's default is 5)
 stats = ExportStats()
 _stats_lock = threading.Lock()
 
@@ -81,11 +79,10 @@ _install_lock = threading.Lock()
 def install() -> None:
     """Make MLflow's trace exporter (built on the first trace, and again when the tracking URI
     changes) use :class:`WaitingExportQueue`, behind a batch processor holding :data:`SPAN_BUFFER`
-    spans and writing :data:`SPAN_BATCH` at a time. Idempotent."""
+    spans. Idempotent."""
     global _installed
     with _install_lock:
         if not _installed:
-            os.environ.setdefault("MLFLOW_ASYNC_TRACE_LOGGING_MAX_SPAN_BATCH_SIZE", str(SPAN_BATCH))
             mlflow_v3.AsyncTraceExportQueue = WaitingExportQueue  # type: ignore[misc]
             base_mlflow._DEFAULT_OTEL_MAX_QUEUE_SIZE = SPAN_BUFFER
             _installed = True
