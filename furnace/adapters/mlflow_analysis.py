@@ -59,11 +59,16 @@ def search_runs(
 
 
 def fitness_curves(tracking_uri: str, run_ids: Sequence[str], metric: str = "best_fitness") -> pd.DataFrame:
-    """The history of ``metric`` for each run (step = generation): run_id, run_name, step, value."""
+    """The history of ``metric`` for each run (step = generation): run_id, run_name, step, value. Runs
+    sharing a name (one experiment name, two configs) are told apart by their run id's start."""
     client = MlflowClient(tracking_uri=tracking_uri)
+    names = {run_id: client.get_run(run_id).info.run_name for run_id in run_ids}
+    shared = {n for n in names.values() if list(names.values()).count(n) > 1}
     rows = []
     for run_id in run_ids:
-        name = client.get_run(run_id).info.run_name
+        name = names[run_id]
+        if name in shared:  # runs are named after their experiment: two of one name stay two curves
+            name = f"{name} ({run_id[:8]})"
         for m in sorted(client.get_metric_history(run_id, metric), key=lambda m: (m.step, m.timestamp)):
             rows.append([run_id, name, int(m.step), float(m.value)])
     return pd.DataFrame(rows, columns=CURVE_COLUMNS)

@@ -29,6 +29,8 @@ offline_env.apply()
 from mlflow import MlflowClient  # noqa: E402
 from mlflow.exceptions import MlflowException  # noqa: E402
 
+from furnace.adapters import mlflow_store  # noqa: E402
+from furnace.adapters.mlflow_tracker import link_prompt_to_runs  # noqa: E402
 from furnace.domain.agent import AGENT_PREFIX, Agent  # noqa: E402
 from furnace.domain.elixir import slugify  # noqa: E402
 from furnace.domain.errors import InputError, LineageError, NotFound  # noqa: E402
@@ -58,6 +60,7 @@ class RegisteredPrompt:
     lineage_hash: str
     aliases: tuple[str, ...] = ()
     reused: bool = False
+    runs: tuple[str, ...] = ()  # the MLflow experiment runs this version is linked to (their best agent)
 
     @property
     def uri(self) -> str:
@@ -72,6 +75,7 @@ class RegisteredPrompt:
             "lineage_hash": self.lineage_hash,
             "aliases": list(self.aliases),
             "reused": self.reused,
+            "runs": list(self.runs),
         }
 
 
@@ -86,6 +90,7 @@ class LoadedAgent:
 
 def client_for(tracking_uri: str) -> MlflowClient:
     """An MLflow client whose tracking and registry are both ``tracking_uri`` (no global state)."""
+    mlflow_store.prepare(tracking_uri)
     return MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
 
 
@@ -166,7 +171,9 @@ def register_agent_prompt(
         version, reused = int(created.version), False
     if alias is not None:
         client.set_prompt_alias(name, alias, version)
-    return RegisteredPrompt(name, version, agent.id, agent.lineage_hash, _aliases(client, name, version), reused)
+    runs = link_prompt_to_runs(client, name, version, agent.id)  # the experiment runs that bred it
+    aliases = _aliases(client, name, version)
+    return RegisteredPrompt(name, version, agent.id, agent.lineage_hash, aliases, reused, tuple(runs))
 
 
 def _aliases(client: MlflowClient, name: str, version: int) -> tuple[str, ...]:

@@ -23,10 +23,11 @@ ended as an error when the experiment resumes. Artifact locations are proxied
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,20 +52,26 @@ from mlflow.entities import (  # noqa: E402
     SpanType,
     TraceState,
 )
+from mlflow.exceptions import MlflowException  # noqa: E402
 from mlflow.tracing.client import TracingClient  # noqa: E402
 from mlflow.tracing.constant import SpanAttributeKey, TraceMetadataKey, TraceTagKey  # noqa: E402
 from mlflow.tracing.trace_manager import InMemoryTraceManager  # noqa: E402
+from mlflow.tracing.utils.prompt import update_linked_prompts_tag  # noqa: E402
 
-from furnace.adapters import mlflow_home  # noqa: E402
+from furnace.adapters import mlflow_export, mlflow_home, mlflow_store  # noqa: E402
 from furnace.domain.liveness import pid_alive  # noqa: E402
 from furnace.evolution.tracker import Assessment, SpanKind  # noqa: E402
 from furnace.llm.cache import CallTotals  # noqa: E402
 
 mlflow_home.install()
+mlflow_export.install()  # a full trace export queue waits, never drops a trace
+
+log = logging.getLogger("furnace.mlflow")
 
 MLFLOW_EXPERIMENT = "furnace-experiments"
 _TAG_ID = "furnace.experiment_id"
 _TAG_GEN = "furnace.generation"
+TAG_NAME = "furnace.experiment_name"  # a run's name when the params carry no config ``name``
 _TAG_OWNER = "furnace.owner"  # host:pid of the process running the experiment (stale traces are its)
 _ATTR_RUN = "furnace.mlflow_run_id"  # on every span: whose trace a killed run's spans belong to
 _ATTR_TRACE = "furnace.trace_name"
@@ -98,6 +105,12 @@ def usage_attributes(usage: CallTotals, model: str | None) -> dict[str, Any]:
     if model:
         attrs[SpanAttributeKey.MODEL] = model
     return attrs
+
+
+def run_name_of(experiment_id: str, params: dict[str, Any], tags: dict[str, str]) -> str:
+    """The MLflow run's name: the experiment's name (tag ``furnace.experiment_name``, else the config's
+    ``name`` param), the id only when neither is given."""
+    return str(tags.get(TAG_NAME) or params.get("name") or experiment_id)
 
 
 def _now() -> str:
@@ -147,7 +160,9 @@ class _Span:
         self.tracker, self.client = tracker, tracker.client
         self.trace_id, self.span_id, self.root, self.marks = trace_id, span_id, root, marks or {}
 
-    def child(self, name: str, inputs: dict[str, Any], kind: SpanKind = "chain") -> _Span:
+    def child(
+        self, name: str, inputs: dict[str, Any], kind: SpanKind = "chain", *, start_ns: int | None = None
+    ) -> _Span:
         span = self.client.start_span(
             name,
             trace_id=self.trace_id,
@@ -155,6 +170,7 @@ class _Span:
             span_type=SPAN_TYPES[kind],
             inputs=inputs,
             attributes=self.marks,
+            start_time_ns=start_ns,  # a step written after it happened (an answer's calls): when it began
         )
         return _Span(self.tracker, self.trace_id, span.span_id, marks=self.marks)
 
@@ -165,15 +181,20 @@ class _Span:
         *,
         usage: CallTotals | None = None,
         model: str | None = None,
+        end_ns: int | None = None,
     ) -> None:
         status = "ERROR" if error else "OK"
         outputs = {"error": error} if error else outputs
         attributes = usage_attributes(usage, model) if usage is not None else None
         if self.root:
             self._set_trace_cost()
-            self.client.end_trace(self.trace_id, outputs=outputs, attributes=attributes, status=status)
+            self.client.end_trace(
+                self.trace_id, outputs=outputs, attributes=attributes, status=status, end_time_ns=end_ns
+            )
         else:
-            self.client.end_span(self.trace_id, self.span_id, outputs=outputs, attributes=attributes, status=status)
+            self.client.end_span(
+                self.trace_id, self.span_id, outputs=outputs, attributes=attributes, status=status, end_time_ns=end_ns
+            )
 
     def _set_trace_cost(self) -> None:
         """The trace's cost, summed over its spans here and written with the trace: MLflow only
@@ -213,25 +234,38 @@ class MLflowTracker:
     def __init__(self, tracking_uri: str, *, mlflow_experiment: str = MLFLOW_EXPERIMENT, tracing: bool = True) -> None:
         self.tracking_uri = tracking_uri
         self.tracing = tracing
+        mlflow_store.prepare(tracking_uri)  # a new home's database made once, whoever opens it first
         self.client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
         self.traces = TracingClient(tracking_uri)
-        found = self.client.get_experiment_by_name(mlflow_experiment)
-        self.mlflow_experiment_id = (
-            found.experiment_id
-            if found
-            else self.client.create_experiment(
-                mlflow_experiment, artifact_location=artifact_root_for(tracking_uri, mlflow_experiment)
-            )
-        )
+        self.mlflow_experiment_id = self._experiment(mlflow_experiment)
         self.run_id: str | None = None
+        self.run_name = ""  # the experiment's name (its generations' child runs add the generation)
         self._logged: set[int] = set()
         self._unfinished: dict[int, str] = {}  # generation -> child run a killed run left open
         self.ended_stale: list[str] = []  # traces of a killed run this tracker ended as errors
+        self._traced: list[str] = []  # the traces this tracker started (appends are atomic across threads)
+        self.traces_missing = 0  # of those, how many the store lacked at the end of the run
+
+    def _experiment(self, name: str) -> str:
+        """The id of MLflow experiment ``name``, created if missing (another process creating it at the
+        same moment wins, and its experiment is used)."""
+        found = self.client.get_experiment_by_name(name)
+        if found is not None:
+            return str(found.experiment_id)
+        try:
+            location = artifact_root_for(self.tracking_uri, name)
+            return str(self.client.create_experiment(name, artifact_location=location))
+        except MlflowException:
+            found = self.client.get_experiment_by_name(name)
+            if found is None:
+                raise
+            return str(found.experiment_id)
 
     def start_experiment(self, experiment_id: str, params: dict[str, Any], tags: dict[str, str]) -> None:
         """Open the experiment's run, or reuse the one a previous (interrupted) run opened: its
         tags are updated, and the traces a killed run left in progress are ended as errors."""
         owner = f"{socket.gethostname()}:{os.getpid()}"
+        self.run_name = run_name_of(experiment_id, params, tags)
         if self.tracing:
             # MLflow exports traces to the global tracking URI and rebuilds its exporter when that
             # changes: set it here, in one thread, before any unit traces (worker threads racing
@@ -255,10 +289,10 @@ class MLflowTracker:
             self.client.log_batch(
                 self.run_id, tags=[RunTag(k, str(v)[:5000]) for k, v in sorted({**tags, _TAG_OWNER: owner}.items())]
             )
-            self.client.update_run(self.run_id, status="RUNNING")
+            self.client.update_run(self.run_id, status="RUNNING", name=self.run_name)  # an id-named run renamed
             return
         run = self.client.create_run(
-            self.mlflow_experiment_id, run_name=experiment_id, tags={**tags, _TAG_ID: experiment_id, _TAG_OWNER: owner}
+            self.mlflow_experiment_id, run_name=self.run_name, tags={**tags, _TAG_ID: experiment_id, _TAG_OWNER: owner}
         )
         self.run_id = run.info.run_id
         self.client.log_batch(self.run_id, params=[Param(k, str(v)[:6000]) for k, v in sorted(params.items())])
@@ -303,9 +337,20 @@ class MLflowTracker:
             if not token:
                 return found
 
-    def trace(self, name: str, inputs: dict[str, Any], kind: SpanKind = "agent") -> _Span | None:
-        """A root span (one trace) for one unit of work, linked to the experiment's run."""
-        if not self.tracing or self.run_id is None:
+    def trace(
+        self,
+        name: str,
+        inputs: dict[str, Any],
+        kind: SpanKind = "agent",
+        *,
+        start_ns: int | None = None,
+        tags: dict[str, str] | None = None,
+        runless: bool = False,
+    ) -> _Span | None:
+        """A root span (one trace) for one unit of work, linked to the experiment's run (``runless``: in
+        the MLflow experiment alone, as an agent's answers are). ``start_ns``: when the work began, for a
+        trace written after it happened."""
+        if not self.tracing or (self.run_id is None and not runless):
             return None
         if mlflow.get_tracking_uri() != self.tracking_uri:  # changed by someone else since the start
             mlflow.set_tracking_uri(self.tracking_uri)
@@ -314,19 +359,32 @@ class MLflowTracker:
             span_type=SPAN_TYPES[kind],
             inputs=inputs,
             attributes=self._span_marks(name),
+            tags=tags,
             experiment_id=self.mlflow_experiment_id,
             run_id=self.run_id,
+            start_time_ns=start_ns,
         )
+        if not runless:
+            self._traced.append(root.trace_id)
         return _Span(self, root.trace_id, root.span_id, root=True, marks=self._span_marks(name))
 
-    def traced_tokens(self) -> dict[str, int]:
-        """The tokens this run's traces show, by trace name (MLflow's token usage: the sum over each
-        trace's LLM spans; a killed run's traces hold the spans that reached the store). Waits for the
-        traces still being written first."""
-        if not self.tracing or self.run_id is None:
-            return {}
-        mlflow.flush_trace_async_logging()
-        out: dict[str, int] = {}
+    def trace_counts(self) -> tuple[int, int]:
+        """(traces this tracker started, how many of them the store holds), once the export queue has
+        written everything: a trace the exporter lost is one the second figure misses."""
+        started = set(self._traced)
+        stored: set[str] = set()
+        while started - stored:
+            before = len(stored)
+            # MLflow's flush waits up to 30 s for the span batches, then drains the export queue: a writer
+            # further behind than that is waited for by flushing again while it keeps writing
+            mlflow.flush_trace_async_logging()
+            stored = {t.info.trace_id for t in self._run_traces() if t.info.trace_id in started}
+            if len(stored) == before:
+                break
+        return len(started), len(stored)
+
+    def _run_traces(self) -> Iterator[Any]:
+        """This run's traces in the store (their info, no spans), page by page."""
         token = None
         while True:
             page = self.traces.search_traces(
@@ -336,13 +394,24 @@ class MLflowTracker:
                 max_results=500,
                 page_token=token,
             )
-            for trace in page:
-                name = trace.info.tags.get(TraceTagKey.TRACE_NAME, "")
-                usage = trace.info.token_usage or {}
-                out[name] = out.get(name, 0) + int(usage.get("total_tokens") or 0)
+            yield from page
             token = page.token
             if not token:
-                return out
+                return
+
+    def traced_tokens(self) -> dict[str, int]:
+        """The tokens this run's traces show, by trace name (MLflow's token usage: the sum over each
+        trace's LLM spans; a killed run's traces hold the spans that reached the store). Waits for the
+        traces still being written first."""
+        if not self.tracing or self.run_id is None:
+            return {}
+        mlflow.flush_trace_async_logging()
+        out: dict[str, int] = {}
+        for trace in self._run_traces():
+            name = trace.info.tags.get(TraceTagKey.TRACE_NAME, "")
+            usage = trace.info.token_usage or {}
+            out[name] = out.get(name, 0) + int(usage.get("total_tokens") or 0)
+        return out
 
     def _span_marks(self, trace_name: str) -> dict[str, str]:
         """Attributes on every span of a trace: its run and name survive a kill (spans are stored as
@@ -365,7 +434,7 @@ class MLflowTracker:
         if child_id is None:
             child_id = self.client.create_run(
                 self.mlflow_experiment_id,
-                run_name=f"generation-{generation}",
+                run_name=f"{self.run_name} · generation {generation}",
                 tags={
                     "mlflow.parentRunId": self.run_id,
                     _TAG_GEN: str(generation),
@@ -393,6 +462,17 @@ class MLflowTracker:
             self.client.log_batch(
                 self.run_id, metrics=[Metric(k, float(v), now, step) for k, v in sorted(totals.items())]
             )
+        if self.tracing and self._traced:
+            started, stored = self.trace_counts()
+            self.traces_missing = started - stored
+            tags = {**tags, "furnace.traces": f"{stored} of {started} stored"}
+            if self.traces_missing:
+                log.warning(
+                    "MLflow: %d of the %d traces of this run were not stored (run %s)",
+                    self.traces_missing,
+                    started,
+                    self.run_id,
+                )
         self.client.log_batch(self.run_id, tags=[RunTag(k, str(v)[:5000]) for k, v in sorted(tags.items())])
         for name, value in artifacts.items():
             if isinstance(value, str):
@@ -432,8 +512,34 @@ class MLflowTracker:
         return int(version.version)
 
 
+def link_prompt_to_runs(client: MlflowClient, name: str, version: int, agent_id: str) -> list[str]:
+    """Link prompt version ``name``/``version`` to the runs of the furnace experiments that bred
+    ``agent_id`` as their best agent (tag ``furnace.best_agent``), so each run's page lists it under
+    "Registered prompts"; returns those run ids (none when no experiment run names the agent).
+
+    This is what ``MlflowClient.link_prompt_version_to_run`` stores (the run tag ``mlflow.linkedPrompts``,
+    one entry per version, merged by MLflow's own helper), written through ``client``: MLflow's call looks
+    the run up in the process-wide tracking store, which need not be ``client``'s."""
+    exp = client.get_experiment_by_name(MLFLOW_EXPERIMENT)
+    if exp is None:
+        return []
+    runs = client.search_runs([exp.experiment_id], filter_string=f"tags.`furnace.best_agent` = '{agent_id}'")
+    prompt = client.get_prompt_version(name, version)
+    linked = []
+    for run in runs:
+        if "mlflow.parentRunId" in run.data.tags:
+            continue
+        current = run.data.tags.get(TraceTagKey.LINKED_PROMPTS)
+        updated = update_linked_prompts_tag(current, [prompt])
+        if updated != current:
+            client.set_tag(run.info.run_id, TraceTagKey.LINKED_PROMPTS, updated)
+        linked.append(run.info.run_id)
+    return sorted(linked)
+
+
 def run_summary(tracking_uri: str, experiment_id: str) -> dict[str, Any] | None:
     """The MLflow run of a furnace experiment as plain data (for ``experiment show`` and tests)."""
+    mlflow_store.prepare(tracking_uri)
     client = MlflowClient(tracking_uri=tracking_uri)
     exp = client.get_experiment_by_name(MLFLOW_EXPERIMENT)
     if exp is None:

@@ -206,18 +206,33 @@ def show_cmd(obj: Runtime, agent_id: str, as_json: bool) -> None:
 @click.argument("agent_id")
 @click.argument("message")
 @click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--no-mlflow", is_flag=True, help="Do not trace the answer to MLflow.")
 @json_option
 @click.pass_obj
-def answer_cmd(obj: Runtime, agent_id: str, message: str, seed: int, as_json: bool) -> None:
-    """Ask an agent; a committee routes the message by meaning to one member, who answers in its own voice."""
-    from furnace.fusion.answers import answer_as
+def answer_cmd(obj: Runtime, agent_id: str, message: str, seed: int, no_mlflow: bool, as_json: bool) -> None:
+    """Ask an agent; a committee routes the message by meaning to one member, who answers in its own voice.
+    The answer and its model calls are an MLflow trace (experiment furnace-agents), as a served answer is."""
+    from furnace.adapters.mlflow_answers import AnswerTraces, traced_answer
 
     agent = obj.store.get_agent(agent_id)
-    out = answer_as(
-        agent, message, obj.llm, store=obj.store, cache=obj.synthesis_cache, seed=seed, embedder=obj.embedder
-    )
-    human = f"[{out.leader_name} leads: {out.reason}]\n{out.text}" if out.leader is not None else out.text
-    emit({"agent": agent.id} | out.transcript(), as_json=as_json, human=human)
+    traces = None if no_mlflow else AnswerTraces(obj.settings.tracking_uri)
+    try:
+        out = traced_answer(
+            traces,
+            agent,
+            message,
+            obj.llm,
+            tags={"furnace.face": "cli"},
+            store=obj.store,
+            cache=obj.synthesis_cache,
+            seed=seed,
+            embedder=obj.embedder,
+        )
+        human = f"[{out.leader_name} leads: {out.reason}]\n{out.text}" if out.leader is not None else out.text
+        emit({"agent": agent.id} | out.transcript(), as_json=as_json, human=human)
+    finally:
+        if traces is not None:
+            traces.close()  # the trace written before the process exits
 
 
 @agent_group.command("promote")

@@ -22,12 +22,13 @@ def _loopback(host: str) -> bool:
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Bind address (another machine: 0.0.0.0).")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port (0: a free one).")
+@click.option("--no-mlflow", is_flag=True, help="Do not trace answers to MLflow.")
 @click.pass_obj
-def serve_cmd(obj: Runtime, host: str, port: int) -> None:
+def serve_cmd(obj: Runtime, host: str, port: int, no_mlflow: bool) -> None:
     """Serve agents and elixirs over the OpenAI chat-completions protocol (/v1/models, /v1/chat/completions).
 
     Each agent id, elixir id and Prompt Registry alias (NAME@champion) is a model id; set FURNACE_SERVE_KEY
-    to require a bearer key. Stop with Ctrl-C."""
+    to require a bearer key. Each answer is an MLflow trace (experiment furnace-agents). Stop with Ctrl-C."""
     from furnace.server.app import build_server  # the launcher edge cli -> server (lazy: FastAPI loads only here)
 
     keyed = obj.settings.serve_key is not None and bool(obj.settings.serve_key.get_secret_value())
@@ -39,7 +40,7 @@ def serve_cmd(obj: Runtime, host: str, port: int) -> None:
         err=True,
     )
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn shuts down cleanly on Ctrl-C, then passes the signal on
-        build_server(obj, host=host, port=port).run()
+        build_server(obj, host=host, port=port, trace=not no_mlflow).run()
     click.echo("furnace: server stopped", err=True)
 
 

@@ -168,7 +168,12 @@ def record_sweep(
     tracker.start_experiment(
         sweep_id,
         {"base": plan.base.id, "rates": ",".join(map(str, plan.rates)), "seeds": ",".join(map(str, plan.seeds))},
-        {"furnace.experiment_id": sweep_id, "furnace.kind": "mutation-sweep", "furnace.model": plan.model},
+        {
+            "furnace.experiment_id": sweep_id,
+            "furnace.experiment_name": f"sweep {plan.base.id}",  # the MLflow run's name
+            "furnace.kind": "mutation-sweep",
+            "furnace.model": plan.model,
+        },
     )
     for record in records:
         results.save_individual(record)

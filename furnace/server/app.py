@@ -1,9 +1,10 @@
 """The HTTP app: ``GET /v1/models``, ``GET /v1/models/{id}`` and ``POST /v1/chat/completions``.
 
 Thin over furnace: the model ids come from :class:`~furnace.server.catalogue.Catalogue`, the answer
-from :func:`furnace.fusion.answers.answer_as` (the path ``furnace agent answer`` takes) on the
-runtime's model, so every call is in the call ledger under the response's id as ``run_id``. The
-answer runs on a worker thread (DuckDB and the model client block).
+from :func:`furnace.adapters.mlflow_answers.traced_answer` (the path ``furnace agent answer`` takes) on
+the runtime's model, so every call is in the call ledger under the response's id as ``run_id`` and each
+answer is an MLflow trace (written in the background: the response never waits for it). The answer
+runs on a worker thread (DuckDB and the model client block).
 
 With ``FURNACE_SERVE_KEY`` set, every ``/v1`` request needs ``Authorization: Bearer <key>`` (401
 otherwise). Errors are OpenAI-style bodies (:class:`~furnace.server.wire.ApiError`).
@@ -23,6 +24,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from furnace.adapters.mlflow_answers import AnswerTraces, traced_answer
 from furnace.arena.speaker import ContextBuilder, token_aware_context
 from furnace.domain.errors import (
     FurnaceError,
@@ -33,7 +35,7 @@ from furnace.domain.errors import (
     LLMTimeout,
     StoreError,
 )
-from furnace.fusion.answers import AgentAnswer, answer_as
+from furnace.fusion.answers import AgentAnswer
 from furnace.runtime import Runtime
 from furnace.server import wire
 from furnace.server.catalogue import Catalogue
@@ -60,12 +62,14 @@ def _answer_error(err: FurnaceError) -> ApiError:
     return ApiError(500, message, type="server_error", code=None)
 
 
-def create_app(runtime: Runtime, *, key: str | None = None) -> FastAPI:
+def create_app(runtime: Runtime, *, key: str | None = None, trace: bool = True) -> FastAPI:
     """The OpenAI-compatible app on ``runtime``. ``key``: the bearer key clients must send (default
-    ``FURNACE_SERVE_KEY``; None or empty: no key asked). Pre-warms every agent when it starts."""
+    ``FURNACE_SERVE_KEY``; None or empty: no key asked). ``trace``: each answer traced to MLflow (in the
+    background, see :mod:`furnace.adapters.mlflow_answers`). Pre-warms every agent when it starts."""
     if key is None and runtime.settings.serve_key is not None:
         key = runtime.settings.serve_key.get_secret_value()
     catalogue = Catalogue(runtime)
+    traces = AnswerTraces(runtime.settings.tracking_uri) if trace else None
     # earlier turns fitted to the configured model's context, counted by its own tokenizer (extractive compression)
     context = token_aware_context(context_limit=runtime.settings.context_limit, count=runtime.token_counter)
 
@@ -73,9 +77,12 @@ def create_app(runtime: Runtime, *, key: str | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await run_in_threadpool(catalogue.warm_all)
         yield
+        if traces is not None:
+            await run_in_threadpool(traces.close)  # the traces of the last answers written before it stops
 
     app = FastAPI(title="furnace", summary="furnace agents over the OpenAI protocol", lifespan=lifespan)
     app.state.catalogue = catalogue
+    app.state.traces = traces
 
     @app.exception_handler(ApiError)
     async def api_error(request: Request, err: ApiError) -> JSONResponse:
@@ -121,7 +128,7 @@ def create_app(runtime: Runtime, *, key: str | None = None) -> FastAPI:
     async def chat_completions(request: Request) -> JSONResponse | StreamingResponse:
         chat = wire.parse_chat_request(await request.body())
         cid = wire.completion_id()
-        answer = await run_in_threadpool(_answer, catalogue, chat, cid, context)
+        answer = await run_in_threadpool(_answer, catalogue, chat, cid, context, traces)
         if chat.stream:
             events = wire.stream_events(cid, chat.model, answer, include_usage=chat.include_usage)
             return StreamingResponse(events, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
@@ -135,8 +142,11 @@ def _unauthorized(message: str) -> ApiError:
     return ApiError(401, message, code="invalid_api_key")
 
 
-def _answer(catalogue: Catalogue, chat: wire.ChatRequest, cid: str, context: ContextBuilder) -> AgentAnswer:
-    """Resolve the model id and answer (on a worker thread); furnace errors become API errors."""
+def _answer(
+    catalogue: Catalogue, chat: wire.ChatRequest, cid: str, context: ContextBuilder, traces: AnswerTraces | None
+) -> AgentAnswer:
+    """Resolve the model id and answer (on a worker thread), traced as ``furnace agent answer`` is (the
+    trace is written in the background, tagged with the response id); furnace errors become API errors."""
     runtime = catalogue.runtime
     try:
         speaker = catalogue.resolve(chat.model)
@@ -145,10 +155,13 @@ def _answer(catalogue: Catalogue, chat: wire.ChatRequest, cid: str, context: Con
     except FurnaceError as err:
         raise _answer_error(err) from None
     try:
-        answer = answer_as(
+        answer = traced_answer(
+            traces,
             speaker,
             chat.message,
             runtime.llm.for_run(cid),
+            model_id=chat.model,
+            tags={"furnace.response_id": cid, "furnace.face": "serve"},
             store=runtime.store,
             cache=runtime.synthesis_cache,
             history=chat.history,
@@ -170,13 +183,19 @@ def _answer(catalogue: Catalogue, chat: wire.ChatRequest, cid: str, context: Con
 
 
 def build_server(
-    runtime: Runtime, *, host: str = "127.0.0.1", port: int = 8000, key: str | None = None, log_level: str = "info"
+    runtime: Runtime,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    key: str | None = None,
+    log_level: str = "info",
+    trace: bool = True,
 ) -> uvicorn.Server:
     """A uvicorn server for :func:`create_app` on ``host:port`` (``run()`` it; port 0 picks a free one), its
-    log (uvicorn's, and one ``furnace.server`` line per answer) at ``log_level``."""
+    log (uvicorn's, and one ``furnace.server`` line per answer) at ``log_level``; ``trace``: answers traced
+    to MLflow."""
     log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
     log_config["loggers"]["furnace.server"] = {"handlers": ["default"], "level": log_level.upper(), "propagate": False}
-    config = uvicorn.Config(
-        create_app(runtime, key=key), host=host, port=port, log_level=log_level, log_config=log_config, lifespan="on"
-    )
+    app = create_app(runtime, key=key, trace=trace)
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level, log_config=log_config, lifespan="on")
     return uvicorn.Server(config)

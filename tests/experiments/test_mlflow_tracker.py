@@ -217,7 +217,8 @@ def test_a_kill_while_logging_never_leaves_two_values_at_a_step(settings, monkey
     log_batch = tracker.client.log_batch
 
     def die_on_child_metrics(run_id, metrics=(), **kwargs):
-        if metrics and run_id != tracker.run_id and tracker.client.get_run(run_id).info.run_name == "generation-1":
+        child = run_id != tracker.run_id and tracker.client.get_run(run_id).data.tags.get("furnace.generation") == "1"
+        if metrics and child:
             raise Killed  # after generation 1's parent metrics and its child run, before the child's metrics
         return log_batch(run_id, metrics=metrics, **kwargs)
 

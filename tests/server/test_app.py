@@ -95,7 +95,19 @@ def test_the_key_comes_from_furnace_serve_key(rt, monkeypatch) -> None:
         wrong = client.get("/v1/models", headers={"Authorization": "Bearer nope"})
         assert wrong.status_code == 401 and wrong.json()["error"]["message"] == "Incorrect API key provided"
         assert client.get("/v1/models", headers={"Authorization": "Bearer from-the-env"}).status_code == 200
-    assert not (rt.settings.home / "mlflow.db").exists()  # no registry in this home: none listed, none created
+
+
+def test_listing_models_creates_no_mlflow_store(tmp_path) -> None:
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
+    bare = Runtime(FurnaceSettings(home=tmp_path / "bare", embedder="hash"))
+    try:
+        with TestClient(create_app(bare)) as client:  # answers are traced, a listing is not
+            assert client.get("/v1/models").status_code == 200
+        assert not (tmp_path / "bare" / "mlflow.db").exists()  # no registry in this home: none listed, none created
+    finally:
+        bare.close()
 
 
 def test_model_failures_are_openai_errors_and_ledger_rows(rt, lab, monkeypatch) -> None:
