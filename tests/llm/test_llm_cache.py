@@ -249,8 +249,7 @@ def test_a_forged_cached_response_is_a_counted_miss_and_is_replaced(tmp_path):
 
 def test_a_cached_response_resealed_without_the_key_is_still_refused(tmp_path):
     """furnace's own seal function with another key (what a forger can run) makes no valid seal."""
-    from furnace.storage.duckdb.llm_calls import response_seal
-    from furnace.storage.duckdb.seal_key import Sealer
+    from furnace.storage.seals import Sealer, response_seal
 
     db = Database(tmp_path / "f.duckdb")
     cache = DuckDBResponseCache(db)

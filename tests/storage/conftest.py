@@ -24,18 +24,64 @@ class TickClock:
         return self.now
 
 
-@pytest.fixture(params=["memory", "duckdb"])
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL database for the session (``tests/storage/postgres.py``); skips when none can run."""
+    import os
+
+    from .postgres import throwaway_server, unavailable
+
+    given = os.environ.get("FURNACE_TEST_DATABASE_URL")
+    if given:
+        yield given
+        return
+    why = unavailable()
+    if why is not None:
+        pytest.skip(f"no PostgreSQL: {why}")
+    with throwaway_server() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def sql_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A fresh relational store database of each kind: SQLite in ``tmp_path``, and the session's
+    PostgreSQL database, emptied."""
+    db = open_sql(request, request.param, tmp_path)
+    yield db
+    db.close()
+
+
+def open_sql(request: pytest.FixtureRequest, kind: str, home: Path) -> Any:
+    """A migrated, empty relational database of ``kind`` (sqlite: in ``home``) with ``home``'s seal key."""
+    from furnace.storage.sql.db import SQLDatabase, sqlite_url
+
+    if kind == "sqlite":
+        return SQLDatabase(sqlite_url(home), home=home)
+    from furnace.storage.sql.schema import metadata
+
+    db = SQLDatabase(request.getfixturevalue("postgres_url"), home=home)
+    db.execute("TRUNCATE " + ", ".join(metadata.tables))
+    return db
+
+
+@pytest.fixture(params=["memory", "duckdb", "sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    """A fresh store of each kind (DuckDB on a temp file)."""
+    """A fresh store of each kind (DuckDB and SQLite on a temp file, PostgreSQL on the session's server)."""
     if request.param == "memory":
         from furnace.storage.memory import MemoryStore
 
         yield MemoryStore(clock=TickClock())
-    else:
+    elif request.param == "duckdb":
         from furnace.storage.duckdb.db import Database
         from furnace.storage.duckdb.store import DuckDBStore
 
         yield DuckDBStore(Database(tmp_path / "furnace.duckdb"), clock=TickClock())
+    else:
+        from furnace.storage.sql.store import SQLStore
+
+        db = open_sql(request, request.param, tmp_path)
+        yield SQLStore(db, clock=TickClock())
+        db.close()
 
 
 def make_elixir(name: str, **fields: Any) -> Elixir:

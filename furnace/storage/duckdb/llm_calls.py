@@ -48,7 +48,7 @@ from furnace.domain.liveness import pid_alive
 from furnace.llm.cache import CallRecord, CallTotals, sum_calls
 from furnace.llm.seam import Completion
 from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.seal_key import Sealer, sealed
+from furnace.storage.seals import response_seal, sealed
 
 _LIVE: dict[str, weakref.WeakSet[_Pending]] = {}
 _LIVE_LOCK = threading.Lock()
@@ -59,11 +59,6 @@ _COLUMNS = (
 )
 _INSERT = f"INSERT INTO llm_calls ({_COLUMNS}) VALUES ({', '.join('?' * 15)}) ON CONFLICT DO NOTHING"
 DEFAULT_RESPONSE_TTL_S = 90 * 24 * 3600
-
-
-def response_seal(sealer: Sealer, key: str, completion_json: str) -> str:
-    """The keyed seal of one cached response: its content key and the completion as stored."""
-    return sealer.mac("response", key, completion_json)
 
 
 class DuckDBResponseCache:

@@ -16,7 +16,7 @@ connection with one view per table over the current snapshot; it never
 touches ``furnace.duckdb``. See docs/storage.md.
 
 **Sealed.** The manifest lists every Parquet file's sha256 and carries the keyed seal of the
-whole manifest (:mod:`.seal_key`, docs/reliability.md). :func:`connect` checks both before it
+whole manifest (:mod:`furnace.storage.seals`, docs/reliability.md). :func:`connect` checks both before it
 makes the snapshot's views, and refuses a snapshot whose files or manifest were rewritten
 (:class:`~furnace.domain.errors.SealError`); a snapshot taken before seals existed (no ``seal``
 in its manifest) is replaced by a fresh one.
@@ -44,7 +44,7 @@ import duckdb
 from furnace.domain.errors import SealError, StoreError
 from furnace.domain.liveness import pid_alive
 from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.seal_key import Sealer, check, sealer_for
+from furnace.storage.seals import Sealer, check, sealer_for
 
 log = logging.getLogger(__name__)
 

@@ -30,8 +30,8 @@ from furnace.domain.agent import AGENT_PREFIX, Agent, LineageNode, record_seal, 
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import LineageError, NotFound
 from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.seal_key import Sealer, check
 from furnace.storage.memory import Adjacency, bfs
+from furnace.storage.seals import Sealer, agent_mac, check, elixir_seal
 from furnace.storage.store import (
     ElixirSummary,
     Origin,
@@ -50,17 +50,6 @@ Con = duckdb.DuckDBPyConnection
 _ELIXIR_COLS = "id, version, content_hash, body, created_at, deleted_at, seal"
 _LATEST_KEPT = 1024  # latest versions remembered per store (with the epoch they were read at)
 _BODY_EXCLUDE = {"id", "version", "created_at", "deleted_at", "content_hash"}
-
-
-def elixir_seal(sealer: Sealer, id: str, version: int, content_hash: str) -> str:
-    """The keyed seal of one elixir version: its content hash under the key (the body is checked against
-    the hash on every read of one elixir)."""
-    return sealer.mac("elixir", id, version, content_hash)
-
-
-def agent_mac(sealer: Sealer, id: str, elixir_version: int, record_hash: str) -> str:
-    """The keyed seal of an agent's record hash (stored as ``mac`` inside its ``seal`` JSON)."""
-    return sealer.mac("agent", id, elixir_version, record_hash)
 
 
 def _version_row(stored: Elixir, origin: str, sealer: Sealer) -> list[Any]:
