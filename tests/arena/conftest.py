@@ -22,9 +22,14 @@ def arena_store() -> InMemoryArenaStore:
     return InMemoryArenaStore()
 
 
-@pytest.fixture(params=["memory", "duckdb"])
+@pytest.fixture(params=["memory", "duckdb", "sqlite"])
 def store(request, tmp_path):
-    """Each arena store: the in-memory twin and DuckDB."""
+    """Each arena store: the in-memory twin, DuckDB and the relational store (SQLite)."""
     if request.param == "memory":
         return InMemoryArenaStore()
+    if request.param == "sqlite":
+        from furnace.storage.sql.arena import SQLArenaStore
+        from furnace.storage.sql.db import SQLDatabase, sqlite_url
+
+        return SQLArenaStore(SQLDatabase(sqlite_url(tmp_path), home=tmp_path))
     return DuckDBArenaStore(Database(tmp_path / "arena.duckdb"))

@@ -24,11 +24,16 @@ class Clock:
         return self.now
 
 
-@pytest.fixture(params=["memory", "duckdb"])
+@pytest.fixture(params=["memory", "duckdb", "sqlite"])
 def kv_and_clock(request, tmp_path):
     clock = Clock()
     if request.param == "memory":
         return MemoryKV(clock=clock), clock
+    if request.param == "sqlite":
+        from furnace.storage.sql.db import SQLDatabase, sqlite_url
+        from furnace.storage.sql.kv import SQLKV
+
+        return SQLKV(SQLDatabase(sqlite_url(tmp_path), home=tmp_path), clock=clock), clock
     return DuckDBKV(Database(tmp_path / "kv.duckdb"), clock=clock), clock
 
 
