@@ -156,8 +156,15 @@ class SQLStore:
         return latest
 
     def _save_many(self, conn: Connection, items: Sequence[tuple[Elixir, str]], origin: Origin) -> list[ElixirRef]:
-        """Save ``(elixir, id)`` pairs: one read of the latest rows, one insert of every new version."""
-        latest = self._latest_rows(conn, list(dict.fromkeys(id for _, id in items)))
+        """Save ``(elixir, id)`` pairs: one read of the latest rows, one insert of every new version.
+
+        On PostgreSQL the ids are locked first (advisory, until the transaction ends), so concurrent saves
+        of one id take turns instead of colliding on its next version (SQLite's writers take turns anyway)."""
+        ids = list(dict.fromkeys(id for _, id in items))
+        if self.db.dialect == "postgresql":
+            for id in sorted(ids):
+                conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:id))"), {"id": id})
+        latest = self._latest_rows(conn, ids)
         refs: list[ElixirRef] = []
         rows: list[dict[str, Any]] = []
         sealer = self.db.sealer
