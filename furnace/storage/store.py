@@ -42,12 +42,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from furnace.domain.agent import AGENT_PREFIX, Agent, LineageNode, agent_id_for
 from furnace.domain.elixir import Elixir, ElixirRef, parse_elixir
 from furnace.domain.errors import InputError, LineageError, StaleVersion
 from furnace.domain.lineage import Lineage, verify_lineage
+
+if TYPE_CHECKING:
+    from furnace.storage.seals import Sealer
 
 Origin = Literal["library", "agent"]
 
@@ -282,3 +285,41 @@ def verify_agent_lineage(agent_id: str, data: dict[str, Any], stored_hash: Calla
                 f"{parent.content_hash[:12]}…, the store holds {actual[:12]}…"
             )
     return lineage
+
+
+def decode_elixir(row: Sequence[Any]) -> Elixir:
+    """The elixir of an ``elixir_versions`` row ``(id, version, content_hash, body, created_at, deleted_at,
+    seal)`` (timestamps naive UTC), unverified."""
+    import json
+
+    id, version, _, body, created_at, deleted_at = row[:6]
+    data = json.loads(body)
+    data.update(
+        id=id,
+        version=version,
+        created_at=None if created_at is None else created_at.replace(tzinfo=UTC),
+        deleted_at=None if deleted_at is None else deleted_at.replace(tzinfo=UTC),
+    )
+    return Elixir.model_validate(data)
+
+
+def stored_elixir(row: Sequence[Any], sealer: Sealer, *, verify: bool = True) -> Elixir:
+    """The elixir of an ``elixir_versions`` row (as :func:`decode_elixir` takes it); ``verify`` checks its
+    keyed seal and recomputes its content hash against the stored one. A listing does not verify (it
+    carries the stored hash); every read of one elixir does."""
+    from furnace.storage.seals import check, elixir_seal
+
+    id, version, content_hash, _, _, _, seal = row
+    if verify:
+        whose = f" (the persona of agent {id})" if id.startswith(AGENT_PREFIX) else ""
+        check(seal, elixir_seal(sealer, id, version, content_hash), f"elixir {id}@{version}{whose}")
+    elixir = decode_elixir(row)
+    if not verify:
+        elixir.__dict__["content_hash"] = content_hash  # seeds the cached property: no hashing
+        return elixir
+    if elixir.content_hash != content_hash:
+        raise LineageError(
+            f"elixir {id}@{version}: stored content_hash {content_hash[:12]}… does not match its "
+            f"content ({elixir.content_hash[:12]}…): the record was altered"
+        )
+    return elixir

@@ -15,7 +15,7 @@ from typing import Any
 from furnace.storage.duckdb.db import Database
 from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 from furnace.storage.duckdb.seal import agent_seal_sql
-from furnace.storage.duckdb.store import _ELIXIR_COLS, decode_elixir
+from furnace.storage.duckdb.store import _ELIXIR_COLS
 from furnace.storage.seals import (
     agent_mac,
     elixir_seal,
@@ -25,6 +25,7 @@ from furnace.storage.seals import (
     response_seal,
     summary_seal,
 )
+from furnace.storage.store import decode_elixir
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import duckdb
 
-from furnace.domain.agent import AGENT_PREFIX, Agent, LineageNode, record_seal, verify_edges, verify_seal
+from furnace.domain.agent import Agent, LineageNode, record_seal, verify_edges, verify_seal
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import LineageError, NotFound
 from furnace.storage.duckdb.db import Database
@@ -39,6 +39,7 @@ from furnace.storage.store import (
     checked_ref,
     deleted_id_error,
     stale_version_error,
+    stored_elixir,
     utc_now,
     verify_agent_lineage,
     withdrawn_error,
@@ -109,14 +110,6 @@ LEFT JOIN edges ON edges.child = a.id
 """
 
 
-def decode_elixir(row: Sequence[Any]) -> Elixir:
-    """The elixir of an ``elixir_versions`` row (``_ELIXIR_COLS``), unverified."""
-    id, version, _, body, created_at, deleted_at = row[:6]
-    data = json.loads(body)
-    data.update(id=id, version=version, created_at=_from_db(created_at), deleted_at=_from_db(deleted_at))
-    return Elixir.model_validate(data)
-
-
 def _to_db(ts: datetime) -> datetime:
     return ts.astimezone(UTC).replace(tzinfo=None)
 
@@ -165,26 +158,9 @@ class DuckDBStore:
         return self.db.write(work, retries=self._conflict_retries)
 
     def _row_to_elixir(self, row: Sequence[Any], *, verify: bool = True) -> Elixir:
-        """The stored elixir; ``verify`` checks its keyed seal, recomputes its content hash and compares
-        it with the stored one.
-
-        A listing does not verify (re-hashing every body made ``elixir list`` slow): it
-        carries the stored hash, and every read of one elixir (get, fusion, agents) verifies.
-        """
-        id, version, content_hash, body, created_at, deleted_at, seal = row
-        if verify:
-            whose = f" (the persona of agent {id})" if id.startswith(AGENT_PREFIX) else ""
-            check(seal, elixir_seal(self.db.sealer, id, version, content_hash), f"elixir {id}@{version}{whose}")
-        elixir = decode_elixir(row)
-        if not verify:
-            elixir.__dict__["content_hash"] = content_hash  # seeds the cached property: no hashing
-            return elixir
-        if elixir.content_hash != content_hash:
-            raise LineageError(
-                f"elixir {id}@{version}: stored content_hash {content_hash[:12]}… does not match its "
-                f"content ({elixir.content_hash[:12]}…): the record was altered"
-            )
-        return elixir
+        """The stored elixir; ``verify`` checks its keyed seal and content hash (a listing does not: re-hashing
+        every body made ``elixir list`` slow)."""
+        return stored_elixir(row, self.db.sealer, verify=verify)
 
     def _fetch(self, con: Con, id: str, version: int | None) -> Elixir:
         return self._fetch_flagged(con, id, version, agent_flag=False)[0]

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, and_, func, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from furnace.domain.agent import AGENT_PREFIX, Agent, LineageNode, record_seal, verify_edges, verify_seal
+from furnace.domain.agent import Agent, LineageNode, record_seal, verify_edges, verify_seal
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import LineageError, NotFound
 from furnace.storage.memory import adjacency, bfs
@@ -34,6 +34,7 @@ from furnace.storage.store import (
     deleted_id_error,
     matches_query,
     stale_version_error,
+    stored_elixir,
     utc_now,
     verify_agent_lineage,
     withdrawn_error,
@@ -89,14 +90,6 @@ def version_row(stored: Elixir, origin: str, sealer: Sealer) -> dict[str, Any]:
     }
 
 
-def decode_elixir(row: Sequence[Any]) -> Elixir:
-    """The elixir of an ``elixir_versions`` row (``_ELIXIR_COLS``), unverified."""
-    id, version, _, body, created_at, deleted_at = row[:6]
-    data = json.loads(body)
-    data.update(id=id, version=version, created_at=from_db(created_at), deleted_at=from_db(deleted_at))
-    return Elixir.model_validate(data)
-
-
 class SQLStore:
     """:class:`~furnace.storage.store.ElixirStore` on a :class:`SQLDatabase`."""
 
@@ -117,20 +110,7 @@ class SQLStore:
     # --- elixirs -------------------------------------------------------------------------------------
 
     def _row_to_elixir(self, row: Sequence[Any], *, verify: bool = True) -> Elixir:
-        id, version, content_hash, _, _, _, seal = row
-        if verify:
-            whose = f" (the persona of agent {id})" if id.startswith(AGENT_PREFIX) else ""
-            check(seal, elixir_seal(self.db.sealer, id, version, content_hash), f"elixir {id}@{version}{whose}")
-        elixir = decode_elixir(row)
-        if not verify:
-            elixir.__dict__["content_hash"] = content_hash  # seeds the cached property: no hashing
-            return elixir
-        if elixir.content_hash != content_hash:
-            raise LineageError(
-                f"elixir {id}@{version}: stored content_hash {content_hash[:12]}… does not match its "
-                f"content ({elixir.content_hash[:12]}…): the record was altered"
-            )
-        return elixir
+        return stored_elixir(row, self.db.sealer, verify=verify)
 
     def _fetch(self, conn: Connection, id: str, version: int | None) -> Elixir:
         query = select(*_ELIXIR_COLS).where(_EV.id == id)
