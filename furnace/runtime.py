@@ -232,12 +232,16 @@ class Runtime:
 
         if self.before_open is not None:
             self.before_open(self.settings.home)
+        from furnace.storage.duckdb import snapshot
+
         seal_key = self.settings.seal_key
-        return SQLDatabase(
+        db = SQLDatabase(
             url.get_secret_value(),
             home=self.settings.home,
             seal_key=seal_key.get_secret_value() if seal_key is not None else None,
         )
+        db.on_change = lambda: snapshot.request(db)  # analysis reads Parquet snapshots of the live store
+        return db
 
     @property
     def live(self) -> Database | SQLDatabase:
@@ -263,6 +267,9 @@ class Runtime:
         and serving its last snapshot request; the next use opens it again."""
         sql = self.__dict__.get("sql")
         if sql is not None:
+            from furnace.storage.duckdb import snapshot
+
+            snapshot.wait_pending()
             sql.close()
         if "db" in self.__dict__:
             from furnace.storage.duckdb import snapshot

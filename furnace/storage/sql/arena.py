@@ -64,6 +64,10 @@ class SQLArenaStore:
         """One connection, and one transaction once it writes, for every call inside (see ``unit_of_work``)."""
         return self.db.unit(one_transaction=one_transaction)
 
+    def snapshot_soon(self) -> None:
+        """Refresh the Parquet snapshots that analysis reads, in the background (docs/storage.md)."""
+        self.db.snapshot_soon()
+
     # --- sessions ------------------------------------------------------------------------------------
 
     def save_session(self, session: ArenaSession) -> None:

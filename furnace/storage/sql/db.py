@@ -19,6 +19,7 @@ database (SQLite: inside ``BEGIN IMMEDIATE``; PostgreSQL: under an advisory lock
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -88,6 +89,9 @@ class SQLDatabase:
         self.home = home
         self._seal_key = seal_key
         self._local = threading.local()
+        self._last_used = time.monotonic()
+        self.on_change: Callable[[], None] | None = None
+        """Called by :meth:`snapshot_soon` (the runtime sets it to a background snapshot refresh)."""
         self.dialect = self.url.get_backend_name()
         if self.dialect not in ("sqlite", "postgresql"):
             raise InputError(
@@ -125,6 +129,35 @@ class SQLDatabase:
         if self.dialect == "sqlite":
             return str(self.url.database)
         return self.url.render_as_string(hide_password=True)
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file, or (PostgreSQL) where it would be in the home: its folder holds ``snapshots/``."""
+        if self.dialect == "sqlite" and self.url.database not in (None, "", ":memory:"):
+            return Path(str(self.url.database)).resolve()
+        return (self.home / SQLITE_FILE).resolve()
+
+    @property
+    def idle_s(self) -> float:
+        """Seconds since a unit or transaction of this process last ended."""
+        return time.monotonic() - self._last_used
+
+    def exists(self) -> bool:
+        """Whether the store is there (a temporary home's SQLite file may be gone)."""
+        return self.dialect != "sqlite" or self.path.exists()
+
+    def write_parquet(self, folder: Path) -> tuple[dict[str, int], int]:
+        """Every table as ``folder/<table>.parquet`` in one read transaction; row counts and schema revision."""
+        from furnace.storage.sql.parquet import write_tables
+
+        with self.connect() as conn:
+            counts = write_tables(conn, folder)
+        return counts, int(self.revision() or 0)
+
+    def snapshot_soon(self) -> None:
+        """Ask for a fresh analysis snapshot (in the background, when the runtime set one up)."""
+        if self.on_change is not None:
+            self.on_change()
 
     @cached_property
     def sealer(self) -> Sealer:
@@ -168,6 +201,7 @@ class SQLDatabase:
                 raise
             finally:
                 self._local.unit = None
+                self._last_used = time.monotonic()
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:

@@ -101,6 +101,10 @@ class SQLStore:
         """One connection, and one transaction once it writes, for every call inside (see ``unit_of_work``)."""
         return self.db.unit(one_transaction=one_transaction)
 
+    def snapshot_soon(self) -> None:
+        """Refresh the Parquet snapshots that analysis reads, in the background (docs/storage.md)."""
+        self.db.snapshot_soon()
+
     def atomically(self, work: Callable[[], T]) -> T:
         """Run ``work`` in one transaction: every write inside it (of this store and of any other adapter on
         the same database, e.g. the synthesis cache's KV) commits together or not at all."""
