@@ -333,13 +333,18 @@ class Runtime:
     @cached_property
     def assist_data(self) -> DuckDBAssistData:
         """What the lab assistant reads (an :class:`~furnace.assistant.results.AssistData`) and its sessions."""
-        if self.sql is not None:
-            from furnace.domain.errors import StoreError
-
-            raise StoreError(
-                "the lab assistant reads furnace.duckdb only (not ported to FURNACE_DATABASE_URL yet): unset it to ask"
-            )
         from furnace.storage.duckdb.assist import DuckDBAssistData
+
+        if self.sql is not None:  # its DuckDB queries run on the live store's analysis snapshot
+            from furnace.storage.duckdb.snapshot import SnapshotReader
+            from furnace.storage.sql.assist import SQLAssistSessions
+
+            return DuckDBAssistData(
+                SnapshotReader(self.sql),
+                verify_agents=self.store.verify_agents,
+                sessions=SQLAssistSessions(self.sql),
+                history=self.store.history,
+            )
 
         return DuckDBAssistData(self.db, verify_agents=self.store.verify_agents)
 

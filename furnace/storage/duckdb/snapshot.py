@@ -349,6 +349,39 @@ class _Refresher:
             self.hurry.clear()
 
 
+class SnapshotReader:
+    """Read-only SQL over the newest snapshot of a live store (taking a first one when there is none):
+    how the lab assistant reads the relational store with its DuckDB queries. Each call opens the
+    snapshot current at that moment (this process's requested refreshes done first)."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+
+    def _connection(self) -> duckdb.DuckDBPyConnection:
+        wait_pending()
+        root = snapshot_root(self.source.path)
+        folder = current(root) or refresh(self.source)
+        with suppress(OSError):
+            (folder / f".reader-{os.getpid()}").touch()
+        return _views.open(folder, lambda: self.source.sealer)
+
+    def query(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        con = self._connection()
+        try:
+            return con.execute(sql, params or []).fetchall()
+        finally:
+            con.close()
+
+    def query_dicts(self, sql: str, params: Any = None) -> list[dict[str, Any]]:
+        con = self._connection()
+        try:
+            cur = con.execute(sql, params or [])
+            cols = [d[0] for d in cur.description or []]
+            return [dict(zip(cols, row, strict=False)) for row in cur.fetchall()]
+        finally:
+            con.close()
+
+
 _refreshers: dict[str, _Refresher] = {}
 _refreshers_lock = threading.Lock()
 
