@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import tempfile
 import threading
 import warnings
@@ -241,12 +242,46 @@ class Runtime:
             seal_key=seal_key.get_secret_value() if seal_key is not None else None,
         )
         db.on_change = lambda: snapshot.request(db)  # analysis reads Parquet snapshots of the live store
+        if db.dialect == "sqlite" and self.settings.db_path.exists() and _empty(db):
+            # first open of an old home in the relational store: its records move here (the file stays)
+            print(
+                f"moving {self.settings.db_path.name} into {db.path.name} (kept; see docs/store.md)…", file=sys.stderr
+            )
+            from furnace.storage.migrate import copy_home
+
+            copy_home(self._duckdb(), db)
         return db
 
     @property
     def live(self) -> Database | SQLDatabase:
         """The database holding the live stores: the relational one when configured, else DuckDB."""
         return self.sql if self.sql is not None else self.db
+
+    def migrate_home(self) -> tuple[Moved, str]:
+        """Copy this home's ``furnace.duckdb`` into the relational store (``FURNACE_DATABASE_URL``, else
+        ``furnace.sqlite`` in the home) and verify it; the DuckDB file is kept. Returns what moved and where."""
+        from furnace.domain.errors import InputError
+        from furnace.storage.migrate import copy_home
+        from furnace.storage.sql.db import SQLDatabase, sqlite_url
+
+        if not self.settings.db_path.exists():
+            raise InputError(
+                f"no {self.settings.db_path.name} in {self.settings.home}: nothing to migrate", field="home"
+            )
+        url = self.settings.database_url
+        seal_key = self.settings.seal_key
+        target = SQLDatabase(
+            url.get_secret_value() if url is not None else sqlite_url(self.settings.home),
+            home=self.settings.home,
+            seal_key=seal_key.get_secret_value() if seal_key is not None else None,
+        )
+        try:
+            return copy_home(self._duckdb(), target), target.where
+        finally:
+            target.close()
+
+    def _duckdb(self) -> Database:
+        return self.db
 
     @cached_property
     def db(self) -> Database:
@@ -538,6 +573,13 @@ class Runtime:
                 prepared.evolution.unit_runner = previous
 
 
+def _empty(db: SQLDatabase) -> bool:
+    """Whether the relational store holds no record yet (an old home's file may move in)."""
+    return not any(
+        db.query(f"SELECT 1 FROM {table} LIMIT 1") for table in ("elixir_versions", "experiments", "llm_calls")
+    )
+
+
 # -- notebooks -----------------------------------------------------------------------------------------
 
 
@@ -600,3 +642,4 @@ def sample_runtime(home: Path, need: Need | None = None) -> Runtime:
 if TYPE_CHECKING:
     from furnace.evolution.breeding import FusionBreeder
     from furnace.evolution.isolated import IsolatedUnitRunner, Sink, World
+    from furnace.storage.migrate import Moved

@@ -38,6 +38,7 @@ _GROUPS = [
     "furnace.cli.demo_cmd",
     "furnace.cli.snapshot_cmd",
     "furnace.cli.cache_cmd",
+    "furnace.cli.migrate_cmd",
 ]
 
 

@@ -64,3 +64,44 @@ def test_another_key_cannot_vouch_for_the_moved_rows(tmp_path: Path, monkeypatch
     old = _old_home(tmp_path / "a")
     with pytest.raises(SealError):
         copy_home(old, SQLDatabase(sqlite_url(tmp_path / "b"), home=tmp_path / "b"))
+
+
+def test_a_home_of_the_previous_release_moves_with_every_row_and_seal(tmp_path: Path, monkeypatch: Any) -> None:
+    """A home written by the release before the relational store (DuckDB schema up to 0015, rows as that
+    furnace wrote them): upgraded, copied, and every record reads back verified."""
+    from furnace.storage.sql.experiments import SQLExperimentResults
+    from furnace.storage.sql.llm_calls import SQLResponseCache
+
+    from .test_keyed_seal import _old_home
+
+    old, agent, _ = _old_home(tmp_path, monkeypatch)
+    home = old.path.parent
+    target = SQLDatabase(sqlite_url(home), home=home)
+    moved = copy_home(Database(old.path), target)
+    assert moved.verified["agents"] == 1 and moved.verified["cached responses"] == 1
+    assert SQLStore(target).get_agent(agent.id).system_prompt == agent.system_prompt
+    assert SQLExperimentResults(target).individuals("exp-1")[0].fitness == 0.41
+    assert SQLResponseCache(target).get("k").text == "old answer"  # type: ignore[union-attr]
+
+
+def test_furnace_migrate_and_the_first_open_move_an_old_home(tmp_path: Path, monkeypatch: Any, capsys: Any) -> None:
+    from tests.conftest import run_cli
+
+    home = tmp_path / "home"
+    _old_home(home)
+    monkeypatch.setenv("FURNACE_HOME", str(home))
+    monkeypatch.delenv("FURNACE_DATABASE_URL", raising=False)
+    code, out, err = run_cli(capsys, "migrate")
+    assert code == 0 and "seals verified: 4 elixir versions, 1 agents" in out and "is kept" in out, err
+    for made in home.glob("furnace.sqlite*"):
+        made.unlink()
+    monkeypatch.setenv("FURNACE_DATABASE_URL", f"sqlite:///{home / 'furnace.sqlite'}")
+    code, out, err = run_cli(capsys, "elixir", "list")  # the first open of the old home in the new store
+    assert code == 0 and "moving furnace.duckdb into furnace.sqlite" in err
+    assert "alpha" in out and "beta" in out
+    code, out, err = run_cli(capsys, "elixir", "list")
+    assert code == 0 and "moving" not in err  # once
+    monkeypatch.setenv("FURNACE_HOME", str(tmp_path / "empty"))
+    (tmp_path / "empty").mkdir()
+    code, _, err = run_cli(capsys, "migrate")
+    assert code == 1 and "nothing to migrate" in err

@@ -287,7 +287,7 @@ class SQLDatabase:
         """Bring the schema to the newest Alembic revision (once per process and database)."""
         key = self.url.render_as_string(hide_password=False)
         with _migrate_lock:
-            if key in _migrated:
+            if key in _migrated and self.exists():  # (a SQLite file removed since is made again)
                 return
             from alembic import command
             from alembic.config import Config
