@@ -19,15 +19,15 @@ def priced(text: str) -> Completion:
     return Completion(text=text, usage=Usage(prompt_tokens=10, completion_tokens=4), cost_usd=0.002, model="fake")
 
 
-@pytest.fixture(params=["memory", "duckdb", "sqlite"])
+@pytest.fixture(params=["memory", "duckdb", "sqlite", "postgresql"])
 def storage(request, tmp_path):
     if request.param == "memory":
         return MemoryResponseCache(), MemoryCallLedger()
-    if request.param == "sqlite":
-        from furnace.storage.sql.db import SQLDatabase, sqlite_url
+    if request.param in ("sqlite", "postgresql"):
         from furnace.storage.sql.llm_calls import SQLCallLedger, SQLResponseCache
+        from tests.storage.postgres import open_sql
 
-        sql = SQLDatabase(sqlite_url(tmp_path), home=tmp_path)
+        sql = open_sql(request, request.param, tmp_path)
         ledger = SQLCallLedger(sql)
         return SQLResponseCache(sql, ledger=ledger), ledger
     db = Database(tmp_path / "f.duckdb")

@@ -12,6 +12,8 @@ import pytest
 
 from furnace.domain.elixir import Elixir, parse_elixir
 
+from .postgres import open_sql
+
 
 class TickClock:
     """A clock that advances one second per reading (distinct, ordered timestamps)."""
@@ -24,24 +26,6 @@ class TickClock:
         return self.now
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """A PostgreSQL database for the session (``tests/storage/postgres.py``); skips when none can run."""
-    import os
-
-    from .postgres import throwaway_server, unavailable
-
-    given = os.environ.get("FURNACE_TEST_DATABASE_URL")
-    if given:
-        yield given
-        return
-    why = unavailable()
-    if why is not None:
-        pytest.skip(f"no PostgreSQL: {why}")
-    with throwaway_server() as url:
-        yield url
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
 def sql_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     """A fresh relational store database of each kind: SQLite in ``tmp_path``, and the session's
@@ -49,19 +33,6 @@ def sql_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     db = open_sql(request, request.param, tmp_path)
     yield db
     db.close()
-
-
-def open_sql(request: pytest.FixtureRequest, kind: str, home: Path) -> Any:
-    """A migrated, empty relational database of ``kind`` (sqlite: in ``home``) with ``home``'s seal key."""
-    from furnace.storage.sql.db import SQLDatabase, sqlite_url
-
-    if kind == "sqlite":
-        return SQLDatabase(sqlite_url(home), home=home)
-    from furnace.storage.sql.schema import metadata
-
-    db = SQLDatabase(request.getfixturevalue("postgres_url"), home=home)
-    db.execute("TRUNCATE " + ", ".join(metadata.tables))
-    return db
 
 
 @pytest.fixture(params=["memory", "duckdb", "sqlite", "postgresql"])

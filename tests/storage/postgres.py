@@ -1,8 +1,8 @@
 """A throwaway PostgreSQL server for the contract suite (``make test`` installs Debian's ``postgresql``).
 
-``FURNACE_TEST_DATABASE_URL`` (a ``postgresql+psycopg://`` URL of a database the tests may empty) is
-used when set. Otherwise, when ``initdb`` and ``pg_ctl`` are found (on PATH or under
-``/usr/lib/postgresql/*/bin``) and psycopg is installed, a cluster is made with ``initdb`` in a
+``TEST_POSTGRES_URL`` (a ``postgresql+psycopg://`` URL of a database the tests may empty) is used when
+set (the ``postgres_url`` fixture, ``tests/conftest.py``). Otherwise, when ``initdb`` and ``pg_ctl`` are
+found (on PATH or under ``/usr/lib/postgresql/*/bin``) and psycopg is installed, a cluster is made with ``initdb`` in a
 temporary folder, run as an unprivileged user (``nobody`` through ``runuser`` when the tests run as
 root), listening only on a unix socket in that folder, and stopped (folder removed) at the end.
 Anything missing: the PostgreSQL tests skip, saying what is missing.
@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 PORT = 54329  # names the socket file only (no TCP listener)
 
@@ -77,3 +78,17 @@ def throwaway_server() -> Iterator[str]:
             subprocess.run(_as_user([pg_ctl, "-D", str(data), "-m", "immediate", "stop"]), **quiet)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def open_sql(request: Any, kind: str, home: Path) -> Any:
+    """A migrated, empty relational database of ``kind`` ("sqlite": in ``home``; "postgresql": the session's
+    server, every table emptied) sealing with ``home``'s key."""
+    from furnace.storage.sql.db import SQLDatabase, sqlite_url
+
+    if kind == "sqlite":
+        return SQLDatabase(sqlite_url(home), home=home)
+    from furnace.storage.sql.schema import metadata
+
+    db = SQLDatabase(request.getfixturevalue("postgres_url"), home=home)
+    db.execute("TRUNCATE " + ", ".join(metadata.tables))
+    return db
