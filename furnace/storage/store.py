@@ -42,7 +42,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from furnace.domain.agent import AGENT_PREFIX, Agent, LineageNode, agent_id_for
 from furnace.domain.elixir import Elixir, ElixirRef, parse_elixir
@@ -198,6 +198,39 @@ class ElixirStore(Protocol):
 
     def same_blood(self, a: str, b: str) -> bool:
         """True when one descends from the other or they share an ancestor."""
+        ...
+
+
+T = TypeVar("T")
+
+
+class BatchElixirStore(ElixirStore, Protocol):
+    """An :class:`ElixirStore` with the batch and transaction methods every stored implementation
+    (memory, DuckDB, SQLite/PostgreSQL) offers: what fusion and the evolution loop use to read and write
+    several records at once. Views that serve one run or one worker (``furnace.evolution``) may offer
+    only the base protocol."""
+
+    def save_agents(self, agents: Sequence[Agent]) -> list[bool]:
+        """Persist agents (each with its child elixir and lineage edges) all-or-nothing; per agent, False
+        if it existed (kept as stored; the first of an id listed twice is the one saved)."""
+        ...
+
+    def load_many_for_fusion(self, refs: Sequence[ElixirRef]) -> list[Elixir]:
+        """What ``load_for_fusion`` gives for each of ``refs`` (a run's parents read ahead); a ref that
+        would fail there is left out, so its own load raises where it is used."""
+        ...
+
+    def child_ids(self, parents: Sequence[str]) -> dict[str, set[str]]:
+        """The ids of each parent's children by the lineage edges, unverified: a filter for "might this
+        agent be stored?", never a read of an agent."""
+        ...
+
+    def stored_child(self, id: str, parents: Sequence[ElixirRef]) -> Agent:
+        """``get_agent(id)`` for a fusion's child of ``parents`` (NotFound when it is not stored)."""
+        ...
+
+    def atomically(self, work: Callable[[], T]) -> T:
+        """Run ``work`` in one transaction: every write inside it commits together or not at all."""
         ...
 
 

@@ -25,7 +25,8 @@ from furnace.domain.errors import LineageError, NotFound
 from furnace.storage.memory import adjacency, bfs
 from furnace.storage.seals import Sealer, agent_mac, check, elixir_seal
 from furnace.storage.sql.db import SQLDatabase
-from furnace.storage.sql.schema import agents, elixir_versions, lineage_edges
+from furnace.storage.sql.schema import agents as agent_rows
+from furnace.storage.sql.schema import elixir_versions, lineage_edges
 from furnace.storage.store import (
     ElixirSummary,
     Origin,
@@ -46,14 +47,14 @@ _EV = elixir_versions.c
 _ELIXIR_COLS = (_EV.id, _EV.version, _EV.content_hash, _EV.body, _EV.created_at, _EV.deleted_at, _EV.seal)
 _BODY_EXCLUDE = {"id", "version", "created_at", "deleted_at", "content_hash"}
 _AGENT_COLS = (
-    agents.c.id,
-    agents.c.lineage,
-    agents.c.elixir_version,
-    agents.c.system_prompt,
-    agents.c.tools,
-    agents.c.members,
-    agents.c.created_at,
-    agents.c.seal,
+    agent_rows.c.id,
+    agent_rows.c.lineage,
+    agent_rows.c.elixir_version,
+    agent_rows.c.system_prompt,
+    agent_rows.c.tools,
+    agent_rows.c.members,
+    agent_rows.c.created_at,
+    agent_rows.c.seal,
 )
 
 
@@ -327,25 +328,25 @@ class SQLStore:
         """Persist agent + child elixir + lineage edges in one transaction. False if it existed."""
         return self.save_agents([agent])[0]
 
-    def save_agents(self, agents_: Sequence[Agent]) -> list[bool]:
+    def save_agents(self, agents: Sequence[Agent]) -> list[bool]:
         """Persist agents (each with its child elixir and lineage edges) in one transaction; per agent,
         False if it existed (kept as stored)."""
 
         def work(conn: Connection) -> list[bool]:
-            ids = list(dict.fromkeys(a.id for a in agents_))
+            ids = list(dict.fromkeys(a.id for a in agents))
             seen: set[str] = set()
             for part in chunks(ids):
-                seen.update(r[0] for r in conn.execute(select(agents.c.id).where(agents.c.id.in_(part))))
+                seen.update(r[0] for r in conn.execute(select(agent_rows.c.id).where(agent_rows.c.id.in_(part))))
             new: list[Agent] = []
-            for agent in agents_:
+            for agent in agents:
                 if agent.id not in seen:
                     seen.add(agent.id)
                     new.append(agent)
             if not new:
-                return [False] * len(agents_)
+                return [False] * len(agents)
             refs = self._save_many(conn, [(a.elixir, a.id) for a in new], "agent")
             rows = [self._agent_row(agent, ref.version, ref.content_hash) for agent, ref in zip(new, refs, strict=True)]
-            conn.execute(agents.insert(), rows)
+            conn.execute(agent_rows.insert(), rows)
             edges = {
                 (p.id, a.id, a.lineage.operator, a.lineage.op_version or "", p.version or 0): None
                 for a in new
@@ -359,7 +360,7 @@ class SQLStore:
                 )
             saved = {a.id for a in new}
             out = []
-            for agent in agents_:  # the first of an id listed twice is the one saved
+            for agent in agents:  # the first of an id listed twice is the one saved
                 out.append(agent.id in saved)
                 saved.discard(agent.id)
             return out
@@ -385,13 +386,13 @@ class SQLStore:
     def _load_agents(self, conn: Connection, ids: Sequence[str] | None, limit: int | None = None) -> list[Agent]:
         """The agents among ``ids`` (every agent when None), newest first, each verified in full."""
         rows: list[Any] = []
-        order = (agents.c.created_at.desc(), agents.c.id)
+        order = (agent_rows.c.created_at.desc(), agent_rows.c.id)
         if ids is None:
             query = select(*_AGENT_COLS).order_by(*order)
             rows = list(conn.execute(query.limit(limit) if limit is not None else query))
         else:
             for part in chunks(list(dict.fromkeys(ids))):
-                rows += conn.execute(select(*_AGENT_COLS).where(agents.c.id.in_(part)).order_by(*order)).all()
+                rows += conn.execute(select(*_AGENT_COLS).where(agent_rows.c.id.in_(part)).order_by(*order)).all()
             rows.sort(key=lambda r: (-r[6].timestamp(), r[0]))
         if not rows:
             return []
@@ -480,7 +481,7 @@ class SQLStore:
 
     def stored_child(self, id: str, parents: Sequence[ElixirRef]) -> Agent:
         """``get_agent(id)`` for a fusion's child: "not stored" costs a point read of the id alone."""
-        if not self.db.query(select(agents.c.id).where(agents.c.id == id)):
+        if not self.db.query(select(agent_rows.c.id).where(agent_rows.c.id == id)):
             raise NotFound(f"no agent {id!r}", field="id")
         return self.get_agent(id)
 
@@ -536,8 +537,8 @@ class SQLStore:
         named: list[str] = []
         with self.db.connect() as conn:
             for part in chunks(sorted(ids), 50):
-                clause = or_(*(agents.c.lineage.contains(json.dumps(i), autoescape=True) for i in part))
-                for agent_id, lineage_json in conn.execute(select(agents.c.id, agents.c.lineage).where(clause)):
+                clause = or_(*(agent_rows.c.lineage.contains(json.dumps(i), autoescape=True) for i in part))
+                for agent_id, lineage_json in conn.execute(select(agent_rows.c.id, agent_rows.c.lineage).where(clause)):
                     try:
                         parents = {p.get("id") for p in json.loads(lineage_json)["parents"]}
                     except (ValueError, TypeError, KeyError, AttributeError):
