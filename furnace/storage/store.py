@@ -336,6 +336,34 @@ def decode_elixir(row: Sequence[Any]) -> Elixir:
     return Elixir.model_validate(data)
 
 
+def loadable_for_fusion(
+    refs: Sequence[ElixirRef],
+    rows: Sequence[Sequence[Any]],
+    sealer: Sealer,
+    verify_agents: Callable[[Sequence[str]], None],
+) -> list[Elixir]:
+    """``load_many_for_fusion`` over the ``elixir_versions`` ``rows`` of the refs' ids: each ref's version,
+    verified and matching the ref, not withdrawn; nothing when an agent among them fails verification
+    (each load then raises where it is used)."""
+    by_version = {(row[0], row[1]): row for row in rows}
+    loaded: list[Elixir] = []
+    for ref in refs:
+        found = by_version.get((ref.id, ref.version))
+        if found is None:
+            continue
+        try:
+            elixir = checked_ref(stored_elixir(found, sealer), ref)
+        except LineageError:
+            continue
+        if not elixir.withdrawn:
+            loaded.append(elixir)
+    try:
+        verify_agents([e.id for e in loaded])
+    except LineageError:
+        return []
+    return loaded
+
+
 def stored_elixir(row: Sequence[Any], sealer: Sealer, *, verify: bool = True) -> Elixir:
     """The elixir of an ``elixir_versions`` row (as :func:`decode_elixir` takes it); ``verify`` checks its
     keyed seal and recomputes its content hash against the stored one. A listing does not verify (it

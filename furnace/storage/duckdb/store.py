@@ -38,6 +38,7 @@ from furnace.storage.store import (
     as_stored,
     checked_ref,
     deleted_id_error,
+    loadable_for_fusion,
     stale_version_error,
     stored_elixir,
     utc_now,
@@ -369,23 +370,7 @@ class DuckDBStore:
                 f"SELECT {_ELIXIR_COLS} FROM elixir_versions WHERE id IN (SELECT unnest(?::VARCHAR[]))",
                 [sorted({r.id for r in wanted})],
             ).fetchall()
-        by_version = {(row[0], row[1]): row for row in rows}
-        loaded: list[Elixir] = []
-        for ref in wanted:
-            row = by_version.get((ref.id, ref.version))
-            if row is None:
-                continue
-            try:
-                elixir = checked_ref(self._row_to_elixir(row), ref)
-            except LineageError:
-                continue
-            if not elixir.withdrawn:
-                loaded.append(elixir)
-        try:
-            self._verify_agents_among([e.id for e in loaded])
-        except LineageError:
-            return []
-        return loaded
+        return loadable_for_fusion(wanted, rows, self.db.sealer, self._verify_agents_among)
 
     def history(self, id: str) -> list[Elixir]:
         """Every version of ``id``, oldest first."""

@@ -17,7 +17,6 @@ not served and are purged (:meth:`SQLResponseCache.prune`, ``furnace cache prune
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -25,6 +24,7 @@ from sqlalchemy import Connection, case, delete, func, or_, select, update
 
 from furnace.llm.cache import CallRecord, CallTotals
 from furnace.llm.seam import Completion
+from furnace.storage.responses import ResponseMemory
 from furnace.storage.seals import response_seal, sealed
 from furnace.storage.sql.db import SQLDatabase
 from furnace.storage.sql.schema import llm_calls, llm_responses, utcnow
@@ -147,7 +147,7 @@ class SQLCallLedger:
         )
 
 
-class SQLResponseCache:
+class SQLResponseCache(ResponseMemory):
     """Completions by content key in ``llm_responses`` (:class:`~furnace.llm.cache.ResponseCache`), with an
     in-memory read layer; ``ledger``: the call ledger whose fresh rows commit with their answers."""
 
@@ -159,13 +159,9 @@ class SQLResponseCache:
         memory_items: int = 4096,
         ttl_s: float | None = DEFAULT_RESPONSE_TTL_S,
     ) -> None:
+        super().__init__(memory_items=memory_items, ttl_s=ttl_s)
         self.db = db
         self.ledger = ledger
-        self.memory_items = memory_items
-        self.ttl_s = ttl_s
-        self._memory: OrderedDict[str, Completion] = OrderedDict()
-        self._lock = threading.Lock()
-        self.refused = 0  # stored responses this cache would not serve: their seal did not verify
 
     def _cutoff(self, ttl_s: float | None = None) -> datetime:
         ttl = self.ttl_s if ttl_s is None else ttl_s
@@ -173,19 +169,13 @@ class SQLResponseCache:
 
     def get(self, key: str) -> Completion | None:
         """The stored completion for ``key``, or None (also for an expired row or one whose seal fails)."""
-        with self._lock:
-            if key in self._memory:
-                return self._memory[key]
+        known = self._recall(key)
+        if known is not None:
+            return known
         rows = self.db.query(select(_R.completion, _R.created_at, _R.seal).where(_R.cache_key == key))
         if not rows or rows[0][1] < self._cutoff():
             return None
-        if not sealed(rows[0][2], response_seal(self.db.sealer, key, rows[0][0])):
-            with self._lock:
-                self.refused += 1
-            return None
-        found = Completion.model_validate_json(rows[0][0])
-        self._remember(key, found)
-        return found
+        return self._served(self.db.sealer, key, rows[0][0], rows[0][2])
 
     def put(self, key: str, completion: Completion, *, task: str = "") -> bool:
         """Insert unless a live, sealed row is present (then converge on it); True when this call wrote the
@@ -240,9 +230,7 @@ class SQLResponseCache:
             ]
 
         gone = self.db.write(work)
-        with self._lock:
-            for key in gone:
-                self._memory.pop(key, None)
+        self._forget(gone)
         return len(gone)
 
     def prune_if_due(self) -> int:
@@ -255,7 +243,7 @@ class SQLResponseCache:
     def stats(self) -> dict[str, Any]:
         """Rows, expired rows, oldest/newest and rows per task (``furnace cache stats``)."""
         cutoff = self._cutoff()
-        total, expired, oldest, newest = self.db.query(
+        counts = self.db.query(
             select(
                 func.count(),
                 func.coalesce(func.sum(case((_R.created_at < cutoff, 1), else_=0)), 0),
@@ -269,22 +257,7 @@ class SQLResponseCache:
             not sealed(seal, response_seal(sealer, key, text))
             for key, text, seal in self.db.query(select(_R.cache_key, _R.completion, _R.seal))
         )
-        return {
-            "responses": int(total),
-            "expired": int(expired),
-            "ttl_days": None if self.ttl_s is None else round(self.ttl_s / 86400, 3),
-            "oldest": oldest.isoformat(sep=" ", timespec="seconds") if oldest else None,
-            "newest": newest.isoformat(sep=" ", timespec="seconds") if newest else None,
-            "by_task": {str(task): int(n) for task, n in by_task},
-            "bad_seals": bad,
-        }
-
-    def _remember(self, key: str, completion: Completion) -> None:
-        with self._lock:
-            self._memory[key] = completion
-            self._memory.move_to_end(key)
-            while len(self._memory) > self.memory_items:
-                self._memory.popitem(last=False)
+        return self._stats(counts, by_task, bad)
 
     def __len__(self) -> int:
         return int(self.db.query(select(func.count()).select_from(llm_responses))[0][0])

@@ -33,6 +33,7 @@ from furnace.storage.store import (
     as_stored,
     checked_ref,
     deleted_id_error,
+    loadable_for_fusion,
     matches_query,
     stale_version_error,
     stored_elixir,
@@ -222,27 +223,11 @@ class SQLStore:
         wanted = [r for r in refs if r.version is not None]
         if not wanted:
             return []
-        by_version: dict[tuple[str, int], Any] = {}
+        rows: list[Any] = []
         with self.db.connect() as conn:
             for part in chunks(sorted({r.id for r in wanted})):
-                for row in conn.execute(select(*_ELIXIR_COLS).where(_EV.id.in_(part))):
-                    by_version[(row[0], row[1])] = row
-        loaded: list[Elixir] = []
-        for ref in wanted:
-            found = by_version.get((ref.id, int(ref.version or 0)))
-            if found is None:
-                continue
-            try:
-                elixir = checked_ref(self._row_to_elixir(found), ref)
-            except LineageError:
-                continue
-            if not elixir.withdrawn:
-                loaded.append(elixir)
-        try:
-            self._verify_agents_among([e.id for e in loaded])
-        except LineageError:
-            return []
-        return loaded
+                rows += conn.execute(select(*_ELIXIR_COLS).where(_EV.id.in_(part))).all()
+        return loadable_for_fusion(wanted, rows, self.db.sealer, self._verify_agents_among)
 
     def history(self, id: str) -> list[Elixir]:
         """Every version of ``id``, oldest first."""
