@@ -336,6 +336,33 @@ def decode_elixir(row: Sequence[Any]) -> Elixir:
     return Elixir.model_validate(data)
 
 
+def plan_versions(
+    items: Sequence[tuple[Elixir, str]],
+    latest: dict[str, tuple[int, str, Any, str]],
+    origin: Origin,
+    clock: Callable[[], datetime],
+) -> tuple[list[ElixirRef], list[tuple[Elixir, str]]]:
+    """What saving ``(elixir, id)`` pairs writes, given each id's latest ``(version, content_hash,
+    deleted_at, origin)``: the ref of each pair (an existing one for identical content) and the new versions
+    to insert with their origin (an id keeps the origin of its first save). A deleted id raises."""
+    refs: list[ElixirRef] = []
+    new: list[tuple[Elixir, str]] = []
+    for elixir, id in items:
+        current = latest.get(id)
+        if current is not None and current[2] is not None:
+            raise deleted_id_error(id)
+        if current is not None and current[1] == elixir.content_hash:
+            refs.append(ElixirRef(id=id, version=current[0], content_hash=current[1]))
+            continue
+        version = current[0] + 1 if current is not None else 1
+        stored = as_stored(elixir, id=id, version=version, created_at=clock())
+        row_origin = current[3] if current is not None else origin
+        new.append((stored, row_origin))
+        latest[id] = (version, stored.content_hash, None, row_origin)
+        refs.append(stored.ref)
+    return refs, new
+
+
 def loadable_for_fusion(
     refs: Sequence[ElixirRef],
     rows: Sequence[Sequence[Any]],

@@ -37,8 +37,8 @@ from furnace.storage.store import (
     Origin,
     as_stored,
     checked_ref,
-    deleted_id_error,
     loadable_for_fusion,
+    plan_versions,
     stale_version_error,
     stored_elixir,
     utc_now,
@@ -210,22 +210,8 @@ class DuckDBStore:
                 [ids[chunk : chunk + 1000]],
             ).fetchall():
                 latest[id] = (version, content_hash, deleted_at, row_origin)
-        refs: list[ElixirRef] = []
-        rows: list[list[Any]] = []
-        sealer = self.db.sealer
-        for elixir, id in items:
-            current = latest.get(id)
-            if current is not None and current[2] is not None:
-                raise deleted_id_error(id)
-            if current is not None and current[1] == elixir.content_hash:
-                refs.append(ElixirRef(id=id, version=current[0], content_hash=current[1]))
-                continue
-            version = current[0] + 1 if current is not None else 1
-            stored = as_stored(elixir, id=id, version=version, created_at=self._clock())
-            row_origin = current[3] if current is not None else origin
-            rows.append(_version_row(stored, row_origin, sealer))
-            latest[id] = (version, stored.content_hash, None, row_origin)
-            refs.append(stored.ref)
+        refs, new = plan_versions(items, latest, origin, self._clock)
+        rows = [_version_row(e, o, self.db.sealer) for e, o in new]
         for chunk in range(0, len(rows), 500):
             part = rows[chunk : chunk + 500]
             con.execute(

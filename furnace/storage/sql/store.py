@@ -30,11 +30,10 @@ from furnace.storage.sql.schema import elixir_versions, lineage_edges
 from furnace.storage.store import (
     ElixirSummary,
     Origin,
-    as_stored,
     checked_ref,
-    deleted_id_error,
     loadable_for_fusion,
     matches_query,
+    plan_versions,
     stale_version_error,
     stored_elixir,
     utc_now,
@@ -151,24 +150,9 @@ class SQLStore:
             for id in sorted(ids):
                 conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:id))"), {"id": id})
         latest = self._latest_rows(conn, ids)
-        refs: list[ElixirRef] = []
-        rows: list[dict[str, Any]] = []
-        sealer = self.db.sealer
-        for elixir, id in items:
-            current = latest.get(id)
-            if current is not None and current[2] is not None:
-                raise deleted_id_error(id)
-            if current is not None and current[1] == elixir.content_hash:
-                refs.append(ElixirRef(id=id, version=current[0], content_hash=current[1]))
-                continue
-            version = current[0] + 1 if current is not None else 1
-            stored = as_stored(elixir, id=id, version=version, created_at=self._clock())
-            row_origin = current[3] if current is not None else origin
-            rows.append(version_row(stored, row_origin, sealer))
-            latest[id] = (version, stored.content_hash, None, row_origin)
-            refs.append(stored.ref)
-        if rows:
-            conn.execute(elixir_versions.insert(), rows)
+        refs, new = plan_versions(items, latest, origin, self._clock)
+        if new:
+            conn.execute(elixir_versions.insert(), [version_row(e, o, self.db.sealer) for e, o in new])
         return refs
 
     def save_elixir(self, elixir: Elixir, *, origin: Origin = "library", if_latest: int | None = None) -> ElixirRef:
