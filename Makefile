@@ -17,7 +17,7 @@ export TRANSFORMERS_OFFLINE := 1
 # mkdocs-material's banner about MkDocs 2 (the docs build stays quiet).
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: help setup browser demo test test-fast bench fuzz lint app docs docs-serve clean
+.PHONY: help setup browser postgresql demo test test-fast bench fuzz lint app docs docs-serve clean
 
 help:
 	@echo "make demo   - set up .venv and run the demo experiment offline"
@@ -48,10 +48,22 @@ browser:
 	  else echo "note: /usr/bin/chromium missing and not root; browser tests will skip"; fi; \
 	fi
 
+# Debian's postgresql for the store contract suite against a throwaway local cluster (tests/storage/postgres.py
+# starts one with initdb in a temporary folder as an unprivileged user, and stops it); psycopg in the venv.
+postgresql:
+	@if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null) \
+	      || echo "warning: could not install postgresql; the PostgreSQL store tests will skip"; \
+	  else echo "note: postgresql missing and not root; the PostgreSQL store tests will skip"; fi; \
+	fi
+	@$(BIN)/python -c "import psycopg" 2>/dev/null || $(BIN)/pip install -q -c constraints.txt "psycopg[binary]" \
+	  || echo "warning: could not install psycopg; the PostgreSQL store tests will skip"
+
 demo: setup
 	$(BIN)/furnace demo
 
-test: setup browser
+test: setup browser postgresql
 	$(BIN)/python -m pytest -n auto
 
 test-fast: setup

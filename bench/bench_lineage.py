@@ -149,7 +149,7 @@ COLUMNS = {
 
 def _seal(tables: dict[str, list[tuple[Any, ...]]], db: Any) -> None:
     """Add the keyed seals ``save_agent`` writes (with ``db``'s key) to the built rows."""
-    from furnace.storage.duckdb.store import agent_mac, elixir_seal
+    from furnace.storage.seals import agent_mac, elixir_seal
 
     sealer = db.sealer
     tables["elixir_versions"] = [(*r, elixir_seal(sealer, r[0], r[1], r[4])) for r in tables["elixir_versions"]]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import tempfile
 import threading
 import warnings
@@ -33,6 +34,7 @@ from furnace.settings import FurnaceSettings
 if TYPE_CHECKING:
     from furnace.analysis.sample import Need
     from furnace.arena.runner import Arena, CheckpointHook
+    from furnace.arena.store import ArenaStore
     from furnace.evolution.config import ExperimentConfig
     from furnace.evolution.engine import Evolution, Progress
     from furnace.evolution.estimate import Estimate
@@ -47,11 +49,12 @@ if TYPE_CHECKING:
     from furnace.scoring.picks import PickStore
     from furnace.storage.duckdb.assist import DuckDBAssistData
     from furnace.storage.duckdb.db import Database
+    from furnace.storage.sql.db import SQLDatabase
     from furnace.storage.store import ElixirStore
     from furnace.writing.content import ContentStore
 
 
-def build_llm(settings: FurnaceSettings, *, db: Database | None = None) -> CachedLLM:
+def build_llm(settings: FurnaceSettings, *, db: Database | SQLDatabase | None = None) -> CachedLLM:
     """The configured model behind the response cache and accounting.
 
     ``settings.model`` unset or an offline name (``furnace-offline-judge2-v1``: the rules with a second
@@ -79,14 +82,24 @@ def build_llm(settings: FurnaceSettings, *, db: Database | None = None) -> Cache
         inner = OfflineEngine(settings.model) if settings.model not in (None, OFFLINE_MODEL_NAME) else OfflineEngine()
     if db is None:
         return CachedLLM(inner)
+    from furnace.storage.duckdb.db import Database
+
+    ttl_s = settings.cache_ttl_days * 86400
+    if not isinstance(db, Database):
+        from furnace.storage.sql.llm_calls import SQLCallLedger, SQLResponseCache
+
+        ledger = SQLCallLedger(db)
+        responses = SQLResponseCache(db, ledger=ledger, ttl_s=ttl_s)  # a paid call's row commits with its answer
+        responses.prune_if_due()
+        return CachedLLM(inner, responses, ledger)
     from furnace.storage.duckdb.llm_calls import DuckDBCallLedger, DuckDBResponseCache
 
-    cache = DuckDBResponseCache(db, ttl_s=settings.cache_ttl_days * 86400)
+    cache = DuckDBResponseCache(db, ttl_s=ttl_s)
     cache.prune_if_due()  # expired responses are purged automatically (also: furnace cache prune)
     return CachedLLM(inner, cache, DuckDBCallLedger(db))
 
 
-def build_embedder(settings: FurnaceSettings, *, db: Database | None = None) -> Embedder:
+def build_embedder(settings: FurnaceSettings, *, db: Database | SQLDatabase | None = None) -> Embedder:
     """The real MiniLM embedder when installed, else the hash fallback (with a warning).
 
     With ``db``, MiniLM vectors are kept in its ``embeddings`` table by text hash, so the
@@ -108,6 +121,12 @@ def build_embedder(settings: FurnaceSettings, *, db: Database | None = None) -> 
         if db is None:
             return MiniLMEmbedder()
         from furnace.fusion.embedding import StoredEmbedder
+        from furnace.storage.duckdb.db import Database
+
+        if not isinstance(db, Database):
+            from furnace.storage.sql.kv import SQLVectors
+
+            return StoredEmbedder(MiniLMEmbedder(), SQLVectors(db))
         from furnace.storage.duckdb.embeddings import DuckDBVectors
 
         return StoredEmbedder(MiniLMEmbedder(), DuckDBVectors(db))
@@ -223,6 +242,67 @@ class Runtime:
     # -- storage -----------------------------------------------------------------------------------
 
     @cached_property
+    def sql(self) -> SQLDatabase | None:
+        """The relational store when ``FURNACE_DATABASE_URL`` names one (SQLite or PostgreSQL), migrated on
+        first use; None: the stores live in ``furnace.duckdb`` (the default, docs/store.md)."""
+        url = self.settings.database_url
+        if url is None:
+            return None
+        from furnace.storage.sql.db import SQLDatabase
+
+        if self.before_open is not None:
+            self.before_open(self.settings.home)
+        from furnace.storage.duckdb import snapshot
+
+        seal_key = self.settings.seal_key
+        db = SQLDatabase(
+            url.get_secret_value(),
+            home=self.settings.home,
+            seal_key=seal_key.get_secret_value() if seal_key is not None else None,
+        )
+        db.on_change = lambda: snapshot.request(db)  # analysis reads Parquet snapshots of the live store
+        if db.dialect == "sqlite" and self.settings.db_path.exists() and _empty(db):
+            # first open of an old home in the relational store: its records move here (the file stays)
+            print(
+                f"moving {self.settings.db_path.name} into {db.path.name} (kept; see docs/store.md)…", file=sys.stderr
+            )
+            from furnace.storage.migrate import copy_home
+
+            copy_home(self._duckdb(), db)
+        return db
+
+    @property
+    def live(self) -> Database | SQLDatabase:
+        """The database holding the live stores: the relational one when configured, else DuckDB."""
+        return self.sql if self.sql is not None else self.db
+
+    def migrate_home(self) -> tuple[Moved, str]:
+        """Copy this home's ``furnace.duckdb`` into the relational store (``FURNACE_DATABASE_URL``, else
+        ``furnace.sqlite`` in the home) and verify it; the DuckDB file is kept. Returns what moved and where."""
+        from furnace.domain.errors import InputError
+        from furnace.storage.migrate import copy_home
+        from furnace.storage.sql.db import SQLDatabase, sqlite_url
+
+        if not self.settings.db_path.exists():
+            raise InputError(
+                f"no {self.settings.db_path.name} in {self.settings.home}: nothing to migrate", field="home"
+            )
+        url = self.settings.database_url
+        seal_key = self.settings.seal_key
+        target = SQLDatabase(
+            url.get_secret_value() if url is not None else sqlite_url(self.settings.home),
+            home=self.settings.home,
+            seal_key=seal_key.get_secret_value() if seal_key is not None else None,
+        )
+        try:
+            return copy_home(self._duckdb(), target), target.where
+        finally:
+            target.close()
+
+    def _duckdb(self) -> Database:
+        return self.db
+
+    @cached_property
     def db(self) -> Database:
         """The DuckDB owner under ``settings.home`` (migrated on first use)."""
         from furnace.storage.duckdb.db import Database
@@ -239,6 +319,12 @@ class Runtime:
     def close(self) -> None:
         """Release the DuckDB file if this runtime opened it, after writing the call ledger's buffered rows
         and serving its last snapshot request; the next use opens it again."""
+        sql = self.__dict__.get("sql")
+        if sql is not None:
+            from furnace.storage.duckdb import snapshot
+
+            snapshot.wait_pending()
+            sql.close()
         if "db" in self.__dict__:
             from furnace.storage.duckdb import snapshot
             from furnace.storage.duckdb.llm_calls import flush_pending
@@ -250,6 +336,10 @@ class Runtime:
     @cached_property
     def store(self) -> ElixirStore:
         """Elixirs, agents and lineage."""
+        if self.sql is not None:
+            from furnace.storage.sql.store import SQLStore
+
+            return SQLStore(self.sql)
         from furnace.storage.duckdb.store import DuckDBStore
 
         return DuckDBStore(self.db)
@@ -257,6 +347,10 @@ class Runtime:
     @cached_property
     def content_store(self) -> ContentStore:
         """Contents, revision chat and preference marks."""
+        if self.sql is not None:
+            from furnace.storage.sql.content import SQLContentStore
+
+            return SQLContentStore(self.sql)
         from furnace.storage.duckdb.content import DuckDBContentStore
 
         return DuckDBContentStore(self.db)
@@ -264,6 +358,10 @@ class Runtime:
     @cached_property
     def results(self) -> ExperimentResults:
         """Experiment records (individuals, generations, status)."""
+        if self.sql is not None:
+            from furnace.storage.sql.experiments import SQLExperimentResults
+
+            return SQLExperimentResults(self.sql)
         from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
         return DuckDBExperimentResults(self.db)
@@ -278,6 +376,10 @@ class Runtime:
     @cached_property
     def kv(self) -> KV:
         """The JSON key-value store with expiry behind the synthesis cache."""
+        if self.sql is not None:
+            from furnace.storage.sql.kv import SQLKV
+
+            return SQLKV(self.sql)
         from furnace.storage.duckdb.kv import DuckDBKV
 
         return DuckDBKV(self.db)
@@ -294,6 +396,17 @@ class Runtime:
         """What the lab assistant reads (an :class:`~furnace.assistant.results.AssistData`) and its sessions."""
         from furnace.storage.duckdb.assist import DuckDBAssistData
 
+        if self.sql is not None:  # its DuckDB queries run on the live store's analysis snapshot
+            from furnace.storage.duckdb.snapshot import SnapshotReader
+            from furnace.storage.sql.assist import SQLAssistSessions
+
+            return DuckDBAssistData(
+                SnapshotReader(self.sql),
+                verify_agents=self.store.verify_agents,
+                sessions=SQLAssistSessions(self.sql),
+                history=self.store.history,
+            )
+
         return DuckDBAssistData(self.db, verify_agents=self.store.verify_agents)
 
     # -- models --------------------------------------------------------------------------------------
@@ -301,7 +414,7 @@ class Runtime:
     @cached_property
     def llm(self) -> CachedLLM:
         """The configured model (``settings.model``, else the offline engine) with cache and ledger in DuckDB."""
-        model = build_llm(self.settings, db=self.db)
+        model = build_llm(self.settings, db=self.live)
         with self._lock:
             self._models.setdefault(model.model_name, model)
         return model
@@ -316,7 +429,7 @@ class Runtime:
         with self._lock:
             if name not in self._models:
                 other = self.settings.model_copy(update={"model": None if name == OFFLINE_MODEL_NAME else name})
-                self._models[name] = build_llm(other, db=self.db)
+                self._models[name] = build_llm(other, db=self.live)
             return self._models[name]
 
     @cached_property
@@ -329,7 +442,7 @@ class Runtime:
     @cached_property
     def embedder(self) -> Embedder:
         """The embedder chosen by ``settings.embedder`` (MiniLM loads on first use, its vectors kept in DuckDB)."""
-        return build_embedder(self.settings, db=self.db)
+        return build_embedder(self.settings, db=self.live)
 
     def new_tracker(self, *, track: bool = True, mlflow_experiment: str | None = None) -> Tracker:
         """A tracker for one run: MLflow at ``settings.tracking_uri``, or a null one when ``track`` is off."""
@@ -366,7 +479,6 @@ class Runtime:
         from furnace.arena.relevance import LazyEmbedder
         from furnace.arena.runner import Arena
         from furnace.arena.speaker import token_aware_context
-        from furnace.storage.duckdb.arena import DuckDBArenaStore
 
         main = llm or self.llm
 
@@ -375,7 +487,7 @@ class Runtime:
 
         context = token_aware_context(context_limit=self.settings.context_limit, count=self.token_counter, llm=main)
         return Arena(
-            DuckDBArenaStore(self.db),
+            self.arena_store(),
             self.store,
             main,
             llm_for_model=llm_for_model,
@@ -383,6 +495,16 @@ class Runtime:
             embedder=LazyEmbedder(lambda: self.embedder),  # built (MiniLM loaded) by the first ranked turn
             after_checkpoint=after_checkpoint,
         )
+
+    def arena_store(self) -> ArenaStore:
+        """The arena's records on this runtime's live database."""
+        if self.sql is not None:
+            from furnace.storage.sql.arena import SQLArenaStore
+
+            return SQLArenaStore(self.sql)
+        from furnace.storage.duckdb.arena import DuckDBArenaStore
+
+        return DuckDBArenaStore(self.db)
 
     def prepare_experiment(
         self,
@@ -489,6 +611,13 @@ class Runtime:
                 prepared.evolution.unit_runner = previous
 
 
+def _empty(db: SQLDatabase) -> bool:
+    """Whether the relational store holds no record yet (an old home's file may move in)."""
+    return not any(
+        db.query(f"SELECT 1 FROM {table} LIMIT 1") for table in ("elixir_versions", "experiments", "llm_calls")
+    )
+
+
 # -- notebooks -----------------------------------------------------------------------------------------
 
 
@@ -551,3 +680,4 @@ def sample_runtime(home: Path, need: Need | None = None) -> Runtime:
 if TYPE_CHECKING:
     from furnace.evolution.breeding import FusionBreeder
     from furnace.evolution.isolated import IsolatedUnitRunner, Sink, World
+    from furnace.storage.migrate import Moved

@@ -28,6 +28,10 @@ class FurnaceSettings(BaseSettings):
     )
     api_base: str | None = Field(default=None, description="OpenAI-compatible base URL for the model")
     api_key: SecretStr | None = Field(default=None, description="optional key; else the provider's usual variable")
+    database_url: SecretStr | None = Field(
+        default=None,
+        description="the relational store: sqlite:///PATH or postgresql+psycopg://USER@HOST/DB; unset = furnace.duckdb",
+    )
     seal_key: SecretStr | None = Field(
         default=None, description="the records' seal key for a shared store; unset = the key file in home"
     )

@@ -156,3 +156,20 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
         code = done.code
     out, err = capsys.readouterr()
     return (0 if code is None else int(code)), out, err  # type: ignore[call-overload]
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A PostgreSQL database for the session: ``TEST_POSTGRES_URL`` when set, else a throwaway cluster
+    (``tests/storage/postgres.py``); the PostgreSQL store tests skip, saying why, when none can run."""
+    from tests.storage.postgres import throwaway_server, unavailable
+
+    given = os.environ.get("TEST_POSTGRES_URL")
+    if given:
+        yield given
+        return
+    why = unavailable()
+    if why is not None:
+        pytest.skip(f"no PostgreSQL: {why}")
+    with throwaway_server() as url:
+        yield url

@@ -39,6 +39,7 @@ _GROUPS = [
     "furnace.cli.snapshot_cmd",
     "furnace.cli.cache_cmd",
     "furnace.cli.pick_cmd",
+    "furnace.cli.migrate_cmd",
 ]
 
 

@@ -12,7 +12,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from furnace.domain.agent import Agent, LineageNode, record_seal, verify_edges, verify_seal
 from furnace.domain.elixir import Elixir, ElixirRef
@@ -30,6 +30,7 @@ from furnace.storage.store import (
     withdrawn_error,
 )
 
+T = TypeVar("T")
 Edge = tuple[str, str, str, str, int]  # parent, child, operator, op_version, parent_version (0 = unpinned)
 
 
@@ -170,6 +171,39 @@ class MemoryStore:
             for parent in agent.lineage.parents:
                 self._add_edge(parent.id, agent.id, agent.lineage.operator, agent.lineage.op_version, parent.version)
             return True
+
+    def save_agents(self, agents: Sequence[Agent]) -> list[bool]:
+        """Persist agents all-or-nothing; per agent, False if it existed."""
+        return self.atomically(lambda: [self.save_agent(a) for a in agents])
+
+    def atomically(self, work: Callable[[], T]) -> T:
+        """Run ``work`` with every write inside it kept together: all of it, or (on an error) none."""
+        with self._lock:
+            backup = (
+                {k: list(v) for k, v in self._versions.items()},
+                dict(self._origin),
+                dict(self._agents),
+                set(self._edges),
+            )
+            try:
+                return work()
+            except BaseException:
+                self._versions, self._origin, self._agents, self._edges = backup
+                raise
+
+    def load_many_for_fusion(self, refs: Sequence[ElixirRef]) -> list[Elixir]:
+        """What ``load_for_fusion`` gives for each of ``refs``, leaving out a ref that would fail there."""
+        loaded = []
+        for ref in refs:
+            try:
+                loaded.append(self.load_for_fusion(ref))
+            except (NotFound, LineageError):
+                continue
+        return loaded
+
+    def stored_child(self, id: str, parents: Sequence[ElixirRef]) -> Agent:
+        """``get_agent(id)`` for a fusion's child of ``parents``."""
+        return self.get_agent(id)
 
     def get_agent(self, id: str) -> Agent:
         """Load and verify an agent; raises NotFound or LineageError."""

@@ -42,12 +42,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from furnace.domain.agent import AGENT_PREFIX, Agent, LineageNode, agent_id_for
 from furnace.domain.elixir import Elixir, ElixirRef, parse_elixir
 from furnace.domain.errors import InputError, LineageError, StaleVersion
 from furnace.domain.lineage import Lineage, verify_lineage
+
+if TYPE_CHECKING:
+    from furnace.storage.seals import Sealer
 
 Origin = Literal["library", "agent"]
 
@@ -198,6 +201,39 @@ class ElixirStore(Protocol):
         ...
 
 
+T = TypeVar("T")
+
+
+class BatchElixirStore(ElixirStore, Protocol):
+    """An :class:`ElixirStore` with the batch and transaction methods every stored implementation
+    (memory, DuckDB, SQLite/PostgreSQL) offers: what fusion and the evolution loop use to read and write
+    several records at once. Views that serve one run or one worker (``furnace.evolution``) may offer
+    only the base protocol."""
+
+    def save_agents(self, agents: Sequence[Agent]) -> list[bool]:
+        """Persist agents (each with its child elixir and lineage edges) all-or-nothing; per agent, False
+        if it existed (kept as stored; the first of an id listed twice is the one saved)."""
+        ...
+
+    def load_many_for_fusion(self, refs: Sequence[ElixirRef]) -> list[Elixir]:
+        """What ``load_for_fusion`` gives for each of ``refs`` (a run's parents read ahead); a ref that
+        would fail there is left out, so its own load raises where it is used."""
+        ...
+
+    def child_ids(self, parents: Sequence[str]) -> dict[str, set[str]]:
+        """The ids of each parent's children by the lineage edges, unverified: a filter for "might this
+        agent be stored?", never a read of an agent."""
+        ...
+
+    def stored_child(self, id: str, parents: Sequence[ElixirRef]) -> Agent:
+        """``get_agent(id)`` for a fusion's child of ``parents`` (NotFound when it is not stored)."""
+        ...
+
+    def atomically(self, work: Callable[[], T]) -> T:
+        """Run ``work`` in one transaction: every write inside it commits together or not at all."""
+        ...
+
+
 # --- helpers shared by every implementation (not part of the protocol) -------
 
 
@@ -282,3 +318,96 @@ def verify_agent_lineage(agent_id: str, data: dict[str, Any], stored_hash: Calla
                 f"{parent.content_hash[:12]}…, the store holds {actual[:12]}…"
             )
     return lineage
+
+
+def decode_elixir(row: Sequence[Any]) -> Elixir:
+    """The elixir of an ``elixir_versions`` row ``(id, version, content_hash, body, created_at, deleted_at,
+    seal)`` (timestamps naive UTC), unverified."""
+    import json
+
+    id, version, _, body, created_at, deleted_at = row[:6]
+    data = json.loads(body)
+    data.update(
+        id=id,
+        version=version,
+        created_at=None if created_at is None else created_at.replace(tzinfo=UTC),
+        deleted_at=None if deleted_at is None else deleted_at.replace(tzinfo=UTC),
+    )
+    return Elixir.model_validate(data)
+
+
+def plan_versions(
+    items: Sequence[tuple[Elixir, str]],
+    latest: dict[str, tuple[int, str, Any, str]],
+    origin: Origin,
+    clock: Callable[[], datetime],
+) -> tuple[list[ElixirRef], list[tuple[Elixir, str]]]:
+    """What saving ``(elixir, id)`` pairs writes, given each id's latest ``(version, content_hash,
+    deleted_at, origin)``: the ref of each pair (an existing one for identical content) and the new versions
+    to insert with their origin (an id keeps the origin of its first save). A deleted id raises."""
+    refs: list[ElixirRef] = []
+    new: list[tuple[Elixir, str]] = []
+    for elixir, id in items:
+        current = latest.get(id)
+        if current is not None and current[2] is not None:
+            raise deleted_id_error(id)
+        if current is not None and current[1] == elixir.content_hash:
+            refs.append(ElixirRef(id=id, version=current[0], content_hash=current[1]))
+            continue
+        version = current[0] + 1 if current is not None else 1
+        stored = as_stored(elixir, id=id, version=version, created_at=clock())
+        row_origin = current[3] if current is not None else origin
+        new.append((stored, row_origin))
+        latest[id] = (version, stored.content_hash, None, row_origin)
+        refs.append(stored.ref)
+    return refs, new
+
+
+def loadable_for_fusion(
+    refs: Sequence[ElixirRef],
+    rows: Sequence[Sequence[Any]],
+    sealer: Sealer,
+    verify_agents: Callable[[Sequence[str]], None],
+) -> list[Elixir]:
+    """``load_many_for_fusion`` over the ``elixir_versions`` ``rows`` of the refs' ids: each ref's version,
+    verified and matching the ref, not withdrawn; nothing when an agent among them fails verification
+    (each load then raises where it is used)."""
+    by_version = {(row[0], row[1]): row for row in rows}
+    loaded: list[Elixir] = []
+    for ref in refs:
+        found = by_version.get((ref.id, ref.version))
+        if found is None:
+            continue
+        try:
+            elixir = checked_ref(stored_elixir(found, sealer), ref)
+        except LineageError:
+            continue
+        if not elixir.withdrawn:
+            loaded.append(elixir)
+    try:
+        verify_agents([e.id for e in loaded])
+    except LineageError:
+        return []
+    return loaded
+
+
+def stored_elixir(row: Sequence[Any], sealer: Sealer, *, verify: bool = True) -> Elixir:
+    """The elixir of an ``elixir_versions`` row (as :func:`decode_elixir` takes it); ``verify`` checks its
+    keyed seal and recomputes its content hash against the stored one. A listing does not verify (it
+    carries the stored hash); every read of one elixir does."""
+    from furnace.storage.seals import check, elixir_seal
+
+    id, version, content_hash, _, _, _, seal = row
+    if verify:
+        whose = f" (the persona of agent {id})" if id.startswith(AGENT_PREFIX) else ""
+        check(seal, elixir_seal(sealer, id, version, content_hash), f"elixir {id}@{version}{whose}")
+    elixir = decode_elixir(row)
+    if not verify:
+        elixir.__dict__["content_hash"] = content_hash  # seeds the cached property: no hashing
+        return elixir
+    if elixir.content_hash != content_hash:
+        raise LineageError(
+            f"elixir {id}@{version}: stored content_hash {content_hash[:12]}… does not match its "
+            f"content ({elixir.content_hash[:12]}…): the record was altered"
+        )
+    return elixir

@@ -22,9 +22,14 @@ def arena_store() -> InMemoryArenaStore:
     return InMemoryArenaStore()
 
 
-@pytest.fixture(params=["memory", "duckdb"])
+@pytest.fixture(params=["memory", "duckdb", "sqlite", "postgresql"])
 def store(request, tmp_path):
-    """Each arena store: the in-memory twin and DuckDB."""
+    """Each arena store: the in-memory twin, DuckDB and the relational store (SQLite, PostgreSQL)."""
     if request.param == "memory":
         return InMemoryArenaStore()
+    if request.param in ("sqlite", "postgresql"):
+        from furnace.storage.sql.arena import SQLArenaStore
+        from tests.storage.postgres import open_sql
+
+        return SQLArenaStore(open_sql(request, request.param, tmp_path))
     return DuckDBArenaStore(Database(tmp_path / "arena.duckdb"))

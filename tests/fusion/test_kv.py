@@ -24,11 +24,16 @@ class Clock:
         return self.now
 
 
-@pytest.fixture(params=["memory", "duckdb"])
+@pytest.fixture(params=["memory", "duckdb", "sqlite", "postgresql"])
 def kv_and_clock(request, tmp_path):
     clock = Clock()
     if request.param == "memory":
         return MemoryKV(clock=clock), clock
+    if request.param in ("sqlite", "postgresql"):
+        from furnace.storage.sql.kv import SQLKV
+        from tests.storage.postgres import open_sql
+
+        return SQLKV(open_sql(request, request.param, tmp_path), clock=clock), clock
     return DuckDBKV(Database(tmp_path / "kv.duckdb"), clock=clock), clock
 
 

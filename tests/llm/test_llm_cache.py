@@ -19,10 +19,17 @@ def priced(text: str) -> Completion:
     return Completion(text=text, usage=Usage(prompt_tokens=10, completion_tokens=4), cost_usd=0.002, model="fake")
 
 
-@pytest.fixture(params=["memory", "duckdb"])
+@pytest.fixture(params=["memory", "duckdb", "sqlite", "postgresql"])
 def storage(request, tmp_path):
     if request.param == "memory":
         return MemoryResponseCache(), MemoryCallLedger()
+    if request.param in ("sqlite", "postgresql"):
+        from furnace.storage.sql.llm_calls import SQLCallLedger, SQLResponseCache
+        from tests.storage.postgres import open_sql
+
+        sql = open_sql(request, request.param, tmp_path)
+        ledger = SQLCallLedger(sql)
+        return SQLResponseCache(sql, ledger=ledger), ledger
     db = Database(tmp_path / "f.duckdb")
     return DuckDBResponseCache(db), DuckDBCallLedger(db)
 
@@ -249,8 +256,7 @@ def test_a_forged_cached_response_is_a_counted_miss_and_is_replaced(tmp_path):
 
 def test_a_cached_response_resealed_without_the_key_is_still_refused(tmp_path):
     """furnace's own seal function with another key (what a forger can run) makes no valid seal."""
-    from furnace.storage.duckdb.llm_calls import response_seal
-    from furnace.storage.duckdb.seal_key import Sealer
+    from furnace.storage.seals import Sealer, response_seal
 
     db = Database(tmp_path / "f.duckdb")
     cache = DuckDBResponseCache(db)

@@ -12,6 +12,8 @@ import pytest
 
 from furnace.domain.elixir import Elixir, parse_elixir
 
+from .postgres import open_sql
+
 
 class TickClock:
     """A clock that advances one second per reading (distinct, ordered timestamps)."""
@@ -24,18 +26,33 @@ class TickClock:
         return self.now
 
 
-@pytest.fixture(params=["memory", "duckdb"])
+@pytest.fixture(params=["sqlite", "postgresql"])
+def sql_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A fresh relational store database of each kind: SQLite in ``tmp_path``, and the session's
+    PostgreSQL database, emptied."""
+    db = open_sql(request, request.param, tmp_path)
+    yield db
+    db.close()
+
+
+@pytest.fixture(params=["memory", "duckdb", "sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    """A fresh store of each kind (DuckDB on a temp file)."""
+    """A fresh store of each kind (DuckDB and SQLite on a temp file, PostgreSQL on the session's server)."""
     if request.param == "memory":
         from furnace.storage.memory import MemoryStore
 
         yield MemoryStore(clock=TickClock())
-    else:
+    elif request.param == "duckdb":
         from furnace.storage.duckdb.db import Database
         from furnace.storage.duckdb.store import DuckDBStore
 
         yield DuckDBStore(Database(tmp_path / "furnace.duckdb"), clock=TickClock())
+    else:
+        from furnace.storage.sql.store import SQLStore
+
+        db = open_sql(request, request.param, tmp_path)
+        yield SQLStore(db, clock=TickClock())
+        db.close()
 
 
 def make_elixir(name: str, **fields: Any) -> Elixir:

@@ -425,13 +425,44 @@ def test_implementations_match_the_protocol_signatures() -> None:
     import inspect
 
     from furnace.storage.duckdb.store import DuckDBStore
-    from furnace.storage.store import ElixirStore
+    from furnace.storage.sql.store import SQLStore
+    from furnace.storage.store import BatchElixirStore, ElixirStore
 
     methods = [n for n, v in vars(ElixirStore).items() if callable(v) and not n.startswith("_")]
     assert len(methods) == 18
-    for cls in (MemoryStore, DuckDBStore):
+    batch = [n for n, v in vars(BatchElixirStore).items() if callable(v) and not n.startswith("_")]
+    assert len(batch) == 5
+    for cls in (MemoryStore, DuckDBStore, SQLStore):
+        for name in batch:  # every stored implementation offers the batch methods (no probing for them)
+            want = inspect.signature(getattr(BatchElixirStore, name))
+            got = inspect.signature(getattr(cls, name))
+            assert list(got.parameters) == list(want.parameters), (cls.__name__, name)
         for name in methods:
             want = inspect.signature(getattr(ElixirStore, name))
             got = inspect.signature(getattr(cls, name))
             assert list(got.parameters) == list(want.parameters), (cls.__name__, name)
             assert [p.default for p in got.parameters.values()] == [p.default for p in want.parameters.values()]
+
+
+def test_batch_methods_agree_with_their_one_at_a_time_twins(store: Any) -> None:
+    a, b = store.save_elixir(make_elixir("Alpha")), store.save_elixir(make_elixir("Beta"))
+    first, second = make_agent([a, b], seed=1), make_agent([a, b], seed=2)
+    assert store.save_agents([first, second, first]) == [True, True, False]
+    assert store.save_agents([first]) == [False]
+    assert store.child_ids(["alpha", "nobody"]) == {"alpha": {first.id, second.id}, "nobody": set()}
+    assert store.stored_child(first.id, [a, b]) == store.get_agent(first.id)
+    with pytest.raises(NotFound):
+        store.stored_child("agt-00000000000000000000", [a, b])
+    stale = ElixirRef(id="alpha", version=1, content_hash="0" * 64)
+    store.delete_elixir("beta")
+    loaded = store.load_many_for_fusion([a, b, stale, ElixirRef(id="ghost", version=1, content_hash="0" * 64)])
+    assert [e.ref for e in loaded] == [a]  # withdrawn, altered and missing refs are left out
+
+    def half_then_fail() -> None:
+        store.save_elixir(make_elixir("Gamma"))
+        raise RuntimeError("stop")
+
+    with pytest.raises(RuntimeError):
+        store.atomically(half_then_fail)
+    with pytest.raises(NotFound):
+        store.get_elixir("gamma")  # nothing of the failed work stays

@@ -23,8 +23,8 @@ from furnace.domain.errors import InputError, LineageError, SealError
 from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord, ScoreRow
 from furnace.storage.duckdb.db import Database
 from furnace.storage.duckdb.experiments import DuckDBExperimentResults
-from furnace.storage.duckdb.seal_key import KEY_FILE, sealer_for
 from furnace.storage.duckdb.store import DuckDBStore
+from furnace.storage.seals import KEY_FILE, sealer_for
 
 from .conftest import make_elixir, older_schema
 from .test_contract import make_agent

@@ -22,10 +22,15 @@ from furnace.writing.content_memory import MemoryContentStore
 T0 = datetime(2026, 1, 1, 12, 0, 0)
 
 
-@pytest.fixture(params=["memory", "duckdb"])
+@pytest.fixture(params=["memory", "duckdb", "sqlite", "postgresql"])
 def cstore(request, tmp_path):
     if request.param == "memory":
         return MemoryContentStore()
+    if request.param in ("sqlite", "postgresql"):
+        from furnace.storage.sql.content import SQLContentStore
+        from tests.storage.postgres import open_sql
+
+        return SQLContentStore(open_sql(request, request.param, tmp_path))
     from furnace.storage.duckdb.content import DuckDBContentStore
     from furnace.storage.duckdb.db import Database
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from furnace.assistant.answer import AssistantState
 from furnace.assistant.results import Query
 from furnace.assistant.scope import Catalogue, Scope
+from furnace.domain.elixir import Elixir
 from furnace.storage.duckdb.db import Database
 
 # The latest, not withdrawn, version of every library elixir.
@@ -66,14 +67,42 @@ def _kind(node: str) -> str:
     return "agent" if node.startswith("agt-") else "persona"
 
 
+class Reader(Protocol):
+    """Where the assistant's DuckDB SQL runs: ``furnace.duckdb`` itself, or the Parquet snapshot of the
+    relational store (:class:`~furnace.storage.duckdb.snapshot.SnapshotReader`)."""
+
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> list[tuple[Any, ...]]: ...
+
+    def query_dicts(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> list[dict[str, Any]]: ...
+
+
+class Sessions(Protocol):
+    """Where assistant sessions are kept when the reader is a snapshot (the live store)."""
+
+    def load_state(self, session_id: str) -> AssistantState: ...
+
+    def save_state(self, state: AssistantState) -> None: ...
+
+
 class DuckDBAssistData:
     """The assistant's :class:`~furnace.assistant.results.AssistData` on DuckDB."""
 
-    def __init__(self, db: Database, *, verify_agents: Callable[[Sequence[str]], None] | None = None) -> None:
+    def __init__(
+        self,
+        db: Database | Reader,
+        *,
+        verify_agents: Callable[[Sequence[str]], None] | None = None,
+        sessions: Sessions | None = None,
+        history: Callable[[str], list[Elixir]] | None = None,
+    ) -> None:
         """``verify_agents`` (the store's) checks every agent a lineage answer names, so the
-        assistant never shows a tampered agent's lineage; None only for fixtures without seals."""
+        assistant never shows a tampered agent's lineage; None only for fixtures without seals.
+        ``sessions`` and ``history`` (the live store's, verified): where sessions live and versions are
+        read when ``db`` is a snapshot reader (else ``db`` itself)."""
         self.db = db
         self.verify_agents = verify_agents or (lambda ids: None)
+        self.sessions = sessions
+        self.history = history
 
     def _rows(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
         return self.db.query_dicts(sql, params)
@@ -264,7 +293,11 @@ class DuckDBAssistData:
 
         persona = q.scope.persona
         assert persona is not None
-        history = {e.version: e for e in DuckDBStore(self.db).history(persona)}
+        read = self.history
+        if read is None:
+            assert isinstance(self.db, Database)  # a snapshot reader comes with the live store's history
+            read = DuckDBStore(self.db).history
+        history = {e.version: e for e in read(persona)}
         if len(history) < 2 and not q.versions:
             return []
         versions = sorted(history)
@@ -566,12 +599,18 @@ class DuckDBAssistData:
     # --- sessions ----------------------------------------------------------
 
     def load_state(self, session_id: str) -> AssistantState:
+        if self.sessions is not None:
+            return self.sessions.load_state(session_id)
         rows = self.db.query("SELECT state FROM assistant_sessions WHERE session_id = ?", [session_id])
         if not rows:
             return AssistantState(session_id=session_id)
         return AssistantState.model_validate_json(rows[0][0])
 
     def save_state(self, state: AssistantState) -> None:
+        if self.sessions is not None:
+            self.sessions.save_state(state)
+            return
+        assert isinstance(self.db, Database)  # a snapshot reader comes with its sessions
         self.db.execute(
             "INSERT INTO assistant_sessions (session_id, state, updated_at) VALUES (?, ?, current_timestamp) "
             "ON CONFLICT (session_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",

@@ -56,7 +56,7 @@ from typing import Any, TypeVar, cast
 import duckdb
 
 from furnace.domain.errors import StoreError
-from furnace.storage.duckdb.seal_key import Sealer, sealer_for
+from furnace.storage.seals import Sealer, sealer_for
 
 log = logging.getLogger(__name__)
 

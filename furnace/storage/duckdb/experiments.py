@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import json
 from contextlib import AbstractContextManager
-from dataclasses import asdict
 from typing import Any
 
 from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord, ScoreRow
 from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.seal_key import Sealer, check
+from furnace.storage.seals import check, experiment_seal, generation_seal, individual_seal, summary_seal
 
 # (column, type) of the rows written in bulk: one ``unnest`` per column binds a whole batch as a
 # few list parameters (a multi-row VALUES binds every value: ~3x the CPU at 100 rows)
@@ -74,36 +73,6 @@ def _dump(value: Any) -> str:
 
 def _load(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
-
-
-def experiment_seal(sealer: Sealer, r: ExperimentRecord) -> str:
-    """The keyed seal of an experiment's identity and config."""
-    return sealer.mac("experiment", r.experiment_id, r.name, r.config, int(r.seed), r.model)
-
-
-def summary_seal(sealer: Sealer, experiment_id: str, summary: dict[str, Any]) -> str:
-    """The keyed seal of a finished experiment's summary (best agent, fitness, the ledger totals)."""
-    return sealer.mac("experiment summary", experiment_id, summary)
-
-
-def individual_seal(sealer: Sealer, r: IndividualRecord) -> str:
-    """The keyed seal of one individual: every recorded field, its scores (in key order) included."""
-    fields = asdict(r)  # the DOUBLE and INTEGER columns as they read back (an int fitness is a float there)
-    fields.update(fitness=float(r.fitness), cost_usd=float(r.cost_usd))
-    fields.update({k: int(fields[k]) for k in ("generation", "slot", "failures", "calls", "tokens")})
-    fields["scores"] = sorted(
-        ([s.probe, s.scorer, float(s.value), s.reason, bool(s.failed), s.feedback or ""] for s in r.scores),
-        key=lambda s: (s[0], s[1]),
-    )
-    return sealer.mac("individual", fields)
-
-
-def generation_seal(sealer: Sealer, r: GenerationRecord) -> str:
-    """The keyed seal of one finished generation's survivors and figures."""
-    fields = asdict(r)  # the DOUBLE and INTEGER columns as they read back
-    fields.update({k: float(fields[k]) for k in ("best_fitness", "mean_fitness", "cost_usd")})
-    fields.update({k: int(fields[k]) for k in ("generation", "calls", "cached_calls", "tokens")})
-    return sealer.mac("generation", fields)
 
 
 class DuckDBExperimentResults:

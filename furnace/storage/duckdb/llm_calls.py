@@ -38,7 +38,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections import OrderedDict, deque
+from collections import deque
 from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -48,7 +48,8 @@ from furnace.domain.liveness import pid_alive
 from furnace.llm.cache import CallRecord, CallTotals, sum_calls
 from furnace.llm.seam import Completion
 from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.seal_key import Sealer, sealed
+from furnace.storage.responses import ResponseMemory
+from furnace.storage.seals import response_seal, sealed
 
 _LIVE: dict[str, weakref.WeakSet[_Pending]] = {}
 _LIVE_LOCK = threading.Lock()
@@ -61,37 +62,22 @@ _INSERT = f"INSERT INTO llm_calls ({_COLUMNS}) VALUES ({', '.join('?' * 15)}) ON
 DEFAULT_RESPONSE_TTL_S = 90 * 24 * 3600
 
 
-def response_seal(sealer: Sealer, key: str, completion_json: str) -> str:
-    """The keyed seal of one cached response: its content key and the completion as stored."""
-    return sealer.mac("response", key, completion_json)
-
-
-class DuckDBResponseCache:
+class DuckDBResponseCache(ResponseMemory):
     """Completions by content key in ``llm_responses``, with an in-memory read layer."""
 
     def __init__(self, db: Database, *, memory_items: int = 4096, ttl_s: float | None = DEFAULT_RESPONSE_TTL_S) -> None:
+        super().__init__(memory_items=memory_items, ttl_s=ttl_s)
         self.db = db
-        self.memory_items = memory_items
-        self.ttl_s = ttl_s
-        self._memory: OrderedDict[str, Completion] = OrderedDict()
-        self._lock = threading.Lock()
-        self.refused = 0  # stored responses this cache would not serve: their seal did not verify
 
     def get(self, key: str) -> Completion | None:
         """The stored completion for ``key``, or None (also for a row whose seal does not verify)."""
-        with self._lock:
-            if key in self._memory:
-                return self._memory[key]
+        known = self._recall(key)
+        if known is not None:
+            return known
         rows = self.db.query("SELECT completion, created_at, seal FROM llm_responses WHERE cache_key = ?", [key])
         if not rows or self._expired(rows[0][1]):
             return None
-        if not sealed(rows[0][2], response_seal(self.db.sealer, key, rows[0][0])):
-            with self._lock:
-                self.refused += 1
-            return None
-        found = Completion.model_validate_json(rows[0][0])
-        self._remember(key, found)
-        return found
+        return self._served(self.db.sealer, key, rows[0][0], rows[0][2])
 
     def put(self, key: str, completion: Completion, *, task: str = "") -> bool:
         """Insert unless present; True when this call inserted the row."""
@@ -140,9 +126,7 @@ class DuckDBResponseCache:
             gone = con.execute(
                 "DELETE FROM llm_responses WHERE created_at < ? RETURNING cache_key", [cutoff]
             ).fetchall()
-        with self._lock:
-            for (key,) in gone:
-                self._memory.pop(key, None)
+        self._forget([key for (key,) in gone])
         return len(gone)
 
     def prune_if_due(self) -> int:
@@ -156,7 +140,7 @@ class DuckDBResponseCache:
     def stats(self) -> dict[str, Any]:
         """Rows, expired rows, oldest/newest and rows per task (``furnace cache stats``)."""
         cutoff = self._cutoff()
-        total, expired, oldest, newest = self.db.query(
+        counts = self.db.query(
             "SELECT count(*), count(*) FILTER (WHERE created_at < ?), min(created_at), max(created_at)"
             " FROM llm_responses",
             [cutoff],
@@ -167,22 +151,7 @@ class DuckDBResponseCache:
             not sealed(seal, response_seal(sealer, key, text))
             for key, text, seal in self.db.query("SELECT cache_key, completion, seal FROM llm_responses")
         )
-        return {
-            "responses": int(total),
-            "expired": int(expired),
-            "ttl_days": None if self.ttl_s is None else round(self.ttl_s / 86400, 3),
-            "oldest": oldest.isoformat(sep=" ", timespec="seconds") if oldest else None,
-            "newest": newest.isoformat(sep=" ", timespec="seconds") if newest else None,
-            "by_task": {str(task): int(n) for task, n in by_task},
-            "bad_seals": bad,  # rows never served (a miss each time): written outside furnace
-        }
-
-    def _remember(self, key: str, completion: Completion) -> None:
-        with self._lock:
-            self._memory[key] = completion
-            self._memory.move_to_end(key)
-            while len(self._memory) > self.memory_items:
-                self._memory.popitem(last=False)
+        return self._stats(counts, by_task, bad)
 
     def __len__(self) -> int:
         return int(self.db.query("SELECT count(*) FROM llm_responses")[0][0])

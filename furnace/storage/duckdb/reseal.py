@@ -13,16 +13,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.experiments import (
-    DuckDBExperimentResults,
+from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+from furnace.storage.duckdb.seal import agent_seal_sql
+from furnace.storage.duckdb.store import _ELIXIR_COLS
+from furnace.storage.seals import (
+    agent_mac,
+    elixir_seal,
     experiment_seal,
     generation_seal,
     individual_seal,
+    response_seal,
     summary_seal,
 )
-from furnace.storage.duckdb.llm_calls import response_seal
-from furnace.storage.duckdb.seal import agent_seal_sql
-from furnace.storage.duckdb.store import _ELIXIR_COLS, agent_mac, decode_elixir, elixir_seal
+from furnace.storage.store import decode_elixir
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ connection with one view per table over the current snapshot; it never
 touches ``furnace.duckdb``. See docs/storage.md.
 
 **Sealed.** The manifest lists every Parquet file's sha256 and carries the keyed seal of the
-whole manifest (:mod:`.seal_key`, docs/reliability.md). :func:`connect` checks both before it
+whole manifest (:mod:`furnace.storage.seals`, docs/reliability.md). :func:`connect` checks both before it
 makes the snapshot's views, and refuses a snapshot whose files or manifest were rewritten
 (:class:`~furnace.domain.errors.SealError`); a snapshot taken before seals existed (no ``seal``
 in its manifest) is replaced by a fresh one.
@@ -37,14 +37,14 @@ from collections.abc import Callable
 from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
 
 from furnace.domain.errors import SealError, StoreError
 from furnace.domain.liveness import pid_alive
 from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.seal_key import Sealer, check, sealer_for
+from furnace.storage.seals import Sealer, check, sealer_for
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +55,72 @@ QUIET_S = 0.5  # a refresh waits until no unit ran and no request came for this 
 MAX_DELAY_S = 10.0  # ... but a snapshot is never older than this behind a request while requests keep coming
 MIN_INTERVAL_S = 2.0  # background refreshes at most this often (the last request is always served)
 _counter = itertools.count()
+
+
+class Source(Protocol):
+    """A live store a snapshot is taken from: ``furnace.duckdb`` (:class:`Database`) or the relational store
+    (:class:`~furnace.storage.sql.db.SQLDatabase`, which writes Parquet with pyarrow)."""
+
+    @property
+    def path(self) -> Path:
+        """The store's file (its folder holds ``snapshots/``)."""
+        ...
+
+    @property
+    def sealer(self) -> Sealer: ...
+
+    @property
+    def idle_s(self) -> float:
+        """Seconds since the store was last used by this process."""
+        ...
+
+    def exists(self) -> bool:
+        """Whether there is anything to snapshot (a temporary home may be gone)."""
+        ...
+
+    def write_parquet(self, folder: Path) -> tuple[dict[str, int], int]:
+        """Every table as ``folder/<table>.parquet``, in one read transaction: the row counts and the
+        schema version."""
+        ...
+
+
+class _DuckDBSource:
+    """``furnace.duckdb`` as a snapshot :class:`Source` (DuckDB's own COPY)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.path = db.path
+
+    @property
+    def sealer(self) -> Sealer:
+        return self.db.sealer
+
+    @property
+    def idle_s(self) -> float:
+        return self.db.idle_s
+
+    def exists(self) -> bool:
+        return self.db.path.exists()
+
+    def write_parquet(self, folder: Path) -> tuple[dict[str, int], int]:
+        counts: dict[str, int] = {}
+        with self.db.transaction() as con:  # one read transaction: every table at the same point in time
+            tables = [
+                r[0]
+                for r in con.execute(
+                    "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' ORDER BY table_name"
+                ).fetchall()
+            ]
+            for table in tables:
+                target = (folder / f"{table}.parquet").as_posix().replace("'", "''")
+                con.execute(f"COPY (SELECT * FROM \"{table}\") TO '{target}' (FORMAT parquet)")
+                counts[table] = int(con.execute(f'SELECT count(*) FROM "{table}"').fetchall()[0][0])
+            version = int(con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchall()[0][0])
+        return counts, version
+
+
+def _source(db: Database | Source) -> Source:
+    return _DuckDBSource(db) if isinstance(db, Database) else db
 
 
 def snapshot_root(db_path: Path) -> Path:
@@ -78,33 +144,23 @@ def manifest(folder: Path) -> dict[str, Any]:
     return data
 
 
-def refresh(db: Database) -> Path:
-    """Copy every table into a new snapshot and make it current; returns its folder."""
-    if not db.path.exists():  # e.g. a temporary home already removed: never recreate an empty file
-        raise StoreError(f"no {db.path.name} at {db.path.parent}: nothing to snapshot")
-    root = snapshot_root(db.path)
+def refresh(db: Database | Source) -> Path:
+    """Copy every table of the live store into a new snapshot and make it current; returns its folder."""
+    source = _source(db)
+    if not source.exists():  # e.g. a temporary home already removed: never recreate an empty file
+        raise StoreError(f"no {source.path.name} at {source.path.parent}: nothing to snapshot")
+    root = snapshot_root(source.path)
     root.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
     sid = f"{stamp}-{os.getpid()}-{next(_counter)}"
     tmp = root / f".tmp-{sid}"
     tmp.mkdir()
     try:
-        counts: dict[str, int] = {}
-        with db.transaction() as con:  # one read transaction: every table at the same point in time
-            tables = [
-                r[0]
-                for r in con.execute(
-                    "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' ORDER BY table_name"
-                ).fetchall()
-            ]
-            for table in tables:
-                target = (tmp / f"{table}.parquet").as_posix().replace("'", "''")
-                con.execute(f"COPY (SELECT * FROM \"{table}\") TO '{target}' (FORMAT parquet)")
-                counts[table] = int(con.execute(f'SELECT count(*) FROM "{table}"').fetchall()[0][0])
-            version = int(con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchall()[0][0])
+        counts, version = source.write_parquet(tmp)
+        tables = sorted(counts)
         written: dict[str, Any] = {"id": sid, "tables": counts, "schema_version": version, "taken_at": stamp}
         written["files"] = {table: _digest(tmp / f"{table}.parquet") for table in tables}
-        written["seal"] = _manifest_seal(db.sealer, written)
+        written["seal"] = _manifest_seal(source.sealer, written)
         (tmp / "manifest.json").write_text(json.dumps(written, indent=1), encoding="utf-8")
         folder = root / sid
         os.replace(tmp, folder)
@@ -237,7 +293,7 @@ _views = _Views()
 class _Refresher:
     """Background refreshes of one file's snapshot: requests are coalesced, never block the caller."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Source) -> None:
         self.db = db
         self.wanted = threading.Event()
         self.hurry = threading.Event()  # set by wait_pending: no more spacing, refresh now
@@ -276,7 +332,7 @@ class _Refresher:
                     break
                 self.hurry.wait(due - time.monotonic())
             self.wanted.clear()
-            if not self.db.path.exists():  # the home went away (a temporary folder): nothing to keep fresh
+            if not self.db.exists():  # the home went away (a temporary folder): nothing to keep fresh
                 continue
             try:
                 refresh(self.db)
@@ -293,16 +349,50 @@ class _Refresher:
             self.hurry.clear()
 
 
+class SnapshotReader:
+    """Read-only SQL over the newest snapshot of a live store (taking a first one when there is none):
+    how the lab assistant reads the relational store with its DuckDB queries. Each call opens the
+    snapshot current at that moment (this process's requested refreshes done first)."""
+
+    def __init__(self, source: Source) -> None:
+        self.source = source
+
+    def _connection(self) -> duckdb.DuckDBPyConnection:
+        wait_pending()
+        root = snapshot_root(self.source.path)
+        folder = current(root) or refresh(self.source)
+        with suppress(OSError):
+            (folder / f".reader-{os.getpid()}").touch()
+        return _views.open(folder, lambda: self.source.sealer)
+
+    def query(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+        con = self._connection()
+        try:
+            return con.execute(sql, params or []).fetchall()
+        finally:
+            con.close()
+
+    def query_dicts(self, sql: str, params: Any = None) -> list[dict[str, Any]]:
+        con = self._connection()
+        try:
+            cur = con.execute(sql, params or [])
+            cols = [d[0] for d in cur.description or []]
+            return [dict(zip(cols, row, strict=False)) for row in cur.fetchall()]
+        finally:
+            con.close()
+
+
 _refreshers: dict[str, _Refresher] = {}
 _refreshers_lock = threading.Lock()
 
 
-def request(db: Database) -> None:
+def request(db: Database | Source) -> None:
     """Refresh the snapshot of ``db`` soon, on a background thread (coalescing close requests)."""
+    source = _source(db)
     with _refreshers_lock:
-        refresher = _refreshers.get(str(db.path))
+        refresher = _refreshers.get(str(source.path))
         if refresher is None:
-            refresher = _refreshers[str(db.path)] = _Refresher(db)
+            refresher = _refreshers[str(source.path)] = _Refresher(source)
     refresher.request()
 
 

@@ -26,19 +26,21 @@ from typing import Any, TypeVar
 
 import duckdb
 
-from furnace.domain.agent import AGENT_PREFIX, Agent, LineageNode, record_seal, verify_edges, verify_seal
+from furnace.domain.agent import Agent, LineageNode, record_seal, verify_edges, verify_seal
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import LineageError, NotFound
 from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.seal_key import Sealer, check
 from furnace.storage.memory import Adjacency, bfs
+from furnace.storage.seals import Sealer, agent_mac, check, elixir_seal
 from furnace.storage.store import (
     ElixirSummary,
     Origin,
     as_stored,
     checked_ref,
-    deleted_id_error,
+    loadable_for_fusion,
+    plan_versions,
     stale_version_error,
+    stored_elixir,
     utc_now,
     verify_agent_lineage,
     withdrawn_error,
@@ -50,17 +52,6 @@ Con = duckdb.DuckDBPyConnection
 _ELIXIR_COLS = "id, version, content_hash, body, created_at, deleted_at, seal"
 _LATEST_KEPT = 1024  # latest versions remembered per store (with the epoch they were read at)
 _BODY_EXCLUDE = {"id", "version", "created_at", "deleted_at", "content_hash"}
-
-
-def elixir_seal(sealer: Sealer, id: str, version: int, content_hash: str) -> str:
-    """The keyed seal of one elixir version: its content hash under the key (the body is checked against
-    the hash on every read of one elixir)."""
-    return sealer.mac("elixir", id, version, content_hash)
-
-
-def agent_mac(sealer: Sealer, id: str, elixir_version: int, record_hash: str) -> str:
-    """The keyed seal of an agent's record hash (stored as ``mac`` inside its ``seal`` JSON)."""
-    return sealer.mac("agent", id, elixir_version, record_hash)
 
 
 def _version_row(stored: Elixir, origin: str, sealer: Sealer) -> list[Any]:
@@ -120,14 +111,6 @@ LEFT JOIN edges ON edges.child = a.id
 """
 
 
-def decode_elixir(row: Sequence[Any]) -> Elixir:
-    """The elixir of an ``elixir_versions`` row (``_ELIXIR_COLS``), unverified."""
-    id, version, _, body, created_at, deleted_at = row[:6]
-    data = json.loads(body)
-    data.update(id=id, version=version, created_at=_from_db(created_at), deleted_at=_from_db(deleted_at))
-    return Elixir.model_validate(data)
-
-
 def _to_db(ts: datetime) -> datetime:
     return ts.astimezone(UTC).replace(tzinfo=None)
 
@@ -176,26 +159,9 @@ class DuckDBStore:
         return self.db.write(work, retries=self._conflict_retries)
 
     def _row_to_elixir(self, row: Sequence[Any], *, verify: bool = True) -> Elixir:
-        """The stored elixir; ``verify`` checks its keyed seal, recomputes its content hash and compares
-        it with the stored one.
-
-        A listing does not verify (re-hashing every body made ``elixir list`` slow): it
-        carries the stored hash, and every read of one elixir (get, fusion, agents) verifies.
-        """
-        id, version, content_hash, body, created_at, deleted_at, seal = row
-        if verify:
-            whose = f" (the persona of agent {id})" if id.startswith(AGENT_PREFIX) else ""
-            check(seal, elixir_seal(self.db.sealer, id, version, content_hash), f"elixir {id}@{version}{whose}")
-        elixir = decode_elixir(row)
-        if not verify:
-            elixir.__dict__["content_hash"] = content_hash  # seeds the cached property: no hashing
-            return elixir
-        if elixir.content_hash != content_hash:
-            raise LineageError(
-                f"elixir {id}@{version}: stored content_hash {content_hash[:12]}… does not match its "
-                f"content ({elixir.content_hash[:12]}…): the record was altered"
-            )
-        return elixir
+        """The stored elixir; ``verify`` checks its keyed seal and content hash (a listing does not: re-hashing
+        every body made ``elixir list`` slow)."""
+        return stored_elixir(row, self.db.sealer, verify=verify)
 
     def _fetch(self, con: Con, id: str, version: int | None) -> Elixir:
         return self._fetch_flagged(con, id, version, agent_flag=False)[0]
@@ -244,22 +210,8 @@ class DuckDBStore:
                 [ids[chunk : chunk + 1000]],
             ).fetchall():
                 latest[id] = (version, content_hash, deleted_at, row_origin)
-        refs: list[ElixirRef] = []
-        rows: list[list[Any]] = []
-        sealer = self.db.sealer
-        for elixir, id in items:
-            current = latest.get(id)
-            if current is not None and current[2] is not None:
-                raise deleted_id_error(id)
-            if current is not None and current[1] == elixir.content_hash:
-                refs.append(ElixirRef(id=id, version=current[0], content_hash=current[1]))
-                continue
-            version = current[0] + 1 if current is not None else 1
-            stored = as_stored(elixir, id=id, version=version, created_at=self._clock())
-            row_origin = current[3] if current is not None else origin
-            rows.append(_version_row(stored, row_origin, sealer))
-            latest[id] = (version, stored.content_hash, None, row_origin)
-            refs.append(stored.ref)
+        refs, new = plan_versions(items, latest, origin, self._clock)
+        rows = [_version_row(e, o, self.db.sealer) for e, o in new]
         for chunk in range(0, len(rows), 500):
             part = rows[chunk : chunk + 500]
             con.execute(
@@ -404,23 +356,7 @@ class DuckDBStore:
                 f"SELECT {_ELIXIR_COLS} FROM elixir_versions WHERE id IN (SELECT unnest(?::VARCHAR[]))",
                 [sorted({r.id for r in wanted})],
             ).fetchall()
-        by_version = {(row[0], row[1]): row for row in rows}
-        loaded: list[Elixir] = []
-        for ref in wanted:
-            row = by_version.get((ref.id, ref.version))
-            if row is None:
-                continue
-            try:
-                elixir = checked_ref(self._row_to_elixir(row), ref)
-            except LineageError:
-                continue
-            if not elixir.withdrawn:
-                loaded.append(elixir)
-        try:
-            self._verify_agents_among([e.id for e in loaded])
-        except LineageError:
-            return []
-        return loaded
+        return loadable_for_fusion(wanted, rows, self.db.sealer, self._verify_agents_among)
 
     def history(self, id: str) -> list[Elixir]:
         """Every version of ``id``, oldest first."""

@@ -1,9 +1,9 @@
 """The keyed record seal: an HMAC-SHA-256 whose key lives outside the database (docs/reliability.md).
 
-Everything a reader trusts from ``furnace.duckdb`` (elixir versions, agents, cached responses,
-experiment rows, the sealed ledger totals of a finished experiment) and from its Parquet snapshots
-carries ``mac(kind, *parts)``, checked on every read. Someone who can write the database but cannot
-read the key cannot make a seal that verifies; furnace's own code run with the key can.
+Everything a reader trusts from the store (SQLite, PostgreSQL, or ``furnace.duckdb``: elixir versions,
+agents, cached responses, experiment rows, the sealed ledger totals of a finished experiment) and from
+its Parquet snapshots carries ``mac(kind, *parts)``, checked on every read. Someone who can write the
+database but cannot read the key cannot make a seal that verifies; furnace's own code run with the key can.
 
 The key is, in order: ``FURNACE_SEAL_KEY`` (``settings.seal_key``: one key for a store shared by
 several users or machines), else the file ``seal.key`` next to the database (in ``FURNACE_HOME``),
@@ -22,10 +22,14 @@ import os
 import secrets
 import stat
 from contextlib import suppress
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from furnace.domain.errors import InputError, SealError, StoreError
+
+if TYPE_CHECKING:
+    from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord
 
 KEY_FILE = "seal.key"
 PREFIX = "k1:"  # a keyed seal; anything else (None, an old unkeyed seal) does not verify
@@ -104,3 +108,52 @@ def _read_or_create(path: Path) -> tuple[bytes, bool]:
     if len(key) < MIN_KEY_CHARS:
         raise StoreError(f"{path} does not hold a seal key (too short): restore it from a backup")
     return key.encode(), created
+
+
+# --- the seal of each kind of record (every store adapter writes and checks these) --------------------
+
+
+def elixir_seal(sealer: Sealer, id: str, version: int, content_hash: str) -> str:
+    """The keyed seal of one elixir version: its content hash under the key (the body is checked against
+    the hash on every read of one elixir)."""
+    return sealer.mac("elixir", id, version, content_hash)
+
+
+def agent_mac(sealer: Sealer, id: str, elixir_version: int, record_hash: str) -> str:
+    """The keyed seal of an agent's record hash (stored as ``mac`` inside its ``seal`` JSON)."""
+    return sealer.mac("agent", id, elixir_version, record_hash)
+
+
+def response_seal(sealer: Sealer, key: str, completion_json: str) -> str:
+    """The keyed seal of one cached response: its content key and the completion as stored."""
+    return sealer.mac("response", key, completion_json)
+
+
+def experiment_seal(sealer: Sealer, r: ExperimentRecord) -> str:
+    """The keyed seal of an experiment's identity and config."""
+    return sealer.mac("experiment", r.experiment_id, r.name, r.config, int(r.seed), r.model)
+
+
+def summary_seal(sealer: Sealer, experiment_id: str, summary: dict[str, Any]) -> str:
+    """The keyed seal of a finished experiment's summary (best agent, fitness, the ledger totals)."""
+    return sealer.mac("experiment summary", experiment_id, summary)
+
+
+def individual_seal(sealer: Sealer, r: IndividualRecord) -> str:
+    """The keyed seal of one individual: every recorded field, its scores (in key order) included."""
+    fields = asdict(r)  # the DOUBLE and INTEGER columns as they read back (an int fitness is a float there)
+    fields.update(fitness=float(r.fitness), cost_usd=float(r.cost_usd))
+    fields.update({k: int(fields[k]) for k in ("generation", "slot", "failures", "calls", "tokens")})
+    fields["scores"] = sorted(
+        ([s.probe, s.scorer, float(s.value), s.reason, bool(s.failed), s.feedback or ""] for s in r.scores),
+        key=lambda s: (s[0], s[1]),
+    )
+    return sealer.mac("individual", fields)
+
+
+def generation_seal(sealer: Sealer, r: GenerationRecord) -> str:
+    """The keyed seal of one finished generation's survivors and figures."""
+    fields = asdict(r)  # the DOUBLE and INTEGER columns as they read back
+    fields.update({k: float(fields[k]) for k in ("best_fitness", "mean_fitness", "cost_usd")})
+    fields.update({k: int(fields[k]) for k in ("generation", "calls", "cached_calls", "tokens")})
+    return sealer.mac("generation", fields)

@@ -1,0 +1,337 @@
+"""The relational store's connections: one SQLAlchemy engine per database, one connection per thread.
+
+SQLite (the default, ``$FURNACE_HOME/furnace.sqlite``) runs in WAL mode: readers never wait for a
+writer and a writer never waits for readers; writers take turns per transaction (``BEGIN IMMEDIATE``,
+so a transaction that will write holds the write lock from its first statement and never fails half
+way on an upgrade), waiting at most ``busy_timeout`` for another's commit -- microseconds for the
+small transactions furnace writes. ``synchronous=FULL``: a committed transaction survives a power
+loss. PostgreSQL (``FURNACE_DATABASE_URL=postgresql+psycopg://…``) needs none of this.
+
+Every write is a plain transaction at the point it happens (:meth:`SQLDatabase.transaction`,
+:meth:`SQLDatabase.write`). A *unit* (:meth:`SQLDatabase.unit`, entered by
+:func:`furnace.storage.store.unit_of_work`) gives every call on the thread one connection and, once it
+writes, one transaction that commits when the unit ends (or rolls back on an error).
+
+The schema is migrated on first open by Alembic (``migrations/``), one migration run at a time per
+database (SQLite: inside ``BEGIN IMMEDIATE``; PostgreSQL: under an advisory lock).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, Engine, Table, create_engine, event, text
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.pool import NullPool
+
+from furnace.domain.errors import InputError, StoreError
+from furnace.storage.seals import Sealer, sealer_for
+
+T = TypeVar("T")
+SQLITE_FILE = "furnace.sqlite"
+BUSY_TIMEOUT_MS = 30_000
+CONFLICT_RETRIES = 5
+_MIGRATION_LOCK = 0x0F0A_CE  # PostgreSQL advisory lock id: one migration run at a time
+_migrated: set[str] = set()
+_migrate_lock = threading.Lock()
+
+
+def sqlite_url(home: Path) -> str:
+    """The default store of a home: ``furnace.sqlite`` in it."""
+    return f"sqlite:///{(home / SQLITE_FILE).resolve()}"
+
+
+def _sqlite_pragmas(dbapi_con: Any, _record: Any) -> None:
+    dbapi_con.isolation_level = None  # the driver opens no transaction on its own: _begin does
+    cur = dbapi_con.cursor()
+    for pragma in (
+        "PRAGMA journal_mode=WAL",
+        f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
+        "PRAGMA synchronous=FULL",
+    ):
+        cur.execute(pragma)
+    cur.close()
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get("furnace_write") else "BEGIN")
+
+
+@dataclass
+class _Unit:
+    conn: Connection
+    one_transaction: bool
+    open: bool = False  # the unit's transaction has begun (at its first write)
+
+
+class SQLDatabase:
+    """One relational database (SQLite file or PostgreSQL server) and this process's connections to it."""
+
+    def __init__(
+        self, url: str, *, home: Path, seal_key: str | None = None, migrate: bool = True, echo: bool = False
+    ) -> None:
+        try:
+            self.url = make_url(url)
+        except Exception:
+            raise InputError(
+                "FURNACE_DATABASE_URL is not a database URL (e.g. postgresql+psycopg://user@host/furnace)",
+                field="database_url",
+            ) from None
+        self.home = home
+        self._seal_key = seal_key
+        self._local = threading.local()
+        self._last_used = time.monotonic()
+        self.on_change: Callable[[], None] | None = None
+        """Called by :meth:`snapshot_soon` (the runtime sets it to a background snapshot refresh)."""
+        self.dialect = self.url.get_backend_name()
+        if self.dialect not in ("sqlite", "postgresql"):
+            raise InputError(
+                f"FURNACE_DATABASE_URL: furnace stores in SQLite or PostgreSQL, not {self.dialect}",
+                field="database_url",
+            )
+        self.engine = self._engine(echo)
+        if migrate:
+            self.migrate()
+
+    def _engine(self, echo: bool) -> Engine:
+        if self.dialect == "sqlite":
+            database = self.url.database or ""
+            if database and database != ":memory:":
+                Path(database).parent.mkdir(parents=True, exist_ok=True)
+            engine = create_engine(
+                self.url,
+                echo=echo,
+                pool_size=8,
+                max_overflow=64,
+                pool_pre_ping=False,
+                connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
+            )
+            event.listen(engine, "connect", _sqlite_pragmas)
+            event.listen(engine, "begin", _sqlite_begin)
+            return engine
+        return create_engine(self.url, echo=echo, pool_size=8, max_overflow=64, pool_pre_ping=True)
+
+    def __repr__(self) -> str:
+        return f"SQLDatabase({self.url.render_as_string(hide_password=True)!r})"
+
+    @property
+    def where(self) -> str:
+        """The database as users name it (the SQLite file, or the URL without its password)."""
+        if self.dialect == "sqlite":
+            return str(self.url.database)
+        return self.url.render_as_string(hide_password=True)
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file, or (PostgreSQL) where it would be in the home: its folder holds ``snapshots/``."""
+        if self.dialect == "sqlite" and self.url.database not in (None, "", ":memory:"):
+            return Path(str(self.url.database)).resolve()
+        return (self.home / SQLITE_FILE).resolve()
+
+    @property
+    def idle_s(self) -> float:
+        """Seconds since a unit or transaction of this process last ended."""
+        return time.monotonic() - self._last_used
+
+    def exists(self) -> bool:
+        """Whether the store is there (a temporary home's SQLite file may be gone)."""
+        return self.dialect != "sqlite" or self.path.exists()
+
+    def write_parquet(self, folder: Path) -> tuple[dict[str, int], int]:
+        """Every table as ``folder/<table>.parquet`` in one read transaction; row counts and schema revision."""
+        from furnace.storage.sql.parquet import write_tables
+
+        with self.connect() as conn:
+            counts = write_tables(conn, folder)
+        return counts, int(self.revision() or 0)
+
+    def snapshot_soon(self) -> None:
+        """Ask for a fresh analysis snapshot (in the background, when the runtime set one up)."""
+        if self.on_change is not None:
+            self.on_change()
+
+    @cached_property
+    def sealer(self) -> Sealer:
+        """The keyed sealer: ``FURNACE_SEAL_KEY``, else the key file in the home (made on first use)."""
+        return sealer_for(self.home, self._seal_key)
+
+    def insert(self, table: Table) -> Any:
+        """An INSERT on ``table`` with this dialect's ``on_conflict_do_nothing``/``do_update``."""
+        return postgresql.insert(table) if self.dialect == "postgresql" else sqlite.insert(table)
+
+    # --- connections and transactions ------------------------------------------------------------
+
+    def _unit(self) -> _Unit | None:
+        unit: _Unit | None = getattr(self._local, "unit", None)
+        return unit
+
+    @property
+    def in_transaction(self) -> bool:
+        """True inside a unit whose transaction has begun on this thread."""
+        unit = self._unit()
+        return unit is not None and unit.open
+
+    @contextmanager
+    def unit(self, *, one_transaction: bool = True) -> Iterator[Connection]:
+        """One connection for every call on this thread inside; with ``one_transaction``, every write joins
+        one transaction (begun at the first write) that commits when the unit ends, or rolls back."""
+        current = self._unit()
+        if current is not None:  # joins the unit already open on this thread
+            yield current.conn
+            return
+        with self.engine.connect() as conn:
+            unit = _Unit(conn, one_transaction)
+            self._local.unit = unit
+            try:
+                yield conn
+                if conn.in_transaction():
+                    conn.commit()
+            except BaseException:
+                if conn.in_transaction():
+                    conn.rollback()
+                raise
+            finally:
+                self._local.unit = None
+                self._last_used = time.monotonic()
+
+    @contextmanager
+    def connect(self) -> Iterator[Connection]:
+        """A connection for reads: the unit's, else a pooled one for the block (one read transaction)."""
+        unit = self._unit()
+        if unit is not None:
+            if unit.conn.in_transaction():
+                yield unit.conn
+            else:
+                unit.conn.info["furnace_write"] = False
+                with unit.conn.begin():
+                    yield unit.conn
+            return
+        with self.engine.connect() as conn:
+            conn.info["furnace_write"] = False
+            with conn.begin():
+                yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[Connection]:
+        """One write transaction for the block (joining the unit's, when one is open on this thread)."""
+        unit = self._unit()
+        if unit is not None and unit.one_transaction:
+            if not unit.open:
+                unit.conn.info["furnace_write"] = True
+                unit.conn.begin()
+                unit.open = True
+            yield unit.conn
+            return
+        if unit is not None:
+            unit.conn.info["furnace_write"] = True
+            with unit.conn.begin():
+                yield unit.conn
+            return
+        with self.engine.connect() as conn:
+            conn.info["furnace_write"] = True
+            with conn.begin():
+                yield conn
+
+    def write(self, work: Callable[[Connection], T], *, retries: int = CONFLICT_RETRIES) -> T:
+        """``work`` in one transaction; a unique-key race with another writer (two saves of one id's next
+        version) runs it again, up to ``retries`` times. Inside a unit's transaction, it joins it."""
+        if self.in_transaction:
+            with self.transaction() as conn:
+                return work(conn)
+        for attempt in range(retries + 1):
+            try:
+                with self.transaction() as conn:
+                    return work(conn)
+            except (IntegrityError, OperationalError) as err:
+                if attempt >= retries or not _retryable(err):
+                    raise
+        raise AssertionError("unreachable")
+
+    def query(self, statement: Any, params: Sequence[Any] | dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+        """The rows of one read: a SQLAlchemy statement, or SQL text with ``?`` placeholders (ad-hoc SQL
+        and tests, in the same form on SQLite and PostgreSQL)."""
+        with self.connect() as conn:
+            return [tuple(row) for row in self._run(conn, statement, params)]
+
+    def execute(self, statement: Any, params: Sequence[Any] | dict[str, Any] | None = None) -> None:
+        """One write statement in its own transaction (as :meth:`query` takes it)."""
+        with self.transaction() as conn:
+            self._run(conn, statement, params)
+
+    def _run(self, conn: Connection, statement: Any, params: Sequence[Any] | dict[str, Any] | None) -> Any:
+        if isinstance(statement, str):
+            sql = statement
+            if self.dialect == "postgresql":  # psycopg's placeholders are %s
+                sql = sql.replace("%", "%%").replace("?", "%s")
+            result = conn.exec_driver_sql(sql, tuple(params or ()))
+        else:
+            result = conn.execute(statement, dict(params or {}))
+        return result.all() if result.returns_rows else []
+
+    def close(self) -> None:
+        """Return every pooled connection (the next use opens new ones)."""
+        self.engine.dispose()
+
+    # --- schema ------------------------------------------------------------------------------------------
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest Alembic revision (once per process and database)."""
+        key = self.url.render_as_string(hide_password=False)
+        with _migrate_lock:
+            if key in _migrated and self.exists():  # (a SQLite file removed since is made again)
+                return
+            from alembic import command
+            from alembic.config import Config
+
+            config = Config()
+            config.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
+            with self.engine.connect() as conn:
+                conn.info["furnace_write"] = True
+                try:
+                    with conn.begin():
+                        if self.dialect == "postgresql":
+                            conn.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": _MIGRATION_LOCK})
+                        config.attributes["connection"] = conn
+                        command.upgrade(config, "head")
+                except DBAPIError as err:
+                    raise StoreError(f"could not migrate the store at {self.where}: {_first_line(err)}") from None
+            _migrated.add(key)
+
+    def revision(self) -> str | None:
+        """The Alembic revision the database is at (None before the first migration)."""
+        try:
+            rows = self.query(text("SELECT version_num FROM alembic_version"))
+        except DBAPIError:
+            return None
+        return str(rows[0][0]) if rows else None
+
+
+def _retryable(err: DBAPIError) -> bool:
+    if isinstance(err, IntegrityError):
+        return True
+    message = str(err.orig).lower()
+    return "locked" in message or "busy" in message or "deadlock" in message or "serializ" in message
+
+
+def _first_line(err: BaseException) -> str:
+    text_ = str(getattr(err, "orig", err) or err).strip()
+    return text_.splitlines()[0] if text_ else err.__class__.__name__
+
+
+def single_use(url: str, *, home: Path) -> SQLDatabase:
+    """A database whose connections are not pooled (a command that opens it once, e.g. ``migrate``)."""
+    db = SQLDatabase(url, home=home, migrate=False)
+    db.engine = create_engine(db.url, poolclass=NullPool)
+    if db.dialect == "sqlite":
+        event.listen(db.engine, "connect", _sqlite_pragmas)
+        event.listen(db.engine, "begin", _sqlite_begin)
+    return db

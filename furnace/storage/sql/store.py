@@ -1,0 +1,542 @@
+"""The elixir library, agents and lineage DAG in the relational store (tables: ``schema.py``).
+
+Every write is one transaction at the point it happens (``SQLDatabase.write``): a save of an id's next
+version that races another writer collides on ``(id, version)`` and is run again, so versions stay
+contiguous and no save is lost, across threads, processes and machines. Every read of one elixir checks
+its keyed seal and recomputes its content hash; every read of an agent checks its seal, lineage, edges
+and persona (``docs/store.md``). Lineage walks fetch the reachable edges with one recursive query and
+walk them with the same BFS as :class:`~furnace.storage.memory.MemoryStore`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import Connection, and_, func, or_, select, text, update
+from sqlalchemy.exc import IntegrityError
+
+from furnace.domain.agent import Agent, LineageNode, record_seal, verify_edges, verify_seal
+from furnace.domain.elixir import Elixir, ElixirRef
+from furnace.domain.errors import LineageError, NotFound
+from furnace.storage.memory import adjacency, bfs
+from furnace.storage.seals import Sealer, agent_mac, check, elixir_seal
+from furnace.storage.sql.db import SQLDatabase
+from furnace.storage.sql.schema import agents as agent_rows
+from furnace.storage.sql.schema import elixir_versions, lineage_edges
+from furnace.storage.store import (
+    ElixirSummary,
+    Origin,
+    checked_ref,
+    loadable_for_fusion,
+    matches_query,
+    plan_versions,
+    stale_version_error,
+    stored_elixir,
+    utc_now,
+    verify_agent_lineage,
+    withdrawn_error,
+)
+
+T = TypeVar("T")
+CHUNK = 500  # ids per IN (...) list
+_EV = elixir_versions.c
+_ELIXIR_COLS = (_EV.id, _EV.version, _EV.content_hash, _EV.body, _EV.created_at, _EV.deleted_at, _EV.seal)
+_BODY_EXCLUDE = {"id", "version", "created_at", "deleted_at", "content_hash"}
+_AGENT_COLS = (
+    agent_rows.c.id,
+    agent_rows.c.lineage,
+    agent_rows.c.elixir_version,
+    agent_rows.c.system_prompt,
+    agent_rows.c.tools,
+    agent_rows.c.members,
+    agent_rows.c.created_at,
+    agent_rows.c.seal,
+)
+
+
+def to_db(ts: datetime) -> datetime:
+    """A timestamp as stored: naive UTC."""
+    return ts.astimezone(UTC).replace(tzinfo=None)
+
+
+def from_db(ts: datetime | None) -> datetime | None:
+    """A stored timestamp as an aware UTC one."""
+    return None if ts is None else ts.replace(tzinfo=UTC)
+
+
+def chunks(items: Sequence[T], size: int = CHUNK) -> Iterable[Sequence[T]]:
+    """``items`` in slices of at most ``size`` (bound parameter lists stay under every driver's limit)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def version_row(stored: Elixir, origin: str, sealer: Sealer) -> dict[str, Any]:
+    """The ``elixir_versions`` row of a stored elixir, sealed."""
+    body = json.dumps(stored.model_dump(mode="json", exclude=_BODY_EXCLUDE), ensure_ascii=False, sort_keys=True)
+    return {
+        "id": stored.id,
+        "version": stored.version,
+        "origin": origin,
+        "name": stored.name,
+        "content_hash": stored.content_hash,
+        "body": body,
+        "created_at": to_db(stored.created_at) if stored.created_at else None,
+        "language": stored.language,
+        "expertise": json.dumps(list(stored.expertise), ensure_ascii=False),
+        "seal": elixir_seal(sealer, stored.id, stored.version, stored.content_hash),
+    }
+
+
+class SQLStore:
+    """:class:`~furnace.storage.store.ElixirStore` on a :class:`SQLDatabase`."""
+
+    def __init__(self, db: SQLDatabase, *, clock: Callable[[], datetime] = utc_now) -> None:
+        self.db = db
+        self._clock = clock
+
+    def unit(self, *, one_transaction: bool = True) -> AbstractContextManager[Any]:
+        """One connection, and one transaction once it writes, for every call inside (see ``unit_of_work``)."""
+        return self.db.unit(one_transaction=one_transaction)
+
+    def snapshot_soon(self) -> None:
+        """Refresh the Parquet snapshots that analysis reads, in the background (docs/storage.md)."""
+        self.db.snapshot_soon()
+
+    def atomically(self, work: Callable[[], T]) -> T:
+        """Run ``work`` in one transaction: every write inside it (of this store and of any other adapter on
+        the same database, e.g. the synthesis cache's KV) commits together or not at all."""
+        with self.db.unit(one_transaction=True), self.db.transaction():
+            return work()
+
+    # --- elixirs -------------------------------------------------------------------------------------
+
+    def _row_to_elixir(self, row: Sequence[Any], *, verify: bool = True) -> Elixir:
+        return stored_elixir(row, self.db.sealer, verify=verify)
+
+    def _fetch(self, conn: Connection, id: str, version: int | None) -> Elixir:
+        query = select(*_ELIXIR_COLS).where(_EV.id == id)
+        latest = query.order_by(_EV.version.desc()).limit(1)
+        query = latest if version is None else query.where(_EV.version == version)
+        row = conn.execute(query).first()
+        if row is not None:
+            return self._row_to_elixir(row)
+        newest = conn.execute(select(func.max(_EV.version)).where(_EV.id == id)).scalar()
+        if newest is None:
+            raise NotFound(f"no elixir {id!r}", field="id")
+        raise NotFound(f"elixir {id!r} has no version {version} (latest is {newest})", field="version")
+
+    def _latest_rows(self, conn: Connection, ids: Sequence[str]) -> dict[str, tuple[int, str, Any, str]]:
+        """``id -> (version, content_hash, deleted_at, origin)`` of each id's latest version."""
+        latest: dict[str, tuple[int, str, Any, str]] = {}
+        for part in chunks(list(ids)):
+            for id, version, content_hash, deleted_at, origin in conn.execute(
+                select(_EV.id, _EV.version, _EV.content_hash, _EV.deleted_at, _EV.origin).where(_EV.id.in_(part))
+            ):
+                if id not in latest or version > latest[id][0]:
+                    latest[id] = (version, content_hash, deleted_at, origin)
+        return latest
+
+    def _save_many(self, conn: Connection, items: Sequence[tuple[Elixir, str]], origin: Origin) -> list[ElixirRef]:
+        """Save ``(elixir, id)`` pairs: one read of the latest rows, one insert of every new version.
+
+        On PostgreSQL the ids are locked first (advisory, until the transaction ends), so concurrent saves
+        of one id take turns instead of colliding on its next version (SQLite's writers take turns anyway)."""
+        ids = list(dict.fromkeys(id for _, id in items))
+        if self.db.dialect == "postgresql":
+            for id in sorted(ids):
+                conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:id))"), {"id": id})
+        latest = self._latest_rows(conn, ids)
+        refs, new = plan_versions(items, latest, origin, self._clock)
+        if new:
+            conn.execute(elixir_versions.insert(), [version_row(e, o, self.db.sealer) for e, o in new])
+        return refs
+
+    def save_elixir(self, elixir: Elixir, *, origin: Origin = "library", if_latest: int | None = None) -> ElixirRef:
+        """Store new content as the next version; identical content is a no-op. With ``if_latest``, only
+        while that version is still the latest (else :class:`StaleVersion`, nothing written)."""
+        if if_latest is None:
+            return self.db.write(lambda conn: self._save_many(conn, [(elixir, elixir.id)], origin)[0])
+        expected = if_latest
+
+        def work(conn: Connection) -> ElixirRef:
+            found = self._latest_rows(conn, [elixir.id]).get(elixir.id)
+            if found is None or found[0] != expected or found[2] is not None:
+                raise stale_version_error(
+                    elixir.id, expected, found[0] if found else None, bool(found and found[2] is not None)
+                )
+            return self._save_many(conn, [(elixir, elixir.id)], origin)[0]
+
+        try:
+            return self.db.write(work, retries=0)
+        except IntegrityError:  # another writer saved version expected + 1 meanwhile
+            with self.db.connect() as conn:
+                found = self._latest_rows(conn, [elixir.id]).get(elixir.id)
+            raise stale_version_error(
+                elixir.id, expected, found[0] if found else None, bool(found and found[2] is not None)
+            ) from None
+
+    def save_elixirs(self, elixirs: Sequence[Elixir], *, origin: Origin = "library") -> list[ElixirRef]:
+        """Save several elixirs all-or-nothing, in one transaction."""
+        return self.db.write(lambda conn: self._save_many(conn, [(e, e.id) for e in elixirs], origin))
+
+    def get_elixir(self, id: str, version: int | None = None) -> Elixir:
+        """One version (latest when ``version`` is None), verified; raises NotFound."""
+        with self.db.connect() as conn:
+            return self._fetch(conn, id, version)
+
+    def get_by_ref(self, ref: ElixirRef) -> Elixir:
+        """The exact version; raises LineageError if its content hash differs."""
+        return checked_ref(self.get_elixir(ref.id, ref.version), ref)
+
+    def load_for_fusion(self, ref_or_id: ElixirRef | str) -> Elixir:
+        """Like get, but a withdrawn elixir raises LineageError; an agent's whole record is verified."""
+        elixir = self.get_by_ref(ref_or_id) if isinstance(ref_or_id, ElixirRef) else self.get_elixir(ref_or_id)
+        if elixir.withdrawn:
+            raise withdrawn_error(elixir)
+        self._verify_agents_among([elixir.id])
+        return elixir
+
+    def load_many_for_fusion(self, refs: Sequence[ElixirRef]) -> list[Elixir]:
+        """What ``load_for_fusion`` gives for each of ``refs`` (a run's parents read ahead); a ref that would
+        fail there (missing, altered, withdrawn, a tampered agent among them) is left out, so its own load
+        raises where it is used."""
+        wanted = [r for r in refs if r.version is not None]
+        if not wanted:
+            return []
+        rows: list[Any] = []
+        with self.db.connect() as conn:
+            for part in chunks(sorted({r.id for r in wanted})):
+                rows += conn.execute(select(*_ELIXIR_COLS).where(_EV.id.in_(part))).all()
+        return loadable_for_fusion(wanted, rows, self.db.sealer, self._verify_agents_among)
+
+    def history(self, id: str) -> list[Elixir]:
+        """Every version of ``id``, oldest first."""
+        rows = self.db.query(select(*_ELIXIR_COLS).where(_EV.id == id).order_by(_EV.version))
+        if not rows:
+            raise NotFound(f"no elixir {id!r}", field="id")
+        return [self._row_to_elixir(r) for r in rows]
+
+    def _latest_selection(
+        self, cols: Sequence[Any], *, query: str | None, origin: Origin | None, include_deleted: bool
+    ) -> Any:
+        newest = select(_EV.id.label("id"), func.max(_EV.version).label("version")).group_by(_EV.id).subquery("newest")
+        sel = select(*cols).join_from(
+            elixir_versions, newest, and_(newest.c.id == _EV.id, newest.c.version == _EV.version)
+        )
+        if origin is not None:
+            sel = sel.where(_EV.origin == origin)
+        if not include_deleted:
+            sel = sel.where(_EV.deleted_at.is_(None))
+        if query and query.strip():
+            q = query.strip().lower()
+            # id and name in SQL; expertise (a JSON list) is matched exactly in Python after
+            sel = sel.where(
+                or_(
+                    func.lower(_EV.id).contains(q, autoescape=True),
+                    func.lower(_EV.name).contains(q, autoescape=True),
+                    func.lower(_EV.expertise).contains(q, autoescape=True),
+                )
+            )
+        return sel.order_by(_EV.id)
+
+    def list_elixirs(
+        self,
+        *,
+        query: str | None = None,
+        origin: Origin | None = "library",
+        include_deleted: bool = False,
+        limit: int | None = None,
+    ) -> list[Elixir]:
+        """Latest versions, sorted by id; ``query`` matches name, id or expertise (case-insensitive)."""
+        sel = self._latest_selection(_ELIXIR_COLS, query=query, origin=origin, include_deleted=include_deleted)
+        found = [self._row_to_elixir(r, verify=False) for r in self.db.query(sel)]
+        found = [e for e in found if matches_query(e, query)]
+        return found[:limit] if limit is not None else found
+
+    def list_summaries(
+        self,
+        *,
+        query: str | None = None,
+        origin: Origin | None = "library",
+        include_deleted: bool = False,
+        limit: int | None = None,
+    ) -> list[ElixirSummary]:
+        """:meth:`list_elixirs` as summaries, from the listing's columns (no body is read)."""
+        cols: tuple[Any, ...] = (_EV.id, _EV.version, _EV.name, _EV.language, _EV.expertise, _EV.content_hash)
+        cols += (_EV.created_at, _EV.deleted_at)
+        sel = self._latest_selection(cols, query=query, origin=origin, include_deleted=include_deleted)
+        out = []
+        for i, v, n, lang, exp, h, c, d in self.db.query(sel):
+            summary = ElixirSummary(i, v, n, lang or "", tuple(json.loads(exp or "[]")), h, from_db(c), d is not None)
+            q = (query or "").strip().lower()
+            if not q or any(q in t.lower() for t in (i, n, *summary.expertise)):
+                out.append(summary)
+        return out[:limit] if limit is not None else out
+
+    def delete_elixir(self, id: str) -> None:
+        """Soft-delete every version of ``id``; raises NotFound."""
+
+        def work(conn: Connection) -> None:
+            if not conn.execute(select(func.count()).where(_EV.id == id)).scalar():
+                raise NotFound(f"no elixir {id!r}", field="id")
+            conn.execute(
+                update(elixir_versions)
+                .where(_EV.id == id, _EV.deleted_at.is_(None))
+                .values(deleted_at=to_db(self._clock()))
+            )
+
+        self.db.write(work)
+
+    # --- agents --------------------------------------------------------------------------------------
+
+    def save_agent(self, agent: Agent) -> bool:
+        """Persist agent + child elixir + lineage edges in one transaction. False if it existed."""
+        return self.save_agents([agent])[0]
+
+    def save_agents(self, agents: Sequence[Agent]) -> list[bool]:
+        """Persist agents (each with its child elixir and lineage edges) in one transaction; per agent,
+        False if it existed (kept as stored)."""
+
+        def work(conn: Connection) -> list[bool]:
+            ids = list(dict.fromkeys(a.id for a in agents))
+            seen: set[str] = set()
+            for part in chunks(ids):
+                seen.update(r[0] for r in conn.execute(select(agent_rows.c.id).where(agent_rows.c.id.in_(part))))
+            new: list[Agent] = []
+            for agent in agents:
+                if agent.id not in seen:
+                    seen.add(agent.id)
+                    new.append(agent)
+            if not new:
+                return [False] * len(agents)
+            refs = self._save_many(conn, [(a.elixir, a.id) for a in new], "agent")
+            rows = [self._agent_row(agent, ref.version, ref.content_hash) for agent, ref in zip(new, refs, strict=True)]
+            conn.execute(agent_rows.insert(), rows)
+            edges = {
+                (p.id, a.id, a.lineage.operator, a.lineage.op_version or "", p.version or 0): None
+                for a in new
+                for p in a.lineage.parents
+            }
+            if edges:
+                keys = ("parent", "child", "operator", "op_version", "parent_version")
+                conn.execute(
+                    self.db.insert(lineage_edges).on_conflict_do_nothing(),
+                    [dict(zip(keys, edge, strict=True)) for edge in edges],
+                )
+            saved = {a.id for a in new}
+            out = []
+            for agent in agents:  # the first of an id listed twice is the one saved
+                out.append(agent.id in saved)
+                saved.discard(agent.id)
+            return out
+
+        return self.db.write(work)
+
+    def _agent_row(self, agent: Agent, version: int, content_hash: str) -> dict[str, Any]:
+        lineage = agent.lineage
+        seal = record_seal(lineage, content_hash, agent.system_prompt, agent.tools, agent.members)
+        seal["mac"] = agent_mac(self.db.sealer, agent.id, version, seal["record_hash"])
+        return {
+            "id": agent.id,
+            "lineage": lineage.model_dump_json(),
+            "lineage_hash": lineage.lineage_hash,
+            "elixir_version": version,
+            "system_prompt": agent.system_prompt,
+            "tools": json.dumps(list(agent.tools)),
+            "members": json.dumps([m.model_dump(mode="json") for m in agent.members]),
+            "created_at": to_db(self._clock()),
+            "seal": json.dumps(seal, sort_keys=True),
+        }
+
+    def _load_agents(self, conn: Connection, ids: Sequence[str] | None, limit: int | None = None) -> list[Agent]:
+        """The agents among ``ids`` (every agent when None), newest first, each verified in full."""
+        rows: list[Any] = []
+        order = (agent_rows.c.created_at.desc(), agent_rows.c.id)
+        if ids is None:
+            query = select(*_AGENT_COLS).order_by(*order)
+            rows = list(conn.execute(query.limit(limit) if limit is not None else query))
+        else:
+            for part in chunks(list(dict.fromkeys(ids))):
+                rows += conn.execute(select(*_AGENT_COLS).where(agent_rows.c.id.in_(part)).order_by(*order)).all()
+            rows.sort(key=lambda r: (-r[6].timestamp(), r[0]))
+        if not rows:
+            return []
+        edges: dict[str, set[tuple[str, str, str, int]]] = {row[0]: set() for row in rows}
+        for part in chunks(list(edges)):
+            for parent, child, operator, op_version, parent_version in conn.execute(
+                select(lineage_edges).where(lineage_edges.c.child.in_(part))
+            ):
+                edges[child].add((parent, operator, op_version, parent_version))
+        elixirs = self._elixirs_for(conn, rows)
+
+        def stored_hash(pid: str, version: int) -> str | None:
+            found = elixirs.get((pid, version))
+            return found[2] if found is not None else None
+
+        out = []
+        sealer = self.db.sealer
+        for id, lineage_json, elixir_version, prompt, tools, members, created_at, seal in rows:
+            try:
+                data = json.loads(lineage_json)
+            except ValueError:
+                raise LineageError(f"agent {id}: unreadable lineage record (not JSON)") from None
+            lineage = verify_agent_lineage(id, data, stored_hash)
+            verify_edges(id, lineage, edges[id])
+            try:
+                persona_row = elixirs.get((id, elixir_version))
+                agent = Agent(
+                    id=id,
+                    elixir=(
+                        self._row_to_elixir(persona_row)
+                        if persona_row is not None
+                        else self._fetch(conn, id, elixir_version)
+                    ),
+                    lineage=lineage,
+                    system_prompt=prompt,
+                    tools=tuple(json.loads(tools)),
+                    members=tuple(ElixirRef.model_validate(m) for m in json.loads(members)),
+                    created_at=from_db(created_at),
+                )
+                stored_seal = json.loads(seal) if seal is not None else None
+            except (ValueError, TypeError) as err:  # pydantic's ValidationError is a ValueError
+                raise LineageError(f"agent {id}: unreadable agent record ({err.__class__.__name__})") from None
+            verify_seal(agent, stored_seal)  # first: its message names the field group that was changed
+            assert isinstance(stored_seal, dict)  # verify_seal raised otherwise
+            check(
+                stored_seal.get("mac"), agent_mac(sealer, id, elixir_version, stored_seal["record_hash"]), f"agent {id}"
+            )
+            out.append(agent)
+        return out
+
+    def _elixirs_for(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> dict[tuple[str, int], Any]:
+        """Every stored version the agent ``rows`` name (their personas and their lineage's parents)."""
+        ids = {row[0] for row in rows}
+        for row in rows:
+            try:
+                ids.update(p["id"] for p in json.loads(row[1])["parents"])
+            except (ValueError, TypeError, KeyError, AttributeError):
+                continue  # unreadable: the per-agent checks say so
+        found: dict[tuple[str, int], Any] = {}
+        for part in chunks(sorted(i for i in ids if isinstance(i, str))):
+            for row in conn.execute(select(*_ELIXIR_COLS).where(_EV.id.in_(part))):
+                found[(row[0], row[1])] = row
+        return found
+
+    def verify_agents(self, ids: Sequence[str]) -> None:
+        """Raise LineageError (naming the agent and field group) if any agent among ``ids`` was altered;
+        ids that are not agents are ignored."""
+        self._verify_agents_among(ids)
+
+    def _verify_agents_among(self, ids: Sequence[str]) -> None:
+        if ids:
+            with self.db.connect() as conn:
+                self._load_agents(conn, list(ids))
+
+    def child_ids(self, parents: Sequence[str]) -> dict[str, set[str]]:
+        """The ids of each parent's children by the lineage edges, unverified: a filter for "might this
+        agent be stored?", never a read of an agent."""
+        out: dict[str, set[str]] = {p: set() for p in parents}
+        with self.db.connect() as conn:
+            for part in chunks(list(out)):
+                for parent, child in conn.execute(
+                    select(lineage_edges.c.parent, lineage_edges.c.child).where(lineage_edges.c.parent.in_(part))
+                ):
+                    out[parent].add(child)
+        return out
+
+    def stored_child(self, id: str, parents: Sequence[ElixirRef]) -> Agent:
+        """``get_agent(id)`` for a fusion's child: "not stored" costs a point read of the id alone."""
+        if not self.db.query(select(agent_rows.c.id).where(agent_rows.c.id == id)):
+            raise NotFound(f"no agent {id!r}", field="id")
+        return self.get_agent(id)
+
+    def get_agent(self, id: str) -> Agent:
+        """Load and verify an agent; raises NotFound or LineageError."""
+        with self.db.connect() as conn:
+            found = self._load_agents(conn, [id])
+        if not found:
+            raise NotFound(f"no agent {id!r}", field="id")
+        return found[0]
+
+    def list_agents(self, *, limit: int | None = None) -> list[Agent]:
+        """Agents, newest first (each verified)."""
+        with self.db.connect() as conn:
+            return self._load_agents(conn, None, limit)
+
+    # --- lineage DAG ---------------------------------------------------------------------------------
+
+    def add_edge(
+        self, parent: str, child: str, *, operator: str, op_version: str = "", parent_version: int | None = None
+    ) -> None:
+        """A lineage edge (idempotent)."""
+        row = {
+            "parent": parent,
+            "child": child,
+            "operator": operator,
+            "op_version": op_version or "",
+            "parent_version": parent_version or 0,
+        }
+        self.db.write(lambda conn: conn.execute(self.db.insert(lineage_edges).on_conflict_do_nothing(), row))
+
+    def _reachable(self, id: str, *, up: bool) -> list[tuple[str, str, str]]:
+        """``(from, to, operator)`` of every edge reachable from ``id`` (up: towards parents), one query."""
+        near, far = ("child", "parent") if up else ("parent", "child")
+        sql = text(
+            f"WITH RECURSIVE reach(id) AS (SELECT CAST(:start AS VARCHAR) UNION SELECT e.{far} FROM lineage_edges e"
+            f" JOIN reach r ON e.{near} = r.id) SELECT e.{near}, e.{far}, e.operator FROM lineage_edges e"
+            f" WHERE e.{near} IN (SELECT id FROM reach)"
+        )
+        return [(a, b, op) for a, b, op in self.db.query(sql, {"start": id})]
+
+    def _walk(self, id: str, *, up: bool, max_depth: int | None) -> list[LineageNode]:
+        nodes = bfs(id, adjacency(self._reachable(id, up=up)), max_depth)
+        reached = [id, *(n.id for n in nodes)]
+        if not up:  # a redirected edge must not hide a child: agents whose lineage names a reached node
+            leaves = {id, *(n.id for n in nodes if max_depth is None or n.depth < max_depth)}
+            reached += self._naming(leaves)
+        self._verify_agents_among(reached)
+        return nodes
+
+    def _naming(self, ids: set[str]) -> list[str]:
+        """Agents whose lineage record names one of ``ids`` as a parent (a text match narrowed in Python)."""
+        named: list[str] = []
+        with self.db.connect() as conn:
+            for part in chunks(sorted(ids), 50):
+                clause = or_(*(agent_rows.c.lineage.contains(json.dumps(i), autoescape=True) for i in part))
+                for agent_id, lineage_json in conn.execute(select(agent_rows.c.id, agent_rows.c.lineage).where(clause)):
+                    try:
+                        parents = {p.get("id") for p in json.loads(lineage_json)["parents"]}
+                    except (ValueError, TypeError, KeyError, AttributeError):
+                        named.append(agent_id)  # unreadable: verified (and refused) with the others
+                        continue
+                    if parents & ids:
+                        named.append(agent_id)
+        return named
+
+    def ancestors(self, id: str, *, max_depth: int | None = None) -> list[LineageNode]:
+        """Every ancestor of ``id`` with its shortest depth (agents on the way verified)."""
+        return self._walk(id, up=True, max_depth=max_depth)
+
+    def descendants(self, id: str, *, max_depth: int | None = None) -> list[LineageNode]:
+        """Every descendant of ``id`` with its shortest depth (agents on the way verified)."""
+        return self._walk(id, up=False, max_depth=max_depth)
+
+    def common_ancestors(self, a: str, b: str) -> list[str]:
+        """Ids that are ancestors of both (every agent involved verified)."""
+        up_a = {n.id for n in bfs(a, adjacency(self._reachable(a, up=True)))}
+        up_b = {n.id for n in bfs(b, adjacency(self._reachable(b, up=True)))}
+        both = sorted(up_a & up_b)
+        self._verify_agents_among([a, b, *both])
+        return both
+
+    def same_blood(self, a: str, b: str) -> bool:
+        """True when one descends from the other or they share an ancestor."""
+        if a == b:
+            return True
+        anc_a = {n.id for n in bfs(a, adjacency(self._reachable(a, up=True)))}
+        anc_b = {n.id for n in bfs(b, adjacency(self._reachable(b, up=True)))}
+        return b in anc_a or a in anc_b or bool(anc_a & anc_b)

@@ -1,0 +1,107 @@
+"""Moving a DuckDB home into the relational store keeps every row and seal, and refuses a forged one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from furnace.domain.errors import LineageError, SealError
+from furnace.evolution.records import ExperimentRecord, IndividualRecord
+from furnace.llm.seam import Completion, Usage
+from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+from furnace.storage.duckdb.llm_calls import DuckDBResponseCache
+from furnace.storage.duckdb.store import DuckDBStore
+from furnace.storage.migrate import copy_home
+from furnace.storage.sql.db import SQLDatabase, sqlite_url
+from furnace.storage.sql.store import SQLStore
+
+from .conftest import make_elixir
+from .test_contract import make_agent
+
+
+def _old_home(home: Path) -> Database:
+    db = Database(home / "furnace.duckdb")
+    store = DuckDBStore(db)
+    a = store.save_elixir(make_elixir("Alpha"))
+    store.save_elixir(make_elixir("Alpha", principles=["Be brief."]))
+    b = store.save_elixir(make_elixir("Beta", expertise=["writing", "math"]))
+    store.save_agent(make_agent([a, b]))
+    results = DuckDBExperimentResults(db)
+    results.start_experiment(ExperimentRecord("exp-1", "demo", {"population": 2}, 7, "offline"))
+    results.save_individual(IndividualRecord("exp-1", 0, "alpha", 0, "seed", (), None, {}, "You are A.", 0.5, {}))
+    DuckDBResponseCache(db).put(
+        "k", Completion(text="hi", usage=Usage(prompt_tokens=1, completion_tokens=1), model="m")
+    )
+    return db
+
+
+def test_a_duckdb_home_moves_with_every_row_and_seal(tmp_path: Path) -> None:
+    old = _old_home(tmp_path)
+    target = SQLDatabase(sqlite_url(tmp_path), home=tmp_path)  # same home: same seal key
+    moved = copy_home(old, target)
+    assert moved.rows["elixir_versions"] == 4 and moved.rows["agents"] == 1 and moved.rows["llm_responses"] == 1
+    assert moved.verified == {"elixir versions": 4, "agents": 1, "experiment records": 2, "cached responses": 1}
+    store = SQLStore(target)
+    assert list(store.get_elixir("alpha").principles) == ["Be brief."]
+    assert list(store.get_elixir("beta").expertise) == ["writing", "math"]
+    assert [n.id for n in store.ancestors(store.list_agents()[0].id)] == ["alpha", "beta"]
+    assert (tmp_path / "furnace.duckdb").exists()  # the old file is kept
+    assert copy_home(old, target).rows == moved.rows  # again: nothing duplicated
+
+
+def test_a_forged_row_in_the_old_home_is_refused(tmp_path: Path) -> None:
+    old = _old_home(tmp_path)
+    agent = DuckDBStore(old).list_agents()[0]
+    old.execute("UPDATE agents SET system_prompt = 'You are EvilBot.' WHERE id = ?", [agent.id])
+    with pytest.raises((LineageError, SealError), match=agent.id):
+        copy_home(old, SQLDatabase(sqlite_url(tmp_path), home=tmp_path))
+
+
+def test_another_key_cannot_vouch_for_the_moved_rows(tmp_path: Path, monkeypatch: Any) -> None:
+    old = _old_home(tmp_path / "a")
+    with pytest.raises(SealError):
+        copy_home(old, SQLDatabase(sqlite_url(tmp_path / "b"), home=tmp_path / "b"))
+
+
+def test_a_home_of_the_previous_release_moves_with_every_row_and_seal(tmp_path: Path, monkeypatch: Any) -> None:
+    """A home written by the release before the relational store (DuckDB schema up to 0015, rows as that
+    furnace wrote them): upgraded, copied, and every record reads back verified."""
+    from furnace.storage.sql.experiments import SQLExperimentResults
+    from furnace.storage.sql.llm_calls import SQLResponseCache
+
+    from .test_keyed_seal import _old_home
+
+    old, agent, _ = _old_home(tmp_path, monkeypatch)
+    home = old.path.parent
+    target = SQLDatabase(sqlite_url(home), home=home)
+    moved = copy_home(Database(old.path), target)
+    assert moved.verified["agents"] == 1 and moved.verified["cached responses"] == 1
+    assert SQLStore(target).get_agent(agent.id).system_prompt == agent.system_prompt
+    assert SQLExperimentResults(target).individuals("exp-1")[0].fitness == 0.41
+    assert SQLResponseCache(target).get("k").text == "old answer"  # type: ignore[union-attr]
+
+
+def test_furnace_migrate_and_the_first_open_move_an_old_home(tmp_path: Path, monkeypatch: Any, capsys: Any) -> None:
+    from tests.conftest import run_cli
+
+    home = tmp_path / "home"
+    _old_home(home)
+    monkeypatch.setenv("FURNACE_HOME", str(home))
+    monkeypatch.delenv("FURNACE_DATABASE_URL", raising=False)
+    code, out, err = run_cli(capsys, "migrate")
+    assert code == 0 and "seals verified: 4 elixir versions, 1 agents" in out and "is kept" in out, err
+    for made in home.glob("furnace.sqlite*"):
+        made.unlink()
+    monkeypatch.setenv("FURNACE_DATABASE_URL", f"sqlite:///{home / 'furnace.sqlite'}")
+    code, out, err = run_cli(capsys, "elixir", "list")  # the first open of the old home in the new store
+    assert code == 0 and "moving furnace.duckdb into furnace.sqlite" in err
+    assert "alpha" in out and "beta" in out
+    code, out, err = run_cli(capsys, "elixir", "list")
+    assert code == 0 and "moving" not in err  # once
+    monkeypatch.setenv("FURNACE_HOME", str(tmp_path / "empty"))
+    (tmp_path / "empty").mkdir()
+    code, _, err = run_cli(capsys, "migrate")
+    assert code == 1 and "nothing to migrate" in err

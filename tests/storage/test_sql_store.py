@@ -1,0 +1,159 @@
+"""The relational store's adapters on SQLite and PostgreSQL (``sql_db``): what the in-memory and DuckDB
+suites elsewhere hold them to, plus what only a shared database promises (several writers at once)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from furnace.domain.errors import SealError
+from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord, ScoreRow
+from furnace.llm.cache import CachedLLM
+from furnace.llm.fakes import FakeLLM
+from furnace.llm.seam import Completion, TaskKind, Usage, system_user
+from furnace.storage.sql.experiments import SQLExperimentResults
+from furnace.storage.sql.kv import SQLKV, SQLVectors
+from furnace.storage.sql.llm_calls import SQLCallLedger, SQLResponseCache
+from furnace.storage.sql.store import SQLStore
+
+from .conftest import make_elixir
+
+
+def _priced(text: str) -> Completion:
+    return Completion(text=text, usage=Usage(prompt_tokens=10, completion_tokens=4), cost_usd=0.002, model="fake")
+
+
+def test_the_schema_is_the_migrations_head(sql_db: Any) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from furnace.storage.sql.schema import metadata
+
+    with sql_db.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+    assert diff == []
+    assert sql_db.revision() == "0001"
+
+
+def test_a_paid_call_is_in_the_ledger_with_its_answer_and_a_rerun_pays_nothing(sql_db: Any) -> None:
+    ledger = SQLCallLedger(sql_db)
+    inner = FakeLLM(respond=lambda r: _priced("answer"))
+    llm = CachedLLM(inner, SQLResponseCache(sql_db, ledger=ledger), ledger)
+    llm.complete(system_user(TaskKind.REPLY, "sys", "hello"))
+    # one transaction wrote both: the ledger row and the cache entry are there together
+    assert sql_db.query("SELECT count(*) FROM llm_calls WHERE cached = ?", [False]) == [(1,)]
+    assert sql_db.query("SELECT count(*) FROM llm_responses") == [(1,)]
+    again = CachedLLM(FakeLLM(respond=lambda r: _priced("other")), SQLResponseCache(sql_db), SQLCallLedger(sql_db))
+    assert again.complete(system_user(TaskKind.REPLY, "sys", "hello")).text == "answer"
+    totals = SQLCallLedger(sql_db).totals()
+    assert (totals.calls, totals.cached_calls, totals.prompt_tokens) == (2, 1, 10)
+    assert totals.cost_usd == pytest.approx(0.002)
+
+
+def test_a_rewritten_cached_answer_is_a_counted_miss(sql_db: Any) -> None:
+    cache = SQLResponseCache(sql_db)
+    cache.put("k", _priced("true answer"))
+    forged = _priced("forged").model_dump_json()
+    sql_db.execute("UPDATE llm_responses SET completion = ? WHERE cache_key = ?", [forged, "k"])
+    fresh = SQLResponseCache(sql_db)
+    assert fresh.get("k") is None and fresh.refused == 1
+    assert fresh.stats()["bad_seals"] == 1
+
+
+def test_kv_first_writer_wins_and_vectors_round_trip_exactly(sql_db: Any) -> None:
+    kv = SQLKV(sql_db)
+    assert kv.put_many_if_absent([("a", {"v": 1}, None), ("b", {"v": 2}, 60.0)]) == [{"v": 1}, {"v": 2}]
+    assert kv.put_if_absent("a", {"v": 9}) == {"v": 1}
+    vectors = SQLVectors(sql_db)
+    exact = [0.1, 1 / 3, -2.5e-17]
+    vectors.put_many("m", {"h": exact})
+    vectors.put_many("m", {"h": [0.0, 0.0, 0.0]})  # a stored vector is kept
+    assert vectors.get_many("m", ["h", "missing"]) == {"h": exact}
+
+
+def _individual(fitness: float) -> IndividualRecord:
+    return IndividualRecord(
+        "exp-1", 0, "agt-a", 0, "seed", (), None, {"name": "A"}, "You are A.", fitness, {"judge": fitness},
+        scores=(ScoreRow("p1", "judge", fitness, "ok", feedback="tone: fine"),),
+    )  # fmt: skip
+
+
+def test_experiment_records_are_sealed_and_a_rewritten_fitness_is_refused(sql_db: Any) -> None:
+    results = SQLExperimentResults(sql_db)
+    results.start_experiment(ExperimentRecord("exp-1", "demo", {"population": 2}, 7, "offline"))
+    results.save_individuals([_individual(0.5)])
+    results.save_individuals([_individual(0.9)])  # the same key again: kept as first stored
+    results.save_generation(GenerationRecord("exp-1", 0, ("agt-a",), 0.5, 0.5, {"seed": 1.0}, calls=3))
+    results.finish_experiment("exp-1", "finished", {"best": "agt-a"})
+    assert [r.fitness for r in results.individuals("exp-1")] == [0.5]
+    assert results.individuals("exp-1")[0].scores[0].feedback == "tone: fine"
+    assert results.get_experiment("exp-1").summary == {"best": "agt-a"}  # type: ignore[union-attr]
+    assert results.count_rows("exp-1") == {
+        "experiment_generations": 1, "experiment_individuals": 1, "experiment_scores": 1,
+    }  # fmt: skip
+    sql_db.execute("UPDATE experiment_individuals SET fitness = ?", [0.99])
+    with pytest.raises(SealError, match="agt-a"):
+        results.individuals("exp-1")
+
+
+_WRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from furnace.domain.elixir import edit, parse_elixir
+    from furnace.storage.sql.db import SQLDatabase
+    from furnace.storage.sql.store import SQLStore
+
+    url, home, who, n = sys.argv[1], Path(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+    store = SQLStore(SQLDatabase(url, home=home))
+    base = parse_elixir({"name": "Shared", "identity": "You are shared.", "expertise": ["x"], "principles": ["p"]})
+    for i in range(n):
+        store.save_elixir(edit(base, principles=[f"{who} {i}"]))
+    """
+)
+
+
+@pytest.mark.parametrize("sql_db", ["sqlite", "postgresql"], indirect=True)
+def test_two_processes_saving_one_elixir_lose_nothing_and_keep_versions_contiguous(sql_db: Any, tmp_path: Path) -> None:
+    url = sql_db.url.render_as_string(hide_password=False)
+    n = 200
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, url, str(tmp_path), who, str(n)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for who in ("a", "b")
+    ]
+    outputs = [w.communicate(timeout=600) for w in writers]
+    assert [w.returncode for w in writers] == [0, 0], outputs
+    assert all("waiting" not in err for _, err in outputs)  # no process waited its turn at the store
+    history = SQLStore(sql_db).history("shared")
+    assert [e.version for e in history] == list(range(1, 2 * n + 1))  # contiguous, none lost
+    saved = {e.principles[0] for e in history}
+    assert saved == {f"{who} {i}" for who in ("a", "b") for i in range(n)}
+
+
+def test_a_store_is_shared_by_two_homes_with_one_seal_key(sql_db: Any, tmp_path: Path) -> None:
+    """A team: two machines (homes) on one database verify each other's records with FURNACE_SEAL_KEY."""
+    from furnace.storage.sql.db import SQLDatabase
+
+    if sql_db.dialect == "sqlite":
+        pytest.skip("a shared store across machines is PostgreSQL")
+    key = "k" * 40
+    url = sql_db.url.render_as_string(hide_password=False)
+    one = SQLStore(SQLDatabase(url, home=tmp_path / "one", seal_key=key))
+    two = SQLStore(SQLDatabase(url, home=tmp_path / "two", seal_key=key))
+    ref = one.save_elixir(make_elixir("Editor"))
+    assert two.get_elixir("editor").ref == ref
+    stranger = SQLStore(SQLDatabase(url, home=tmp_path / "three"))  # its own key file: cannot vouch
+    with pytest.raises(SealError):
+        stranger.get_elixir("editor")
+    assert json.loads(sql_db.query("SELECT expertise FROM elixir_versions")[0][0]) == ["writing"]
