@@ -18,7 +18,7 @@ import duckdb
 
 from furnace.scoring.picks import Pick, check_undo
 from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.seal_key import Sealer, check
+from furnace.storage.seals import Sealer, check
 
 _COLS = (
     "pick_id, experiment_id, probe, agent_a, generation_a, agent_b, generation_b, choice, who, reason,"
