@@ -385,7 +385,7 @@ class Runtime:
             keep_failures=keep_failures,
         )
         fork = seed_fork(self.results, config, seeds[: config.population], experiment_id)
-        return PreparedExperiment(evolution, estimate(config, len(probes.probes)), llm, fork)
+        return PreparedExperiment(evolution, estimate(config, probes), llm, fork)
 
     def isolated_runner(
         self,
