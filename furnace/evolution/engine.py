@@ -647,7 +647,7 @@ class Evolution:
                     strict=True,
                 )
             )
-            reevaluated = {a: ev.fitness for a, ev in fresh.items() if not ev.failure_reasons}
+            reevaluated = {a: round(ev.fitness, 6) for a, ev in fresh.items() if not ev.failure_reasons}
             order = {r.agent_id: i for i, r in enumerate(ranked)}
             champion = min(
                 (r for r in top if r.agent_id in reevaluated),

@@ -147,7 +147,7 @@ def held_out_columns(row: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def test_text(row: dict[str, Any]) -> str:
+def interval_text(row: dict[str, Any]) -> str:
     """``0.812 [0.770, 0.851]`` for an agent's test fitness and interval, ``-`` when not scored."""
     if row.get("test_fitness") is None:
         return "-"
@@ -336,7 +336,7 @@ def render_report(report: ExperimentReport) -> str:
         lines.append(
             f"{g['generation']:>10}  {g['best_fitness']:.3f}  {g['mean_fitness']:.3f}  "
             f"{(f'{train:.3f}' if train is not None else '-'):>12}  "
-            + test_text({k[5:]: v for k, v in g.items() if k.startswith("best_")})
+            + interval_text({k[5:]: v for k, v in g.items() if k.startswith("best_")})
         )
     lines += ["", "leaderboard (fitness: validation; train and test [95% interval]; gap = train - test)"]
     keys = sorted({k for row in report.leaderboard for k in row["objectives"]})
@@ -350,7 +350,7 @@ def render_report(report: ExperimentReport) -> str:
         gap = f"{row['train_test_gap']:+.3f}" if row.get("train_test_gap") is not None else "-"
         lines.append(
             f"  {i:>2} {row['agent_id'][:26]:<26} {row['generation']:>3} {row['operator']:<9} "
-            f"{row['fitness']:>7.3f} {train:>6} {test_text(row):<22} {gap:>6}  {objs}"
+            f"{row['fitness']:>7.3f} {train:>6} {interval_text(row):<22} {gap:>6}  {objs}"
         )
     if report.unscored:
         lines += [
@@ -417,7 +417,7 @@ def held_out_lines(report: ExperimentReport) -> list[str]:
         lines.append(
             f"champion {best['agent_id']}: validation {best['fitness']:.3f}, train "
             + (f"{train:.3f}" if train is not None else "-")
-            + f", test {test_text(best)}"
+            + f", test {interval_text(best)}"
             + (f", train - test gap {gap:+.3f}" if gap is not None else "")
         )
     again = held.get("reevaluation")
