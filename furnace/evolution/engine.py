@@ -286,7 +286,7 @@ class Evolution:
         with the run's ``memory`` (``reflection.BreedingMemory``) the founder and a mutation's moves are
         ones the run has not tried yet."""
         op = choose_operator(weights, rng)
-        first = parent_picker(self.config, population, rng)()
+        first = parent_picker(self.config, population, rng, self.validation_ids)()
         parents: tuple[IndividualRecord, ...] = (first,)
         if op not in SINGLE_PARENT:
             partner = memory.partner(first, founders, rng) if memory else founder_partner(first, founders, rng)

@@ -48,12 +48,16 @@ ANSWER_SHOWN = 400  # characters of the parent's answer a trace shows
 
 
 def parent_picker(
-    config: ExperimentConfig, population: Sequence[IndividualRecord], rng: random.Random
+    config: ExperimentConfig,
+    population: Sequence[IndividualRecord],
+    rng: random.Random,
+    probes: Sequence[str] | None = None,
 ) -> Callable[[], IndividualRecord]:
-    """A draw of one parent by the configured selection method."""
+    """A draw of one parent by the configured selection method (``probes``: the per-probe Pareto pool's
+    instances, an experiment's validation probes)."""
     size = config.selection.tournament_size
     if config.selection.method == "pareto":
-        return lambda: pareto_parent(population, config.scorers, rng, size)
+        return lambda: pareto_parent(population, config.scorers, rng, size, probes)
     return lambda: tournament(population, size, rng)
 
 
