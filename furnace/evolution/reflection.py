@@ -194,14 +194,9 @@ def trace_brief(
         lines = [f"probe: {probe.id} ({per_probe.get(probe.id, 0.0):.2f})", f"message: {_flat(probe.message, 300)}"]
         if probe.id in answers:
             lines.append(f"answer: {_flat(answers[probe.id], ANSWER_SHOWN)}")
-        seen: set[str] = set()
-        for row in sorted((r for r in rows if r.probe == probe.id), key=lambda r: r.scorer):
-            for category, detail in parse_clauses(row.feedback):
-                text = clause(category, detail) if category else detail
-                if text not in seen:
-                    seen.add(text)
-                    lines.append(text)
-        blocks.append("\n".join(lines))
+        own = sorted((r for r in rows if r.probe == probe.id), key=lambda r: r.scorer)
+        notes = [clause(c, d) if c else d for r in own for c, d in parse_clauses(r.feedback)]
+        blocks.append("\n".join([*lines, *dict.fromkeys(notes)]))  # each clause once, in order
     return "\n\n".join(blocks)[:MAX_BRIEF]
 
 
