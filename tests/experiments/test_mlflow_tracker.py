@@ -143,6 +143,8 @@ def test_traces_have_span_types_token_usage_cost_and_assessments(settings):
     everything = traces + held
     assert metrics["tokens"] == report.totals["tokens"] == sum(t.info.token_usage["total_tokens"] for t in everything)
     assert metrics["model_calls"] == report.totals["model_calls"]
+    # the held-out figures beside them (two probes: no test split here, a re-evaluation of the top)
+    assert metrics["reevaluation_drop"] == pytest.approx(report.held_out["reevaluation"]["drop"])
     assert metrics["cost_usd"] == pytest.approx(report.totals["cost_usd"])
 
 
