@@ -266,6 +266,8 @@ def _setup(task: str, method: str, seed: int, budget: int, latency: float) -> tu
         "selection": SELECTION.get(method, {}),
         "scorers": SCORERS,
         "concurrency": CONCURRENCY,
+        "samples_per_probe": 1,  # one reply per probe, as every other method here
+        "reevaluate_top": 0,
         "budget": {"max_calls": budget + (int(budget * SLACK) if method in OPERATORS else 0)},
     }
     operators = OPERATORS.get(method)

@@ -545,7 +545,7 @@ class Runtime:
         )
         fork = seed_fork(self.results, config, seeds[: config.population], experiment_id)
         warning = self.judge_warning(llm.model_name, judge.model_name if judge else llm.model_name)
-        return PreparedExperiment(evolution, estimate(config, len(probes.probes)), llm, fork, warning)
+        return PreparedExperiment(evolution, estimate(config, probes), llm, fork, warning)
 
     def isolated_runner(
         self,

@@ -176,7 +176,15 @@ def list_cmd(obj: Runtime, as_json: bool) -> None:
 def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     """Generations, leaderboard, judge feedback and failures of one experiment."""
     from furnace.evolution.records import resolved_seeds
-    from furnace.views.experiments import agent_feedback, check_ledger, ranked, unscored_rows
+    from furnace.evolution.report import interval_text
+    from furnace.views.experiments import (
+        agent_feedback,
+        check_ledger,
+        held_out,
+        held_out_fields,
+        ranked,
+        unscored_rows,
+    )
 
     results = obj.results
     exp = results.get_experiment(experiment_id)
@@ -188,6 +196,8 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     best = ranked(results, experiment_id)  # scored agents only: a failure is never ranked
     unscored = unscored_rows(results, experiment_id)
     every_pick = obj.picks.picks(experiment_id, include_undone=True)
+    figures = held_out(results, experiment_id)
+    tested = {r.agent_id: held_out_fields(figures, r.agent_id) for r in best}
     data: dict[str, Any] = {
         "experiment_id": exp.experiment_id,
         "name": exp.name,
@@ -213,10 +223,14 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
                 "generation": r.generation,
                 "operator": r.operator,
                 "fitness": r.fitness,
+                **tested[r.agent_id],
                 "objectives": r.objectives,
             }
             for r in best
         ],
+        "champion": figures.get("champion"),
+        "reevaluation": figures.get("reevaluation"),
+        "splits": figures.get("splits"),
         "unscored": unscored,
         "feedback": {r.agent_id: agent_feedback(results, experiment_id, r.agent_id) for r in best[:3]},
         "picks": [asdict(p) for p in every_pick],  # people's (furnace pick)
@@ -227,7 +241,24 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
         "generation  best    mean   calls",
     ]
     lines += [f"{g.generation:>10}  {g.best_fitness:.3f}  {g.mean_fitness:.3f}  {g.calls:>5}" for g in gens]
-    lines += ["leaderboard"] + [f"  {r.agent_id:<26} gen {r.generation} {r.operator:<9} {r.fitness:.3f}" for r in best]
+
+    def held(agent_id: str) -> str:
+        row = tested[agent_id]
+        train = f"{row['train_fitness']:.3f}" if row["train_fitness"] is not None else "-"
+        gap = f"{row['train_test_gap']:+.3f}" if row["train_test_gap"] is not None else "-"
+        return f"train {train}  test {interval_text(row)}  gap {gap}"
+
+    lines += ["leaderboard (fitness: validation; test [95% interval]; gap = train - test)"] + [
+        f"  {r.agent_id:<26} gen {r.generation} {r.operator:<9} {r.fitness:.3f}  {held(r.agent_id)}"
+        + ("  champion" if r.agent_id == figures.get("champion") else "")
+        for r in best
+    ]
+    again = figures.get("reevaluation")
+    if again:
+        lines.append(
+            f"re-evaluation with fresh samples: {again['agent_id']} {again['fitness']:.3f} -> "
+            f"{again['reevaluated']:.3f} (drop {again['drop']:+.3f}); champion {figures.get('champion')}"
+        )
     if best:
         rows = data["feedback"][best[0].agent_id]
         lines.append(f"judge feedback on {best[0].agent_id}" + ("" if rows else ": none recorded"))

@@ -102,6 +102,12 @@ class ExperimentConfig(_Strict):
     )
     concurrency: int = Field(default=4, ge=1, le=256)
     budget: Budget = Budget()
+    # replies per (persona, probe), each with its own derived seed; a probe's score is their mean
+    samples_per_probe: int = Field(default=3, ge=1, le=20)
+    # the final top-k re-evaluated on validation with fresh samples before the champion is chosen
+    reevaluate_top: int = Field(default=3, ge=0, le=20)
+    # train probes a reflected child must beat its parent on before it is evaluated on validation
+    minibatch: int = Field(default=3, ge=1, le=50)
 
     @model_validator(mode="before")
     @classmethod

@@ -43,7 +43,15 @@ from furnace.domain.errors import BudgetExceeded, FurnaceError
 from furnace.domain.render import render_prompt
 from furnace.evolution.assessments import individual_assessments
 from furnace.evolution.config import ExperimentConfig
-from furnace.evolution.evaluate import evaluate_agent, failed_evaluation
+from furnace.evolution.evaluate import (
+    Evaluation,
+    combine,
+    evaluate_agent,
+    failed_evaluation,
+    probe_fitness,
+    reply,
+    sample_seed,
+)
 from furnace.evolution.metering import MeteredLLM, Tally, completion_totals, error_totals
 from furnace.evolution.records import (
     ExperimentRecord,
@@ -51,16 +59,19 @@ from furnace.evolution.records import (
     GenerationRecord,
     IndividualRecord,
     MemoryResults,
+    ScoreRow,
 )
 from furnace.evolution.reflection import (
     SINGLE_PARENT,
     BreedingMemory,
     founder_partner,
+    minibatch_score,
     operator_params,
     parent_picker,
+    trace_brief,
 )
-from furnace.evolution.report import ExperimentReport, budget_stop, build_report
-from furnace.evolution.selection import OperatorBoard, choose_operator, survivors
+from furnace.evolution.report import MINIBATCH, ExperimentReport, budget_stop, build_report, is_rejected
+from furnace.evolution.selection import OperatorBoard, choose_operator, rank_key, survivors
 from furnace.evolution.tracker import NullTracker, Span, Tracker, start_trace
 from furnace.evolution.units import Finished, ThreadUnitRunner, Unit, UnitRunner, prestart
 from furnace.evolution.writer import Deferred, NewAgent, RecordWriter, Replacement
@@ -68,8 +79,11 @@ from furnace.llm.cache import CallRecord, CallTotals, sum_calls
 from furnace.llm.routing import TaskRouter
 from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind
 from furnace.scoring.base import persona_inputs
-from furnace.scoring.fitness import SCORERS
+from furnace.scoring.fitness import SCORERS, bootstrap_interval
 from furnace.scoring.probes import ProbeSet
+
+LEADERBOARD = 10  # members the report ranks (each scored on test)
+HELD_OUT = "held-out"  # the unit (ledger) and trace of the evaluation after the search
 
 
 @dataclass(frozen=True)
@@ -208,6 +222,13 @@ class Evolution:
 
     def __post_init__(self) -> None:
         self.seeds = list(self.seeds)[: self.config.population]
+        # train: feedback and reflection; validation: selection; test: the report only (never an operator)
+        parts = self.probes.splits()
+        self.train = self.probes.subset("train")
+        self.validation = self.probes.subset("validation")
+        self.test = self.probes.subset("test") if parts["test"] else None
+        self.search_probes = self.probes.without("test")  # what every individual is scored on
+        self.validation_ids = tuple(p.id for p in self.validation.probes)
         self.judge_model = self.judge.model_name if self.judge is not None else self.llm.model_name
         # judge calls go to the judge model below the meter: budgets, slots and unit counters see them
         routed = TaskRouter(self.llm, {TaskKind.JUDGE: self.judge}) if self.judge is not None else self.llm
@@ -267,7 +288,7 @@ class Evolution:
         with the run's ``memory`` (``reflection.BreedingMemory``) the founder and a mutation's moves are
         ones the run has not tried yet."""
         op = choose_operator(weights, rng)
-        first = parent_picker(self.config, population, rng)()
+        first = parent_picker(self.config, population, rng, self.validation_ids)()
         parents: tuple[IndividualRecord, ...] = (first,)
         if op not in SINGLE_PARENT:
             partner = memory.partner(first, founders, rng) if memory else founder_partner(first, founders, rng)
@@ -275,7 +296,7 @@ class Evolution:
             if partner is None:
                 op = "mutation"
         moves = (lambda: memory.moves(first, self.config.mutation_rate, rng)) if memory is not None else None
-        params = operator_params(op, first, self.config, self.probes, moves)
+        params = operator_params(op, first, self.config, self.train, moves, rng)
         return Plan(slot, op, parents, rng.randrange(2**31), params)
 
     def unit_key(self, generation: int, plan: Plan) -> str:
@@ -354,7 +375,8 @@ class Evolution:
             step = root.child(f"fuse {plan.operator}", {"seed": plan.seed, **plan.params}, "chain") if root else None
             llm.parent = step
             try:
-                bred = self._breed(refs, plan.operator, plan.seed, plan.params, llm)
+                params = self._reflect_params(plan, llm) if plan.operator == "reflect" else plan.params
+                bred = self._breed(refs, plan.operator, plan.seed, params, llm)
             except BaseException as err:
                 _end_failed(step, err)  # an open step would keep its whole trace from being exported
                 if isinstance(err, BudgetExceeded) or not isinstance(err, FurnaceError):
@@ -379,8 +401,33 @@ class Evolution:
             others = [v for pid, text in peers if pid != agent_id and (v := self._vector(pid, text)) is not None]
             return self._vector(agent_id, prompt), others
 
+        decision = None
+        if plan.operator == "reflect" and plan.parents:
+            step = root.child("minibatch", {"probes": plan.params.get("minibatch", [])}, "chain") if root else None
+            llm.parent = step
+            try:
+                decision = self._minibatch(plan, elixir, prompt, llm)
+            except BaseException as err:
+                _end_failed(step, err)
+                raise
+            if step is not None:
+                step.end({"accepted": decision[0].value == 1.0, "reason": decision[0].reason})
+            failed = [r for r in decision[1] if r.failed]
+            if failed:  # a failure on the minibatch is no verdict: unscored, a rerun retries
+                reasons = tuple(f"{r.probe}/{r.scorer}: {r.reason}" for r in failed)
+                ev = Evaluation(decision[1], {}, 0.0, reasons, tuple(sorted({r.scorer for r in failed})))
+                return self._record(
+                    generation, plan, agent_id, parents, lineage_hash, persona_inputs(elixir), prompt, ev, llm
+                )
+            if decision[0].value != 1.0:  # rejected: never evaluated on validation, never in the population
+                ev = Evaluation((*decision[1], decision[0]), {}, 0.0)
+                return self._record(
+                    generation, plan, agent_id, parents, lineage_hash, persona_inputs(elixir), prompt, ev, llm
+                )
         step = (
-            root.child("evaluate", {"agent_id": agent_id, "probes": len(self.probes.probes)}, "chain") if root else None
+            root.child("evaluate", {"agent_id": agent_id, "probes": len(self.search_probes.probes)}, "chain")
+            if root
+            else None
         )
         llm.parent = step
         try:
@@ -388,20 +435,62 @@ class Evolution:
                 llm,
                 elixir,
                 prompt,
-                self.probes,
+                self.search_probes,
                 self.config.scorers,
                 seed=self.config.seed,
                 vectors=vectors,
                 parallel=self._probes_per_unit,
                 span=step,
                 pool=self._probe_pool,
+                samples=self.config.samples_per_probe,
+                over=self.validation_ids,
             )
         except BaseException as err:
             _end_failed(step, err)
             raise
+        if decision is not None:
+            ev = Evaluation((*ev.scores, decision[0]), ev.objectives, ev.fitness, ev.failure_reasons, ev.unscored)
         if step is not None:
             step.end({"fitness": ev.fitness, "objectives": ev.objectives, "failures": len(ev.failure_reasons)})
         return self._record(generation, plan, agent_id, parents, lineage_hash, persona_inputs(elixir), prompt, ev, llm)
+
+    def _reflect_params(self, plan: Plan, llm: LLM) -> dict[str, Any]:
+        """A reflect plan's params with its brief: the minibatch's traces (message, the parent's answer —
+        its sample 0, the request its evaluation made, so the response cache serves it — and the judge's
+        feedback). Only train probes: the plan's minibatch is drawn from them."""
+        parent = plan.parents[0]
+        ids = [str(i) for i in plan.params.get("minibatch", [])]
+        batch = self.train.model_copy(update={"probes": [p for p in self.train.probes if p.id in ids]})
+        elixir = Elixir.model_validate(parent.elixir)
+        seed = sample_seed(self.config.seed, 0)
+        answers = {}
+        for probe in batch.probes:
+            try:
+                answers[probe.id] = reply(llm, elixir, parent.system_prompt, probe, seed=seed)
+            except FurnaceError as err:
+                if isinstance(err, BudgetExceeded):
+                    raise
+        brief = trace_brief(parent.scores, batch, answers, dict(self.config.scorers))
+        return {**plan.params, "feedback": brief}
+
+    def _minibatch(self, plan: Plan, elixir: Elixir, prompt: str, llm: LLM) -> tuple[ScoreRow, tuple[ScoreRow, ...]]:
+        """Score a reflected child on its plan's minibatch (the same samples and seeds as its parent's) and
+        decide: accepted (value 1) only when its minibatch fitness beats its parent's. Returns the
+        decision row (probe ``*``, scorer ``minibatch``) and the child's minibatch rows."""
+        ids = [str(i) for i in plan.params.get("minibatch", [])]
+        batch = self.train.model_copy(update={"probes": [p for p in self.train.probes if p.id in ids]})
+        scorers = {k: w for k, w in self.config.scorers.items() if SCORERS[k].per_probe}
+        ev = evaluate_agent(
+            llm, elixir, prompt, batch, scorers, seed=self.config.seed, samples=self.config.samples_per_probe
+        )
+        child = minibatch_score(ev.scores, ids, scorers)
+        parent = minibatch_score(plan.parents[0].scores, ids, scorers)
+        accepted = child is not None and parent is not None and child > parent
+        shown = "?" if child is None else f"{child:.3f}"
+        against = "?" if parent is None else f"{parent:.3f}"
+        verdict = "accepted" if accepted else "rejected"
+        reason = f"{verdict}: {shown} vs parent {against} on {', '.join(ids)}"
+        return ScoreRow("*", MINIBATCH, 1.0 if accepted else 0.0, reason), ev.scores
 
     def _record(
         self,
@@ -491,6 +580,7 @@ class Evolution:
         except BaseException:
             self._writer.flush()  # everything finished is on disk before the run dies
             raise
+        held_out = self._held_out(schedule.history)
         report = build_report(
             self._stored.individuals(self.experiment_id),
             schedule.history,
@@ -503,14 +593,142 @@ class Evolution:
             judge_model=self.judge_model,
             run_spent=self.metered.meter.as_dict(),
             untraced=self._untraced() if self._ledger_before else (),
+            held_out=held_out,
         )
         # the experiment's status and summary in the unit of work of the last records, then everything is on disk
         self._writer.put(
             Deferred(partial(self.results.finish_experiment, self.experiment_id, self.status, report.summary()))
         )
         self._writer.flush()
-        self.tracker.finish(self.status, report.tags(), report.artifacts(), report.totals)
+        self.tracker.finish(
+            self.status, report.tags(), report.artifacts(), {**report.totals, **report.held_out_metrics()}
+        )
         return report
+
+    def _held_out(self, history: Sequence[GenerationRecord]) -> dict[str, Any]:
+        """After the search: the top ``reevaluate_top`` re-evaluated on validation with fresh samples (the
+        champion is the best of them there), then every generation's best, the leaderboard and the
+        champion scored on the **test** probes (each with a seeded 95% bootstrap interval over its test
+        probes) — for the report only; nothing here reaches an operator or selection. A budget stop
+        here keeps what was done (``stopped``)."""
+        cfg = self.config
+        everyone: dict[str, IndividualRecord] = {}
+        for r in self._stored.individuals(self.experiment_id):
+            everyone.setdefault(r.agent_id, r)
+        ranked = sorted((r for r in everyone.values() if r.scored and not is_rejected(r)), key=rank_key)
+        out: dict[str, Any] = {
+            "splits": {name: [p.id for p in probes] for name, probes in self.probes.splits().items()},
+            "samples_per_probe": cfg.samples_per_probe,
+            "confidence": 0.95,
+            "agents": {},
+            "generations": [],
+        }
+        if not ranked:
+            return out
+        bests = [g.survivors[0] for g in history if g.survivors]
+        # what the figures depend on: a rerun that finds the same reads them back (no model call)
+        out["key"] = content_key(
+            {
+                "ranked": [[r.agent_id, r.fitness] for r in ranked[: max(LEADERBOARD, cfg.reevaluate_top)]],
+                "bests": bests,
+                "scorers": {k: [w, SCORERS[k].version] for k, w in sorted(cfg.scorers.items())},
+                "probes": out["splits"],
+            }
+        )
+        if self._held_before.get("key") == out["key"] and "stopped" not in self._held_before:
+            return self._held_before
+        train_ids = [p.id for p in self.train.probes]
+        root = start_trace(self.tracker, HELD_OUT, {"experiment": self.experiment_id, "splits": out["splits"]}, "chain")
+        llm = _CountingLLM(self.metered, parent=root, unit=HELD_OUT)
+        try:
+            top = ranked[: cfg.reevaluate_top]
+            fresh = dict(
+                zip(
+                    [r.agent_id for r in top],
+                    self._each(top, lambda r: self._extra(llm, r, self.validation, cfg.samples_per_probe)),
+                    strict=True,
+                )
+            )
+            reevaluated = {a: round(ev.fitness, 6) for a, ev in fresh.items() if not ev.failure_reasons}
+            order = {r.agent_id: i for i, r in enumerate(ranked)}
+            champion = min(
+                (r for r in top if r.agent_id in reevaluated),
+                key=lambda r: (-reevaluated[r.agent_id], order[r.agent_id]),
+                default=ranked[0],
+            )
+            winner = ranked[0]
+            out["champion"] = champion.agent_id
+            out["winner"] = winner.agent_id
+            if winner.agent_id in reevaluated:
+                out["reevaluation"] = {
+                    "agent_id": winner.agent_id,
+                    "fitness": round(winner.fitness, 6),
+                    "reevaluated": reevaluated[winner.agent_id],
+                    "drop": round(winner.fitness - reevaluated[winner.agent_id], 6),
+                    "top": {a: reevaluated[a] for a in reevaluated},
+                }
+            wanted = list(dict.fromkeys([champion.agent_id, *(r.agent_id for r in ranked[:LEADERBOARD]), *bests]))
+            members = [everyone[a] for a in wanted if a in everyone]
+            test = self.test
+            tested: list[Evaluation | None] = (
+                list(self._each(members, lambda r: self._extra(llm, r, test, 0))) if test is not None else []
+            )
+            tested += [None] * (len(members) - len(tested))
+            for r, ev in zip(members, tested, strict=True):
+                row: dict[str, Any] = {
+                    "validation": round(r.fitness, 6),
+                    "train": round(combine(r.scores, cfg.scorers, over=train_ids).fitness, 6),
+                }
+                if r.agent_id in reevaluated:
+                    row["reevaluated"] = reevaluated[r.agent_id]
+                if ev is not None and not ev.failure_reasons:
+                    values = list(probe_fitness(ev.scores, cfg.scorers).values())
+                    low, high = bootstrap_interval(values, seed=int(content_key([cfg.seed, r.agent_id])[:8], 16))
+                    row.update(test=round(ev.fitness, 6), test_low=low, test_high=high)
+                    row["gap"] = round(row["train"] - row["test"], 6)
+                elif ev is not None:
+                    row["test_unscored"] = list(ev.failure_reasons[:2])
+                out["agents"][r.agent_id] = row
+            out["generations"] = [
+                {"generation": g.generation, "agent_id": g.survivors[0]} for g in history if g.survivors
+            ]
+        except BudgetExceeded as err:
+            out["stopped"] = f"held-out evaluation stopped: {err}"
+            self.status = budget_stop(str(err), self.metered.meter.as_dict())
+        except BaseException as err:
+            if root is not None:
+                root.end(error=f"{err.__class__.__name__}: {err}"[:300])
+            raise
+        if root is not None:
+            root.end({"champion": out.get("champion"), "tested": len(out["agents"])}, error=out.get("stopped"))
+        return out
+
+    def _each(
+        self, members: Sequence[IndividualRecord], fn: Callable[[IndividualRecord], Evaluation]
+    ) -> list[Evaluation]:
+        """``fn`` over ``members`` a few at once (the metered model bounds the calls), results in order."""
+        if not members:
+            return []
+        with ThreadPoolExecutor(min(len(members), self.config.concurrency), thread_name_prefix="furnace-held") as pool:
+            return list(pool.map(fn, members))
+
+    def _extra(self, llm: LLM, record: IndividualRecord, probes: ProbeSet, first_sample: int) -> Evaluation:
+        """``record`` scored on ``probes`` (samples numbered from ``first_sample``), its per-agent rows
+        (diversity) as recorded: the fitness of the same objectives on other probes."""
+        per_probe = {k: w for k, w in self.config.scorers.items() if SCORERS[k].per_probe}
+        ev = evaluate_agent(
+            llm,
+            Elixir.model_validate(record.elixir),
+            record.system_prompt,
+            probes,
+            per_probe,
+            seed=self.config.seed,
+            parallel=self._probes_per_unit,
+            samples=self.config.samples_per_probe,
+            first_sample=first_sample,
+        )
+        shared = tuple(r for r in record.scores if r.probe == "*" and r.scorer in self.config.scorers)
+        return combine((*ev.scores, *shared), self.config.scorers)
 
     def prestart(self, runner: UnitRunner, units: int | None = None) -> None:
         """Start the threads of ``units`` units (all the run's by default): the unit runner's, when it
@@ -533,6 +751,8 @@ class Evolution:
 
     def _open(self, cfg: ExperimentConfig) -> None:
         """Mark the experiment running (tracker too), and read what earlier runs of it recorded."""
+        before = self.results.get_experiment(self.experiment_id)
+        self._held_before: dict[str, Any] = dict((before.summary or {}).get("held_out") or {}) if before else {}
         self.results.start_experiment(
             ExperimentRecord(self.experiment_id, cfg.name, cfg.model_dump(mode="json"), cfg.seed, self.llm.model_name)
         )
@@ -820,7 +1040,9 @@ class _Schedule:
             if child.scored or not child.scores:  # an unscored judgement says nothing about the operator
                 evo.board.record(child.operator, child.fitness, parent_best, failed=not child.scores)
             self.memory.took(child, plan.parents)
-        if child.scored:  # an unscored child (failed fusion, answer or judgement) never displaces a member
+        # an unscored child (failed fusion, answer or judgement) never displaces a member, nor does a
+        # reflected child that did not beat its parent on its minibatch
+        if child.scored and not is_rejected(child):
             self.population = survivors(self.population, [child], cfg.population, cfg.selection.elitism)
         self.taken += 1
         self.progress(generation, slot + 1, self.per_generation)

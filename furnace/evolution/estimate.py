@@ -6,6 +6,9 @@ from dataclasses import dataclass
 
 from furnace.evolution.config import ExperimentConfig
 from furnace.scoring.fitness import SCORERS
+from furnace.scoring.probes import ProbeSet, split_quota
+
+LEADERBOARD = 10  # the members scored on test after the search (with every generation's best)
 
 # Rough per-call token sizes for the estimate (prompt + completion).
 TOKENS_PER_CALL = 900
@@ -38,16 +41,28 @@ def calls_per_answer(config: ExperimentConfig) -> int:
     return 1 + sum(SCORERS[s].calls_per_probe for s, w in config.scorers.items() if w > 0)
 
 
-def estimate(config: ExperimentConfig, n_probes: int) -> Estimate:
-    """Estimate the calls of a full run with ``n_probes`` probes per individual."""
-    per_individual = n_probes * calls_per_answer(config)
+def estimate(config: ExperimentConfig, probes: ProbeSet | int) -> Estimate:
+    """Estimate the calls of a full run on ``probes`` (a set, or a count split by the default ratio):
+    every individual answers its train and validation probes ``samples_per_probe`` times; after the
+    search the top ``reevaluate_top`` answer validation again (fresh samples), and every generation's
+    best and the leaderboard answer the test probes. A reflected child's minibatch is counted on top (an
+    upper bound: an accepted child's validation run reuses those answers from the cache)."""
+    sizes = split_quota(probes) if isinstance(probes, int) else {k: len(p) for k, p in probes.splits().items()}
+    validation = sizes["validation"] or sizes["train"]
+    answer = calls_per_answer(config) * config.samples_per_probe
+    per_individual = (sizes["train"] + sizes["validation"]) * answer
     total_w = sum(config.operators.values())
     fuse = sum(FUSE_CALLS[o] * w for o, w in config.operators.items()) / total_w if total_w else 0.0
     # An ensemble child answers probes with its committee prompt: one reply call, like any agent
     # (routing to one member is `furnace agent answer`; experiments do not route yet).
-    child = fuse + per_individual
+    reflect = config.operators.get("reflect", 0.0) / total_w if total_w else 0.0
+    minibatch = reflect * min(config.minibatch, sizes["train"]) * answer
+    child = fuse + per_individual + minibatch
     per_gen = round(config.children_per_generation * child)
-    calls = config.population * per_individual + config.generations * per_gen
+    held_out = config.reevaluate_top * validation * answer
+    made = config.population + config.generations * config.children_per_generation
+    held_out += min(LEADERBOARD + config.generations + 1, made) * (sizes["test"] * answer)
+    calls = config.population * per_individual + config.generations * per_gen + held_out
     tokens = calls * TOKENS_PER_CALL
     return Estimate(
         calls=calls, tokens=tokens, usd=tokens / 1000 * config.budget.usd_per_1k_tokens, calls_per_generation=per_gen

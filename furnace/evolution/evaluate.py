@@ -7,6 +7,10 @@ agent (left out of its objectives and fitness, listed in ``unscored``), so
 provider noise never counts against an agent; a rerun retries it. Only
 :class:`~furnace.domain.errors.BudgetExceeded` propagates (the run must stop).
 
+Each probe is answered ``samples`` times, each reply (and its judgement) with its own seed
+(:func:`sample_seed`: sample 0 keeps the experiment's seed), so the response cache keeps every
+sample apart and a rerun is served from it; a probe's score per scorer is the mean over its samples.
+
 Judge scorers ask ``judge`` (the experiment's ``judge_model``) when given, else
 the agent's own model. When traced (``span``), each scorer that is not a model call is a
 ``tool`` step under it (its value and reason; a failure as its error); model calls are traced
@@ -15,6 +19,7 @@ by the model wrapper.
 
 from __future__ import annotations
 
+import hashlib
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
@@ -51,8 +56,17 @@ class Evaluation:
     unscored: tuple[str, ...] = field(default_factory=tuple)
 
 
-def reply(llm: LLM, elixir: Elixir, system_prompt: str, probe: Probe, *, seed: int) -> str:
-    """The agent's answer to one probe (REPLY task); raises LLMError on failure."""
+def sample_seed(seed: int, sample: int) -> int:
+    """The seed of one sample of a (persona, probe) answer: ``seed`` for sample 0, else a seed derived
+    from (seed, sample), distinct per sample, so each sample is its own cached request."""
+    if sample == 0:
+        return seed
+    return int(hashlib.sha256(f"furnace-sample/{seed}/{sample}".encode()).hexdigest()[:7], 16)
+
+
+def reply(llm: LLM, elixir: Elixir, system_prompt: str, probe: Probe, *, seed: int, sample: int = 0) -> str:
+    """The agent's answer to one probe (REPLY task; ``sample``: which of its samples, ``seed`` that
+    sample's seed); raises LLMError on failure. The sample index is part of the cache key."""
     request = system_user(
         TaskKind.REPLY,
         system_prompt,
@@ -61,6 +75,8 @@ def reply(llm: LLM, elixir: Elixir, system_prompt: str, probe: Probe, *, seed: i
         seed=seed,
         inputs={"persona": persona_inputs(elixir), "message": probe.message, "instruction": None},
     )
+    if sample:
+        request = request.model_copy(update={"sample_index": sample})
     return llm.complete(request).text
 
 
@@ -74,13 +90,15 @@ def _score_probe(
     seed: int,
     judge: LLM,
     span: Span | None = None,
+    sample: int = 0,
 ) -> list[ScoreRow]:
+    seed = sample_seed(seed, sample)
     needs_answer = any(SCORERS[s].kind in ("rule", "judge") for s, w in scorers.items() if w > 0)
     answer: str | None = None
     error: str | None = None
     if needs_answer:
         try:
-            answer = reply(llm, elixir, system_prompt, probe, seed=seed)
+            answer = reply(llm, elixir, system_prompt, probe, seed=seed, sample=sample)
         except LLMError as err:
             error = f"reply failed: {err}"
     rows = []
@@ -166,13 +184,18 @@ def evaluate_agent(
     judge: LLM | None = None,
     span: Span | None = None,
     pool: Executor | None = None,
+    samples: int = 1,
+    first_sample: int = 0,
+    over: Sequence[str] | None = None,
 ) -> Evaluation:
     """Answer and score every probe (``parallel`` probes at once; the model's own concurrency
     bound still applies), add diversity, and compute the weighted fitness. Judge scorers ask
     ``judge`` (default: ``llm``); ``span``: the step the in-process scorers are traced under;
     ``pool``: threads shared by the units of a run for their probes (else a pool of this call's own).
     ``vectors`` (instead of ``vector`` and ``population_vectors``): computes both for diversity while
-    the probes' model calls are under way (with ``pool``), so the calls never wait for the embedder."""
+    the probes' model calls are under way (with ``pool``), so the calls never wait for the embedder.
+    ``samples`` replies per probe, numbered from ``first_sample`` (fresh samples: a later number);
+    ``over``: the probe ids the objectives and fitness are computed over (default: all of them)."""
     rows: list[ScoreRow] = []
     judge_llm = judge if judge is not None else llm
     wants_diversity = scorers.get("diversity", 0) > 0
@@ -186,19 +209,20 @@ def evaluate_agent(
             except Exception as err:  # raised once the probes are done: no call is left running
                 failed.append(err)
 
-    def one(probe: Probe) -> list[ScoreRow]:
-        return _score_probe(llm, elixir, system_prompt, probe, probes, scorers, seed, judge_llm, span)
+    def one(item: tuple[Probe, int]) -> list[ScoreRow]:
+        probe, sample = item
+        return _score_probe(llm, elixir, system_prompt, probe, probes, scorers, seed, judge_llm, span, sample)
 
-    if parallel > 1 and len(probes.probes) > 1 and pool is not None:
-        for part in _bounded_map(pool, one, probes.probes, parallel, meanwhile=embed):
-            rows.extend(part)
-    elif parallel > 1 and len(probes.probes) > 1:
-        with ThreadPoolExecutor(max_workers=min(parallel, len(probes.probes))) as own:
-            for part in own.map(one, probes.probes):  # results in probe order
-                rows.extend(part)
+    work = [(p, first_sample + i) for p in probes.probes for i in range(max(1, samples))]
+    parts: list[list[ScoreRow]] = []
+    if parallel > 1 and len(work) > 1 and pool is not None:
+        parts = _bounded_map(pool, one, work, parallel, meanwhile=embed)
+    elif parallel > 1 and len(work) > 1:
+        with ThreadPoolExecutor(max_workers=min(parallel, len(work))) as own:
+            parts = list(own.map(one, work))  # results in work order
     else:
-        for probe in probes.probes:
-            rows.extend(one(probe))
+        parts = [one(item) for item in work]
+    rows.extend(mean_of_samples(parts))
     embed()
     if failed:
         raise failed[0]
@@ -211,11 +235,49 @@ def evaluate_agent(
             lambda: diversity(own_vector, peers) if own_vector is not None else Score.failure("no embedding"),
         )
         rows.append(ScoreRow("*", "diversity", score.value, score.reason, score.failed))
-    return combine(rows, scorers)
+    return combine(rows, scorers, over=over)
 
 
-def combine(rows: Sequence[ScoreRow], scorers: Mapping[str, float]) -> Evaluation:
-    """Objectives (mean value per scorer) and weighted fitness from score rows.
+def mean_of_samples(parts: Sequence[Sequence[ScoreRow]]) -> list[ScoreRow]:
+    """One row per (probe, scorer) from the rows of every sample, in first-seen order: the mean value;
+    failed when any sample failed (with that sample's reason); else the first sample's reason and
+    feedback (what reflection reads beside that sample's answer)."""
+    grouped: dict[tuple[str, str], list[ScoreRow]] = {}
+    for part in parts:
+        for row in part:
+            grouped.setdefault((row.probe, row.scorer), []).append(row)
+    out = []
+    for (probe, scorer), rows in grouped.items():
+        if len(rows) == 1:
+            out.append(rows[0])
+            continue
+        failed = next((r for r in rows if r.failed), None)
+        first = failed or rows[0]
+        value = round(sum(r.value for r in rows) / len(rows), 6)
+        reason = first.reason if failed else f"{first.reason} (mean of {len(rows)} samples)"
+        out.append(ScoreRow(probe, scorer, value, reason, failed is not None, first.feedback))
+    return out
+
+
+def probe_fitness(rows: Sequence[ScoreRow], scorers: Mapping[str, float]) -> dict[str, float]:
+    """Each probe's own fitness: the weighted mean of its scorers' values and the per-agent rows
+    (``*``, diversity). With every scorer on every probe, their mean is the weighted fitness over
+    those probes, so they are what a bootstrap over probes resamples."""
+    shared = {r.scorer: r.value for r in rows if r.probe == "*" and not r.failed and r.scorer in scorers}
+    by_probe: dict[str, dict[str, float]] = {}
+    for r in rows:
+        if r.probe != "*" and not r.failed and r.scorer in scorers:
+            by_probe.setdefault(r.probe, {})[r.scorer] = r.value
+    out = {}
+    for probe, values in by_probe.items():
+        objectives = {**shared, **values}
+        out[probe] = weighted_fitness(objectives, {k: w for k, w in scorers.items() if k in objectives})
+    return out
+
+
+def combine(rows: Sequence[ScoreRow], scorers: Mapping[str, float], *, over: Sequence[str] | None = None) -> Evaluation:
+    """Objectives (mean value per scorer) and weighted fitness from score rows (``over``: only the rows
+    of these probes and the per-agent ``*`` rows count; every row is kept).
 
     A scorer with a failed row is *unscored*: it has no objective (a mean over fewer probes
     would not compare with other agents'), and the fitness is the weighted mean of the
@@ -223,7 +285,10 @@ def combine(rows: Sequence[ScoreRow], scorers: Mapping[str, float]) -> Evaluatio
     """
     unscored = sorted({r.scorer for r in rows if r.failed})
     by_scorer: dict[str, list[float]] = {}
+    counted = None if over is None else {*over, "*"}
     for row in rows:
+        if row.scorer not in scorers or (counted is not None and row.probe not in counted):
+            continue
         if row.scorer not in unscored:
             by_scorer.setdefault(row.scorer, []).append(row.value)
     objectives = {k: round(sum(v) / len(v), 6) for k, v in sorted(by_scorer.items())}

@@ -19,9 +19,13 @@ tone directions, 5 rewordings, 4 length limits, 5 topics) and the move that pays
 of them ("start from the simplest baseline" first, +0.033): drawn with replacement, the ~26 mutants
 of a 400-call run tried a failed move up to four times and missed that one in 30 of 100 runs.
 
-``reflect`` gets the parent's reflection brief — the judge's feedback on its weakest
-probes, with the probes' messages — built from the parent's stored score rows, so the
-plan (and the unit key) depends only on recorded facts.
+``reflect`` reads traces, as GEPA's reflective proposer does: the loop draws a *minibatch* of
+train probes (seeded, in plan order; the plan's ``minibatch`` param), and the unit builds the
+reflection brief from them (:func:`trace_brief`): per probe the message, the parent's answer
+(its sample 0, read back from the response cache) and the judge's feedback, weakest first. Only
+train probes ever reach it: validation and test probes never appear in an operator's request.
+The child is then scored on the minibatch and kept only if it beats its parent there
+(:func:`minibatch_score`; the engine records the decision).
 """
 
 from __future__ import annotations
@@ -32,23 +36,28 @@ from typing import Any
 
 from furnace.domain.elixir import Elixir
 from furnace.evolution.config import ExperimentConfig
-from furnace.evolution.records import IndividualRecord
+from furnace.evolution.evaluate import probe_fitness
+from furnace.evolution.records import IndividualRecord, ScoreRow
 from furnace.evolution.selection import pareto_parent, tournament
 from furnace.fusion.operators.mutation import chosen_genes, neighbourhood
-from furnace.scoring.feedback import reflection_brief
+from furnace.scoring.feedback import MAX_BRIEF, clause, parse_clauses
 from furnace.scoring.probes import ProbeSet
 
 SINGLE_PARENT = ("mutation", "reflect")
-WEAKEST_PROBES = 2
+ANSWER_SHOWN = 400  # characters of the parent's answer a trace shows
 
 
 def parent_picker(
-    config: ExperimentConfig, population: Sequence[IndividualRecord], rng: random.Random
+    config: ExperimentConfig,
+    population: Sequence[IndividualRecord],
+    rng: random.Random,
+    probes: Sequence[str] | None = None,
 ) -> Callable[[], IndividualRecord]:
-    """A draw of one parent by the configured selection method."""
+    """A draw of one parent by the configured selection method (``probes``: the per-probe Pareto pool's
+    instances, an experiment's validation probes)."""
     size = config.selection.tournament_size
     if config.selection.method == "pareto":
-        return lambda: pareto_parent(population, config.scorers, rng, size)
+        return lambda: pareto_parent(population, config.scorers, rng, size, probes)
     return lambda: tournament(population, size, rng)
 
 
@@ -143,15 +152,54 @@ def operator_params(
     config: ExperimentConfig,
     probes: ProbeSet,
     moves: Callable[[], list[str]] | None = None,
+    rng: random.Random | None = None,
 ) -> dict[str, Any]:
     """The params the loop sets for ``op`` (the rest are the operator's defaults); ``moves`` plans a
-    mutation's moves (drawn by the operator without it)."""
+    mutation's moves (drawn by the operator without it). ``probes`` are the train probes: a reflect
+    plan's minibatch is drawn from them with ``rng`` (the first ones without it)."""
     if op == "mutation":
         params: dict[str, Any] = {"rate": config.mutation_rate}
         if moves is not None:
             params["moves"] = moves()
         return params
     if op == "reflect":
-        messages = {p.id: p.message for p in probes.probes}
-        return {"feedback": reflection_brief(parent.scores, messages, weakest=WEAKEST_PROBES)}
+        ids = [p.id for p in probes.probes]
+        size = min(config.minibatch, len(ids))
+        chosen = set(rng.sample(ids, size) if rng is not None else ids[:size])
+        return {"minibatch": [i for i in ids if i in chosen]}
     return {}
+
+
+def minibatch_score(rows: Sequence[ScoreRow], probe_ids: Sequence[str], scorers: dict[str, float]) -> float | None:
+    """The mean per-probe fitness (:func:`~furnace.evolution.evaluate.probe_fitness`) over ``probe_ids``;
+    None when a probe has no scored row (nothing to compare)."""
+    per_probe = probe_fitness([r for r in rows if r.probe in probe_ids], scorers)
+    if any(p not in per_probe for p in probe_ids) or not probe_ids:
+        return None
+    return round(sum(per_probe[p] for p in probe_ids) / len(probe_ids), 6)
+
+
+def trace_brief(
+    rows: Sequence[ScoreRow], minibatch: ProbeSet, answers: dict[str, str], scorers: dict[str, float]
+) -> str:
+    """The reflection brief of a minibatch: one block per probe, weakest first (then by id) — its
+    score, message, the parent's answer and the judge's feedback clauses (each once). Empty when no
+    probe of the minibatch has feedback: there is nothing to reflect on."""
+    if not any(r.feedback for r in rows if r.probe in {p.id for p in minibatch.probes}):
+        return ""
+    per_probe = probe_fitness(rows, scorers)
+    ranked = sorted(minibatch.probes, key=lambda p: (per_probe.get(p.id, 0.0), p.id))
+    blocks = []
+    for probe in ranked:
+        lines = [f"probe: {probe.id} ({per_probe.get(probe.id, 0.0):.2f})", f"message: {_flat(probe.message, 300)}"]
+        if probe.id in answers:
+            lines.append(f"answer: {_flat(answers[probe.id], ANSWER_SHOWN)}")
+        own = sorted((r for r in rows if r.probe == probe.id), key=lambda r: r.scorer)
+        notes = [clause(c, d) if c else d for r in own for c, d in parse_clauses(r.feedback)]
+        blocks.append("\n".join([*lines, *dict.fromkeys(notes)]))  # each clause once, in order
+    return "\n\n".join(blocks)[:MAX_BRIEF]
+
+
+def _flat(text: str, limit: int) -> str:
+    """One line (clause separators made commas, so an answer never reads as a feedback clause)."""
+    return " ".join(text.replace(";", ",").split())[:limit]

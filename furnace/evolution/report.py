@@ -1,4 +1,5 @@
-"""The experiment report: leaderboard, best lineage, operator stats, Pareto front, totals."""
+"""The experiment report: leaderboard, best lineage, operator stats, Pareto front, totals, and the
+held-out figures (test fitness with its interval beside train fitness, the champion's re-evaluation)."""
 
 from __future__ import annotations
 
@@ -33,10 +34,29 @@ class ExperimentReport:
     seeds: list[str] = field(default_factory=list)  # the initial population as run: id@version
     run_spent: dict[str, float] = field(default_factory=dict)  # this invocation's figures (what the budget counted)
     untraced: list[dict[str, Any]] = field(default_factory=list)  # units whose traces show fewer tokens than the ledger
+    held_out: dict[str, Any] = field(default_factory=dict)  # splits, test fitness per agent, re-evaluation
+    rejected: int = 0  # reflected children that did not beat their parent on their minibatch
 
     @property
     def best(self) -> dict[str, Any] | None:
-        return self.leaderboard[0] if self.leaderboard else None
+        """The champion: the best of the top re-evaluated with fresh samples (else the fittest)."""
+        champion = self.held_out.get("champion")
+        found = next((row for row in self.leaderboard if row["agent_id"] == champion), None)
+        return found or (self.leaderboard[0] if self.leaderboard else None)
+
+    def held_out_metrics(self) -> dict[str, float]:
+        """The champion's held-out figures as metrics (MLflow): test fitness and its interval, train
+        fitness, the train–test gap, and how much the search's winner fell on re-evaluation."""
+        best = self.best or {}
+        out = {
+            f"champion_{k}": float(best[k])
+            for k in ("test_fitness", "test_low", "test_high", "train_fitness", "train_test_gap")
+            if best.get(k) is not None
+        }
+        again = self.held_out.get("reevaluation")
+        if again:
+            out["reevaluation_drop"] = float(again["drop"])
+        return out
 
     def result_signature(self) -> dict[str, Any]:
         """The parts that must be identical between an interrupted and an uninterrupted run."""
@@ -58,6 +78,7 @@ class ExperimentReport:
             "failures": self.failures,
             "unscored": len(self.unscored),
             "judge_model": self.judge_model,
+            **held_out_summary(self),
             **self.totals,
         }
 
@@ -78,12 +99,59 @@ class ExperimentReport:
             "leaderboard.json": self.leaderboard,
             "operators.json": self.operators,
             "pareto.json": self.pareto,
+            "held_out.json": self.held_out,
         }
 
     def as_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
 
         return asdict(self)
+
+
+MINIBATCH = "minibatch"  # the score row (probe ``*``) of a reflected child's minibatch decision
+
+
+def minibatch_decision(record: IndividualRecord) -> dict[str, Any] | None:
+    """A reflected child's minibatch decision (``accepted`` and the scores, in ``reason``), or None."""
+    row = next((s for s in record.scores if s.probe == "*" and s.scorer == MINIBATCH), None)
+    return None if row is None else {"accepted": row.value == 1.0, "reason": row.reason}
+
+
+def is_rejected(record: IndividualRecord) -> bool:
+    """True for a reflected child that did not beat its parent on its minibatch (kept out of selection)."""
+    decision = minibatch_decision(record)
+    return decision is not None and not decision["accepted"]
+
+
+def held_out_summary(report: ExperimentReport) -> dict[str, Any]:
+    """What the stored summary keeps of the held-out figures (``experiment show``, the app)."""
+    best = report.best or {}
+    out: dict[str, Any] = {"champion": best.get("agent_id")}
+    for key in ("train_fitness", "test_fitness", "test_low", "test_high", "train_test_gap"):
+        if best.get(key) is not None:
+            out[key] = best[key]
+    out["held_out"] = dict(report.held_out)
+    return out
+
+
+def held_out_columns(row: dict[str, Any] | None) -> dict[str, Any]:
+    """One agent's held-out figures (from ``held_out.agents``) as leaderboard fields."""
+    row = row or {}
+    out: dict[str, Any] = {"train_fitness": row.get("train")}
+    if row.get("test") is not None:
+        out.update(
+            test_fitness=row["test"], test_low=row["test_low"], test_high=row["test_high"], train_test_gap=row["gap"]
+        )
+    if row.get("reevaluated") is not None:
+        out["reevaluated"] = row["reevaluated"]
+    return out
+
+
+def interval_text(row: dict[str, Any]) -> str:
+    """``0.812 [0.770, 0.851]`` for an agent's test fitness and interval, ``-`` when not scored."""
+    if row.get("test_fitness") is None:
+        return "-"
+    return f"{row['test_fitness']:.3f} [{row['test_low']:.3f}, {row['test_high']:.3f}]"
 
 
 def _lineage(best: IndividualRecord | None, everyone: dict[str, IndividualRecord]) -> list[dict[str, Any]]:
@@ -105,6 +173,7 @@ def _lineage(best: IndividualRecord | None, everyone: dict[str, IndividualRecord
                 "parents": list(r.parents),
                 "fitness": r.fitness,
                 "lineage_hash": r.lineage_hash,
+                **({"minibatch": m} if (m := minibatch_decision(r)) else {}),
             }
         )
         queue.extend(r.parents)
@@ -124,26 +193,34 @@ def build_report(
     judge_model: str = "",
     run_spent: dict[str, Any] | None = None,
     untraced: Sequence[dict[str, Any]] = (),
+    held_out: dict[str, Any] | None = None,
 ) -> ExperimentReport:
     """Assemble the report of one run from its individual records (every generation), its
     generation history, the operator board, the experiment's totals (the call ledger's: every run
-    of it) and ``run_spent``, what this invocation spent (the meter the budget reads)."""
+    of it) and ``run_spent``, what this invocation spent (the meter the budget reads). ``held_out``: the
+    engine's held-out figures (test fitness per agent, the champion and the re-evaluation); the best
+    agent (lineage, prompt) is the champion. Reflected children rejected on their minibatch are counted,
+    never ranked."""
+    held = held_out or {}
+    tested = held.get("agents", {})
     everyone: dict[str, IndividualRecord] = {}
     for r in records:  # earliest generation wins for lineage
         everyone.setdefault(r.agent_id, r)
     unique = sorted(everyone.values(), key=rank_key)
-    ok = [r for r in unique if r.scored]  # unscored individuals are listed apart, never ranked
+    ok = [r for r in unique if r.scored and not is_rejected(r)]  # unscored individuals are listed apart
     leaderboard = [
         {
             "agent_id": r.agent_id,
             "generation": r.generation,
             "operator": r.operator,
             "fitness": round(r.fitness, 6),
+            **held_out_columns(tested.get(r.agent_id)),
             "objectives": r.objectives,
         }
         for r in ok[:10]
     ]
-    best = ok[0] if ok else None
+    champion = held.get("champion")
+    best = everyone.get(champion) if champion in everyone else (ok[0] if ok else None)
     keys = sorted({k for r in ok for k in r.objectives})
     front_ids = pareto_front({r.agent_id: r.objectives for r in ok}, keys)
     pareto = [
@@ -183,6 +260,11 @@ def build_report(
                 "mean_fitness": round(g.mean_fitness, 6),
                 "survivors": list(g.survivors),
                 "weights": g.operator_weights,
+                **(
+                    {f"best_{k}": v for k, v in held_out_columns(tested.get(g.survivors[0])).items()}
+                    if g.survivors
+                    else {}
+                ),
             }
             for g in history
         ],
@@ -199,6 +281,8 @@ def build_report(
         unscored=unscored[:50],
         run_spent=dict(run_spent if run_spent is not None else totals),
         untraced=list(untraced),
+        held_out=dict(held),
+        rejected=sum(1 for r in unique if is_rejected(r)),
     )
 
 
@@ -245,19 +329,28 @@ def render_report(report: ExperimentReport) -> str:
         f"seeds: {', '.join(report.seeds)}",
         "",
     ]
-    lines.append("generation  best    mean")
+    lines += held_out_lines(report)
+    lines.append("generation  best    mean   best's train  best's test [95% interval]")
     for g in report.generations:
-        lines.append(f"{g['generation']:>10}  {g['best_fitness']:.3f}  {g['mean_fitness']:.3f}")
-    lines += ["", "leaderboard"]
+        train = g.get("best_train_fitness")
+        lines.append(
+            f"{g['generation']:>10}  {g['best_fitness']:.3f}  {g['mean_fitness']:.3f}  "
+            f"{(f'{train:.3f}' if train is not None else '-'):>12}  "
+            + interval_text({k[5:]: v for k, v in g.items() if k.startswith("best_")})
+        )
+    lines += ["", "leaderboard (fitness: validation; train and test [95% interval]; gap = train - test)"]
     keys = sorted({k for row in report.leaderboard for k in row["objectives"]})
     lines.append(
-        f"  {'#':>2} {'agent':<26} {'gen':>3} {'operator':<9} {'fitness':>7}  " + " ".join(f"{k[:9]:>9}" for k in keys)
+        f"  {'#':>2} {'agent':<26} {'gen':>3} {'operator':<9} {'fitness':>7} {'train':>6} {'test [95% interval]':<22}"
+        f" {'gap':>6}  " + " ".join(f"{k[:9]:>9}" for k in keys)
     )
     for i, row in enumerate(report.leaderboard, 1):
         objs = " ".join(f"{row['objectives'].get(k, 0):>9.3f}" for k in keys)
+        train = f"{row['train_fitness']:.3f}" if row.get("train_fitness") is not None else "-"
+        gap = f"{row['train_test_gap']:+.3f}" if row.get("train_test_gap") is not None else "-"
         lines.append(
             f"  {i:>2} {row['agent_id'][:26]:<26} {row['generation']:>3} {row['operator']:<9} "
-            f"{row['fitness']:>7.3f}  {objs}"
+            f"{row['fitness']:>7.3f} {train:>6} {interval_text(row):<22} {gap:>6}  {objs}"
         )
     if report.unscored:
         lines += [
@@ -269,12 +362,16 @@ def render_report(report: ExperimentReport) -> str:
             lines.append(
                 f"  {row['agent_id'][:26]:<26} gen {row['generation']:>2}  {', '.join(row['unscored'])}: {reason[:90]}"
             )
-    lines += ["", "best agent's lineage"]
+    lines += ["", "champion's lineage"]
     for node in report.lineage[:12]:
         parents = ", ".join(node["parents"]) or "library"
         lh = (node["lineage_hash"] or "")[:12]
         lines.append(
             f"  {node['agent_id']} (gen {node['generation']}, {node['operator']}{', ' + lh if lh else ''}) <- {parents}"
+        )
+    if report.rejected:
+        lines.append(
+            f"  rejected on their minibatch (never evaluated on validation): {report.rejected} reflected children"
         )
     lines += ["", "operators     children  success  failures  weight"]
     for name, s in report.operators.items():
@@ -299,3 +396,38 @@ def render_report(report: ExperimentReport) -> str:
             f"failure scores recorded: {report.failures} (see `furnace experiment show {report.experiment_id}`)"
         )
     return "\n".join(lines)
+
+
+def held_out_lines(report: ExperimentReport) -> list[str]:
+    """The report's held-out header: the splits, samples, the champion's train and test fitness (with its
+    interval and the gap) and how much the search's winner fell when re-evaluated with fresh samples."""
+    held = report.held_out
+    splits = held.get("splits") or {}
+    if not splits:
+        return []
+    lines = [
+        f"probes: {len(splits.get('train', []))} train (feedback, reflection), "
+        f"{len(splits.get('validation', []))} validation (selection), {len(splits.get('test', []))} test "
+        f"(report only); {held.get('samples_per_probe', 1)} samples per probe"
+    ]
+    best = report.best or {}
+    if best:
+        train = best.get("train_fitness")
+        gap = best.get("train_test_gap")
+        lines.append(
+            f"champion {best['agent_id']}: validation {best['fitness']:.3f}, train "
+            + (f"{train:.3f}" if train is not None else "-")
+            + f", test {interval_text(best)}"
+            + (f", train - test gap {gap:+.3f}" if gap is not None else "")
+        )
+    again = held.get("reevaluation")
+    if again:
+        chosen = "the champion" if again["agent_id"] == best.get("agent_id") else f"champion {best.get('agent_id')}"
+        lines.append(
+            f"re-evaluation with fresh samples: the search's winner {again['agent_id']} fell from "
+            f"{again['fitness']:.3f} to {again['reevaluated']:.3f} (drop {again['drop']:+.3f}); "
+            f"{chosen} is the best of the top {len(again['top'])} re-evaluated"
+        )
+    if held.get("stopped"):
+        lines.append(str(held["stopped"]))
+    return [*lines, ""]

@@ -4,7 +4,7 @@ selection (seeded, pure)."""
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -132,13 +132,17 @@ def probe_scores(ind: Scored, weights: Mapping[str, float]) -> dict[str, float]:
     return {p: round(sums[p] / totals[p], 9) for p in sorted(sums)}
 
 
-def probe_frontier(population: Sequence[S], weights: Mapping[str, float]) -> dict[str, int]:
+def probe_frontier(
+    population: Sequence[S], weights: Mapping[str, float], probes: Collection[str] | None = None
+) -> dict[str, int]:
     """GEPA's per-instance frontier: each member that is best (ties included) on at least one
-    probe, with the number of probes it is best on. Empty when nobody has per-probe scores."""
+    probe (of ``probes``, when given), with the number of probes it is best on. Empty when nobody
+    has per-probe scores."""
     table = {ind.agent_id: probe_scores(ind, weights) for ind in population}
-    probes = sorted({p for scores in table.values() for p in scores})
+    if probes is not None:  # the pool's instances (an experiment's validation probes)
+        table = {a: {p: v for p, v in scores.items() if p in probes} for a, scores in table.items()}
     counts: dict[str, int] = {}
-    for probe in probes:
+    for probe in sorted({p for scores in table.values() for p in scores}):
         best = max(scores.get(probe, 0.0) for scores in table.values())
         for agent_id, scores in table.items():
             if probe in scores and scores[probe] == best:
@@ -146,10 +150,17 @@ def probe_frontier(population: Sequence[S], weights: Mapping[str, float]) -> dic
     return dict(sorted(counts.items()))
 
 
-def pareto_parent(population: Sequence[S], weights: Mapping[str, float], rng: random.Random, size: int) -> S:
-    """A parent from the per-probe frontier, drawn in proportion to the probes it leads (falls
-    back to a tournament of ``size`` when no member has per-probe scores)."""
-    counts = probe_frontier(population, weights)
+def pareto_parent(
+    population: Sequence[S],
+    weights: Mapping[str, float],
+    rng: random.Random,
+    size: int,
+    probes: Collection[str] | None = None,
+) -> S:
+    """A parent from the per-probe frontier over ``probes`` (all when None; an experiment passes its
+    validation probes), drawn in proportion to the probes it leads (falls back to a tournament of
+    ``size`` when no member has per-probe scores there)."""
+    counts = probe_frontier(population, weights, probes)
     if not counts:
         return tournament(population, size, rng)
     by_id = {ind.agent_id: ind for ind in population}

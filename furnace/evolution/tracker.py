@@ -66,7 +66,9 @@ class Tracker(Protocol):
         self, status: str, tags: dict[str, str], artifacts: dict[str, Any], totals: dict[str, float] | None = None
     ) -> None:
         """Close the run; ``artifacts`` maps file names to text (``.txt/.md``) or JSON data; ``totals``
-        are the whole run's call figures (from the ledger)."""
+        are the whole run's call figures (from the ledger) and the champion's held-out figures
+        (``champion_test_fitness`` and its interval, ``champion_train_fitness``, the train-test gap,
+        ``reevaluation_drop``), logged as metrics."""
         ...
 
 

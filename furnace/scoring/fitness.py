@@ -1,7 +1,8 @@
-"""The scorer registry, weighted fitness and the Pareto front."""
+"""The scorer registry, weighted fitness, the Pareto front and bootstrap intervals."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -52,3 +53,26 @@ def pareto_front(items: Mapping[str, Mapping[str, float]], keys: Sequence[str]) 
     """Ids of the non-dominated items over ``keys``, in input order."""
     ids = list(items)
     return [i for i in ids if not any(dominates(items[j], items[i], keys) for j in ids if j != i)]
+
+
+CONFIDENCE = 0.95
+RESAMPLES = 2000
+
+
+def bootstrap_interval(
+    values: Sequence[float], *, seed: int, level: float = CONFIDENCE, resamples: int = RESAMPLES
+) -> tuple[float, float]:
+    """A seeded percentile bootstrap interval for the mean of ``values`` (at ``level``): the mean of
+    ``resamples`` resamples with replacement, cut at the ``(1 - level) / 2`` quantiles. One value (or
+    none) gives a zero-width interval at it: there is nothing to resample."""
+    if not values:
+        return (0.0, 0.0)
+    if len(values) == 1:
+        return (float(values[0]), float(values[0]))
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(resamples))
+    tail = (1.0 - level) / 2
+    low = means[int(tail * resamples)]
+    high = means[min(resamples - 1, int((1.0 - tail) * resamples))]
+    return (round(low, 6), round(high, 6))

@@ -15,14 +15,21 @@ File format (``furnace/resources/probes/<name>.yaml``)::
         rubric:           # optional held-out rubric, overrides the set's
           expect: [tasting notes, a call to action]   # what a good answer contains
           avoid: [discount codes]                     # what a good answer leaves out
+        split: test       # optional: train | validation | test (see below)
 
 Brief and rubric describe the *target*. Only the judge sees them (and ``brief_fit``);
 the persona's reply and the fusion operators never do, so a search is judged
 against what the user wants, not against the persona's own words.
+
+**Splits.** Every probe belongs to one split: ``train`` (its judge feedback drives the
+reflective operator), ``validation`` (selection's fitness) or ``test`` (scored only to
+report held-out fitness; never shown to an operator). A probe may name its split; the
+others are split deterministically by id (:data:`SPLIT_RATIO`, see :meth:`ProbeSet.splits`).
 """
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,6 +42,11 @@ from furnace.domain.errors import InputError, NotFound
 from furnace.scoring.brief import Brief
 
 PROBES_DIR = resources.PROBES_DIR
+
+Split = Literal["train", "validation", "test"]
+SPLITS: tuple[Split, ...] = ("train", "validation", "test")
+SPLIT_RATIO = {"train": 0.5, "validation": 0.25, "test": 0.25}
+"""The share of each split in a set (unmarked probes fill the splits up to it: see :meth:`ProbeSet.splits`)."""
 
 
 class Rubric(BaseModel):
@@ -55,6 +67,20 @@ class Probe(BaseModel):
     message: str = Field(min_length=1, max_length=4000)
     brief: Brief | None = None
     rubric: Rubric | None = None
+    split: Split | None = None
+
+
+def _split_order(probe_id: str) -> str:
+    """Where an unmarked probe falls in the deterministic split order (a hash of its id)."""
+    return hashlib.sha256(probe_id.encode("utf-8")).hexdigest()
+
+
+def split_quota(n: int) -> dict[str, int]:
+    """How many of ``n`` probes each split gets: test and validation a quarter each (rounded, at least
+    one of each from 3 probes; validation one from 2), train the rest (at least one)."""
+    test = max(1, round(n * SPLIT_RATIO["test"])) if n >= 3 else 0
+    validation = max(1, round(n * SPLIT_RATIO["validation"])) if n >= 2 else 0
+    return {"train": n - test - validation, "validation": validation, "test": test}
 
 
 class ProbeSet(BaseModel):
@@ -73,7 +99,51 @@ class ProbeSet(BaseModel):
         ids = [p.id for p in self.probes]
         if len(ids) != len(set(ids)):
             raise ValueError("probe ids must be unique")
+        self.splits()  # a set whose marks leave a split empty is refused here
         return self
+
+    def splits(self) -> dict[str, list[Probe]]:
+        """The probes of each split, in file order. A probe's ``split`` mark is kept; the unmarked ones,
+        in the order of a hash of their id, fill ``test``, then ``validation``, up to :func:`split_quota`
+        of the whole set, and the rest go to ``train``. So the split of an unmarked probe depends only on
+        the ids of the set, never on the run. A set of 3 or more probes always has a test probe (marks
+        that leave none are refused), and every set has a train probe."""
+        quota = split_quota(len(self.probes))
+        marked = {p.id: p.split for p in self.probes if p.split is not None}
+        counts = {name: sum(1 for s in marked.values() if s == name) for name in SPLITS}
+        assigned = dict(marked)
+        for probe in sorted((p for p in self.probes if p.split is None), key=lambda p: _split_order(p.id)):
+            for name in ("test", "validation", "train"):
+                if name == "train" or counts[name] < quota[name]:
+                    assigned[probe.id] = name
+                    counts[name] += 1
+                    break
+        if counts["train"] == 0:
+            raise ValueError("a probe set needs at least one train probe (its feedback drives reflection)")
+        if len(self.probes) >= 3 and counts["test"] == 0:
+            raise ValueError("a probe set of 3 or more probes needs at least one test probe (held-out fitness)")
+        return {name: [p for p in self.probes if assigned[p.id] == name] for name in SPLITS}
+
+    def split_of(self, probe_id: str) -> str | None:
+        """The split of ``probe_id`` (None when the set has no such probe)."""
+        for name, probes in self.splits().items():
+            if any(p.id == probe_id for p in probes):
+                return name
+        return None
+
+    def subset(self, split: str) -> ProbeSet:
+        """The set restricted to one split. ``validation`` of a set without validation probes (a set of
+        one probe) is its train probes: selection then reads what feedback read, and the report says so."""
+        parts = self.splits()
+        probes = parts[split] or (parts["train"] if split == "validation" else [])
+        if not probes:
+            raise ValueError(f"probe set {self.name!r} has no {split} probes")
+        return self.model_copy(update={"probes": probes})
+
+    def without(self, split: str) -> ProbeSet:
+        """The set without one split's probes (an individual's search evaluation: train and validation)."""
+        drop = {p.id for p in self.splits()[split]}
+        return self.model_copy(update={"probes": [p for p in self.probes if p.id not in drop]})
 
     def brief_for(self, probe: Probe) -> Brief | None:
         """The probe's own brief, else the set's."""
@@ -88,8 +158,18 @@ class ProbeSet(BaseModel):
         return target_inputs(self.brief_for(probe), self.rubric_for(probe), self.language)
 
     def head(self, n: int | None) -> ProbeSet:
-        """The first ``n`` probes (all when ``n`` is None)."""
-        return self if n is None else self.model_copy(update={"probes": self.probes[:n]})
+        """The first ``n`` probes (all when ``n`` is None); their splits are those of the shorter set."""
+        if n is None:
+            return self
+        try:
+            return ProbeSet.model_validate(
+                {
+                    **self.model_dump(mode="json", exclude_none=True),
+                    "probes": [p.model_dump(mode="json", exclude_none=True) for p in self.probes[:n]],
+                }
+            )
+        except ValidationError as err:
+            raise InputError(f"probe set {self.name}: first {n} probes: {format_validation_error(err)}") from None
 
 
 def target_inputs(brief: Brief | None, rubric: Rubric | None, language: str = "en") -> dict[str, Any] | None:

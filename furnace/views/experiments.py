@@ -12,17 +12,37 @@ from typing import Any
 
 from furnace.domain.errors import SealError
 from furnace.evolution.records import ExperimentRecord, ExperimentResults, IndividualRecord
+from furnace.evolution.report import held_out_columns, is_rejected
 from furnace.llm.cache import CallTotals
 from furnace.scoring.fitness import SCORERS, pareto_front
 
 
+def held_out(results: ExperimentResults, experiment_id: str) -> dict[str, Any]:
+    """The experiment's held-out figures as its summary keeps them (empty before it finished)."""
+    exp = results.get_experiment(experiment_id)
+    return dict((exp.summary or {}).get("held_out") or {}) if exp is not None else {}
+
+
+def held_out_fields(figures: dict[str, Any], agent_id: str) -> dict[str, Any]:
+    """One agent's train fitness, test fitness with its 95% interval, and the train-test gap (rounded);
+    None where the agent was not scored on test."""
+    row = held_out_columns(figures.get("agents", {}).get(agent_id))
+    return {
+        k: (round(row[k], 4) if row.get(k) is not None else None)
+        for k in ("train_fitness", "test_fitness", "test_low", "test_high", "train_test_gap")
+    }
+
+
 def generation_rows(results: ExperimentResults, experiment_id: str) -> list[dict[str, Any]]:
-    """One row per finished generation: best/mean fitness, calls, cached calls, tokens, cost."""
+    """One row per finished generation: best (validation) and mean fitness, the best's train and test
+    fitness (with its interval), calls, cached calls, tokens, cost."""
+    figures = held_out(results, experiment_id)
     return [
         {
             "generation": g.generation,
             "best_fitness": round(g.best_fitness, 4),
             "mean_fitness": round(g.mean_fitness, 4),
+            **{f"best_{k}": v for k, v in held_out_fields(figures, g.survivors[0] if g.survivors else "").items()},
             "calls": g.calls,
             "cached_calls": g.cached_calls,
             "tokens": g.tokens,
@@ -66,6 +86,8 @@ def _best_scored(results: ExperimentResults, experiment_id: str) -> tuple[dict[s
     best: dict[str, IndividualRecord] = {}
     failed: dict[str, IndividualRecord] = {}
     for r in results.individuals(experiment_id):
+        if is_rejected(r):  # a reflected child that lost on its minibatch: never in the population
+            continue
         if not r.scored:
             failed.setdefault(r.agent_id, r)
         elif r.agent_id not in best or r.fitness > best[r.agent_id].fitness:
@@ -81,13 +103,16 @@ def ranked(results: ExperimentResults, experiment_id: str, limit: int = 10) -> l
 
 
 def leaderboard_rows(results: ExperimentResults, experiment_id: str, limit: int = 10) -> list[dict[str, Any]]:
-    """:func:`ranked` as table rows: one column per objective and the judge's feedback."""
+    """:func:`ranked` as table rows: fitness (validation), train fitness, test fitness with its 95%
+    interval and the train-test gap, one column per objective and the judge's feedback."""
+    figures = held_out(results, experiment_id)
     return [
         {
             "agent_id": r.agent_id,
             "generation": r.generation,
             "operator": r.operator,
             "fitness": round(r.fitness, 4),
+            **held_out_fields(figures, r.agent_id),
             **{k: round(v, 3) for k, v in sorted(r.objectives.items())},
             "judge_feedback": judge_feedback(r),
         }

@@ -36,7 +36,7 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_over_budget_estimate_refuses_unless_yes(library_home, tmp_path, capsys):
     cfg = tmp_path / "tight.yaml"
-    cfg.write_text(CONFIG.read_text().replace("max_calls: 500", "max_calls: 20"))
+    cfg.write_text(CONFIG.read_text().replace("max_calls: 500", "max_calls: 60"))
     code, out, err = run(capsys, "experiment", "run", str(cfg), "--no-mlflow")
     assert code == 1 and "estimate exceeds the budget" in err and "--yes" in err
     code, out, err = run(capsys, "experiment", "run", str(cfg), "--no-mlflow", "--yes", "--json")
@@ -48,7 +48,9 @@ def test_over_budget_estimate_refuses_unless_yes(library_home, tmp_path, capsys)
 def test_run_list_show(library_home, capsys):
     code, out, err = run(capsys, "experiment", "run", str(CONFIG), "--no-mlflow")
     assert code == 0, err
-    assert "leaderboard" in out and "best agent's lineage" in out and "pareto front" in out
+    assert (
+        "leaderboard" in out and "champion's lineage" in out and "test [95% interval]" in out and "pareto front" in out
+    )
     assert "estimate: ~" in err and "generation 3/3" in err
     code, out, _ = run(capsys, "experiment", "list", "--json")
     rows = json.loads(out)

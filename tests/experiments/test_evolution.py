@@ -109,7 +109,7 @@ def test_interrupted_run_resumes_to_the_same_result_without_repeating_work():
 
 
 def test_budget_stops_cleanly_with_the_best_so_far():
-    report = make(budget={"max_calls": 40}).run()
+    report = make(budget={"max_calls": 40}, samples_per_probe=1).run()
     assert report.status.startswith("stopped")
     assert "max_calls" in report.status
     assert report.leaderboard  # the best so far
@@ -161,7 +161,7 @@ def test_flaky_failures_are_recorded_in_duckdb_per_individual(settings):
     from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
     results = DuckDBExperimentResults(Database(settings.db_path))
-    report = make(results, llm=FlakyLLM(scripted_llm(), rate=0.3, seed=2), generations=2).run()
+    report = make(results, llm=FlakyLLM(scripted_llm(), rate=0.3, seed=2), generations=2, samples_per_probe=1).run()
     assert report.status == "finished"
     failing = [r for r in results.individuals(report.experiment_id) if r.failures]
     assert failing and all(len(r.failure_reasons) == r.failures for r in failing)

@@ -82,7 +82,9 @@ def test_traces_have_span_types_token_usage_cost_and_assessments(settings):
         locations=[evo.tracker.mlflow_experiment_id], return_type="list", run_id=evo.tracker.run_id
     )
     records = {f"individual g{r.generation} s{r.slot}": r for r in evo.results.individuals(report.experiment_id)}
-    assert len(traces) == len(records) == 6 + 5
+    held = [t for t in traces if next(s for s in t.data.spans if s.parent_id is None).name == "held-out"]
+    traces = [t for t in traces if t not in held]  # the evaluation after the search: test and re-evaluation
+    assert len(held) == 1 and len(traces) == len(records) == 6 + 5
     assert report.status == "finished"
     names = {s.name for t in traces for s in t.data.spans}
     assert {"evaluate", "model reply", "model judge"} <= names
@@ -111,8 +113,9 @@ def test_traces_have_span_types_token_usage_cost_and_assessments(settings):
                 assert span.name.removeprefix("score ") in {"constraints", "brief_fit", "diversity"}
         assert all(s.span_type != SpanType.UNKNOWN for s in spans)
         tools = sorted(s.name for s in spans if s.span_type == SpanType.TOOL)
-        if record.scores:  # two probes: constraints and brief_fit per probe, diversity once
-            assert tools == ["score brief_fit"] * 2 + ["score constraints"] * 2 + ["score diversity"]
+        if record.scores:  # two probes, each sampled k times: constraints and brief_fit per sample, diversity once
+            k = evo.config.samples_per_probe
+            assert tools == ["score brief_fit"] * 2 * k + ["score constraints"] * 2 * k + ["score diversity"]
         # the trace's token usage (MLflow's sum over its LLM spans) is the individual's own figure
         assert trace.info.token_usage["total_tokens"] == record.tokens > 0
         assert trace.info.cost["total_cost"] == pytest.approx(record.cost_usd)
@@ -137,8 +140,11 @@ def test_traces_have_span_types_token_usage_cost_and_assessments(settings):
     # they are the sum of what the traces spent
     summary = run_summary(settings.tracking_uri, report.experiment_id)
     metrics = evo.tracker.client.get_run(summary["run_id"]).data.metrics
-    assert metrics["tokens"] == report.totals["tokens"] == sum(t.info.token_usage["total_tokens"] for t in traces)
+    everything = traces + held
+    assert metrics["tokens"] == report.totals["tokens"] == sum(t.info.token_usage["total_tokens"] for t in everything)
     assert metrics["model_calls"] == report.totals["model_calls"]
+    # the held-out figures beside them (two probes: no test split here, a re-evaluation of the top)
+    assert metrics["reevaluation_drop"] == pytest.approx(report.held_out["reevaluation"]["drop"])
     assert metrics["cost_usd"] == pytest.approx(report.totals["cost_usd"])
 
 
@@ -183,7 +189,8 @@ def test_a_moved_home_still_opens_runs_artifacts_and_traces(tmp_path):
     assert Path(path).read_text() == report.best_prompt
     assert str(old.home) not in client.get_run(run_id).info.artifact_uri
     traces = client.search_traces(locations=[summary["mlflow_experiment_id"]], run_id=run_id)
-    assert len(traces) == 6 and all(t.data.spans and t.info.assessments for t in traces)
+    traces = [t for t in traces if t.info.assessments]  # the individuals' (the held-out trace has none)
+    assert len(traces) == 6 and all(t.data.spans for t in traces)
 
     # `mlflow ui --backend-store-uri sqlite:///<home>/mlflow.db --artifacts-destination <home>/mlartifacts`
     env = {

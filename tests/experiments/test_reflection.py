@@ -121,6 +121,8 @@ def test_probe_frontier_keeps_every_member_best_on_some_probe():
     ]
     assert probe_scores(pop[0], {"fidelity": 1.0, "diversity": 1.0}) == {"p1": 0.9, "p2": 0.9, "p3": 0.1}
     assert probe_frontier(pop, {"fidelity": 1.0}) == {"a": 2, "b": 1, "d": 1}
+    # an experiment's pool: its validation probes only (b leads p3 alone, a train probe here)
+    assert probe_frontier(pop, {"fidelity": 1.0}, {"p1", "p2"}) == {"a": 2, "d": 1}
     draws = [pareto_parent(pop, {"fidelity": 1.0}, random.Random(s), 2).agent_id for s in range(200)]
     assert set(draws) == {"a", "b", "d"} and draws.count("a") > draws.count("b")
     # no per-probe scores at all: a tournament

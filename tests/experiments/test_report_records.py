@@ -27,6 +27,7 @@ def _read_back(evo, report):
         board=evo.board,
         totals=report.totals,
         judge_model=evo.judge_model,
+        held_out=report.held_out,
     )
 
 

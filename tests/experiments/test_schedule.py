@@ -249,7 +249,7 @@ def test_slots_are_served_by_arrival_in_generation_0_by_age_then_youngest_first_
 @pytest.mark.parametrize("concurrency", [1, 3])
 def test_budget_stop_keeps_every_finished_individual(concurrency):
     results = MemoryResults()
-    evo = make(results, concurrency=concurrency, budget={"max_calls": 30})
+    evo = make(results, concurrency=concurrency, budget={"max_calls": 30}, samples_per_probe=1)
     report = evo.run()
     assert report.status.startswith("stopped") and report.totals["calls"] <= 30
     recorded = results.individuals(evo.experiment_id)

@@ -214,8 +214,10 @@ class Reflect:
         """``feedback``: the reflection brief (set by the evolution loop or the caller); ``source``: where
         it came from when not the judge (e.g. ``{"session": ..., "revisions": [...]}`` for a revision chat);
         ``hold``: edit kinds this application must not apply, each with the reason its note gives (e.g.
-        ``{"markdown": ...}``: a revision chat's one-piece structure requests change no format flag)."""
-        return {"feedback": "", "temperature": 0.0, "source": None, "hold": {}}
+        ``{"markdown": ...}``: a revision chat's one-piece structure requests change no format flag);
+        ``minibatch``: the train probes whose traces the brief holds (set by the evolution loop; recorded
+        in lineage, read by nothing here)."""
+        return {"feedback": "", "temperature": 0.0, "source": None, "hold": {}, "minibatch": None}
 
     def apply(self, parents: Sequence[Elixir], ctx: OperatorContext) -> OperatorResult:
         """The parent with the proposed edits applied; :class:`NoUsableFeedback` when none applies."""
