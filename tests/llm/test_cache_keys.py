@@ -155,11 +155,21 @@ def test_a_personas_id_and_version_shape_a_real_models_key_only_through_the_mess
 
 
 def test_a_persona_content_change_misses_for_every_persona_task() -> None:
-    for task in (TaskKind.REPLY, TaskKind.JUDGE, TaskKind.GENERATE, TaskKind.REVISE, TaskKind.REFLECT):
+    for task in (TaskKind.REPLY, TaskKind.GENERATE, TaskKind.REVISE, TaskKind.REFLECT):
         before = BUILDERS[task](persona())
         after = BUILDERS[task](persona(principles=["Answer briefly.", "Name the steeping time."]))
         for traits in (OFFLINE, REAL):
             assert after.cache_key("m", **traits) != before.cache_key("m", **traits), task
+
+
+def test_the_judge_never_sees_the_persona() -> None:
+    """The judge receives the probe, the answer and the rubric: another persona's same answer is the same call."""
+    before = BUILDERS[TaskKind.JUDGE](persona())
+    after = BUILDERS[TaskKind.JUDGE](persona(principles=["Answer briefly.", "Name the steeping time."]))
+    for traits in (OFFLINE, REAL):
+        assert after.cache_key("m", **traits) == before.cache_key("m", **traits)
+    text = " ".join(m.content for m in before.messages)
+    assert "Answer briefly" not in text and "principles" not in str(before.inputs)
 
 
 def test_through_the_response_cache_a_hit_and_a_miss() -> None:
