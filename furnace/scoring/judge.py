@@ -156,7 +156,17 @@ def build_judge_request(
         seed=seed,
         max_tokens=300,
         json_schema=JUDGE_SCHEMA,
-        inputs={"message": message, "answer": answer, "rubric": rubric, "target": target, "reference": reference},
+        inputs={
+            "message": message,
+            "answer": answer,
+            "rubric": rubric,
+            "target": target,
+            "reference": reference,
+            # the cache scope, not something judged: the offline engine keys its answers by inputs, so a
+            # judgement is cached per persona and a run's calls never depend on which process scored whom
+            # (two personas' identical answers, scored on two workers, would otherwise be one call or two)
+            "subject": f"{elixir.id}@{elixir.content_hash}",
+        },
     )
 
 

@@ -166,10 +166,15 @@ def test_the_judge_never_sees_the_persona() -> None:
     """The judge receives the probe, the answer and the rubric: another persona's same answer is the same call."""
     before = BUILDERS[TaskKind.JUDGE](persona())
     after = BUILDERS[TaskKind.JUDGE](persona(principles=["Answer briefly.", "Name the steeping time."]))
-    for traits in (OFFLINE, REAL):
-        assert after.cache_key("m", **traits) == before.cache_key("m", **traits)
-    text = " ".join(m.content for m in before.messages)
-    assert "Answer briefly" not in text and "principles" not in str(before.inputs)
+    assert after.messages == before.messages  # a real model: the same call
+    assert after.cache_key("m", **REAL) == before.cache_key("m", **REAL)
+    # offline, a judgement is cached per persona (its ``subject``), which the judge rules never read
+    assert {k: v for k, v in after.inputs.items() if k != "subject"} == {
+        k: v for k, v in before.inputs.items() if k != "subject"
+    }
+    assert after.cache_key("m", **OFFLINE) != before.cache_key("m", **OFFLINE)
+    text = " ".join(m.content for m in after.messages)
+    assert "Answer briefly" not in text and "Answer briefly" not in str(after.inputs)
 
 
 def test_through_the_response_cache_a_hit_and_a_miss() -> None:

@@ -8,7 +8,7 @@ below: every → each, give → offer, …); Chinese principles get the engine's
 
 A principle may name when it applies: "When asked about <topic>, <instruction>." (zh
 "谈到<topic>时，<instruction>"). :func:`condition` splits it; the REPLY rules use such a principle only
-for a message that shares a word (en) or a character pair (zh) with its topic.
+for a message on that topic (every word of it, en; most of its character pairs, zh).
 
 This table is the reply's own; the judge reads answers through a lexicon of its own (``lexicon.py``).
 """
@@ -59,10 +59,8 @@ _EN_WORDS = {
     "student": "learner",
     "problem": "issue",
     "finding": "issue",
-    "answer": "response",
     "result": "outcome",
     "quote": "repeat",
-    "point": "indicate",
     "improve": "strengthen",
     "never": "never",
 }

@@ -21,7 +21,8 @@
 4. **Answer** built from the expertise most related to the message (word overlap
    for en, character bigrams for zh), up to three principles put in the engine's
    own words (:mod:`furnace.llm.offline.paraphrase`: never quoted; a principle
-   "When asked about <topic>, …" only for a message on that topic, and first
+   "When asked about <topic>, …" only for a message on that topic (all its
+   words; zh: most of its character pairs), and first
    then), and a greeting and closing in the register. A message equal
    to a few-shot input is answered with that example's output.
 5. **Format and length.** Markdown (a bold heading and bullets) only when
@@ -191,13 +192,14 @@ def _principle(text: str, voice: Voice) -> str:
 
 
 def _applies(topic: str, message: str, language: str) -> bool:
-    """Whether a principle's topic ("When asked about <topic>, …") is the message's: a shared word
-    stem (en) or character pair (zh)."""
+    """Whether a principle's topic ("When asked about <topic>, …") is the message's: every content word
+    of the topic in the message (en, by stem) or most of its character pairs (zh, 60 %)."""
     if language == "zh" or has_cjk(topic):
         han = "".join(re.findall(r"[\u4e00-\u9fff]+", topic))
-        return any(han[i : i + 2] in message for i in range(len(han) - 1))
+        pairs = {han[i : i + 2] for i in range(len(han) - 1)}
+        return bool(pairs) and sum(p in message for p in pairs) >= 0.6 * len(pairs)
     stems = {t[:5] for t in _terms(topic)}
-    return bool(stems & {t[:5] for t in _terms(message)})
+    return bool(stems) and stems <= {t[:5] for t in _terms(message)}
 
 
 def _applicable(principles: list[str], message: str, voice: Voice) -> list[str]:
