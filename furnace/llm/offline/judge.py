@@ -2,8 +2,9 @@
 
 ``request.inputs = {"message": str, "answer": str, "rubric": "fidelity" | "preference" | "tone",
 "target": {...} | None, "reference": {...}, "subject": str}``: the probe, the answer and the rubric —
-never the persona (``subject`` only scopes the response cache per persona; no rule reads it). The target is the probe's brief plus its held-out rubric (``expertise``, ``expect``,
-``avoid``, ``tone``, ``constraints``, ``language``); ``reference`` is the yardstick the scorer derives
+never the persona (``subject`` only scopes the response cache per persona; no rule reads it). The
+target is the probe's brief plus its held-out rubric (``expertise``, ``expect``, ``avoid``, ``tone``,
+``constraints``, ``language``); ``reference`` is the yardstick the scorer derives
 when there is no target (the persona's declared tone and length limit, or its learned preferences for
 the ``preference`` rubric). Returns ``{"score", "reason", "feedback"}``: the reason names the
 evidence, the feedback names the gaps in the clause format of :mod:`furnace.scoring.feedback` — in

@@ -148,7 +148,8 @@ _ENTRIES = (
     ),
     _c(
         "call to action|行动号召",
-        "call to action|sign up|order now|buy now|reader to act|click|join us|reply to this|立即|马上下单|点击|行动号召|快来",
+        "call to action|sign up|order now|buy now|reader to act|click|join us|reply to this|"
+        "立即|马上下单|点击|行动号召|快来",
         "does not close by asking the reader to act: sign up, buy or reply",
         "结尾没有请读者马上行动：报名、购买或回复",
     ),
