@@ -49,15 +49,15 @@ _ENTRIES = (
     # --- security and review
     _c(
         "threat modelling|threat modeling|威胁建模",
-        "threat|attack surface|adversar|entry point|威胁|攻击面",
-        "does not map the threats: who might get in, and through which entry points",
-        "没有梳理威胁：谁可能闯进来、从哪些入口进来",
+        "threat|attack surface|adversar|entry point|威胁|攻击面|入口",
+        "does not work out who might get in, and through which entry points",
+        "没有梳理谁可能闯进来、从哪些入口进来",
     ),
     _c(
         "severity|严重程度",
-        "severity|serious|critical|how bad|risk level|high risk|low risk|严重|风险等级|高危",
+        "severity|serious|critical|how bad|risk level|high risk|low risk|严重|风险等级|高危|后果有多大",
         "does not say how serious each problem is",
-        "没有说明每个问题有多严重",
+        "没有说明每个问题的后果有多大",
     ),
     _c(
         "attacker gains|what an attacker gains|攻击者收益",
@@ -67,14 +67,14 @@ _ENTRIES = (
     ),
     _c(
         "rotate session|session rotation|轮换会话",
-        "rotat|fresh session|new session|regenerat|reissu|轮换|重新生成",
-        "does not suggest issuing a fresh session token after sign-in",
-        "没有建议登录后重新发放会话令牌",
+        "rotat|fresh session|new session|fresh login token|regenerat|reissu|轮换|重新生成|重新发放",
+        "does not suggest issuing a fresh login token once the user signs in",
+        "没有建议登录后重新发放令牌",
     ),
     _c(
         "hostile input|untrusted input|恶意输入",
-        "hostile|untrusted|validat|sanitis|sanitiz|trust boundar|not trusted|校验|不可信|过滤",
-        "does not treat what users send as untrusted until it is checked",
+        "hostile|untrusted|suspect|validat|sanitis|sanitiz|trust boundar|not trusted|校验|不可信|过滤",
+        "does not treat what users send as suspect until it is checked",
         "没有把用户传来的内容当作不可信、先检查再使用",
     ),
     _c(
@@ -92,15 +92,16 @@ _ENTRIES = (
     ),
     _c(
         "guiding question|引导性问题",
-        "guiding question|leading question|question at a time|what do you think|try first|引导|提问|你觉得",
-        "does not steer the learner with a leading question before explaining",
-        "没有先用一个问题引导学习者自己想",
+        "guiding question|leading question|question at a time|what do you think|try first|asking them|"
+        "引导|提问|你觉得|反问",
+        "does not lead the learner by asking them something first",
+        "没有先反问学习者、让他自己想",
     ),
     _c(
         "product rule|乘积法则",
-        "product rule|product of two|differentiating a product|乘积法则|两个函数的乘积",
-        "does not name the rule for differentiating a product of two functions",
-        "没有说出两个函数乘积求导的法则",
+        "product rule|product of two|differentiating a product|multiplied together|乘积法则|两个函数的乘积|相乘",
+        "does not say how to differentiate two functions multiplied together",
+        "没有讲两个函数相乘时怎么求导",
     ),
     _c(
         "chain rule|链式法则",
@@ -110,22 +111,23 @@ _ENTRIES = (
     ),
     _c(
         "integration by parts|分部积分",
-        "by parts|uv minus|u dv|分部积分",
-        "does not point to splitting the integral by parts",
-        "没有提到把积分拆成两部分来做",
+        "by parts|uv minus|u dv|two pieces|splitting the integral|分部积分|拆成两部分",
+        "does not suggest splitting the problem into two pieces, one easy to differentiate",
+        "没有提到拆成两部分来做",
     ),
     # --- plain language and contracts
     _c(
         "everyday words|plain language|日常用语",
-        "everyday word|plain word|plain language|plain terms|plain english|simple words|jargon|通俗|大白话|日常用语",
-        "does not translate the jargon into plain language",
+        "everyday word|plain word|plain language|plain terms|plain english|simple words|jargon|say at home|"
+        "通俗|大白话|日常用语",
+        "does not translate the jargon into what anyone would say at home",
         "没有把术语翻成大白话",
     ),
     _c(
         "notice period|通知期",
-        "notice|advance warning|deadline|cancel before|提前通知|通知期|截止",
+        "notice|advance warning|deadline|cancel before|提前通知|通知期|截止|提前多久",
         "does not say how much advance warning must be given, and by when",
-        "没有说明要提前多久通知、截止到什么时候",
+        "没有说明要提前多久告知对方",
     ),
     _c(
         "penalties|penalty|违约金",
@@ -138,26 +140,26 @@ _ENTRIES = (
         "product launches|product launch|产品发布",
         "launch|release|rollout|roll out|go-live|announcement|发布|上线|首发",
         "does not plan it like a release: timing, audience and the announcement",
-        "没有按发布的思路安排：时间、受众和公告",
+        "没有按上线的思路安排：时间、受众和公告",
     ),
     _c(
         "habit building|习惯养成",
         "habit|routine|streak|stick|daily practice|习惯|坚持|打卡",
         "does not turn the advice into a routine that sticks",
-        "没有把建议变成能坚持下去的日常习惯",
+        "没有把建议变成每天能坚持下去的做法",
     ),
     _c(
         "call to action|行动号召",
         "call to action|sign up|order now|buy now|reader to act|click|join us|reply to this|"
-        "立即|马上下单|点击|行动号召|快来",
+        "立即|马上下单|点击|行动号召|快来|马上报名",
         "does not close by asking the reader to act: sign up, buy or reply",
-        "结尾没有请读者马上行动：报名、购买或回复",
+        "结尾没有请读者马上报名、购买或回复",
     ),
     _c(
         "tasting notes|风味描述",
         "tasting note|flavour|flavor|aroma|tastes|smells|notes of|口感|香气|风味",
-        "does not describe how the tea tastes and smells",
-        "没有描述茶的口感和香气",
+        "does not describe the tea's flavour and aroma",
+        "没有讲茶的口感和香气",
     ),
     _c(
         "guarantee|保证",
@@ -168,14 +170,14 @@ _ENTRIES = (
     _c(
         "simplest baseline|baseline|基线",
         "baseline|simplest|reference point|benchmark|against last|基线|参照|对比",
-        "does not compare the figure with a simple reference point first",
+        "does not first compare the figure with an obvious reference point",
         "没有先拿一个简单的参照来比较这个数字",
     ),
     _c(
         "retention cohort|cohort|留存分组",
-        "cohort|retention|groups by|by when they joined|signup month|留存|分组|同期群",
+        "cohort|retention|groups by|by when they joined|signup month|留存|分组|同期群|分批",
         "does not split the customers into groups by when they joined",
-        "没有按用户加入的时间把他们分组来看",
+        "没有按用户加入的时间把他们分批来看",
     ),
     _c(
         "concrete next step|next step|下一步",
@@ -196,16 +198,16 @@ _ENTRIES = (
         "像医生一样给人下结论",
     ),
     _c(
-        "habit cue|trigger|习惯触发",
+        "habit cue|习惯触发",
         "trigger|cue|reminder|anchor|same time|right after|提醒|触发|固定时间",
-        "does not tie the new habit to a trigger in the day",
-        "没有把新习惯和一天里某个固定的提醒绑在一起",
+        "does not tie the new routine to a trigger in the day",
+        "没有把新做法和一天里某个固定的提醒绑在一起",
     ),
     _c(
         "hook|opening hook|开头钩子",
-        "hook|grab|attention|opening line|first line|first seven words|抓人|开头",
+        "hook|grab|attention|opening line|first line|first seven words|抓人|开头|抓住",
         "does not open with a line that grabs attention",
-        "开头没有一句抓人的话",
+        "第一句没有抓住人",
     ),
     # --- family budget and sun care (zh first)
     _c(
@@ -270,9 +272,9 @@ _ENTRIES = (
     ),
     _c(
         "spf|防晒指数",
-        "spf|pa值|pa+|防晒指数|指数",
-        "没有说明防晒指数该怎么选",
-        "没有说明防晒指数该怎么选",
+        "spf|pa值|pa+|防晒指数|指数|强度",
+        "没有说明挡紫外线的强度该怎么选",
+        "没有说明挡紫外线的强度该怎么选",
     ),
 )
 
