@@ -86,3 +86,17 @@ def test_the_judges_gap_words_never_name_the_descriptor():
         if not any(k in item.key for k in ("praise", "guarantee", "diagnose", "个股")):  # gaps, not avoid items
             stripped = re.sub(r"^(does not|没有)\s*", "", gap(item, "en").casefold())
             assert expressed(item, stripped) or expressed(item, gap(item, "zh")), name
+
+
+def test_the_judge_prompt_carries_probe_answer_and_rubric_and_asks_for_gaps():
+    from furnace.domain.elixir import Elixir
+    from furnace.scoring.judge import build_judge_request
+
+    elixir = Elixir.model_validate({**PERSONA, "principles": ["Quote Horace at every turn."]})
+    target = {"expertise": ["threat modelling"], "expect": ["severity"], "language": "en"}
+    request = build_judge_request(elixir, "Review my login.", "It is fine.", "fidelity", target=target)
+    system, user = (m.content for m in request.messages)
+    assert "## Target" in user and "severity" in user and "Review my login." in user and "It is fine." in user
+    assert "Horace" not in system + user and "## Persona" not in user  # never the persona's prompt
+    assert "gap: " in system and "own words" in system and "Never quote" in system
+    assert "Horace" not in str(request.inputs)
