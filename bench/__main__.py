@@ -44,6 +44,16 @@ def _run_apart(name: str) -> bool:
 
 def main(argv: list[str]) -> int:
     names = _names()
+    flags = [a for a in argv if a.startswith("-")]
+    if flags:  # ``python -m bench search --budget 200``: one group, its own flags (its ``main``)
+        groups = [a for a in argv if not a.startswith("-") and f"bench_{a.removeprefix('bench_')}" in names]
+        if len(groups) != 1 or not hasattr(importlib.import_module(f"bench.bench_{groups[0]}"), "main"):
+            print(
+                "flags go to one benchmark group that takes them, e.g. python -m bench search --json", file=sys.stderr
+            )
+            return 2
+        rest = [a for a in argv if a != groups[0]]
+        return int(importlib.import_module(f"bench.bench_{groups[0].removeprefix('bench_')}").main(rest))
     wanted = [f"bench_{a.removeprefix('bench_')}" for a in argv] or names
     unknown = set(wanted) - set(names)
     if unknown:

@@ -1,11 +1,13 @@
 """Judge feedback text: short, structured notes on what an answer missed or got wrong.
 
 A judge returns, with each score, ``feedback`` made of ``category: detail`` clauses
-joined by ``"; "``, e.g. ``missing: statistics, habit building; tone: too formal``.
-Categories a rule engine can act on:
+joined by ``"; "``, e.g. ``gap: does not say how serious each problem is; tone: too formal``.
+A judge names *gaps* in its own words, never the rubric's (the feedback reaches the
+operators, the rubric must not). Categories a rule engine can act on:
 
-- ``missing: a, b`` — target descriptors the answer does not contain;
-- ``avoid: x`` — a descriptor the target wants left out but the answer contains;
+- ``gap: <what the answer fails to do>`` — a judge's paraphrase of a missing point;
+- ``missing: a, b`` — items a *person* asked for by name (a revision suggestion: "mention a and b");
+- ``avoid: x`` — something the answer should have left out (a judge's paraphrase, or a person's words);
 - ``tone: too formal | too casual | needs warmth | less warmth | needs humour | less humour``;
 - ``length: too long | too short | over N``;
 - ``format: needs markdown | no markdown``.
@@ -19,7 +21,7 @@ weak probe, separated by blank lines::
 
     probe: churn-numbers (0.41)
     message: Our monthly churn went from 3% to 5%...
-    missing: statistics
+    gap: does not compare the figure with a simple reference point first
     tone: too formal
 
 This module only formats and parses that text; it never decides an edit.
@@ -32,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-ACTIONABLE = ("missing", "avoid", "tone", "length", "format")
+ACTIONABLE = ("gap", "missing", "avoid", "tone", "length", "format")
 CONTEXT = ("probe", "message")
 MAX_FEEDBACK = 300
 MAX_BRIEF = 2000
@@ -258,7 +260,7 @@ def clause_slot(text: str) -> tuple[str, int] | None:
     ``constraints.max_length``."""
     category, _, detail = text.partition(":")
     category, detail = category.strip().casefold(), detail.strip().casefold()
-    if category == "missing":
+    if category in ("gap", "missing"):
         return ("principles", 0)
     if category == "avoid":
         return ("constraints.forbidden_topics", 0)

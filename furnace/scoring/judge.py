@@ -3,10 +3,13 @@
 Prompt builder + parser + a thin composer, so the prompt is snapshot-testable.
 A failed call or malformed verdict becomes a failure score, never an exception.
 
-When the probe has a target (its brief and held-out rubric, see
+The judge receives the probe, the answer and the rubric — never the persona's
+prompt. When the probe has a target (its brief and held-out rubric, see
 :func:`furnace.scoring.probes.ProbeSet.target_for`) the judge scores the answer
-against that target, not against the persona's own words; the verdict carries
-short structured ``feedback`` (:mod:`furnace.scoring.feedback`).
+against that target; the verdict carries short structured ``feedback``
+(:mod:`furnace.scoring.feedback`) that names the answer's gaps in the judge's
+own words, never the rubric's (the feedback reaches the operators; the rubric
+must not).
 """
 
 from __future__ import annotations
@@ -17,15 +20,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import LLMError
-from furnace.domain.render import render_prompt
 from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind, system_user
 from furnace.llm.structured import parse_reply, schema_of
-from furnace.scoring.base import Score, persona_inputs
+from furnace.scoring.base import Score
 from furnace.scoring.feedback import join_clauses
 
 Rubric = Literal["fidelity", "preference", "tone"]
 RUBRICS: tuple[str, ...] = ("fidelity", "preference", "tone")
-JUDGE_VERSION = "judge-v2"
+JUDGE_VERSION = "judge-v3"
 
 
 class JudgeVerdict(BaseModel):
@@ -43,16 +45,16 @@ JUDGE_SCHEMA: dict[str, Any] = schema_of(JudgeVerdict)
 
 _RUBRIC_TEXT = {
     "fidelity": (
-        "Persona fidelity: does the answer speak as this persona — drawing on its expertise, "
-        "following its principles and respecting its hard constraints?"
+        "Consistency: does the answer address the user's message, in the language and within the length "
+        "the reference below states?"
     ),
     "preference": (
-        "Preference adherence: does the answer follow the persona's learned style preferences "
-        "(listed under learned preferences)? If it has none, score 1."
+        "Preference adherence: does the answer follow the learned style preferences listed in the reference "
+        "below? If there are none, score 1."
     ),
     "tone": (
-        "Tone match: does the register (formal/casual), length, humour and warmth of the answer "
-        "match the persona's tone settings?"
+        "Tone match: do the register (formal/casual) and length of the answer match the reference's tone "
+        "(0 = low, 1 = high)?"
     ),
 }
 
@@ -60,7 +62,9 @@ _RUBRIC_TEXT = {
 _TARGET_TEXT = {
     "fidelity": (
         "Target fit: does the answer deliver what the target below describes — its expertise and the "
-        "descriptors it expects — while leaving out what it says to avoid and keeping its constraints?"
+        "points it expects — while leaving out what it says to avoid and keeping its constraints? Judge "
+        "what the answer says, in any words: a point made in other words counts, repeating the question "
+        "or naming a point without making it does not"
     ),
     "preference": _RUBRIC_TEXT["preference"],
     "tone": (
@@ -69,9 +73,12 @@ _TARGET_TEXT = {
     ),
 }
 _FEEDBACK_TEXT = (
-    "feedback: what was missing or wrong, as short clauses joined by '; ' — 'missing: <items>', "
-    "'avoid: <item>', 'tone: too formal|too casual|needs warmth|less warmth|needs humour|less humour', "
-    "'length: too long|too short', 'format: needs markdown|no markdown' — or '' when nothing is"
+    "feedback: the answer's gaps as short clauses joined by '; ' — 'gap: <what the answer fails to do, "
+    "described in your own words, e.g. does not say how an attacker would use the cookie>', 'avoid: <what it "
+    "should have left out, in your own words>', 'tone: too formal|too casual|needs warmth|less warmth|needs "
+    "humour|less humour', 'length: too long|too short', 'format: needs markdown|no markdown' — or '' when "
+    "nothing is wrong. Never quote the target's or the rubric's wording in the feedback: it is read by "
+    "whoever improves the persona, who must not see the target"
 )
 
 
@@ -88,6 +95,31 @@ def _target_text(target: dict[str, Any]) -> str:
     return "\n".join(lines) or "- (nothing specified)"
 
 
+def reference_inputs(elixir: Elixir, rubric: str) -> dict[str, Any]:
+    """The yardstick a rubric needs when the probe has no target, from the persona's declared settings
+    (never its prompt): ``preference`` — its learned preferences; ``tone`` — its formality, conciseness
+    and length limit; ``fidelity`` — its language only (the answer is checked against the message)."""
+    reference: dict[str, Any] = {"language": elixir.language}
+    if rubric == "preference":
+        reference["style_preferences"] = [p.model_dump(mode="json") for p in elixir.style_preferences]
+    elif rubric == "tone":
+        reference["tone"] = {"formality": elixir.tone.formality, "conciseness": elixir.tone.conciseness}
+        if elixir.constraints.max_length is not None:
+            reference["constraints"] = {"max_length": elixir.constraints.max_length}
+    return reference
+
+
+def _reference_text(reference: dict[str, Any]) -> str:
+    lines = [f"- language: {reference.get('language')}"]
+    if reference.get("tone"):
+        lines.append("- tone: " + ", ".join(f"{k} {v:g}" for k, v in sorted(reference["tone"].items())))
+    if (reference.get("constraints") or {}).get("max_length"):
+        lines.append(f"- max_length: {reference['constraints']['max_length']}")
+    for pref in reference.get("style_preferences") or ():
+        lines.append(f"- learned preference: {pref.get('dimension')} = {pref.get('value')}")
+    return "\n".join(lines)
+
+
 def build_judge_request(
     elixir: Elixir,
     message: str,
@@ -97,17 +129,25 @@ def build_judge_request(
     seed: int = 0,
     target: dict[str, Any] | None = None,
 ) -> LLMRequest:
-    """The JUDGE request for one (persona, message, answer, rubric), against ``target`` when given."""
+    """The JUDGE request for one (message, answer, rubric), against ``target`` when given.
+
+    The judge receives the probe, the answer and the rubric — never the persona's prompt, which would
+    invite scoring intent instead of the answer. ``elixir`` only supplies the yardstick when the probe
+    has no target (:func:`reference_inputs`: declared settings, not its text)."""
     criterion = (_TARGET_TEXT if target else _RUBRIC_TEXT)[rubric]
     system = (
-        "You are a strict evaluator of persona-driven answers. "
+        "You are a strict evaluator of answers. "
         f"{criterion} Score from 0 (not at all) to 1 (fully), citing concrete evidence from the answer. "
         'Reply with JSON only: {"score": <0..1>, "reason": "<one sentence>", "feedback": "<clauses>"}; '
         f"{_FEEDBACK_TEXT}."
     )
-    user = f"## Persona\n{render_prompt(elixir)}\n\n## User message\n{message}\n\n## Answer to evaluate\n{answer}"
-    if target:
-        user = f"## Target (what the user wants)\n{_target_text(target)}\n\n{user}"
+    reference = None if target and rubric != "preference" else reference_inputs(elixir, rubric)
+    yardstick = (
+        f"## Target (what the user wants)\n{_target_text(target)}"
+        if reference is None and target
+        else f"## Reference\n{_reference_text(reference or {})}"
+    )
+    user = f"{yardstick}\n\n## User message\n{message}\n\n## Answer to evaluate\n{answer}"
     return system_user(
         TaskKind.JUDGE,
         system,
@@ -117,11 +157,15 @@ def build_judge_request(
         max_tokens=300,
         json_schema=JUDGE_SCHEMA,
         inputs={
-            "persona": persona_inputs(elixir),
             "message": message,
             "answer": answer,
             "rubric": rubric,
             "target": target,
+            "reference": reference,
+            # the cache scope, not something judged: the offline engine keys its answers by inputs, so a
+            # judgement is cached per persona and a run's calls never depend on which process scored whom
+            # (two personas' identical answers, scored on two workers, would otherwise be one call or two)
+            "subject": f"{elixir.id}@{elixir.content_hash}",
         },
     )
 

@@ -129,7 +129,9 @@ def test_writer_and_judge_agree_on_a_tone_preference(value: str, register: str) 
     assert voice_of(persona).register == ("casual" if register == "lively" else "formal")
     _, piece = generate(_request(TaskKind.GENERATE, persona=persona, topic="sunscreen"), random.Random(0))
     answer = piece["title"] + "\n\n" + piece["body"]
-    _, verdict = judge(_request(TaskKind.JUDGE, persona=persona, answer=answer, rubric="preference"), random.Random(0))
+    _, verdict = judge(
+        _request(TaskKind.JUDGE, reference=persona, answer=answer, rubric="preference"), random.Random(0)
+    )
     assert verdict["score"] == 1.0, verdict
 
 
@@ -139,11 +141,11 @@ def test_writer_and_judge_agree_on_emoji() -> None:
     _, plain = generate(_request(TaskKind.GENERATE, persona=PERSONA, topic="sunscreen"), random.Random(0))
     assert piece["body"] != plain["body"]
     _, verdict = judge(
-        _request(TaskKind.JUDGE, persona=persona, answer=piece["body"], rubric="preference"), random.Random(0)
+        _request(TaskKind.JUDGE, reference=persona, answer=piece["body"], rubric="preference"), random.Random(0)
     )
     assert verdict["score"] == 1.0, verdict
     _, verdict = judge(
-        _request(TaskKind.JUDGE, persona=persona, answer=plain["body"], rubric="preference"), random.Random(0)
+        _request(TaskKind.JUDGE, reference=persona, answer=plain["body"], rubric="preference"), random.Random(0)
     )
     assert verdict["score"] == 0.0, verdict
 

@@ -141,7 +141,7 @@ def test_duckdb_results_resume_without_duplicates(settings):
     assert counts["experiment_scores"] > counts["experiment_individuals"]
     saved = results.individuals(first.experiment_id)
     judged = [s for r in saved for s in r.scores if s.scorer == "fidelity"]
-    assert judged and all(s.feedback.startswith("missing: ") for s in judged if s.value < 1)
+    assert judged and all(s.feedback.startswith("gap: ") for s in judged if s.value < 1)  # gaps, in its words
     assert all(s.feedback == "" for r in saved for s in r.scores if s.scorer != "fidelity")
     spent = [(g.calls, g.tokens) for g in results.generations(first.experiment_id)]
     llm = scripted_llm()
@@ -161,7 +161,9 @@ def test_flaky_failures_are_recorded_in_duckdb_per_individual(settings):
     from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
     results = DuckDBExperimentResults(Database(settings.db_path))
-    report = make(results, llm=FlakyLLM(scripted_llm(), rate=0.3, seed=2), generations=2, samples_per_probe=1).run()
+    # seed 3: the judge's requests changed (no persona in them), so the seeded draw of which calls fail did
+    # too; with 30 % of calls failing, some seeds leave no seed individual fully scored (the run then stops)
+    report = make(results, llm=FlakyLLM(scripted_llm(), rate=0.3, seed=3), generations=2, samples_per_probe=1).run()
     assert report.status == "finished"
     failing = [r for r in results.individuals(report.experiment_id) if r.failures]
     assert failing and all(len(r.failure_reasons) == r.failures for r in failing)

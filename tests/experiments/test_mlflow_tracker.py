@@ -48,8 +48,8 @@ def test_experiment_is_logged_once_and_resumes_its_run(settings):
 
 
 class Priced:
-    """Answers like ``inner`` with token usage and a cost per call; every JUDGE call about the
-    persona named ``fail_judge_for`` fails (a judge outage for one individual)."""
+    """Answers like ``inner`` with token usage and a cost per call; every JUDGE call about an answer of
+    the persona named ``fail_judge_for`` fails (a judge outage for one individual)."""
 
     def __init__(self, inner, fail_judge_for: str) -> None:
         self.inner, self.model_name, self.fail_judge_for = inner, inner.model_name, fail_judge_for
@@ -58,8 +58,8 @@ class Priced:
         from furnace.domain.errors import LLMRateLimit
         from furnace.llm.seam import TaskKind, Usage
 
-        persona = (request.inputs or {}).get("persona") or {}
-        if request.task == TaskKind.JUDGE and persona.get("name") == self.fail_judge_for:
+        answer = str((request.inputs or {}).get("answer") or "")  # the judge never sees the persona: its answer
+        if request.task == TaskKind.JUDGE and answer.startswith(f"## {self.fail_judge_for}\n"):  # names it
             raise LLMRateLimit("429 from the judge")
         c = self.inner.complete(request)
         prompt = sum(len(m.content) for m in request.messages) // 4

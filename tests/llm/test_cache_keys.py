@@ -155,11 +155,26 @@ def test_a_personas_id_and_version_shape_a_real_models_key_only_through_the_mess
 
 
 def test_a_persona_content_change_misses_for_every_persona_task() -> None:
-    for task in (TaskKind.REPLY, TaskKind.JUDGE, TaskKind.GENERATE, TaskKind.REVISE, TaskKind.REFLECT):
+    for task in (TaskKind.REPLY, TaskKind.GENERATE, TaskKind.REVISE, TaskKind.REFLECT):
         before = BUILDERS[task](persona())
         after = BUILDERS[task](persona(principles=["Answer briefly.", "Name the steeping time."]))
         for traits in (OFFLINE, REAL):
             assert after.cache_key("m", **traits) != before.cache_key("m", **traits), task
+
+
+def test_the_judge_never_sees_the_persona() -> None:
+    """The judge receives the probe, the answer and the rubric: another persona's same answer is the same call."""
+    before = BUILDERS[TaskKind.JUDGE](persona())
+    after = BUILDERS[TaskKind.JUDGE](persona(principles=["Answer briefly.", "Name the steeping time."]))
+    assert after.messages == before.messages  # a real model: the same call
+    assert after.cache_key("m", **REAL) == before.cache_key("m", **REAL)
+    # offline, a judgement is cached per persona (its ``subject``), which the judge rules never read
+    assert {k: v for k, v in after.inputs.items() if k != "subject"} == {
+        k: v for k, v in before.inputs.items() if k != "subject"
+    }
+    assert after.cache_key("m", **OFFLINE) != before.cache_key("m", **OFFLINE)
+    text = " ".join(m.content for m in after.messages)
+    assert "Answer briefly" not in text and "Answer briefly" not in str(after.inputs)
 
 
 def test_through_the_response_cache_a_hit_and_a_miss() -> None:

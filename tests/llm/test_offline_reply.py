@@ -58,8 +58,8 @@ def say(p: dict, message: str, instruction: str | None = None, seed: int = 0) ->
 def test_answers_from_expertise_and_principles():
     text = say(persona(), "How do I speed up our continuous integration builds?")
     assert "continuous integration" in text  # the most related expertise leads
-    assert "name the smallest next step" in text
-    assert "politics" not in text.casefold()  # a principle naming a forbidden topic is not quoted
+    assert "smallest next step" in text and "name the smallest next step" not in text.casefold()  # in its own words
+    assert "politics" not in text.casefold()  # a principle naming a forbidden topic is not expressed
     assert not MARKDOWN.search(text) and "**" not in text  # markdown stripped from persona text
 
 
@@ -75,7 +75,7 @@ def test_zh_persona_answers_in_chinese_with_register():
     casual = say(zh_persona(tone={"formality": 0.1}), "麻婆豆腐怎么做？")
     assert len(CJK.findall(formal)) > 20 and "您" in formal
     assert "您" not in casual and re.search("[吧呀啦！]", casual)
-    assert "川菜" in casual and "用料写清楚克数" in casual
+    assert "川菜" in casual and "克数" in casual and "用料写清楚克数" not in casual  # the engine's own words
 
 
 @pytest.mark.parametrize("make", [persona, zh_persona])
@@ -199,3 +199,26 @@ def test_few_shot_touching_a_forbidden_topic_is_not_repeated():
     p = persona(few_shots=[{"input": "Any news?", "output": "Only politics today."}])
     text = say(p, "Any news?")
     assert "politics" not in text.casefold() and "software testing" in text
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.casefold().split()).rstrip(" .。;；!！")
+
+
+@pytest.mark.parametrize("path", sorted(LIBRARY.glob("*.yaml")), ids=lambda p: p.stem)
+def test_a_principle_is_expressed_never_quoted(path):
+    """Every library persona, one principle at a time: the answer expresses it, never verbatim."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    p = Elixir.model_validate(data).model_dump(mode="json")
+    for principle in p["principles"]:
+        text = _plain(say({**p, "principles": [principle]}, "Could you help me with this?"))
+        assert len(text) > 40
+        assert _plain(principle) not in text, principle
+
+
+def test_a_principle_on_one_topic_is_used_only_for_that_topic():
+    p = persona(principles=["When asked about parsers, fuzz the grammar with random inputs.", "Prefer fast feedback."])
+    assert "fuzz" in say(p, "How should I test my parser?")
+    assert "fuzz" not in say(p, "How do I speed up our builds?")
+    zh = zh_persona(principles=["谈到豆腐时，一定要先焯水。", "用料写清楚克数。"])
+    assert "焯水" in say(zh, "麻婆豆腐怎么做？") and "焯水" not in say(zh, "回锅肉怎么做？")

@@ -1,19 +1,23 @@
 """Offline JUDGE handler: scores an answer against the *target*, from checkable evidence, zh and en.
 
-``request.inputs = {"persona": <elixir JSON>, "message": str, "answer": str,
-"rubric": "fidelity" | "preference" | "tone", "target": {...} | None}`` where the
-target is the probe's brief plus its held-out rubric (``expertise``, ``expect``,
-``avoid``, ``tone``, ``constraints``, ``language``). Returns ``{"score", "reason",
-"feedback"}``: the reason names the evidence, the feedback says what was missing or
-wrong in the clause format of :mod:`furnace.scoring.feedback`.
+``request.inputs = {"message": str, "answer": str, "rubric": "fidelity" | "preference" | "tone",
+"target": {...} | None, "reference": {...}, "subject": str}``: the probe, the answer and the rubric —
+never the persona (``subject`` only scopes the response cache per persona; no rule reads it). The
+target is the probe's brief plus its held-out rubric (``expertise``, ``expect``, ``avoid``, ``tone``,
+``constraints``, ``language``); ``reference`` is the yardstick the scorer derives
+when there is no target (the persona's declared tone and length limit, or its learned preferences for
+the ``preference`` rubric). Returns ``{"score", "reason", "feedback"}``: the reason names the
+evidence, the feedback names the gaps in the clause format of :mod:`furnace.scoring.feedback` — in
+the judge's own words (``gap: does not say how serious each problem is``), never the rubric's.
 
-Not circular: fidelity counts the *target's* descriptors in the answer, never words
-taken from the persona under test, and tone compares the answer's measured register,
-length, humour and warmth (this module's own marker lists; it shares no phrase table
-with the REPLY rules) with the target's tone. So offline fitness measures how well a
-search moves a persona towards a hidden target on a synthetic landscape — not language
-quality. Without a target, fidelity falls back to the message's own terms and tone to
-the persona's own settings (a consistency check). Deterministic: no randomness is used.
+Not circular and not quotable: fidelity counts the target's *concepts* expressed in the answer through
+the judge's own lexicon (:mod:`furnace.llm.offline.lexicon`: synonyms and paraphrases per descriptor;
+words repeated from the question and negated mentions do not count), and tone compares the answer's
+measured register, length, humour and warmth (this module's own marker lists; it shares no phrase table
+with the REPLY rules) with the target's tone. So offline fitness measures how well a search moves a
+persona towards a hidden target on a synthetic landscape — not language quality. Without a target,
+fidelity falls back to the message's own terms and tone to the reference (a consistency check).
+Deterministic: no randomness is used.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import re
 from typing import Any
 
 from furnace.domain.text import CONCISE, EMOJI, FORMAT, LENGTH, LIVELY, MORE, TONE, read_preference, terms
+from furnace.llm.offline.lexicon import concept, expressed, gap
 from furnace.llm.seam import LLMRequest
 from furnace.scoring.feedback import clause, join_clauses
 
@@ -72,46 +77,44 @@ _HUMOUR = {
     "en": ("levity", "remember:", "rocket science", "joke", "haha", "funny"),
     "zh": ("轻松", "火箭", "别忘了", "哈哈", "玩笑"),
 }
-_HAN = re.compile(r"[\u4e00-\u9fff]")
-_EN_WORD = re.compile(r"[a-z0-9][a-z0-9'-]{2,}")
-_EN_STOP = _STOP | {"the", "and", "for", "are", "how", "why", "who", "its", "one", "any"}
 _GAP = 0.2  # a tone dimension further than this from the target earns a feedback clause
 
 
-def _present(descriptor: str, answer: str) -> bool:
-    """Whether ``answer`` (casefolded) contains ``descriptor``: en — every content word's stem
-    (first five letters) starts a word of the answer; zh — at least 60% of its character bigrams."""
-    d = descriptor.casefold().strip()
-    if not d:
-        return False
-    if _HAN.search(d):
-        han = "".join(re.findall(r"[\u4e00-\u9fff]+", d))
-        grams = {han[i : i + 2] for i in range(max(1, len(han) - 1))}
-        return sum(g in answer for g in grams) >= 0.6 * len(grams)
-    words = [w for w in _EN_WORD.findall(d) if w not in _EN_STOP] or _EN_WORD.findall(d)
-    return bool(words) and all(re.search(r"\b" + re.escape(w[:5]), answer) for w in words)
+def _unquoted(answer: str, message: str) -> str:
+    """``answer`` without the words it repeats from the question (its opening sentence, or the start of it,
+    quoted back): repeating the question says nothing about it."""
+    text = answer
+    first = re.split(r"[.?!。？！\n]", message.strip(), maxsplit=1)[0].strip()
+    for piece in (message.strip(), first, " ".join(first.split()[:12]), first[:29]):
+        if len(piece) >= 8:
+            text = text.replace(piece.casefold(), " ")
+    return text
 
 
 def _fidelity(target: dict[str, Any] | None, answer: str, lang: str, message: str) -> tuple[float, str, list[str]]:
-    """Target fit: the target's expertise and expected descriptors present, avoided ones absent,
-    the target's constraints kept. Without a target: the message's own terms only."""
+    """Target fit: the target's expertise and expected concepts expressed (:mod:`lexicon`: the judge's own
+    synonyms and paraphrases, never the persona's words), avoided ones absent, the target's constraints
+    kept. Feedback names each gap in the judge's words, never the rubric's. Without a target: the
+    message's own terms only."""
     low = answer.casefold()
     if not target:
         wanted = sorted(_terms(message))
         found = [t for t in wanted if t in low]
         coverage = len(found) / len(wanted) if wanted else 1.0
         return 0.3 + 0.7 * coverage, f"no target given: {len(found)}/{len(wanted)} message terms answered", []
-    wanted = list(dict.fromkeys([*target.get("expertise", []), *target.get("expect", [])]))
-    found = [d for d in wanted if _present(d, low)]
-    missing = [d for d in wanted if d not in found]
-    score = 0.2 + 0.8 * (len(found) / len(wanted)) if wanted else 1.0
-    notes = [f"{len(found)}/{len(wanted)} target descriptors present"] if wanted else ["target names no content"]
-    feedback = [clause("missing", ", ".join(missing[:3]))] if missing else []
+    said = _unquoted(low, message.casefold())
+    concepts = [concept(d) for d in dict.fromkeys([*target.get("expertise", []), *target.get("expect", [])])]
+    hit = [c for c in concepts if expressed(c, said)]
+    gaps = [c for c in concepts if c not in hit]
+    score = 0.2 + 0.8 * (len(hit) / len(concepts)) if concepts else 1.0
+    notes = [f"{len(hit)}/{len(concepts)} target concepts expressed"] if concepts else ["target names no content"]
+    feedback = [clause("gap", gap(c, lang)) for c in gaps[:3]]
     for item in target.get("avoid", []):
-        if _present(item, low):
+        avoided = concept(item)
+        if expressed(avoided, said):
             score *= 0.6
-            notes.append(f"contains avoided {item!r}")
-            feedback.append(clause("avoid", item))
+            notes.append("contains something the target wants left out")
+            feedback.append(clause("avoid", gap(avoided, lang)))
     constraints = target.get("constraints") or {}
     limit = constraints.get("max_length")
     if limit and len(answer) > limit:
@@ -201,7 +204,7 @@ def _preference(persona: dict[str, Any], answer: str, lang: str) -> tuple[float,
 def judge(request: LLMRequest, rng: random.Random) -> tuple[str, Any]:
     """Score ``inputs.answer`` for ``inputs.rubric`` against ``inputs.target`` (see the module doc)."""
     inputs = request.inputs
-    persona = inputs.get("persona") or {}
+    persona = inputs.get("reference") or {}  # the yardstick without a target; never the persona's prompt
     target = inputs.get("target") or None
     answer = str(inputs.get("answer") or "")
     rubric = str(inputs.get("rubric") or "fidelity")

@@ -15,8 +15,11 @@ one of::
 
 The rules, in order:
 
-1. **Content** (the first block with a ``missing`` or ``avoid`` clause — the weakest
-   probe's): missing descriptors the persona's principles do not mention yet become one
+1. **Content** (the first block with a ``gap``, ``missing`` or ``avoid`` clause — the weakest
+   probe's): each ``gap`` (a judge's words for what the answer failed to do, up to two) becomes a
+   standing rule in the reflector's words, for every question ("does not say how serious each
+   problem is" → "Always say how serious each problem is."); ``missing`` items (a person's
+   words) the persona's principles do not mention yet become one
    new principle tied to that probe's message ("When asked about <keywords>, cover <items>.");
    if a principle already mentions them, that principle is rewritten the same way (so it
    ranks first for that message). An ``avoid`` item a principle contains drops that
@@ -104,6 +107,23 @@ def _principle_text(items: list[str], keywords: str, language: str) -> str:
     return f"When asked about {keywords}, cover {joined}." if keywords else f"Always cover {joined}."
 
 
+MAX_GAPS = 2  # principles one reflection adds from a judge's gaps
+_NEGATION_EN = re.compile(r"^(?:does not|doesn't|do not|don't|did not|fails to|never|is not|isn't)\s+", re.I)
+_NEGATION_ZH = re.compile(r"^(?:没有|没|未|缺少|缺乏|不)")
+
+
+def _general_principle(gap: str, language: str) -> str:
+    """A judge's gap ("does not say how serious each problem is") as a standing rule in the reflector's own
+    words ("Always say how serious each problem is."): what the answer failed to do becomes what the persona
+    always does — a rule for every question, not an answer to one (the probe's words are not in it)."""
+    text = " ".join(gap.split()).rstrip(" .。；;")
+    if language == "zh":
+        rest = _NEGATION_ZH.sub("", text, count=1)
+        return f"始终要{rest}。" if rest and rest != text else ""
+    rest = _NEGATION_EN.sub("", text, count=1)
+    return f"Always {rest}." if rest and rest != text else ""
+
+
 def _mentions(text: str, item: str) -> bool:
     return item.casefold().strip() in text.casefold()
 
@@ -114,7 +134,14 @@ def _content_edits(block: Block, persona: dict[str, Any], language: str) -> tupl
     notes: list[str] = []
     keywords = _keywords(block.context.get("message", ""), language)
     for category, detail in block.actionable():
-        if category == "missing":
+        if category == "gap":
+            text = _general_principle(detail, language)
+            if not text or sum(e["kind"] == "add_principle" for e in edits) >= MAX_GAPS:
+                continue
+            if not any(p.casefold() == text.casefold() for p in principles):
+                edits.append({"kind": "add_principle", "text": text})
+                notes.append(f"gap {detail}")
+        elif category == "missing":
             items = split_items(detail)[:3]
             if not items:
                 continue
@@ -172,7 +199,7 @@ def propose(persona: dict[str, Any], feedback: str) -> dict[str, Any]:
         for category, detail in block.actionable():
             edit = _style_edit(category, detail)
             if edit is None:
-                if category not in ("missing", "avoid"):
+                if category not in ("gap", "missing", "avoid"):
                     unused.append(f"{category}: {detail}")
                 continue
             slot = edit.get("dimension") or edit["kind"]

@@ -19,8 +19,11 @@
    naming the topic, with an offer to help within the persona's expertise.
    Any sentence that would mention a forbidden topic is dropped.
 4. **Answer** built from the expertise most related to the message (word overlap
-   for en, character bigrams for zh), up to three principles quoted as the
-   persona's rules, and a greeting and closing in the register. A message equal
+   for en, character bigrams for zh), up to three principles put in the engine's
+   own words (:mod:`furnace.llm.offline.paraphrase`: never quoted; a principle
+   "When asked about <topic>, …" only for a message on that topic (all its
+   words; zh: most of its character pairs), and first
+   then), and a greeting and closing in the register. A message equal
    to a few-shot input is answered with that example's output.
 5. **Format and length.** Markdown (a bold heading and bullets) only when
    ``constraints.must_use_markdown``; otherwise plain text with Markdown marks
@@ -42,6 +45,7 @@ from typing import Any
 from furnace.domain.elixir import Elixir
 from furnace.domain.macros import served
 from furnace.domain.text import CONCISE, EMOJI, LENGTH, LIVELY, MORE, TONE, has_cjk, read_preference, terms
+from furnace.llm.offline.paraphrase import condition, express
 from furnace.llm.offline.reply_phrases import PHRASES
 from furnace.llm.seam import LLMRequest
 
@@ -183,10 +187,33 @@ def _topic(message: str, voice: Voice) -> str:
 
 
 def _principle(text: str, voice: Voice) -> str:
-    item = _clean(text, voice, strip_end=True)
-    if voice.language == "en" and len(item) > 1 and item[0].isupper() and item[1].islower():
-        item = item[0].lower() + item[1:]
-    return item
+    """A principle in the engine's own words (:mod:`paraphrase`), never quoted."""
+    return _clean(express(_clean(text, voice), voice.language), voice, strip_end=True)
+
+
+def _applies(topic: str, message: str, language: str) -> bool:
+    """Whether a principle's topic ("When asked about <topic>, …") is the message's: every content word
+    of the topic in the message (en, by stem) or most of its character pairs (zh, 60 %)."""
+    if language == "zh" or has_cjk(topic):
+        han = "".join(re.findall(r"[\u4e00-\u9fff]+", topic))
+        pairs = {han[i : i + 2] for i in range(len(han) - 1)}
+        return bool(pairs) and sum(p in message for p in pairs) >= 0.6 * len(pairs)
+    stems = {t[:5] for t in _terms(topic)}
+    return bool(stems) and stems <= {t[:5] for t in _terms(message)}
+
+
+def _applicable(principles: list[str], message: str, voice: Voice) -> list[str]:
+    """The principles that apply to ``message`` in the order they are used: those whose topic is the
+    message's first, then the unconditional ones by overlap with the message (ties in the persona's
+    order); a principle about another topic is left out."""
+    wanted = _terms(message)
+    ranked = []
+    for i, text in enumerate(principles):
+        topic, instruction = condition(text)
+        if topic is not None and not _applies(topic, message, voice.language):
+            continue
+        ranked.append((topic is None, -len(_terms(instruction) & wanted), i, text))
+    return [text for *_, text in sorted(ranked)]
 
 
 def _join(items: list[str], voice: Voice, *, rules: bool = False) -> str:
@@ -266,7 +293,7 @@ def _parts(
         parts.append(("core", _pick(rng, voice, "core_short" if tight else "core", lead=lead, topic=topic)))
     else:
         parts.append(("core", _pick(rng, voice, "core_no_topic", lead=lead)))
-    principles = [_principle(p, voice) for p in _rank(list(persona.get("principles") or []), message)]
+    principles = [_principle(p, voice) for p in _applicable(list(persona.get("principles") or []), message, voice)]
     principles = [p for p in principles if p and safe(p)][: {"short": 1, "normal": 2, "long": 3}[length]]
     if principles and shot is None:
         parts.append(("principles", _pick(rng, voice, "principles", items=_join(principles, voice, rules=True))))

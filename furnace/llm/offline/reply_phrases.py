@@ -52,9 +52,9 @@ _EN: dict[str, Registers] = {
         "casual": ["Happy to help with anything around {lead}!"],
     },
     "principles": {
-        "formal": ["In doing so, I hold to these principles: {items}."],
-        "neutral": ["I keep to a few rules: {items}."],
-        "casual": ["My rules of thumb: {items}."],
+        "formal": ["In doing so, I make a point of {items}."],
+        "neutral": ["I make a habit of {items}."],
+        "casual": ["I'm all about {items}!"],
     },
     "more": {
         "formal": ["It also concerns {items}, which deserve consideration as well."],
@@ -125,9 +125,9 @@ _ZH: dict[str, Registers] = {
         "casual": ["{lead}相关的事，尽管问我吧！"],
     },
     "principles": {
-        "formal": ["在此过程中，我始终坚持：{items}。"],
-        "neutral": ["我的原则是：{items}。"],
-        "casual": ["我的小原则：{items}～"],
+        "formal": ["在此过程中，我一贯的做法是：{items}。"],
+        "neutral": ["我的习惯是：{items}。"],
+        "casual": ["我一般会这样：{items}～"],
     },
     "more": {
         "formal": ["此外，这也涉及{items}，值得一并考虑。"],
