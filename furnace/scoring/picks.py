@@ -7,8 +7,12 @@ are only ever added: undoing one marks it undone (``undone_at``) and keeps the
 row, so no pick is ever lost; two people picking at once add two rows (each
 pick has its own id) and never overwrite each other.
 
-Two implementations pass one contract suite (``tests/judges/test_picks_store.py``):
-:class:`MemoryPicks` and ``furnace.storage.duckdb.picks.DuckDBPicks``.
+Three implementations pass one contract suite (``tests/judges/test_picks_store.py``):
+:class:`MemoryPicks`, ``furnace.storage.duckdb.picks.DuckDBPicks`` and
+``furnace.storage.sql.picks.SQLPicks``. The two stored ones keep a row per pick
+(:data:`PICK_COLUMNS`, timestamps as naive UTC) with a keyed seal of the pick
+and of its undo (:func:`pick_seal`, :func:`undo_seal`), checked on every read
+(:func:`sealed_pick`).
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from furnace.domain.errors import InputError, NotFound
+from furnace.storage.seals import Sealer, check
 
 Choice = Literal["A", "B", "tie"]
 CHOICES: tuple[Choice, ...] = ("A", "B", "tie")
@@ -71,7 +76,7 @@ class Pick:
 
 
 class PickStore(Protocol):
-    """Where people's picks are kept (DuckDB in a furnace home)."""
+    """Where people's picks are kept (the home's store: DuckDB, SQLite or PostgreSQL)."""
 
     def add(self, pick: Pick) -> Pick:
         """Store a new pick (its ``created_at`` set by the store); adding the same ``pick_id`` again
@@ -97,6 +102,65 @@ def check_undo(pick: Pick | None, pick_id: str, who: str) -> Pick:
         raise NotFound(f"no pick {pick_id!r}", field="pick_id")
     if pick.who != who:
         raise InputError(f"pick {pick_id} was made by {pick.who}; only they can undo it", field="who")
+    return pick
+
+
+# --- a pick as a stored row (table ``human_picks``) and its seals ---------------------------------------
+
+PICK_COLUMNS: tuple[str, ...] = (
+    "pick_id", "experiment_id", "probe", "agent_a", "generation_a", "agent_b", "generation_b", "choice", "who",
+    "reason", "order_seed", "created_at", "undone_at",
+)  # fmt: skip
+"""The columns of a pick's row, in order (then ``seal`` and ``undo_seal``)."""
+
+
+def naive_utc(moment: datetime) -> datetime:
+    """``moment`` as the table holds it: UTC without a zone."""
+    return moment.astimezone(UTC).replace(tzinfo=None)
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    return None if moment is None else moment.replace(tzinfo=UTC)
+
+
+def as_stored(moment: datetime) -> datetime:
+    """``moment`` as it reads back from the table (UTC, to the microsecond): what a seal covers."""
+    return naive_utc(moment).replace(tzinfo=UTC)
+
+
+def _stamp(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat()
+
+
+def pick_seal(sealer: Sealer, pick: Pick) -> str:
+    """The keyed seal of a pick as made (every field but its undo)."""
+    fields = [getattr(pick, name) for name in PICK_COLUMNS[:-2]] + [_stamp(pick.created_at)]
+    return sealer.mac("pick", fields)
+
+
+def undo_seal(sealer: Sealer, pick: Pick) -> str:
+    """The keyed seal of a pick's undo."""
+    return sealer.mac("pick undone", pick.pick_id, _stamp(pick.undone_at))
+
+
+def pick_row(pick: Pick) -> dict[str, Any]:
+    """A new pick's row (``created_at`` set, not undone) without its seal: column name to value."""
+    assert pick.created_at is not None
+    values = {name: getattr(pick, name) for name in PICK_COLUMNS[:-2]}
+    return {**values, "created_at": naive_utc(pick.created_at), "undone_at": None}
+
+
+def sealed_pick(sealer: Sealer, row: tuple[Any, ...]) -> Pick:
+    """The pick of one stored row (:data:`PICK_COLUMNS`, then ``seal`` and ``undo_seal``), its seals checked:
+    SealError naming the pick when it or its undo was written or changed outside furnace."""
+    *fields, seal, undone = row
+    values = dict(zip(PICK_COLUMNS, fields, strict=True))
+    values["created_at"] = _aware(values["created_at"])
+    values["undone_at"] = _aware(values["undone_at"])
+    pick = Pick(**values)
+    check(seal, pick_seal(sealer, pick), f"pick {pick.pick_id}")
+    if pick.undone or undone is not None:
+        check(undone, undo_seal(sealer, pick), f"the undo of pick {pick.pick_id}")
     return pick
 
 

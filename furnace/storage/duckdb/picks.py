@@ -16,50 +16,20 @@ from typing import Any
 
 import duckdb
 
-from furnace.scoring.picks import Pick, check_undo
-from furnace.storage.duckdb.db import Database
-from furnace.storage.seals import Sealer, check
-
-_COLS = (
-    "pick_id, experiment_id, probe, agent_a, generation_a, agent_b, generation_b, choice, who, reason,"
-    " order_seed, created_at, undone_at"
+from furnace.scoring.picks import (
+    PICK_COLUMNS,
+    Pick,
+    as_stored,
+    check_undo,
+    naive_utc,
+    pick_row,
+    pick_seal,
+    sealed_pick,
+    undo_seal,
 )
-_NAMES = [c.strip() for c in _COLS.split(",")]
+from furnace.storage.duckdb.db import Database
 
-
-def _naive(moment: datetime) -> datetime:
-    return moment.astimezone(UTC).replace(tzinfo=None)
-
-
-def _aware(moment: datetime | None) -> datetime | None:
-    return None if moment is None else moment.replace(tzinfo=UTC)
-
-
-def _stamp(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.isoformat()
-
-
-def pick_seal(sealer: Sealer, pick: Pick) -> str:
-    """The keyed seal of a pick as made (every field but its undo)."""
-    fields = [getattr(pick, name) for name in _NAMES[:-2]] + [_stamp(pick.created_at)]
-    return sealer.mac("pick", fields)
-
-
-def undo_seal(sealer: Sealer, pick: Pick) -> str:
-    """The keyed seal of a pick's undo."""
-    return sealer.mac("pick undone", pick.pick_id, _stamp(pick.undone_at))
-
-
-def _pick(sealer: Sealer, row: tuple[Any, ...]) -> Pick:
-    *fields, seal, undone = row
-    values = dict(zip(_NAMES, fields, strict=True))
-    values["created_at"] = _aware(values["created_at"])
-    values["undone_at"] = _aware(values["undone_at"])
-    pick = Pick(**values)
-    check(seal, pick_seal(sealer, pick), f"pick {pick.pick_id}")
-    if pick.undone or undone is not None:
-        check(undone, undo_seal(sealer, pick), f"the undo of pick {pick.pick_id}")
-    return pick
+_COLS = ", ".join(PICK_COLUMNS)
 
 
 class DuckDBPicks:
@@ -70,12 +40,11 @@ class DuckDBPicks:
         self._clock = clock or (lambda: datetime.now(UTC))
 
     def _now(self) -> datetime:
-        """Now, as it reads back (UTC, naive in the table): what a seal covers."""
-        return _aware(_naive(self._clock())) or datetime.now(UTC)
+        return as_stored(self._clock())
 
     def _read(self, where: str, params: list[Any]) -> list[Pick]:
         rows = self.db.query(f"SELECT {_COLS}, seal, undo_seal FROM human_picks WHERE {where}", params)
-        return [_pick(self.db.sealer, r) for r in rows]
+        return [sealed_pick(self.db.sealer, r) for r in rows]
 
     def _get(self, pick_id: str) -> Pick | None:
         found = self._read("pick_id = ?", [pick_id])
@@ -83,12 +52,11 @@ class DuckDBPicks:
 
     def add(self, pick: Pick) -> Pick:
         row = replace(pick, created_at=self._now(), undone_at=None)
-        assert row.created_at is not None
-        values = [getattr(row, name) for name in _NAMES[:-2]] + [_naive(row.created_at)]
+        values = list(pick_row(row).values())
 
         def insert(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(
-                f"INSERT INTO human_picks ({_COLS}, seal) SELECT {', '.join(['?'] * len(_NAMES[:-1]))}, NULL, ?"
+                f"INSERT INTO human_picks ({_COLS}, seal) SELECT {', '.join(['?'] * len(values))}, ?"
                 " WHERE NOT EXISTS (SELECT 1 FROM human_picks WHERE pick_id = ?)",
                 [*values, pick_seal(self.db.sealer, row), row.pick_id],
             )
@@ -108,7 +76,7 @@ class DuckDBPicks:
         def mark(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(
                 "UPDATE human_picks SET undone_at = ?, undo_seal = ? WHERE pick_id = ? AND undone_at IS NULL",
-                [_naive(now), seal, pick_id],
+                [naive_utc(now), seal, pick_id],
             )
 
         self.db.write_one(mark)
