@@ -368,7 +368,11 @@ class Runtime:
 
     @cached_property
     def picks(self) -> PickStore:
-        """People's picks between candidates' replies (``furnace pick``)."""
+        """People's picks between candidates' replies (``furnace pick``), in the live store."""
+        if self.sql is not None:
+            from furnace.storage.sql.picks import SQLPicks
+
+            return SQLPicks(self.sql)
         from furnace.storage.duckdb.picks import DuckDBPicks
 
         return DuckDBPicks(self.db)

@@ -3,8 +3,8 @@
 :func:`copy_home` copies every table's rows (the columns both schemas have; lists as JSON text), then
 verifies that each table holds as many rows as the DuckDB file and that every sealed record reads back
 through the relational store's adapters with its seal verified: every elixir version, every agent (its
-whole record), every experiment with its individuals and generations, every cached response. The DuckDB
-file is never changed or removed.
+whole record), every experiment with its individuals and generations, every cached response, every
+person's pick (and its undo). The DuckDB file is never changed or removed.
 """
 
 from __future__ import annotations
@@ -72,6 +72,7 @@ def copy_home(source: Database, target: SQLDatabase) -> Moved:
 def _verify(target: SQLDatabase, moved: Moved) -> None:
     from furnace.storage.sql.experiments import SQLExperimentResults
     from furnace.storage.sql.llm_calls import SQLResponseCache
+    from furnace.storage.sql.picks import SQLPicks
     from furnace.storage.sql.store import SQLStore
 
     store = SQLStore(target)
@@ -93,3 +94,8 @@ def _verify(target: SQLDatabase, moved: Moved) -> None:
     if cache.refused:
         raise StoreError(f"migrate: {cache.refused} cached responses do not match their keyed seal")
     moved.verified["cached responses"] = moved.rows.get("llm_responses", 0)
+    picks = SQLPicks(target)
+    moved.verified["picks"] = sum(
+        len(picks.picks(experiment_id, include_undone=True))  # each pick's seal, and its undo's
+        for (experiment_id,) in target.query("SELECT DISTINCT experiment_id FROM human_picks")
+    )

@@ -1,4 +1,5 @@
-"""One contract, two pick stores (memory and DuckDB): added, read back, undone but kept, never clobbered."""
+"""One contract, four pick stores (memory, DuckDB, SQLite, PostgreSQL): added, read back, undone but kept,
+never clobbered."""
 
 from __future__ import annotations
 
@@ -17,15 +18,30 @@ from furnace.scoring.picks import MemoryPicks, Pick, new_pick_id
 from tests.storage.conftest import TickClock
 
 
-@pytest.fixture(params=["memory", "duckdb"])
+def _stored(request: pytest.FixtureRequest, kind: str, home: Path, **kw: Any) -> tuple[Any, Any]:
+    """(the database, its pick store) of ``kind``: "duckdb", "sqlite" or "postgresql"."""
+    if kind == "duckdb":
+        from furnace.storage.duckdb.db import Database
+        from furnace.storage.duckdb.picks import DuckDBPicks
+
+        db = Database(home / "furnace.duckdb")
+        return db, DuckDBPicks(db, **kw)
+    from furnace.storage.sql.picks import SQLPicks
+    from tests.storage.postgres import open_sql
+
+    sql = open_sql(request, kind, home)
+    return sql, SQLPicks(sql, **kw)
+
+
+@pytest.fixture(params=["memory", "duckdb", "sqlite", "postgresql"])
 def picks(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "memory":
         yield MemoryPicks(clock=TickClock())
     else:
-        from furnace.storage.duckdb.db import Database
-        from furnace.storage.duckdb.picks import DuckDBPicks
-
-        yield DuckDBPicks(Database(tmp_path / "furnace.duckdb"), clock=TickClock())
+        db, store = _stored(request, request.param, tmp_path, clock=TickClock())
+        yield store
+        if request.param != "duckdb":
+            db.close()
 
 
 def _pick(who: str = "ana", choice: str = "A", **over: Any) -> Pick:
@@ -146,16 +162,40 @@ def test_two_people_in_two_processes_lose_no_pick(tmp_path: Path) -> None:
     assert reasons == {f"ana {i}" for i in range(n)} | {f"bo {i}" for i in range(n)}
 
 
-def test_a_pick_changed_outside_furnace_is_refused_by_name(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["duckdb", "sqlite", "postgresql"])
+def test_a_pick_changed_outside_furnace_is_refused_by_name(
+    request: pytest.FixtureRequest, tmp_path: Path, kind: str
+) -> None:
     from furnace.domain.errors import SealError
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.picks import DuckDBPicks
 
-    db = Database(tmp_path / "furnace.duckdb")
-    picks = DuckDBPicks(db)
+    db, picks = _stored(request, kind, tmp_path)
     kept = picks.add(_pick())
     assert picks.undo(picks.add(_pick(who="bo")).pick_id, who="bo").undone  # an undo is sealed too
     assert len(picks.picks("exp-1", include_undone=True)) == 2
     db.execute("UPDATE human_picks SET choice = 'B' WHERE pick_id = ?", [kept.pick_id])
     with pytest.raises(SealError, match=f"pick {kept.pick_id} does not match its keyed seal"):
         picks.picks("exp-1")
+
+
+def test_a_runtime_on_the_relational_store_keeps_its_picks_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+    from furnace.storage.sql.picks import SQLPicks
+
+    monkeypatch.setenv("FURNACE_DATABASE_URL", f"sqlite:///{tmp_path / 'furnace.sqlite'}")
+    runtime = Runtime(FurnaceSettings(home=tmp_path))
+    try:
+        assert isinstance(runtime.picks, SQLPicks)
+        kept = runtime.picks.add(_pick())
+        assert runtime.sql is not None
+        assert runtime.sql.query("SELECT pick_id, seal IS NOT NULL FROM human_picks") == [(kept.pick_id, True)]
+    finally:
+        runtime.close()
+    monkeypatch.delenv("FURNACE_DATABASE_URL")
+    runtime = Runtime(FurnaceSettings(home=tmp_path / "duck"))
+    try:
+        assert not isinstance(runtime.picks, SQLPicks) and runtime.picks.picks("exp-1") == []
+    finally:
+        runtime.close()

@@ -10,12 +10,15 @@ import pytest
 from furnace.domain.errors import LineageError, SealError
 from furnace.evolution.records import ExperimentRecord, IndividualRecord
 from furnace.llm.seam import Completion, Usage
+from furnace.scoring.picks import Pick
 from furnace.storage.duckdb.db import Database
 from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 from furnace.storage.duckdb.llm_calls import DuckDBResponseCache
+from furnace.storage.duckdb.picks import DuckDBPicks
 from furnace.storage.duckdb.store import DuckDBStore
 from furnace.storage.migrate import copy_home
 from furnace.storage.sql.db import SQLDatabase, sqlite_url
+from furnace.storage.sql.picks import SQLPicks
 from furnace.storage.sql.store import SQLStore
 
 from .conftest import make_elixir
@@ -35,6 +38,10 @@ def _old_home(home: Path) -> Database:
     DuckDBResponseCache(db).put(
         "k", Completion(text="hi", usage=Usage(prompt_tokens=1, completion_tokens=1), model="m")
     )
+    picks = DuckDBPicks(db)
+    picks.add(Pick("pick-kept", "exp-1", "p", "alpha", 0, "beta", 0, "A", "ana", reason="warmer", order_seed=3))
+    picks.add(Pick("pick-undone", "exp-1", "p", "alpha", 0, "beta", 0, "tie", "bo"))
+    picks.undo("pick-undone", who="bo")
     return db
 
 
@@ -43,7 +50,16 @@ def test_a_duckdb_home_moves_with_every_row_and_seal(tmp_path: Path) -> None:
     target = SQLDatabase(sqlite_url(tmp_path), home=tmp_path)  # same home: same seal key
     moved = copy_home(old, target)
     assert moved.rows["elixir_versions"] == 4 and moved.rows["agents"] == 1 and moved.rows["llm_responses"] == 1
-    assert moved.verified == {"elixir versions": 4, "agents": 1, "experiment records": 2, "cached responses": 1}
+    assert moved.rows["human_picks"] == 2
+    assert moved.verified == {
+        "elixir versions": 4,
+        "agents": 1,
+        "experiment records": 2,
+        "cached responses": 1,
+        "picks": 2,
+    }
+    assert SQLPicks(target).picks("exp-1", include_undone=True) == DuckDBPicks(old).picks("exp-1", include_undone=True)
+    assert [p.pick_id for p in SQLPicks(target).picks("exp-1")] == ["pick-kept"]
     store = SQLStore(target)
     assert list(store.get_elixir("alpha").principles) == ["Be brief."]
     assert list(store.get_elixir("beta").expertise) == ["writing", "math"]
@@ -57,6 +73,13 @@ def test_a_forged_row_in_the_old_home_is_refused(tmp_path: Path) -> None:
     agent = DuckDBStore(old).list_agents()[0]
     old.execute("UPDATE agents SET system_prompt = 'You are EvilBot.' WHERE id = ?", [agent.id])
     with pytest.raises((LineageError, SealError), match=agent.id):
+        copy_home(old, SQLDatabase(sqlite_url(tmp_path), home=tmp_path))
+
+
+def test_a_forged_pick_in_the_old_home_is_refused_by_name(tmp_path: Path) -> None:
+    old = _old_home(tmp_path)
+    old.execute("UPDATE human_picks SET choice = 'B' WHERE pick_id = 'pick-kept'")
+    with pytest.raises(SealError, match="pick pick-kept does not match its keyed seal"):
         copy_home(old, SQLDatabase(sqlite_url(tmp_path), home=tmp_path))
 
 

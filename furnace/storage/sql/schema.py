@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from sqlalchemy import (
     BigInteger,
     Boolean,
+    CheckConstraint,
     Column,
     DateTime,
     Float,
@@ -387,6 +388,28 @@ assistant_sessions = Table(
     Column("session_id", String, primary_key=True),
     Column("state", Text, nullable=False),
     Column("updated_at", DateTime, nullable=False, default=utcnow),
+)
+
+# --- people's picks (migration 0002) ------------------------------------------------------------------------
+
+human_picks = Table(
+    "human_picks",
+    metadata,
+    Column("pick_id", String, primary_key=True),
+    Column("experiment_id", String, nullable=False),
+    Column("probe", String, nullable=False),
+    Column("agent_a", String, nullable=False),
+    Column("generation_a", Integer, nullable=False),
+    Column("agent_b", String, nullable=False),
+    Column("generation_b", Integer, nullable=False),
+    Column("choice", String, CheckConstraint("choice IN ('A', 'B', 'tie')", name="human_picks_choice"), nullable=False),
+    Column("who", String, nullable=False),
+    Column("reason", String, nullable=False, default="", server_default=""),
+    Column("order_seed", BigInteger, nullable=False, default=0, server_default="0"),
+    Column("created_at", DateTime, nullable=False),
+    Column("undone_at", DateTime),
+    Column("seal", String),  # keyed seal of the pick as made
+    Column("undo_seal", String),  # keyed seal of its undo, when undone
 )
 
 TABLES: tuple[str, ...] = tuple(metadata.tables)
