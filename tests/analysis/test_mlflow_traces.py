@@ -50,9 +50,10 @@ traces = tracker.traces.search_traces(locations=[tracker.mlflow_experiment_id], 
 spans = {t.info.trace_id: len(t.data.spans) for t in traces}
 expected = {t.info.trace_id: json.loads(t.info.trace_metadata["mlflow.trace.sizeStats"])["num_spans"] for t in traces}
 units = len(evo.results.individuals(report.experiment_id))
+held_out = sum(next(s for s in t.data.spans if s.parent_id is None).name == "held-out" for t in traces)
 tag = tracker.client.get_run(tracker.run_id).data.tags.get("furnace.traces")
 print(json.dumps({
-    "units": units, "started": started, "stored": stored, "missing": tracker.traces_missing, "tag": tag,
+    "units": units, "held": held_out, "started": started, "stored": stored, "missing": tracker.traces_missing, "tag": tag,
     "spans": sum(spans.values()), "expected_spans": sum(expected.values()),
     "queued": mlflow_export.stats.queued, "waited": mlflow_export.stats.waited,
 }))
@@ -80,6 +81,8 @@ def test_a_population_overflowing_the_export_queue_loses_no_trace(tmp_path: Path
     got, err = _run(tmp_path / "home", 16, 3)
     assert got["queued"] > QUEUE and got["waited"] > 0, got  # the queue was full: hand-overs waited
     assert "queue is full" not in err and "dropping" not in err.lower()
-    assert got["started"] == got["stored"] == got["units"] and got["missing"] == 0
-    assert got["tag"] == f"{got['units']} of {got['units']} stored"
+    # one trace per individual, and one for the evaluation after the search (held-out probes)
+    traced = got["units"] + got["held"]
+    assert got["held"] == 1 and got["started"] == got["stored"] == traced and got["missing"] == 0
+    assert got["tag"] == f"{traced} of {traced} stored"
     assert got["spans"] == got["expected_spans"] > got["units"]  # every span of every trace stored
