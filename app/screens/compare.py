@@ -249,6 +249,7 @@ with experiments_tab:
             )
             st.caption("Solid: best fitness; dashed: mean. Axes are scaled to the data; drag to pan, scroll to zoom.")
             st.markdown("**Calls and cost** (a finished run: from the call ledger, as in its report)")
+            totals: list[dict[str, Any]] | None
             try:  # a finished run's totals are its ledger's rows, held to the totals sealed at its finish
                 totals = totals_rows(svc.results, picked, lambda e: svc.llm.ledger.totals(e, family=True))
             except FurnaceError as err:
