@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from furnace.cli import main
 
@@ -49,28 +50,16 @@ def test_ask_lock_and_clear_phrasings_persist_per_session(home, capsys) -> None:
 def test_ask_refuses_a_forged_fitness_naming_the_record(home, capsys) -> None:
     """The assistant's answers from experiment results hold the rows to their keyed seals, as
     ``furnace experiment show`` does: a fitness re-written outside furnace is refused, not reported."""
-    from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord, ScoreRow
+    from furnace.evolution.records import ExperimentRecord, GenerationRecord
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
     from furnace.storage.duckdb.db import Database
+    from tests.storage.test_keyed_seal import _individual
 
     runtime = Runtime(FurnaceSettings())
     results = runtime.results
     results.start_experiment(ExperimentRecord("exp-1", "small", {"generations": 1}, 7, "offline"))
-    child = IndividualRecord(
-        experiment_id="exp-1",
-        generation=0,
-        agent_id="agt-1",
-        slot=0,
-        operator="mutation",
-        parents=("editor",),
-        lineage_hash=None,
-        elixir={"name": "Editor"},
-        system_prompt="You are Editor.",
-        fitness=0.41,
-        objectives={"judge": 0.41},
-        scores=(ScoreRow("p1", "judge", 0.41, "ok", feedback="clear"),),
-    )
+    child = replace(_individual(), operator="mutation")  # a bred agent (best agents leave seeds out)
     results.save_individuals([child])
     results.save_generation(GenerationRecord("exp-1", 0, ("agt-1",), 0.41, 0.41, {"mutation": 1.0}, 3, 1, 90, 0.01))
     runtime.close()
