@@ -398,8 +398,9 @@ class Runtime:
     @cached_property
     def assist_data(self) -> DuckDBAssistData:
         """What the lab assistant reads (an :class:`~furnace.assistant.results.AssistData`) and its sessions."""
-        from furnace.storage.duckdb.assist import DuckDBAssistData
+        from furnace.storage.duckdb.assist import DuckDBAssistData, experiment_verifier
 
+        verify_experiments = experiment_verifier(self.results)  # the rows an answer reports, held to their seals
         if self.sql is not None:  # its DuckDB queries run on the live store's analysis snapshot
             from furnace.storage.duckdb.snapshot import SnapshotReader
             from furnace.storage.sql.assist import SQLAssistSessions
@@ -407,11 +408,12 @@ class Runtime:
             return DuckDBAssistData(
                 SnapshotReader(self.sql),
                 verify_agents=self.store.verify_agents,
+                verify_experiments=verify_experiments,
                 sessions=SQLAssistSessions(self.sql),
                 history=self.store.history,
             )
 
-        return DuckDBAssistData(self.db, verify_agents=self.store.verify_agents)
+        return DuckDBAssistData(self.db, verify_agents=self.store.verify_agents, verify_experiments=verify_experiments)
 
     # -- models --------------------------------------------------------------------------------------
 

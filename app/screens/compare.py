@@ -249,14 +249,20 @@ with experiments_tab:
             )
             st.caption("Solid: best fitness; dashed: mean. Axes are scaled to the data; drag to pan, scroll to zoom.")
             st.markdown("**Calls and cost** (a finished run: from the call ledger, as in its report)")
-            totals = totals_rows(svc.results, picked)
-            st.dataframe(for_table(totals), width="stretch", hide_index=True)
-            cost = [t["cost_usd"] for t in totals if t["cost_usd"] is not None]
-            st.caption(
-                f"total: {known_sum(totals, 'model_calls')} model calls "
-                f"(+{known_sum(totals, 'cached_calls')} served from the cache), "
-                f"{known_sum(totals, 'tokens')} tokens, " + (f"${sum(cost):.4f}" if cost else UNKNOWN)
-            )
+            totals: list[dict[str, Any]] | None
+            try:  # a finished run's totals are its ledger's rows, held to the totals sealed at its finish
+                totals = totals_rows(svc.results, picked, lambda e: svc.llm.ledger.totals(e, family=True))
+            except FurnaceError as err:
+                show_error(err)  # a thinned or edited ledger: said, never shown as numbers
+                totals = None
+            if totals is not None:
+                st.dataframe(for_table(totals), width="stretch", hide_index=True)
+                cost = [t["cost_usd"] for t in totals if t["cost_usd"] is not None]
+                st.caption(
+                    f"total: {known_sum(totals, 'model_calls')} model calls "
+                    f"(+{known_sum(totals, 'cached_calls')} served from the cache), "
+                    f"{known_sum(totals, 'tokens')} tokens, " + (f"${sum(cost):.4f}" if cost else UNKNOWN)
+                )
             ops = operator_totals(svc.results, picked)
             if ops:
                 st.altair_chart(

@@ -7,7 +7,7 @@ MLflow figures are merged in by the page when a run exists.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from furnace.domain.errors import SealError
@@ -200,9 +200,13 @@ def check_ledger(exp: ExperimentRecord, ledger: CallTotals) -> None:
     )
 
 
-def totals_rows(results: ExperimentResults, experiment_ids: Sequence[str]) -> list[dict[str, Any]]:
+def totals_rows(
+    results: ExperimentResults, experiment_ids: Sequence[str], ledger: Callable[[str], CallTotals]
+) -> list[dict[str, Any]]:
     """One row per experiment: generations, best fitness and the run's totals. A finished run's totals
-    are the call ledger's (every process that worked on it, failed attempts included), as in its report;
+    are the call ledger's (every process that worked on it, failed attempts included), as in its report:
+    recomputed from its rows (``ledger``: the sums for an experiment and its sub-runs) and held to the
+    totals sealed into its summary (:func:`check_ledger`, a SealError when rows were deleted or altered);
     a run still going shows the sums of its finished generations so far (``source`` says which)."""
     rows = []
     for exp_id in list(dict.fromkeys(experiment_ids))[:MAX_OVERLAY]:
@@ -214,8 +218,11 @@ def totals_rows(results: ExperimentResults, experiment_ids: Sequence[str]) -> li
             "generations": len(gens),
             "best_fitness": round(max(g.best_fitness for g in gens), 4) if gens else None,  # None: not known yet
         }
-        if all(k in summary for k in LEDGER_TOTALS):
-            row |= {k: summary[k] for k in LEDGER_TOTALS} | {"source": "call ledger"}
+        if exp is not None and all(k in summary for k in LEDGER_TOTALS):
+            now = ledger(exp_id)
+            check_ledger(exp, now)
+            held = now.as_dict()
+            row |= {k: held[k] for k in LEDGER_TOTALS} | {"source": "call ledger"}
         else:
             row |= {
                 "model_calls": sum(g.calls for g in gens),

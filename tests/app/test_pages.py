@@ -252,3 +252,42 @@ def test_compare_experiments_tab_shows_the_judge_feedback(app, app_home):
         and list(shown[0]["feedback"]) == ["missing: tasting notes"]
         and list(shown[0]["probe"]) == ["launch-note"]
     )
+
+
+def test_compare_experiments_totals_refuse_a_thinned_ledger(app, app_home):
+    """The totals table is the call ledger's rows held to the totals sealed at the finish: ledger rows
+    deleted outside furnace show as an error naming the experiment, never as numbers."""
+    from datetime import UTC, datetime
+
+    from furnace.evolution.records import ExperimentRecord, GenerationRecord
+    from furnace.llm.cache import CallRecord
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
+    runtime = Runtime(FurnaceSettings(home=app_home))
+    results, ledger = runtime.results, runtime.llm.ledger
+    results.start_experiment(ExperimentRecord("exp-led", "ledger", {}, 1, "offline"))
+    results.save_generation(GenerationRecord("exp-led", 0, (A,), 0.5, 0.5, {}))
+    for n in range(3):
+        now = datetime.now(UTC)
+        ledger.record(
+            CallRecord(id=f"led{n}", run_id="exp-led", task="reply", model="m", cache_key="k", created_at=now)
+        )
+    ledger.flush()
+
+    def finish() -> None:
+        totals = ledger.totals("exp-led", family=True).as_dict()
+        results.finish_experiment("exp-led", "finished", {"best_fitness": 0.5, **totals})
+
+    finish()
+    app.session_state["compare_experiments"] = ["exp-led"]
+    at = app.switch_page("screens/compare.py").run()
+    no_errors(at)
+    runtime.db.execute("DELETE FROM llm_calls WHERE id = 'led0'")
+    try:
+        at = app.switch_page("screens/compare.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert any("experiment exp-led: its call ledger holds 2 calls" in e.value for e in at.error)
+        assert not any("model calls (+" in c.value for c in at.caption)  # no totals shown
+    finally:
+        finish()  # the module's home stays consistent for the other pages

@@ -6,10 +6,11 @@ import pytest
 
 from furnace.domain.agent import Agent, agent_id_for
 from furnace.domain.elixir import Elixir
-from furnace.domain.errors import InputError, NotFound
+from furnace.domain.errors import InputError, NotFound, SealError
 from furnace.domain.lineage import Lineage
 from furnace.domain.render import render_prompt
 from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord, MemoryResults, ScoreRow
+from furnace.llm.cache import CallTotals
 from furnace.llm.offline import OfflineEngine
 from furnace.scoring.probes import load_probe_set
 from furnace.storage.memory import MemoryStore
@@ -181,19 +182,27 @@ def test_overlay_totals_pareto_and_axis_domain() -> None:
         ("y", 1, 10),
     ]
     results.start_experiment(ExperimentRecord("z", "z", {}, 1, "m"))  # started, no generation finished
-    [started] = totals_rows(results, ["z"])
+    rows_of = {"x": CallTotals(calls=28, cached_calls=3, failed_calls=2, attempts=27, prompt_tokens=900, cost_usd=0.5)}
+
+    def ledger(experiment_id: str) -> CallTotals:
+        return rows_of.get(experiment_id, CallTotals())
+
+    [started] = totals_rows(results, ["z"], ledger)
     assert started["best_fitness"] is None and started["failed_calls"] is None  # unknown, never 0
     from furnace_app.services import for_table, known_sum
 
     assert for_table([started])[0]["best_fitness"] == "—" and known_sum([started], "attempts") == "—"
-    running = totals_rows(results, ["x", "y"])  # no summary yet: the finished generations' sums
+    running = totals_rows(results, ["x", "y"], ledger)  # no summary yet: the finished generations' sums
     assert [(t["model_calls"], t["failed_calls"]) for t in running] == [(18, None), (10, None)]
     assert {t["source"] for t in running} == {"finished generations (run in progress)"}
-    ledger = {"model_calls": 25, "cached_calls": 3, "failed_calls": 2, "attempts": 27, "tokens": 900, "cost_usd": 0.5}
+    sealed = {"model_calls": 25, "cached_calls": 3, "failed_calls": 2, "attempts": 27, "tokens": 900, "cost_usd": 0.5}
     results.start_experiment(ExperimentRecord("x", "x", {}, 1, "m"))
-    results.finish_experiment("x", "finished", {"best_fitness": 0.9, **ledger})
-    finished = totals_rows(results, ["x"])[0]  # the ledger's totals win (failed attempts included)
-    assert {k: finished[k] for k in ledger} == ledger and finished["source"] == "call ledger"
+    results.finish_experiment("x", "finished", {"best_fitness": 0.9, "calls": 25, **sealed})
+    finished = totals_rows(results, ["x"], ledger)[0]  # the ledger's totals win (failed attempts included)
+    assert {k: finished[k] for k in sealed} == sealed and finished["source"] == "call ledger"
+    rows_of["x"] = CallTotals(calls=20, cached_calls=3, failed_calls=2, attempts=22, prompt_tokens=700, cost_usd=0.4)
+    with pytest.raises(SealError, match="experiment x: its call ledger holds 17 calls"):
+        totals_rows(results, ["x"], ledger)  # ledger rows deleted: an error, not the sealed numbers
     lo, hi = axis_domain([0.76, 0.9])
     assert 0.7 < lo < 0.76 and 0.9 < hi < 0.95  # scaled to the data, not from 0
     assert axis_domain([0.5, 0.5]) == (0.488, 0.512)  # a flat series still gets a readable span

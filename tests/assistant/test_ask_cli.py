@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from furnace.cli import main
 
@@ -44,3 +45,33 @@ def test_ask_lock_and_clear_phrasings_persist_per_session(home, capsys) -> None:
     meta = next(e for e in events if e["type"] == "meta")
     assert meta["intent"] == "count" and meta["confidence"] >= 0.6 and not meta["locked"]
     assert events[-1]["result"]["items"] == [{"what": "personas", "count": 0}]  # an empty library
+
+
+def test_ask_refuses_a_forged_fitness_naming_the_record(home, capsys) -> None:
+    """The assistant's answers from experiment results hold the rows to their keyed seals, as
+    ``furnace experiment show`` does: a fitness re-written outside furnace is refused, not reported."""
+    from furnace.evolution.records import ExperimentRecord, GenerationRecord
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+    from furnace.storage.duckdb.db import Database
+    from tests.storage.test_keyed_seal import _individual
+
+    runtime = Runtime(FurnaceSettings())
+    results = runtime.results
+    results.start_experiment(ExperimentRecord("exp-1", "small", {"generations": 1}, 7, "offline"))
+    child = replace(_individual(), operator="mutation")  # a bred agent (best agents leave seeds out)
+    results.save_individuals([child])
+    results.save_generation(GenerationRecord("exp-1", 0, ("agt-1",), 0.41, 0.41, {"mutation": 1.0}, 3, 1, 90, 0.01))
+    runtime.close()
+
+    code, out, err = _run(capsys, "ask", "which agents scored best?", "--json")
+    assert code == 0, err
+    [row] = json.loads(out)[-1]["result"]["items"]
+    assert (row["agent_id"], row["fitness"]) == ("agt-1", 0.41)
+
+    Database(home / "furnace.duckdb").execute("UPDATE experiment_individuals SET fitness = 0.999")
+    code, out, err = _run(capsys, "ask", "which agents scored best?")
+    assert code == 1 and "0.999" not in out
+    assert "experiment exp-1: the record of agt-1 (gen 0) does not match its keyed seal" in err
+    Database(home / "furnace.duckdb").execute("UPDATE experiment_individuals SET fitness = 0.41")  # as sealed
+    assert _run(capsys, "ask", "which agents scored best?")[0] == 0

@@ -16,6 +16,7 @@ from furnace.assistant.answer import AssistantState
 from furnace.assistant.results import Query
 from furnace.assistant.scope import Catalogue, Scope
 from furnace.domain.elixir import Elixir
+from furnace.evolution.records import ExperimentResults
 from furnace.storage.duckdb.db import Database
 
 # The latest, not withdrawn, version of every library elixir.
@@ -67,6 +68,19 @@ def _kind(node: str) -> str:
     return "agent" if node.startswith("agt-") else "persona"
 
 
+def experiment_verifier(results: ExperimentResults) -> Callable[[Sequence[str]], None]:
+    """Check experiments through the store's verified readers: the record and summary, every generation
+    and every individual with its scores; a row written outside furnace raises SealError naming it."""
+
+    def verify(experiment_ids: Sequence[str]) -> None:
+        for experiment_id in dict.fromkeys(experiment_ids):
+            results.get_experiment(experiment_id)
+            results.generations(experiment_id)
+            results.individuals(experiment_id)
+
+    return verify
+
+
 class Reader(Protocol):
     """Where the assistant's DuckDB SQL runs: ``furnace.duckdb`` itself, or the Parquet snapshot of the
     relational store (:class:`~furnace.storage.duckdb.snapshot.SnapshotReader`)."""
@@ -92,20 +106,30 @@ class DuckDBAssistData:
         db: Database | Reader,
         *,
         verify_agents: Callable[[Sequence[str]], None] | None = None,
+        verify_experiments: Callable[[Sequence[str]], None] | None = None,
         sessions: Sessions | None = None,
         history: Callable[[str], list[Elixir]] | None = None,
     ) -> None:
         """``verify_agents`` (the store's) checks every agent a lineage answer names, so the
         assistant never shows a tampered agent's lineage; None only for fixtures without seals.
+        ``verify_experiments`` (:func:`experiment_verifier` on the store's results) checks the experiments
+        whose rows an answer reports (fitness, objectives, parents, scores, generations), only those.
         ``sessions`` and ``history`` (the live store's, verified): where sessions live and versions are
         read when ``db`` is a snapshot reader (else ``db`` itself)."""
         self.db = db
         self.verify_agents = verify_agents or (lambda ids: None)
+        self.verify_experiments = verify_experiments or (lambda ids: None)
         self.sessions = sessions
         self.history = history
 
     def _rows(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
         return self.db.query_dicts(sql, params)
+
+    def _results(self, sql: str, params: list[Any]) -> list[dict[str, Any]]:
+        """Rows of the experiment tables, each experiment they come from verified against its seals."""
+        rows = self._rows(sql, params)
+        self.verify_experiments([r["experiment_id"] for r in rows if r.get("experiment_id")])
+        return rows
 
     def catalogue(self) -> Catalogue:
         personas = self._rows(f"SELECT id, name {_LATEST_LIBRARY}", [])
@@ -149,7 +173,7 @@ class DuckDBAssistData:
             + _TIME.format(col="created_at")
             + " GROUP BY agent_id, experiment_id ORDER BY fitness DESC, agent_id LIMIT ?"
         )
-        return self._rows(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
+        return self._results(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
 
     def agents(self, q: Query) -> list[dict[str, Any]]:
         """Every bred agent (the agents table), with the operator and parents that made it and its best
@@ -174,7 +198,7 @@ class DuckDBAssistData:
             + " ORDER BY a.created_at, a.id LIMIT ?"
         )
         params = [s.experiment, s.experiment, s.experiment, s.agent, s.agent, s.operator, s.operator]
-        return self._rows(sql, [*params, s.persona, s.persona, *self._t(s), q.limit])
+        return self._results(sql, [*params, s.persona, s.persona, *self._t(s), q.limit])
 
     def seeds(self, q: Query) -> list[dict[str, Any]]:
         """The seed personas of experiments (generation 0, operator ``seed``), fittest first."""
@@ -189,7 +213,7 @@ class DuckDBAssistData:
             + _TIME.format(col="created_at")
             + " ORDER BY fitness DESC NULLS LAST, persona_id, experiment_id LIMIT ?"
         )
-        return self._rows(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
+        return self._results(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
 
     def operators(self, q: Query) -> list[dict[str, Any]]:
         s = q.scope
@@ -199,7 +223,7 @@ class DuckDBAssistData:
             + " AND "
             + _TIME.format(col="created_at")
         )
-        rows = self._rows(sql, [s.experiment, s.experiment, *self._t(s)])
+        rows = self._results(sql, [s.experiment, s.experiment, *self._t(s)])
         fitness = {(r["experiment_id"], r["agent_id"]): r["fitness"] for r in rows}
         bred = self._bred_from(s.persona)
         stats: dict[str, dict[str, Any]] = {}
@@ -338,7 +362,7 @@ class DuckDBAssistData:
         s = q.scope
         exp, persona, t = [s.experiment, s.experiment], [s.persona, s.persona], self._t(s)
         out: list[dict[str, Any]] = []
-        for row in self._rows(
+        for row in self._results(
             "SELECT agent_id, experiment_id, failures, failure_reasons, created_at FROM experiment_individuals "
             "WHERE failures > 0 AND "
             + _EQ.format(col="experiment_id")
@@ -359,7 +383,7 @@ class DuckDBAssistData:
                     "created_at": row["created_at"],
                 }
             )
-        for row in self._rows(
+        for row in self._results(
             "SELECT s.experiment_id, s.agent_id, s.probe, s.scorer, s.reason, i.created_at "
             "FROM experiment_scores s LEFT JOIN experiment_individuals i USING (experiment_id, generation, agent_id) "
             "WHERE s.failed AND "
@@ -434,7 +458,8 @@ class DuckDBAssistData:
             + _TIME.format(col="i.created_at")
             + " ORDER BY s.value, s.agent_id, s.probe, s.scorer LIMIT ?"
         )
-        return self._rows(sql, [s.experiment, s.experiment, agent, agent, s.persona, s.persona, *self._t(s), q.limit])
+        params = [s.experiment, s.experiment, agent, agent, s.persona, s.persona, *self._t(s), q.limit]
+        return self._results(sql, params)
 
     # --- experiments -------------------------------------------------------------------
 
@@ -457,7 +482,8 @@ class DuckDBAssistData:
             + _TIME.format(col="e.created_at")
             + " GROUP BY e.experiment_id, e.name, e.created_at ORDER BY e.created_at DESC LIMIT ?"
         )
-        return self._rows(sql, [named, named, s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
+        params = [named, named, s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit]
+        return self._results(sql, params)
 
     def experiments(self, q: Query) -> list[dict[str, Any]]:
         s = q.scope
@@ -470,7 +496,7 @@ class DuckDBAssistData:
             + _TIME.format(col="e.created_at")
             + " ORDER BY e.created_at DESC LIMIT ?"
         )
-        return self._rows(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
+        return self._results(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
 
     # --- writing, preferences, arena ------------------------------------------------------
 
