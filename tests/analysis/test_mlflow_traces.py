@@ -53,7 +53,8 @@ units = len(evo.results.individuals(report.experiment_id))
 held_out = sum(next(s for s in t.data.spans if s.parent_id is None).name == "held-out" for t in traces)
 tag = tracker.client.get_run(tracker.run_id).data.tags.get("furnace.traces")
 print(json.dumps({
-    "units": units, "held": held_out, "started": started, "stored": stored, "missing": tracker.traces_missing, "tag": tag,
+    "units": units, "held": held_out, "started": started, "stored": stored,
+    "missing": tracker.traces_missing, "tag": tag,
     "spans": sum(spans.values()), "expected_spans": sum(expected.values()),
     "queued": mlflow_export.stats.queued, "waited": mlflow_export.stats.waited,
 }))
