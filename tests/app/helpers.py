@@ -21,6 +21,28 @@ def store_for(home: Path):
     return Runtime(FurnaceSettings(home=home)).store
 
 
+def seed_family(home: Path, children: int) -> tuple[str, list[str]]:
+    """``children`` mutations of viral-copywriter v1, then the library moves it to v3: a lineage of
+    ``children + 1`` nodes. The root's id and the children's agent ids."""
+    from furnace.domain.agent import Agent, agent_id_for
+    from furnace.domain.elixir import edit
+    from furnace.domain.lineage import Lineage
+
+    store = store_for(home)
+    parent = store.get_elixir("viral-copywriter")
+    assert parent.version == 1
+    ids = []
+    for i in range(children):
+        lineage = Lineage(parents=(parent.ref,), operator="mutation", params={"seed": i}, op_version="1")
+        child = edit(parent, identity=f"A copywriter, variant {i}.")
+        agent = Agent(id=agent_id_for(lineage.lineage_hash), elixir=child, lineage=lineage, system_prompt=f"v{i}")
+        store.save_agent(agent)
+        ids.append(agent.id)
+    for n in (2, 3):
+        store.save_elixir(edit(store.get_elixir("viral-copywriter"), identity=f"A copywriter, edition {n}."))
+    return "viral-copywriter", ids
+
+
 def no_errors(at) -> None:
     """The page rendered without an exception or an error box."""
     assert not at.exception, [e.value for e in at.exception]

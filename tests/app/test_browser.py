@@ -110,3 +110,72 @@ def test_every_page_with_two_experiments_in_a_real_browser(seeded: Path) -> None
                 for exp_id in experiments:  # both experiments are overlaid (legend and totals table)
                     assert page.get_by_text(exp_id).count() > 0, exp_id
                 page.screenshot(path=str(ARTIFACTS / "browser-compare-overlay.png"), full_page=True)
+
+
+# The Vega view Streamlit embedded (found through React's hooks of the chart's element), and every text label
+# of the chart's own marks (not axes or legend) with the box the browser measured for it, in chart pixels.
+_LABEL_BOXES = """(root) => {
+  const fiberKey = Object.keys(root).find((k) => k.startsWith("__reactFiber$"));
+  let view = null;
+  for (let fiber = root[fiberKey]; fiber && !view; fiber = fiber.return) {
+    for (let hook = fiber.memoizedState; hook && !view; hook = hook.next) {
+      const value = hook && hook.memoizedState;
+      const held = value && typeof value === "object" && "current" in value ? value.current : value;
+      if (held && typeof held.scenegraph === "function") view = held;
+    }
+  }
+  if (!view) return null;
+  const labels = [];
+  const walk = (node, dx, dy) => {
+    if (!node) return;
+    if (node.marktype === "text" && node.role === "mark") {
+      for (const t of node.items) {
+        labels.push({text: String(t.text), x1: t.bounds.x1 + dx, y1: t.bounds.y1 + dy,
+                     x2: t.bounds.x2 + dx, y2: t.bounds.y2 + dy});
+      }
+      return;
+    }
+    for (const item of node.items || []) {
+      const ox = dx + (item.mark && item.mark.marktype === "group" ? item.x || 0 : 0);
+      const oy = dy + (item.mark && item.mark.marktype === "group" ? item.y || 0 : 0);
+      for (const child of item.items || []) walk(child, ox, oy);
+      if (item.marktype) walk(item, dx, dy);
+    }
+  };
+  walk(view.scenegraph().root, 0, 0);
+  return {renderer: view.renderer(), labels};
+}"""
+
+
+def test_a_50_node_lineage_is_readable_in_a_real_browser(seeded: Path) -> None:
+    from .helpers import seed_family
+
+    root, children = seed_family(seeded, 50)
+    with app_server(seeded) as url, browser_page() as page:
+        page.goto(f"{url}/lineage")
+        page.get_by_role("heading", name="Lineage").wait_for()
+        settle(page)
+        box = page.get_by_label("Agent or elixir id", exact=True).and_(page.get_by_role("textbox"))
+        box.fill(root)
+        box.press("Enter")
+        chart = page.locator('[data-testid="stVegaLiteChart"]').first
+        chart.locator("canvas, svg.marks").first.wait_for()
+        settle(page)
+        assert page.locator('[data-testid="stException"]').count() == 0
+        page.screenshot(path="/tmp/furnace-lineage-50.png", full_page=True)
+        drawn = chart.evaluate(_LABEL_BOXES)
+
+    assert drawn is not None, "no Vega view behind the lineage chart"
+    labels = drawn["labels"]
+    texts = [label["text"] for label in labels]
+    assert len(labels) == len(children) + 1 and len(set(texts)) == len(texts), texts  # every node, distinct
+    assert all(t.strip() for t in texts)
+    for label in labels:  # the browser measured a real box for each label
+        assert label["x2"] > label["x1"] and label["y2"] > label["y1"], label
+    overlaps = [
+        (a["text"], b["text"])
+        for i, a in enumerate(labels)
+        for b in labels[i + 1 :]
+        if a["x1"] < b["x2"] and b["x1"] < a["x2"] and a["y1"] < b["y2"] and b["y1"] < a["y2"]
+    ]
+    assert not overlaps, overlaps[:5]

@@ -120,25 +120,9 @@ def test_leaderboard_has_objective_columns_and_the_judges_feedback(app, experime
 @pytest.fixture(scope="module")
 def big_family(app_home) -> tuple[str, list[str]]:
     """120 mutations of viral-copywriter v1 (the library then moves it to v3): a 121-node lineage."""
-    from furnace.domain.agent import Agent, agent_id_for
-    from furnace.domain.elixir import edit
-    from furnace.domain.lineage import Lineage
+    from .helpers import seed_family
 
-    from .helpers import store_for
-
-    store = store_for(app_home)
-    parent = store.get_elixir("viral-copywriter")
-    assert parent.version == 1
-    ids = []
-    for i in range(120):
-        lineage = Lineage(parents=(parent.ref,), operator="mutation", params={"seed": i}, op_version="1")
-        child = edit(parent, identity=f"A copywriter, variant {i}.")
-        agent = Agent(id=agent_id_for(lineage.lineage_hash), elixir=child, lineage=lineage, system_prompt=f"v{i}")
-        store.save_agent(agent)
-        ids.append(agent.id)
-    for n in (2, 3):
-        store.save_elixir(edit(store.get_elixir("viral-copywriter"), identity=f"A copywriter, edition {n}."))
-    return "viral-copywriter", ids
+    return seed_family(app_home, 120)
 
 
 def test_lineage_explorer_stays_readable_at_120_nodes(app, big_family):
