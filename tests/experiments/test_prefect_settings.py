@@ -62,7 +62,11 @@ def test_a_temporary_server_that_never_answers_stops_with_the_setting_named(tmp_
 
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     monkeypatch.setattr(prefect_server, "start_child", silent_server)
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
     with (
+        # no API configured, whatever an earlier test in this worker set in Prefect's settings context
+        temporary_settings(restore_defaults={PREFECT_API_URL}),
         pytest.raises(FurnaceError, match="not up after 0.5s.*FURNACE_PREFECT_START_TIMEOUT_S"),
         prefect_server.prefect_api(tmp_path, timeout_s=0.5),
     ):
