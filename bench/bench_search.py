@@ -20,12 +20,17 @@ is billed are the calls it reports:
 - ``gepa``: ``gepa.optimize`` (the optional ``bench`` extra) with ``trainset`` = train and ``valset`` =
   validation, furnace's model seam as its task model (REPLY + JUDGE) and reflection model (REFLECT).
 
-Every furnace method (and both baselines) searches on train and then scores its best ``VALIDATE_TOP``
-candidates by train on validation (billed, out of the same budget: the search is stopped that many
-validation evaluations early); the best on validation is its champion. gepa picks its own champion on
-its valset. The champion's **test** fitness is what the bench reports (median and IQR over seeds, paired
-win rates), beside its train fitness and the calls billed, and how many calls each method needed to reach
-gepa's test median at the budget (the first point at which its current best reaches it on test). A loop
+Every method sees the same split. The experiment loop (``evolution``, ``evo+reflect``) is given every probe
+marked with its split: it reads feedback from train, scores each individual on train and validation and
+selects on validation (its fitness), and its champion is its best by validation, on the whole budget. Its
+own held-out test scoring is switched off, so no method pays for test. ``random``, ``hill`` and both
+baselines search on train and then score their best ``VALIDATE_TOP`` candidates by train on validation
+(billed, out of the same budget: the search is stopped that many validation evaluations early); the best
+there is the champion. gepa picks its own champion on its valset, on the whole budget. The bench then
+scores every champion on **test** the same way, through an unbilled model, outside every method's budget:
+that is what it reports (median and IQR over seeds, paired win rates), beside its train fitness and the
+calls billed, and how many calls each method needed to reach gepa's test median at the budget (the first
+point at which its current best reaches it on test). A loop
 is stopped at the budget (the meter refuses the call that would pass it); its fitness comes from the
 generations it completed (a generation cut by the budget is billed but not credited: which of its
 children finished would depend on thread timing). Effective concurrency (calls x 50 ms / wall, the first
@@ -65,7 +70,7 @@ from furnace.domain.elixir import Elixir, parse_elixir
 from furnace.domain.errors import BudgetExceeded, FurnaceError, InputError
 from furnace.domain.render import render_prompt
 from furnace.evolution.config import parse_config
-from furnace.evolution.evaluate import Evaluation, evaluate_agent
+from furnace.evolution.evaluate import Evaluation, combine, evaluate_agent
 from furnace.evolution.local import memory_evolution
 from furnace.llm.cache import CachedLLM
 from furnace.llm.fakes import SlowLLM
@@ -83,6 +88,7 @@ COPY_ROUNDS = 3
 OUT = Path(os.environ.get("FURNACE_BENCH_OUT") or Path(__file__).resolve().parent / "out")
 METHODS = ("best-seed", "copy-feedback", "random", "hill", "evolution", "evo+reflect", "gepa")
 EXTRA = ("evo+reflect+pareto",)
+SELECTS_ON_VALIDATION = ("gepa", "evolution", "evo+reflect", "evo+reflect+pareto")  # their own pick, whole budget
 OPERATORS: dict[str, dict[str, float] | None] = {
     "evolution": None,  # the experiment defaults (what a config that names no operators gets)
     "evo+reflect": {"crossover": 0.4, "mutation": 0.2, "reflect": 0.4},
@@ -122,7 +128,8 @@ class RunResult:
 class _Candidate:
     calls: int  # calls billed when it was scored
     elixir: Elixir
-    train: float
+    score: float  # what the method ranks it by: train fitness; validation for the loop and gepa
+    train: float | None = None  # its train fitness, when ``score`` is not (the loop's candidates)
 
 
 class _Counting:
@@ -170,11 +177,13 @@ def validation_reserve(target: Target) -> int:
 
 
 def _setup(target: Target, method: str, seed: int, budget: int, latency: float) -> tuple[Any, Any, list[Elixir]]:
-    """The experiment (on the train probes, metered at the method's search budget), the model behind it
-    and the seeds."""
+    """The experiment (on every probe of the target, each marked with its split; metered at the method's
+    search budget), the model behind it and the seeds. The loop then scores its individuals on train and
+    validation (feedback from train, fitness on validation) and picks its own champion; its held-out test
+    scoring is switched off: the bench scores every method's champion on test itself, outside the budget."""
     library = _library()
     seeds = [library[i] for i in target.seeds]
-    search_budget = budget if method == "gepa" else budget - validation_reserve(target)
+    search_budget = budget if method in SELECTS_ON_VALIDATION else budget - validation_reserve(target)
     data: dict[str, Any] = {
         "name": f"search-{target.name}-{method.replace('+', '-')}",
         "seed": seed,
@@ -192,7 +201,8 @@ def _setup(target: Target, method: str, seed: int, budget: int, latency: float) 
         data["operators"] = operators
     cfg = parse_config(data)  # the other methods use only its seed, budget and mutation rate
     model = _model(latency)
-    evo = memory_evolution(cfg, seeds, llm=model, probes=target.part("train"))
+    evo = memory_evolution(cfg, seeds, llm=model, probes=target.marked())
+    evo.test = None  # no held-out test calls inside the loop: one test yardstick (the bench's) for every method
     return evo, model, seeds
 
 
@@ -208,7 +218,7 @@ def _spent(evo: Any) -> int:
 
 
 def _seed_population(evo: Any, seeds: Sequence[Elixir], pool: Any) -> list[tuple[Elixir, Evaluation]]:
-    train = evo.probes
+    train = evo.train
     evaluated = list(pool.map(lambda e: (e, _evaluate(evo.metered, e, train, evo.config.seed)), seeds))
     return evaluated
 
@@ -246,7 +256,7 @@ def pasted(evo: Any, parent: Elixir, ev: Evaluation, round_: int) -> Elixir | No
     language = parent.language
     data = parent.model_dump(mode="json", exclude={"content_hash", "version", "created_at", "deleted_at"})
     principles, tone, limits = list(data["principles"]), dict(data["tone"]), dict(data["constraints"])
-    messages = {p.id: p.message for p in evo.probes.probes}
+    messages = {p.id: p.message for p in evo.train.probes}
     style: dict[str, tuple[str, int]] = {}
     for probe in sorted(messages):
         content: list[str] = []
@@ -293,7 +303,7 @@ def _copy_feedback(evo: Any, seeds: Sequence[Elixir]) -> tuple[list[_Candidate],
             status = f"round {round_}: nothing left to paste"
             break
         try:
-            ev = _evaluate(evo.metered, child, evo.probes, evo.config.seed)
+            ev = _evaluate(evo.metered, child, evo.train, evo.config.seed)
         except BudgetExceeded:
             status = f"stopped at the budget in round {round_}"
             break
@@ -310,7 +320,7 @@ def _breed_and_score(evo: Any, parents: Sequence[Elixir], op: str, seed: int) ->
         raise
     except FurnaceError:
         return None  # a refused fusion: its calls are spent, nothing to score
-    return bred.elixir, _evaluate(evo.metered, bred.elixir, evo.probes, evo.config.seed)
+    return bred.elixir, _evaluate(evo.metered, bred.elixir, evo.train, evo.config.seed)
 
 
 def _complete_batch(futures: Sequence[Any]) -> list[Any] | None:
@@ -383,16 +393,18 @@ def _hill(evo: Any, seeds: Sequence[Elixir]) -> tuple[list[_Candidate], dict[str
 
 def _evolution(evo: Any) -> tuple[list[_Candidate], dict[str, Any], str]:
     """The loop, stopped at the search budget; credited with the generations it completed (a saved
-    generation is complete), billed every call it made."""
+    generation is complete), billed every call it made. A candidate's score is its fitness (validation)."""
     report = evo.run()
     gens = sorted(evo.results.generations(evo.experiment_id), key=lambda g: g.generation)
     records = evo.results.individuals(evo.experiment_id)
     calls, candidates = 0, []
+    train_ids = [p.id for p in evo.train.probes]
     for gen in gens:
         calls += gen.calls - gen.cached_calls
         for r in records:
             if r.generation == gen.generation and r.scored:
-                candidates.append(_Candidate(calls, parse_elixir(r.elixir), r.fitness))
+                train = combine(r.scores, evo.config.scorers, over=train_ids).fitness
+                candidates.append(_Candidate(calls, parse_elixir(r.elixir), r.fitness, train))
     credited = gens[-1].generation if gens else -1
     fitness = {r.agent_id: r.fitness for r in records}
     ops: dict[str, dict[str, float]] = {}
@@ -425,7 +437,7 @@ def _gepa(evo: Any, seeds: Sequence[Elixir], target: Target) -> tuple[list[_Cand
     """gepa.optimize with a furnace adapter: the candidate is the persona (elixir JSON); trainset = the
     train probes (its minibatches and their traces feed reflection), valset = the validation probes (its
     candidate pool and champion); proposals come from the REFLECT task. Returns the candidates in the order
-    gepa scored them on its valset (their ``train`` field holds the valset score), the operator figures,
+    gepa scored them on its valset (their ``score`` is the valset score), the operator figures,
     the status and the champion's valset score."""
     import gepa
     from gepa.core.adapter import EvaluationBatch
@@ -499,8 +511,8 @@ def _gepa(evo: Any, seeds: Sequence[Elixir], target: Target) -> tuple[list[_Cand
     except BudgetExceeded:  # the budget ends gepa's loop mid-step
         status = "stopped at the budget"
     stats["successes"] = max(0, len({c.elixir.content_hash for c in on_valset}) - 1)  # accepted beyond the seed
-    best = max(on_valset, key=lambda c: c.train) if on_valset else _Candidate(_spent(evo), start, 0.0)
-    return on_valset, {"reflect (gepa)": {**stats, "success_rate": _rate(stats)}}, status, best.train
+    best = max(on_valset, key=lambda c: c.score) if on_valset else _Candidate(_spent(evo), start, 0.0)
+    return on_valset, {"reflect (gepa)": {**stats, "success_rate": _rate(stats)}}, status, best.score
 
 
 # --- one run: search, the final pick on validation, the report on test --------------------------------
@@ -509,7 +521,7 @@ def _gepa(evo: Any, seeds: Sequence[Elixir], target: Target) -> tuple[list[_Cand
 def _distinct_best(candidates: Sequence[_Candidate], n: int) -> list[_Candidate]:
     out: list[_Candidate] = []
     seen: set[str] = set()
-    for c in sorted(candidates, key=lambda c: (-c.train, c.calls, c.elixir.id)):
+    for c in sorted(candidates, key=lambda c: (-c.score, c.calls, c.elixir.id)):
         if c.elixir.content_hash not in seen:
             seen.add(c.elixir.content_hash)
             out.append(c)
@@ -523,7 +535,7 @@ def _curve(candidates: Sequence[_Candidate], test_of: Callable[[Elixir], float])
     curve: list[tuple[int, float]] = []
     best: _Candidate | None = None
     for c in sorted(candidates, key=lambda c: c.calls):
-        if best is None or c.train > best.train:
+        if best is None or c.score > best.score:
             best = c
             curve.append((c.calls, round(test_of(c.elixir), 6)))
     return curve
@@ -549,17 +561,19 @@ def run_one(target: Target, method: str, seed: int, budget: int, latency: float)
     else:
         raise ValueError(f"unknown method {method!r}")
     calls = _spent(evo)
-    if method == "gepa":  # its candidates carry their valset score: gepa's own pick
-        champion = max(candidates, key=lambda c: (c.train, -c.calls)) if candidates else None
-        train_fit = champion.train if champion else 0.0
+    if method in SELECTS_ON_VALIDATION:  # its candidates carry their validation score: the method's own pick
+        champion = max(candidates, key=lambda c: (c.score, -c.calls)) if candidates else None
+        if method != "gepa":
+            validation_score = champion.score if champion else 0.0
+        train_fit = champion.train if champion and champion.train is not None else 0.0
     else:  # the best few by train, scored on validation (billed); the best there is the champion
         counting = _Counting(model)
         valid = target.part("validation")
         top = _distinct_best(candidates, VALIDATE_TOP)
         scored = [(_evaluate(counting, c.elixir, valid, seed).fitness, c) for c in top]
-        validation_score, champion = max(scored, key=lambda pair: (pair[0], pair[1].train, -pair[1].calls))
+        validation_score, champion = max(scored, key=lambda pair: (pair[0], pair[1].score, -pair[1].calls))
         calls += counting.calls
-        train_fit = champion.train
+        train_fit = champion.score
     wall = time.perf_counter() - started
     test_set = target.part("test")
     memo: dict[str, float] = {}
@@ -841,7 +855,7 @@ def run_ci(out: Path | None = None) -> dict[str, Any]:
     return run_search(
         chosen_targets={CI_TARGET: every[CI_TARGET]},
         seeds=(1, 2, 3),
-        budget=240,
+        budget=400,  # the loop pays train + validation per individual: 240 left it the seeds only
         methods=("best-seed", "copy-feedback", "evo+reflect"),
         timed_seeds=(),
         out=out,
@@ -856,7 +870,7 @@ def single_steps(task: str, samples: int = 200) -> dict[str, Any]:
     the share of ``samples`` seeded mutants (rate 0.25) that beat the seed by more than 0.01, and the best
     crossover of the best seed with another seed (what random fusion can draw in one step)."""
     evo, _, seeds = _setup(targets_from()[task], "random", 1, 10**7, 0.0)
-    probes = evo.probes
+    probes = evo.train
     scored = [(_evaluate(evo.metered, e, probes, 1).fitness, e) for e in seeds]
     base, best = max(scored, key=lambda pair: (pair[0], pair[1].id))
     data = best.model_dump(mode="json", exclude={"content_hash", "version", "created_at", "deleted_at"})

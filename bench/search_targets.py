@@ -16,8 +16,8 @@ A probe without ``split`` is placed by its id: the first 8 hex digits of sha256(
 0.5 → train, below 0.7 → validation, else test; a set of 3 or more probes always has at least one train,
 one validation and one test probe (the unmarked probes with the highest fractions move). Feedback and
 reflection read train only, the final pick among a method's candidates is made on validation, and test is
-scored only for the report. This is the bench's own split (the experiment loop's split API is not on this
-branch); it honours ``split:`` keys exactly.
+scored only for the report. This split honours ``split:`` keys exactly; :meth:`Target.marked` hands it to the
+experiment loop as every probe's ``split`` mark, so the loop and every other method search on the same split.
 """
 
 from __future__ import annotations
@@ -49,6 +49,12 @@ class Target:
     def part(self, split: str) -> ProbeSet:
         """The probes of one split (same name, brief and rubric)."""
         return self.probes.model_copy(update={"probes": [p for p in self.probes.probes if self.split[p.id] == split]})
+
+    def marked(self) -> ProbeSet:
+        """Every probe with its split as its ``split`` mark (what the experiment loop is given: it then reads
+        feedback from train, selects on validation and keeps test from every operator)."""
+        probes = [p.model_copy(update={"split": self.split[p.id]}) for p in self.probes.probes]
+        return self.probes.model_copy(update={"probes": probes})
 
 
 def _fraction(probe_id: str) -> float:
