@@ -29,6 +29,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -94,6 +95,16 @@ class CallTotals(BaseModel):
     failed_calls: int = 0
     attempts: int = 0
     failed_attempts: int = 0
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> CallTotals:
+        """Totals from a ledger query's row, in field order (calls, cached_calls, prompt_tokens,
+        completion_tokens, cost_usd, latency_s, failed_calls, attempts, failed_attempts)."""
+        values: dict[str, Any] = {
+            name: float(value) if name in ("cost_usd", "latency_s") else int(value)
+            for name, value in zip(cls.model_fields, row, strict=True)
+        }
+        return cls(**values)
 
     @property
     def model_calls(self) -> int:

@@ -38,7 +38,7 @@ model call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -294,6 +294,49 @@ def matches_query(elixir: Elixir, query: str | None) -> bool:
         return True
     q = query.strip().lower()
     return any(q in text.lower() for text in (elixir.id, elixir.name, *elixir.expertise))
+
+
+def verified_agent(
+    row: Sequence[Any],
+    *,
+    sealer: Sealer,
+    stored_hash: Callable[[str, int], str | None],
+    edges: Iterable[tuple[str, str, str, int]],
+    persona: Callable[[str, int], Elixir],
+    created_at: Callable[[Any], datetime | None],
+) -> Agent:
+    """An agent from its stored row ``(id, lineage, elixir_version, prompt, tools, members, created_at, seal)``,
+    every check made: its lineage against the stored hashes and edges, its record seal, its keyed seal. The
+    adapters differ only in how they read the persona (``persona(id, version)``) and the timestamp."""
+    import json
+
+    from furnace.domain.agent import verify_edges, verify_seal
+    from furnace.storage.seals import agent_mac, check
+
+    id, lineage_json, elixir_version, prompt, tools, members, stored_at, seal = row
+    try:
+        data = json.loads(lineage_json)
+    except ValueError:
+        raise LineageError(f"agent {id}: unreadable lineage record (not JSON)") from None
+    lineage = verify_agent_lineage(id, data, stored_hash)
+    verify_edges(id, lineage, edges)
+    try:
+        agent = Agent(
+            id=id,
+            elixir=persona(id, elixir_version),
+            lineage=lineage,
+            system_prompt=prompt,
+            tools=tuple(json.loads(tools)),
+            members=tuple(ElixirRef.model_validate(m) for m in json.loads(members)),
+            created_at=created_at(stored_at),
+        )
+        stored_seal = json.loads(seal) if seal is not None else None
+    except (ValueError, TypeError) as err:  # pydantic's ValidationError is a ValueError
+        raise LineageError(f"agent {id}: unreadable agent record ({err.__class__.__name__})") from None
+    verify_seal(agent, stored_seal)  # first: its message names the field group that was changed
+    assert isinstance(stored_seal, dict)  # verify_seal raised otherwise
+    check(stored_seal.get("mac"), agent_mac(sealer, id, elixir_version, stored_seal["record_hash"]), f"agent {id}")
+    return agent
 
 
 def verify_agent_lineage(agent_id: str, data: dict[str, Any], stored_hash: Callable[[str, int], str | None]) -> Lineage:

@@ -281,17 +281,7 @@ class DuckDBCallLedger:
             f" ELSE greatest(coalesce(attempts, 1) - 1, 0) END), 0) FROM llm_calls{where}",
             params,
         )[0]
-        stored = CallTotals(
-            calls=int(row[0]),
-            cached_calls=int(row[1]),
-            prompt_tokens=int(row[2]),
-            completion_tokens=int(row[3]),
-            cost_usd=float(row[4]),
-            latency_s=float(row[5]),
-            failed_calls=int(row[6]),
-            attempts=int(row[7]),
-            failed_attempts=int(row[8]),
-        )
+        stored = CallTotals.from_row(row)
         extra = self._in_flight(run_id, family=family)
         if not extra:
             return stored

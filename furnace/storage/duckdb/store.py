@@ -26,12 +26,12 @@ from typing import Any, TypeVar
 
 import duckdb
 
-from furnace.domain.agent import Agent, LineageNode, record_seal, verify_edges, verify_seal
+from furnace.domain.agent import Agent, LineageNode, record_seal
 from furnace.domain.elixir import Elixir, ElixirRef
-from furnace.domain.errors import LineageError, NotFound
+from furnace.domain.errors import NotFound
 from furnace.storage.duckdb.db import Database
 from furnace.storage.memory import Adjacency, bfs
-from furnace.storage.seals import Sealer, agent_mac, check, elixir_seal
+from furnace.storage.seals import Sealer, agent_mac, elixir_seal
 from furnace.storage.store import (
     ElixirSummary,
     Origin,
@@ -42,7 +42,7 @@ from furnace.storage.store import (
     stale_version_error,
     stored_elixir,
     utc_now,
-    verify_agent_lineage,
+    verified_agent,
     withdrawn_error,
 )
 
@@ -575,35 +575,22 @@ class DuckDBStore:
 
         agents = []
         sealer = self.db.sealer
-        for id, lineage_json, elixir_version, prompt, tools, members, created_at, seal in rows:
-            try:
-                data = json.loads(lineage_json)
-            except ValueError:
-                raise LineageError(f"agent {id}: unreadable lineage record (not JSON)") from None
-            lineage = verify_agent_lineage(id, data, stored_hash)
-            verify_edges(id, lineage, edges[id])
-            try:
-                agent = Agent(
-                    id=id,
-                    elixir=(
-                        elixirs[(id, elixir_version)]()
-                        if (id, elixir_version) in elixirs
-                        else self._fetch(con, id, elixir_version)
-                    ),
-                    lineage=lineage,
-                    system_prompt=prompt,
-                    tools=tuple(json.loads(tools)),
-                    members=tuple(ElixirRef.model_validate(m) for m in json.loads(members)),
-                    created_at=_from_db(created_at),
+
+        def persona(id: str, version: int) -> Elixir:
+            found = elixirs.get((id, version))
+            return found() if found is not None else self._fetch(con, id, version)
+
+        for row in rows:
+            agents.append(
+                verified_agent(
+                    row,
+                    sealer=sealer,
+                    stored_hash=stored_hash,
+                    edges=edges[row[0]],
+                    persona=persona,
+                    created_at=_from_db,
                 )
-                stored_seal = json.loads(seal) if seal is not None else None
-            except (ValueError, TypeError) as err:  # pydantic's ValidationError is a ValueError
-                raise LineageError(f"agent {id}: unreadable agent record ({err.__class__.__name__})") from None
-            verify_seal(agent, stored_seal)  # first: its message names the field group that was changed
-            assert isinstance(stored_seal, dict)  # verify_seal raised otherwise
-            expected = agent_mac(sealer, id, elixir_version, stored_seal["record_hash"])
-            check(stored_seal.get("mac"), expected, f"agent {id}")
-            agents.append(agent)
+            )
         return agents
 
     def _elixirs_for(self, con: Con, rows: Sequence[Sequence[Any]]) -> dict[tuple[str, int], Callable[[], Elixir]]:

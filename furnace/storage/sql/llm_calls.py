@@ -134,17 +134,7 @@ class SQLCallLedger:
         if where is not None:
             query = query.where(where)
         row = self.db.query(query)[0]
-        return CallTotals(
-            calls=int(row[0]),
-            cached_calls=int(row[1]),
-            prompt_tokens=int(row[2]),
-            completion_tokens=int(row[3]),
-            cost_usd=float(row[4]),
-            latency_s=float(row[5]),
-            failed_calls=int(row[6]),
-            attempts=int(row[7]),
-            failed_attempts=int(row[8]),
-        )
+        return CallTotals.from_row(row)
 
 
 class SQLResponseCache(ResponseMemory):

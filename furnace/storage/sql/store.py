@@ -19,11 +19,11 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, and_, func, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from furnace.domain.agent import Agent, LineageNode, record_seal, verify_edges, verify_seal
+from furnace.domain.agent import Agent, LineageNode, record_seal
 from furnace.domain.elixir import Elixir, ElixirRef
-from furnace.domain.errors import LineageError, NotFound
+from furnace.domain.errors import NotFound
 from furnace.storage.memory import adjacency, bfs
-from furnace.storage.seals import Sealer, agent_mac, check, elixir_seal
+from furnace.storage.seals import Sealer, agent_mac, elixir_seal
 from furnace.storage.sql.db import SQLDatabase
 from furnace.storage.sql.schema import agents as agent_rows
 from furnace.storage.sql.schema import elixir_versions, lineage_edges
@@ -37,7 +37,7 @@ from furnace.storage.store import (
     stale_version_error,
     stored_elixir,
     utc_now,
-    verify_agent_lineage,
+    verified_agent,
     withdrawn_error,
 )
 
@@ -379,37 +379,22 @@ class SQLStore:
 
         out = []
         sealer = self.db.sealer
-        for id, lineage_json, elixir_version, prompt, tools, members, created_at, seal in rows:
-            try:
-                data = json.loads(lineage_json)
-            except ValueError:
-                raise LineageError(f"agent {id}: unreadable lineage record (not JSON)") from None
-            lineage = verify_agent_lineage(id, data, stored_hash)
-            verify_edges(id, lineage, edges[id])
-            try:
-                persona_row = elixirs.get((id, elixir_version))
-                agent = Agent(
-                    id=id,
-                    elixir=(
-                        self._row_to_elixir(persona_row)
-                        if persona_row is not None
-                        else self._fetch(conn, id, elixir_version)
-                    ),
-                    lineage=lineage,
-                    system_prompt=prompt,
-                    tools=tuple(json.loads(tools)),
-                    members=tuple(ElixirRef.model_validate(m) for m in json.loads(members)),
-                    created_at=from_db(created_at),
+
+        def persona(id: str, version: int) -> Elixir:
+            row = elixirs.get((id, version))
+            return self._row_to_elixir(row) if row is not None else self._fetch(conn, id, version)
+
+        for row in rows:
+            out.append(
+                verified_agent(
+                    row,
+                    sealer=sealer,
+                    stored_hash=stored_hash,
+                    edges=edges[row[0]],
+                    persona=persona,
+                    created_at=from_db,
                 )
-                stored_seal = json.loads(seal) if seal is not None else None
-            except (ValueError, TypeError) as err:  # pydantic's ValidationError is a ValueError
-                raise LineageError(f"agent {id}: unreadable agent record ({err.__class__.__name__})") from None
-            verify_seal(agent, stored_seal)  # first: its message names the field group that was changed
-            assert isinstance(stored_seal, dict)  # verify_seal raised otherwise
-            check(
-                stored_seal.get("mac"), agent_mac(sealer, id, elixir_version, stored_seal["record_hash"]), f"agent {id}"
             )
-            out.append(agent)
         return out
 
     def _elixirs_for(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> dict[tuple[str, int], Any]:
