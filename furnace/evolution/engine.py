@@ -41,7 +41,7 @@ from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import BudgetExceeded, FurnaceError
 from furnace.domain.render import render_prompt
-from furnace.evolution.assessments import individual_assessments
+from furnace.evolution.assessments import held_out_assessments, individual_assessments
 from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.evaluate import (
     Evaluation,
@@ -72,7 +72,7 @@ from furnace.evolution.reflection import (
 )
 from furnace.evolution.report import MINIBATCH, ExperimentReport, budget_stop, build_report, is_rejected
 from furnace.evolution.selection import OperatorBoard, choose_operator, rank_key, survivors
-from furnace.evolution.tracker import NullTracker, Span, Tracker, start_trace
+from furnace.evolution.tracker import Assessment, NullTracker, Span, Tracker, log_held_out, start_trace
 from furnace.evolution.units import Finished, ThreadUnitRunner, Unit, UnitRunner, prestart
 from furnace.evolution.writer import Deferred, NewAgent, RecordWriter, Replacement
 from furnace.llm.cache import CallRecord, CallTotals, sum_calls
@@ -84,6 +84,11 @@ from furnace.scoring.probes import ProbeSet
 
 LEADERBOARD = 10  # members the report ranks (each scored on test)
 HELD_OUT = "held-out"  # the unit (ledger) and trace of the evaluation after the search
+
+
+def trace_name(generation: int, slot: int) -> str:
+    """The name of the trace of the individual evaluated at (``generation``, ``slot``)."""
+    return f"individual g{generation} s{slot}"
 
 
 @dataclass(frozen=True)
@@ -333,7 +338,7 @@ class Evolution:
         attached to the trace as assessments."""
         root = start_trace(
             self.tracker,
-            f"individual g{generation} s{plan.slot}",
+            trace_name(generation, plan.slot),
             {
                 "experiment": self.experiment_id,
                 "generation": generation,
@@ -600,10 +605,22 @@ class Evolution:
             Deferred(partial(self.results.finish_experiment, self.experiment_id, self.status, report.summary()))
         )
         self._writer.flush()
+        log_held_out(self.tracker, report.held_out_steps(), self._held_out_assessments(held_out))
         self.tracker.finish(
             self.status, report.tags(), report.artifacts(), {**report.totals, **report.held_out_metrics()}
         )
         return report
+
+    def _held_out_assessments(self, held: dict[str, Any]) -> dict[str, list[Assessment]]:
+        """Each tested agent's held-out assessments, by the name of the trace of its (first) evaluation."""
+        first: dict[str, IndividualRecord] = {}
+        for r in sorted(self._stored.individuals(self.experiment_id), key=lambda r: (r.generation, r.slot)):
+            first.setdefault(r.agent_id, r)
+        return {
+            trace_name(first[a].generation, first[a].slot): held_out_assessments(row)
+            for a, row in held.get("agents", {}).items()
+            if a in first
+        }
 
     def _held_out(self, history: Sequence[GenerationRecord]) -> dict[str, Any]:
         """After the search: the top ``reevaluate_top`` re-evaluated on validation with fresh samples (the
@@ -825,7 +842,7 @@ class Evolution:
                 spent[where] = spent.get(where, 0) + call.prompt_tokens + call.completion_tokens
         out = []
         for (generation, slot), tokens in sorted(spent.items()):
-            name = f"individual g{generation} s{slot}"
+            name = trace_name(generation, slot)
             if tokens > traced.get(name, 0):
                 out.append({"trace": name, "tokens": tokens, "traced_tokens": traced.get(name, 0)})
         return out

@@ -12,7 +12,7 @@ from typing import Any
 
 from furnace.domain.errors import SealError
 from furnace.evolution.records import ExperimentRecord, ExperimentResults, IndividualRecord
-from furnace.evolution.report import held_out_columns, is_rejected
+from furnace.evolution.report import HELD_OUT_FIELDS, held_out_columns, is_rejected
 from furnace.llm.cache import CallTotals
 from furnace.scoring.fitness import SCORERS, pareto_front
 
@@ -27,10 +27,7 @@ def held_out_fields(figures: dict[str, Any], agent_id: str) -> dict[str, Any]:
     """One agent's train fitness, test fitness with its 95% interval, and the train-test gap (rounded);
     None where the agent was not scored on test."""
     row = held_out_columns(figures.get("agents", {}).get(agent_id))
-    return {
-        k: (round(row[k], 4) if row.get(k) is not None else None)
-        for k in ("train_fitness", "test_fitness", "test_low", "test_high", "train_test_gap")
-    }
+    return {k: (round(row[k], 4) if row.get(k) is not None else None) for k in HELD_OUT_FIELDS}
 
 
 def generation_rows(results: ExperimentResults, experiment_id: str) -> list[dict[str, Any]]:
