@@ -198,6 +198,7 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     every_pick = obj.picks.picks(experiment_id, include_undone=True)
     figures = held_out(results, experiment_id)
     tested = {r.agent_id: held_out_fields(figures, r.agent_id) for r in best}
+    bests = {g.generation: held_out_fields(figures, g.survivors[0] if g.survivors else "") for g in gens}
     data: dict[str, Any] = {
         "experiment_id": exp.experiment_id,
         "name": exp.name,
@@ -214,6 +215,7 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
                 "calls": g.calls,
                 "cached_calls": g.cached_calls,
                 "weights": g.operator_weights,
+                **{f"best_{k}": v for k, v in bests[g.generation].items()},  # scored on test after the search
             }
             for g in gens
         ],
@@ -238,18 +240,21 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     lines = [
         f"{exp.experiment_id} ({exp.name}) — {exp.status}; model {exp.model}",
         f"seeds: {', '.join(seeds)}",
-        "generation  best    mean   calls",
+        "generation  best    mean   calls  (the best's held-out figures)",
     ]
-    lines += [f"{g.generation:>10}  {g.best_fitness:.3f}  {g.mean_fitness:.3f}  {g.calls:>5}" for g in gens]
 
-    def held(agent_id: str) -> str:
-        row = tested[agent_id]
+    def held(row: dict[str, Any]) -> str:
         train = f"{row['train_fitness']:.3f}" if row["train_fitness"] is not None else "-"
         gap = f"{row['train_test_gap']:+.3f}" if row["train_test_gap"] is not None else "-"
         return f"train {train}  test {interval_text(row)}  gap {gap}"
 
+    lines += [
+        f"{g.generation:>10}  {g.best_fitness:.3f}  {g.mean_fitness:.3f}  {g.calls:>5}  {held(bests[g.generation])}"
+        for g in gens
+    ]
+
     lines += ["leaderboard (fitness: validation; test [95% interval]; gap = train - test)"] + [
-        f"  {r.agent_id:<26} gen {r.generation} {r.operator:<9} {r.fitness:.3f}  {held(r.agent_id)}"
+        f"  {r.agent_id:<26} gen {r.generation} {r.operator:<9} {r.fitness:.3f}  {held(tested[r.agent_id])}"
         + ("  champion" if r.agent_id == figures.get("champion") else "")
         for r in best
     ]

@@ -79,6 +79,38 @@ def test_run_list_show(library_home, capsys):
     assert code == 1 and "no experiment" in err
 
 
+def test_show_prints_test_fitness_with_its_interval_and_the_gap_as_the_report_does(library_home, tmp_path, capsys):
+    """Four probes (one held out): `experiment show` gives every generation's best and every ranked agent
+    their train fitness, held-out test fitness with its 95% interval, and the train-test gap — the
+    report's figures, in text and in --json."""
+    from furnace.evolution.report import interval_text
+
+    cfg = tmp_path / "held.yaml"
+    text = CONFIG.read_text().replace("limit: 2", "limit: 4").replace("max_calls: 500", "max_calls: 5000")
+    cfg.write_text(text.replace("generations: 3", "generations: 1"))
+    code, out, err = run(capsys, "experiment", "run", str(cfg), "--no-mlflow", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    code, out, _ = run(capsys, "experiment", "show", report["experiment_id"], "--json")
+    shown = json.loads(out)
+    keys = ("train_fitness", "test_fitness", "test_low", "test_high", "train_test_gap")
+    assert len(shown["generations"]) == len(report["generations"]) == 2
+    for mine, theirs in zip(shown["generations"], report["generations"], strict=True):
+        assert mine[f"best_{keys[1]}"] is not None
+        assert {k: mine[f"best_{k}"] for k in keys} == {k: pytest.approx(theirs[f"best_{k}"], abs=1e-4) for k in keys}
+    board = {r["agent_id"]: r for r in report["leaderboard"]}
+    assert [r["agent_id"] for r in shown["leaderboard"]] == list(board)
+    for row in shown["leaderboard"]:
+        assert {k: row[k] for k in keys} == {k: pytest.approx(board[row["agent_id"]][k], abs=1e-4) for k in keys}
+    code, out, _ = run(capsys, "experiment", "show", report["experiment_id"])
+    champion = next(line for line in out.splitlines() if line.endswith("champion"))
+    row = next(r for r in shown["leaderboard"] if r["agent_id"] in champion)
+    assert f"test {interval_text(row)}  gap {row['train_test_gap']:+.3f}" in champion
+    assert f"train {row['train_fitness']:.3f}" in champion
+    first = shown["generations"][0]
+    assert f"test {interval_text({k: first[f'best_{k}'] for k in keys})}" in out
+
+
 def test_show_lists_unscored_individuals_apart_never_ranked(library_home, capsys):
     from furnace.evolution.records import IndividualRecord, ScoreRow
     from furnace.runtime import Runtime
