@@ -1,4 +1,8 @@
-"""Prefect flow: parents + operator + params → agent (through the caches), scored on a probe set, logged."""
+"""Prefect flow: parents + operator + params → agent (through the caches), scored on a probe set, logged.
+
+Its fitness is over the probes outside the **test** split; the test probes are scored beside it, for the
+report only: the row and the MLflow run carry the test fitness with its 95% interval and the train–test gap.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ from typing import Any  # noqa: E402
 
 from prefect import flow, task  # noqa: E402
 from prefect.cache_policies import NONE  # noqa: E402
+
+from furnace.evolution.report import HELD_OUT_FIELDS, held_out_columns  # noqa: E402
 
 from ._common import furnace_version, operator_versions, retry_options, runtime, scorer_versions, task_retries
 
@@ -31,7 +37,7 @@ def fuse_and_score(
     limit: int | None,
 ) -> dict[str, Any]:
     """One fusion and its evaluation (furnace functions; the task only wires them)."""
-    from furnace.evolution.evaluate import evaluate_agent
+    from furnace.evolution.evaluate import evaluate_agent, split_held_out
     from furnace.fusion.fuse import fuse
     from furnace.scoring.probes import load_probe_set
 
@@ -48,15 +54,16 @@ def fuse_and_score(
         cache=ctx.synthesis_cache,
     )
     agent = result.agent
-    ev = evaluate_agent(
-        ctx.llm, agent.elixir, agent.system_prompt, load_probe_set(probe_set).head(limit), DEFAULT_SCORERS, seed=seed
-    )
+    probes = load_probe_set(probe_set).head(limit)
+    every = evaluate_agent(ctx.llm, agent.elixir, agent.system_prompt, probes, DEFAULT_SCORERS, seed=seed)
+    ev, held = split_held_out(every, probes, DEFAULT_SCORERS, seed=seed, agent_id=agent.id)  # fitness without test
     return {
         "agent_id": agent.id,
         "lineage_hash": agent.lineage_hash,
         "operator": agent.lineage.operator,
         "from_cache": result.from_cache,
         "fitness": ev.fitness,
+        **{k: held_out_columns(held).get(k) for k in HELD_OUT_FIELDS},
         "objectives": ev.objectives,
         "failures": list(ev.failure_reasons),
     }
@@ -69,7 +76,8 @@ def log_fusion(home: str | None, row: dict[str, Any]) -> None:
     tracker.start_experiment(
         f"fusion-{row['agent_id']}", {"operator": row["operator"]}, {"furnace.lineage_hash": row["lineage_hash"]}
     )
-    tracker.log_generation(0, {"fitness": row["fitness"], **row["objectives"]}, {})
+    held = {k: row[k] for k in HELD_OUT_FIELDS if row.get(k) is not None}  # test beside train, with its interval
+    tracker.log_generation(0, {"fitness": row["fitness"], **held, **row["objectives"]}, {})
     tracker.finish("finished", {"furnace.agent_id": row["agent_id"]}, {"fusion.json": row})
 
 

@@ -455,13 +455,14 @@ class MLflowTracker:
         fitness. Idempotent: a rerun adds no second value at a step and no second test assessment."""
         if self.run_id is None:
             return
-        logged = {m.step for m in self.client.get_metric_history(self.run_id, "best_test_fitness")}
+        names = sorted({k for metrics in steps.values() for k in metrics})
+        logged = {k: {m.step for m in self.client.get_metric_history(self.run_id, k)} for k in names}
         now = int(time.time() * 1000)
         batch = [
             Metric(k, float(v), now, generation)
             for generation, metrics in sorted(steps.items())
-            if generation not in logged
             for k, v in sorted(metrics.items())
+            if generation not in logged[k]
         ]
         for start in range(0, len(batch), 1000):  # MLflow takes at most 1000 metrics per batch
             self.client.log_batch(self.run_id, metrics=batch[start : start + 1000])

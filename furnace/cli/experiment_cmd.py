@@ -340,11 +340,18 @@ def sweep_cmd(
         tracker = obj.new_tracker(track=not no_mlflow)  # the experiments' MLflow experiment
         rows = run_sweep(plan, breeder=obj.fusion_breeder(), llm=obj.llm, results=obj.results, tracker=tracker)
     sweep_id = rows[0]["sweep_id"] if rows else ""
-    lines = [f"{'rate':>5} {'seed':>5}  {'agent':<26} fitness"] + [
+    from furnace.evolution.report import interval_text
+
+    def held(r: dict[str, Any]) -> str:
+        gap = f"{r['train_test_gap']:+.3f}" if r.get("train_test_gap") is not None else "-"
+        return f"{r['fitness']:.3f}    {interval_text(r):<22} {gap:>6}"
+
+    lines = [f"{'rate':>5} {'seed':>5}  {'agent':<26} fitness  test [95% interval]       gap"] + [
         f"{r['rate']:>5.2f} {r['seed']:>5}  {r['agent_id']:<26} "
-        + (f"{r['fitness']:.3f}" if not r["failures"] else f"unscored: {(r['reasons'] or ['?'])[0][:60]}")
+        + (held(r) if not r["failures"] else f"unscored: {(r['reasons'] or ['?'])[0][:60]}")
         for r in rows
     ]
+    lines.append("fitness: the probes outside the test split (what the sweep ranks by); test: held out, report only")
     lines.append(f"stored as {sweep_id}: furnace experiment show {sweep_id}")
     emit(rows, as_json=as_json, human="\n".join(lines))
 

@@ -58,7 +58,9 @@ def held_out_assessments(row: Mapping[str, Any]) -> list[Assessment]:
     """One tested agent's held-out figures (a row of the engine's ``held_out.agents``) as assessments on
     its trace, beside its ``fitness`` (validation): ``train_fitness``, ``test_fitness`` (its 95% interval
     in the rationale and metadata) and ``train_test_gap``. A test evaluation that failed is an
-    assessment with an error, never a 0."""
+    assessment with an error, never a 0; an agent never scored on test (a set without test probes) has none."""
+    if row.get("test") is None and not row.get("test_unscored"):
+        return []
     source = "furnace.held_out"
     out = [
         Assessment(
@@ -69,7 +71,7 @@ def held_out_assessments(row: Mapping[str, Any]) -> list[Assessment]:
         )
     ]
     if row.get("test") is None:
-        why = "; ".join(row.get("test_unscored") or []) or "not scored on test"
+        why = "; ".join(row["test_unscored"])
         return [*out, Assessment("test_fitness", None, error=f"unscored: {why}"[:1000], source=source)]
     low, high, gap = float(row["test_low"]), float(row["test_high"]), float(row["gap"])
     return [

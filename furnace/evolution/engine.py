@@ -48,9 +48,9 @@ from furnace.evolution.evaluate import (
     combine,
     evaluate_agent,
     failed_evaluation,
-    probe_fitness,
     reply,
     sample_seed,
+    test_figures,
 )
 from furnace.evolution.metering import MeteredLLM, Tally, completion_totals, error_totals
 from furnace.evolution.records import (
@@ -79,7 +79,7 @@ from furnace.llm.cache import CallRecord, CallTotals, sum_calls
 from furnace.llm.routing import TaskRouter
 from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind
 from furnace.scoring.base import persona_inputs
-from furnace.scoring.fitness import SCORERS, bootstrap_interval
+from furnace.scoring.fitness import SCORERS
 from furnace.scoring.probes import ProbeSet
 
 LEADERBOARD = 10  # members the report ranks (each scored on test)
@@ -616,11 +616,12 @@ class Evolution:
         first: dict[str, IndividualRecord] = {}
         for r in sorted(self._stored.individuals(self.experiment_id), key=lambda r: (r.generation, r.slot)):
             first.setdefault(r.agent_id, r)
-        return {
+        named = {
             trace_name(first[a].generation, first[a].slot): held_out_assessments(row)
             for a, row in held.get("agents", {}).items()
             if a in first
         }
+        return {name: items for name, items in named.items() if items}
 
     def _held_out(self, history: Sequence[GenerationRecord]) -> dict[str, Any]:
         """After the search: the top ``reevaluate_top`` re-evaluated on validation with fresh samples (the
@@ -698,13 +699,7 @@ class Evolution:
                 }
                 if r.agent_id in reevaluated:
                     row["reevaluated"] = reevaluated[r.agent_id]
-                if ev is not None and not ev.failure_reasons:
-                    values = list(probe_fitness(ev.scores, cfg.scorers).values())
-                    low, high = bootstrap_interval(values, seed=int(content_key([cfg.seed, r.agent_id])[:8], 16))
-                    row.update(test=round(ev.fitness, 6), test_low=low, test_high=high)
-                    row["gap"] = round(row["train"] - row["test"], 6)
-                elif ev is not None:
-                    row["test_unscored"] = list(ev.failure_reasons[:2])
+                row.update(test_figures(ev, row["train"], cfg.scorers, seed=cfg.seed, agent_id=r.agent_id))
                 out["agents"][r.agent_id] = row
             out["generations"] = [
                 {"generation": g.generation, "agent_id": g.survivors[0]} for g in history if g.survivors

@@ -190,13 +190,17 @@ def test_fusion_generation_and_mutation_sweep_flows(library_home, prefect_harnes
 
     home = str(library_home)
     row = fusion_generation(
-        ["viral-copywriter", "data-science-mentor"], operator="crossover", seed=1, limit=1, home=home, track=False
+        ["viral-copywriter", "data-science-mentor"], operator="crossover", seed=1, limit=3, home=home, track=False
     )
     assert row["agent_id"].startswith("agt-") and 0 <= row["fitness"] <= 1
+    # three probes, one held out: the fitness is the other two's, the test fitness stands beside it
+    assert row["train_fitness"] == pytest.approx(row["fitness"]) and row["test_fitness"] is not None
+    assert row["test_low"] <= row["test_fitness"] <= row["test_high"]
+    assert row["train_test_gap"] == pytest.approx(row["fitness"] - row["test_fitness"], abs=1e-6)
     again = fusion_generation(
-        ["viral-copywriter", "data-science-mentor"], operator="crossover", seed=1, limit=1, home=home, track=False
+        ["viral-copywriter", "data-science-mentor"], operator="crossover", seed=1, limit=3, home=home, track=False
     )
-    assert again["from_cache"] and again["fitness"] == row["fitness"]
+    assert again["from_cache"] and again == row | {"from_cache": True}
     rows = mutation_sweep("viral-copywriter", [0.1, 0.3], [1, 2], limit=1, home=home)
     assert sorted((r["rate"], r["seed"]) for r in rows) == [(0.0, 0), (0.1, 1), (0.1, 2), (0.3, 1), (0.3, 2)]
     assert [r["fitness"] for r in rows] == sorted((r["fitness"] for r in rows), reverse=True)
