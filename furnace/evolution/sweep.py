@@ -79,6 +79,8 @@ class SweepPlan:
                 "scorers": {k: [w, SCORERS[k].version] for k, w in sorted(self.scorers.items()) if k in SCORERS},
                 "op_version": OPERATORS["mutation"].op_version,
                 "model": self.model,
+                # what a cell's fitness is over: a sweep stored before splits ranked on every probe
+                "fitness_over": "outside the test split",
             }
         )
         return f"sweep-{self.base.id}-{key[:10]}"
