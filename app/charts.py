@@ -20,7 +20,7 @@ PARETO_SELECTION = "agent"  # the point selection's name (st.altair_chart on_sel
 MEASURES = ["best", "mean", "train", "test"]  # validation best and mean; the best's train and test fitness
 
 
-def fitness_overlay(rows: Sequence[dict[str, Any]], x: str, title: str) -> alt.LayerChart:
+def fitness_overlay(rows: Sequence[dict[str, Any]], x: str, title: str) -> alt.LayerChart | alt.FacetChart:
     """Per experiment against ``x`` (generation or calls_spent): best (validation) and mean fitness, and
     the best's train and held-out test fitness, the test line with its 95% interval as a bar per point
     (the train–test gap in the tooltip)."""
