@@ -214,7 +214,12 @@ with agents_tab:
         st.info("Pick two to four agents or elixirs.")
     cards = st.session_state.get("compare_cards") or []
     if cards:
-        st.dataframe(objective_rows(cards), width="stretch", hide_index=True)
+        st.dataframe(for_table(objective_rows(cards)), width="stretch", hide_index=True)
+        if any(c.held_out for c in cards):
+            st.caption(
+                "fitness (weighted) is over every probe shown; the rows below split off the probe set's held-out "
+                "test probes: the fitness outside them, on them with its 95% interval, and the gap (docs/methods.md)."
+            )
         for col, card in zip(st.columns(len(cards)), cards, strict=False):
             with col:
                 st.subheader(card.name)
