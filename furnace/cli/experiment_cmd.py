@@ -149,7 +149,10 @@ def run_cmd(
 @json_option
 @click.pass_obj
 def list_cmd(obj: Runtime, as_json: bool) -> None:
-    """Experiments recorded in DuckDB, newest first."""
+    """Experiments recorded in DuckDB, newest first: the champion's fitness (validation) and its held-out
+    test fitness with its 95% interval and the train-test gap."""
+    from furnace.evolution.report import HELD_OUT_FIELDS, interval_text
+
     rows: list[dict[str, Any]] = [
         {
             "experiment_id": e.experiment_id,
@@ -158,12 +161,14 @@ def list_cmd(obj: Runtime, as_json: bool) -> None:
             "status": e.status,
             "best_agent": e.summary.get("best_agent"),
             "best_fitness": e.summary.get("best_fitness"),
+            **{k: e.summary.get(k) for k in HELD_OUT_FIELDS},
             "generations": e.summary.get("generations"),
         }
         for e in obj.results.list_experiments()
     ]
     lines = [
         f"{r['experiment_id']:<32} {r['status'][:30]:<30} best {r['best_fitness'] or 0:.3f} {r['best_agent'] or '-'}"
+        + (f"  test {interval_text(r)}  gap {r['train_test_gap']:+.3f}" if r["test_fitness"] is not None else "")
         for r in rows
     ] or ["no experiments yet (furnace experiment run FILE)"]
     emit(rows, as_json=as_json, human="\n".join(lines))

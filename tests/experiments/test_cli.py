@@ -91,9 +91,15 @@ def test_show_prints_test_fitness_with_its_interval_and_the_gap_as_the_report_do
     code, out, err = run(capsys, "experiment", "run", str(cfg), "--no-mlflow", "--json")
     assert code == 0, err
     report = json.loads(out)
+    keys = ("train_fitness", "test_fitness", "test_low", "test_high", "train_test_gap")
+    code, out, _ = run(capsys, "experiment", "list", "--json")
+    [listed] = [r for r in json.loads(out) if r["experiment_id"] == report["experiment_id"]]
+    champion = next(r for r in report["leaderboard"] if r["agent_id"] == listed["best_agent"])
+    assert {k: listed[k] for k in keys} == {k: champion[k] for k in keys}
+    code, out, _ = run(capsys, "experiment", "list")
+    assert f"test {interval_text(champion)}  gap {champion['train_test_gap']:+.3f}" in out
     code, out, _ = run(capsys, "experiment", "show", report["experiment_id"], "--json")
     shown = json.loads(out)
-    keys = ("train_fitness", "test_fitness", "test_low", "test_high", "train_test_gap")
     assert len(shown["generations"]) == len(report["generations"]) == 2
     for mine, theirs in zip(shown["generations"], report["generations"], strict=True):
         assert mine[f"best_{keys[1]}"] is not None
