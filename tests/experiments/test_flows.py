@@ -184,6 +184,17 @@ def test_evolution_flow_on_a_local_dask_cluster(library_home, prefect_harness, t
     assert plain.totals["model_calls"] == result["totals"]["model_calls"] > 0  # from the flow's ledger
 
 
+def test_the_final_leaderboard_artifact_has_test_with_its_interval_beside_train():
+    from experiments.test_evolution import make
+    from furnace_flows.artifacts import report_rows
+
+    report = make(generations=1, probes={"set": "writing-en", "limit": 4}).run().as_dict()
+    board, _ = report_rows(report)
+    keys = ("fitness", "train_fitness", "test_fitness", "test_low", "test_high", "train_test_gap")
+    assert [{k: r[k] for k in keys} for r in board] == [{k: r.get(k) for k in keys} for r in report["leaderboard"]]
+    assert all(r["test_low"] <= r["test_fitness"] <= r["test_high"] for r in board)
+
+
 def test_fusion_generation_and_mutation_sweep_flows(library_home, prefect_harness):
     from furnace_flows.fusion_generation import fusion_generation
     from furnace_flows.mutation_sweep import mutation_sweep
