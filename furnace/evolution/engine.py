@@ -241,7 +241,8 @@ class Evolution:
             routed = TaskRouter(self.llm, {TaskKind.JUDGE: named[self.panel.judges[0]]}, named)
             self.judge_model = " + ".join(self.panel.judges)
         self.metered = MeteredLLM(routed, concurrency=self.config.concurrency, budget=self.config.budget)
-        separate = self.judge_model if self.judge_model != self.llm.model_name else None
+        separate = self.judge.model_name if self.judge is not None else None  # a panel is in the config
+        separate = separate if separate != self.llm.model_name else None
         self.experiment_id = self.config.experiment_id(
             self.llm.model_name, experiment_inputs(self.seeds, self.probes, judge_model=separate)
         )
