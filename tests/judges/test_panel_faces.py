@@ -1,0 +1,80 @@
+"""Two offline judges through the faces: ``experiment run --json``, ``experiment show --json``, and one
+MLflow assessment per judge (``source_id`` = the judge model) read back through ``mlflow.search_traces``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from furnace.evolution.judging import judge_rows
+from furnace.llm.seam import OFFLINE_MODEL_NAME, OFFLINE_SECOND_JUDGE
+from tests.conftest import seed_home
+from tests.judges.helpers import run
+
+CONFIG = Path(__file__).parents[1] / "experiments" / "data" / "small.yaml"
+JUDGES = f"judges: [{OFFLINE_MODEL_NAME}, {OFFLINE_SECOND_JUDGE}]\n"
+
+
+def _assessments(home: Path) -> dict[str, list]:
+    """trace name -> its assessments."""
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{home.resolve() / 'mlflow.db'}")
+    found = mlflow.get_experiment_by_name("furnace-experiments")
+    assert found is not None
+    traces = mlflow.search_traces(locations=[found.experiment_id], return_type="list", include_spans=False)
+    return {t.info.tags.get("mlflow.traceName", ""): list(t.info.assessments) for t in traces}
+
+
+def test_a_two_judge_run_reports_each_judge_and_logs_one_assessment_per_judge(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seed_home(home)
+    monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
+    config = tmp_path / "judges.yaml"
+    config.write_text(
+        CONFIG.read_text().replace("generations: 3", "generations: 1").replace("limit: 2", "limit: 3") + JUDGES
+    )
+    code, out, err = run(capsys, "experiment", "run", str(config), "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    judges = report["judges"]
+    assert judges["judges"] == [OFFLINE_MODEL_NAME, OFFLINE_SECOND_JUDGE] and judges["fitness"] == "mean of 2 judges"
+    assert judges["units"] > 0 and len(judges["readings"]) == 2
+    assert all(set(row["judges"]) == set(judges["judges"]) for row in report["leaderboard"])
+    top = report["leaderboard"][0]
+    assert top["fitness"] == pytest.approx(sum(top["judges"].values()) / 2, abs=1e-5)
+
+    code, out, err = run(capsys, "experiment", "show", report["experiment_id"])
+    assert code == 0 and f"judges: {OFFLINE_MODEL_NAME}, {OFFLINE_SECOND_JUDGE}" in out, err
+    shown = json.loads(run(capsys, "experiment", "show", report["experiment_id"], "--json")[1])
+    assert shown["judges"]["alpha"] == judges["alpha"] and shown["judges"]["spearman"] == judges["spearman"]
+    assert shown["leaderboard"][0]["judges"] == pytest.approx(top["judges"])
+
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
+    records = Runtime(FurnaceSettings(home=home)).results.individuals(report["experiment_id"])
+    validation = report["held_out"]["splits"]["validation"]
+    traces = _assessments(home)
+    checked = 0
+    for record in records:
+        found = traces.get(f"individual g{record.generation} s{record.slot}")
+        if found is None or not record.scored:
+            continue
+        fidelity = [a for a in found if a.name == "fidelity"]
+        by_judge = {a.source.source_id: a for a in fidelity if a.source.source_type == "LLM_JUDGE"}
+        assert set(by_judge) == {OFFLINE_MODEL_NAME, OFFLINE_SECOND_JUDGE}
+        for judge, assessment in by_judge.items():
+            mine = [
+                r.value for r in judge_rows(record.scores, judge) if r.scorer == "fidelity" and r.probe in validation
+            ]
+            assert assessment.value == pytest.approx(sum(mine) / len(mine), abs=1e-6)
+        (panel,) = [a for a in fidelity if a.source.source_type == "CODE"]
+        assert (
+            panel.value == pytest.approx(record.objectives["fidelity"]) and "furnace.judges" in panel.source.source_id
+        )
+        checked += 1
+    assert checked >= 4
