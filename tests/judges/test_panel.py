@@ -257,3 +257,51 @@ def test_budget_exceeded_is_not_swallowed_by_a_judge() -> None:
     report = evo.run()
     assert "budget" in report.status
     assert not any("budget" in r.reason for rec in evo.results.individuals(report.experiment_id) for r in rec.scores)
+
+
+def _second() -> OfflineEngine:
+    return OfflineEngine(SECOND)
+
+
+def test_isolated_units_judge_with_the_whole_panel_like_a_local_run() -> None:
+    """What a Dask worker does (``run_job`` on the pickled world): the panel's judges travel as factories
+    and the records equal a local run's, per-judge rows included."""
+    import pickle
+    from concurrent.futures import ThreadPoolExecutor
+
+    from furnace.evolution.isolated import IsolatedUnitRunner, Sink, build_world, run_job
+    from furnace.evolution.local import memory_evolution
+    from furnace.evolution.units import ThreadUnitRunner
+    from furnace.fusion.embedding import HashEmbedder
+    from tests.experiments.test_isolated import CONFIG as ISOLATED
+
+    cfg = parse_config({**ISOLATED, "generations": 1, "judges": [OFFLINE_MODEL_NAME, SECOND]})
+    seeds = [e for e in library() if e.language == "en"]
+
+    def evolution() -> Evolution:
+        llm = CachedLLM(OfflineEngine())
+        return memory_evolution(cfg, seeds, llm=llm, judges=[llm, CachedLLM(_second(), llm.cache, llm.ledger)])
+
+    def rows(evo: Evolution, experiment_id: str) -> list[tuple]:
+        return sorted(
+            (r.generation, r.slot, r.agent_id, r.fitness, tuple(sorted((s.probe, s.scorer, s.value) for s in r.scores)))
+            for r in evo.results.individuals(experiment_id)
+        )
+
+    local = evolution()
+    local.unit_runner = ThreadUnitRunner(1)
+    expected = local.run()
+    evo = evolution()
+    world = pickle.loads(
+        pickle.dumps(build_world(evo, model=OfflineEngine, judges=[OfflineEngine, _second], embedder=HashEmbedder))
+    )
+    sink = Sink(evo, evo.breeder.store, evo.llm.cache, evo.llm.ledger, evo.breeder.cache.kv)
+    with ThreadPoolExecutor(1) as pool:
+        evo.unit_runner = IsolatedUnitRunner(lambda job, order: pool.submit(run_job, world, job), sink)
+        report = evo.run()
+    assert report.experiment_id == expected.experiment_id
+    assert rows(evo, report.experiment_id) == rows(local, expected.experiment_id)
+    assert any(
+        split_scorer(s.scorer)[1] == SECOND for r in evo.results.individuals(report.experiment_id) for s in r.scores
+    )
+    assert report.judges == expected.judges
