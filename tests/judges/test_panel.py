@@ -305,3 +305,26 @@ def test_isolated_units_judge_with_the_whole_panel_like_a_local_run() -> None:
         split_scorer(s.scorer)[1] == SECOND for r in evo.results.individuals(report.experiment_id) for s in r.scores
     )
     assert report.judges == expected.judges
+
+
+def test_picks_calibrate_each_judge_of_the_panel() -> None:
+    """``furnace pick --report`` and ``experiment show``: each judge of a panel against people's picks."""
+    from furnace.scoring.picks import Pick
+    from furnace.views.picking import experiment_calibration, judge_table, panel_tables
+
+    evo, _ = panel_run(generations=0)
+    report = evo.run()
+    records = evo.results.individuals(report.experiment_id)
+    tables = panel_tables(records)
+    assert set(tables) == {FIRST, SECOND}
+    first = tables[FIRST]
+    probe = evo.validation_ids[0]
+    scored = sorted((first[(r.agent_id, r.generation, probe)], r.agent_id) for r in records if r.scored)
+    (low, a), (high, b) = scored[0], scored[-1]
+    assert low < high
+    # a person who always sides with the first judge
+    picks = [Pick(f"pick-{i}", report.experiment_id, probe, a, 0, b, 0, "B", "ana") for i in range(3)]
+    calibration = experiment_calibration(records, picks, evo.judge_model)
+    shares = {agreement.judge: agreement.share for agreement in calibration.judges}
+    assert set(shares) == {evo.judge_model, FIRST, SECOND} and shares[FIRST] == 1.0
+    assert judge_table(records) != first  # the panel's own table is the judges' mean, not one judge's
