@@ -105,7 +105,7 @@ def _score_probe(
             answer = reply(llm, elixir, system_prompt, probe, seed=seed, sample=sample)
         except LLMError as err:
             error = f"reply failed: {err}"
-    rows = []
+    rows: list[ScoreRow] = []
     target = probes.target_for(probe)  # the judge's yardstick; never shown to the persona
     for name in sorted(scorers):
         if scorers[name] <= 0 or not SCORERS[name].per_probe:
@@ -121,10 +121,10 @@ def _score_probe(
                 elixir,
                 probe.message,
                 answer,
-                name,
+                name,  # type: ignore[arg-type]
                 seed=seed,
                 error=error,
-                target=target,  # type: ignore[arg-type]
+                target=target,
             )
             rows.extend(
                 ScoreRow(probe.id, judge_scorer(name, j), v.value, v.reason, v.failed, v.feedback)

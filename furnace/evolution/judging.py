@@ -75,16 +75,13 @@ def probe_scores(rows: Iterable[ScoreRow], judges: Sequence[str]) -> dict[str, d
     failed: set[tuple[str, str]] = set()
     for row in rows:
         scorer, judge = split_scorer(row.scorer)
-        if judge not in judges or row.probe == "*" or not _judged(scorer):
+        if judge is None or judge not in judges or row.probe == "*" or not _judged(scorer):
             continue
         if row.failed:
             failed.add((row.probe, judge))
         values.setdefault(row.probe, {}).setdefault(judge, []).append(row.value)
     return {
-        probe: {
-            j: None if (probe, j) in failed or j not in by else sum(by[j]) / len(by[j])
-            for j in judges  # type: ignore[misc]
-        }
+        probe: {j: None if (probe, j) in failed or j not in by else sum(by[j]) / len(by[j]) for j in judges}
         for probe, by in values.items()
     }
 
