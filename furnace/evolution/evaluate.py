@@ -115,33 +115,26 @@ def _score_probe(
             score = _tool(
                 span, name, probe.id, lambda: constraint_compliance(elixir, answer, error=error, target=target)
             )
-        elif kind == "judge" and panel is not None:
-            verdicts = panel.verdicts(
-                judge,
-                elixir,
-                probe.message,
-                answer,
-                name,  # type: ignore[arg-type]
-                seed=seed,
-                error=error,
-                target=target,
-            )
-            rows.extend(
-                ScoreRow(probe.id, judge_scorer(name, j), v.value, v.reason, v.failed, v.feedback)
-                for j, v in verdicts.items()
-            )
-            score = panel.combine(verdicts)
         elif kind == "judge":
-            score = judge_answer(
-                judge,
-                elixir,
-                probe.message,
-                answer,
-                name,  # type: ignore[arg-type]
+            ask = partial(
+                judge_answer,
+                elixir=elixir,
+                message=probe.message,
+                answer=answer,
+                rubric=name,  # type: ignore[arg-type]
                 seed=seed,
                 error=error,
                 target=target,
             )
+            if panel is None:
+                score = ask(judge)
+            else:  # each judge's verdict is a row of its own; the panel's is the objective's
+                verdicts = panel.verdicts(judge, ask)
+                rows.extend(
+                    ScoreRow(probe.id, judge_scorer(name, j), v.value, v.reason, v.failed, v.feedback)
+                    for j, v in verdicts.items()
+                )
+                score = panel.combine(verdicts)
         else:
             score = _tool(span, name, probe.id, partial(_brief_score, elixir, probes.brief_for(probe)))
         rows.append(ScoreRow(probe.id, name, score.value, score.reason, score.failed, score.feedback))

@@ -18,15 +18,12 @@ cache key holds the model that answers, so two judges never share a cached verdi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from furnace.domain.elixir import Elixir
 from furnace.llm.seam import LLM, Completion, LLMRequest
 from furnace.scoring.base import Score
 from furnace.scoring.feedback import join_clauses
-from furnace.scoring.judge import Rubric, judge_answer
 
 SEPARATOR = "@"
 
@@ -74,25 +71,10 @@ class Panel:
             return f"{self.fitness_judge}'s score (fitness_judge)"
         return f"mean of {len(self.judges)} judges"
 
-    def verdicts(
-        self,
-        llm: LLM,
-        elixir: Elixir,
-        message: str,
-        answer: str | None,
-        rubric: Rubric,
-        *,
-        seed: int,
-        error: str | None = None,
-        target: dict[str, Any] | None = None,
-    ) -> dict[str, Score]:
-        """Each judge's score of one answer on ``rubric`` (its call routed through ``llm``), in panel order."""
-        return {
-            name: judge_answer(
-                RoutedJudge(llm, name), elixir, message, answer, rubric, seed=seed, error=error, target=target
-            )
-            for name in self.judges
-        }
+    def verdicts(self, llm: LLM, ask: Callable[[LLM], Score]) -> dict[str, Score]:
+        """Each judge's score, in panel order: ``ask`` (one judge call, e.g. :func:`furnace.scoring.judge.judge_answer` with
+        its answer and rubric bound) of ``llm`` with the call routed to that judge."""
+        return {name: ask(RoutedJudge(llm, name)) for name in self.judges}
 
     def combine(self, verdicts: Mapping[str, Score]) -> Score:
         """The panel's score: a failure when any judge failed (naming it), else the mean of the judges (or

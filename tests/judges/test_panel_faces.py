@@ -11,7 +11,7 @@ import pytest
 from furnace.evolution.judging import judge_rows
 from furnace.llm.seam import OFFLINE_MODEL_NAME, OFFLINE_SECOND_JUDGE
 from tests.conftest import seed_home
-from tests.judges.helpers import run
+from tests.judges.helpers import furnace_traces, run
 
 CONFIG = Path(__file__).parents[1] / "experiments" / "data" / "small.yaml"
 JUDGES = f"judges: [{OFFLINE_MODEL_NAME}, {OFFLINE_SECOND_JUDGE}]\n"
@@ -19,13 +19,7 @@ JUDGES = f"judges: [{OFFLINE_MODEL_NAME}, {OFFLINE_SECOND_JUDGE}]\n"
 
 def _assessments(home: Path) -> dict[str, list]:
     """trace name -> its assessments."""
-    import mlflow
-
-    mlflow.set_tracking_uri(f"sqlite:///{home.resolve() / 'mlflow.db'}")
-    found = mlflow.get_experiment_by_name("furnace-experiments")
-    assert found is not None
-    traces = mlflow.search_traces(locations=[found.experiment_id], return_type="list", include_spans=False)
-    return {t.info.tags.get("mlflow.traceName", ""): list(t.info.assessments) for t in traces}
+    return {t.info.tags.get("mlflow.traceName", ""): list(t.info.assessments) for t in furnace_traces(home)}
 
 
 def test_a_two_judge_run_reports_each_judge_and_logs_one_assessment_per_judge(
