@@ -60,6 +60,13 @@ class ExperimentReport:
             out["reevaluation_drop"] = float(again["drop"])
         return out
 
+    def judge_metrics(self) -> dict[str, float]:
+        """A panel's agreement as metrics (MLflow): ``judges_spearman`` (the first pair of judges) and
+        ``judges_alpha``, each only when computed."""
+        pairs = self.judges.get("pairs") or [{}]
+        figures = {"judges_spearman": pairs[0].get("spearman"), "judges_alpha": self.judges.get("alpha")}
+        return {k: float(v) for k, v in figures.items() if v is not None}
+
     def result_signature(self) -> dict[str, Any]:
         """The parts that must be identical between an interrupted and an uninterrupted run."""
         return {

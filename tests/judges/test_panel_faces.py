@@ -47,6 +47,8 @@ def test_a_two_judge_run_reports_each_judge_and_logs_one_assessment_per_judge(
     assert shown["judges"]["alpha"] == judges["alpha"] and shown["judges"]["spearman"] == judges["spearman"]
     assert shown["leaderboard"][0]["judges"] == pytest.approx(top["judges"])
 
+    import mlflow
+
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
 
@@ -72,3 +74,10 @@ def test_a_two_judge_run_reports_each_judge_and_logs_one_assessment_per_judge(
         )
         checked += 1
     assert checked >= 4
+    # the agreement as run metrics
+    from furnace.adapters.mlflow_tracker import run_summary
+
+    summary = run_summary(FurnaceSettings(home=home).tracking_uri, report["experiment_id"])
+    metrics = mlflow.MlflowClient().get_run(summary["run_id"]).data.metrics
+    assert metrics["judges_alpha"] == pytest.approx(judges["alpha"])
+    assert metrics["judges_spearman"] == pytest.approx(judges["spearman"])
