@@ -174,6 +174,8 @@ class ExperimentConfig(_Strict):
     def _check_panel(self) -> ExperimentConfig:
         if self.judges and self.judge_model is not None:
             raise ValueError("give either judge_model (one judge) or judges (two or more), not both")
+        if len(self.judges) == 1:
+            raise ValueError("fitness_judge chooses among two or more judges; one judge is judge_model")
         if self.fitness_judge is not None and self.fitness_judge not in self.judges:
             listed = ", ".join(self.judges) or "none"
             raise ValueError(f"fitness_judge {self.fitness_judge!r} must be one of the judges (listed: {listed})")

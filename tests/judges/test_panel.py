@@ -208,6 +208,7 @@ def test_the_experiment_id_changes_with_the_judges() -> None:
         ({"judges": ["a", "b"], "judge_model": "c"}, "not both"),
         ({"judges": ["a", "b"], "fitness_judge": "z"}, "must be one of the judges"),
         ({"fitness_judge": "z"}, "must be one of the judges"),
+        ({"judges": ["a"], "fitness_judge": "a"}, "two or more judges"),
         ({"judges": ["a", "b"], "judge_models": ["a", "b"]}, "give one"),
     ],
 )
