@@ -645,7 +645,10 @@ class Evolution:
         )
         self._writer.flush()
         self.tracker.finish(
-            self.status, report.tags(), report.artifacts(), {**report.totals, **report.held_out_metrics(), **report.judge_metrics()}
+            self.status,
+            report.tags(),
+            report.artifacts(),
+            {**report.totals, **report.held_out_metrics(), **report.judge_metrics()},
         )
         return report
 

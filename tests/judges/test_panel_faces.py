@@ -81,3 +81,27 @@ def test_a_two_judge_run_reports_each_judge_and_logs_one_assessment_per_judge(
     metrics = mlflow.MlflowClient().get_run(summary["run_id"]).data.metrics
     assert metrics["judges_alpha"] == pytest.approx(judges["alpha"])
     assert metrics["judges_spearman"] == pytest.approx(judges["spearman"])
+
+
+@pytest.mark.parametrize(
+    ("judges", "warned"),
+    [(["openai/stub", OFFLINE_SECOND_JUDGE], True), ([OFFLINE_MODEL_NAME, OFFLINE_SECOND_JUDGE], False)],
+)
+def test_a_panel_with_the_agents_real_model_still_warns_it_grades_itself(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judges: list[str], warned: bool
+) -> None:
+    from furnace.evolution.config import load_config
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
+    seed_home(home)
+    monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
+    monkeypatch.setenv("FURNACE_MODEL", "openai/stub")
+    monkeypatch.setenv("FURNACE_JUDGE_MODEL", "openai/other")  # the panel wins over the setting
+    path = tmp_path / "panel.yaml"
+    path.write_text(CONFIG.read_text() + f"judges: [{', '.join(judges)}]\n")
+    prepared = Runtime(FurnaceSettings()).prepare_experiment(load_config(path), track=False)
+    assert (prepared.judge_warning is not None) == warned
+    evo = prepared.evolution
+    assert [j.model_name for j in evo.judges] == judges and evo.judge is None
+    assert evo.llm.run_id == evo.experiment_id == evo.judges[1].run_id  # one ledger run: the runtime's id
