@@ -41,6 +41,11 @@ def test_a_two_judge_run_reports_each_judge_and_logs_one_assessment_per_judge(
     top = report["leaderboard"][0]
     assert top["fitness"] == pytest.approx(sum(top["judges"].values()) / 2, abs=1e-5)
 
+    # the test probes are judged by both judges too (held-out figures: test fitness is their mean)
+    tested = [row for row in report["held_out"]["agents"].values() if row.get("test") is not None]
+    assert tested and all(set(row["test_by_judge"]) == set(judges["judges"]) for row in tested)
+    assert all(row["test"] == pytest.approx(sum(row["test_by_judge"].values()) / 2, abs=1e-5) for row in tested)
+
     code, out, err = run(capsys, "experiment", "show", report["experiment_id"])
     assert code == 0 and f"judges: {OFFLINE_MODEL_NAME}, {OFFLINE_SECOND_JUDGE}" in out, err
     shown = json.loads(run(capsys, "experiment", "show", report["experiment_id"], "--json")[1])
