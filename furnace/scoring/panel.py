@@ -72,8 +72,9 @@ class Panel:
         return f"mean of {len(self.judges)} judges"
 
     def verdicts(self, llm: LLM, ask: Callable[[LLM], Score]) -> dict[str, Score]:
-        """Each judge's score, in panel order: ``ask`` (one judge call, e.g. :func:`furnace.scoring.judge.judge_answer` with
-        its answer and rubric bound) of ``llm`` with the call routed to that judge."""
+        """Each judge's score, in panel order: ``ask`` (one judge call, e.g.
+        :func:`furnace.scoring.judge.judge_answer` with its answer and rubric bound) of ``llm``, the call
+        routed to that judge."""
         return {name: ask(RoutedJudge(llm, name)) for name in self.judges}
 
     def combine(self, verdicts: Mapping[str, Score]) -> Score:
