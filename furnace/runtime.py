@@ -522,8 +522,9 @@ class Runtime:
         keep_failures: bool = False,
     ) -> PreparedExperiment:
         """An experiment ready to run: seeds, probes, the model (``config.model`` overrides the
-        setting), a separate judge (``config.judge_model`` / ``FURNACE_JUDGE_MODEL``), the fusion
-        breeder, DuckDB records and the tracker (MLflow unless ``track`` is off)."""
+        setting), a separate judge (``config.judge_model`` / ``FURNACE_JUDGE_MODEL``) or a panel of judges
+        (``config.judges``, which wins over the setting), the fusion breeder, DuckDB records and the tracker
+        (MLflow unless ``track`` is off)."""
         from furnace.evolution.engine import Evolution, experiment_inputs
         from furnace.evolution.estimate import estimate
         from furnace.evolution.seeds import seed_fork, select_seeds
@@ -532,8 +533,9 @@ class Runtime:
         llm = self.llm_for(config.model) if config.model and config.model != self.settings.model else self.llm
         probes = load_probe_set(config.probes.set, search_dir=probes_dir).head(config.probes.limit)
         seeds = select_seeds(self.store, config)
-        judge_name = config.judge_model or self.settings.judge_model
+        judge_name = None if config.judges else config.judge_model or self.settings.judge_model
         judge = self.llm_for(judge_name) if judge_name and judge_name != llm.model_name else None
+        panel = [llm if name == llm.model_name else self.llm_for(name) for name in config.judges]
         inputs = experiment_inputs(seeds[: config.population], probes, judge_model=judge.model_name if judge else None)
         experiment_id = config.experiment_id(llm.model_name, inputs)
         evolution = Evolution(
@@ -547,10 +549,14 @@ class Runtime:
             tracker=self.new_tracker(track=track),
             progress=progress,
             judge=judge.for_run(experiment_id) if judge is not None else None,  # same cache, ledger, run id
+            judges=[j.for_run(experiment_id) for j in panel],
             keep_failures=keep_failures,
         )
         fork = seed_fork(self.results, config, seeds[: config.population], experiment_id)
-        warning = self.judge_warning(llm.model_name, judge.model_name if judge else llm.model_name)
+        graded_by = judge.model_name if judge else llm.model_name
+        if panel:  # a panel that includes the agents' model still has it grade itself
+            graded_by = llm.model_name if llm.model_name in config.judges else config.judges[0]
+        warning = self.judge_warning(llm.model_name, graded_by)
         return PreparedExperiment(evolution, estimate(config, probes), llm, fork, warning)
 
     def isolated_runner(
@@ -582,6 +588,7 @@ class Runtime:
             evo,
             model=factory(evo.llm.model_name),
             judge=judge,
+            judges=[factory(j.model_name) for j in evo.judges],
             embedder=partial(worker_embedder, self.settings.embedder),
             settings=self.settings,
             slots=slots,

@@ -23,10 +23,12 @@ from furnace.views.experiments import (
     operator_totals,
     overlay_rows,
     pareto_points,
+    ranked,
     run_links,
     totals_rows,
     unscored_rows,
 )
+from furnace.views.judges import experiment_judges
 from furnace_app.charts import PARETO_SELECTION, fitness_overlay, grouped_bars, pareto_scatter
 from furnace_app.services import UNKNOWN, for_table, known_sum, services, show_error, subject_labels
 
@@ -84,6 +86,19 @@ def agent_panel(svc: Any, agent_id: str, points: list[dict[str, Any]]) -> None:
             st.switch_page("screens/lineage.py")
 
 
+def judges_section(svc: Any, exp_id: str) -> None:
+    """A panel of judges (``judges: [a, b]``): how fitness reads them, their agreement in words and each
+    ranked agent's fitness by judge. Nothing for a one-judge experiment."""
+    exp = svc.results.get_experiment(exp_id)
+    view = experiment_judges(exp, ranked(svc.results, exp_id)) if exp is not None else None
+    if view is None:
+        return
+    st.markdown(f"**Judges**: {', '.join(view.judges)} (fitness: {view.agreement.get('fitness', UNKNOWN)})")
+    for text in view.agreement.get("readings", []):
+        st.caption(text)
+    st.dataframe(view.rows(), width="stretch", hide_index=True)
+
+
 def experiment_detail(svc: Any, exp_id: str) -> None:
     """One experiment: leaderboard with per-objective columns and the judge's feedback, generations, MLflow."""
     gens = pd.DataFrame(generation_rows(svc.results, exp_id))
@@ -115,6 +130,7 @@ def experiment_detail(svc: Any, exp_id: str) -> None:
             on_click=_compare_top_two,
             args=([r["agent_id"] for r in board[:2]],),
         )
+        judges_section(svc, exp_id)
         unscored = unscored_rows(svc.results, exp_id)
         if unscored:
             st.markdown(

@@ -180,6 +180,7 @@ def list_cmd(obj: Runtime, as_json: bool) -> None:
 @click.pass_obj
 def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     """Generations, leaderboard, judge feedback and failures of one experiment."""
+    from furnace.evolution.judging import panel_lines
     from furnace.evolution.records import resolved_seeds
     from furnace.evolution.report import interval_text
     from furnace.views.experiments import (
@@ -190,6 +191,7 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
         ranked,
         unscored_rows,
     )
+    from furnace.views.judges import experiment_judges
 
     results = obj.results
     exp = results.get_experiment(experiment_id)
@@ -269,6 +271,12 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
             f"re-evaluation with fresh samples: {again['agent_id']} {again['fitness']:.3f} -> "
             f"{again['reevaluated']:.3f} (drop {again['drop']:+.3f}); champion {figures.get('champion')}"
         )
+    panel = experiment_judges(exp, best)
+    if panel is not None:
+        data["judges"] = panel.as_dict()
+        for row in data["leaderboard"]:
+            row["judges"] = panel.by_agent.get(row["agent_id"], {})
+        lines += panel_lines(panel.agreement, data["leaderboard"])[:-1]
     if best:
         rows = data["feedback"][best[0].agent_id]
         lines.append(f"judge feedback on {best[0].agent_id}" + ("" if rows else ": none recorded"))

@@ -100,6 +100,10 @@ class ExperimentConfig(_Strict):
     judge_model: str | None = Field(
         default=None, description="the judge scorers' model; unset = FURNACE_JUDGE_MODEL, else the model"
     )
+    # two or more judges (``judge_models`` is an alias): each judge scorer asked of each; fitness reads
+    # their mean, or ``fitness_judge``'s score (furnace.scoring.panel; docs/evaluation.md)
+    judges: tuple[str, ...] = ()
+    fitness_judge: str | None = None
     concurrency: int = Field(default=4, ge=1, le=256)
     budget: Budget = Budget()
     # replies per (persona, probe), each with its own derived seed; a probe's score is their mean
@@ -123,6 +127,34 @@ class ExperimentConfig(_Strict):
             data = {**data, "selection": {**selection, "elitism": max(1, population // 2)}}
         return data
 
+    @model_validator(mode="before")
+    @classmethod
+    def _judges_alias(cls, data: Any) -> Any:
+        """``judge_models`` is ``judges``; one judge listed is ``judge_model``."""
+        if not isinstance(data, dict):
+            return data
+        if "judge_models" in data:
+            if "judges" in data:
+                raise ValueError("judges and judge_models are the same field: give one")
+            data = {k: v for k, v in data.items() if k != "judge_models"} | {"judges": data["judge_models"]}
+        judges = data.get("judges")
+        if isinstance(judges, list | tuple) and len(judges) == 1 and "fitness_judge" not in data:
+            if data.get("judge_model") not in (None, judges[0]):
+                raise ValueError("judges and judge_model name different judges: give one")
+            data = {k: v for k, v in data.items() if k != "judges"} | {"judge_model": judges[0]}
+        return data
+
+    @field_validator("judges")
+    @classmethod
+    def _check_judges(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        names = [j.strip() for j in v]
+        if any(not j for j in names):
+            raise ValueError("a judge is a model name, got an empty one")
+        twice = sorted({j for j in names if names.count(j) > 1})
+        if twice:
+            raise ValueError(f"judges lists {', '.join(twice)} twice")
+        return tuple(names)
+
     @field_validator("selection", mode="before")
     @classmethod
     def _selection_shorthand(cls, v: Any) -> Any:
@@ -137,6 +169,17 @@ class ExperimentConfig(_Strict):
     @classmethod
     def _check_scorers(cls, v: dict[str, float]) -> dict[str, float]:
         return _check_weights(v, SCORERS, "scorer")
+
+    @model_validator(mode="after")
+    def _check_panel(self) -> ExperimentConfig:
+        if self.judges and self.judge_model is not None:
+            raise ValueError("give either judge_model (one judge) or judges (two or more), not both")
+        if len(self.judges) == 1:
+            raise ValueError("fitness_judge chooses among two or more judges; one judge is judge_model")
+        if self.fitness_judge is not None and self.fitness_judge not in self.judges:
+            listed = ", ".join(self.judges) or "none"
+            raise ValueError(f"fitness_judge {self.fitness_judge!r} must be one of the judges (listed: {listed})")
+        return self
 
     @model_validator(mode="after")
     def _check_elitism(self) -> ExperimentConfig:
@@ -155,8 +198,10 @@ class ExperimentConfig(_Strict):
     def experiment_id(self, model_name: str, inputs: Any = None) -> str:
         """Stable id: the name plus a hash of the config, the model and ``inputs`` (the seed
         elixirs' content hashes, the probe set and a separate judge model), so changed inputs never
-        resume old records. (The judge is named in ``inputs`` as resolved, so it is left out here.)"""
-        config = self.model_dump(mode="json", exclude={"judge_model"})
+        resume old records. (The judge is named in ``inputs`` as resolved, so it is left out here; a panel of
+        ``judges`` and its ``fitness_judge`` are in the hash only when set, so other ids never change.)"""
+        unset = {name for name in ("judges", "fitness_judge") if not getattr(self, name)}
+        config = self.model_dump(mode="json", exclude={"judge_model", *unset})
         # a pin (id@version) names what ``inputs`` already holds by content: pinning the versions an
         # unpinned run resolved to is the same experiment
         config["seeds"]["ids"] = [ref.split("@", 1)[0] for ref in config["seeds"]["ids"]]

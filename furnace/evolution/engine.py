@@ -52,6 +52,7 @@ from furnace.evolution.evaluate import (
     sample_seed,
     test_figures,
 )
+from furnace.evolution.judging import fitness_by_judge, judge_fitness, panel_agreement
 from furnace.evolution.metering import MeteredLLM, Tally, completion_totals, error_totals
 from furnace.evolution.records import (
     ExperimentRecord,
@@ -80,6 +81,7 @@ from furnace.llm.routing import TaskRouter
 from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind
 from furnace.scoring.base import persona_inputs
 from furnace.scoring.fitness import SCORERS
+from furnace.scoring.panel import Panel, split_scorer
 from furnace.scoring.probes import ProbeSet
 
 LEADERBOARD = 10  # members the report ranks (each scored on test)
@@ -219,6 +221,7 @@ class Evolution:
     progress: Callable[[Progress], None] | None = None
     unit_runner: UnitRunner | None = None
     judge: LLM | None = None  # the judge scorers' model (default: ``llm``, the agents' own model)
+    judges: Sequence[LLM] = ()  # a panel (config ``judges``): each judge scorer asked of each (instead of ``judge``)
     keep_failures: bool = False  # a rerun keeps unscored records instead of evaluating them again
     run_tags: dict[str, str] = field(default_factory=dict)  # extra tags on the tracked run (e.g. a flow run id)
     # called with each finished generation and its population, fittest first (the Prefect flow publishes artifacts)
@@ -237,8 +240,14 @@ class Evolution:
         self.judge_model = self.judge.model_name if self.judge is not None else self.llm.model_name
         # judge calls go to the judge model below the meter: budgets, slots and unit counters see them
         routed = TaskRouter(self.llm, {TaskKind.JUDGE: self.judge}) if self.judge is not None else self.llm
+        self.panel = self._panel()
+        if self.panel is not None:  # each judge's calls routed by name, below the meter like any call
+            named = {j.model_name: j for j in self.judges}
+            routed = TaskRouter(self.llm, {TaskKind.JUDGE: named[self.panel.judges[0]]}, named)
+            self.judge_model = " + ".join(self.panel.judges)
         self.metered = MeteredLLM(routed, concurrency=self.config.concurrency, budget=self.config.budget)
-        separate = self.judge_model if self.judge_model != self.llm.model_name else None
+        separate = self.judge.model_name if self.judge is not None else None  # a panel is in the config
+        separate = separate if separate != self.llm.model_name else None
         self.experiment_id = self.config.experiment_id(
             self.llm.model_name, experiment_inputs(self.seeds, self.probes, judge_model=separate)
         )
@@ -253,6 +262,21 @@ class Evolution:
         self._probe_threads = 0
         self._probes_per_unit = min(4, self.config.concurrency)  # a unit's probes answered at once
         self.status = "finished"
+
+    def _panel(self) -> Panel | None:
+        """The panel of ``judges`` (the config's, in its order), or None for one judge."""
+        if not self.judges:
+            if self.config.judges:
+                raise FurnaceError(f"the experiment lists judges {list(self.config.judges)}: give their models")
+            return None
+        if self.judge is not None:
+            raise FurnaceError("an experiment has either one judge or a panel of judges, not both")
+        given = [j.model_name for j in self.judges]
+        if sorted(given) != sorted(self.config.judges):
+            raise FurnaceError(
+                f"the judges given ({', '.join(given)}) are not the config's ({', '.join(self.config.judges)})"
+            )
+        return Panel(tuple(self.config.judges), self.config.fitness_judge)
 
     # --- helpers ---------------------------------------------------------
 
@@ -358,7 +382,15 @@ class Evolution:
             with self._embed_lock:
                 self._unit_meters[(generation, plan.slot)] = llm.meter
         if root is not None:
-            root.assess(individual_assessments(record, self.config.scorers, judge_model=self.judge_model))
+            root.assess(
+                individual_assessments(
+                    record,
+                    self.config.scorers,
+                    judge_model=self.judge_model,
+                    panel=self.panel,
+                    over=self.validation_ids,
+                )
+            )
             root.end({"agent_id": record.agent_id, "fitness": record.fitness, "failures": record.failures})
         return record
 
@@ -420,7 +452,9 @@ class Evolution:
             failed = [r for r in decision[1] if r.failed]
             if failed:  # a failure on the minibatch is no verdict: unscored, a rerun retries
                 reasons = tuple(f"{r.probe}/{r.scorer}: {r.reason}" for r in failed)
-                ev = Evaluation(decision[1], {}, 0.0, reasons, tuple(sorted({r.scorer for r in failed})))
+                ev = Evaluation(
+                    decision[1], {}, 0.0, reasons, tuple(sorted({split_scorer(r.scorer)[0] for r in failed}))
+                )
                 return self._record(
                     generation, plan, agent_id, parents, lineage_hash, persona_inputs(elixir), prompt, ev, llm
                 )
@@ -449,6 +483,7 @@ class Evolution:
                 pool=self._probe_pool,
                 samples=self.config.samples_per_probe,
                 over=self.validation_ids,
+                panel=self.panel,
             )
         except BaseException as err:
             _end_failed(step, err)
@@ -486,7 +521,14 @@ class Evolution:
         batch = self.train.model_copy(update={"probes": [p for p in self.train.probes if p.id in ids]})
         scorers = {k: w for k, w in self.config.scorers.items() if SCORERS[k].per_probe}
         ev = evaluate_agent(
-            llm, elixir, prompt, batch, scorers, seed=self.config.seed, samples=self.config.samples_per_probe
+            llm,
+            elixir,
+            prompt,
+            batch,
+            scorers,
+            seed=self.config.seed,
+            samples=self.config.samples_per_probe,
+            panel=self.panel,
         )
         child = minibatch_score(ev.scores, ids, scorers)
         parent = minibatch_score(plan.parents[0].scores, ids, scorers)
@@ -586,8 +628,9 @@ class Evolution:
             self._writer.flush()  # everything finished is on disk before the run dies
             raise
         held_out = self._held_out(schedule.history)
+        everyone = self._stored.individuals(self.experiment_id)
         report = build_report(
-            self._stored.individuals(self.experiment_id),
+            everyone,
             schedule.history,
             experiment_id=self.experiment_id,
             name=self.config.name,
@@ -599,6 +642,7 @@ class Evolution:
             run_spent=self.metered.meter.as_dict(),
             untraced=self._untraced() if self._ledger_before else (),
             held_out=held_out,
+            **self._panel_figures(everyone),
         )
         # the experiment's status and summary in the unit of work of the last records, then everything is on disk
         self._writer.put(
@@ -607,7 +651,10 @@ class Evolution:
         self._writer.flush()
         log_held_out(self.tracker, report.held_out_steps(), self._held_out_assessments(held_out))
         self.tracker.finish(
-            self.status, report.tags(), report.artifacts(), {**report.totals, **report.held_out_metrics()}
+            self.status,
+            report.tags(),
+            report.artifacts(),
+            {**report.totals, **report.held_out_metrics(), **report.judge_metrics()},
         )
         return report
 
@@ -622,6 +669,17 @@ class Evolution:
             if a in first
         }
         return {name: items for name, items in named.items() if items}
+
+    def _panel_figures(self, records: Sequence[IndividualRecord]) -> dict[str, Any]:
+        """With a panel: the judges' agreement and each agent's fitness by judge (the report's ``judges``
+        and leaderboard columns); nothing for one judge."""
+        if self.panel is None:
+            return {}
+        over = self.validation_ids
+        return {
+            "judges": panel_agreement(records, self.config.scorers, self.panel, over=over),
+            "by_judge": {r.agent_id: fitness_by_judge(r, self.config.scorers, self.panel, over=over) for r in records},
+        }
 
     def _held_out(self, history: Sequence[GenerationRecord]) -> dict[str, Any]:
         """After the search: the top ``reevaluate_top`` re-evaluated on validation with fresh samples (the
@@ -700,6 +758,8 @@ class Evolution:
                 if r.agent_id in reevaluated:
                     row["reevaluated"] = reevaluated[r.agent_id]
                 row.update(test_figures(ev, row["train"], cfg.scorers, seed=cfg.seed, agent_id=r.agent_id))
+                if self.panel is not None and "test" in row and ev is not None:
+                    row["test_by_judge"] = judge_fitness(ev.scores, cfg.scorers, self.panel.judges)
                 out["agents"][r.agent_id] = row
             out["generations"] = [
                 {"generation": g.generation, "agent_id": g.survivors[0]} for g in history if g.survivors
@@ -738,6 +798,7 @@ class Evolution:
             parallel=self._probes_per_unit,
             samples=self.config.samples_per_probe,
             first_sample=first_sample,
+            panel=self.panel,
         )
         shared = tuple(r for r in record.scores if r.probe == "*" and r.scorer in self.config.scorers)
         return combine((*ev.scores, *shared), self.config.scorers)

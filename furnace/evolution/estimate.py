@@ -37,8 +37,9 @@ class Estimate:
 
 
 def calls_per_answer(config: ExperimentConfig) -> int:
-    """One reply plus one call per judge scorer with a positive weight."""
-    return 1 + sum(SCORERS[s].calls_per_probe for s, w in config.scorers.items() if w > 0)
+    """One reply plus one call per judge scorer with a positive weight, for each judge (``judges``: a panel)."""
+    judges = max(1, len(config.judges))
+    return 1 + judges * sum(SCORERS[s].calls_per_probe for s, w in config.scorers.items() if w > 0)
 
 
 def estimate(config: ExperimentConfig, probes: ProbeSet | int) -> Estimate:

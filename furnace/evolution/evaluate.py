@@ -12,7 +12,9 @@ Each probe is answered ``samples`` times, each reply (and its judgement) with it
 sample apart and a rerun is served from it; a probe's score per scorer is the mean over its samples.
 
 Judge scorers ask ``judge`` (the experiment's ``judge_model``) when given, else
-the agent's own model. When traced (``span``), each scorer that is not a model call is a
+the agent's own model; with a ``panel`` (``judges: [a, b]``) each judge scorer is asked of every
+judge of the panel (:mod:`furnace.scoring.panel`: one row per judge, and the panel's row that
+objectives and fitness read). When traced (``span``), each scorer that is not a model call is a
 ``tool`` step under it (its value and reason; a failure as its error); model calls are traced
 by the model wrapper.
 """
@@ -38,6 +40,7 @@ from furnace.scoring.brief import Brief, brief_fit
 from furnace.scoring.diversity import diversity
 from furnace.scoring.fitness import SCORERS, bootstrap_interval, weighted_fitness
 from furnace.scoring.judge import judge_answer
+from furnace.scoring.panel import Panel, judge_scorer, split_scorer
 from furnace.scoring.probes import Probe, ProbeSet
 from furnace.scoring.rules import constraint_compliance
 
@@ -92,6 +95,7 @@ def _score_probe(
     judge: LLM,
     span: Span | None = None,
     sample: int = 0,
+    panel: Panel | None = None,
 ) -> list[ScoreRow]:
     seed = sample_seed(seed, sample)
     needs_answer = any(SCORERS[s].kind in ("rule", "judge") for s, w in scorers.items() if w > 0)
@@ -102,7 +106,7 @@ def _score_probe(
             answer = reply(llm, elixir, system_prompt, probe, seed=seed, sample=sample)
         except LLMError as err:
             error = f"reply failed: {err}"
-    rows = []
+    rows: list[ScoreRow] = []
     target = probes.target_for(probe)  # the judge's yardstick; never shown to the persona
     for name in sorted(scorers):
         if scorers[name] <= 0 or not SCORERS[name].per_probe:
@@ -113,16 +117,25 @@ def _score_probe(
                 span, name, probe.id, lambda: constraint_compliance(elixir, answer, error=error, target=target)
             )
         elif kind == "judge":
-            score = judge_answer(
-                judge,
-                elixir,
-                probe.message,
-                answer,
-                name,  # type: ignore[arg-type]
+            ask = partial(
+                judge_answer,
+                elixir=elixir,
+                message=probe.message,
+                answer=answer,
+                rubric=name,  # type: ignore[arg-type]
                 seed=seed,
                 error=error,
                 target=target,
             )
+            if panel is None:
+                score = ask(judge)
+            else:  # each judge's verdict is a row of its own; the panel's is the objective's
+                verdicts = panel.verdicts(judge, ask)
+                rows.extend(
+                    ScoreRow(probe.id, judge_scorer(name, j), v.value, v.reason, v.failed, v.feedback)
+                    for j, v in verdicts.items()
+                )
+                score = panel.combine(verdicts)
         else:
             score = _tool(span, name, probe.id, partial(_brief_score, elixir, probes.brief_for(probe)))
         rows.append(ScoreRow(probe.id, name, score.value, score.reason, score.failed, score.feedback))
@@ -188,6 +201,7 @@ def evaluate_agent(
     samples: int = 1,
     first_sample: int = 0,
     over: Sequence[str] | None = None,
+    panel: Panel | None = None,
 ) -> Evaluation:
     """Answer and score every probe (``parallel`` probes at once; the model's own concurrency
     bound still applies), add diversity, and compute the weighted fitness. Judge scorers ask
@@ -196,7 +210,8 @@ def evaluate_agent(
     ``vectors`` (instead of ``vector`` and ``population_vectors``): computes both for diversity while
     the probes' model calls are under way (with ``pool``), so the calls never wait for the embedder.
     ``samples`` replies per probe, numbered from ``first_sample`` (fresh samples: a later number);
-    ``over``: the probe ids the objectives and fitness are computed over (default: all of them)."""
+    ``over``: the probe ids the objectives and fitness are computed over (default: all of them);
+    ``panel``: the judges each judge scorer is asked of (their calls routed through ``llm``)."""
     rows: list[ScoreRow] = []
     judge_llm = judge if judge is not None else llm
     wants_diversity = scorers.get("diversity", 0) > 0
@@ -212,7 +227,7 @@ def evaluate_agent(
 
     def one(item: tuple[Probe, int]) -> list[ScoreRow]:
         probe, sample = item
-        return _score_probe(llm, elixir, system_prompt, probe, probes, scorers, seed, judge_llm, span, sample)
+        return _score_probe(llm, elixir, system_prompt, probe, probes, scorers, seed, judge_llm, span, sample, panel)
 
     work = [(p, first_sample + i) for p in probes.probes for i in range(max(1, samples))]
     parts: list[list[ScoreRow]] = []
@@ -284,7 +299,8 @@ def combine(rows: Sequence[ScoreRow], scorers: Mapping[str, float], *, over: Seq
     would not compare with other agents'), and the fitness is the weighted mean of the
     objectives that were scored. The engine keeps unscored agents out of selection.
     """
-    unscored = sorted({r.scorer for r in rows if r.failed})
+    judged = {r.scorer for r in rows if split_scorer(r.scorer)[1] is not None}
+    unscored = sorted({r.scorer for r in rows if r.failed and r.scorer not in judged})
     by_scorer: dict[str, list[float]] = {}
     counted = None if over is None else {*over, "*"}
     for row in rows:
@@ -293,7 +309,8 @@ def combine(rows: Sequence[ScoreRow], scorers: Mapping[str, float], *, over: Seq
         if row.scorer not in unscored:
             by_scorer.setdefault(row.scorer, []).append(row.value)
     objectives = {k: round(sum(v) / len(v), 6) for k, v in sorted(by_scorer.items())}
-    reasons = tuple(f"{r.probe}/{r.scorer}: {r.reason}" for r in rows if r.failed)
+    # one judge's failure is in its panel row's reason (a judge's own rows are not counted twice)
+    reasons = tuple(f"{r.probe}/{r.scorer}: {r.reason}" for r in rows if r.failed and r.scorer not in judged)
     weights = {k: w for k, w in scorers.items() if k in objectives}
     return Evaluation(tuple(rows), objectives, weighted_fitness(objectives, weights), reasons, tuple(unscored))
 

@@ -78,6 +78,7 @@ class World:
     seeds: tuple[Elixir, ...]
     model: Callable[[], LLM]
     judge: Callable[[], LLM] | None = None
+    judges: tuple[Callable[[], LLM], ...] = ()  # a panel of judges (the config's ``judges``), instead of ``judge``
     embedder: Callable[[], Embedder] | None = None
     settings: FurnaceSettings | None = None
     keep_failures: bool = False
@@ -226,6 +227,7 @@ class _Kit:
         self._lock = threading.Lock()
         self.model = world.model()
         self.judge = world.judge() if world.judge is not None else None
+        self.judges = [make() for make in world.judges]
         # a text is embedded once per worker (the peers' prompts recur in every unit's diversity)
         self.embedder = StoredEmbedder(world.embedder(), MemoryVectors()) if world.embedder is not None else None
         self.responses = MemoryResponseCache()
@@ -366,6 +368,10 @@ def run_job(world: World, job: Job) -> Outcome:
         if kit.judge is not None
         else None
     )
+    judges = [
+        CachedLLM(_Slotted(j, kit.slots, order), responses, ledger, run_id=run_id, _flights=kit.flights)
+        for j in kit.judges
+    ]
     ttl = world.settings.synth_ttl_s if world.settings is not None else None
     breeder = FusionBreeder(store, embedder=kit.embedder, cache=SynthesisCache(kv, ttl_s=ttl), settings=world.settings)
     tracker = SpanRecorder() if world.trace else NullTracker()
@@ -383,6 +389,7 @@ def run_job(world: World, job: Job) -> Outcome:
             embedder=kit.embedder,
             tracker=tracker,
             judge=judge,
+            judges=judges,
             keep_failures=world.keep_failures,
             probe_pool=_PROBES,
         )
@@ -560,6 +567,7 @@ def build_world(
     *,
     model: Callable[[], LLM],
     judge: Callable[[], LLM] | None = None,
+    judges: Sequence[Callable[[], LLM]] = (),
     embedder: Callable[[], Embedder] | None = None,
     settings: FurnaceSettings | None = None,
     slots: int = 2,
@@ -598,6 +606,7 @@ def build_world(
         seeds=tuple(evolution.seeds),
         model=model,
         judge=judge,
+        judges=tuple(judges),
         embedder=embedder,
         settings=safe,
         keep_failures=evolution.keep_failures,

@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from furnace.scoring.panel import split_scorer
+
 
 @dataclass(frozen=True)
 class ScoreRow:
@@ -56,7 +58,7 @@ class IndividualRecord:
     @property
     def unscored(self) -> tuple[str, ...]:
         """The objectives a failure left unscored (``*``: nothing could be scored)."""
-        names = sorted({s.scorer for s in self.scores if s.failed})
+        names = sorted({split_scorer(s.scorer)[0] for s in self.scores if s.failed})  # a judge's row: its objective
         return tuple(names) if names or self.scored else ("*",)
 
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from furnace.evolution.judging import panel_lines
 from furnace.evolution.records import GenerationRecord, IndividualRecord, resolved_seeds
 from furnace.evolution.selection import OperatorBoard, rank_key
 from furnace.scoring.fitness import pareto_front
@@ -39,6 +40,7 @@ class ExperimentReport:
     untraced: list[dict[str, Any]] = field(default_factory=list)  # units whose traces show fewer tokens than the ledger
     held_out: dict[str, Any] = field(default_factory=dict)  # splits, test fitness per agent, re-evaluation
     rejected: int = 0  # reflected children that did not beat their parent on their minibatch
+    judges: dict[str, Any] = field(default_factory=dict)  # a panel's judges and agreement (evolution.judging)
 
     @property
     def best(self) -> dict[str, Any] | None:
@@ -65,6 +67,13 @@ class ExperimentReport:
         steps = {g["generation"]: {k: float(g[k]) for k in keys if g.get(k) is not None} for g in self.generations}
         return {gen: metrics for gen, metrics in steps.items() if metrics}
 
+    def judge_metrics(self) -> dict[str, float]:
+        """A panel's agreement as metrics (MLflow): ``judges_spearman`` (the first pair of judges) and
+        ``judges_alpha``, each only when computed."""
+        pairs = self.judges.get("pairs") or [{}]
+        figures = {"judges_spearman": pairs[0].get("spearman"), "judges_alpha": self.judges.get("alpha")}
+        return {k: float(v) for k, v in figures.items() if v is not None}
+
     def result_signature(self) -> dict[str, Any]:
         """The parts that must be identical between an interrupted and an uninterrupted run."""
         return {
@@ -85,6 +94,7 @@ class ExperimentReport:
             "failures": self.failures,
             "unscored": len(self.unscored),
             "judge_model": self.judge_model,
+            **({"judges": self.judges} if self.judges else {}),
             **held_out_summary(self),
             **self.totals,
         }
@@ -107,6 +117,7 @@ class ExperimentReport:
             "operators.json": self.operators,
             "pareto.json": self.pareto,
             "held_out.json": self.held_out,
+            **({"judges.json": self.judges} if self.judges else {}),
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -201,13 +212,16 @@ def build_report(
     run_spent: dict[str, Any] | None = None,
     untraced: Sequence[dict[str, Any]] = (),
     held_out: dict[str, Any] | None = None,
+    judges: dict[str, Any] | None = None,
+    by_judge: Mapping[str, Mapping[str, float | None]] | None = None,
 ) -> ExperimentReport:
     """Assemble the report of one run from its individual records (every generation), its
     generation history, the operator board, the experiment's totals (the call ledger's: every run
     of it) and ``run_spent``, what this invocation spent (the meter the budget reads). ``held_out``: the
     engine's held-out figures (test fitness per agent, the champion and the re-evaluation); the best
     agent (lineage, prompt) is the champion. Reflected children rejected on their minibatch are counted,
-    never ranked."""
+    never ranked. ``judges``: a panel's agreement (:func:`furnace.evolution.judging.panel_agreement`);
+    ``by_judge``: each agent's fitness by judge (a leaderboard column)."""
     held = held_out or {}
     tested = held.get("agents", {})
     everyone: dict[str, IndividualRecord] = {}
@@ -223,6 +237,7 @@ def build_report(
             "fitness": round(r.fitness, 6),
             **held_out_columns(tested.get(r.agent_id)),
             "objectives": r.objectives,
+            **({"judges": dict(by_judge.get(r.agent_id, {}))} if by_judge else {}),
         }
         for r in ok[:10]
     ]
@@ -290,6 +305,7 @@ def build_report(
         untraced=list(untraced),
         held_out=dict(held),
         rejected=sum(1 for r in unique if is_rejected(r)),
+        judges=dict(judges or {}),
     )
 
 
@@ -332,10 +348,15 @@ def render_report(report: ExperimentReport) -> str:
     lines = [
         f"experiment {report.experiment_id} ({report.name}) — {report.status}",
         f"model: {report.model}",
-        f"judge: {judge}" + (" (the same model as the agents)" if judge == report.model else ""),
+        *(
+            []
+            if report.judges
+            else [f"judge: {judge}" + (" (the same model as the agents)" if judge == report.model else "")]
+        ),
         f"seeds: {', '.join(report.seeds)}",
         "",
     ]
+    lines += panel_lines(report.judges, report.leaderboard)
     lines += held_out_lines(report)
     lines.append("generation  best    mean   best's train  best's test [95% interval]")
     for g in report.generations:

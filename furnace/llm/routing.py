@@ -1,5 +1,7 @@
 """One model for the agents, another for judging: :class:`TaskRouter` sends each task kind to
-its model (``{TaskKind.JUDGE: judge}``) and everything else to the default one.
+its model (``{TaskKind.JUDGE: judge}``) and everything else to the default one. A request that
+names a model in ``route`` (one judge of a panel, :mod:`furnace.scoring.panel`) goes to that
+model of ``named``; naming a model the router does not know is an error, never another model's answer.
 
 It sits *above* the response caches (each routed model keeps its own cache keys) and
 *below* the experiment meter, so budgets, concurrency and accounting see every call.
@@ -10,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from furnace.domain.errors import FurnaceError
 from furnace.llm.cache import CallTotals
 from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind
 
@@ -17,10 +20,11 @@ from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind
 class TaskRouter:
     """An LLM that routes requests by task kind; ``model_name`` is the default model's."""
 
-    def __init__(self, default: LLM, routes: Mapping[TaskKind, LLM]) -> None:
+    def __init__(self, default: LLM, routes: Mapping[TaskKind, LLM], named: Mapping[str, LLM] | None = None) -> None:
         self.default = default
         self.inner = default  # wrappers are walked through ``inner`` (answer traits, lineage params)
         self.routes = dict(routes)
+        self.named = dict(named or {})
         self.model_name = default.model_name
 
     def __repr__(self) -> str:
@@ -31,6 +35,13 @@ class TaskRouter:
         return self.routes.get(task, self.default)
 
     def complete(self, request: LLMRequest) -> Completion:
+        if request.route is not None:
+            if request.route not in self.named:
+                known = ", ".join(sorted(self.named)) or "none"
+                raise FurnaceError(
+                    f"no model {request.route!r} to route a {request.task.value} call to (known: {known})"
+                )
+            return self.named[request.route].complete(request)
         return self.model_for(request.task).complete(request)
 
     def run_totals(self) -> CallTotals:

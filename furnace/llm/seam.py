@@ -81,6 +81,9 @@ class LLMRequest(BaseModel):
     # Not part of the cache key: who asked (for accounting) and a label for traces.
     run_id: str | None = None
     unit: str | None = None  # the unit of work within the run the call is for (an experiment's ``g2/s3``)
+    # the model a TaskRouter must send this request to (one judge of an experiment's panel); the model that
+    # answers is part of the cache key, the route is not
+    route: str | None = None
 
     def cache_key(self, model: str, *, engine_version: str = "", reads_inputs: bool = True) -> str:
         """Content key of this request for ``model`` (run_id excluded); see :func:`answer_key`."""

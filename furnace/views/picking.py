@@ -19,12 +19,13 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import Any
 
 from furnace.domain.elixir import parse_elixir
 from furnace.evolution.evaluate import reply
+from furnace.evolution.judging import judge_rows
 from furnace.evolution.records import ExperimentRecord, IndividualRecord
 from furnace.llm.seam import LLM
 from furnace.scoring.agreement import (
@@ -38,6 +39,7 @@ from furnace.scoring.agreement import (
 )
 from furnace.scoring.fitness import SCORERS
 from furnace.scoring.judge import judge_answer
+from furnace.scoring.panel import split_scorer
 from furnace.scoring.picks import Pick
 from furnace.scoring.probes import Probe, ProbeSet
 
@@ -248,12 +250,19 @@ def experiment_calibration(
     judge: str,
     others: Mapping[str, Mapping[Key, float]] | None = None,
 ) -> Calibration:
-    """:func:`calibrate` for an experiment: its recorded ``judge`` (scores from ``records``) and any
-    ``others`` against the picks not undone; the fitness compared is the latest recorded per agent."""
+    """:func:`calibrate` for an experiment: its recorded ``judge`` (scores from ``records``), each judge of
+    its panel (``judges: [a, b]``: their own rows) and any ``others`` against the picks not undone; the
+    fitness compared is the latest recorded per agent."""
     picks = [p for p in every_pick if not p.undone]
     fitness = {r.agent_id: r.fitness for r in sorted(records, key=lambda r: r.generation) if r.scored}
-    judges = {judge: judge_table(records), **(others or {})}
+    judges = {judge: judge_table(records), **panel_tables(records), **(others or {})}
     return calibrate(picks, judges, fitness, undone=len(every_pick) - len(picks))
+
+
+def panel_tables(records: Sequence[IndividualRecord]) -> dict[str, dict[Key, float]]:
+    """Each panel judge's own :func:`judge_table` (from its ``<scorer>@<judge>`` rows); empty for one judge."""
+    names = sorted({j for r in records for row in r.scores if (j := split_scorer(row.scorer)[1]) is not None})
+    return {j: judge_table(replace(r, scores=tuple(judge_rows(r.scores, j))) for r in records) for j in names}
 
 
 def recorded_judge(exp: ExperimentRecord) -> str:

@@ -17,8 +17,8 @@ from tests.conftest import REPO
 # is held until the export queue is full once, so the run's units end spans into a full queue: MLflow's
 # own queue drops those ("Trace export queue is full, trace will be discarded"), furnace's waits. The
 # queue holds QUEUE tasks (MLflow's default is 1000: span batches of up to 5 spans and finished traces),
-# so that a population of 16 overflows it as populations of 16 and 64 overflowed the default under load.
-QUEUE = 40
+# so that a population of 8 overflows it as populations of 16 and 64 overflowed the default under load.
+QUEUE = 20
 CHILD = """
 import json, os, sys, threading, time
 sys.path.insert(0, "tests")
@@ -42,7 +42,7 @@ def held(self, *args, **kwargs):
 
 mlflow_v3.MlflowV3SpanExporter._log_spans = held
 population, generations = int(sys.argv[2]), int(sys.argv[3])
-evo = make(MemoryResults(), population=population, generations=generations, concurrency=8)
+evo = make(MemoryResults(), population=population, generations=generations, concurrency=8, samples_per_probe=1)
 evo.tracker = tracker = MLflowTracker(sys.argv[1])
 report = evo.run()
 started, stored = tracker.trace_counts()
@@ -79,7 +79,7 @@ def _run(home: Path, population: int, generations: int) -> tuple[dict, str]:
 
 @pytest.mark.slow
 def test_a_population_overflowing_the_export_queue_loses_no_trace(tmp_path: Path) -> None:
-    got, err = _run(tmp_path / "home", 16, 3)
+    got, err = _run(tmp_path / "home", 8, 2)
     assert got["queued"] > QUEUE and got["waited"] > 0, got  # the queue was full: hand-overs waited
     assert "queue is full" not in err and "dropping" not in err.lower()
     # one trace per individual, and one for the evaluation after the search (held-out probes)

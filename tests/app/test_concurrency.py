@@ -34,6 +34,7 @@ operators: {crossover: 0.6, mutation: 0.4}
 probes: {set: writing-en, limit: 4}
 scorers: {constraints: 0.2, fidelity: 0.3, tone: 0.2, brief_fit: 0.3}
 concurrency: 2
+samples_per_probe: 1  # the test is about concurrent writes, not about repeated samples
 budget: {max_calls: 5000, max_tokens: 10000000, max_usd: 1.0}
 """
 # 2 generations (was 8): at load 5 on 2 cores, 14 of 18 saves overlapped its writes (8 generations: 54 of 57);

@@ -8,18 +8,13 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import seed_home
-from tests.judges.helpers import run
+from tests.judges.helpers import furnace_traces, run
 
 CONFIG = Path(__file__).parents[1] / "experiments" / "data" / "small.yaml"
 
 
 def _human(home: Path) -> list[tuple[str, str, str, float, str | None, dict[str, str]]]:
-    import mlflow
-
-    mlflow.set_tracking_uri(f"sqlite:///{home.resolve() / 'mlflow.db'}")
-    found = mlflow.get_experiment_by_name("furnace-experiments")
-    assert found is not None
-    traces = mlflow.search_traces(locations=[found.experiment_id], return_type="list", include_spans=False)
+    traces = furnace_traces(home)
     return [
         (
             t.info.tags.get("mlflow.traceName", ""),
