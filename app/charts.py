@@ -18,6 +18,7 @@ PARETO_SELECTION = "agent"  # the point selection's name (st.altair_chart on_sel
 
 
 MEASURES = ["best", "mean", "train", "test"]  # validation best and mean; the best's train and test fitness
+DASHES = [[1, 0], [6, 4], [1, 3], [10, 3, 2, 3]]  # solid, dashed, dotted, dash-dot: one per measure
 
 
 def fitness_overlay(rows: Sequence[dict[str, Any]], x: str, title: str) -> alt.LayerChart | alt.FacetChart:
@@ -39,13 +40,17 @@ def fitness_overlay(rows: Sequence[dict[str, Any]], x: str, title: str) -> alt.L
             x=x_axis,
             y=alt.Y("fitness:Q", scale=y_scale, title="fitness"),
             color=color,
-            strokeDash=alt.StrokeDash("measure:N", sort=MEASURES, legend=alt.Legend(orient="bottom")),
+            strokeDash=alt.StrokeDash(
+                "measure:N",
+                scale=alt.Scale(domain=MEASURES, range=DASHES),
+                legend=alt.Legend(orient="bottom", columns=2, symbolType="stroke", symbolStrokeWidth=2),
+            ),
             tooltip=[*tooltip, "test_low", "test_high", "train_test_gap"],
         )
     )
     intervals = (
         alt.Chart(tested)
-        .mark_rule(strokeWidth=2, opacity=0.6)
+        .mark_errorbar(ticks=True, thickness=2)
         .encode(
             x=x_axis,
             y=alt.Y("test_low:Q", scale=y_scale, title="fitness"),
