@@ -43,7 +43,9 @@ def fitness_overlay(rows: Sequence[dict[str, Any]], x: str, title: str) -> alt.L
             strokeDash=alt.StrokeDash(
                 "measure:N",
                 scale=alt.Scale(domain=MEASURES, range=DASHES),
-                legend=alt.Legend(orient="bottom", columns=2, symbolType="stroke", symbolStrokeWidth=2),
+                legend=alt.Legend(
+                    orient="bottom", columns=2, symbolType="stroke", symbolStrokeWidth=2, symbolStrokeColor="#495057"
+                ),
             ),
             tooltip=[*tooltip, "test_low", "test_high", "train_test_gap"],
         )
