@@ -33,6 +33,7 @@ def fitness_overlay(rows: Sequence[dict[str, Any]], x: str, title: str) -> alt.L
     x_axis = alt.X(f"{x}:Q", scale=x_scale, title=x.replace("_", " "), axis=alt.Axis(tickMinStep=1))
     color = alt.Color("experiment:N", legend=alt.Legend(orient="bottom", columns=1))
     tooltip = ["experiment", "generation", "calls_spent", "cost_spent_usd", "measure", "fitness"]
+    legend = alt.Legend(orient="bottom", columns=2, symbolStrokeColor="#495057", symbolFillColor="#495057")
     lines = (
         alt.Chart(data)
         .mark_line(point=True)
@@ -40,13 +41,8 @@ def fitness_overlay(rows: Sequence[dict[str, Any]], x: str, title: str) -> alt.L
             x=x_axis,
             y=alt.Y("fitness:Q", scale=y_scale, title="fitness"),
             color=color,
-            strokeDash=alt.StrokeDash(
-                "measure:N",
-                scale=alt.Scale(domain=MEASURES, range=DASHES),
-                legend=alt.Legend(
-                    orient="bottom", columns=2, symbolType="stroke", symbolStrokeWidth=2, symbolStrokeColor="#495057"
-                ),
-            ),
+            strokeDash=alt.StrokeDash("measure:N", scale=alt.Scale(domain=MEASURES, range=DASHES), legend=legend),
+            shape=alt.Shape("measure:N", scale=alt.Scale(domain=MEASURES), legend=legend),  # one legend, both
             tooltip=[*tooltip, "test_low", "test_high", "train_test_gap"],
         )
     )
