@@ -18,6 +18,7 @@ PARETO_SELECTION = "agent"  # the point selection's name (st.altair_chart on_sel
 
 
 MEASURES = ["best", "mean", "train", "test"]  # validation best and mean; the best's train and test fitness
+DASHES = [[1, 0], [6, 4], [1, 3], [10, 3, 2, 3]]  # solid, dashed, dotted, dash-dot: one per measure
 
 
 def fitness_overlay(rows: Sequence[dict[str, Any]], x: str, title: str) -> alt.LayerChart | alt.FacetChart:
@@ -32,6 +33,7 @@ def fitness_overlay(rows: Sequence[dict[str, Any]], x: str, title: str) -> alt.L
     x_axis = alt.X(f"{x}:Q", scale=x_scale, title=x.replace("_", " "), axis=alt.Axis(tickMinStep=1))
     color = alt.Color("experiment:N", legend=alt.Legend(orient="bottom", columns=1))
     tooltip = ["experiment", "generation", "calls_spent", "cost_spent_usd", "measure", "fitness"]
+    legend = alt.Legend(orient="bottom", columns=2, symbolStrokeColor="#495057", symbolFillColor="#495057")
     lines = (
         alt.Chart(data)
         .mark_line(point=True)
@@ -39,13 +41,14 @@ def fitness_overlay(rows: Sequence[dict[str, Any]], x: str, title: str) -> alt.L
             x=x_axis,
             y=alt.Y("fitness:Q", scale=y_scale, title="fitness"),
             color=color,
-            strokeDash=alt.StrokeDash("measure:N", sort=MEASURES, legend=alt.Legend(orient="bottom")),
+            strokeDash=alt.StrokeDash("measure:N", scale=alt.Scale(domain=MEASURES, range=DASHES), legend=legend),
+            shape=alt.Shape("measure:N", scale=alt.Scale(domain=MEASURES), legend=legend),  # one legend, both
             tooltip=[*tooltip, "test_low", "test_high", "train_test_gap"],
         )
     )
     intervals = (
         alt.Chart(tested)
-        .mark_rule(strokeWidth=2, opacity=0.6)
+        .mark_errorbar(ticks=True, thickness=2)
         .encode(
             x=x_axis,
             y=alt.Y("test_low:Q", scale=y_scale, title="fitness"),

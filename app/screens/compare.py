@@ -288,9 +288,9 @@ with experiments_tab:
                 fitness_overlay(overlay, "calls_spent", "Fitness vs model calls spent"), width="stretch"
             )
             st.caption(
-                "Lines by dash: best (validation, what selection used), mean, and the best's train and held-out "
-                "test fitness; the bars on the test line are its 95% interval (the train–test gap is in the "
-                "tooltip). Test is scored after the search: a run still going has no test line. Axes are "
+                "Lines by dash and point shape: best (validation, what selection used), mean, and the best's "
+                "train and held-out test fitness; the bars on the test line are its 95% interval (the train–test "
+                "gap is in the tooltip). Test is scored after the search: a run still going has no test line. Axes are "
                 "scaled to the data; drag to pan, scroll to zoom."
             )
             st.markdown("**Calls and cost** (a finished run: from the call ledger, as in its report)")

@@ -100,7 +100,7 @@ def test_fitness_charts_show_the_bests_test_fitness_with_its_interval_beside_tra
     no_errors(at)
     spec = next(s for s in _charts(at) if s.get("title") == "Fitness per generation")
     lines = next(layer for layer in _layers(spec) if layer["mark"]["type"] == "line")
-    bars = next(layer for layer in _layers(spec) if layer["mark"]["type"] == "rule")
+    bars = next(layer for layer in _layers(spec) if layer["mark"]["type"] == "errorbar")
     assert lines["encoding"]["strokeDash"]["field"] == "measure"
     assert (bars["encoding"]["y"]["field"], bars["encoding"]["y2"]["field"]) == ("test_low", "test_high")
     rows = spec["datasets"][lines["data"]["name"]]
