@@ -548,6 +548,7 @@ class Runtime:
             progress=progress,
             judge=judge.for_run(experiment_id) if judge is not None else None,  # same cache, ledger, run id
             keep_failures=keep_failures,
+            picks=self.picks if config.scorers.get("human", 0) > 0 else None,  # the human objective reads them
         )
         fork = seed_fork(self.results, config, seeds[: config.population], experiment_id)
         warning = self.judge_warning(llm.model_name, judge.model_name if judge else llm.model_name)

@@ -24,7 +24,9 @@ def individual_assessments(
     for row in record.scores:
         by_scorer.setdefault(row.scorer, []).append(row)
     out = [
-        _objective(name, by_scorer.get(name, []), record, judge_model) for name in sorted(scorers) if scorers[name] > 0
+        _objective(name, by_scorer.get(name, []), record, judge_model)
+        for name in sorted(scorers)
+        if scorers[name] > 0 and name != "human"  # people's picks are logged as HUMAN assessments of their own
     ]
     if record.scored:
         out.append(Assessment("fitness", record.fitness, "weighted mean of the objectives", source="furnace.fitness"))

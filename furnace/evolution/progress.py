@@ -18,6 +18,12 @@ class ProgressBar:
         self._started = time.perf_counter()
 
     def __call__(self, p: Any) -> None:
+        notice = str(getattr(p, "message", "") or "")  # e.g. pairs waiting for people: a line of its own
+        if self.enabled and notice:
+            sys.stderr.write(("\n" if self.interactive and self._last else "") + notice + "\n")
+            sys.stderr.flush()
+            self._last = ""
+            return
         if not self.enabled or (not self.interactive and p.done != p.total):
             return
         filled = int(self.width * p.done / p.total) if p.total else self.width
