@@ -86,15 +86,16 @@ def asked_pairs(
     return next_pairs(members, (), sorted(probes), count=count, seed=ask_seed(seed, generation))
 
 
-def _pair_key(probe: str, x: str, y: str) -> tuple[str, str, str]:
+def pair_key(probe: str, x: str, y: str) -> tuple[str, str, str]:
+    """A pair of agents on a probe, whichever was shown as A."""
     a, b = sorted((x, y))
     return probe, a, b
 
 
 def pairs_waiting(asked: Iterable[BlindPair], picks: Iterable[Pick]) -> list[BlindPair]:
     """The asked pairs no pick (not undone) has answered: same probe, same two agents, either order."""
-    answered = {_pair_key(p.probe, p.agent_a, p.agent_b) for p in picks if not p.undone}
-    return [pair for pair in asked if _pair_key(pair.probe, pair.a.agent_id, pair.b.agent_id) not in answered]
+    answered = {pair_key(p.probe, p.agent_a, p.agent_b) for p in picks if not p.undone}
+    return [pair for pair in asked if pair_key(pair.probe, pair.a.agent_id, pair.b.agent_id) not in answered]
 
 
 def wait_for_picks(

@@ -19,12 +19,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from furnace.domain.elixir import parse_elixir
 from furnace.evolution.evaluate import reply
+from furnace.evolution.human import Ask, latest_ask, pair_key, weighs_human
 from furnace.evolution.pairs import BlindPair, Key, judge_table, next_pairs, recent
-from furnace.evolution.records import ExperimentRecord, IndividualRecord
+from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord
 from furnace.llm.seam import LLM
 from furnace.scoring.agreement import (
     Agreement,
@@ -36,10 +38,11 @@ from furnace.scoring.agreement import (
     spearman,
 )
 from furnace.scoring.judge import judge_answer
-from furnace.scoring.picks import Pick
-from furnace.scoring.probes import Probe, ProbeSet
+from furnace.scoring.picks import Choice, Pick, new_pick_id
+from furnace.scoring.probes import Probe, ProbeSet, load_probe_set
 
 __all__ = [
+    "Ask",
     "BlindPair",
     "Calibration",
     "Key",
@@ -49,10 +52,88 @@ __all__ = [
     "judge_table",
     "next_pairs",
     "pair_replies",
+    "session_pairs",
     "recent",
     "recorded_judge",
     "rejudge",
 ]
+
+
+def experiment_probes(exp: ExperimentRecord, probes_dir: Path | None = None) -> ProbeSet:
+    """The experiment's probe set, read by name as it is now (from ``probes_dir``, else the shipped sets)."""
+    probes = exp.config.get("probes") or {}
+    return load_probe_set(str(probes.get("set", "")), search_dir=probes_dir).head(probes.get("limit"))
+
+
+def pickable(exp: ExperimentRecord, probes: ProbeSet) -> list[str]:
+    """The probes people are shown: every one, except the test split when the experiment weights the
+    ``human`` objective (picks then steer selection, and the test probes stay unseen by it)."""
+    shown = probes.without("test") if weighs_human(exp.config.get("scorers") or {}) else probes
+    return [p.id for p in shown.probes]
+
+
+def waiting(
+    exp: ExperimentRecord,
+    records: Sequence[IndividualRecord],
+    generations: Sequence[GenerationRecord],
+    picks: Sequence[Pick],
+    probes: ProbeSet,
+) -> Ask | None:
+    """The pairs the experiment asked of people after its latest generation (it weights ``human``), with
+    those still waiting; None otherwise (:func:`furnace.evolution.human.latest_ask`)."""
+    return latest_ask(exp.config, records, generations, picks, [p.id for p in probes.without("test").probes])
+
+
+def session_pairs(
+    exp: ExperimentRecord,
+    records: Sequence[IndividualRecord],
+    generations: Sequence[GenerationRecord],
+    picks: Sequence[Pick],
+    probes: ProbeSet,
+    *,
+    count: int,
+    seed: int,
+    recent_generations: int = 2,
+    skip: Iterable[tuple[str, str, str]] = (),
+) -> list[BlindPair]:
+    """Up to ``count`` blind pairs for a picking session: the pairs the experiment is waiting for first (in
+    the order the engine drew them), then :func:`next_pairs` over its recent generations (``seed``: the
+    session's); ``skip``: pairs (:func:`furnace.evolution.human.pair_key`) the person passed over."""
+    skipped = set(skip)
+    ask = waiting(exp, records, generations, picks, probes)
+    out = [p for p in (ask.waiting if ask else ()) if pair_key(p.probe, p.a.agent_id, p.b.agent_id) not in skipped]
+    taken = skipped | {pair_key(p.probe, p.a.agent_id, p.b.agent_id) for p in out}
+    more = next_pairs(
+        recent(records, recent_generations), picks, pickable(exp, probes), count=count + len(taken), seed=seed
+    )
+    out += [p for p in more if pair_key(p.probe, p.a.agent_id, p.b.agent_id) not in taken]
+    return out[:count]
+
+
+def as_pick(pair: BlindPair, experiment_id: str, choice: Choice, who: str, reason: str = "") -> Pick:
+    """A person's verdict on ``pair`` as shown (A is ``pair.a``), ready to store."""
+    return Pick(
+        pick_id=new_pick_id(),
+        experiment_id=experiment_id,
+        probe=pair.probe,
+        agent_a=pair.a.agent_id,
+        generation_a=pair.a.generation,
+        agent_b=pair.b.agent_id,
+        generation_b=pair.b.generation,
+        choice=choice,
+        who=who,
+        reason=reason.strip()[:500],
+        order_seed=pair.order_seed,
+    )
+
+
+def reveal(pair: BlindPair) -> str:
+    """Who A and B were (said after the pick, never before)."""
+    return (
+        f"A was {pair.a.agent_id} (generation {pair.a.generation}), "
+        f"B was {pair.b.agent_id} (generation {pair.b.generation})"
+        + (f"; the judge's scores differed by {pair.gap:.3f}" if pair.gap is not None else "")
+    )
 
 
 def candidate_reply(llm: LLM, record: IndividualRecord, probe: Probe, *, seed: int) -> str:
