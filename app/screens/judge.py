@@ -94,7 +94,7 @@ def calibration_section(records: Any, every_pick: Any, judge: str) -> None:
             "95% interval": "–".join(f"{v:.2f}" for v in j["interval"]) if j["interval"] else None,
             "decided picks": j["picks"],
             "ties": j["ties"],
-            "reading": j["reading"],
+            "meaningful": "yes" if j["meaningful"] else f"not yet meaningful: fewer than {MIN_PICKS} decided picks",
         }
         for j in data["judges"]
     ]
@@ -179,7 +179,7 @@ else:
         with column, st.container(border=True):
             st.subheader(label)
             st.markdown(text or "(empty reply)")
-    st.caption(f"Blind: which candidate is A was drawn from this session's seed ({seed}), stored with the pick.")
+    st.caption(f"Blind: the order shown comes from this session's seed ({seed}), stored with each pick.")
     st.text_input("Why (optional)", key="judge_reason", max_chars=500)
     a_col, b_col, tie_col, skip_col = st.columns(4)
     blocked = not who.strip()
@@ -198,7 +198,7 @@ else:
         st.caption("Say who you are above to pick.")
 st.button("Undo my last pick", key="judge_undo", on_click=_undo, args=(svc, exp_id), disabled=not who.strip())
 st.caption(
-    f"{len(picks)} picks in this experiment"
+    f"{len(picks)} {'pick' if len(picks) == 1 else 'picks'} in this experiment"
     + (f" ({len(every_pick) - len(picks)} undone)" if len(every_pick) > len(picks) else "")
     + f"; judge: {judge or UNKNOWN}"
 )

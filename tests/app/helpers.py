@@ -49,6 +49,23 @@ def no_errors(at) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
+# an experiment weighting people's picks (the human objective): 3 pairs asked after generation 0
+PEOPLE_EXPERIMENT = """\
+name: people
+seed: 5
+population: 4
+generations: 1
+seeds: {ids: [viral-copywriter, data-science-mentor, empathetic-coach, socratic-math-tutor]}
+selection: {tournament_size: 2, elitism: 1}
+probes: {set: writing-en, limit: 4}
+scorers: {constraints: 0.3, fidelity: 0.3, brief_fit: 0.4, human: 0.5}
+samples_per_probe: 1
+reevaluate_top: 0
+human_pairs: 3
+concurrency: 2
+"""
+
+
 def run_experiment(home: Path, name: str, text: str) -> str:
     """Run the experiment file ``text`` (written to ``home/name``) offline with the hash embedder; its id."""
     from click.testing import CliRunner

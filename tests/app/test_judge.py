@@ -7,27 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import no_errors, run_experiment
-
-HUMAN_EXPERIMENT = """\
-name: people
-seed: 5
-population: 4
-generations: 1
-seeds: {ids: [viral-copywriter, data-science-mentor, empathetic-coach, socratic-math-tutor]}
-selection: {tournament_size: 2, elitism: 1}
-probes: {set: writing-en, limit: 4}
-scorers: {constraints: 0.3, fidelity: 0.3, brief_fit: 0.4, human: 0.5}
-samples_per_probe: 1
-reevaluate_top: 0
-human_pairs: 3
-concurrency: 2
-"""
+from .helpers import PEOPLE_EXPERIMENT, no_errors, run_experiment
 
 
 @pytest.fixture(scope="module")
 def experiment(app_home: Path) -> str:
-    return run_experiment(app_home, "people.yaml", HUMAN_EXPERIMENT)
+    return run_experiment(app_home, "people.yaml", PEOPLE_EXPERIMENT)
 
 
 def _picks(home: Path, experiment_id: str, *, include_undone: bool = False):
@@ -98,8 +83,9 @@ def test_calibration_shows_each_judge_with_its_picks_and_says_when_not_yet_meani
     [row] = table.to_dict("records")
     assert row["judge"] == "furnace-offline-rules-v1"
     assert row["decided picks"] == 2 and row["ties"] == 1
-    assert "not yet meaningful" in row["reading"]
-    assert "95% CI" in row["reading"] and "–" in row["95% interval"]
+    assert row["meaningful"] == "not yet meaningful: fewer than 20 decided picks"
+    low, high = (float(v) for v in row["95% interval"].split("–"))
+    assert low <= row["agreement with people"] <= high
     assert "below 20 decided picks" in " ".join(c.value for c in at.caption)
     assert "People's ranking" in " ".join(m.value for m in at.markdown)
 
