@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .browser import app_server, browser_missing, browser_page, settle
+from .browser import app_server, browser_missing, browser_page, pick_on_the_judge_page, settle
 from .helpers import REPO, seed_home
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -112,7 +112,11 @@ def test_every_page_with_two_experiments_in_a_real_browser(seeded: Path) -> None
                     assert page.get_by_text(exp_id).count() > 0, exp_id
                 page.screenshot(path=str(ARTIFACTS / "browser-compare-overlay.png"), full_page=True)
             elif path == "judge":
-                pick_in_the_browser(page)
+                page.get_by_role("heading", name="A", exact=True).wait_for()
+                assert page.get_by_text("Stored pick-").count() == 0 and page.get_by_text("A was ").count() == 0
+                pick_on_the_judge_page(page, "ana", "clearer")  # the candidates' ids show only after the pick
+                assert page.get_by_text("A was ", exact=False).count() == 1
+                assert page.locator('[data-testid="stException"]').count() == 0
                 page.screenshot(path=str(ARTIFACTS / "browser-judge-pick.png"), full_page=True)
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
@@ -120,25 +124,6 @@ def test_every_page_with_two_experiments_in_a_real_browser(seeded: Path) -> None
     picks = Runtime(FurnaceSettings(home=seeded)).picks
     [pick] = [p for exp_id in experiments for p in picks.picks(exp_id)]
     assert (pick.who, pick.choice, pick.reason) == ("ana", "A", "clearer")
-
-
-def pick_in_the_browser(page) -> None:
-    """On the Judge page: name oneself, give a reason, pick A; the candidates' ids show only after the pick."""
-    page.get_by_role("heading", name="A", exact=True).wait_for()
-    assert page.get_by_text("Stored pick-").count() == 0 and page.get_by_text("A was agt-").count() == 0
-    who = page.get_by_label("Your name (stored with each pick)")
-    who.fill("ana")
-    who.press("Enter")
-    settle(page)
-    reason = page.get_by_label("Why (optional)")
-    reason.fill("clearer")
-    reason.press("Enter")
-    settle(page)
-    page.get_by_role("button", name="A is better").click()
-    page.get_by_text("Stored pick-", exact=False).first.wait_for()
-    assert page.get_by_text("A was ", exact=False).count() == 1
-    settle(page)
-    assert page.locator('[data-testid="stException"]').count() == 0
 
 
 # The Vega view Streamlit embedded (found through React's hooks of the chart's element), and every text label

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .browser import app_server, browser_missing, browser_page, settle
+from .browser import app_server, browser_missing, browser_page, pick_on_the_judge_page, settle
 from .helpers import REPO
 
 EN_MEMBERS = ["academic-editor", "data-science-mentor", "go-reviewer", "security-auditor"]
@@ -153,17 +153,7 @@ def judge_shot(page: Any, url: str, out: Path) -> Path:
     page.goto(f"{url}/judge")
     page.get_by_role("heading", name="Judge").wait_for()
     page.get_by_text("pairs waiting").first.wait_for()
-    who = page.get_by_label("Your name (stored with each pick)")
-    who.fill("ana")
-    who.press("Enter")
-    settle(page)
-    reason = page.get_by_label("Why (optional)")
-    reason.fill("answers the question first")
-    reason.press("Enter")
-    settle(page)
-    page.get_by_role("button", name="A is better").click()
-    page.get_by_text("Stored pick-").first.wait_for()
-    settle(page)
+    pick_on_the_judge_page(page, "ana", "answers the question first")
     path = out / "app-judge.png"
     page.screenshot(path=str(path))
     page.set_viewport_size(size)
