@@ -108,9 +108,7 @@ def test_human_needs_another_objective_and_its_weight_changes_the_experiment_id(
     assert len({with_human_id, heavier, plain.experiment_id("m")}) == 3
     # how long a run waits is not what it computes; the pairs asked count only when human is weighted
     assert parse_config({**CONFIG, "human_wait_s": 60}).experiment_id("m") == with_human_id
-    assert parse_config({**CONFIG, "scorers": without, "human_pairs": 9}).experiment_id("m") == plain.experiment_id(
-        "m"
-    )
+    assert parse_config({**CONFIG, "scorers": without, "human_pairs": 9}).experiment_id("m") == plain.experiment_id("m")
     assert parse_config({**CONFIG, "human_pairs": 9}).experiment_id("m") != with_human_id
 
 
@@ -190,8 +188,18 @@ def test_the_run_waits_for_picks_between_generations_then_proceeds() -> None:
                 choice = "A" if pair.a.agent_id < pair.b.agent_id else "B"
                 a, b = pair.a, pair.b
                 picks.add(
-                    Pick(new_pick_id(), evo.experiment_id, pair.probe, a.agent_id, a.generation, b.agent_id,
-                         b.generation, choice, "ana", order_seed=pair.order_seed)  # fmt: skip
+                    Pick(
+                        new_pick_id(),
+                        evo.experiment_id,
+                        pair.probe,
+                        a.agent_id,
+                        a.generation,
+                        b.agent_id,
+                        b.generation,
+                        choice,
+                        "ana",
+                        order_seed=pair.order_seed,
+                    )
                 )
 
     time = FakeTime(person)
