@@ -1131,15 +1131,19 @@ class _Schedule:
             store = evo.picks
             picks = store.picks(evo.experiment_id)
             waiting = pairs_waiting(asked, picks)
-            if waiting and cfg.human_wait_s > 0:
-                evo._writer.flush()
+            if waiting:
+                wait = cfg.human_wait_s
+                if wait > 0:
+                    evo._writer.flush()  # the app shows the pairs from the stored records
                 evo._emit(
                     generation=generation,
                     generations=cfg.generations,
                     done=0,
                     total=0,
                     best=self.population[0].fitness if self.population else 0.0,
-                    message=f"{len(waiting)} pairs waiting for people's picks (up to {cfg.human_wait_s:g} s)",
+                    message=f"{len(waiting)} pairs waiting for people's picks in {evo.experiment_id} "
+                    + (f"(up to {wait:g} s)" if wait > 0 else "(human_wait_s 0: going on with the picks made so far)")
+                    + f": the app's Judge page, or furnace pick {evo.experiment_id}",
                 )
                 picks = wait_for_picks(
                     lambda: store.picks(evo.experiment_id),

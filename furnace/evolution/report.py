@@ -102,6 +102,7 @@ class ExperimentReport:
             "operators.json": self.operators,
             "pareto.json": self.pareto,
             "held_out.json": self.held_out,
+            **({"human.json": self.human} if self.human else {}),  # people's ratings and the pairs asked
         }
 
     def as_dict(self) -> dict[str, Any]:

@@ -225,7 +225,11 @@ def test_the_run_waits_for_picks_between_generations_then_proceeds() -> None:
 def test_without_picks_the_run_waits_out_its_timeout_and_proceeds_on_the_judges() -> None:
     time = FakeTime()
     evo, results = _evolution(MemoryPicks(), time, human_wait_s=30)
+    notices: list[str] = []
+    evo.progress = lambda p: notices.append(p.message) if p.message else None
     report = evo.run()
+    assert notices == [f"3 pairs waiting for people's picks in {evo.experiment_id} (up to 30 s): the app's Judge "
+                       f"page, or furnace pick {evo.experiment_id}"] * 2  # fmt: skip
     assert report.status == "finished" and len(results.generations(report.experiment_id)) == 3
     assert sum(time.slept) == pytest.approx(60)  # 30 s after each of generations 0 and 1
     assert [a["waiting"] for a in report.human["asks"]] == [3, 3]
@@ -266,3 +270,14 @@ def test_asked_pairs_are_drawn_from_the_population_seeded_by_generation() -> Non
         for g in range(6)
     }
     assert len(orders) > 1
+
+
+def test_the_progress_bar_prints_a_notice_on_a_line_of_its_own(capsys) -> None:
+    from furnace.evolution.engine import Progress
+    from furnace.evolution.progress import ProgressBar
+
+    bar = ProgressBar(interactive=False)
+    bar(Progress(1, 2, 0, 0, 0.5, message="3 pairs waiting for people's picks"))
+    bar(Progress(1, 2, 2, 2, 0.5))
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "3 pairs waiting for people's picks" and lines[1].startswith("generation 1/2")
