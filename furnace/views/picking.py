@@ -194,7 +194,8 @@ class Calibration:
 
     def lines(self) -> list[str]:
         people = f"{len(self.by_person)} {'person' if len(self.by_person) == 1 else 'people'}"
-        out = [f"{self.picks} picks by {people}" + (f" ({self.undone} undone, not counted)" if self.undone else "")]
+        picks = f"{self.picks} {'pick' if self.picks == 1 else 'picks'}"
+        out = [f"{picks} by {people}" + (f" ({self.undone} undone, not counted)" if self.undone else "")]
         out += ["  " + agreement.reading() for agreement in self.judges]
         if len(self.judges) > 1:
             out.append("  between the judges, on the picked candidates: " + read_alpha(self.judge_alpha))
