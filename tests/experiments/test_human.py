@@ -281,3 +281,26 @@ def test_the_progress_bar_prints_a_notice_on_a_line_of_its_own(capsys) -> None:
     bar(Progress(1, 2, 2, 2, 0.5))
     lines = capsys.readouterr().err.splitlines()
     assert lines[0] == "3 pairs waiting for people's picks" and lines[1].startswith("generation 1/2")
+
+
+def test_peoples_taste_steers_the_search() -> None:
+    """People who always prefer the seed the judges rank last: with ``human`` weighted heavily, the next
+    generation's best is that seed; without their picks it is the judges' best."""
+    config = {"scorers": {"constraints": 0.3, "fidelity": 0.3, "brief_fit": 0.2, "human": 4.0}}
+    plain, plain_results = _evolution(MemoryPicks(), FakeTime(), **config)
+    plain.run()
+    seeds = [r for r in plain_results.individuals(plain.experiment_id) if r.generation == 0]
+    favourite = min(seeds, key=lambda r: (r.fitness, r.agent_id)).agent_id
+    best_plain = next(g for g in plain_results.generations(plain.experiment_id) if g.generation == 1).survivors[0]
+    assert best_plain != favourite
+
+    picks = MemoryPicks()
+    steered, results = _evolution(picks, FakeTime(), **config)
+    assert steered.experiment_id == plain.experiment_id  # picks change what it does, not what it is
+    for other in sorted(r.agent_id for r in seeds if r.agent_id != favourite):
+        for probe in [p.id for p in steered.search_probes.probes][:2]:
+            picks.add(Pick(new_pick_id(), steered.experiment_id, probe, other, 0, favourite, 0, "B", "ana"))
+    report = steered.run()
+    assert report.human["ratings"][favourite] == max(report.human["ratings"].values()) > 0.5
+    best_steered = next(g for g in results.generations(steered.experiment_id) if g.generation == 1).survivors[0]
+    assert best_steered == favourite
