@@ -220,8 +220,15 @@ def run_evolution(
     if reseed:
         config = config.model_copy(update={"seed": seed_for_slot(_scheduled_start())})
     probes_dir = Path(file).resolve().parent.parent / "probes"
+    bar = ProgressBar(enabled=show)
+
+    def progress(event: Any) -> None:
+        if event.message:  # a notice (pairs waiting for people's picks): in the flow run's log too
+            _log_warning(event.message)
+        bar(event)
+
     prepared = runtime(home).prepare_experiment(
-        config, progress=ProgressBar(enabled=show), track=track, probes_dir=probes_dir, keep_failures=keep_failures
+        config, progress=progress, track=track, probes_dir=probes_dir, keep_failures=keep_failures
     )
     fork = prepared.check_fork()
     if prepared.judge_warning:

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from furnace.llm.cache import CachedLLM
     from furnace.llm.context import TokenCounter
     from furnace.llm.seam import LLM
-    from furnace.scoring.picks import PickStore
+    from furnace.scoring.picks import Pick, PickStore
     from furnace.storage.duckdb.assist import DuckDBAssistData
     from furnace.storage.duckdb.db import Database
     from furnace.storage.sql.db import SQLDatabase
@@ -377,6 +377,26 @@ class Runtime:
 
         return DuckDBPicks(self.db)
 
+    def picks_tracked(self) -> bool:
+        """Whether this home has an MLflow store to log picks to (none is created for picks alone)."""
+        return self.settings.mlflow_uri is not None or (self.settings.home / "mlflow.db").exists()
+
+    def log_picks(self, picks: Sequence[Pick], slots: Mapping[tuple[str, int], int]) -> int | None:
+        """Log ``picks`` as HUMAN assessments on their candidates' traces (``slots``: (agent, generation) ->
+        slot, which names a trace); the assessments added, or None when the home has no MLflow store."""
+        if not picks or not self.picks_tracked():
+            return None
+        from furnace.adapters.mlflow_picks import log_picks
+
+        return log_picks(self.settings.tracking_uri, picks, slots)
+
+    def withdraw_pick(self, pick: Pick) -> None:
+        """Delete an undone pick's assessments from MLflow (nothing without an MLflow store)."""
+        if self.picks_tracked():
+            from furnace.adapters.mlflow_picks import withdraw_pick
+
+            withdraw_pick(self.settings.tracking_uri, pick)
+
     @cached_property
     def kv(self) -> KV:
         """The JSON key-value store with expiry behind the synthesis cache."""
@@ -551,6 +571,7 @@ class Runtime:
             judge=judge.for_run(experiment_id) if judge is not None else None,  # same cache, ledger, run id
             judges=[j.for_run(experiment_id) for j in panel],
             keep_failures=keep_failures,
+            picks=self.picks if config.scorers.get("human", 0) > 0 else None,  # the human objective reads them
         )
         fork = seed_fork(self.results, config, seeds[: config.population], experiment_id)
         graded_by = judge.model_name if judge else llm.model_name
