@@ -29,7 +29,7 @@ from furnace.views.experiments import (
     unscored_rows,
 )
 from furnace.views.judges import experiment_judges
-from furnace.views.picking import recorded_judge
+from furnace.views.picking import grading_judge
 from furnace_app.charts import PARETO_SELECTION, fitness_overlay, grouped_bars, pareto_scatter
 from furnace_app.services import UNKNOWN, for_table, known_sum, services, show_error, subject_labels
 
@@ -98,7 +98,7 @@ def judges_section(svc: Any, exp_id: str) -> None:
 def experiment_detail(svc: Any, exp_id: str) -> None:
     """One experiment: leaderboard with per-objective columns and the judge's feedback, generations, MLflow."""
     exp = svc.results.get_experiment(exp_id)
-    warning = self_judging_warning(exp.model, recorded_judge(exp)) if exp is not None else None
+    warning = self_judging_warning(exp.model, grading_judge(exp)) if exp is not None else None
     if warning:  # the agent model graded itself (a real model, no separate judge)
         st.warning(warning.removeprefix("warning: "), icon=":material/warning:")
     gens = pd.DataFrame(generation_rows(svc.results, exp_id))

@@ -21,6 +21,7 @@ from furnace.views.picking import (
     as_pick,
     experiment_calibration,
     experiment_probes,
+    grading_judge,
     pair_replies,
     recorded_judge,
     reveal,
@@ -125,7 +126,7 @@ if exp is None:
     st.error(f"No experiment {exp_id}.")
     st.stop()
 judge = recorded_judge(exp)
-warning = self_judging_warning(exp.model, judge)
+warning = self_judging_warning(exp.model, grading_judge(exp))
 if warning:
     st.warning(warning.removeprefix("warning: "), icon=":material/warning:")
 records = svc.results.individuals(exp_id)

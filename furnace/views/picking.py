@@ -56,6 +56,7 @@ __all__ = [
     "pair_replies",
     "session_pairs",
     "recent",
+    "grading_judge",
     "recorded_judge",
     "rejudge",
 ]
@@ -294,3 +295,10 @@ def panel_tables(records: Sequence[IndividualRecord]) -> dict[str, dict[Key, flo
 def recorded_judge(exp: ExperimentRecord) -> str:
     """The model that judged an experiment (its report's judge, else the agents' own model)."""
     return str(exp.summary.get("judge_model") or exp.model)
+
+
+def grading_judge(exp: ExperimentRecord) -> str:
+    """The judge to hold against the agents' model for the self-judging warning: the agents' own model when
+    a panel of judges includes it (it still grades itself), else :func:`recorded_judge`."""
+    panel = list(dict((exp.summary or {}).get("judges") or {}).get("judges") or [])
+    return str(exp.model) if exp.model in panel else recorded_judge(exp)
