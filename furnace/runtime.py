@@ -388,7 +388,9 @@ class Runtime:
             return None
         from furnace.adapters.mlflow_picks import log_picks
 
-        return log_picks(self.settings.tracking_uri, picks, slots)
+        added = log_picks(self.settings.tracking_uri, picks, slots)
+        self._log_calibration(picks[0].experiment_id)
+        return added
 
     def withdraw_pick(self, pick: Pick) -> None:
         """Delete an undone pick's assessments from MLflow (nothing without an MLflow store)."""
@@ -396,6 +398,20 @@ class Runtime:
             from furnace.adapters.mlflow_picks import withdraw_pick
 
             withdraw_pick(self.settings.tracking_uri, pick)
+            self._log_calibration(pick.experiment_id)
+
+    def _log_calibration(self, experiment_id: str) -> None:
+        """Log what the experiment's picks (not undone) say of its judges on its MLflow run."""
+        from furnace.adapters.mlflow_picks import log_calibration
+        from furnace.views.picking import experiment_calibration, recorded_judge
+
+        exp = self.results.get_experiment(experiment_id)
+        if exp is None:
+            return
+        every_pick = self.picks.picks(experiment_id, include_undone=True)
+        calibration = experiment_calibration(self.results.individuals(experiment_id), every_pick, recorded_judge(exp))
+        events = len(every_pick) + calibration.undone  # each pick and each undo is one step
+        log_calibration(self.settings.tracking_uri, experiment_id, calibration.as_dict(), step=events)
 
     @cached_property
     def kv(self) -> KV:
