@@ -603,7 +603,8 @@ class Evolution:
         self.tracker.finish(
             self.status, report.tags(), report.artifacts(), {**report.totals, **report.held_out_metrics()}
         )
-        return report
+        traces = getattr(self.tracker, "trace_totals", None)  # what the tracker exported (MLflow counts them)
+        return replace(report, traces=dict(traces)) if traces else report
 
     def _held_out(self, history: Sequence[GenerationRecord]) -> dict[str, Any]:
         """After the search: the top ``reevaluate_top`` re-evaluated on validation with fresh samples (the

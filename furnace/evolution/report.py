@@ -36,6 +36,8 @@ class ExperimentReport:
     untraced: list[dict[str, Any]] = field(default_factory=list)  # units whose traces show fewer tokens than the ledger
     held_out: dict[str, Any] = field(default_factory=dict)  # splits, test fitness per agent, re-evaluation
     rejected: int = 0  # reflected children that did not beat their parent on their minibatch
+    # the run's traces once the tracker finished: started, exported (in the store), missing; {} untraced
+    traces: dict[str, int] = field(default_factory=dict)
 
     @property
     def best(self) -> dict[str, Any] | None:
@@ -391,11 +393,22 @@ def render_report(report: ExperimentReport) -> str:
             f"traces short of the ledger by {lost} tokens ({len(report.untraced)} units): {UNTRACED_WHY}; "
             + cut_list([f"{u['trace']} ({int(u['traced_tokens'])} of {int(u['tokens'])})" for u in report.untraced], 6)
         )
+    lines += traces_lines(report.traces)
     if report.failures:
         lines.append(
             f"failure scores recorded: {report.failures} (see `furnace experiment show {report.experiment_id}`)"
         )
     return "\n".join(lines)
+
+
+TRACES_WHY = "see the MLflow run's tag furnace.traces and the warning above it (docs/experiments.md, MLflow)"
+
+
+def traces_lines(traces: Mapping[str, int]) -> list[str]:
+    """The report's line on traces, when any trace of the run was not exported to the store; none else."""
+    if not traces.get("missing"):
+        return []
+    return [f"traces: {traces['exported']} of {traces['started']} exported; {traces['missing']} missing — {TRACES_WHY}"]
 
 
 def held_out_lines(report: ExperimentReport) -> list[str]:
