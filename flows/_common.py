@@ -6,7 +6,7 @@ from furnace import offline_env
 
 offline_env.apply()
 
-from collections.abc import Iterable  # noqa: E402
+from collections.abc import Callable, Iterable  # noqa: E402
 from datetime import timedelta  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import TYPE_CHECKING, Any  # noqa: E402
@@ -111,13 +111,14 @@ def _key_parameter(_context: Any, parameters: dict[str, Any]) -> str:
     return str(parameters["key"])
 
 
-def cache_options(home: str | None) -> dict[str, Any]:
-    """``with_options`` for a task cached on its ``key`` parameter, its results in ``home``'s folder."""
+def cache_options(results: str, key_fn: Callable[[Any, dict[str, Any]], str] = _key_parameter) -> dict[str, Any]:
+    """A cached task's options: cached on ``key_fn`` (default: its ``key`` parameter) for
+    :data:`CACHE_DAYS`, its results persisted in ``results`` (:func:`results_dir`: the home's own folder)."""
     return {
-        "cache_key_fn": _key_parameter,
+        "cache_key_fn": key_fn,
         "cache_expiration": timedelta(days=CACHE_DAYS),
         "persist_result": True,
-        "result_storage": Path(results_dir(home)),
+        "result_storage": Path(results),
     }
 
 

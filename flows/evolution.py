@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging  # noqa: E402
 import sys  # noqa: E402
-from datetime import UTC, datetime, timedelta  # noqa: E402
+from datetime import UTC, datetime  # noqa: E402
 from functools import lru_cache, partial  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
@@ -29,7 +29,7 @@ from furnace.evolution.units import Unit  # noqa: E402
 from furnace.views.experiments import PREFECT_FLOW_RUN_TAG
 
 from . import artifacts
-from ._common import resolve, results_dir, retry_options, runtime, task_retries, unit_version
+from ._common import cache_options, resolve, results_dir, retry_options, runtime, task_retries, unit_version
 
 
 def _unit_cache_key(_context: Any, parameters: dict[str, Any]) -> str:
@@ -64,10 +64,7 @@ def _evaluation_options(version: str, results: str, retries: int) -> dict[str, A
     return {
         "name": "evaluate-individual",
         "version": version,
-        "cache_key_fn": _unit_cache_key,
-        "cache_expiration": timedelta(days=30),
-        "persist_result": True,
-        "result_storage": Path(results),
+        **cache_options(results, _unit_cache_key),
         **retry_options(retries),
     }
 

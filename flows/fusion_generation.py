@@ -10,7 +10,7 @@ version, another model or operator makes a new key. A result with a failure is n
 
 from __future__ import annotations
 
-from typing import Any  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
 
 from prefect import flow, task  # noqa: E402
 
@@ -20,6 +20,7 @@ from ._common import (
     furnace_version,
     operator_versions,
     outcome,
+    results_dir,
     retry_options,
     runtime,
     scorer_versions,
@@ -27,7 +28,15 @@ from ._common import (
     task_retries,
 )
 
+if TYPE_CHECKING:
+    from furnace.runtime import Runtime
+
 DEFAULT_SCORERS = {"constraints": 0.3, "fidelity": 0.3, "tone": 0.2, "brief_fit": 0.2}
+
+
+def _wiring(ctx: Runtime) -> dict[str, Any]:
+    """What a fusion is wired to in ``ctx``: the model, the embedder, the settings and the synthesis cache."""
+    return {"llm": ctx.llm, "embedder": ctx.embedder, "settings": ctx.settings, "cache": ctx.synthesis_cache}
 
 
 @task(
@@ -52,17 +61,7 @@ def fuse_and_score(
     from furnace.scoring.probes import load_probe_set
 
     ctx = runtime(home)
-    result = fuse(
-        ctx.store,
-        parents,
-        llm=ctx.llm,
-        embedder=ctx.embedder,
-        operator=operator,
-        seed=seed,
-        params=params or None,
-        settings=ctx.settings,
-        cache=ctx.synthesis_cache,
-    )
+    result = fuse(ctx.store, parents, operator=operator, seed=seed, params=params or None, **_wiring(ctx))
     agent = result.agent
     ev = evaluate_agent(
         ctx.llm, agent.elixir, agent.system_prompt, load_probe_set(probe_set).head(limit), DEFAULT_SCORERS, seed=seed
@@ -119,23 +118,16 @@ def fusion_generation(
     from furnace.scoring.probes import load_probe_set
 
     ctx = runtime(home)
-    loaded, plan = plan_fusion(
-        ctx.store,
-        parents,
-        llm=ctx.llm,
-        embedder=ctx.embedder,
-        operator=operator,
-        seed=seed,
-        params=params or None,
-        settings=ctx.settings,
-    )
+    wiring = {k: v for k, v in _wiring(ctx).items() if k != "cache"}
+    loaded, plan = plan_fusion(ctx.store, parents, operator=operator, seed=seed, params=params or None, **wiring)
     pinned = [str(e.ref) for e in loaded]  # the versions the key names, in the task too
     key = fusion_key(plan.lineage_hash, load_probe_set(probe_set).head(limit), seed)
-    state = fuse_and_score.with_options(**cache_options(home))(
+    cached = cache_options(results_dir(home))
+    state = fuse_and_score.with_options(**cached)(
         key, home, pinned, plan.operator, seed, params or {}, probe_set, limit, return_state=True
     )
     row: dict[str, Any] = outcome(state)
     if track:
         uri = ctx.settings.tracking_uri
-        log_fusion.with_options(**cache_options(home))(task_key("log-fusion", row=row, tracking_uri=uri), home, row)
+        log_fusion.with_options(**cached)(task_key("log-fusion", row=row, tracking_uri=uri), home, row)
     return {**row, "from_cache": True} if state.is_completed() and state.name == "Cached" else row

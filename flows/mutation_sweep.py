@@ -28,6 +28,7 @@ from ._common import (
     furnace_version,
     operator_versions,
     outcome,
+    results_dir,
     retry_options,
     runtime,
     scorer_versions,
@@ -101,7 +102,8 @@ def mutation_sweep(
         "limit": limit,
     }
     ctx, plan = _plan(home, spec)
-    cell = mutate_and_score.with_options(**cache_options(home))
+    cached = cache_options(results_dir(home))
+    cell = mutate_and_score.with_options(**cached)
     sweep = task_key("sweep", id=plan.sweep_id, answers=answer_versions(ctx.llm))
     futures = [cell.submit(f"{sweep}-{i}", home, spec, i) for i in range(len(plan.cells()))]
     for future in futures:
@@ -109,4 +111,4 @@ def mutation_sweep(
     records: list[IndividualRecord] = [outcome(f.state) for f in futures]
     where = ctx.settings.tracking_uri if track else None
     key = task_key("sweep-record", records=[asdict(r) for r in records], tracking_uri=where)
-    return record.with_options(**cache_options(home))(key, home, spec, records, track)
+    return record.with_options(**cached)(key, home, spec, records, track)

@@ -32,7 +32,15 @@ from furnace.writing.preferences import (  # noqa: E402
     process_unprocessed,
 )
 
-from ._common import cache_options, furnace_version, retry_options, runtime, task_key, task_retries  # noqa: E402
+from ._common import (  # noqa: E402
+    cache_options,
+    furnace_version,
+    results_dir,
+    retry_options,
+    runtime,
+    task_key,
+    task_retries,
+)
 
 if TYPE_CHECKING:
     from furnace.domain.elixir import StylePreference
@@ -60,7 +68,7 @@ def extraction_key(llm: LLM, revision: RevisionRecord, language: str, seed: int)
 
 def cached_extractor(home: str | None) -> Any:
     """:func:`extract_preferences` as the cached ``extract-preferences`` task (a task run per revision)."""
-    cached = extract.with_options(**cache_options(home))
+    cached = extract.with_options(**cache_options(results_dir(home)))
 
     def run(llm: LLM, revision: RevisionRecord, *, language: str, seed: int = 0) -> list[StylePreference]:
         key = extraction_key(llm, revision, language, seed)

@@ -11,12 +11,11 @@ from furnace.domain.elixir import parse_elixir
 from .conftest import EN_PERSONA
 
 
-@pytest.mark.slow
-def test_flow_processes_pending_revisions_once_and_logs_to_mlflow(settings, prefect_harness):
+def _two_pending_revisions(settings):
+    """The persona, one piece and two revisions of it not learned from yet: (store, contents, llm, piece)."""
     from furnace.runtime import Runtime, build_llm
     from furnace.writing.content import generate_content
     from furnace.writing.revision import revise
-    from furnace_flows.preferences import preference_extraction
 
     rt = Runtime(settings)
     store, contents, llm = rt.store, rt.content_store, build_llm(settings)
@@ -24,6 +23,14 @@ def test_flow_processes_pending_revisions_once_and_logs_to_mlflow(settings, pref
     content, _ = generate_content(store, contents, llm, persona_id="skin-advisor-en", topic="sunscreen")
     for s in ["too formal, make it livelier", "add an emoji"]:
         assert revise(store, contents, llm, content.id, s, learn=False).status == "revised"
+    return store, contents, llm, content
+
+
+@pytest.mark.slow
+def test_flow_processes_pending_revisions_once_and_logs_to_mlflow(settings, prefect_harness):
+    from furnace_flows.preferences import preference_extraction
+
+    store, contents, llm, content = _two_pending_revisions(settings)
 
     first = preference_extraction(home=str(settings.home))
     assert (first["processed"], first["learned"], first["failed"]) == (2, 2, 0)
@@ -79,17 +86,11 @@ def test_flow_extraction_is_cached_by_prefect_and_the_writes_never_are(settings,
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     import furnace.writing.preferences as prefs
-    from furnace.runtime import Runtime, build_llm
-    from furnace.writing.content import generate_content
+    from furnace.runtime import Runtime
     from furnace.writing.revision import revise
     from furnace_flows.preferences import preference_extraction
 
-    rt = Runtime(settings)
-    store, contents, llm = rt.store, rt.content_store, build_llm(settings)
-    store.save_elixir(parse_elixir(EN_PERSONA))
-    content, _ = generate_content(store, contents, llm, persona_id="skin-advisor-en", topic="sunscreen")
-    for s in ["too formal, make it livelier", "add an emoji"]:
-        assert revise(store, contents, llm, content.id, s, learn=False).status == "revised"
+    store, contents, llm, content = _two_pending_revisions(settings)
 
     def extracted(**kw) -> tuple[dict, dict[str, str]]:
         state = preference_extraction(home=str(settings.home), return_state=True, **kw)
