@@ -51,11 +51,14 @@ def test_runner_dask_without_the_dask_extra_says_how_to_install_it(monkeypatch):
 
     import pytest
 
+    import furnace.adapters
     from furnace.domain.errors import InputError
     from furnace.runtime import dask_cluster
 
     monkeypatch.delitem(sys.modules, "furnace.adapters.dask_cluster", raising=False)
-    monkeypatch.setitem(sys.modules, "distributed", None)  # what an install without the extra sees
+    monkeypatch.delattr(furnace.adapters, "dask_cluster", raising=False)  # imported by an earlier test
+    for name in [n for n in sys.modules if n.split(".")[0] in ("dask", "distributed")] + ["distributed"]:
+        monkeypatch.setitem(sys.modules, name, None)  # what an install without the extra sees
     with pytest.raises(InputError, match=r"pip install 'furnace\[dask\]'"):
         dask_cluster()
     monkeypatch.delitem(sys.modules, "furnace_flows.evolution", raising=False)
