@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from furnace.settings import FurnaceSettings
@@ -645,8 +646,9 @@ class Runtime:
         ``address`` / ``settings.dask_address``. Workers never open the store; this process writes."""
         from functools import partial
 
-        from furnace.adapters.dask_cluster import dask_client, dask_runner, slots_per_worker, worker_count
-
+        cluster = dask_cluster()
+        dask_client, dask_runner = cluster.dask_client, cluster.dask_runner
+        slots_per_worker, worker_count = cluster.slots_per_worker, cluster.worker_count
         workers = self.settings.dask_workers
         concurrency = prepared.evolution.config.concurrency
         slots = slots_per_worker(concurrency, workers)
@@ -659,6 +661,22 @@ class Runtime:
                 yield
             finally:
                 prepared.evolution.unit_runner = previous
+
+
+def dask_cluster() -> ModuleType:
+    """:mod:`furnace.adapters.dask_cluster`, for ``--runner dask`` only: it needs the ``dask`` extra, which the
+    default install leaves out (an InputError says how to add it)."""
+    from furnace.domain.errors import InputError
+
+    try:
+        from furnace.adapters import dask_cluster as module
+    except ModuleNotFoundError as err:
+        if (err.name or "").split(".")[0] not in {"dask", "distributed"}:
+            raise
+        raise InputError(
+            f"--runner dask needs Dask ({err.name} is not installed): pip install 'furnace[dask]'", field="runner"
+        ) from err
+    return module
 
 
 def _empty(db: SQLDatabase) -> bool:

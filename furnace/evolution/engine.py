@@ -668,7 +668,8 @@ class Evolution:
             report.artifacts(),
             {**report.totals, **report.held_out_metrics(), **report.judge_metrics()},
         )
-        return report
+        traces = getattr(self.tracker, "trace_totals", None)  # what the tracker exported (MLflow counts them)
+        return replace(report, traces=dict(traces)) if traces else report
 
     def _panel_figures(self, records: Sequence[IndividualRecord]) -> dict[str, Any]:
         """With a panel: the judges' agreement and each agent's fitness by judge (the report's ``judges``

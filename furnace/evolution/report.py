@@ -40,6 +40,8 @@ class ExperimentReport:
     judges: dict[str, Any] = field(default_factory=dict)  # a panel's judges and agreement (evolution.judging)
     # the ``human`` objective: people's ratings (Bradley–Terry) of picked agents, the picks and the pairs asked
     human: dict[str, Any] = field(default_factory=dict)
+    # the run's traces once the tracker finished: started, exported (in the store), missing; {} untraced
+    traces: dict[str, int] = field(default_factory=dict)
 
     @property
     def best(self) -> dict[str, Any] | None:
@@ -425,6 +427,7 @@ def render_report(report: ExperimentReport) -> str:
             f"traces short of the ledger by {lost} tokens ({len(report.untraced)} units): {UNTRACED_WHY}; "
             + cut_list([f"{u['trace']} ({int(u['traced_tokens'])} of {int(u['tokens'])})" for u in report.untraced], 6)
         )
+    lines += traces_lines(report.traces)
     if report.failures:
         lines.append(
             f"failure scores recorded: {report.failures} (see `furnace experiment show {report.experiment_id}`)"
@@ -447,6 +450,16 @@ def human_lines(report: ExperimentReport) -> list[str]:
         last = asks[-1]
         line += f"; after generation {last['generation']}: {last['waiting']} of {last['asked']} pairs waiting"
     return ["", line]
+
+
+TRACES_WHY = "see the MLflow run's tag furnace.traces and the warning above it (docs/experiments.md, MLflow)"
+
+
+def traces_lines(traces: Mapping[str, int]) -> list[str]:
+    """The report's line on traces, when any trace of the run was not exported to the store; none else."""
+    if not traces.get("missing"):
+        return []
+    return [f"traces: {traces['exported']} of {traces['started']} exported; {traces['missing']} missing — {TRACES_WHY}"]
 
 
 def held_out_lines(report: ExperimentReport) -> list[str]:
