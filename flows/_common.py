@@ -6,7 +6,8 @@ from furnace import offline_env
 
 offline_env.apply()
 
-from collections.abc import Iterable  # noqa: E402
+from collections.abc import Callable, Iterable  # noqa: E402
+from datetime import timedelta  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import TYPE_CHECKING, Any  # noqa: E402
 
@@ -98,3 +99,55 @@ def task_retries() -> int:
 
 def resolve(path: str) -> str:
     return str(Path(path).resolve())
+
+
+# Prefect's task cache (docs/prefect.md#caching). A task is cached on a ``key`` parameter the flow computes
+# from what determines the task's result, every id resolved to its version and content hash first (a key
+# on an id alone would serve a stale result once a newer version is saved). Results persist under the home.
+CACHE_DAYS = 30
+
+
+def _key_parameter(_context: Any, parameters: dict[str, Any]) -> str:
+    return str(parameters["key"])
+
+
+def cache_options(results: str, key_fn: Callable[[Any, dict[str, Any]], str] = _key_parameter) -> dict[str, Any]:
+    """A cached task's options: cached on ``key_fn`` (default: its ``key`` parameter) for
+    :data:`CACHE_DAYS`, its results persisted in ``results`` (:func:`results_dir`: the home's own folder)."""
+    return {
+        "cache_key_fn": key_fn,
+        "cache_expiration": timedelta(days=CACHE_DAYS),
+        "persist_result": True,
+        "result_storage": Path(results),
+    }
+
+
+def task_key(kind: str, **parts: Any) -> str:
+    """The cache key of a ``kind`` task: ``furnace-<kind>-`` and the content hash of ``parts``."""
+    from furnace.domain.canonical import content_key
+
+    return f"furnace-{kind}-{content_key(parts)}"
+
+
+class Unscored(Exception):  # noqa: N818 - a result carried through a failed state, not an error of its own
+    """Raised by a task whose result holds a failure (a model or judge error recorded instead of a
+    score): the task run ends Failed, so its result is never cached and a rerun tries again. The flow
+    takes the result back with :func:`outcome`. Not transient: Prefect does not retry it."""
+
+    def __init__(self, value: Any, reasons: Iterable[str] = ()) -> None:
+        self.value, self.reasons = value, tuple(reasons)
+        super().__init__("unscored: " + ("; ".join(self.reasons) or "no score"))
+
+    def __reduce__(self) -> tuple[Any, ...]:  # Prefect persists a failed run's exception (pickled)
+        return (Unscored, (self.value, self.reasons))
+
+
+def outcome(state: Any) -> Any:
+    """A task's result from its final ``state``: the value of a completed or cached run, the value an
+    :class:`Unscored` run carried; any other failure is raised."""
+    result = state.result(raise_on_failure=False)
+    if isinstance(result, Unscored):
+        return result.value
+    if isinstance(result, BaseException):
+        raise result
+    return result

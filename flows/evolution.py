@@ -15,21 +15,21 @@ from __future__ import annotations
 
 import logging  # noqa: E402
 import sys  # noqa: E402
-from datetime import UTC, datetime, timedelta  # noqa: E402
+from datetime import UTC, datetime  # noqa: E402
 from functools import lru_cache, partial  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 from prefect import flow, task  # noqa: E402
 
-from furnace.adapters.dask_cluster import Placement, dask_client, slots_per_worker, worker_count
 from furnace.evolution.engine import unit_label
 from furnace.evolution.isolated import IsolatedUnitRunner, Job, Outcome, Sink, World, run_job
 from furnace.evolution.units import Unit  # noqa: E402
+from furnace.runtime import dask_cluster
 from furnace.views.experiments import PREFECT_FLOW_RUN_TAG
 
 from . import artifacts
-from ._common import resolve, results_dir, retry_options, runtime, task_retries, unit_version
+from ._common import cache_options, resolve, results_dir, retry_options, runtime, task_retries, unit_version
 
 
 def _unit_cache_key(_context: Any, parameters: dict[str, Any]) -> str:
@@ -64,10 +64,7 @@ def _evaluation_options(version: str, results: str, retries: int) -> dict[str, A
     return {
         "name": "evaluate-individual",
         "version": version,
-        "cache_key_fn": _unit_cache_key,
-        "cache_expiration": timedelta(days=30),
-        "persist_result": True,
-        "result_storage": Path(results),
+        **cache_options(results, _unit_cache_key),
         **retry_options(retries),
     }
 
@@ -151,7 +148,7 @@ class _PrefectSubmit:
         from distributed import default_client
 
         self.task, self.world = isolated_task(version, results, retries), world
-        self.placement = Placement(default_client())  # the cluster evolution_flow connected to
+        self.placement = dask_cluster().Placement(default_client())  # the cluster evolution_flow connected to
 
     def __call__(self, job: Job, order: int) -> Any:
         import dask
@@ -220,8 +217,15 @@ def run_evolution(
     if reseed:
         config = config.model_copy(update={"seed": seed_for_slot(_scheduled_start())})
     probes_dir = Path(file).resolve().parent.parent / "probes"
+    bar = ProgressBar(enabled=show)
+
+    def progress(event: Any) -> None:
+        if event.message:  # a notice (pairs waiting for people's picks): in the flow run's log too
+            _log_warning(event.message)
+        bar(event)
+
     prepared = runtime(home).prepare_experiment(
-        config, progress=ProgressBar(enabled=show), track=track, probes_dir=probes_dir, keep_failures=keep_failures
+        config, progress=progress, track=track, probes_dir=probes_dir, keep_failures=keep_failures
     )
     fork = prepared.check_fork()
     if prepared.judge_warning:
@@ -238,7 +242,7 @@ def run_evolution(
         prepared.evolution.run_tags[PREFECT_FLOW_RUN_TAG] = flow_run_id
     version, results, retries = unit_version(config), results_dir(home), task_retries()
     if runner == "dask":
-        slots = slots_per_worker(config.concurrency, dask_workers)
+        slots = dask_cluster().slots_per_worker(config.concurrency, dask_workers)
         make = partial(_dask_units, version, results, retries)
         prepared.evolution.unit_runner = runtime(home).isolated_runner(prepared, make, slots=slots)
     else:
@@ -316,15 +320,16 @@ def evolution_flow(
     if runner != "dask":
         configured = evolution.with_options(task_runner=_task_runner(runner, concurrency))
         return configured(resolve(file), **options)
+    cluster = dask_cluster()  # the dask extra (a clear error without it)
     settings = runtime(home).settings
     workers = settings.dask_workers
-    threads = 2 * slots_per_worker(concurrency, workers)
+    threads = 2 * cluster.slots_per_worker(concurrency, workers)
     on_status = (lambda line: print(line, file=sys.stderr)) if show else (lambda _line: None)
-    with dask_client(
+    with cluster.dask_client(
         dask_address or settings.dask_address, workers=workers, threads=threads, on_status=on_status
     ) as client:
         configured = evolution.with_options(task_runner=_task_runner(runner, concurrency, client.scheduler.address))
-        return configured(resolve(file), **options, dask_workers=worker_count(client))
+        return configured(resolve(file), **options, dask_workers=cluster.worker_count(client))
 
 
 def seed_for_slot(scheduled: datetime) -> int:

@@ -3,6 +3,12 @@
 ``furnace sweep BASE --prefect`` runs it. One task per cell (``furnace.evolution.sweep.sweep_cell``),
 then one task records the sweep in DuckDB and MLflow (``record_sweep``), exactly as the in-process
 ``furnace sweep`` does.
+
+Every task is cached by Prefect (docs/prefect.md#caching). The flow resolves the base to its latest
+version first; a cell is keyed on the sweep id (the base's content hash, the grid, the probes, the
+scorers' and the mutation operator's versions, the model) with the answer versions and the cell's index,
+the record on the records it stores and where. A rerun shows ``Cached`` task runs and makes no model
+call; a new base version or another model makes new keys. A cell with a failure is never cached.
 """
 
 from __future__ import annotations
@@ -10,14 +16,25 @@ from __future__ import annotations
 from typing import Any  # noqa: E402
 
 from prefect import flow, task  # noqa: E402
-from prefect.cache_policies import NONE  # noqa: E402
 from prefect.task_runners import ThreadPoolTaskRunner  # noqa: E402
 
 from furnace.evolution.records import IndividualRecord  # noqa: E402
 from furnace.evolution.sweep import DEFAULT_SCORERS, SweepPlan  # noqa: E402
 from furnace.runtime import Runtime  # noqa: E402
 
-from ._common import furnace_version, operator_versions, retry_options, runtime, scorer_versions, task_retries
+from ._common import (
+    Unscored,
+    cache_options,
+    furnace_version,
+    operator_versions,
+    outcome,
+    results_dir,
+    retry_options,
+    runtime,
+    scorer_versions,
+    task_key,
+    task_retries,
+)
 
 
 def _plan(home: str | None, spec: dict[str, Any]) -> tuple[Runtime, SweepPlan]:
@@ -31,26 +48,26 @@ def _plan(home: str | None, spec: dict[str, Any]) -> tuple[Runtime, SweepPlan]:
     return ctx, SweepPlan(base, tuple(spec["rates"]), tuple(spec["seeds"]), probes, ctx.llm.model_name)
 
 
-# Prefect does not cache these tasks (cache_policy=NONE, stated): furnace's own caches are
-# content-addressed (synthesis by the parents' content hashes, responses by the full request),
-# so a rerun makes no model call, and a failure in a cell is never served from a task cache.
 @task(
     name="mutate-and-score",
     version=f"{operator_versions(['mutation'])} {scorer_versions(DEFAULT_SCORERS)}",
-    cache_policy=NONE,
     **retry_options(task_retries()),  # transient, non-model failures only (docs/prefect.md#retries)
 )
-def mutate_and_score(home: str | None, spec: dict[str, Any], index: int) -> IndividualRecord:
-    """One cell of the grid (``furnace.evolution.sweep.sweep_cell``)."""
+def mutate_and_score(key: str, home: str | None, spec: dict[str, Any], index: int) -> IndividualRecord:
+    """One cell of the grid (``furnace.evolution.sweep.sweep_cell``); a cell with a failure is raised
+    as :class:`Unscored` (recorded by the flow, never cached)."""
     from furnace.evolution.sweep import sweep_cell
 
     ctx, plan = _plan(home, spec)
-    return sweep_cell(plan, index, breeder=ctx.fusion_breeder(), llm=ctx.llm)
+    record = sweep_cell(plan, index, breeder=ctx.fusion_breeder(), llm=ctx.llm)
+    if record.failures:
+        raise Unscored(record, record.failure_reasons)
+    return record
 
 
-@task(name="record-sweep", version=f"furnace:{furnace_version()}", cache_policy=NONE, **retry_options(task_retries()))
+@task(name="record-sweep", version=f"furnace:{furnace_version()}", **retry_options(task_retries()))
 def record(
-    home: str | None, spec: dict[str, Any], records: list[IndividualRecord], track: bool
+    key: str, home: str | None, spec: dict[str, Any], records: list[IndividualRecord], track: bool
 ) -> list[dict[str, Any]]:
     """Store the sweep in DuckDB and log it to MLflow (``furnace.evolution.sweep.record_sweep``)."""
     from furnace.evolution.sweep import record_sweep
@@ -72,14 +89,26 @@ def mutation_sweep(
 ) -> list[dict[str, Any]]:
     """Every (rate, seed) variant of ``base_id`` (its latest version) and the base itself, scored and
     stored; rows fittest first."""
-    version = runtime(home).store.get_elixir(base_id).version
+    from dataclasses import asdict
+
+    from furnace.fusion.operators.prompts import answer_versions
+
     spec = {
         "base_id": base_id,
-        "version": version,
+        "version": runtime(home).store.get_elixir(base_id).version,  # resolved once: every task reads it
         "rates": rates,
         "seeds": seeds,
         "probe_set": probe_set,
         "limit": limit,
     }
-    futures = [mutate_and_score.submit(home, spec, i) for i in range(1 + len(rates) * len(seeds))]
-    return record(home, spec, [f.result() for f in futures], track)
+    ctx, plan = _plan(home, spec)
+    cached = cache_options(results_dir(home))
+    cell = mutate_and_score.with_options(**cached)
+    sweep = task_key("sweep", id=plan.sweep_id, answers=answer_versions(ctx.llm))
+    futures = [cell.submit(f"{sweep}-{i}", home, spec, i) for i in range(len(plan.cells()))]
+    for future in futures:
+        future.wait()
+    records: list[IndividualRecord] = [outcome(f.state) for f in futures]
+    where = ctx.settings.tracking_uri if track else None
+    key = task_key("sweep-record", records=[asdict(r) for r in records], tracking_uri=where)
+    return record.with_options(**cached)(key, home, spec, records, track)

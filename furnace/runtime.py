@@ -22,11 +22,12 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from furnace.settings import FurnaceSettings
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from furnace.llm.cache import CachedLLM
     from furnace.llm.context import TokenCounter
     from furnace.llm.seam import LLM
-    from furnace.scoring.picks import PickStore
+    from furnace.scoring.picks import Pick, PickStore
     from furnace.storage.duckdb.assist import DuckDBAssistData
     from furnace.storage.duckdb.db import Database
     from furnace.storage.sql.db import SQLDatabase
@@ -377,6 +378,42 @@ class Runtime:
 
         return DuckDBPicks(self.db)
 
+    def picks_tracked(self) -> bool:
+        """Whether this home has an MLflow store to log picks to (none is created for picks alone)."""
+        return self.settings.mlflow_uri is not None or (self.settings.home / "mlflow.db").exists()
+
+    def log_picks(self, picks: Sequence[Pick], slots: Mapping[tuple[str, int], int]) -> int | None:
+        """Log ``picks`` as HUMAN assessments on their candidates' traces (``slots``: (agent, generation) ->
+        slot, which names a trace); the assessments added, or None when the home has no MLflow store."""
+        if not picks or not self.picks_tracked():
+            return None
+        from furnace.adapters.mlflow_picks import log_picks
+
+        added = log_picks(self.settings.tracking_uri, picks, slots)
+        self._log_calibration(picks[0].experiment_id)
+        return added
+
+    def withdraw_pick(self, pick: Pick) -> None:
+        """Delete an undone pick's assessments from MLflow (nothing without an MLflow store)."""
+        if self.picks_tracked():
+            from furnace.adapters.mlflow_picks import withdraw_pick
+
+            withdraw_pick(self.settings.tracking_uri, pick)
+            self._log_calibration(pick.experiment_id)
+
+    def _log_calibration(self, experiment_id: str) -> None:
+        """Log what the experiment's picks (not undone) say of its judges on its MLflow run."""
+        from furnace.adapters.mlflow_picks import log_calibration
+        from furnace.views.picking import experiment_calibration, recorded_judge
+
+        exp = self.results.get_experiment(experiment_id)
+        if exp is None:
+            return
+        every_pick = self.picks.picks(experiment_id, include_undone=True)
+        calibration = experiment_calibration(self.results.individuals(experiment_id), every_pick, recorded_judge(exp))
+        events = len(every_pick) + calibration.undone  # each pick and each undo is one step
+        log_calibration(self.settings.tracking_uri, experiment_id, calibration.as_dict(), step=events)
+
     @cached_property
     def kv(self) -> KV:
         """The JSON key-value store with expiry behind the synthesis cache."""
@@ -551,6 +588,7 @@ class Runtime:
             judge=judge.for_run(experiment_id) if judge is not None else None,  # same cache, ledger, run id
             judges=[j.for_run(experiment_id) for j in panel],
             keep_failures=keep_failures,
+            picks=self.picks if config.scorers.get("human", 0) > 0 else None,  # the human objective reads them
         )
         fork = seed_fork(self.results, config, seeds[: config.population], experiment_id)
         graded_by = judge.model_name if judge else llm.model_name
@@ -608,8 +646,9 @@ class Runtime:
         ``address`` / ``settings.dask_address``. Workers never open the store; this process writes."""
         from functools import partial
 
-        from furnace.adapters.dask_cluster import dask_client, dask_runner, slots_per_worker, worker_count
-
+        cluster = dask_cluster()
+        dask_client, dask_runner = cluster.dask_client, cluster.dask_runner
+        slots_per_worker, worker_count = cluster.slots_per_worker, cluster.worker_count
         workers = self.settings.dask_workers
         concurrency = prepared.evolution.config.concurrency
         slots = slots_per_worker(concurrency, workers)
@@ -622,6 +661,22 @@ class Runtime:
                 yield
             finally:
                 prepared.evolution.unit_runner = previous
+
+
+def dask_cluster() -> ModuleType:
+    """:mod:`furnace.adapters.dask_cluster`, for ``--runner dask`` only: it needs the ``dask`` extra, which the
+    default install leaves out (an InputError says how to add it)."""
+    from furnace.domain.errors import InputError
+
+    try:
+        from furnace.adapters import dask_cluster as module
+    except ModuleNotFoundError as err:
+        if (err.name or "").split(".")[0] not in {"dask", "distributed"}:
+            raise
+        raise InputError(
+            f"--runner dask needs Dask ({err.name} is not installed): pip install 'furnace[dask]'", field="runner"
+        ) from err
+    return module
 
 
 def _empty(db: SQLDatabase) -> bool:

@@ -42,3 +42,26 @@ def test_close_of_an_unused_runtime_opens_nothing(tmp_path: Path) -> None:
     runtime = Runtime(FurnaceSettings(home=tmp_path / "missing"))
     runtime.close()
     assert not (tmp_path / "missing").exists()
+
+
+def test_runner_dask_without_the_dask_extra_says_how_to_install_it(monkeypatch):
+    """The default install has no Dask: ``--runner dask`` (with or without --prefect) is refused with the extra
+    to install, and nothing else (``furnace serve``, ``--prefect`` on threads) needs it."""
+    import sys
+
+    import pytest
+
+    import furnace.adapters
+    from furnace.domain.errors import InputError
+    from furnace.runtime import dask_cluster
+
+    monkeypatch.delitem(sys.modules, "furnace.adapters.dask_cluster", raising=False)
+    monkeypatch.delattr(furnace.adapters, "dask_cluster", raising=False)  # imported by an earlier test
+    for name in [n for n in sys.modules if n.split(".")[0] in ("dask", "distributed")] + ["distributed"]:
+        monkeypatch.setitem(sys.modules, name, None)  # what an install without the extra sees
+    with pytest.raises(InputError, match=r"pip install 'furnace\[dask\]'"):
+        dask_cluster()
+    monkeypatch.delitem(sys.modules, "furnace_flows.evolution", raising=False)
+    import furnace_flows.evolution  # the flows import without Dask
+
+    assert furnace_flows.evolution.run_evolution

@@ -10,6 +10,7 @@ import streamlit as st
 
 from furnace.domain.errors import FurnaceError
 from furnace.evolution.report import interval_text
+from furnace.runtime import self_judging_warning
 from furnace.scoring.probes import PROBES_DIR, load_probe_set
 from furnace.settings import FurnaceSettings
 from furnace.views.compare import MAX_AGENTS, compare_agents, load_subject, objective_rows, prompt_diff
@@ -29,6 +30,7 @@ from furnace.views.experiments import (
     unscored_rows,
 )
 from furnace.views.judges import experiment_judges
+from furnace.views.picking import grading_judge
 from furnace_app.charts import PARETO_SELECTION, fitness_overlay, grouped_bars, pareto_scatter
 from furnace_app.services import UNKNOWN, for_table, known_sum, services, show_error, subject_labels
 
@@ -101,6 +103,10 @@ def judges_section(svc: Any, exp_id: str) -> None:
 
 def experiment_detail(svc: Any, exp_id: str) -> None:
     """One experiment: leaderboard with per-objective columns and the judge's feedback, generations, MLflow."""
+    exp = svc.results.get_experiment(exp_id)
+    warning = self_judging_warning(exp.model, grading_judge(exp)) if exp is not None else None
+    if warning:  # the agent model graded itself (a real model, no separate judge)
+        st.warning(warning.removeprefix("warning: "), icon=":material/warning:")
     gens = pd.DataFrame(generation_rows(svc.results, exp_id))
     if gens.empty:
         st.info("This experiment has no finished generation yet.")

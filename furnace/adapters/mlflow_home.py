@@ -31,6 +31,9 @@ from mlflow.store.artifact.local_artifact_repo import LocalArtifactRepository  #
 from mlflow.store.artifact.mlflow_artifacts_repo import MlflowArtifactsRepository  # noqa: E402
 
 ARTIFACTS_DIR = "mlartifacts"  # next to mlflow.db; also `mlflow ui`'s default --artifacts-destination
+# `mlflow ui` / `mlflow server` (the Flask server and its web app) ship only in the full mlflow package; the
+# default install has mlflow-skinny (tracking, Prompt Registry, tracing) and this extra adds the UI
+UI_EXTRA = "furnace[mlflow-ui]"
 SCHEME = "mlflow-artifacts"
 _lock = threading.Lock()
 _installed = False
@@ -75,3 +78,18 @@ def install() -> None:
         if not _installed:
             _artifact_repository_registry.register(SCHEME, _repository)
             _installed = True
+
+
+def ui_installed() -> bool:
+    """Whether ``mlflow ui`` can run here: the full mlflow package (its Flask server and web app), which
+    the ``mlflow-ui`` extra installs. The default install has mlflow-skinny only."""
+    from importlib.util import find_spec
+
+    return find_spec("flask") is not None and (Path(mlflow.__file__).parent / "server" / "js" / "build").is_dir()
+
+
+def ui_command(tracking_uri: str, home: Path) -> str:
+    """The command that opens ``home``'s runs in the MLflow UI, preceded by the install it needs when the
+    UI is not installed."""
+    command = f"mlflow ui --backend-store-uri {tracking_uri} --artifacts-destination {home / ARTIFACTS_DIR}"
+    return command if ui_installed() else f"pip install '{UI_EXTRA}' && {command}"

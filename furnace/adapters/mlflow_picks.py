@@ -6,11 +6,17 @@ An experiment run with MLflow traces every individual (``individual g<generation
 tie, with ``source_type=HUMAN`` and ``source_id`` the person, the reason as rationale and the pick
 (id, probe, opponent, position shown) as metadata. Undoing a pick deletes its assessments. A pick
 whose candidates have no trace (the experiment ran with ``--no-mlflow``) is not logged.
+
+After every pick and undo, what the picks say of the judges is logged on the experiment's run
+(:func:`log_calibration`): per judge, ``people_agreement/<judge>`` with the ends of its 95%
+interval and the decided picks behind it, and the whole calibration as ``calibration.json``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from furnace import offline_env
 
@@ -28,19 +34,24 @@ ASSESSMENT = "human_preference"
 _PICK_ID = "furnace.pick_id"
 
 
+def _run(client: MlflowClient, experiment_id: str, mlflow_experiment: str) -> Any:
+    """The experiment's (parent) MLflow run, or None."""
+    found = client.get_experiment_by_name(mlflow_experiment)
+    if found is None:
+        return None
+    runs = client.search_runs([found.experiment_id], filter_string=f"tags.`{_TAG_ID}` = '{experiment_id}'")
+    return next((r for r in runs if "mlflow.parentRunId" not in r.data.tags), None)
+
+
 def _traces(tracking_uri: str, experiment_id: str, mlflow_experiment: str) -> dict[str, object]:
     """The experiment run's traces by name (the newest of a name: a rerun's), or {} without a run."""
     client = MlflowClient(tracking_uri=tracking_uri)
-    found = client.get_experiment_by_name(mlflow_experiment)
-    if found is None:
-        return {}
-    runs = client.search_runs([found.experiment_id], filter_string=f"tags.`{_TAG_ID}` = '{experiment_id}'")
-    parent = next((r for r in runs if "mlflow.parentRunId" not in r.data.tags), None)
+    parent = _run(client, experiment_id, mlflow_experiment)
     if parent is None:
         return {}
     mlflow.set_tracking_uri(tracking_uri)
     traces = mlflow.search_traces(
-        locations=[found.experiment_id], run_id=parent.info.run_id, include_spans=False, return_type="list"
+        locations=[parent.info.experiment_id], run_id=parent.info.run_id, include_spans=False, return_type="list"
     )
     by_name: dict[str, object] = {}
     for trace in sorted(traces, key=lambda t: t.info.request_time):
@@ -102,3 +113,37 @@ def withdraw_pick(tracking_uri: str, pick: Pick, *, mlflow_experiment: str = MLF
                 mlflow.delete_assessment(trace_id=info.trace_id, assessment_id=assessment.assessment_id)
                 removed += 1
     return removed
+
+
+def _metric_name(judge: str) -> str:
+    """A judge's name as MLflow accepts it in a metric key (a panel's ``a + b`` included)."""
+    return re.sub(r"[^0-9A-Za-z_\-. :/]", "_", judge)
+
+
+def log_calibration(
+    tracking_uri: str,
+    experiment_id: str,
+    calibration: Mapping[str, Any],
+    *,
+    step: int,
+    mlflow_experiment: str = MLFLOW_EXPERIMENT,
+) -> bool:
+    """Log what people's picks say of each judge (``calibration``: ``Calibration.as_dict()``) on the
+    experiment's run at ``step`` (the pick events so far: each pick and each undo is one), and the whole
+    as ``calibration.json``; a judge with no decided pick logs only its count. False without a run."""
+    client = MlflowClient(tracking_uri=tracking_uri)
+    run = _run(client, experiment_id, mlflow_experiment)
+    if run is None:
+        return False
+    run_id = run.info.run_id
+    client.log_metric(run_id, "people_picks", float(calibration["picks"]), step=step)
+    for judge in calibration["judges"]:
+        name = _metric_name(str(judge["judge"]))
+        client.log_metric(run_id, f"people_picks/{name}", float(judge["picks"]), step=step)
+        if judge["agreement"] is not None and judge["interval"] is not None:
+            low, high = judge["interval"]
+            client.log_metric(run_id, f"people_agreement/{name}", float(judge["agreement"]), step=step)
+            client.log_metric(run_id, f"people_agreement_low/{name}", float(low), step=step)
+            client.log_metric(run_id, f"people_agreement_high/{name}", float(high), step=step)
+    client.log_dict(run_id, dict(calibration), "calibration.json")
+    return True

@@ -246,6 +246,7 @@ class MLflowTracker:
         self.ended_stale: list[str] = []  # traces of a killed run this tracker ended as errors
         self._traced: list[str] = []  # the traces this tracker started (appends are atomic across threads)
         self.traces_missing = 0  # of those, how many the store lacked at the end of the run
+        self.trace_totals: dict[str, int] = {}  # started / exported / missing, counted when the run finishes
 
     def _experiment(self, name: str) -> str:
         """The id of MLflow experiment ``name``, created if missing (another process creating it at the
@@ -498,6 +499,7 @@ class MLflowTracker:
         if self.tracing and self._traced:
             started, stored = self.trace_counts()
             self.traces_missing = started - stored
+            self.trace_totals = {"started": started, "exported": stored, "missing": started - stored}
             tags = {**tags, "furnace.traces": f"{stored} of {started} stored"}
             if self.traces_missing:
                 log.warning(

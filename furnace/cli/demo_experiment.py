@@ -55,6 +55,7 @@ def _promote_and_register(ctx: Runtime, report: ExperimentReport) -> str | None:
 
 def run_demo(ctx: Runtime, *, file: Path = DEMO_FILE) -> ExperimentReport:
     """Run the demo experiment offline, print the report and where to look next."""
+    from furnace.adapters.mlflow_home import ui_command
     from furnace.cli.experiment_cmd import run_experiment_file
     from furnace.evolution.report import render_report
 
@@ -70,7 +71,7 @@ def run_demo(ctx: Runtime, *, file: Path = DEMO_FILE) -> ExperimentReport:
         f"  furnace experiment show {report.experiment_id}",
         f"  furnace agent load prompts:/furnace-{CHAMPION}@champion",
         "  furnace app                                   # dashboards, lineage explorer, arena",
-        f"  mlflow ui --backend-store-uri {ctx.settings.tracking_uri} --artifacts-destination {home / 'mlartifacts'}",
+        f"  {ui_command(ctx.settings.tracking_uri, home)}",
         f"  DuckDB: {home / 'furnace.duckdb'} (tables experiments, experiment_generations,"
         " experiment_individuals, experiment_scores)",
         "  notebooks/                                    # lineage, revisions, MLflow comparison",

@@ -45,7 +45,7 @@ def run_experiment_file(
     from furnace.evolution.config import load_config
 
     config = load_config(file)
-    bar = ProgressBar(enabled=not quiet and not as_json)
+    bar = ProgressBar(enabled=not quiet and not as_json, notices=not quiet)  # a notice on stderr even with --json
     prepared = ctx.prepare_experiment(
         config,
         progress=bar,

@@ -15,8 +15,8 @@ from furnace.evolution.records import ExperimentRecord, IndividualRecord
 from furnace.runtime import Runtime
 from furnace.scoring.agreement import MIN_PICKS
 from furnace.scoring.fitness import SCORERS
-from furnace.scoring.picks import Choice, Pick, new_pick_id
-from furnace.scoring.probes import Probe, ProbeSet, load_probe_set
+from furnace.scoring.picks import Choice, Pick
+from furnace.scoring.probes import Probe
 
 _ANSWERS: dict[str, Choice | str] = {"a": "A", "b": "B", "t": "tie", "tie": "tie", "s": "skip", "q": "quit"}
 
@@ -26,12 +26,6 @@ def _experiment(obj: Runtime, experiment_id: str) -> ExperimentRecord:
     if exp is None:
         raise NotFound(f"no experiment {experiment_id!r} (see furnace experiment list)")
     return exp
-
-
-def _probes(exp: ExperimentRecord, probes_dir: Path | None) -> ProbeSet:
-    """The experiment's probe set, read by name as it is now (from ``probes_dir``, else the shipped sets)."""
-    probes = exp.config.get("probes") or {}
-    return load_probe_set(str(probes.get("set", "")), search_dir=probes_dir).head(probes.get("limit"))
 
 
 def _who(who: str | None) -> str:
@@ -55,10 +49,8 @@ def _undo(obj: Runtime, exp: ExperimentRecord, who: str, as_json: bool, track: b
     if last is None:
         raise NotFound(f"{who} has no pick to undo in {exp.experiment_id}")
     undone = obj.picks.undo(last.pick_id, who=who)
-    if track and _tracked(obj):
-        from furnace.adapters.mlflow_picks import withdraw_pick
-
-        withdraw_pick(obj.settings.tracking_uri, undone)
+    if track:
+        obj.withdraw_pick(undone)
     emit(
         {"undone": undone.pick_id, "probe": undone.probe, "choice": undone.choice},
         as_json=as_json,
@@ -69,7 +61,13 @@ def _undo(obj: Runtime, exp: ExperimentRecord, who: str, as_json: bool, track: b
 def _report(
     obj: Runtime, exp: ExperimentRecord, extra_judges: tuple[str, ...], probes_dir: Path | None, as_json: bool
 ) -> None:
-    from furnace.views.picking import candidate_reply, experiment_calibration, recorded_judge, rejudge
+    from furnace.views.picking import (
+        candidate_reply,
+        experiment_calibration,
+        experiment_probes,
+        recorded_judge,
+        rejudge,
+    )
 
     every_pick = obj.picks.picks(exp.experiment_id, include_undone=True)
     picks = [p for p in every_pick if not p.undone]
@@ -87,7 +85,7 @@ def _report(
         for name in extra_judges:
             judge = obj.llm_for(name)
             others[name] = rejudge(
-                judge, answer, by_key, picks, _probes(exp, probes_dir), rubrics or ["fidelity"], seed=exp.seed
+                judge, answer, by_key, picks, experiment_probes(exp, probes_dir), rubrics or ["fidelity"], seed=exp.seed
             )
     result = experiment_calibration(records, every_pick, recorded_judge(exp), others)
     head = f"{exp.experiment_id}: what people's picks say (below {MIN_PICKS} decided picks: not yet meaningful)"
@@ -105,15 +103,25 @@ def _session(
     track: bool,
     probes_dir: Path | None,
 ) -> None:
-    from furnace.views.picking import next_pairs, pair_replies, recent
+    from furnace.views.picking import as_pick, experiment_probes, pair_replies, recent, reveal, session_pairs
 
-    probes = _probes(exp, probes_dir)
-    candidates = recent(obj.results.individuals(exp.experiment_id), generations)
+    probes = experiment_probes(exp, probes_dir)
+    records = obj.results.individuals(exp.experiment_id)
+    candidates = recent(records, generations)
     if len(candidates) < 2:
         raise InputError(f"{exp.experiment_id} has fewer than two scored candidates to compare", field="experiment")
     seed = random.SystemRandom().randrange(2**31) if seed is None else seed
     picked = obj.picks.picks(exp.experiment_id)
-    pairs = next_pairs(candidates, picked, [p.id for p in probes.probes], count=count, seed=seed)
+    pairs = session_pairs(
+        exp,
+        records,
+        obj.results.generations(exp.experiment_id),
+        picked,
+        probes,
+        count=count,
+        seed=seed,
+        recent_generations=generations,
+    )
     by_id = {p.id: p for p in probes.probes}
     llm = obj.llm_for(exp.model)
     click.echo(f"{len(pairs)} blind pairs from {exp.experiment_id} (order seed {seed}); the ids show after each pick")
@@ -137,43 +145,19 @@ def _session(
         if answer == "skip":
             continue
         reason = click.prompt("why (optional, Enter to skip)", default="", show_default=False).strip()
-        stored = obj.picks.add(
-            Pick(
-                pick_id=new_pick_id(),
-                experiment_id=exp.experiment_id,
-                probe=probe.id,
-                agent_a=pair.a.agent_id,
-                generation_a=pair.a.generation,
-                agent_b=pair.b.agent_id,
-                generation_b=pair.b.generation,
-                choice=answer,  # type: ignore[arg-type]
-                who=who,
-                reason=reason[:500],
-                order_seed=pair.order_seed,
-            )
-        )
+        stored = obj.picks.add(as_pick(pair, exp.experiment_id, answer, who, reason))  # type: ignore[arg-type]
         made.append(stored)
-        click.echo(
-            f"stored {stored.pick_id}: A was {pair.a.agent_id} (generation {pair.a.generation}), "
-            f"B was {pair.b.agent_id} (generation {pair.b.generation})"
-            + (f"; the judge's scores differed by {pair.gap:.3f}" if pair.gap is not None else "")
-        )
+        click.echo(f"stored {stored.pick_id}: {reveal(pair)}")
     click.echo(f"\n{len(made)} picks stored for {who}; furnace pick {exp.experiment_id} --undo takes the last one back")
-    if made and track and _tracked(obj):
-        from furnace.adapters.mlflow_picks import log_picks
-
-        slots = {(r.agent_id, r.generation): r.slot for r in candidates}
-        added = log_picks(obj.settings.tracking_uri, made, slots)
-        click.echo(
-            f"MLflow: {added} human assessments on the candidates' traces"
-            if added
-            else "MLflow: not logged (the experiment has no traced MLflow run)"
-        )
-
-
-def _tracked(obj: Runtime) -> bool:
-    """Whether this home has an MLflow store to log to (none is created for picks alone)."""
-    return obj.settings.mlflow_uri is not None or (obj.settings.home / "mlflow.db").exists()
+    if made and track:
+        slots = {(r.agent_id, r.generation): r.slot for r in records}
+        added = obj.log_picks(made, slots)
+        if added is not None:
+            click.echo(
+                f"MLflow: {added} human assessments on the candidates' traces"
+                if added
+                else "MLflow: not logged (the experiment has no traced MLflow run)"
+            )
 
 
 @click.command("pick")

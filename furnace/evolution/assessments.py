@@ -40,7 +40,7 @@ def individual_assessments(
         by_scorer.setdefault(row.scorer, []).append(row)
     out = []
     for name in sorted(scorers):
-        if scorers[name] <= 0:
+        if scorers[name] <= 0 or name == "human":  # people's picks are logged as HUMAN assessments of their own
             continue
         if panel is not None and SCORERS[name].kind == "judge":
             out += [_judged(name, by_scorer.get(judge_scorer(name, j), []), record, j, over) for j in panel.judges]

@@ -112,6 +112,10 @@ class ExperimentConfig(_Strict):
     reevaluate_top: int = Field(default=3, ge=0, le=20)
     # train probes a reflected child must beat its parent on before it is evaluated on validation
     minibatch: int = Field(default=3, ge=1, le=50)
+    # with the ``human`` objective weighted: blind pairs asked of people after each generation, and how long a
+    # run waits for them (0: ask, never wait; the run goes on with the ratings it has) — docs/evaluation.md
+    human_pairs: int = Field(default=4, ge=1, le=100)
+    human_wait_s: float = Field(default=0.0, ge=0, le=7 * 24 * 3600)
 
     @model_validator(mode="before")
     @classmethod
@@ -182,6 +186,14 @@ class ExperimentConfig(_Strict):
         return self
 
     @model_validator(mode="after")
+    def _check_human(self) -> ExperimentConfig:
+        if self.scorers.get("human", 0) > 0 and not any(w > 0 for k, w in self.scorers.items() if k != "human"):
+            raise ValueError(
+                "scorers: human needs another positive weight (an agent nobody has picked is scored on the others)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _check_elitism(self) -> ExperimentConfig:
         if self.selection.elitism >= self.population:
             raise ValueError(
@@ -199,9 +211,12 @@ class ExperimentConfig(_Strict):
         """Stable id: the name plus a hash of the config, the model and ``inputs`` (the seed
         elixirs' content hashes, the probe set and a separate judge model), so changed inputs never
         resume old records. (The judge is named in ``inputs`` as resolved, so it is left out here; a panel of
-        ``judges`` and its ``fitness_judge`` are in the hash only when set, so other ids never change.)"""
+        ``judges`` and its ``fitness_judge`` are in the hash only when set, so other ids never change; so is
+        how long a run waits for people's picks, and how many pairs it asks unless ``human`` is weighted.)"""
         unset = {name for name in ("judges", "fitness_judge") if not getattr(self, name)}
-        config = self.model_dump(mode="json", exclude={"judge_model", *unset})
+        if self.scorers.get("human", 0) <= 0:
+            unset.add("human_pairs")
+        config = self.model_dump(mode="json", exclude={"judge_model", "human_wait_s", *unset})
         # a pin (id@version) names what ``inputs`` already holds by content: pinning the versions an
         # unpinned run resolved to is the same experiment
         config["seeds"]["ids"] = [ref.split("@", 1)[0] for ref in config["seeds"]["ids"]]

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -51,6 +52,16 @@ from furnace.evolution.evaluate import (
     reply,
     sample_seed,
     test_figures,
+)
+from furnace.evolution.human import (
+    Ask,
+    asked_pairs,
+    human_ratings,
+    pairs_waiting,
+    population_records,
+    wait_for_picks,
+    weighs_human,
+    with_human,
 )
 from furnace.evolution.judging import fitness_by_judge, judge_fitness, panel_agreement
 from furnace.evolution.metering import MeteredLLM, Tally, completion_totals, error_totals
@@ -82,6 +93,7 @@ from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind
 from furnace.scoring.base import persona_inputs
 from furnace.scoring.fitness import SCORERS
 from furnace.scoring.panel import Panel, split_scorer
+from furnace.scoring.picks import PickStore
 from furnace.scoring.probes import ProbeSet
 
 LEADERBOARD = 10  # members the report ranks (each scored on test)
@@ -227,6 +239,11 @@ class Evolution:
     # called with each finished generation and its population, fittest first (the Prefect flow publishes artifacts)
     on_generation: Callable[[GenerationRecord, Sequence[IndividualRecord]], None] | None = None
     probe_pool: ThreadPoolExecutor | None = None  # threads for the probes of units evaluated outside run() (a worker's)
+    # people's picks, read when the ``human`` objective is weighted (furnace.evolution.human); the clock and
+    # sleep the run waits for them on (injected by tests)
+    picks: PickStore | None = None
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
 
     def __post_init__(self) -> None:
         self.seeds = list(self.seeds)[: self.config.population]
@@ -643,6 +660,7 @@ class Evolution:
             untraced=self._untraced() if self._ledger_before else (),
             held_out=held_out,
             **self._panel_figures(everyone),
+            human=schedule.human_summary(),
         )
         # the experiment's status and summary in the unit of work of the last records, then everything is on disk
         self._writer.put(
@@ -656,7 +674,8 @@ class Evolution:
             report.artifacts(),
             {**report.totals, **report.held_out_metrics(), **report.judge_metrics()},
         )
-        return report
+        traces = getattr(self.tracker, "trace_totals", None)  # what the tracker exported (MLflow counts them)
+        return replace(report, traces=dict(traces)) if traces else report
 
     def _held_out_assessments(self, held: dict[str, Any]) -> dict[str, list[Assessment]]:
         """Each tested agent's held-out assessments, by the name of the trace of its (first) evaluation."""
@@ -973,6 +992,10 @@ class _Schedule:
         self.replacing: set[int] = set()  # orders of units whose slot holds a stale or unscored record
         self.replayed: dict[int, IndividualRecord] = {}  # order -> stored record of a finished unit replayed
         self.generation_weights: dict[int, dict[str, float]] = {}  # what the generation's first plan saw
+        # the ``human`` objective: a generation is planned once people were asked about the one before it
+        self.human = weighs_human(cfg.scorers)
+        self.ratings: dict[str, float] = {}  # agent -> its human objective (people's Bradley–Terry rating)
+        self.asks: list[Ask] = []
 
     def generation_of(self, n: int) -> tuple[int, int]:
         """Child index -> (generation, slot)."""
@@ -1107,6 +1130,7 @@ class _Schedule:
         generation, slot = self.generation_of(n)
         if slot == 0:
             self.seen = set()
+        child = with_human(child, self.ratings, cfg.scorers)
         if child.agent_id not in self.seen:
             self.seen.add(child.agent_id)
             parent_best = max((p.fitness for p in plan.parents), default=0.0)
@@ -1121,7 +1145,11 @@ class _Schedule:
         self.progress(generation, slot + 1, self.per_generation)
         if slot == self.per_generation - 1:
             self.finish(generation, self.generation_weights.pop(generation))
-        if self.taken + self.window - 1 < self.total:
+        if self.human:  # generational: the next generation is planned after people were asked
+            if slot == self.per_generation - 1:
+                for k in range(self.taken, min(self.taken + self.window, self.total)):
+                    self.plan(k)
+        elif self.taken + self.window - 1 < self.total:
             self.plan(self.taken + self.window - 1)
 
     def finish(self, generation: int, weights: dict[str, float]) -> None:
@@ -1145,6 +1173,62 @@ class _Schedule:
         for meter in here:
             spent = spent.plus(meter)
         self.history.append(evo._finish_generation(generation, self.population, weights, spent))
+        if self.human and generation < evo.config.generations:
+            self.ask_people(generation)
+
+    def human_summary(self) -> dict[str, Any] | None:
+        """The report's ``human`` part (None when the objective is not weighted): the ratings from every
+        pick made so far (after the run's last ask too), the picks counted and each ask."""
+        evo = self.evo
+        if not self.human:
+            return None
+        picks = evo.picks.picks(evo.experiment_id) if evo.picks is not None else []
+        return {
+            "weight": evo.config.scorers["human"],
+            "picks": len(picks),
+            "ratings": human_ratings(picks),
+            "asks": [ask.as_dict() for ask in self.asks],
+        }
+
+    def ask_people(self, generation: int) -> None:
+        """Ask people about blind pairs of the population (``furnace.evolution.human``), wait for their picks
+        up to ``human_wait_s`` (the records on disk first, so the app shows the pairs), then rate the picked
+        agents and rank the population with their ``human`` objective."""
+        evo, cfg = self.evo, self.evo.config
+        members = population_records(
+            evo._stored.individuals(evo.experiment_id), [r.agent_id for r in self.population], generation
+        )
+        probes = [p.id for p in evo.search_probes.probes]
+        asked = asked_pairs(members, probes, count=cfg.human_pairs, seed=cfg.seed, generation=generation)
+        picks = []
+        if evo.picks is not None:
+            store = evo.picks
+            picks = store.picks(evo.experiment_id)
+            waiting = pairs_waiting(asked, picks)
+            if waiting:
+                wait = cfg.human_wait_s
+                if wait > 0:
+                    evo._writer.flush()  # the app shows the pairs from the stored records
+                evo._emit(
+                    generation=generation,
+                    generations=cfg.generations,
+                    done=0,
+                    total=0,
+                    best=self.population[0].fitness if self.population else 0.0,
+                    message=f"{len(waiting)} pairs waiting for people's picks in {evo.experiment_id} "
+                    + (f"(up to {wait:g} s)" if wait > 0 else "(human_wait_s 0: going on with the picks made so far)")
+                    + f": the app's Judge page, or furnace pick {evo.experiment_id}",
+                )
+                picks = wait_for_picks(
+                    lambda: store.picks(evo.experiment_id),
+                    asked,
+                    timeout_s=cfg.human_wait_s,
+                    clock=evo.clock,
+                    sleep=evo.sleep,
+                )
+        self.asks.append(Ask(generation, tuple(asked), tuple(pairs_waiting(asked, picks))))
+        self.ratings = human_ratings(picks)
+        self.population = sorted((with_human(r, self.ratings, cfg.scorers) for r in self.population), key=rank_key)
 
     def progress(self, generation: int, done: int, total: int, seeds: Iterable[IndividualRecord] | None = None) -> None:
         """Report progress; the best fitness is the population's, or (``seeds``: generation 0 under way)

@@ -41,6 +41,10 @@ class ExperimentReport:
     held_out: dict[str, Any] = field(default_factory=dict)  # splits, test fitness per agent, re-evaluation
     rejected: int = 0  # reflected children that did not beat their parent on their minibatch
     judges: dict[str, Any] = field(default_factory=dict)  # a panel's judges and agreement (evolution.judging)
+    # the ``human`` objective: people's ratings (Bradley–Terry) of picked agents, the picks and the pairs asked
+    human: dict[str, Any] = field(default_factory=dict)
+    # the run's traces once the tracker finished: started, exported (in the store), missing; {} untraced
+    traces: dict[str, int] = field(default_factory=dict)
 
     @property
     def best(self) -> dict[str, Any] | None:
@@ -118,6 +122,7 @@ class ExperimentReport:
             "pareto.json": self.pareto,
             "held_out.json": self.held_out,
             **({"judges.json": self.judges} if self.judges else {}),
+            **({"human.json": self.human} if self.human else {}),  # people's ratings and the pairs asked
         }
 
     def as_dict(self) -> dict[str, Any]:
@@ -214,6 +219,7 @@ def build_report(
     held_out: dict[str, Any] | None = None,
     judges: dict[str, Any] | None = None,
     by_judge: Mapping[str, Mapping[str, float | None]] | None = None,
+    human: dict[str, Any] | None = None,
 ) -> ExperimentReport:
     """Assemble the report of one run from its individual records (every generation), its
     generation history, the operator board, the experiment's totals (the call ledger's: every run
@@ -221,8 +227,11 @@ def build_report(
     engine's held-out figures (test fitness per agent, the champion and the re-evaluation); the best
     agent (lineage, prompt) is the champion. Reflected children rejected on their minibatch are counted,
     never ranked. ``judges``: a panel's agreement (:func:`furnace.evolution.judging.panel_agreement`);
-    ``by_judge``: each agent's fitness by judge (a leaderboard column)."""
+    ``by_judge``: each agent's fitness by judge (a leaderboard column). ``human``: people's ratings
+    (``ratings``: agent -> its ``human`` objective) when the experiment weights it; each leaderboard row
+    then has ``human`` (None: nobody picked it) beside the judges' fitness."""
     held = held_out or {}
+    rated = (human or {}).get("ratings")
     tested = held.get("agents", {})
     everyone: dict[str, IndividualRecord] = {}
     for r in records:  # earliest generation wins for lineage
@@ -238,6 +247,7 @@ def build_report(
             **held_out_columns(tested.get(r.agent_id)),
             "objectives": r.objectives,
             **({"judges": dict(by_judge.get(r.agent_id, {}))} if by_judge else {}),
+            **({"human": rated.get(r.agent_id)} if rated is not None else {}),
         }
         for r in ok[:10]
     ]
@@ -306,6 +316,7 @@ def build_report(
         held_out=dict(held),
         rejected=sum(1 for r in unique if is_rejected(r)),
         judges=dict(judges or {}),
+        human=dict(human or {}),
     )
 
 
@@ -368,18 +379,22 @@ def render_report(report: ExperimentReport) -> str:
         )
     lines += ["", "leaderboard (fitness: validation; train and test [95% interval]; gap = train - test)"]
     keys = sorted({k for row in report.leaderboard for k in row["objectives"]})
+    people = bool(report.human)  # the human objective: people's rating beside the judges' objectives
     lines.append(
         f"  {'#':>2} {'agent':<26} {'gen':>3} {'operator':<9} {'fitness':>7} {'train':>6} {'test [95% interval]':<22}"
-        f" {'gap':>6}  " + " ".join(f"{k[:9]:>9}" for k in keys)
+        f" {'gap':>6}  " + " ".join(f"{k[:9]:>9}" for k in keys) + (f" {'people':>9}" if people else "")
     )
     for i, row in enumerate(report.leaderboard, 1):
         objs = " ".join(f"{row['objectives'].get(k, 0):>9.3f}" for k in keys)
+        if people:
+            objs += f" {row['human']:>9.3f}" if row.get("human") is not None else f" {'unpicked':>9}"
         train = f"{row['train_fitness']:.3f}" if row.get("train_fitness") is not None else "-"
         gap = f"{row['train_test_gap']:+.3f}" if row.get("train_test_gap") is not None else "-"
         lines.append(
             f"  {i:>2} {row['agent_id'][:26]:<26} {row['generation']:>3} {row['operator']:<9} "
             f"{row['fitness']:>7.3f} {train:>6} {interval_text(row):<22} {gap:>6}  {objs}"
         )
+    lines += human_lines(report)
     if report.unscored:
         lines += [
             "",
@@ -419,11 +434,39 @@ def render_report(report: ExperimentReport) -> str:
             f"traces short of the ledger by {lost} tokens ({len(report.untraced)} units): {UNTRACED_WHY}; "
             + cut_list([f"{u['trace']} ({int(u['traced_tokens'])} of {int(u['tokens'])})" for u in report.untraced], 6)
         )
+    lines += traces_lines(report.traces)
     if report.failures:
         lines.append(
             f"failure scores recorded: {report.failures} (see `furnace experiment show {report.experiment_id}`)"
         )
     return "\n".join(lines)
+
+
+def human_lines(report: ExperimentReport) -> list[str]:
+    """What the report says about the ``human`` objective: the picks, and the pairs still waiting."""
+    human = report.human
+    if not human:
+        return []
+    line = (
+        f"people: the human objective (weight {human.get('weight', 0):g}) is people's Bradley–Terry rating from "
+        f"{human.get('picks', 0)} picks, {len(human.get('ratings') or {})} agents rated; an unpicked agent's fitness "
+        "is over the judges' objectives (their weights renormalised)"
+    )
+    asks = human.get("asks") or []
+    if asks:
+        last = asks[-1]
+        line += f"; after generation {last['generation']}: {last['waiting']} of {last['asked']} pairs waiting"
+    return ["", line]
+
+
+TRACES_WHY = "see the MLflow run's tag furnace.traces and the warning above it (docs/experiments.md, MLflow)"
+
+
+def traces_lines(traces: Mapping[str, int]) -> list[str]:
+    """The report's line on traces, when any trace of the run was not exported to the store; none else."""
+    if not traces.get("missing"):
+        return []
+    return [f"traces: {traces['exported']} of {traces['started']} exported; {traces['missing']} missing — {TRACES_WHY}"]
 
 
 def held_out_lines(report: ExperimentReport) -> list[str]:

@@ -215,19 +215,21 @@ def _atomically(store: ElixirStore, work: Callable[[], T]) -> T:
     return atomically(work) if callable(atomically) else work()
 
 
-def fuse(
+def plan_fusion(
     store: ElixirStore,
     parents: Sequence[str | ElixirRef],
     *,
     llm: LLM,
     embedder: Embedder,
-    cache: SynthesisCache,
     operator: str | None = None,
     seed: int = 0,
     params: dict[str, Any] | None = None,
     settings: FurnaceSettings | None = None,
-) -> FusionResult:
-    """Fuse ``parents`` into an agent (through the synthesis cache) and persist it."""
+) -> tuple[list[Elixir], Lineage]:
+    """What :func:`fuse` would make, before any model call: the parents (each resolved to the version
+    read now) and the child's lineage (parents' refs with their content hashes, operator and its version,
+    every param that shapes the result, the model among them). Its ``lineage_hash`` names the child;
+    bad input raises here."""
     settings = settings or FurnaceSettings.model_construct()  # defaults only: core code reads no environment
     if not parents:
         raise InputError("fuse needs at least one parent", field="parents")
@@ -241,7 +243,26 @@ def fuse(
         most = op.max_parents if op.max_parents is not None else "any"
         raise InputError(f"{name} takes {op.min_parents}..{most} parents, got {len(loaded)}", field="parents")
     fixed = lineage_params(name, llm=llm, embedder=embedder, seed=seed, params=params, settings=settings)
-    plan = Lineage(parents=tuple(p.ref for p in loaded), operator=name, params=fixed, op_version=op.op_version)
+    return loaded, Lineage(parents=tuple(p.ref for p in loaded), operator=name, params=fixed, op_version=op.op_version)
+
+
+def fuse(
+    store: ElixirStore,
+    parents: Sequence[str | ElixirRef],
+    *,
+    llm: LLM,
+    embedder: Embedder,
+    cache: SynthesisCache,
+    operator: str | None = None,
+    seed: int = 0,
+    params: dict[str, Any] | None = None,
+    settings: FurnaceSettings | None = None,
+) -> FusionResult:
+    """Fuse ``parents`` into an agent (through the synthesis cache) and persist it."""
+    loaded, plan = plan_fusion(
+        store, parents, llm=llm, embedder=embedder, operator=operator, seed=seed, params=params, settings=settings
+    )
+    op, fixed = OPERATORS[plan.operator], plan.params
     lineage_hash = plan.lineage_hash
     agent_id = agent_id_for(lineage_hash)
     calls = [0]

@@ -9,7 +9,7 @@ from typing import Literal
 
 from furnace.scoring.judge import JUDGE_VERSION
 
-Kind = Literal["rule", "judge", "brief", "diversity"]
+Kind = Literal["rule", "judge", "brief", "diversity", "human"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,8 @@ SCORERS: dict[str, ScorerSpec] = {
         ScorerSpec("tone", "judge", JUDGE_VERSION, calls_per_probe=1),
         ScorerSpec("brief_fit", "brief", "brief-v1"),
         ScorerSpec("diversity", "diversity", "diversity-v1", per_probe=False),
+        # people's picks (a Bradley–Terry rating, furnace.evolution.human); never computed by an evaluation
+        ScorerSpec("human", "human", "bradley-terry-v1", per_probe=False),
     )
 }
 

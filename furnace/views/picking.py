@@ -1,9 +1,9 @@
 """People's picks over an experiment: which pairs to show, their replies, and what the picks say about the judges.
 
-- :func:`next_pairs` draws blind pairs from the experiment's recent generations
-  (scored individuals only), preferring pairs not picked yet and, among those,
-  the pairs the judge scored closest on the probe; each pair's order (who is
-  shown as A) is drawn from the session's seed, which is recorded with the pick.
+- :func:`next_pairs` (from :mod:`furnace.evolution.pairs`) draws blind pairs from
+  the experiment's recent generations (:func:`recent`); :func:`pairs_waiting`
+  (from :mod:`furnace.evolution.human`) gives the pairs an experiment that
+  weights the ``human`` objective asked for and nobody has picked yet.
 - :func:`pair_replies` reproduces the two candidates' replies to the probe with
   the request the experiment made (served from the response cache when it
   still holds them).
@@ -16,17 +16,18 @@ Used by ``furnace pick``; the app's Judge page reads the same functions.
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import combinations
+from pathlib import Path
 from typing import Any
 
 from furnace.domain.elixir import parse_elixir
 from furnace.evolution.evaluate import reply
+from furnace.evolution.human import Ask, latest_ask, pair_key, weighs_human
 from furnace.evolution.judging import judge_rows
-from furnace.evolution.records import ExperimentRecord, IndividualRecord
+from furnace.evolution.pairs import BlindPair, Key, judge_table, next_pairs, recent
+from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord
 from furnace.llm.seam import LLM
 from furnace.scoring.agreement import (
     Agreement,
@@ -37,80 +38,105 @@ from furnace.scoring.agreement import (
     share_of_agreement,
     spearman,
 )
-from furnace.scoring.fitness import SCORERS
 from furnace.scoring.judge import judge_answer
 from furnace.scoring.panel import split_scorer
-from furnace.scoring.picks import Pick
-from furnace.scoring.probes import Probe, ProbeSet
+from furnace.scoring.picks import Choice, Pick, new_pick_id
+from furnace.scoring.probes import Probe, ProbeSet, load_probe_set
 
-Key = tuple[str, int, str]  # (agent id, generation, probe)
-
-
-def recent(records: Iterable[IndividualRecord], generations: int = 2) -> list[IndividualRecord]:
-    """The scored individuals of the last ``generations`` generations, each agent once (its latest record)."""
-    scored = [r for r in records if r.scored]
-    if not scored:
-        return []
-    last = max(r.generation for r in scored)
-    latest: dict[str, IndividualRecord] = {}
-    for r in sorted(scored, key=lambda r: (r.generation, r.slot)):
-        if r.generation > last - generations:
-            latest[r.agent_id] = r
-    return sorted(latest.values(), key=lambda r: r.agent_id)
-
-
-def judge_table(records: Iterable[IndividualRecord]) -> dict[Key, float]:
-    """The recorded judge's score of each (agent, generation, probe): the mean of its judge scorers there."""
-    values: dict[Key, list[float]] = {}
-    for r in records:
-        for row in r.scores:
-            spec = SCORERS.get(row.scorer)
-            if spec is not None and spec.kind == "judge" and not row.failed:
-                values.setdefault((r.agent_id, r.generation, row.probe), []).append(row.value)
-    return {k: sum(v) / len(v) for k, v in values.items()}
+__all__ = [
+    "Ask",
+    "BlindPair",
+    "Calibration",
+    "Key",
+    "calibrate",
+    "candidate_reply",
+    "experiment_calibration",
+    "judge_table",
+    "next_pairs",
+    "pair_replies",
+    "session_pairs",
+    "recent",
+    "grading_judge",
+    "recorded_judge",
+    "rejudge",
+]
 
 
-@dataclass(frozen=True)
-class BlindPair:
-    """Two candidates' replies to one probe, in the order shown: ``a`` as A, ``b`` as B."""
-
-    probe: str
-    a: IndividualRecord
-    b: IndividualRecord
-    order_seed: int
-    gap: float | None = None  # the judge's score difference on the probe (None: not judged)
+def experiment_probes(exp: ExperimentRecord, probes_dir: Path | None = None) -> ProbeSet:
+    """The experiment's probe set, read by name as it is now (from ``probes_dir``, else the shipped sets)."""
+    probes = exp.config.get("probes") or {}
+    return load_probe_set(str(probes.get("set", "")), search_dir=probes_dir).head(probes.get("limit"))
 
 
-def next_pairs(
-    candidates: Sequence[IndividualRecord],
-    picked: Iterable[Pick],
-    probes: Sequence[str],
+def pickable(exp: ExperimentRecord, probes: ProbeSet) -> list[str]:
+    """The probes people are shown: every one, except the test split when the experiment weights the
+    ``human`` objective (picks then steer selection, and the test probes stay unseen by it)."""
+    shown = probes.without("test") if weighs_human(exp.config.get("scorers") or {}) else probes
+    return [p.id for p in shown.probes]
+
+
+def waiting(
+    exp: ExperimentRecord,
+    records: Sequence[IndividualRecord],
+    generations: Sequence[GenerationRecord],
+    picks: Sequence[Pick],
+    probes: ProbeSet,
+) -> Ask | None:
+    """The pairs the experiment asked of people after its latest generation (it weights ``human``), with
+    those still waiting; None otherwise (:func:`furnace.evolution.human.latest_ask`)."""
+    return latest_ask(exp.config, records, generations, picks, [p.id for p in probes.without("test").probes])
+
+
+def session_pairs(
+    exp: ExperimentRecord,
+    records: Sequence[IndividualRecord],
+    generations: Sequence[GenerationRecord],
+    picks: Sequence[Pick],
+    probes: ProbeSet,
     *,
     count: int,
     seed: int,
-    scores: Mapping[Key, float] | None = None,
+    recent_generations: int = 2,
+    skip: Iterable[tuple[str, str, str]] = (),
 ) -> list[BlindPair]:
-    """Up to ``count`` blind pairs over ``probes``: the pairs picked least often first, then those the
-    judge scored closest (``scores``, default :func:`judge_table` of ``candidates``); ties broken and
-    each pair's order drawn by ``random.Random(seed)``."""
-    rng = random.Random(seed)
-    table = judge_table(candidates) if scores is None else scores
-    seen = Counter((p.probe, *sorted((p.agent_a, p.agent_b))) for p in picked)
-    options: list[tuple[int, float | None, str, IndividualRecord, IndividualRecord]] = []
-    for probe in probes:
-        for x, y in combinations(candidates, 2):
-            if x.agent_id == y.agent_id:
-                continue
-            sx, sy = table.get((x.agent_id, x.generation, probe)), table.get((y.agent_id, y.generation, probe))
-            gap = round(abs(sx - sy), 6) if sx is not None and sy is not None else None
-            options.append((seen[(probe, *sorted((x.agent_id, y.agent_id)))], gap, probe, x, y))
-    rng.shuffle(options)
-    options.sort(key=lambda o: (o[0], 2.0 if o[1] is None else o[1]))  # unjudged pairs last
-    pairs = []
-    for _, gap, probe, x, y in options[:count]:
-        a, b = (x, y) if rng.random() < 0.5 else (y, x)
-        pairs.append(BlindPair(probe, a, b, seed, gap))
-    return pairs
+    """Up to ``count`` blind pairs for a picking session: the pairs the experiment is waiting for first (in
+    the order the engine drew them), then :func:`next_pairs` over its recent generations (``seed``: the
+    session's); ``skip``: pairs (:func:`furnace.evolution.human.pair_key`) the person passed over."""
+    skipped = set(skip)
+    ask = waiting(exp, records, generations, picks, probes)
+    out = [p for p in (ask.waiting if ask else ()) if pair_key(p.probe, p.a.agent_id, p.b.agent_id) not in skipped]
+    taken = skipped | {pair_key(p.probe, p.a.agent_id, p.b.agent_id) for p in out}
+    more = next_pairs(
+        recent(records, recent_generations), picks, pickable(exp, probes), count=count + len(taken), seed=seed
+    )
+    out += [p for p in more if pair_key(p.probe, p.a.agent_id, p.b.agent_id) not in taken]
+    return out[:count]
+
+
+def as_pick(pair: BlindPair, experiment_id: str, choice: Choice, who: str, reason: str = "") -> Pick:
+    """A person's verdict on ``pair`` as shown (A is ``pair.a``), ready to store."""
+    return Pick(
+        pick_id=new_pick_id(),
+        experiment_id=experiment_id,
+        probe=pair.probe,
+        agent_a=pair.a.agent_id,
+        generation_a=pair.a.generation,
+        agent_b=pair.b.agent_id,
+        generation_b=pair.b.generation,
+        choice=choice,
+        who=who,
+        reason=reason.strip()[:500],
+        order_seed=pair.order_seed,
+    )
+
+
+def reveal(pair: BlindPair) -> str:
+    """Who A and B were (said after the pick, never before)."""
+    return (
+        f"A was {pair.a.agent_id} (generation {pair.a.generation}), "
+        f"B was {pair.b.agent_id} (generation {pair.b.generation})"
+        + (f"; the judge's scores differed by {pair.gap:.3f}" if pair.gap is not None else "")
+    )
 
 
 def candidate_reply(llm: LLM, record: IndividualRecord, probe: Probe, *, seed: int) -> str:
@@ -171,7 +197,8 @@ class Calibration:
 
     def lines(self) -> list[str]:
         people = f"{len(self.by_person)} {'person' if len(self.by_person) == 1 else 'people'}"
-        out = [f"{self.picks} picks by {people}" + (f" ({self.undone} undone, not counted)" if self.undone else "")]
+        picks = f"{self.picks} {'pick' if self.picks == 1 else 'picks'}"
+        out = [f"{picks} by {people}" + (f" ({self.undone} undone, not counted)" if self.undone else "")]
         out += ["  " + agreement.reading() for agreement in self.judges]
         if len(self.judges) > 1:
             out.append("  between the judges, on the picked candidates: " + read_alpha(self.judge_alpha))
@@ -268,3 +295,10 @@ def panel_tables(records: Sequence[IndividualRecord]) -> dict[str, dict[Key, flo
 def recorded_judge(exp: ExperimentRecord) -> str:
     """The model that judged an experiment (its report's judge, else the agents' own model)."""
     return str(exp.summary.get("judge_model") or exp.model)
+
+
+def grading_judge(exp: ExperimentRecord) -> str:
+    """The judge to hold against the agents' model for the self-judging warning: the agents' own model when
+    a panel of judges includes it (it still grades itself), else :func:`recorded_judge`."""
+    panel = list(dict((exp.summary or {}).get("judges") or {}).get("judges") or [])
+    return str(exp.model) if exp.model in panel else recorded_judge(exp)

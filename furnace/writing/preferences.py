@@ -23,7 +23,7 @@ import logging
 from collections.abc import Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
@@ -171,10 +171,25 @@ class PreferenceUpdate:
     persona: Elixir | None = None  # the content saved as ``persona_ref`` (when learned)
 
 
+class Extractor(Protocol):
+    """How a batch asks which preferences one revision reveals (:func:`extract_preferences`, or a face's
+    wrapper around it: the Prefect flow runs it as a cached task)."""
+
+    def __call__(self, llm: LLM, revision: RevisionRecord, *, language: str, seed: int = 0) -> list[StylePreference]:
+        """The preferences ``revision`` reveals."""
+        ...
+
+
 def learn_from_revision(
-    store: ElixirStore, content_store: ContentStore, llm: LLM, revision: RevisionRecord, *, seed: int = 0
+    store: ElixirStore,
+    content_store: ContentStore,
+    llm: LLM,
+    revision: RevisionRecord,
+    *,
+    seed: int = 0,
+    extract: Extractor = extract_preferences,
 ) -> PreferenceUpdate:
-    """Extract, merge, save a new persona version, mark the revision processed.
+    """Extract (``extract``), merge, save a new persona version, mark the revision processed.
 
     Raises on a model or store failure (the revision itself is never touched;
     it stays unprocessed and a later batch retries it).
@@ -190,7 +205,7 @@ def learn_from_revision(
             return PreferenceUpdate(
                 revision.id, "already", persona_ref=persona.ref, preferences=tuple(persona.style_preferences)
             )
-    learned = extract_preferences(llm, revision, language=persona.language, seed=seed)
+    learned = extract(llm, revision, language=persona.language, seed=seed)
     return save_learned(store, content_store, revision, persona, learned)
 
 
@@ -272,13 +287,19 @@ class BatchReport:
 
 
 def process_unprocessed(
-    store: ElixirStore, content_store: ContentStore, llm: LLM, *, limit: int | None = None, seed: int = 0
+    store: ElixirStore,
+    content_store: ContentStore,
+    llm: LLM,
+    *,
+    limit: int | None = None,
+    seed: int = 0,
+    extract: Extractor = extract_preferences,
 ) -> BatchReport:
     """Learn from every revision not processed yet (oldest first); failures are logged and counted."""
     report = BatchReport()
     for revision in content_store.unprocessed_revisions(limit=limit):
         try:
-            update = learn_from_revision(store, content_store, llm, revision, seed=seed)
+            update = learn_from_revision(store, content_store, llm, revision, seed=seed, extract=extract)
         except Exception as err:  # one failed revision never stops the batch
             log.warning("preference extraction failed for %s: %s", revision.id, err)
             report.failed += 1

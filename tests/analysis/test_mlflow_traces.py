@@ -54,7 +54,7 @@ held_out = sum(next(s for s in t.data.spans if s.parent_id is None).name == "hel
 tag = tracker.client.get_run(tracker.run_id).data.tags.get("furnace.traces")
 print(json.dumps({
     "units": units, "held": held_out, "started": started, "stored": stored,
-    "missing": tracker.traces_missing, "tag": tag,
+    "missing": tracker.traces_missing, "tag": tag, "report_traces": report.traces,
     "spans": sum(spans.values()), "expected_spans": sum(expected.values()),
     "queued": mlflow_export.stats.queued, "waited": mlflow_export.stats.waited,
 }))
@@ -86,4 +86,5 @@ def test_a_population_overflowing_the_export_queue_loses_no_trace(tmp_path: Path
     traced = got["units"] + got["held"]
     assert got["held"] == 1 and got["started"] == got["stored"] == traced and got["missing"] == 0
     assert got["tag"] == f"{traced} of {traced} stored"
+    assert got["report_traces"] == {"started": traced, "exported": traced, "missing": 0}  # the report counts them
     assert got["spans"] == got["expected_spans"] > got["units"]  # every span of every trace stored

@@ -104,6 +104,21 @@ def settle(page: Any) -> None:
     page.locator('[data-testid="stApp"][data-test-script-state="running"]').wait_for(state="detached")
 
 
+def pick_on_the_judge_page(page: Any, who: str, reason: str) -> None:
+    """On the Judge page: say who picks, give a reason, pick A, and wait for the pick's reveal."""
+    name = page.get_by_label("Your name (stored with each pick)")
+    name.fill(who)
+    name.press("Enter")
+    settle(page)
+    why = page.get_by_label("Why (optional)")
+    why.fill(reason)
+    why.press("Enter")
+    settle(page)
+    page.get_by_role("button", name="A is better").click()
+    page.get_by_text("Stored pick-").first.wait_for()
+    settle(page)
+
+
 def clear(path: Path) -> Path:
     if path.exists():
         shutil.rmtree(path)

@@ -49,6 +49,40 @@ def no_errors(at) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
+# an experiment weighting people's picks (the human objective): 3 pairs asked after generation 0
+PEOPLE_EXPERIMENT = """\
+name: people
+seed: 5
+population: 4
+generations: 1
+seeds: {ids: [viral-copywriter, data-science-mentor, empathetic-coach, socratic-math-tutor]}
+selection: {tournament_size: 2, elitism: 1}
+probes: {set: writing-en, limit: 4}
+scorers: {constraints: 0.3, fidelity: 0.3, brief_fit: 0.4, human: 0.5}
+samples_per_probe: 1
+reevaluate_top: 0
+human_pairs: 3
+concurrency: 2
+"""
+
+
+def run_experiment(home: Path, name: str, text: str) -> str:
+    """Run the experiment file ``text`` (written to ``home/name``) offline with the hash embedder; its id."""
+    from click.testing import CliRunner
+
+    from furnace.cli import cli
+
+    path = home / name
+    path.write_text(text)
+    result = CliRunner().invoke(
+        cli,
+        ["--home", str(home), "experiment", "run", str(path), "--no-mlflow", "--yes", "--json"],
+        env={"FURNACE_EMBEDDER": "hash"},
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output[result.output.index("{") :])["experiment_id"]
+
+
 SMALL_EXPERIMENTS = (("small-a", 7), ("small-b", 11))  # (name, seed): two runs to overlay
 
 
@@ -57,9 +91,6 @@ def run_small_experiments(home: Path) -> list[str]:
     The hash embedder (the app's, see ``app_server``): loading MiniLM was most of their CPU time."""
     import re
 
-    from click.testing import CliRunner
-
-    from furnace.cli import cli
     from furnace.resources import DEMO_EXPERIMENT
 
     text = DEMO_EXPERIMENT.read_text()
@@ -68,13 +99,5 @@ def run_small_experiments(home: Path) -> list[str]:
         small = re.sub(r"(?m)^population: \d+", "population: 4", text)
         small = re.sub(r"(?m)^generations: \d+", "generations: 2", small)
         small = re.sub(r"(?m)^seed: \d+", f"seed: {seed}", re.sub(r"(?m)^name: \w+", f"name: {name}", small))
-        path = home / f"{name}.yaml"
-        path.write_text(small)
-        result = CliRunner().invoke(
-            cli,
-            ["--home", str(home), "experiment", "run", str(path), "--no-mlflow", "--yes", "--json"],
-            env={"FURNACE_EMBEDDER": "hash"},
-        )
-        assert result.exit_code == 0, result.output
-        ids.append(json.loads(result.output[result.output.index("{") :])["experiment_id"])
+        ids.append(run_experiment(home, f"{name}.yaml", small))
     return ids

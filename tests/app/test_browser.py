@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .browser import app_server, browser_missing, browser_page, settle
+from .browser import app_server, browser_missing, browser_page, pick_on_the_judge_page, settle
 from .helpers import REPO, seed_home
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -79,6 +79,7 @@ PAGES = [  # (url path, heading); the lineage and compare pages are driven furth
     ("assistant", "Lab assistant"),
     ("lineage", "Lineage"),
     ("compare", "Compare"),
+    ("judge", "Judge"),
 ]
 
 
@@ -110,6 +111,19 @@ def test_every_page_with_two_experiments_in_a_real_browser(seeded: Path) -> None
                 for exp_id in experiments:  # both experiments are overlaid (legend and totals table)
                     assert page.get_by_text(exp_id).count() > 0, exp_id
                 page.screenshot(path=str(ARTIFACTS / "browser-compare-overlay.png"), full_page=True)
+            elif path == "judge":
+                page.get_by_role("heading", name="A", exact=True).wait_for()
+                assert page.get_by_text("Stored pick-").count() == 0 and page.get_by_text("A was ").count() == 0
+                pick_on_the_judge_page(page, "ana", "clearer")  # the candidates' ids show only after the pick
+                assert page.get_by_text("A was ", exact=False).count() == 1
+                assert page.locator('[data-testid="stException"]').count() == 0
+                page.screenshot(path=str(ARTIFACTS / "browser-judge-pick.png"), full_page=True)
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
+    picks = Runtime(FurnaceSettings(home=seeded)).picks
+    [pick] = [p for exp_id in experiments for p in picks.picks(exp_id)]
+    assert (pick.who, pick.choice, pick.reason) == ("ana", "A", "clearer")
 
 
 # The Vega view Streamlit embedded (found through React's hooks of the chart's element), and every text label

@@ -1,9 +1,10 @@
 """Take the docs site's screenshots of every page on the demo data (real browser).
 
-Run from the repo root: ``.venv/bin/python -m tests.app.tour [OUT_DIR]`` (default
+Run from the repo root: ``.venv/bin/python -m tests.app.tour [OUT_DIR] [--only judge]`` (default
 ``docs/img/``). It runs ``furnace demo`` into a temporary FURNACE_HOME, adds a fused
-agent, a revised text and an arena session, starts ``streamlit run`` on
-127.0.0.1 and drives Debian chromium through each page.
+agent, a revised text, an arena session and an experiment weighting people's picks, starts
+``streamlit run`` on 127.0.0.1 and drives Debian chromium through each page. ``--only judge``
+takes the Judge page's screenshot alone, on a home with the library and that experiment.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from .browser import app_server, browser_missing, browser_page, settle
+from .browser import app_server, browser_missing, browser_page, pick_on_the_judge_page, settle
 from .helpers import REPO
 
 EN_MEMBERS = ["academic-editor", "data-science-mentor", "go-reviewer", "security-auditor"]
@@ -54,9 +55,10 @@ def prepare(home: Path) -> None:
     arena = rt.arena()
     session = arena.create_session(EN_MEMBERS, title="Review board")
     arena.say(session.id, "Sound off!")
-    from .helpers import run_small_experiments
+    from .helpers import PEOPLE_EXPERIMENT, run_experiment, run_small_experiments
 
     run_small_experiments(home)  # two more experiments to overlay with the demo's
+    run_experiment(home, "people.yaml", PEOPLE_EXPERIMENT)  # the Judge page's (newest: shown first)
 
 
 def _multiselect(page: Any, label: str, ids: list[str]) -> None:
@@ -138,7 +140,24 @@ def shoot(url: str, out: Path) -> list[Path]:
         box.press("Enter")
         page.locator('[data-testid="stDataFrame"]').first.wait_for()
         snap("assistant")
+
+        shots.append(judge_shot(page, url, out))
     return shots
+
+
+def judge_shot(page: Any, url: str, out: Path) -> Path:
+    """The Judge page on the newest experiment (the one weighting people's picks): after one pick, its
+    candidates revealed, the next blind pair shown and the pairs still waiting."""
+    size = page.viewport_size
+    page.set_viewport_size({"width": 1440, "height": 1800})  # the page scrolls inside the app: all of it in view
+    page.goto(f"{url}/judge")
+    page.get_by_role("heading", name="Judge").wait_for()
+    page.get_by_text("pairs waiting").first.wait_for()
+    pick_on_the_judge_page(page, "ana", "answers the question first")
+    path = out / "app-judge.png"
+    page.screenshot(path=str(path))
+    page.set_viewport_size(size)
+    return path
 
 
 def main(argv: list[str]) -> int:
@@ -146,14 +165,26 @@ def main(argv: list[str]) -> int:
     if reason:
         print(f"cannot take screenshots: {reason}", file=sys.stderr)
         return 1
-    out = Path(argv[0]) if argv else REPO / "docs" / "img"
+    only_judge = "--only" in argv and argv[argv.index("--only") + 1 : argv.index("--only") + 2] == ["judge"]
+    rest = [a for a in argv if a not in ("--only", "judge")]
+    out = Path(rest[0]) if rest else REPO / "docs" / "img"
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="furnace-tour-") as tmp:
         home = Path(tmp) / "home"
-        home.mkdir()
-        prepare(home)
+        if only_judge:
+            from .helpers import PEOPLE_EXPERIMENT, run_experiment, seed_home
+
+            run_experiment(seed_home(home), "people.yaml", PEOPLE_EXPERIMENT)
+        else:
+            home.mkdir()
+            prepare(home)
         with app_server(home) as url:
-            for path in shoot(url, out):
+            if only_judge:
+                with browser_page(1440, 1000) as page:
+                    shots = [judge_shot(page, url, out)]
+            else:
+                shots = shoot(url, out)
+            for path in shots:
                 print(f"{path}  {path.stat().st_size // 1024} KB")
     return 0
 

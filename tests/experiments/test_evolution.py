@@ -218,3 +218,32 @@ def test_the_meters_tally_equals_adding_call_totals_one_by_one():
         expected = expected.plus(completion_totals(done))
     assert tally.totals() == expected  # to the last bit: the same additions in the same order
     assert expected.failed_calls and expected.cached_calls and expected.failed_attempts
+
+
+def test_the_report_states_traces_that_were_not_exported():
+    """The tracker's count of exported traces reaches the report (and ``--json``); a shortfall is a line."""
+    from furnace.evolution.report import render_report
+    from furnace.evolution.tracker import NullTracker
+
+    class Counting(NullTracker):
+        trace_totals: dict[str, int] = {}
+
+        def finish(self, status, tags, artifacts, totals=None):
+            super().finish(status, tags, artifacts, totals)
+            self.trace_totals = {"started": 120, "exported": 118, "missing": 2}
+
+    evo = make()
+    evo.tracker = Counting()
+    report = evo.run()
+    assert report.as_dict()["traces"] == {"started": 120, "exported": 118, "missing": 2}
+    [line] = [ln for ln in render_report(report).splitlines() if ln.startswith("traces:")]
+    assert line.startswith("traces: 118 of 120 exported; 2 missing — see") and "furnace.traces" in line
+    whole = make()
+    whole.tracker = Counting()
+    whole.tracker.finish = lambda *a, **k: setattr(
+        whole.tracker, "trace_totals", {"started": 3, "exported": 3, "missing": 0}
+    )
+    complete = whole.run()
+    assert complete.traces["exported"] == 3 and "traces:" not in render_report(complete)  # all exported: no line
+    untraced = make().run()  # a tracker that keeps no traces: nothing to count, nothing said
+    assert untraced.traces == {} and "traces:" not in render_report(untraced)

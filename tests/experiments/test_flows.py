@@ -120,6 +120,7 @@ class _Outage:
     """The offline engine whose judge fails (a rate limit) for a seeded share of judgements while ``down``."""
 
     down = True
+    share = 0.3  # of the judgements that fail while down
 
     def __init__(self, engine: type) -> None:
         self.inner = engine()
@@ -133,7 +134,7 @@ class _Outage:
         from furnace.llm.seam import TaskKind
 
         key = content_key([m.content for m in request.messages])
-        if _Outage.down and request.task == TaskKind.JUDGE and random.Random(key).random() < 0.3:
+        if _Outage.down and request.task == TaskKind.JUDGE and random.Random(key).random() < _Outage.share:
             raise LLMRateLimit("429 from the provider")
         return self.inner.complete(request)
 
@@ -211,7 +212,7 @@ def test_fusion_generation_and_mutation_sweep_flows(library_home, prefect_harnes
     again = fusion_generation(
         ["viral-copywriter", "data-science-mentor"], operator="crossover", seed=1, limit=3, home=home, track=False
     )
-    assert again["from_cache"] and again == row | {"from_cache": True}
+    assert again["from_cache"] and again == row | {"from_cache": True}  # served from Prefect's task cache
     rows = mutation_sweep("viral-copywriter", [0.1, 0.3], [1, 2], limit=1, home=home)
     assert sorted((r["rate"], r["seed"]) for r in rows) == [(0.0, 0), (0.1, 1), (0.1, 2), (0.3, 1), (0.3, 2)]
     assert [r["fitness"] for r in rows] == sorted((r["fitness"] for r in rows), reverse=True)
@@ -227,6 +228,103 @@ def test_fusion_generation_and_mutation_sweep_flows(library_home, prefect_harnes
     logged = run_summary(rt.settings.tracking_uri, sweep_id)
     assert logged and logged["tags"]["furnace.kind"] == "mutation-sweep" and "sweep.json" in logged["artifacts"]
     assert [step for step, _ in logged["best_fitness_steps"]] == [0, 1]
+
+
+def _states(state) -> dict[str, str]:
+    """The task runs of the flow run that ended in ``state``: name -> state name (read back from Prefect)."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        runs = _task_runs(client, str(state.state_details.flow_run_id))
+    return {r.name: r.state.name for r in runs}
+
+
+def _new_version(home: str, elixir_id: str) -> int:
+    from furnace.domain.elixir import edit
+    from furnace.runtime import Runtime
+
+    store = Runtime.from_env(home=home).store
+    elixir = store.get_elixir(elixir_id)
+    return store.save_elixir(edit(elixir, name=elixir.name + " (edited)")).version
+
+
+def test_fusion_generation_rerun_is_cached_until_an_input_changes(library_home, prefect_harness, monkeypatch):
+    """Prefect caches the fusion flow's tasks on what determines their result: a rerun's task runs are all
+    Cached (no second MLflow run); a parent's new version or another model runs the fusion again."""
+    from mlflow import MlflowClient
+
+    from furnace.settings import FurnaceSettings
+    from furnace_flows.fusion_generation import fusion_generation
+
+    home = str(library_home)
+    parents = ["viral-copywriter", "data-science-mentor"]
+
+    def fused(**kw):
+        state = fusion_generation(parents, operator="crossover", seed=2, limit=1, home=home, return_state=True, **kw)
+        return state.result(), _states(state)
+
+    def fusion_runs() -> int:
+        client = MlflowClient(FurnaceSettings(home=library_home).tracking_uri)
+        found = client.get_experiment_by_name("furnace-fusions")
+        return len(client.search_runs([found.experiment_id])) if found else 0
+
+    row, states = fused()
+    assert sorted(states.values()) == ["Completed", "Completed"] and not row["from_cache"], states
+    logged = fusion_runs()
+    again, states = fused()
+    assert set(states.values()) == {"Cached"} and len(states) == 2, states
+    assert again["agent_id"] == row["agent_id"] and again["fitness"] == row["fitness"] and again["from_cache"]
+    assert fusion_runs() == logged  # the log task was served too: no second MLflow run of the same fusion
+    _new_version(home, "viral-copywriter")  # the id now resolves to a new version: a new key, not a stale child
+    newer, states = fused(track=False)
+    assert set(states.values()) == {"Completed"}, states
+    assert newer["agent_id"] != row["agent_id"]
+    monkeypatch.setenv("FURNACE_MODEL", "furnace-offline-judge2-v1")  # another model: its own key
+    _, states = fused(track=False)
+    assert set(states.values()) == {"Completed"}, states
+
+
+def test_an_unscored_fusion_is_never_served_from_the_task_cache(library_home, prefect_harness, monkeypatch):
+    import furnace.llm.offline as offline
+    from furnace_flows.fusion_generation import fusion_generation
+
+    real = offline.OfflineEngine
+    monkeypatch.setattr(offline, "OfflineEngine", lambda: _Outage(real))
+    monkeypatch.setattr(_Outage, "share", 1.0)
+    monkeypatch.setattr(_Outage, "down", True)
+    home = str(library_home)
+
+    def fused():
+        state = fusion_generation(["empathetic-coach"], seed=5, limit=1, home=home, track=False, return_state=True)
+        return state.result(), _states(state)
+
+    row, states = fused()
+    assert row["failures"] and set(states.values()) == {"Failed"}, states  # the flow still returns its row
+    monkeypatch.setattr(_Outage, "down", False)
+    row, states = fused()
+    assert not row["failures"] and set(states.values()) == {"Completed"}, states  # ran again, not the failure
+    _, states = fused()
+    assert set(states.values()) == {"Cached"}, states
+
+
+def test_mutation_sweep_rerun_is_cached_until_its_base_changes(library_home, prefect_harness):
+    from furnace_flows.mutation_sweep import mutation_sweep
+
+    home = str(library_home)
+
+    def swept():
+        state = mutation_sweep("empathetic-coach", [0.2], [1, 2], limit=1, home=home, track=False, return_state=True)
+        return state.result(), _states(state)
+
+    rows, states = swept()
+    assert len(states) == 4 and set(states.values()) == {"Completed"}, states  # 3 cells and the record
+    again, states = swept()
+    assert len(states) == 4 and set(states.values()) == {"Cached"}, states
+    assert again == rows
+    _new_version(home, "empathetic-coach")
+    newer, states = swept()
+    assert set(states.values()) == {"Completed"}, states
+    assert {r["sweep_id"] for r in newer} != {r["sweep_id"] for r in rows}
 
 
 def test_cli_fuse_and_sweep_with_prefect_run_their_flows(library_home, prefect_harness):

@@ -94,7 +94,7 @@ def test_every_flow_task_retries_transient_failures_alike():
         fusion_generation.log_fusion,
         mutation_sweep.mutate_and_score,
         mutation_sweep.record,
-        preferences.process_batch,
+        preferences.extract,
         preferences.log_batch,
     ]
     assert all(t.retries == task_retries() > 0 and t.retry_condition_fn is transient_failure for t in tasks)

@@ -329,3 +329,19 @@ def test_picks_calibrate_each_judge_of_the_panel() -> None:
     shares = {agreement.judge: agreement.share for agreement in calibration.judges}
     assert set(shares) == {evo.judge_model, FIRST, SECOND} and shares[FIRST] == 1.0
     assert judge_table(records) != first  # the panel's own table is the judges' mean, not one judge's
+
+
+def test_a_panel_that_includes_the_agent_model_still_warns_in_the_faces() -> None:
+    from furnace.evolution.records import ExperimentRecord
+    from furnace.runtime import self_judging_warning
+    from furnace.views.picking import grading_judge
+
+    def record(judges: list[str]) -> ExperimentRecord:
+        summary = {"judge_model": " + ".join(judges), "judges": {"judges": judges}}
+        return ExperimentRecord("exp-panel-0000000001", "panel", {}, 0, "openai/gpt-4o-mini", "finished", summary)
+
+    graded = record(["openai/gpt-4o-mini", "anthropic/claude-3-5-haiku"])
+    assert grading_judge(graded) == "openai/gpt-4o-mini"
+    assert "grading itself" in (self_judging_warning(graded.model, grading_judge(graded)) or "")
+    separate = record(["anthropic/claude-3-5-haiku", "gemini/gemini-1.5-flash"])
+    assert self_judging_warning(separate.model, grading_judge(separate)) is None

@@ -115,3 +115,31 @@ def test_a_probe_set_beside_the_experiment_file(
         stdin="a\n\n",
     )
     assert code == 0 and "1 picks stored for ana" in out, err
+
+
+def test_a_run_weighting_human_asks_for_pairs_and_picks_in_the_terminal_answer_them(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.app.helpers import PEOPLE_EXPERIMENT
+
+    seed_home(home)
+    monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
+    config = home / "people.yaml"
+    config.write_text(PEOPLE_EXPERIMENT)
+    code, out, err = run(capsys, "experiment", "run", str(config), "--no-mlflow", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    experiment = report["experiment_id"]
+    assert f"3 pairs waiting for people's picks in {experiment} (human_wait_s 0" in err  # asked, never waited
+    assert report["human"]["asks"] == [{"generation": 0, "asked": 3, "waiting": 3}]
+    assert report["human"]["ratings"] == {} and all(row["human"] is None for row in report["leaderboard"])
+    # the terminal shows the waiting pairs first: three picks answer them
+    code, out, err = run(capsys, "pick", experiment, "--who", "ana", "--count", "3", "--seed", "2", stdin="a\n\n" * 3)
+    assert code == 0, err
+    code, out, err = run(capsys, "experiment", "run", str(config), "--no-mlflow", "--json")
+    assert code == 0, err
+    again = json.loads(out)
+    assert again["experiment_id"] == experiment and "pairs waiting" not in err
+    assert again["human"]["asks"] == [{"generation": 0, "asked": 3, "waiting": 0}] and again["human"]["picks"] == 3
+    rated = {row["agent_id"]: row["human"] for row in again["leaderboard"] if row["human"] is not None}
+    assert rated and rated == {a: v for a, v in again["human"]["ratings"].items() if a in rated}

@@ -54,3 +54,36 @@ def test_picks_are_human_assessments_read_back_through_search_traces(
     code, _, err = run(capsys, "pick", experiment, "--who", "ana", "--undo")
     assert code == 0, err
     assert {g[5]["furnace.pick_id"] for g in _human(home)} == {picks[0]["pick_id"]}
+    _calibration_logged(home, experiment, picks, undone=1)
+
+
+def _calibration_logged(home: Path, experiment: str, picks: list[dict], *, undone: int) -> None:
+    """The run carries what the picks not undone say of the judge, as furnace pick --report computes it,
+    at the last pick event (each pick and each undo is one step)."""
+    from mlflow import MlflowClient
+
+    from furnace.adapters.mlflow_tracker import _TAG_ID
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+    from furnace.views.picking import experiment_calibration, recorded_judge
+
+    rt = Runtime(FurnaceSettings(home=home))
+    exp = rt.results.get_experiment(experiment)
+    assert exp is not None
+    expected = experiment_calibration(
+        rt.results.individuals(experiment), rt.picks.picks(experiment, include_undone=True), recorded_judge(exp)
+    )
+    assert expected.picks == len(picks) - undone and expected.undone == undone
+    client = MlflowClient(tracking_uri=rt.settings.tracking_uri)
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    runs = client.search_runs(experiments, filter_string=f"tags.`{_TAG_ID}` = '{experiment}'")
+    run = next(r for r in runs if "mlflow.parentRunId" not in r.data.tags)
+    history = client.get_metric_history(run.info.run_id, "people_picks")
+    steps = [m.step for m in sorted(history, key=lambda m: m.timestamp)]
+    assert steps == sorted(set(steps)) and steps[-1] == len(picks) + undone  # one value per pick event logged
+    assert history[-1].value == expected.picks
+    judge = expected.judges[0]
+    name = judge.judge.replace("+", "_")
+    assert run.data.metrics[f"people_picks/{name}"] == judge.picks
+    logged = json.loads(Path(client.download_artifacts(run.info.run_id, "calibration.json")).read_text())
+    assert logged["picks"] == expected.picks and logged["judges"][0]["judge"] == judge.judge
