@@ -17,23 +17,47 @@ from furnace.views.experiments import axis_domain
 PARETO_SELECTION = "agent"  # the point selection's name (st.altair_chart on_select state key)
 
 
-def fitness_overlay(rows: Sequence[dict[str, Any]], x: str, title: str) -> alt.Chart:
-    """Best (solid) and mean (dashed) fitness of each experiment against ``x`` (generation or calls_spent)."""
+MEASURES = ["best", "mean", "train", "test"]  # validation best and mean; the best's train and test fitness
+DASHES = [[1, 0], [6, 4], [1, 3], [10, 3, 2, 3]]  # solid, dashed, dotted, dash-dot: one per measure
+
+
+def fitness_overlay(rows: Sequence[dict[str, Any]], x: str, title: str) -> alt.LayerChart | alt.FacetChart:
+    """Per experiment against ``x`` (generation or calls_spent): best (validation) and mean fitness, and
+    the best's train and held-out test fitness, the test line with its 95% interval as a bar per point
+    (the train–test gap in the tooltip)."""
     data = pd.DataFrame(rows)
-    y_scale = alt.Scale(domain=list(axis_domain(data["fitness"].tolist())), zero=False)
+    tested = data[data["measure"] == "test"]
+    spread = data["fitness"].tolist() + tested["test_low"].tolist() + tested["test_high"].tolist()
+    y_scale = alt.Scale(domain=list(axis_domain(spread)), zero=False)
     x_scale = alt.Scale(domain=list(axis_domain(data[x].tolist(), pad=0.02, min_span=1)), zero=False, nice=False)
-    return (
-        alt.Chart(data, title=title)
+    x_axis = alt.X(f"{x}:Q", scale=x_scale, title=x.replace("_", " "), axis=alt.Axis(tickMinStep=1))
+    color = alt.Color("experiment:N", legend=alt.Legend(orient="bottom", columns=1))
+    tooltip = ["experiment", "generation", "calls_spent", "cost_spent_usd", "measure", "fitness"]
+    legend = alt.Legend(orient="bottom", columns=2, symbolStrokeColor="#495057", symbolFillColor="#495057")
+    lines = (
+        alt.Chart(data)
         .mark_line(point=True)
         .encode(
-            x=alt.X(f"{x}:Q", scale=x_scale, title=x.replace("_", " "), axis=alt.Axis(tickMinStep=1)),
+            x=x_axis,
             y=alt.Y("fitness:Q", scale=y_scale, title="fitness"),
-            color=alt.Color("experiment:N", legend=alt.Legend(orient="bottom", columns=1)),
-            strokeDash=alt.StrokeDash("measure:N", sort=["best", "mean"], legend=alt.Legend(orient="bottom")),
-            tooltip=["experiment", "generation", "calls_spent", "cost_spent_usd", "measure", "fitness"],
+            color=color,
+            strokeDash=alt.StrokeDash("measure:N", scale=alt.Scale(domain=MEASURES, range=DASHES), legend=legend),
+            shape=alt.Shape("measure:N", scale=alt.Scale(domain=MEASURES), legend=legend),  # one legend, both
+            tooltip=[*tooltip, "test_low", "test_high", "train_test_gap"],
         )
-        .interactive()
     )
+    intervals = (
+        alt.Chart(tested)
+        .mark_errorbar(ticks=True, thickness=2)
+        .encode(
+            x=x_axis,
+            y=alt.Y("test_low:Q", scale=y_scale, title="fitness"),
+            y2="test_high:Q",
+            color=color,
+            tooltip=[*tooltip, "test_low", "test_high", "train_test_gap"],
+        )
+    )
+    return alt.layer(lines, intervals, title=title).interactive()
 
 
 def grouped_bars(rows: Sequence[dict[str, Any]], x: str, y: str, group: str, title: str) -> alt.Chart:
@@ -57,7 +81,8 @@ def pareto_scatter(points: Sequence[dict[str, Any]], x: str, y: str) -> alt.Laye
     pick = alt.selection_point(name=PARETO_SELECTION, fields=["agent_id"], on="click")
     x_axis = alt.X("x:Q", title=x, scale=alt.Scale(domain=list(axis_domain(data["x"].tolist())), zero=False))
     y_axis = alt.Y("y:Q", title=y, scale=alt.Scale(domain=list(axis_domain(data["y"].tolist())), zero=False))
-    tooltip = ["agent_id", "experiment", "generation", "operator", "fitness", "x", "y", "front"]
+    tooltip = ["agent_id", "experiment", "generation", "operator", "fitness", "train_fitness", "test_fitness"]
+    tooltip += ["test_low", "test_high", "train_test_gap", "x", "y", "front"]
     dots = (
         alt.Chart(data)
         .mark_point(filled=True, size=90)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from furnace.evolution.records import GenerationRecord, IndividualRecord
+from furnace.evolution.report import HELD_OUT_FIELDS
 
 DEFAULT_MLFLOW_UI = "http://127.0.0.1:5000"  # where `mlflow ui` listens unless FURNACE_MLFLOW_UI_URL says otherwise
 
@@ -66,7 +67,8 @@ def publish_generation(record: GenerationRecord, population: Sequence[Individual
 
 
 def report_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The final leaderboard and operators tables of a report (``ExperimentReport.as_dict()``)."""
+    """The final leaderboard and operators tables of a report (``ExperimentReport.as_dict()``); the
+    leaderboard's fitness (validation) with the train and held-out test fitness, its interval and the gap."""
     board = [
         {
             "rank": i,
@@ -74,6 +76,7 @@ def report_rows(report: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict
             "generation": row.get("generation"),
             "operator": row.get("operator"),
             "fitness": row.get("fitness"),
+            **{k: row.get(k) for k in HELD_OUT_FIELDS},
         }
         for i, row in enumerate(report.get("leaderboard") or [], 1)
     ]

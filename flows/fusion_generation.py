@@ -6,6 +6,9 @@ versions and content hashes, the operator and its version, every param that shap
 model and embedder among them), the probes it is scored on and the scorers' versions; ``log-fusion`` on
 the row it logs and where. A rerun shows ``Cached`` task runs and makes no model call; a parent's new
 version, another model or operator makes a new key. A result with a failure is never cached.
+
+Its fitness is over the probes outside the **test** split; the test probes are scored beside it, for the
+report only: the row and the MLflow run carry the test fitness with its 95% interval and the train–test gap.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from ._common import (
 
 if TYPE_CHECKING:
     from furnace.runtime import Runtime
+
+from furnace.evolution.report import HELD_OUT_FIELDS, held_out_columns  # noqa: E402
 
 DEFAULT_SCORERS = {"constraints": 0.3, "fidelity": 0.3, "tone": 0.2, "brief_fit": 0.2}
 
@@ -56,22 +61,23 @@ def fuse_and_score(
 ) -> dict[str, Any]:
     """One fusion and its evaluation (furnace functions; the task only wires them). ``parents`` are
     pinned (``id@version``); ``key`` is the cache key the flow computed (:func:`fusion_key`)."""
-    from furnace.evolution.evaluate import evaluate_agent
+    from furnace.evolution.evaluate import evaluate_agent, split_held_out
     from furnace.fusion.fuse import fuse
     from furnace.scoring.probes import load_probe_set
 
     ctx = runtime(home)
     result = fuse(ctx.store, parents, operator=operator, seed=seed, params=params or None, **_wiring(ctx))
     agent = result.agent
-    ev = evaluate_agent(
-        ctx.llm, agent.elixir, agent.system_prompt, load_probe_set(probe_set).head(limit), DEFAULT_SCORERS, seed=seed
-    )
+    probes = load_probe_set(probe_set).head(limit)
+    every = evaluate_agent(ctx.llm, agent.elixir, agent.system_prompt, probes, DEFAULT_SCORERS, seed=seed)
+    ev, held = split_held_out(every, probes, DEFAULT_SCORERS, seed=seed, agent_id=agent.id)  # fitness without test
     row = {
         "agent_id": agent.id,
         "lineage_hash": agent.lineage_hash,
         "operator": agent.lineage.operator,
         "from_cache": result.from_cache,
         "fitness": ev.fitness,
+        **{k: held_out_columns(held).get(k) for k in HELD_OUT_FIELDS},
         "objectives": ev.objectives,
         "failures": list(ev.failure_reasons),
     }
@@ -88,7 +94,8 @@ def log_fusion(key: str, home: str | None, row: dict[str, Any]) -> None:
     tracker.start_experiment(
         f"fusion-{row['agent_id']}", {"operator": row["operator"]}, {"furnace.lineage_hash": row["lineage_hash"]}
     )
-    tracker.log_generation(0, {"fitness": row["fitness"], **row["objectives"]}, {})
+    held = {k: row[k] for k in HELD_OUT_FIELDS if row.get(k) is not None}  # test beside train, with its interval
+    tracker.log_generation(0, {"fitness": row["fitness"], **held, **row["objectives"]}, {})
     tracker.finish("finished", {"furnace.agent_id": row["agent_id"]}, {"fusion.json": row})
 
 
@@ -98,7 +105,11 @@ def fusion_key(lineage_hash: str, probes: Any, seed: int) -> str:
     from furnace.scoring.fitness import SCORERS
 
     scorers = {k: [w, SCORERS[k].version] for k, w in sorted(DEFAULT_SCORERS.items())}
-    return task_key("fusion", lineage=lineage_hash, probes=probes.model_dump(mode="json"), scorers=scorers, seed=seed)
+    # what the fitness is over: the probes outside the test split (a row cached before splits had no test)
+    split = "fitness outside the test split"
+    return task_key(
+        "fusion", lineage=lineage_hash, probes=probes.model_dump(mode="json"), scorers=scorers, seed=seed, split=split
+    )
 
 
 @flow(name="furnace-fusion-generation")

@@ -106,20 +106,54 @@ plt.show()
 # ## Fitness by generation
 #
 # `best` and `mean` are the population's (survivors included), the figures the report, MLflow and the app
-# show; `evaluated_best` is the best of the individuals evaluated in that generation alone (survivors are
-# carried over without a new evaluation, so it can be lower).
+# show; `best` is fitness on the **validation** probes, what selection used. `evaluated_best` is the best of
+# the individuals evaluated in that generation alone (survivors are carried over without a new evaluation,
+# so it can be lower).
+#
+# After the search every generation's best is scored on the held-out **test** probes (never seen by an
+# operator or by selection): `best_test_fitness` with its 95% bootstrap interval (`best_test_low`,
+# `best_test_high`) beside `best_train_fitness` (the probes the feedback came from), and the train–test gap
+# — the same figures as the report, `experiment show`, the app and MLflow ([Methods](../docs/methods.md)).
 
 # %%
-by_generation = fa.fitness_by_generation(q.generations(db), individuals)
+by_generation = fa.fitness_by_generation(q.generations(db), individuals, experiments)
 display(by_generation)
 fig, ax = plt.subplots(figsize=(8, 3.5))
 for exp, group in by_generation.groupby("experiment_id"):
-    ax.plot(group["generation"], group["best"], marker="o", label=f"{exp} best")
-    ax.plot(group["generation"], group["mean"], linestyle="--", label=f"{exp} mean")
+    line = ax.plot(group["generation"], group["best"], marker="o", label=f"{exp} best (validation)")[0]
+    ax.plot(group["generation"], group["mean"], linestyle="--", color=line.get_color(), label=f"{exp} mean")
+    ax.plot(
+        group["generation"],
+        group["best_train_fitness"],
+        linestyle=":",
+        color=line.get_color(),
+        label=f"{exp} best's train",
+    )
+    tested = group[group["best_test_fitness"].notna()]
+    ax.errorbar(
+        tested["generation"],
+        tested["best_test_fitness"],
+        yerr=[
+            tested["best_test_fitness"] - tested["best_test_low"],
+            tested["best_test_high"] - tested["best_test_fitness"],
+        ],
+        linestyle="-.",
+        marker="s",
+        capsize=3,
+        color=line.get_color(),
+        label=f"{exp} best's test [95%]",
+    )
 ax.set_xlabel("generation")
 ax.set_ylabel("fitness")
 ax.legend(fontsize="small")
 plt.show()
+
+# %% [markdown]
+# Every agent scored on test (each generation's best, the leaderboard, the champion):
+
+# %%
+held_out = fa.held_out_agents(experiments)
+display(held_out.sort_values(["experiment_id", "fitness"], ascending=[True, False]))
 
 # %% [markdown]
 # ## Drift of descendants from their ancestors
@@ -153,5 +187,7 @@ print(
     f"SUMMARY ancestry={len(ancestry)} parents_ok={int(parents_ok)} roots_are_seeds={int(roots_are_seeds)} "
     f"operators={len(success)} generations={len(by_generation)} "
     f"drift={len(drift)} calls={int(calls['calls'].sum()) if len(calls) else 0} "
-    f"best_by_generation={','.join(f'{r.experiment_id}:{r.generation}:{r.best:.4f}' for r in by_generation.itertuples())}"
+    f"best_by_generation={','.join(f'{r.experiment_id}:{r.generation}:{r.best:.4f}' for r in by_generation.itertuples())} "
+    f"held_out_by_generation={','.join(f'{r.experiment_id}:{r.generation}:{r.best_train_fitness:.4f}:{r.best_test_fitness:.4f}:{r.best_test_low:.4f}:{r.best_test_high:.4f}:{r.best_train_test_gap:.4f}' for r in by_generation.itertuples())} "
+    f"tested={len(held_out)}"
 )

@@ -53,6 +53,11 @@ shown = [
     "status",
     "metrics.best_fitness",
     "metrics.mean_fitness",
+    "metrics.champion_train_fitness",
+    "metrics.champion_test_fitness",
+    "metrics.champion_test_low",
+    "metrics.champion_test_high",
+    "metrics.champion_train_test_gap",
     "metrics.calls",
     "metrics.cache_hit_rate",
 ]
@@ -63,16 +68,39 @@ display(configs)
 
 # %% [markdown]
 # ## Fitness curves
+#
+# `best_fitness` (validation, what selection used) and `mean_fitness` are logged per generation as the run goes;
+# after the search, each generation's best's train fitness and held-out test fitness with its 95% interval are
+# logged at the same steps (`best_train_fitness`, `best_test_fitness`, `best_test_low`, `best_test_high`,
+# `best_train_test_gap`), and the champion's as `champion_*` (columns above).
 
 # %%
-curves = fitness_curves(settings.tracking_uri, list(runs["run_id"]))
+uri, run_ids = settings.tracking_uri, list(runs["run_id"])
+curves = fitness_curves(uri, run_ids)
 table = fa.curve_table(curves)
 display(table)
-mean_curves = fa.curve_table(fitness_curves(settings.tracking_uri, list(runs["run_id"]), "mean_fitness"))
+mean_curves = fa.curve_table(fitness_curves(uri, run_ids, "mean_fitness"))
+held = {
+    m: fa.curve_table(fitness_curves(uri, run_ids, f"best_{m}"))
+    for m in ("train_fitness", "test_fitness", "test_low", "test_high")
+}
+display(pd.concat(held, axis=1))
 fig, ax = plt.subplots(figsize=(8, 3.5))
 for name in table.columns:
-    ax.plot(table.index, table[name], marker="o", label=f"{name} best")
-    ax.plot(mean_curves.index, mean_curves[name], linestyle="--", label=f"{name} mean")
+    line = ax.plot(table.index, table[name], marker="o", label=f"{name} best")[0]
+    ax.plot(mean_curves.index, mean_curves[name], linestyle="--", color=line.get_color(), label=f"{name} mean")
+    if name in held["test_fitness"].columns:
+        test, low, high = (held[m][name] for m in ("test_fitness", "test_low", "test_high"))
+        ax.errorbar(
+            test.index,
+            test,
+            yerr=[test - low, high - test],
+            linestyle="-.",
+            marker="s",
+            capsize=3,
+            color=line.get_color(),
+            label=f"{name} best's test [95%]",
+        )
 ax.set_xlabel("generation")
 ax.set_ylabel("fitness")
 ax.legend(fontsize="small")
@@ -102,4 +130,7 @@ print("operator:", loaded.agent.lineage.operator, "| parents:", ", ".join(map(st
 system, user = loaded.template
 print(user)
 print(system["content"][:600])
-print(f"SUMMARY runs={len(runs)} curves={len(curves)} configs={configs.shape[1]} champion={loaded.agent.id}")
+print(
+    f"SUMMARY runs={len(runs)} curves={len(curves)} configs={configs.shape[1]} champion={loaded.agent.id} "
+    f"test_curves={held['test_fitness'].notna().sum().sum()}"
+)

@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from furnace.domain.errors import FurnaceError
+from furnace.evolution.report import interval_text
 from furnace.runtime import self_judging_warning
 from furnace.scoring.probes import PROBES_DIR, load_probe_set
 from furnace.settings import FurnaceSettings
@@ -73,7 +74,12 @@ def agent_panel(svc: Any, agent_id: str, points: list[dict[str, Any]]) -> None:
             return
         fitness = point.get("fitness")
         fitness_text = UNKNOWN if fitness is None else f"{fitness:.3f}"
-        st.markdown(f"**{elixir.name}** · `{agent_id}` · {kind} · fitness {fitness_text}")
+        held = interval_text(point) if point.get("test_fitness") is not None else UNKNOWN
+        gap = point.get("train_test_gap")
+        st.markdown(
+            f"**{elixir.name}** · `{agent_id}` · {kind} · fitness {fitness_text} · test {held}"
+            + (f" · train − test {gap:+.3f}" if gap is not None else "")
+        )
         st.caption(f"{point.get('experiment', '')} · generation {point.get('generation')} · {point.get('operator')}")
         with st.expander("System prompt"):
             st.code(prompt, language="markdown", wrap_lines=True)
@@ -105,13 +111,23 @@ def experiment_detail(svc: Any, exp_id: str) -> None:
     if gens.empty:
         st.info("This experiment has no finished generation yet.")
     else:
-        st.markdown("**Leaderboard** (per-objective scores and the judge's feedback)")
+        st.markdown(
+            "**Leaderboard** (fitness on validation; train and held-out test fitness with its 95% interval and "
+            "the train–test gap; per-objective scores and the judge's feedback)"
+        )
         board = leaderboard_rows(svc.results, exp_id)
         st.dataframe(
             board,
             width="stretch",
             hide_index=True,
-            column_config={"judge_feedback": st.column_config.TextColumn("judge's feedback", width="large")},
+            column_config={
+                "judge_feedback": st.column_config.TextColumn("judge's feedback", width="large"),
+                "fitness": st.column_config.NumberColumn("fitness", help="on the validation probes (selection)"),
+                "test_fitness": st.column_config.NumberColumn("test", help="on the held-out test probes"),
+                "test_low": st.column_config.NumberColumn("test 95% low", help="the test fitness's 95% interval"),
+                "test_high": st.column_config.NumberColumn("test 95% high", help="the test fitness's 95% interval"),
+                "train_test_gap": st.column_config.NumberColumn("train − test", help="train fitness minus test"),
+            },
         )
         st.button(
             "Compare the top two",
@@ -158,9 +174,12 @@ def experiment_detail(svc: Any, exp_id: str) -> None:
     with st.expander("MLflow run"):
         if summary:
             st.caption(f"run {summary['run_id']} · {summary['status']} · {summary['children']} child run(s)")
-            steps = pd.DataFrame(summary["best_fitness_steps"], columns=["step", "best_fitness"])
+            steps = pd.DataFrame(summary["best_fitness_steps"], columns=["step", "best_fitness"]).set_index("step")
+            for key in ("best_train_fitness", "best_test_fitness", "best_test_low", "best_test_high"):
+                held = pd.DataFrame(summary.get("held_out_steps", {}).get(key, []), columns=["step", key])
+                steps = steps.join(held.set_index("step"), how="left") if not held.empty else steps
             if not steps.empty:
-                st.line_chart(steps.set_index("step"))
+                st.line_chart(steps)  # the best's train and test fitness (with its interval) once the run has finished
             st.json({"params": summary["params"], "artifacts": summary["artifacts"]}, expanded=False)
         else:
             st.caption(unavailable or "No MLflow run recorded for this experiment.")
@@ -217,7 +236,12 @@ with agents_tab:
         st.info("Pick two to four agents or elixirs.")
     cards = st.session_state.get("compare_cards") or []
     if cards:
-        st.dataframe(objective_rows(cards), width="stretch", hide_index=True)
+        st.dataframe(for_table(objective_rows(cards)), width="stretch", hide_index=True)
+        if any(c.held_out for c in cards):
+            st.caption(
+                "fitness (weighted) is over every probe shown; the rows below split off the probe set's held-out "
+                "test probes: the fitness outside them, on them with its 95% interval, and the gap (docs/methods.md)."
+            )
         for col, card in zip(st.columns(len(cards)), cards, strict=False):
             with col:
                 st.subheader(card.name)
@@ -269,7 +293,12 @@ with experiments_tab:
             calls_col.altair_chart(
                 fitness_overlay(overlay, "calls_spent", "Fitness vs model calls spent"), width="stretch"
             )
-            st.caption("Solid: best fitness; dashed: mean. Axes are scaled to the data; drag to pan, scroll to zoom.")
+            st.caption(
+                "Lines by dash and point shape: best (validation, what selection used), mean, and the best's "
+                "train and held-out test fitness; the bars on the test line are its 95% interval (the train–test "
+                "gap is in the tooltip). Test is scored after the search: a run still going has no test line. Axes are "
+                "scaled to the data; drag to pan, scroll to zoom."
+            )
             st.markdown("**Calls and cost** (a finished run: from the call ledger, as in its report)")
             totals: list[dict[str, Any]] | None
             try:  # a finished run's totals are its ledger's rows, held to the totals sealed at its finish

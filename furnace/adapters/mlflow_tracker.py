@@ -60,6 +60,7 @@ from mlflow.tracing.utils.prompt import update_linked_prompts_tag  # noqa: E402
 
 from furnace.adapters import mlflow_export, mlflow_home, mlflow_store  # noqa: E402
 from furnace.domain.liveness import pid_alive  # noqa: E402
+from furnace.evolution.report import HELD_OUT_FIELDS  # noqa: E402
 from furnace.evolution.tracker import Assessment, SpanKind  # noqa: E402
 from furnace.llm.cache import CallTotals  # noqa: E402
 
@@ -448,6 +449,38 @@ class MLflowTracker:
         self.client.set_terminated(child_id)
         self._logged.add(generation)
 
+    def log_held_out(self, steps: dict[int, dict[str, float]], assessments: dict[str, list[Assessment]]) -> None:
+        """What was scored after the search: each generation's best's train and test fitness, its interval
+        and the gap as metrics at ``step = generation`` on the experiment run (``best_test_fitness``, ...),
+        and each tested individual's held-out assessments on its trace (by trace name), beside its
+        fitness. Idempotent: a rerun adds no second value at a step and no second test assessment."""
+        if self.run_id is None:
+            return
+        names = sorted({k for metrics in steps.values() for k in metrics})
+        logged = {k: {m.step for m in self.client.get_metric_history(self.run_id, k)} for k in names}
+        now = int(time.time() * 1000)
+        batch = [
+            Metric(k, float(v), now, generation)
+            for generation, metrics in sorted(steps.items())
+            for k, v in sorted(metrics.items())
+            if generation not in logged[k]
+        ]
+        for start in range(0, len(batch), 1000):  # MLflow takes at most 1000 metrics per batch
+            self.client.log_batch(self.run_id, metrics=batch[start : start + 1000])
+        if not (self.tracing and assessments):
+            return
+        mlflow.flush_trace_async_logging()  # the individuals' traces are in the store
+        latest: dict[str, Any] = {}
+        for info in (t.info for t in self._run_traces()):
+            name = info.tags.get(TraceTagKey.TRACE_NAME, "")
+            if name in assessments and (name not in latest or info.request_time > latest[name].request_time):
+                latest[name] = info
+        for name, info in sorted(latest.items()):
+            if any(a.name == "test_fitness" for a in info.assessments or []):
+                continue  # assessed by an earlier run of the same experiment
+            for item in assessments[name]:
+                self.traces.log_assessment(info.trace_id, feedback(item))
+
     def finish(
         self, status: str, tags: dict[str, str], artifacts: dict[str, Any], totals: dict[str, float] | None = None
     ) -> None:
@@ -483,7 +516,8 @@ class MLflowTracker:
                 self.client.log_dict(self.run_id, value, name)
         board = artifacts.get("leaderboard.json")
         if isinstance(board, list) and board:
-            table = {k: [row.get(k) for row in board] for k in ("agent_id", "generation", "operator", "fitness")}
+            columns = ("agent_id", "generation", "operator", "fitness", *HELD_OUT_FIELDS)  # test beside train
+            table = {k: [row.get(k) for row in board] for k in columns}
             for key in sorted({k for row in board for k in row.get("objectives", {})}):
                 table[key] = [row.get("objectives", {}).get(key) for row in board]
             self.client.log_table(self.run_id, table, "leaderboard_table.json")
@@ -551,6 +585,7 @@ def run_summary(tracking_uri: str, experiment_id: str) -> dict[str, Any] | None:
     if parent is None:
         return None
     history = client.get_metric_history(parent.info.run_id, "best_fitness")
+    held = {k: client.get_metric_history(parent.info.run_id, f"best_{k}") for k in HELD_OUT_FIELDS}
     return {
         "run_id": parent.info.run_id,
         "mlflow_experiment_id": exp.experiment_id,
@@ -558,6 +593,8 @@ def run_summary(tracking_uri: str, experiment_id: str) -> dict[str, Any] | None:
         "tags": dict(parent.data.tags),
         "params": dict(parent.data.params),
         "best_fitness_steps": [(m.step, m.value) for m in history],
+        # each generation's best's held-out figures, logged after the search (``log_held_out``)
+        "held_out_steps": {f"best_{k}": sorted((m.step, m.value) for m in steps) for k, steps in held.items()},
         "children": len(runs) - 1,
         "artifacts": sorted(a.path for a in client.list_artifacts(parent.info.run_id)),
     }

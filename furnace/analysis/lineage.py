@@ -13,6 +13,7 @@ from collections.abc import Iterable
 import pandas as pd
 
 from furnace.domain.errors import InputError
+from furnace.evolution.report import HELD_OUT_FIELDS, held_out_columns
 
 SEED_OPERATOR = "seed"
 
@@ -104,11 +105,53 @@ def operator_success(individuals: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()[cols]
 
 
-def fitness_by_generation(generations: pd.DataFrame, individuals: pd.DataFrame) -> pd.DataFrame:
+def held_out_agents(experiments: pd.DataFrame) -> pd.DataFrame:
+    """Every agent scored on the held-out test probes after its experiment's search (every generation's
+    best, the leaderboard, the champion): its ``fitness`` (validation), train fitness, test fitness with
+    its 95% interval and the train-test gap, as the report names them (``experiments`` is the
+    ``experiments`` table; its summary keeps the figures). Empty for runs that have not finished."""
+    cols = ["experiment_id", "agent_id", "fitness", *HELD_OUT_FIELDS, "champion"]
+    rows = []
+    for exp, summary in experiments[["experiment_id", "summary"]].itertuples(index=False):
+        held = dict((summary or {}).get("held_out") or {})
+        for agent, row in sorted(held.get("agents", {}).items()):
+            figures = held_out_columns(row)
+            rows.append(
+                {
+                    "experiment_id": exp,
+                    "agent_id": agent,
+                    "fitness": row.get("validation"),
+                    **{k: figures.get(k) for k in HELD_OUT_FIELDS},
+                    "champion": agent == held.get("champion"),
+                }
+            )
+    return pd.DataFrame(rows, columns=cols)
+
+
+def held_out_by_generation(generations: pd.DataFrame, experiments: pd.DataFrame) -> pd.DataFrame:
+    """Per experiment and generation: the generation's best (its first survivor) and that agent's
+    held-out figures (``best_train_fitness``, ``best_test_fitness`` with ``best_test_low``/``best_test_high``,
+    ``best_train_test_gap``: None where it was not scored on test), as the report, `experiment show`,
+    the app and MLflow show them."""
+    tested = held_out_agents(experiments).set_index(["experiment_id", "agent_id"])
+    cols = ["experiment_id", "generation", "best_agent", *(f"best_{k}" for k in HELD_OUT_FIELDS)]
+    rows = []
+    for exp, gen, survivors in generations[["experiment_id", "generation", "survivors"]].itertuples(index=False):
+        best = survivors[0] if len(survivors) else None
+        found = tested.loc[(exp, best)] if (exp, best) in tested.index else None
+        figures = {f"best_{k}": (None if found is None or pd.isna(found[k]) else found[k]) for k in HELD_OUT_FIELDS}
+        rows.append({"experiment_id": exp, "generation": gen, "best_agent": best, **figures})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def fitness_by_generation(
+    generations: pd.DataFrame, individuals: pd.DataFrame, experiments: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Per experiment and generation: the population's best and mean fitness (survivors included, as the
     store, the report, MLflow and the app show them: ``generations`` is the ``experiment_generations``
     table) beside the individuals *evaluated* in that generation (survivors carried over unevaluated are
-    not among them): their count, best and worst."""
+    not among them): their count, best and worst. With ``experiments``, the best's held-out figures too
+    (:func:`held_out_by_generation`)."""
     keys = ["experiment_id", "generation"]
     population = generations[keys + ["best_fitness", "mean_fitness"]].rename(
         columns={"best_fitness": "best", "mean_fitness": "mean"}
@@ -118,6 +161,8 @@ def fitness_by_generation(generations: pd.DataFrame, individuals: pd.DataFrame) 
     )
     out = population.merge(evaluated.reset_index(), on=keys, how="left")
     out["evaluated"] = out["evaluated"].fillna(0).astype(int)
+    if experiments is not None:
+        out = out.merge(held_out_by_generation(generations, experiments), on=keys, how="left")
     return out.sort_values(keys).reset_index(drop=True)
 
 

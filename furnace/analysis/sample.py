@@ -44,7 +44,8 @@ REVISION_SESSIONS: list[tuple[str, str, list[str]]] = [
 
 
 def sample_config(name: str, overrides: dict[str, Any]) -> dict[str, Any]:
-    """One small experiment config (5 seeds, 3 generations, 2 probes) with ``overrides`` applied."""
+    """One small experiment config (4 members, 3 generations, 3 probes: one of each split) with ``overrides``
+    applied."""
     base: dict[str, Any] = {
         "name": name,
         # which bred agent ends on top (and how deep its ancestry goes) depends on this seed; the
@@ -53,7 +54,7 @@ def sample_config(name: str, overrides: dict[str, Any]) -> dict[str, Any]:
         "population": 4,
         "generations": 3,
         "seeds": {"ids": SEED_IDS},
-        "probes": {"set": "writing-en", "limit": 1},
+        "probes": {"set": "writing-en", "limit": 3},  # 1 train, 1 validation, 1 test (docs/methods.md)
         "concurrency": 2,
         "scorers": {"constraints": 0.2, "fidelity": 0.2, "tone": 0.15, "brief_fit": 0.4, "diversity": 0.05},
         "budget": {"max_calls": 1000},

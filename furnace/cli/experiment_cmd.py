@@ -149,7 +149,10 @@ def run_cmd(
 @json_option
 @click.pass_obj
 def list_cmd(obj: Runtime, as_json: bool) -> None:
-    """Experiments recorded in DuckDB, newest first."""
+    """Experiments recorded in DuckDB, newest first: the champion's fitness (validation) and its held-out
+    test fitness with its 95% interval and the train-test gap."""
+    from furnace.evolution.report import HELD_OUT_FIELDS, interval_text
+
     rows: list[dict[str, Any]] = [
         {
             "experiment_id": e.experiment_id,
@@ -158,12 +161,14 @@ def list_cmd(obj: Runtime, as_json: bool) -> None:
             "status": e.status,
             "best_agent": e.summary.get("best_agent"),
             "best_fitness": e.summary.get("best_fitness"),
+            **{k: e.summary.get(k) for k in HELD_OUT_FIELDS},
             "generations": e.summary.get("generations"),
         }
         for e in obj.results.list_experiments()
     ]
     lines = [
         f"{r['experiment_id']:<32} {r['status'][:30]:<30} best {r['best_fitness'] or 0:.3f} {r['best_agent'] or '-'}"
+        + (f"  test {interval_text(r)}  gap {r['train_test_gap']:+.3f}" if r["test_fitness"] is not None else "")
         for r in rows
     ] or ["no experiments yet (furnace experiment run FILE)"]
     emit(rows, as_json=as_json, human="\n".join(lines))
@@ -200,6 +205,7 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     every_pick = obj.picks.picks(experiment_id, include_undone=True)
     figures = held_out(results, experiment_id)
     tested = {r.agent_id: held_out_fields(figures, r.agent_id) for r in best}
+    bests = {g.generation: held_out_fields(figures, g.survivors[0] if g.survivors else "") for g in gens}
     data: dict[str, Any] = {
         "experiment_id": exp.experiment_id,
         "name": exp.name,
@@ -216,6 +222,7 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
                 "calls": g.calls,
                 "cached_calls": g.cached_calls,
                 "weights": g.operator_weights,
+                **{f"best_{k}": v for k, v in bests[g.generation].items()},  # scored on test after the search
             }
             for g in gens
         ],
@@ -240,18 +247,21 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     lines = [
         f"{exp.experiment_id} ({exp.name}) — {exp.status}; model {exp.model}",
         f"seeds: {', '.join(seeds)}",
-        "generation  best    mean   calls",
+        "generation  best    mean   calls  (the best's held-out figures)",
     ]
-    lines += [f"{g.generation:>10}  {g.best_fitness:.3f}  {g.mean_fitness:.3f}  {g.calls:>5}" for g in gens]
 
-    def held(agent_id: str) -> str:
-        row = tested[agent_id]
+    def held(row: dict[str, Any]) -> str:
         train = f"{row['train_fitness']:.3f}" if row["train_fitness"] is not None else "-"
         gap = f"{row['train_test_gap']:+.3f}" if row["train_test_gap"] is not None else "-"
         return f"train {train}  test {interval_text(row)}  gap {gap}"
 
+    lines += [
+        f"{g.generation:>10}  {g.best_fitness:.3f}  {g.mean_fitness:.3f}  {g.calls:>5}  {held(bests[g.generation])}"
+        for g in gens
+    ]
+
     lines += ["leaderboard (fitness: validation; test [95% interval]; gap = train - test)"] + [
-        f"  {r.agent_id:<26} gen {r.generation} {r.operator:<9} {r.fitness:.3f}  {held(r.agent_id)}"
+        f"  {r.agent_id:<26} gen {r.generation} {r.operator:<9} {r.fitness:.3f}  {held(tested[r.agent_id])}"
         + ("  champion" if r.agent_id == figures.get("champion") else "")
         for r in best
     ]
@@ -343,11 +353,18 @@ def sweep_cmd(
         tracker = obj.new_tracker(track=not no_mlflow)  # the experiments' MLflow experiment
         rows = run_sweep(plan, breeder=obj.fusion_breeder(), llm=obj.llm, results=obj.results, tracker=tracker)
     sweep_id = rows[0]["sweep_id"] if rows else ""
-    lines = [f"{'rate':>5} {'seed':>5}  {'agent':<26} fitness"] + [
+    from furnace.evolution.report import interval_text
+
+    def held(r: dict[str, Any]) -> str:
+        gap = f"{r['train_test_gap']:+.3f}" if r.get("train_test_gap") is not None else "-"
+        return f"{r['fitness']:.3f}    {interval_text(r):<22} {gap:>6}"
+
+    lines = [f"{'rate':>5} {'seed':>5}  {'agent':<26} fitness  test [95% interval]       gap"] + [
         f"{r['rate']:>5.2f} {r['seed']:>5}  {r['agent_id']:<26} "
-        + (f"{r['fitness']:.3f}" if not r["failures"] else f"unscored: {(r['reasons'] or ['?'])[0][:60]}")
+        + (held(r) if not r["failures"] else f"unscored: {(r['reasons'] or ['?'])[0][:60]}")
         for r in rows
     ]
+    lines.append("fitness: the probes outside the test split (what the sweep ranks by); test: held out, report only")
     lines.append(f"stored as {sweep_id}: furnace experiment show {sweep_id}")
     emit(rows, as_json=as_json, human="\n".join(lines))
 

@@ -1,4 +1,5 @@
-"""An individual's scores as assessments on its trace: one per objective, and its fitness.
+"""An individual's scores as assessments on its trace: one per objective, and its fitness; after the
+search, its held-out figures beside them (test fitness with its interval, train fitness, the gap).
 
 An objective a failure left unscored (a failed answer or judgement, a failed fusion) is an
 assessment with an error and no value, never a 0 (the same rule as the records). A judge's
@@ -12,6 +13,7 @@ failed) and the panel's value that fitness reads (the same name again, from code
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from furnace.evolution.evaluate import combine
 from furnace.evolution.judging import judge_rows
@@ -89,3 +91,36 @@ def _objective(
 def _line(row: ScoreRow) -> str:
     note = f" — {row.feedback}" if row.feedback else ""
     return f"{row.probe}: {row.value:.3f} {row.reason}{note}".strip()
+
+
+def held_out_assessments(row: Mapping[str, Any]) -> list[Assessment]:
+    """One tested agent's held-out figures (a row of the engine's ``held_out.agents``) as assessments on
+    its trace, beside its ``fitness`` (validation): ``train_fitness``, ``test_fitness`` (its 95% interval
+    in the rationale and metadata) and ``train_test_gap``. A test evaluation that failed is an
+    assessment with an error, never a 0; an agent never scored on test (a set without test probes) has none."""
+    if row.get("test") is None and not row.get("test_unscored"):
+        return []
+    source = "furnace.held_out"
+    out = [
+        Assessment(
+            "train_fitness",
+            float(row["train"]),
+            "fitness on the train probes (feedback came from these)",
+            source=source,
+        )
+    ]
+    if row.get("test") is None:
+        why = "; ".join(row["test_unscored"])
+        return [*out, Assessment("test_fitness", None, error=f"unscored: {why}"[:1000], source=source)]
+    low, high, gap = float(row["test_low"]), float(row["test_high"]), float(row["gap"])
+    return [
+        *out,
+        Assessment(
+            "test_fitness",
+            float(row["test"]),
+            f"fitness on the held-out test probes, 95% bootstrap interval [{low:.3f}, {high:.3f}]",
+            source=source,
+            metadata={"test_low": low, "test_high": high, "train_test_gap": gap},
+        ),
+        Assessment("train_test_gap", gap, "train fitness minus test fitness", source=source),
+    ]

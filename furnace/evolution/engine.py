@@ -42,16 +42,16 @@ from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import BudgetExceeded, FurnaceError
 from furnace.domain.render import render_prompt
-from furnace.evolution.assessments import individual_assessments
+from furnace.evolution.assessments import held_out_assessments, individual_assessments
 from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.evaluate import (
     Evaluation,
     combine,
     evaluate_agent,
     failed_evaluation,
-    probe_fitness,
     reply,
     sample_seed,
+    test_figures,
 )
 from furnace.evolution.human import (
     Ask,
@@ -84,20 +84,25 @@ from furnace.evolution.reflection import (
 )
 from furnace.evolution.report import MINIBATCH, ExperimentReport, budget_stop, build_report, is_rejected
 from furnace.evolution.selection import OperatorBoard, choose_operator, rank_key, survivors
-from furnace.evolution.tracker import NullTracker, Span, Tracker, start_trace
+from furnace.evolution.tracker import Assessment, NullTracker, Span, Tracker, log_held_out, start_trace
 from furnace.evolution.units import Finished, ThreadUnitRunner, Unit, UnitRunner, prestart
 from furnace.evolution.writer import Deferred, NewAgent, RecordWriter, Replacement
 from furnace.llm.cache import CallRecord, CallTotals, sum_calls
 from furnace.llm.routing import TaskRouter
 from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind
 from furnace.scoring.base import persona_inputs
-from furnace.scoring.fitness import SCORERS, bootstrap_interval
+from furnace.scoring.fitness import SCORERS
 from furnace.scoring.panel import Panel, split_scorer
 from furnace.scoring.picks import PickStore
 from furnace.scoring.probes import ProbeSet
 
 LEADERBOARD = 10  # members the report ranks (each scored on test)
 HELD_OUT = "held-out"  # the unit (ledger) and trace of the evaluation after the search
+
+
+def trace_name(generation: int, slot: int) -> str:
+    """The name of the trace of the individual evaluated at (``generation``, ``slot``)."""
+    return f"individual g{generation} s{slot}"
 
 
 @dataclass(frozen=True)
@@ -374,7 +379,7 @@ class Evolution:
         attached to the trace as assessments."""
         root = start_trace(
             self.tracker,
-            f"individual g{generation} s{plan.slot}",
+            trace_name(generation, plan.slot),
             {
                 "experiment": self.experiment_id,
                 "generation": generation,
@@ -662,6 +667,7 @@ class Evolution:
             Deferred(partial(self.results.finish_experiment, self.experiment_id, self.status, report.summary()))
         )
         self._writer.flush()
+        log_held_out(self.tracker, report.held_out_steps(), self._held_out_assessments(held_out))
         self.tracker.finish(
             self.status,
             report.tags(),
@@ -670,6 +676,18 @@ class Evolution:
         )
         traces = getattr(self.tracker, "trace_totals", None)  # what the tracker exported (MLflow counts them)
         return replace(report, traces=dict(traces)) if traces else report
+
+    def _held_out_assessments(self, held: dict[str, Any]) -> dict[str, list[Assessment]]:
+        """Each tested agent's held-out assessments, by the name of the trace of its (first) evaluation."""
+        first: dict[str, IndividualRecord] = {}
+        for r in sorted(self._stored.individuals(self.experiment_id), key=lambda r: (r.generation, r.slot)):
+            first.setdefault(r.agent_id, r)
+        named = {
+            trace_name(first[a].generation, first[a].slot): held_out_assessments(row)
+            for a, row in held.get("agents", {}).items()
+            if a in first
+        }
+        return {name: items for name, items in named.items() if items}
 
     def _panel_figures(self, records: Sequence[IndividualRecord]) -> dict[str, Any]:
         """With a panel: the judges' agreement and each agent's fitness by judge (the report's ``judges``
@@ -758,15 +776,9 @@ class Evolution:
                 }
                 if r.agent_id in reevaluated:
                     row["reevaluated"] = reevaluated[r.agent_id]
-                if ev is not None and not ev.failure_reasons:
-                    values = list(probe_fitness(ev.scores, cfg.scorers).values())
-                    low, high = bootstrap_interval(values, seed=int(content_key([cfg.seed, r.agent_id])[:8], 16))
-                    row.update(test=round(ev.fitness, 6), test_low=low, test_high=high)
-                    if self.panel is not None:
-                        row["test_by_judge"] = judge_fitness(ev.scores, cfg.scorers, self.panel.judges)
-                    row["gap"] = round(row["train"] - row["test"], 6)
-                elif ev is not None:
-                    row["test_unscored"] = list(ev.failure_reasons[:2])
+                row.update(test_figures(ev, row["train"], cfg.scorers, seed=cfg.seed, agent_id=r.agent_id))
+                if self.panel is not None and "test" in row and ev is not None:
+                    row["test_by_judge"] = judge_fitness(ev.scores, cfg.scorers, self.panel.judges)
                 out["agents"][r.agent_id] = row
             out["generations"] = [
                 {"generation": g.generation, "agent_id": g.survivors[0]} for g in history if g.survivors
@@ -905,7 +917,7 @@ class Evolution:
                 spent[where] = spent.get(where, 0) + call.prompt_tokens + call.completion_tokens
         out = []
         for (generation, slot), tokens in sorted(spent.items()):
-            name = f"individual g{generation} s{slot}"
+            name = trace_name(generation, slot)
             if tokens > traced.get(name, 0):
                 out.append({"trace": name, "tokens": tokens, "traced_tokens": traced.get(name, 0)})
         return out

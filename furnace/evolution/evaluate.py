@@ -27,8 +27,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import LLMError
 from furnace.evolution.records import ScoreRow
@@ -37,7 +38,7 @@ from furnace.llm.seam import LLM, TaskKind, system_user
 from furnace.scoring.base import Score, persona_inputs
 from furnace.scoring.brief import Brief, brief_fit
 from furnace.scoring.diversity import diversity
-from furnace.scoring.fitness import SCORERS, weighted_fitness
+from furnace.scoring.fitness import SCORERS, bootstrap_interval, weighted_fitness
 from furnace.scoring.judge import judge_answer
 from furnace.scoring.panel import Panel, judge_scorer, split_scorer
 from furnace.scoring.probes import Probe, ProbeSet
@@ -312,6 +313,42 @@ def combine(rows: Sequence[ScoreRow], scorers: Mapping[str, float], *, over: Seq
     reasons = tuple(f"{r.probe}/{r.scorer}: {r.reason}" for r in rows if r.failed and r.scorer not in judged)
     weights = {k: w for k, w in scorers.items() if k in objectives}
     return Evaluation(tuple(rows), objectives, weighted_fitness(objectives, weights), reasons, tuple(unscored))
+
+
+def test_figures(
+    test: Evaluation | None, train: float, scorers: Mapping[str, float], *, seed: int, agent_id: str
+) -> dict[str, Any]:
+    """One agent's held-out figures from its evaluation on the **test** probes: ``test`` fitness, its seeded
+    95% bootstrap interval over the test probes (``test_low``, ``test_high``; the generator is seeded by
+    ``seed`` and ``agent_id``) and the ``gap`` to ``train``; a failed test evaluation gives
+    ``test_unscored`` (its reasons), never a 0; no test evaluation gives nothing."""
+    if test is None:
+        return {}
+    if test.failure_reasons:
+        return {"test_unscored": list(test.failure_reasons[:2])}
+    values = list(probe_fitness(test.scores, scorers).values())
+    low, high = bootstrap_interval(values, seed=int(content_key([seed, agent_id])[:8], 16))
+    fitness = round(test.fitness, 6)
+    return {"test": fitness, "test_low": low, "test_high": high, "gap": round(train - fitness, 6)}
+
+
+def split_held_out(
+    ev: Evaluation, probes: ProbeSet, scorers: Mapping[str, float], *, seed: int, agent_id: str
+) -> tuple[Evaluation, dict[str, Any]]:
+    """An evaluation over every probe of ``probes``, split for a flow that ranks without a search loop (a
+    mutation sweep, one fusion): the evaluation over the probes outside the **test** split (what it ranks
+    by and reports as fitness; its failures are the only ones that leave it unscored) and the held-out
+    row (``train``: that fitness, and :func:`test_figures` over the test probes)."""
+    held = {p.id for p in probes.splits()["test"]}
+    search = combine([r for r in ev.scores if r.probe not in held], scorers)
+    if not ev.scores:  # nothing was scored (a failed fusion): its reasons stand
+        search = ev
+    test = combine([r for r in ev.scores if r.probe in held or r.probe == "*"], scorers) if held and ev.scores else None
+    row = {
+        "train": round(search.fitness, 6),
+        **test_figures(test, search.fitness, scorers, seed=seed, agent_id=agent_id),
+    }
+    return search, row
 
 
 def failed_evaluation(reason: str, scorers: Mapping[str, float]) -> Evaluation:

@@ -12,6 +12,9 @@ from furnace.evolution.records import GenerationRecord, IndividualRecord, resolv
 from furnace.evolution.selection import OperatorBoard, rank_key
 from furnace.scoring.fitness import pareto_front
 
+# one agent's held-out figures, as the report, `experiment show`, the app, MLflow and the notebooks name them
+HELD_OUT_FIELDS = ("train_fitness", "test_fitness", "test_low", "test_high", "train_test_gap")
+
 
 @dataclass(frozen=True)
 class ExperimentReport:
@@ -54,15 +57,19 @@ class ExperimentReport:
         """The champion's held-out figures as metrics (MLflow): test fitness and its interval, train
         fitness, the train–test gap, and how much the search's winner fell on re-evaluation."""
         best = self.best or {}
-        out = {
-            f"champion_{k}": float(best[k])
-            for k in ("test_fitness", "test_low", "test_high", "train_fitness", "train_test_gap")
-            if best.get(k) is not None
-        }
+        out = {f"champion_{k}": float(best[k]) for k in HELD_OUT_FIELDS if best.get(k) is not None}
         again = self.held_out.get("reevaluation")
         if again:
             out["reevaluation_drop"] = float(again["drop"])
         return out
+
+    def held_out_steps(self) -> dict[int, dict[str, float]]:
+        """Each generation's best's held-out figures as metrics at ``step = generation`` (MLflow):
+        ``best_train_fitness``, ``best_test_fitness`` with ``best_test_low``/``best_test_high`` (its 95%
+        interval) and ``best_train_test_gap``; a generation whose best was not scored on test has none."""
+        keys = [f"best_{k}" for k in HELD_OUT_FIELDS]
+        steps = {g["generation"]: {k: float(g[k]) for k in keys if g.get(k) is not None} for g in self.generations}
+        return {gen: metrics for gen, metrics in steps.items() if metrics}
 
     def judge_metrics(self) -> dict[str, float]:
         """A panel's agreement as metrics (MLflow): ``judges_spearman`` (the first pair of judges) and
@@ -143,7 +150,7 @@ def held_out_summary(report: ExperimentReport) -> dict[str, Any]:
     """What the stored summary keeps of the held-out figures (``experiment show``, the app)."""
     best = report.best or {}
     out: dict[str, Any] = {"champion": best.get("agent_id")}
-    for key in ("train_fitness", "test_fitness", "test_low", "test_high", "train_test_gap"):
+    for key in HELD_OUT_FIELDS:
         if best.get(key) is not None:
             out[key] = best[key]
     out["held_out"] = dict(report.held_out)

@@ -8,6 +8,11 @@ read its scores, judge feedback and failures like an experiment's: the base is g
 the variants generation 1, one individual per cell. Each cell's model calls are attributed to
 the run ``<sweep id>/<cell>`` in the call ledger; the sweep's figures are their sums (every run
 of it). A rerun is served from the response cache and keeps the stored records (insert-if-absent).
+
+Splits (docs/methods.md): a cell's ``fitness`` — what the sweep ranks by — is over the probes outside the
+**test** split; the test probes are scored beside it for the report only, and every cell shows its test
+fitness with a 95% interval and the gap (in its row, in ``held_out`` of the summary, so ``experiment show``
+and the app show them as an experiment's).
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ from furnace.domain.elixir import Elixir
 from furnace.domain.errors import BudgetExceeded, FurnaceError
 from furnace.domain.render import render_prompt
 from furnace.evolution.engine import Breeder
-from furnace.evolution.evaluate import Evaluation, evaluate_agent, failed_evaluation
+from furnace.evolution.evaluate import Evaluation, combine, evaluate_agent, failed_evaluation, split_held_out
 from furnace.evolution.records import ExperimentRecord, ExperimentResults, GenerationRecord, IndividualRecord
-from furnace.evolution.tracker import NullTracker, Tracker
+from furnace.evolution.report import HELD_OUT_FIELDS, held_out_columns
+from furnace.evolution.tracker import NullTracker, Tracker, log_held_out
 from furnace.llm.cache import CallTotals
 from furnace.llm.seam import LLM
 from furnace.scoring.base import persona_inputs
@@ -73,6 +79,8 @@ class SweepPlan:
                 "scorers": {k: [w, SCORERS[k].version] for k, w in sorted(self.scorers.items()) if k in SCORERS},
                 "op_version": OPERATORS["mutation"].op_version,
                 "model": self.model,
+                # what a cell's fitness is over: a sweep stored before splits ranked on every probe
+                "fitness_over": "outside the test split",
             }
         )
         return f"sweep-{self.base.id}-{key[:10]}"
@@ -100,6 +108,8 @@ def sweep_cell(plan: SweepPlan, index: int, *, breeder: Breeder, llm: LLM) -> In
             elixir, prompt, agent_id, lineage_hash = bred.elixir, bred.system_prompt, bred.agent_id, bred.lineage_hash
     if ev is None:
         ev = evaluate_agent(cell_llm, elixir, prompt, plan.probes, plan.scorers, seed=seed)
+    everything = ev.scores  # every probe's rows are kept: the test ones give the held-out figures
+    ev, _ = split_held_out(ev, plan.probes, plan.scorers, seed=seed, agent_id=agent_id)  # ranked without test
     run_totals = getattr(cell_llm, "run_totals", None)
     spent: CallTotals = run_totals() if callable(run_totals) else CallTotals()
     return IndividualRecord(
@@ -114,7 +124,7 @@ def sweep_cell(plan: SweepPlan, index: int, *, breeder: Breeder, llm: LLM) -> In
         system_prompt=prompt,
         fitness=ev.fitness,
         objectives=ev.objectives,
-        scores=ev.scores,
+        scores=everything,
         failures=len(ev.failure_reasons),
         failure_reasons=ev.failure_reasons,
         calls=spent.calls,
@@ -131,8 +141,17 @@ def cell_totals(plan: SweepPlan, llm: LLM) -> list[CallTotals]:
     return [for_run(f"{plan.sweep_id}/{index}").run_totals() for index in range(len(plan.cells()))]
 
 
+def held_out_row(plan: SweepPlan, record: IndividualRecord) -> dict[str, Any]:
+    """One cell's held-out figures (as an experiment's ``held_out.agents`` row): ``validation`` and
+    ``train``, its fitness outside the test split, and its test fitness with its interval and the gap."""
+    _, seed = plan.cells()[record.slot]
+    everything = combine(record.scores, plan.scorers)
+    _, row = split_held_out(everything, plan.probes, plan.scorers, seed=seed, agent_id=record.agent_id)
+    return {"validation": round(record.fitness, 6), **row}
+
+
 def cell_row(plan: SweepPlan, record: IndividualRecord) -> dict[str, Any]:
-    """One line of the sweep's table."""
+    """One line of the sweep's table: its fitness (outside the test split) and held-out figures."""
     rate, seed = plan.cells()[record.slot]
     return {
         "sweep_id": plan.sweep_id,
@@ -141,6 +160,7 @@ def cell_row(plan: SweepPlan, record: IndividualRecord) -> dict[str, Any]:
         "agent_id": record.agent_id,
         "lineage_hash": record.lineage_hash,
         "fitness": record.fitness,
+        **{k: held_out_columns(held_out_row(plan, record)).get(k) for k in HELD_OUT_FIELDS},
         "objectives": record.objectives,
         "failures": record.failures,
         "reasons": list(record.failure_reasons[:3]),
@@ -178,6 +198,8 @@ def record_sweep(
     for record in records:
         results.save_individual(record)
     scored = [r for r in records if r.scored]
+    tested = {r.agent_id: held_out_row(plan, r) for r in scored}
+    bests: dict[int, str] = {}
     for generation in (0, 1):
         members = sorted((r for r in scored if r.generation == generation), key=lambda r: (-r.fitness, r.agent_id))
         fits = [r.fitness for r in members]
@@ -201,6 +223,13 @@ def record_sweep(
             )
         )
         tracker.log_generation(generation, {"best_fitness": best, "mean_fitness": mean}, {})
+        if members:
+            bests[generation] = members[0].agent_id
+    steps = {
+        g: {f"best_{k}": float(v) for k, v in held_out_columns(tested[a]).items() if k in HELD_OUT_FIELDS}
+        for g, a in bests.items()
+    }
+    log_held_out(tracker, {g: m for g, m in steps.items() if m}, {})
     rows = sorted((cell_row(plan, r) for r in records), key=lambda r: (-r["fitness"], r["rate"], r["seed"]))
     fittest = next((r for r in sorted(scored, key=lambda r: (-r.fitness, r.agent_id))), None)
     best_agent = fittest.agent_id if fittest else None
@@ -211,6 +240,15 @@ def record_sweep(
         "failures": sum(r.failures for r in records),
         "unscored": sum(1 for r in records if not r.scored),
         "judge_model": plan.model,
+        **({k: v for k, v in held_out_columns(tested[best_agent]).items() if v is not None} if best_agent else {}),
+        "held_out": {
+            "splits": {name: [p.id for p in probes] for name, probes in plan.probes.splits().items()},
+            "samples_per_probe": 1,
+            "confidence": 0.95,
+            "agents": tested,
+            "champion": best_agent,
+            "generations": [{"generation": g, "agent_id": a} for g, a in sorted(bests.items())],
+        },
         **totals.as_dict(),
     }
     results.finish_experiment(sweep_id, "finished", summary)

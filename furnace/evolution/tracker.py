@@ -72,6 +72,15 @@ class Tracker(Protocol):
         ...
 
 
+def log_held_out(tracker: Any, steps: dict[int, dict[str, float]], assessments: dict[str, list[Assessment]]) -> None:
+    """The figures scored after the search, through ``tracker`` when it logs them (its optional
+    ``log_held_out`` method): each generation's best's train and test fitness (``steps``: metrics by
+    generation) and each tested individual's held-out assessments (``assessments``: by trace name)."""
+    log = getattr(tracker, "log_held_out", None)
+    if callable(log):
+        log(steps, assessments)
+
+
 def start_trace(tracker: Any, name: str, inputs: dict[str, Any], kind: SpanKind = "agent") -> Span | None:
     """A root span from ``tracker`` when it traces (its optional ``trace`` method), else None."""
     trace = getattr(tracker, "trace", None)

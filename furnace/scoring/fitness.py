@@ -69,8 +69,8 @@ def bootstrap_interval(
     none) gives a zero-width interval at it: there is nothing to resample."""
     if not values:
         return (0.0, 0.0)
-    if len(values) == 1:
-        return (float(values[0]), float(values[0]))
+    if len(values) == 1:  # rounded as the fitness beside it is, so it never lies a hair off the point
+        return (round(float(values[0]), 6), round(float(values[0]), 6))
     rng = random.Random(seed)
     n = len(values)
     means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(resamples))

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from furnace.domain.agent import AGENT_PREFIX
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, LLMError
 from furnace.domain.render import render_prompt
-from furnace.evolution.evaluate import evaluate_agent, reply
+from furnace.evolution.evaluate import evaluate_agent, reply, split_held_out
 from furnace.evolution.records import ScoreRow
+from furnace.evolution.report import held_out_columns
 from furnace.llm.seam import LLM
 from furnace.scoring.probes import ProbeSet
 from furnace.storage.store import ElixirStore
@@ -48,6 +50,8 @@ class AgentCard:
     objectives: dict[str, float]
     fitness: float
     scores: tuple[ScoreRow, ...]
+    # fitness outside the probes' test split (``train_fitness``), on it with its 95% interval, and the gap
+    held_out: dict[str, Any] = field(default_factory=dict)
 
 
 def load_subject(store: ElixirStore, subject_id: str) -> tuple[Elixir, str, str]:
@@ -83,6 +87,7 @@ def compare_agents(
             except LLMError as err:
                 answers.append(ProbeAnswer(probe.id, probe.message, "", error=str(err)))
         evaluation = evaluate_agent(llm, elixir, prompt, probes, weights, seed=seed)
+        _, held = split_held_out(evaluation, probes, weights, seed=seed, agent_id=subject_id)
         cards.append(
             AgentCard(
                 subject_id,
@@ -94,18 +99,32 @@ def compare_agents(
                 evaluation.objectives,
                 evaluation.fitness,
                 evaluation.scores,
+                held_out_columns(held) if "test" in held or "test_unscored" in held else {},
             )
         )
     return cards
 
 
 def objective_rows(cards: Sequence[AgentCard]) -> list[dict[str, object]]:
-    """One row per objective, one column per agent (plus the weighted fitness)."""
+    """One row per objective, one column per agent (plus the weighted fitness over every probe shown); when
+    the probes include test-split ones, the fitness outside them, the test fitness with its 95% interval and
+    the train-test gap (the held-out figures as an experiment's report names them; None: not scored)."""
     keys = sorted({k for c in cards for k in c.objectives})
     rows: list[dict[str, object]] = [
         {"objective": k, **{c.id: round(c.objectives.get(k, 0.0), 3) for c in cards}} for k in keys
     ]
     rows.append({"objective": "fitness (weighted)", **{c.id: round(c.fitness, 3) for c in cards}})
+    held = (
+        ("train_fitness", "train fitness (outside the test split)"),
+        ("test_fitness", "test fitness"),
+        ("test_low", "test 95% low"),
+        ("test_high", "test 95% high"),
+        ("train_test_gap", "train − test gap"),
+    )
+    if any(c.held_out for c in cards):
+        for key, label in held:
+            values = {c.id: c.held_out.get(key) for c in cards}
+            rows.append({"objective": label, **{a: None if v is None else round(v, 3) for a, v in values.items()}})
     return rows
 
 

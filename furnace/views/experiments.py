@@ -12,7 +12,7 @@ from typing import Any
 
 from furnace.domain.errors import SealError
 from furnace.evolution.records import ExperimentRecord, ExperimentResults, IndividualRecord
-from furnace.evolution.report import held_out_columns, is_rejected
+from furnace.evolution.report import HELD_OUT_FIELDS, held_out_columns, is_rejected
 from furnace.llm.cache import CallTotals
 from furnace.scoring.fitness import SCORERS, pareto_front
 
@@ -27,10 +27,7 @@ def held_out_fields(figures: dict[str, Any], agent_id: str) -> dict[str, Any]:
     """One agent's train fitness, test fitness with its 95% interval, and the train-test gap (rounded);
     None where the agent was not scored on test."""
     row = held_out_columns(figures.get("agents", {}).get(agent_id))
-    return {
-        k: (round(row[k], 4) if row.get(k) is not None else None)
-        for k in ("train_fitness", "test_fitness", "test_low", "test_high", "train_test_gap")
-    }
+    return {k: (round(row[k], 4) if row.get(k) is not None else None) for k in HELD_OUT_FIELDS}
 
 
 def generation_rows(results: ExperimentResults, experiment_id: str) -> list[dict[str, Any]]:
@@ -156,15 +153,28 @@ MAX_OVERLAY = 5  # experiments overlaid at once
 
 
 def overlay_rows(results: ExperimentResults, experiment_ids: Sequence[str]) -> list[dict[str, Any]]:
-    """Long-format rows for overlaying experiments: per experiment and generation, best and mean
-    fitness against the generation and against the model calls spent so far (cumulative, from the ledger figures)."""
+    """Long-format rows for overlaying experiments: per experiment and generation, best (validation) and
+    mean fitness, and once the run has finished, the best's ``train`` and ``test`` fitness (a test row
+    carries its 95% interval, ``test_low``/``test_high``, and the ``train_test_gap``), against the
+    generation and against the model calls spent so far (cumulative, from the ledger figures)."""
     rows: list[dict[str, Any]] = []
     for exp_id in list(dict.fromkeys(experiment_ids))[:MAX_OVERLAY]:
+        figures = held_out(results, exp_id)
         spent = cost = 0.0
         for g in sorted(results.generations(exp_id), key=lambda g: g.generation):
             spent += g.calls
             cost += g.cost_usd
-            for measure, value in (("best", g.best_fitness), ("mean", g.mean_fitness)):
+            best = held_out_fields(figures, g.survivors[0] if g.survivors else "")
+            measures = [
+                ("best", round(g.best_fitness, 4)),
+                ("mean", round(g.mean_fitness, 4)),
+                ("train", best["train_fitness"]),
+                ("test", best["test_fitness"]),
+            ]
+            for measure, value in measures:
+                if value is None:  # not scored on held-out probes (yet)
+                    continue
+                test = measure == "test"
                 rows.append(
                     {
                         "experiment": exp_id,
@@ -172,7 +182,8 @@ def overlay_rows(results: ExperimentResults, experiment_ids: Sequence[str]) -> l
                         "calls_spent": int(spent),
                         "cost_spent_usd": round(cost, 6),
                         "measure": measure,
-                        "fitness": round(value, 4),
+                        "fitness": value,
+                        **{k: best[k] if test else None for k in ("test_low", "test_high", "train_test_gap")},
                     }
                 )
     return rows
@@ -275,8 +286,9 @@ def objective_names(results: ExperimentResults, experiment_ids: Sequence[str]) -
 
 
 def pareto_points(results: ExperimentResults, experiment_ids: Sequence[str], x: str, y: str) -> list[dict[str, Any]]:
-    """Each distinct scored agent of the experiments (its best record) on objectives ``x`` and ``y``;
-    ``front`` marks the agents no other agent beats on both (the Pareto front of these two)."""
+    """Each distinct scored agent of the experiments (its best record) on objectives ``x`` and ``y``, with
+    its fitness and, when it was scored on test, its train and test fitness (interval, gap); ``front``
+    marks the agents no other agent beats on both (the Pareto front of these two)."""
     best: dict[str, IndividualRecord] = {}
     where: dict[str, str] = {}
     for exp_id in list(dict.fromkeys(experiment_ids))[:MAX_OVERLAY]:
@@ -287,6 +299,7 @@ def pareto_points(results: ExperimentResults, experiment_ids: Sequence[str], x: 
                 best[r.agent_id], where[r.agent_id] = r, exp_id
     keys = [x] if x == y else [x, y]
     front = set(pareto_front({a: r.objectives for a, r in best.items()}, keys))
+    figures = {exp_id: held_out(results, exp_id) for exp_id in set(where.values())}
     return [
         {
             "agent_id": a,
@@ -294,6 +307,7 @@ def pareto_points(results: ExperimentResults, experiment_ids: Sequence[str], x: 
             "generation": r.generation,
             "operator": r.operator,
             "fitness": round(r.fitness, 4),
+            **held_out_fields(figures[where[a]], a),
             "x": round(r.objectives[x], 4),
             "y": round(r.objectives[y], 4),
             "front": a in front,

@@ -112,6 +112,41 @@ def test_fitness_by_generation_and_operator() -> None:
     assert ops["best"].to_dict() == {"crossover": 0.8, "mutation": 0.9, "seed": 0.7}
 
 
+def test_held_out_figures_per_generation_best_and_per_tested_agent() -> None:
+    """Each generation's best (its first survivor) with the held-out figures its experiment's summary
+    keeps; an agent never scored on test (or a failed test evaluation) has None, never a 0."""
+    held = {
+        "champion": "f",
+        "agents": {
+            "b": {"validation": 0.7, "train": 0.72, "test": 0.6, "test_low": 0.55, "test_high": 0.66, "gap": 0.12},
+            "f": {"validation": 0.9, "train": 0.93, "test": 0.8, "test_low": 0.7, "test_high": 0.85, "gap": 0.13},
+            "c": {"validation": 0.85, "train": 0.8, "test_unscored": ["judge failed"]},
+        },
+    }
+    experiments = pd.DataFrame(
+        {"experiment_id": ["exp", "running"], "summary": [{"held_out": held}, {}]},
+    )
+    generations = pd.DataFrame(
+        {
+            "experiment_id": ["exp", "exp", "exp", "running"],
+            "generation": [0, 1, 2, 0],
+            "survivors": [["b", "a"], ["c", "b"], ["f", "c"], ["x"]],
+            "best_fitness": [0.7, 0.85, 0.9, 0.5],
+            "mean_fitness": [0.6, 0.7, 0.8, 0.5],
+        }
+    )
+    gen = fa.fitness_by_generation(generations, individuals(), experiments).set_index(["experiment_id", "generation"])
+    assert list(gen.loc["exp", "best_agent"]) == ["b", "c", "f"]
+    assert gen.loc[("exp", 0), "best_test_fitness"] == 0.6 and gen.loc[("exp", 2), "best_test_high"] == 0.85
+    assert gen.loc[("exp", 2), "best_train_test_gap"] == 0.13 and gen.loc[("exp", 0), "best_train_fitness"] == 0.72
+    assert gen.loc[("exp", 1), "best_train_fitness"] == 0.8 and pd.isna(gen.loc[("exp", 1), "best_test_fitness"])
+    assert pd.isna(gen.loc[("running", 0), "best_train_fitness"])  # not finished: nothing scored on test yet
+    agents = fa.held_out_agents(experiments).set_index("agent_id")
+    assert list(agents.index) == ["b", "c", "f"] and list(agents["champion"]) == [False, False, True]
+    assert agents.loc["f", ["fitness", "test_low", "test_fitness", "test_high"]].tolist() == [0.9, 0.7, 0.8, 0.85]
+    assert pd.isna(agents.loc["c", "test_fitness"]) and agents.loc["c", "train_fitness"] == 0.8
+
+
 def test_lineage_layout_ranks_within_first_generation() -> None:
     layout = fa.lineage_layout(individuals(), "exp").set_index("agent_id")
     assert layout[["x", "y"]].to_dict("index") == {

@@ -65,11 +65,13 @@ def test_two_experiments_overlaid_with_axes_scaled_to_the_data(app, app_home, ex
     titles = {s.get("title"): s for s in _charts(at)}
     for title, x in (("Fitness per generation", "generation"), ("Fitness vs model calls spent", "calls_spent")):
         spec = titles[title]
-        assert spec["encoding"]["x"]["field"] == x and spec["encoding"]["color"]["field"] == "experiment"
-        values = [r["fitness"] for r in spec["datasets"][spec["data"]["name"]]]
-        lo, hi = spec["encoding"]["y"]["scale"]["domain"]
+        lines = next(layer for layer in _layers(spec) if layer["mark"]["type"] == "line")
+        assert lines["encoding"]["x"]["field"] == x and lines["encoding"]["color"]["field"] == "experiment"
+        rows = spec["datasets"][lines["data"]["name"]]
+        values = [r["fitness"] for r in rows] + [r["test_low"] for r in rows if r["measure"] == "test"]
+        lo, hi = lines["encoding"]["y"]["scale"]["domain"]
         assert 0 < lo <= min(values) and max(values) <= hi <= 1.0 + 1e-9  # not pinned at 0
-        assert {r["experiment"] for r in spec["datasets"][spec["data"]["name"]]} == set(experiments)
+        assert {r["experiment"] for r in rows} == set(experiments)
     [totals] = [d.value for d in at.dataframe if {"experiment", "cost_usd"} <= set(d.value.columns)]
     assert set(totals["experiment"]) == set(experiments) and (totals["model_calls"] > 0).all()
     from furnace.runtime import Runtime
@@ -85,6 +87,44 @@ def test_two_experiments_overlaid_with_axes_scaled_to_the_data(app, app_home, ex
     finally:
         rt.close()
     assert any("Operator success" in str(s.get("title")) for s in _charts(at))
+
+
+def test_fitness_charts_show_the_bests_test_fitness_with_its_interval_beside_train(app, experiments):
+    """Every generation's best, scored on the held-out test probes after the search: a test line beside
+    the train line, each test point with its 95% interval drawn as a bar; the figures are the view's
+    (the same rows as the report's generations)."""
+    from furnace.runtime import Runtime
+    from furnace.views.experiments import generation_rows
+
+    at = app.switch_page("screens/compare.py").run()
+    no_errors(at)
+    spec = next(s for s in _charts(at) if s.get("title") == "Fitness per generation")
+    lines = next(layer for layer in _layers(spec) if layer["mark"]["type"] == "line")
+    bars = next(layer for layer in _layers(spec) if layer["mark"]["type"] == "errorbar")
+    assert lines["encoding"]["strokeDash"]["field"] == "measure"
+    assert (bars["encoding"]["y"]["field"], bars["encoding"]["y2"]["field"]) == ("test_low", "test_high")
+    rows = spec["datasets"][lines["data"]["name"]]
+    drawn = {(r["experiment"], r["generation"]): r for r in spec["datasets"][bars["data"]["name"]]}
+    rt = Runtime.from_env()
+    try:
+        for exp in experiments:
+            for g in generation_rows(rt.results, exp):
+                assert g["best_test_fitness"] is not None  # every generation's best was scored on test
+                by = {r["measure"]: r for r in rows if (r["experiment"], r["generation"]) == (exp, g["generation"])}
+                assert by["best"]["fitness"] == g["best_fitness"]
+                assert by["train"]["fitness"] == g["best_train_fitness"]
+                test = by["test"]
+                assert (test["fitness"], test["test_low"], test["test_high"]) == (
+                    g["best_test_fitness"],
+                    g["best_test_low"],
+                    g["best_test_high"],
+                )
+                assert test["test_low"] <= test["fitness"] <= test["test_high"]
+                assert test["train_test_gap"] == g["best_train_test_gap"]
+                bar = drawn[(exp, g["generation"])]
+                assert (bar["test_low"], bar["test_high"]) == (g["best_test_low"], g["best_test_high"])
+    finally:
+        rt.close()
 
 
 def test_pareto_scatter_highlights_the_front_and_a_click_opens_the_agent(app, experiments):
@@ -115,6 +155,22 @@ def test_leaderboard_has_objective_columns_and_the_judges_feedback(app, experime
     assert {"fitness", "brief_fit", "tone", "fidelity", "constraints"} <= set(board.columns)
     assert board["fitness"].is_monotonic_decreasing
     assert board["judge_feedback"].str.contains("tone: ").any()
+    # beside the fitness (validation): train, held-out test with its 95% interval, and the gap; the
+    # leaderboard is scored on test after the search (docs/methods.md)
+    assert board["test_fitness"].notna().all()
+    assert (board["test_low"] <= board["test_fitness"]).all() and (board["test_fitness"] <= board["test_high"]).all()
+    gap = board["train_fitness"] - board["test_fitness"]
+    assert ((board["train_test_gap"] - gap).abs() <= 1.5e-4 + 1e-9).all()  # three figures, each rounded to 4 places
+    from furnace.runtime import Runtime
+    from furnace.views.experiments import held_out
+
+    rt = Runtime.from_env()
+    try:
+        tested = held_out(rt.results, experiments[1])["agents"]
+    finally:
+        rt.close()
+    for row in board.to_dict("records"):
+        assert row["test_fitness"] == round(tested[row["agent_id"]]["test"], 4)
 
 
 @pytest.fixture(scope="module")

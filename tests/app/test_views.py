@@ -107,6 +107,31 @@ def test_compare_two_agents_on_the_same_probes(family) -> None:
         compare_agents(store, OfflineEngine(), ["a"], probes)
 
 
+def test_compare_shows_test_fitness_with_its_interval_beside_the_rest(family) -> None:
+    """Probes that include test-split ones: each card's fitness outside them, on them (interval) and the gap,
+    the same figures an experiment's held-out evaluation gives (split_held_out)."""
+    from furnace.evolution.evaluate import combine
+    from furnace.views.compare import DEFAULT_SCORERS as DEFAULT_WEIGHTS
+
+    store, child, _ = family
+    probes = load_probe_set("writing-en").head(4)
+    [test_id] = [p.id for p in probes.splits()["test"]]
+    cards = compare_agents(store, OfflineEngine(), [child.id, "a"], probes)
+    rows = {r["objective"]: r for r in objective_rows(cards)}
+    for card in cards:
+        held = card.held_out
+        outside = combine([s for s in card.scores if s.probe != test_id], DEFAULT_WEIGHTS)
+        inside = combine([s for s in card.scores if s.probe in (test_id, "*")], DEFAULT_WEIGHTS)
+        assert held["train_fitness"] == pytest.approx(outside.fitness, abs=1e-6)
+        assert held["test_fitness"] == pytest.approx(inside.fitness, abs=1e-6)
+        assert held["test_low"] <= held["test_fitness"] <= held["test_high"]
+        assert held["train_test_gap"] == pytest.approx(held["train_fitness"] - held["test_fitness"], abs=1e-6)
+        assert rows["test fitness"][card.id] == round(held["test_fitness"], 3)
+        assert rows["train − test gap"][card.id] == round(held["train_test_gap"], 3)
+    two = compare_agents(store, OfflineEngine(), [child.id, "a"], load_probe_set("writing-en").head(2))
+    assert all(not c.held_out for c in two) and "test fitness" not in {r["objective"] for r in objective_rows(two)}
+
+
 def _ind(gen: int, agent: str, fitness: float, parents: tuple[str, ...] = (), op: str = "seed") -> IndividualRecord:
     return IndividualRecord("x", gen, agent, 0, op, parents, None, {}, "", fitness, {"tone": fitness})
 

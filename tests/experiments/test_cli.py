@@ -79,6 +79,44 @@ def test_run_list_show(library_home, capsys):
     assert code == 1 and "no experiment" in err
 
 
+def test_show_prints_test_fitness_with_its_interval_and_the_gap_as_the_report_does(library_home, tmp_path, capsys):
+    """Four probes (one held out): `experiment show` gives every generation's best and every ranked agent
+    their train fitness, held-out test fitness with its 95% interval, and the train-test gap — the
+    report's figures, in text and in --json."""
+    from furnace.evolution.report import interval_text
+
+    cfg = tmp_path / "held.yaml"
+    text = CONFIG.read_text().replace("limit: 2", "limit: 4").replace("max_calls: 500", "max_calls: 5000")
+    cfg.write_text(text.replace("generations: 3", "generations: 1"))
+    code, out, err = run(capsys, "experiment", "run", str(cfg), "--no-mlflow", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    keys = ("train_fitness", "test_fitness", "test_low", "test_high", "train_test_gap")
+    code, out, _ = run(capsys, "experiment", "list", "--json")
+    [listed] = [r for r in json.loads(out) if r["experiment_id"] == report["experiment_id"]]
+    champion = next(r for r in report["leaderboard"] if r["agent_id"] == listed["best_agent"])
+    assert {k: listed[k] for k in keys} == {k: champion[k] for k in keys}
+    code, out, _ = run(capsys, "experiment", "list")
+    assert f"test {interval_text(champion)}  gap {champion['train_test_gap']:+.3f}" in out
+    code, out, _ = run(capsys, "experiment", "show", report["experiment_id"], "--json")
+    shown = json.loads(out)
+    assert len(shown["generations"]) == len(report["generations"]) == 2
+    for mine, theirs in zip(shown["generations"], report["generations"], strict=True):
+        assert mine[f"best_{keys[1]}"] is not None
+        assert {k: mine[f"best_{k}"] for k in keys} == {k: pytest.approx(theirs[f"best_{k}"], abs=1e-4) for k in keys}
+    board = {r["agent_id"]: r for r in report["leaderboard"]}
+    assert [r["agent_id"] for r in shown["leaderboard"]] == list(board)
+    for row in shown["leaderboard"]:
+        assert {k: row[k] for k in keys} == {k: pytest.approx(board[row["agent_id"]][k], abs=1e-4) for k in keys}
+    code, out, _ = run(capsys, "experiment", "show", report["experiment_id"])
+    champion = next(line for line in out.splitlines() if line.endswith("champion"))
+    row = next(r for r in shown["leaderboard"] if r["agent_id"] in champion)
+    assert f"test {interval_text(row)}  gap {row['train_test_gap']:+.3f}" in champion
+    assert f"train {row['train_fitness']:.3f}" in champion
+    first = shown["generations"][0]
+    assert f"test {interval_text({k: first[f'best_{k}'] for k in keys})}" in out
+
+
 def test_show_lists_unscored_individuals_apart_never_ranked(library_home, capsys):
     from furnace.evolution.records import IndividualRecord, ScoreRow
     from furnace.runtime import Runtime
@@ -147,6 +185,46 @@ def test_sweep_scores_a_grid_and_stores_it_like_an_experiment(library_home, caps
     assert json.loads(out) == rows and ledger()[0] == model_calls
     code, _, err = run(capsys, "sweep", "viral-copywriter", "--rates", "0,0.3", "--no-mlflow")
     assert code == 1 and "--rates" in err
+
+
+def test_a_sweep_ranks_without_its_test_probes_and_shows_test_beside_it(library_home, capsys):
+    """Four probes, one held out: each cell's fitness is over the other three (the ranking never reads the
+    test probe), its test fitness with its 95% interval and the gap stand beside it, in the rows, the
+    stored summary and `experiment show`."""
+    from furnace.evolution.evaluate import combine
+    from furnace.evolution.report import interval_text
+    from furnace.evolution.sweep import DEFAULT_SCORERS
+    from furnace.runtime import Runtime
+    from furnace.scoring.probes import load_probe_set
+
+    args = ("sweep", "viral-copywriter", "--rates", "0.3", "--seeds", "1,2", "--limit", "4", "--no-mlflow")
+    code, out, err = run(capsys, *args, "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    [test_id] = [p.id for p in load_probe_set("writing-en").head(4).splits()["test"]]
+    [sweep_id] = {r["sweep_id"] for r in rows}
+    rt = Runtime.from_env(home=str(library_home))
+    stored = {r.agent_id: r for r in rt.results.individuals(sweep_id)}
+    for row in rows:
+        scores = stored[row["agent_id"]].scores
+        assert {s.probe for s in scores} >= {test_id}  # scored on the test probe too, for the report
+        searched = combine([s for s in scores if s.probe != test_id], DEFAULT_SCORERS)
+        tested = combine([s for s in scores if s.probe in (test_id, "*")], DEFAULT_SCORERS)
+        assert row["fitness"] == pytest.approx(searched.fitness) == pytest.approx(row["train_fitness"])
+        assert row["test_fitness"] == pytest.approx(tested.fitness, abs=1e-6)
+        assert row["test_low"] == row["test_fitness"] == row["test_high"]  # one test probe: a point
+        assert row["train_test_gap"] == pytest.approx(row["fitness"] - row["test_fitness"], abs=1e-6)
+    summary = rt.results.get_experiment(sweep_id).summary
+    assert summary["held_out"]["splits"]["test"] == [test_id]
+    assert summary["test_fitness"] == rows[0]["test_fitness"] and summary["best_agent"] == rows[0]["agent_id"]
+    code, out, _ = run(capsys, *args)
+    assert f"{rows[0]['fitness']:.3f}    {interval_text(rows[0])}" in out
+    code, out, _ = run(capsys, "experiment", "show", sweep_id, "--json")
+    shown = json.loads(out)
+    assert {r["agent_id"]: r["test_fitness"] for r in shown["leaderboard"]} == {
+        r["agent_id"]: pytest.approx(r["test_fitness"], abs=1e-4) for r in rows
+    }
+    assert all(g["best_test_fitness"] is not None for g in shown["generations"])
 
 
 def test_a_rerun_after_a_seed_was_edited_says_it_forks_and_pins_rerun_the_old_one(library_home, tmp_path, capsys):

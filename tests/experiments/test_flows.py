@@ -185,19 +185,34 @@ def test_evolution_flow_on_a_local_dask_cluster(library_home, prefect_harness, t
     assert plain.totals["model_calls"] == result["totals"]["model_calls"] > 0  # from the flow's ledger
 
 
+def test_the_final_leaderboard_artifact_has_test_with_its_interval_beside_train():
+    from experiments.test_evolution import make
+    from furnace_flows.artifacts import report_rows
+
+    report = make(generations=1, probes={"set": "writing-en", "limit": 4}).run().as_dict()
+    board, _ = report_rows(report)
+    keys = ("fitness", "train_fitness", "test_fitness", "test_low", "test_high", "train_test_gap")
+    assert [{k: r[k] for k in keys} for r in board] == [{k: r.get(k) for k in keys} for r in report["leaderboard"]]
+    assert all(r["test_low"] <= r["test_fitness"] <= r["test_high"] for r in board)
+
+
 def test_fusion_generation_and_mutation_sweep_flows(library_home, prefect_harness):
     from furnace_flows.fusion_generation import fusion_generation
     from furnace_flows.mutation_sweep import mutation_sweep
 
     home = str(library_home)
     row = fusion_generation(
-        ["viral-copywriter", "data-science-mentor"], operator="crossover", seed=1, limit=1, home=home, track=False
+        ["viral-copywriter", "data-science-mentor"], operator="crossover", seed=1, limit=3, home=home, track=False
     )
     assert row["agent_id"].startswith("agt-") and 0 <= row["fitness"] <= 1
+    # three probes, one held out: the fitness is the other two's, the test fitness stands beside it
+    assert row["train_fitness"] == pytest.approx(row["fitness"]) and row["test_fitness"] is not None
+    assert row["test_low"] <= row["test_fitness"] <= row["test_high"]
+    assert row["train_test_gap"] == pytest.approx(row["fitness"] - row["test_fitness"], abs=1e-6)
     again = fusion_generation(
-        ["viral-copywriter", "data-science-mentor"], operator="crossover", seed=1, limit=1, home=home, track=False
+        ["viral-copywriter", "data-science-mentor"], operator="crossover", seed=1, limit=3, home=home, track=False
     )
-    assert again["from_cache"] and again["fitness"] == row["fitness"]  # served from Prefect's task cache
+    assert again["from_cache"] and again == row | {"from_cache": True}  # served from Prefect's task cache
     rows = mutation_sweep("viral-copywriter", [0.1, 0.3], [1, 2], limit=1, home=home)
     assert sorted((r["rate"], r["seed"]) for r in rows) == [(0.0, 0), (0.1, 1), (0.1, 2), (0.3, 1), (0.3, 2)]
     assert [r["fitness"] for r in rows] == sorted((r["fitness"] for r in rows), reverse=True)

@@ -125,6 +125,14 @@ def test_no_test_probe_ever_reaches_an_operator_or_selection():
     held = [r for r in model.requests if r.unit == "held-out"]
     assert any(message in _text(r) for r in held for message in test)
     assert report.best and report.best["test_fitness"] is not None
+    for g in report.generations:  # every generation's best was scored on test, and the report shows it
+        best = report.held_out["agents"][g["survivors"][0]]
+        assert best["validation"] == pytest.approx(g["best_fitness"]) and best["test"] is not None
+        assert (g["best_test_fitness"], g["best_test_low"], g["best_test_high"]) == (
+            best["test"],
+            best["test_low"],
+            best["test_high"],
+        )
     assert report.best["test_low"] <= report.best["test_fitness"] <= report.best["test_high"]
     assert report.best["train_test_gap"] == pytest.approx(report.best["train_fitness"] - report.best["test_fitness"])
     # the selection fitness is the validation probes' only

@@ -148,6 +148,69 @@ def test_traces_have_span_types_token_usage_cost_and_assessments(settings):
     assert metrics["cost_usd"] == pytest.approx(report.totals["cost_usd"])
 
 
+def test_held_out_figures_are_step_metrics_a_table_and_assessments_on_each_tested_trace(settings):
+    """Every generation's best's train and test fitness (with its interval and the gap) at its step,
+    the leaderboard table with test beside train, and test assessments beside each tested individual's
+    fitness on its own trace, read back from MLflow; a rerun adds none twice."""
+    import mlflow
+
+    from furnace.adapters.mlflow_tracker import MLflowTracker, run_summary
+    from furnace.evolution.engine import trace_name
+
+    evo = make(MemoryResults(), generations=2, probes={"set": "writing-en", "limit": 4})
+    evo.tracker = MLflowTracker(settings.tracking_uri)
+    report = evo.run()
+    assert report.held_out["splits"]["test"]  # four probes: one of them held out
+    summary = run_summary(settings.tracking_uri, report.experiment_id)
+    steps = summary["held_out_steps"]
+    for key in ("best_train_fitness", "best_test_fitness", "best_test_low", "best_test_high", "best_train_test_gap"):
+        expected = [(g["generation"], g[key]) for g in report.generations if g.get(key) is not None]
+        assert expected and steps[key] == [(s, pytest.approx(v)) for s, v in expected], key
+    for low, test, high in zip(*(steps[f"best_test_{k}"] for k in ("low", "fitness", "high")), strict=True):
+        assert low[1] <= test[1] <= high[1]
+    metrics = evo.tracker.client.get_run(summary["run_id"]).data.metrics
+    best = report.best
+    assert best is not None and best["test_fitness"] is not None
+    for key in ("test_fitness", "test_low", "test_high", "train_fitness", "train_test_gap"):
+        assert metrics[f"champion_{key}"] == pytest.approx(best[key])
+    table = mlflow.artifacts.load_dict(f"runs:/{summary['run_id']}/leaderboard_table.json")
+    rows = [dict(zip(table["columns"], row, strict=True)) for row in table["data"]]
+    assert [(r["agent_id"], r["test_fitness"], r["train_test_gap"]) for r in rows] == [
+        (r["agent_id"], r.get("test_fitness"), r.get("train_test_gap")) for r in report.leaderboard
+    ]
+
+    def verdicts() -> dict[str, list]:
+        traces = mlflow.search_traces(
+            locations=[evo.tracker.mlflow_experiment_id], return_type="list", run_id=summary["run_id"]
+        )
+        return {t.info.tags["mlflow.traceName"]: t.info.assessments for t in traces}
+
+    first = {}
+    for r in sorted(evo.results.individuals(report.experiment_id), key=lambda r: (r.generation, r.slot)):
+        first.setdefault(r.agent_id, r)
+    tested = report.held_out["agents"]
+    assert len(tested) >= len(report.generations)
+    shown = verdicts()
+    for agent_id, row in tested.items():
+        on_trace = {a.name: a for a in shown[trace_name(first[agent_id].generation, first[agent_id].slot)]}
+        assert on_trace["fitness"].value == pytest.approx(row["validation"])  # the search's, unchanged
+        assert on_trace["train_fitness"].value == pytest.approx(row["train"])
+        test = on_trace["test_fitness"]
+        assert test.value == pytest.approx(row["test"]) and test.source.source_id == "furnace.held_out"
+        low, high = float(test.metadata["test_low"]), float(test.metadata["test_high"])
+        assert (low, high) == (pytest.approx(row["test_low"]), pytest.approx(row["test_high"]))
+        assert low <= test.value <= high and f"[{low:.3f}, {high:.3f}]" in test.rationale
+        assert on_trace["train_test_gap"].value == pytest.approx(row["train"] - row["test"], abs=1e-6)
+    untested = [name for name, items in shown.items() if not any(a.name == "test_fitness" for a in items)]
+    assert untested  # the held-out trace, and individuals never among the tested
+    again = make(evo.results, generations=2, breeder=evo.breeder, probes={"set": "writing-en", "limit": 4})
+    again.tracker = MLflowTracker(settings.tracking_uri)
+    again.run()
+    counts = [sum(a.name == "test_fitness" for a in items) for items in verdicts().values()]
+    assert max(counts) == 1 and sum(counts) == len(tested)
+    assert run_summary(settings.tracking_uri, report.experiment_id)["held_out_steps"] == steps
+
+
 _SERVE = """
 import json, os, sys
 from mlflow.server import app  # the app `mlflow ui` serves, configured as its CLI configures it

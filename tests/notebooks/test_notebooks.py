@@ -92,19 +92,28 @@ def test_lineage_notebook(monkeypatch, jupyter_path, sample_home) -> None:
     assert count(nb, "image/png") >= 4 and count(nb, "text/html") >= 6
     # its fitness by generation is the report's (the population's best, survivors included)
     from furnace.runtime import Runtime
-    from furnace.views.experiments import generation_rows
+    from furnace.views.experiments import generation_rows, held_out
 
     shown = s["best_by_generation"].split(",")
+    held = s["held_out_by_generation"].split(",")
     rt = Runtime.from_env(home=sample_home)
     try:
-        expected = [
-            f"{exp}:{row['generation']}:{row['best_fitness']:.4f}"
-            for exp in sorted({item.split(":")[0] for item in shown})
-            for row in generation_rows(rt.results, exp)
-        ]
+        experiments = sorted({item.split(":")[0] for item in shown})
+        rows = {exp: generation_rows(rt.results, exp) for exp in experiments}
+        tested = sum(len(held_out(rt.results, exp)["agents"]) for exp in experiments)
     finally:
         rt.close()
-    assert shown == expected
+    assert shown == [f"{exp}:{row['generation']}:{row['best_fitness']:.4f}" for exp in experiments for row in rows[exp]]
+    # every generation's best with its train and held-out test fitness, interval and gap: the view's figures,
+    # the ones the report, `experiment show` and the app show (the sample holds one test probe per experiment)
+    keys = ("train_fitness", "test_fitness", "test_low", "test_high", "train_test_gap")
+    assert all(row["best_test_fitness"] is not None for exp in experiments for row in rows[exp])
+    assert held == [
+        ":".join([exp, str(row["generation"]), *(f"{row[f'best_{k}']:.4f}" for k in keys)])
+        for exp in experiments
+        for row in rows[exp]
+    ]
+    assert int(s["tested"]) == tested >= len(shown)
 
 
 def test_revision_notebook_builds_its_own_sample_when_home_is_empty(monkeypatch, jupyter_path, tmp_path) -> None:
@@ -126,6 +135,7 @@ def test_mlflow_notebook_picks_champion_and_loads_its_prompt(monkeypatch, jupyte
     no_errors(nb)
     s = summary(nb)
     assert int(s["runs"]) == 2 and int(s["curves"]) == 8 and int(s["configs"]) >= 2
+    assert int(s["test_curves"]) == 8  # every generation's best's test fitness, logged after each search
     assert s["champion"].startswith("agt-")
     assert count(nb, "image/png") >= 1
 
