@@ -90,7 +90,7 @@ def test_calibration_shows_each_judge_with_its_picks_and_says_when_not_yet_meani
     assert "People's ranking" in " ".join(m.value for m in at.markdown)
 
 
-def test_the_self_judging_warning_shows_when_the_judge_is_the_agent_model(app, app_home):
+def test_the_self_judging_warning_shows_when_the_judge_is_the_agent_model(app, app_home, experiment):
     from furnace.evolution.records import ExperimentRecord
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
@@ -103,14 +103,4 @@ def test_the_self_judging_warning_shows_when_the_judge_is_the_agent_model(app, a
     at = at.switch_page("screens/compare.py").run()  # the experiment in detail says it too
     at.selectbox(key="compare_experiment").set_value("exp-graded-0000000001").run()
     assert any("grading itself" in w.value for w in at.warning)
-    assert not any("grading itself" in w.value for w in _judge_page(app, run_experiment_id(app_home)).warning)
-
-
-def run_experiment_id(home: Path) -> str:
-    """An offline experiment of the module's home (its judge is rules: no warning)."""
-    from furnace.runtime import Runtime
-    from furnace.settings import FurnaceSettings
-
-    return next(
-        e.experiment_id for e in Runtime(FurnaceSettings(home=home)).results.list_experiments() if e.name == "people"
-    )
+    assert not any("grading itself" in w.value for w in _judge_page(app, experiment).warning)  # rules judge: none
