@@ -502,17 +502,16 @@ class Evolution:
         rows = tuple(r for r in parent.scores if r.probe in have)
         if not missing.probes:
             return rows
+        return (*rows, *self._score_on(llm, elixir, parent.system_prompt, missing))
+
+    def _score_on(self, llm: LLM, elixir: Elixir, prompt: str, batch: ProbeSet) -> tuple[ScoreRow, ...]:
+        """The per-probe rows of ``elixir`` on ``batch`` (a minibatch of train probes): every sample, the
+        seeds every evaluation of it uses."""
         scorers = {k: w for k, w in self.config.scorers.items() if SCORERS[k].per_probe}
         ev = evaluate_agent(
-            llm,
-            elixir,
-            parent.system_prompt,
-            missing,
-            scorers,
-            seed=self.config.seed,
-            samples=self.config.samples_per_probe,
+            llm, elixir, prompt, batch, scorers, seed=self.config.seed, samples=self.config.samples_per_probe
         )
-        return (*rows, *ev.scores)
+        return ev.scores
 
     def _minibatch(
         self, plan: Plan, elixir: Elixir, prompt: str, llm: LLM, parent_rows: Sequence[ScoreRow]
@@ -524,17 +523,15 @@ class Evolution:
         batch = self._minibatch_probes(plan)
         ids = [p.id for p in batch.probes]
         scorers = {k: w for k, w in self.config.scorers.items() if SCORERS[k].per_probe}
-        ev = evaluate_agent(
-            llm, elixir, prompt, batch, scorers, seed=self.config.seed, samples=self.config.samples_per_probe
-        )
-        child = minibatch_score(ev.scores, ids, scorers)
+        rows = self._score_on(llm, elixir, prompt, batch)
+        child = minibatch_score(rows, ids, scorers)
         parent = minibatch_score(parent_rows, ids, scorers)
         accepted = child is not None and parent is not None and child > parent
         shown = "?" if child is None else f"{child:.3f}"
         against = "?" if parent is None else f"{parent:.3f}"
         verdict = "accepted" if accepted else "rejected"
         reason = f"{verdict}: {shown} vs parent {against} on {', '.join(ids)}"
-        return ScoreRow("*", MINIBATCH, 1.0 if accepted else 0.0, reason), ev.scores
+        return ScoreRow("*", MINIBATCH, 1.0 if accepted else 0.0, reason), rows
 
     def _record(
         self,
