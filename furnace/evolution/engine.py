@@ -216,12 +216,12 @@ class Evolution:
     judge: LLM | None = None  # the judge scorers' model (default: ``llm``, the agents' own model)
     keep_failures: bool = False  # a rerun keeps unscored records instead of evaluating them again
     run_tags: dict[str, str] = field(default_factory=dict)  # extra tags on the tracked run (e.g. a flow run id)
-    # called with each finished generation and its population, fittest first (the Prefect flow publishes artifacts)
-    on_generation: Callable[[GenerationRecord, Sequence[IndividualRecord]], None] | None = None
-    probe_pool: ThreadPoolExecutor | None = None  # threads for the probes of units evaluated outside run() (a worker's)
     # after the search: re-evaluate the top and score the report's members on train and test (off: the search
     # bench, which scores every method's champion itself, so no method pays for it)
     score_held_out: bool = True
+    # called with each finished generation and its population, fittest first (the Prefect flow publishes artifacts)
+    on_generation: Callable[[GenerationRecord, Sequence[IndividualRecord]], None] | None = None
+    probe_pool: ThreadPoolExecutor | None = None  # threads for the probes of units evaluated outside run() (a worker's)
 
     def __post_init__(self) -> None:
         self.seeds = list(self.seeds)[: self.config.population]
