@@ -140,6 +140,11 @@ class ProbeSet(BaseModel):
             raise ValueError(f"probe set {self.name!r} has no {split} probes")
         return self.model_copy(update={"probes": probes})
 
+    def without(self, split: str) -> ProbeSet:
+        """The set without one split's probes (``without("test")``: every probe the search may read)."""
+        drop = {p.id for p in self.splits()[split]}
+        return self.model_copy(update={"probes": [p for p in self.probes if p.id not in drop]})
+
     def brief_for(self, probe: Probe) -> Brief | None:
         """The probe's own brief, else the set's."""
         return probe.brief or self.brief
