@@ -20,21 +20,22 @@ is billed are the calls it reports:
 - ``gepa``: ``gepa.optimize`` (the optional ``bench`` extra) with ``trainset`` = train and ``valset`` =
   validation, furnace's model seam as its task model (REPLY + JUDGE) and reflection model (REFLECT).
 
-Every method sees the same split. The experiment loop (``evolution``, ``evo+reflect``) is given every probe
-marked with its split: it reads feedback from train, scores each individual on train and validation and
-selects on validation (its fitness), and its champion is its best by validation, on the whole budget. Its
-own held-out test scoring is switched off, so no method pays for test. ``random``, ``hill`` and both
-baselines search on train and then score their best ``VALIDATE_TOP`` candidates by train on validation
-(billed, out of the same budget: the search is stopped that many validation evaluations early); the best
-there is the champion. gepa picks its own champion on its valset, on the whole budget. The bench then
-scores every champion on **test** the same way, through an unbilled model, outside every method's budget:
-that is what it reports (median and IQR over seeds, paired win rates), beside its train fitness and the
-calls billed, and how many calls each method needed to reach gepa's test median at the budget (the first
-point at which its current best reaches it on test). A loop
-is stopped at the budget (the meter refuses the call that would pass it); its fitness comes from the
-generations it completed (a generation cut by the budget is billed but not credited: which of its
-children finished would depend on thread timing). Effective concurrency (calls x 50 ms / wall, the first
-seed with the latency-injected fake) is measured as before for furnace's loop against gepa's.
+Every method sees the same split. The experiment loop (``evolution``, ``evo+reflect``) is given every
+probe marked with its split: it scores each individual on validation and selects there (its fitness),
+reads feedback from train minibatches (a reflected child and its parent), and its champion is its best by
+validation, on the whole budget. Its own held-out scoring is switched off, so no method pays for test.
+``random``, ``hill`` and both baselines search on train and then score their best ``VALIDATE_TOP``
+candidates by train on validation (billed, out of the same budget: the search is stopped that many
+validation evaluations early); the best there is the champion. gepa picks its own champion on its valset,
+on the whole budget. The bench then scores every champion on **test** (the loop's and gepa's on train too)
+the same way, through an unbilled model, outside every method's budget: that is what it reports (median
+and IQR over seeds, paired win rates), beside its train fitness and the calls billed, and how many calls
+each method needed to reach gepa's test median at the budget (the first point at which its current best
+reaches it on test). A loop is stopped at the budget (the meter refuses the call that would pass it); its
+fitness comes from the generations it completed (a generation cut by the budget is billed but not
+credited: which of its children finished would depend on thread timing). Effective concurrency (calls x 50
+ms / wall, the first seed with the latency-injected fake) is measured as before for furnace's loop against
+gepa's.
 
 Fitness is the weighted mean of fidelity 0.5, tone 0.3 and constraints 0.2 against the target; offline,
 the optimiser on a synthetic landscape, not language quality (docs/experiments.md).
@@ -70,8 +71,9 @@ from furnace.domain.elixir import Elixir, parse_elixir
 from furnace.domain.errors import BudgetExceeded, FurnaceError, InputError
 from furnace.domain.render import render_prompt
 from furnace.evolution.config import parse_config
-from furnace.evolution.evaluate import Evaluation, combine, evaluate_agent
+from furnace.evolution.evaluate import Evaluation, evaluate_agent
 from furnace.evolution.local import memory_evolution
+from furnace.evolution.report import is_rejected
 from furnace.llm.cache import CachedLLM
 from furnace.llm.fakes import SlowLLM
 from furnace.llm.seam import Completion, LLMRequest
@@ -129,7 +131,6 @@ class _Candidate:
     calls: int  # calls billed when it was scored
     elixir: Elixir
     score: float  # what the method ranks it by: train fitness; validation for the loop and gepa
-    train: float | None = None  # its train fitness, when ``score`` is not (the loop's candidates)
 
 
 class _Counting:
@@ -178,9 +179,9 @@ def validation_reserve(target: Target) -> int:
 
 def _setup(target: Target, method: str, seed: int, budget: int, latency: float) -> tuple[Any, Any, list[Elixir]]:
     """The experiment (on every probe of the target, each marked with its split; metered at the method's
-    search budget), the model behind it and the seeds. The loop then scores its individuals on train and
-    validation (feedback from train, fitness on validation) and picks its own champion; its held-out test
-    scoring is switched off: the bench scores every method's champion on test itself, outside the budget."""
+    search budget), the model behind it and the seeds. The loop then scores its individuals on validation
+    (its fitness; feedback from train minibatches) and picks its own champion; its held-out scoring is
+    switched off: the bench scores every method's champion on train and test itself, outside the budget."""
     library = _library()
     seeds = [library[i] for i in target.seeds]
     search_budget = budget if method in SELECTS_ON_VALIDATION else budget - validation_reserve(target)
@@ -202,7 +203,7 @@ def _setup(target: Target, method: str, seed: int, budget: int, latency: float) 
     cfg = parse_config(data)  # the other methods use only its seed, budget and mutation rate
     model = _model(latency)
     evo = memory_evolution(cfg, seeds, llm=model, probes=target.marked())
-    evo.test = None  # no held-out test calls inside the loop: one test yardstick (the bench's) for every method
+    evo.score_held_out = False  # no held-out calls inside the loop: one yardstick (the bench's) for every method
     return evo, model, seeds
 
 
@@ -398,13 +399,11 @@ def _evolution(evo: Any) -> tuple[list[_Candidate], dict[str, Any], str]:
     gens = sorted(evo.results.generations(evo.experiment_id), key=lambda g: g.generation)
     records = evo.results.individuals(evo.experiment_id)
     calls, candidates = 0, []
-    train_ids = [p.id for p in evo.train.probes]
     for gen in gens:
         calls += gen.calls - gen.cached_calls
         for r in records:
-            if r.generation == gen.generation and r.scored:
-                train = combine(r.scores, evo.config.scorers, over=train_ids).fitness
-                candidates.append(_Candidate(calls, parse_elixir(r.elixir), r.fitness, train))
+            if r.generation == gen.generation and r.scored and not is_rejected(r):
+                candidates.append(_Candidate(calls, parse_elixir(r.elixir), r.fitness))
     credited = gens[-1].generation if gens else -1
     fitness = {r.agent_id: r.fitness for r in records}
     ops: dict[str, dict[str, float]] = {}
@@ -565,7 +564,7 @@ def run_one(target: Target, method: str, seed: int, budget: int, latency: float)
         champion = max(candidates, key=lambda c: (c.score, -c.calls)) if candidates else None
         if method != "gepa":
             validation_score = champion.score if champion else 0.0
-        train_fit = champion.train if champion and champion.train is not None else 0.0
+        train_fit = 0.0  # scored below, unbilled: these methods score their candidates on train partly or not at all
     else:  # the best few by train, scored on validation (billed); the best there is the champion
         counting = _Counting(model)
         valid = target.part("validation")
@@ -586,7 +585,7 @@ def run_one(target: Target, method: str, seed: int, budget: int, latency: float)
     curve = _curve(candidates, test_of)
     final_test = test_of(champion.elixir) if champion else 0.0
     curve.append((calls, round(final_test, 6)))
-    if method == "gepa" and champion is not None:  # gepa's train figure: the champion on train, unbilled
+    if method in SELECTS_ON_VALIDATION and champion is not None:  # the champion on train, unbilled (report only)
         train_fit = _evaluate(model, champion.elixir, target.part("train"), seed).fitness
     return RunResult(
         target.name,
@@ -855,7 +854,7 @@ def run_ci(out: Path | None = None) -> dict[str, Any]:
     return run_search(
         chosen_targets={CI_TARGET: every[CI_TARGET]},
         seeds=(1, 2, 3),
-        budget=400,  # the loop pays train + validation per individual: 240 left it the seeds only
+        budget=400,  # the full bench's budget: the loop completes a few generations
         methods=("best-seed", "copy-feedback", "evo+reflect"),
         timed_seeds=(),
         out=out,

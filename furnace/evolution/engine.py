@@ -236,6 +236,9 @@ class Evolution:
     judges: Sequence[LLM] = ()  # a panel (config ``judges``): each judge scorer asked of each (instead of ``judge``)
     keep_failures: bool = False  # a rerun keeps unscored records instead of evaluating them again
     run_tags: dict[str, str] = field(default_factory=dict)  # extra tags on the tracked run (e.g. a flow run id)
+    # after the search: re-evaluate the top and score the report's members on train and test (off: the search
+    # bench, which scores every method's champion itself, so no method pays for it)
+    score_held_out: bool = True
     # called with each finished generation and its population, fittest first (the Prefect flow publishes artifacts)
     on_generation: Callable[[GenerationRecord, Sequence[IndividualRecord]], None] | None = None
     probe_pool: ThreadPoolExecutor | None = None  # threads for the probes of units evaluated outside run() (a worker's)
@@ -252,7 +255,9 @@ class Evolution:
         self.train = self.probes.subset("train")
         self.validation = self.probes.subset("validation")
         self.test = self.probes.subset("test") if parts["test"] else None
-        self.search_probes = self.probes.without("test")  # what every individual is scored on
+        # what every individual is scored on: validation, what selection reads (as GEPA's D_pareto). Train
+        # is scored where reflection needs it: a reflect plan's minibatch, for the parent and the child
+        self.search_probes = self.validation
         self.validation_ids = tuple(p.id for p in self.validation.probes)
         self.judge_model = self.judge.model_name if self.judge is not None else self.llm.model_name
         # judge calls go to the judge model below the meter: budgets, slots and unit counters see them
@@ -420,6 +425,7 @@ class Evolution:
         root: Span | None,
         llm: _CountingLLM,
     ) -> IndividualRecord:
+        parent_rows: tuple[ScoreRow, ...] = ()  # a reflect plan's parent on its minibatch
         if plan.elixir is not None:
             elixir, prompt = plan.elixir, render_prompt(plan.elixir)
             agent_id, lineage_hash, parents = elixir.id, None, tuple[str, ...]()
@@ -429,7 +435,9 @@ class Evolution:
             step = root.child(f"fuse {plan.operator}", {"seed": plan.seed, **plan.params}, "chain") if root else None
             llm.parent = step
             try:
-                params = self._reflect_params(plan, llm) if plan.operator == "reflect" else plan.params
+                params = plan.params
+                if plan.operator == "reflect":
+                    params, parent_rows = self._reflect_params(plan, llm)
                 bred = self._breed(refs, plan.operator, plan.seed, params, llm)
             except BaseException as err:
                 _end_failed(step, err)  # an open step would keep its whole trace from being exported
@@ -460,13 +468,13 @@ class Evolution:
             step = root.child("minibatch", {"probes": plan.params.get("minibatch", [])}, "chain") if root else None
             llm.parent = step
             try:
-                decision = self._minibatch(plan, elixir, prompt, llm)
+                decision = self._minibatch(plan, elixir, prompt, llm, parent_rows)
             except BaseException as err:
                 _end_failed(step, err)
                 raise
             if step is not None:
                 step.end({"accepted": decision[0].value == 1.0, "reason": decision[0].reason})
-            failed = [r for r in decision[1] if r.failed]
+            failed = [r for r in (*parent_rows, *decision[1]) if r.failed]
             if failed:  # a failure on the minibatch is no verdict: unscored, a rerun retries
                 reasons = tuple(f"{r.probe}/{r.scorer}: {r.reason}" for r in failed)
                 ev = Evaluation(
@@ -505,20 +513,27 @@ class Evolution:
         except BaseException as err:
             _end_failed(step, err)
             raise
-        if decision is not None:
-            ev = Evaluation((*ev.scores, decision[0]), ev.objectives, ev.fitness, ev.failure_reasons, ev.unscored)
+        if decision is not None:  # its minibatch rows (train: what a later reflection on it reads) and the verdict
+            scored = {r.probe for r in ev.scores}
+            extra = tuple(r for r in decision[1] if r.probe not in scored)
+            ev = Evaluation(
+                (*ev.scores, *extra, decision[0]), ev.objectives, ev.fitness, ev.failure_reasons, ev.unscored
+            )
         if step is not None:
             step.end({"fitness": ev.fitness, "objectives": ev.objectives, "failures": len(ev.failure_reasons)})
         return self._record(generation, plan, agent_id, parents, lineage_hash, persona_inputs(elixir), prompt, ev, llm)
 
-    def _reflect_params(self, plan: Plan, llm: LLM) -> dict[str, Any]:
-        """A reflect plan's params with its brief: the minibatch's traces (message, the parent's answer —
-        its sample 0, the request its evaluation made, so the response cache serves it — and the judge's
-        feedback). Only train probes: the plan's minibatch is drawn from them."""
+    def _reflect_params(self, plan: Plan, llm: LLM) -> tuple[dict[str, Any], tuple[ScoreRow, ...]]:
+        """A reflect plan's params with its brief, and the parent's rows on the plan's minibatch. The brief
+        is the minibatch's traces (message, the parent's answer — its sample 0, the request its evaluation
+        made, so the response cache serves it — and the judge's feedback). The parent's minibatch rows are
+        its recorded ones where it has them, else it is scored on those probes now (billed to this unit;
+        a request made before is served by the response cache). Only train probes: the plan's minibatch
+        is drawn from them."""
         parent = plan.parents[0]
-        ids = [str(i) for i in plan.params.get("minibatch", [])]
-        batch = self.train.model_copy(update={"probes": [p for p in self.train.probes if p.id in ids]})
+        batch = self._minibatch_probes(plan)
         elixir = Elixir.model_validate(parent.elixir)
+        rows = self._parent_rows(parent, elixir, batch, llm)
         seed = sample_seed(self.config.seed, 0)
         answers = {}
         for probe in batch.probes:
@@ -527,15 +542,28 @@ class Evolution:
             except FurnaceError as err:
                 if isinstance(err, BudgetExceeded):
                     raise
-        brief = trace_brief(parent.scores, batch, answers, dict(self.config.scorers))
-        return {**plan.params, "feedback": brief}
+        brief = trace_brief(rows, batch, answers, dict(self.config.scorers))
+        return {**plan.params, "feedback": brief}, rows
 
-    def _minibatch(self, plan: Plan, elixir: Elixir, prompt: str, llm: LLM) -> tuple[ScoreRow, tuple[ScoreRow, ...]]:
-        """Score a reflected child on its plan's minibatch (the same samples and seeds as its parent's) and
-        decide: accepted (value 1) only when its minibatch fitness beats its parent's. Returns the
-        decision row (probe ``*``, scorer ``minibatch``) and the child's minibatch rows."""
+    def _minibatch_probes(self, plan: Plan) -> ProbeSet:
+        """The train probes of a reflect plan's minibatch."""
         ids = [str(i) for i in plan.params.get("minibatch", [])]
-        batch = self.train.model_copy(update={"probes": [p for p in self.train.probes if p.id in ids]})
+        return self.train.model_copy(update={"probes": [p for p in self.train.probes if p.id in ids]})
+
+    def _parent_rows(self, parent: IndividualRecord, elixir: Elixir, batch: ProbeSet, llm: LLM) -> tuple[ScoreRow, ...]:
+        """``parent``'s per-probe rows on ``batch``: recorded, else scored now (the same samples and seeds
+        as any evaluation of it, so a request made before is free)."""
+        ids = {p.id for p in batch.probes}
+        have = {r.probe for r in parent.scores if r.probe in ids and not r.failed}
+        missing = batch.model_copy(update={"probes": [p for p in batch.probes if p.id not in have]})
+        rows = tuple(r for r in parent.scores if r.probe in have)
+        if not missing.probes:
+            return rows
+        return (*rows, *self._score_on(llm, elixir, parent.system_prompt, missing))
+
+    def _score_on(self, llm: LLM, elixir: Elixir, prompt: str, batch: ProbeSet) -> tuple[ScoreRow, ...]:
+        """The per-probe rows of ``elixir`` on ``batch`` (a minibatch of train probes): every sample, the
+        seeds every evaluation of it uses."""
         scorers = {k: w for k, w in self.config.scorers.items() if SCORERS[k].per_probe}
         ev = evaluate_agent(
             llm,
@@ -547,14 +575,27 @@ class Evolution:
             samples=self.config.samples_per_probe,
             panel=self.panel,
         )
-        child = minibatch_score(ev.scores, ids, scorers)
-        parent = minibatch_score(plan.parents[0].scores, ids, scorers)
+        return ev.scores
+
+    def _minibatch(
+        self, plan: Plan, elixir: Elixir, prompt: str, llm: LLM, parent_rows: Sequence[ScoreRow]
+    ) -> tuple[ScoreRow, tuple[ScoreRow, ...]]:
+        """Score a reflected child on its plan's minibatch (the same samples and seeds as its parent's) and
+        decide: accepted (value 1) only when its minibatch fitness beats its parent's (``parent_rows``: the
+        parent's rows there). Returns the decision row (probe ``*``, scorer ``minibatch``) and the child's
+        minibatch rows."""
+        batch = self._minibatch_probes(plan)
+        ids = [p.id for p in batch.probes]
+        scorers = {k: w for k, w in self.config.scorers.items() if SCORERS[k].per_probe}
+        rows = self._score_on(llm, elixir, prompt, batch)
+        child = minibatch_score(rows, ids, scorers)
+        parent = minibatch_score(parent_rows, ids, scorers)
         accepted = child is not None and parent is not None and child > parent
         shown = "?" if child is None else f"{child:.3f}"
         against = "?" if parent is None else f"{parent:.3f}"
         verdict = "accepted" if accepted else "rejected"
         reason = f"{verdict}: {shown} vs parent {against} on {', '.join(ids)}"
-        return ScoreRow("*", MINIBATCH, 1.0 if accepted else 0.0, reason), ev.scores
+        return ScoreRow("*", MINIBATCH, 1.0 if accepted else 0.0, reason), rows
 
     def _record(
         self,
@@ -718,7 +759,7 @@ class Evolution:
             "agents": {},
             "generations": [],
         }
-        if not ranked:
+        if not ranked or not self.score_held_out:
             return out
         bests = [g.survivors[0] for g in history if g.survivors]
         # what the figures depend on: a rerun that finds the same reads them back (no model call)
@@ -732,7 +773,6 @@ class Evolution:
         )
         if self._held_before.get("key") == out["key"] and "stopped" not in self._held_before:
             return self._held_before
-        train_ids = [p.id for p in self.train.probes]
         root = start_trace(self.tracker, HELD_OUT, {"experiment": self.experiment_id, "splits": out["splits"]}, "chain")
         llm = _CountingLLM(self.metered, parent=root, unit=HELD_OUT)
         try:
@@ -769,11 +809,11 @@ class Evolution:
                 list(self._each(members, lambda r: self._extra(llm, r, test, 0))) if test is not None else []
             )
             tested += [None] * (len(members) - len(tested))
-            for r, ev in zip(members, tested, strict=True):
-                row: dict[str, Any] = {
-                    "validation": round(r.fitness, 6),
-                    "train": round(combine(r.scores, cfg.scorers, over=train_ids).fitness, 6),
-                }
+            # train fitness, for the report: the search scored each member on validation (and a reflected
+            # child on its minibatch), so the train probes are answered here (a request made before is free)
+            trained = self._each(members, lambda r: self._extra(llm, r, self.train, 0))
+            for r, ev, on_train in zip(members, tested, trained, strict=True):
+                row: dict[str, Any] = {"validation": round(r.fitness, 6), "train": round(on_train.fitness, 6)}
                 if r.agent_id in reevaluated:
                     row["reevaluated"] = reevaluated[r.agent_id]
                 row.update(test_figures(ev, row["train"], cfg.scorers, seed=cfg.seed, agent_id=r.agent_id))

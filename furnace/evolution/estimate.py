@@ -8,7 +8,7 @@ from furnace.evolution.config import ExperimentConfig
 from furnace.scoring.fitness import SCORERS
 from furnace.scoring.probes import ProbeSet, split_quota
 
-LEADERBOARD = 10  # the members scored on test after the search (with every generation's best)
+LEADERBOARD = 10  # the members scored on train and test after the search (with every generation's best)
 
 # Rough per-call token sizes for the estimate (prompt + completion).
 TOKENS_PER_CALL = 900
@@ -44,25 +44,26 @@ def calls_per_answer(config: ExperimentConfig) -> int:
 
 def estimate(config: ExperimentConfig, probes: ProbeSet | int) -> Estimate:
     """Estimate the calls of a full run on ``probes`` (a set, or a count split by the default ratio):
-    every individual answers its train and validation probes ``samples_per_probe`` times; after the
-    search the top ``reevaluate_top`` answer validation again (fresh samples), and every generation's
-    best and the leaderboard answer the test probes. A reflected child's minibatch is counted on top (an
-    upper bound: an accepted child's validation run reuses those answers from the cache)."""
+    every individual answers its validation probes ``samples_per_probe`` times (what selection reads);
+    a reflected child and its parent answer the child's minibatch of train probes (an upper bound: a
+    parent scored there before is served by the cache); after the search the top ``reevaluate_top``
+    answer validation again (fresh samples), and every generation's best and the leaderboard answer
+    the train and test probes (the report's figures)."""
     sizes = split_quota(probes) if isinstance(probes, int) else {k: len(p) for k, p in probes.splits().items()}
     validation = sizes["validation"] or sizes["train"]
     answer = calls_per_answer(config) * config.samples_per_probe
-    per_individual = (sizes["train"] + sizes["validation"]) * answer
+    per_individual = validation * answer
     total_w = sum(config.operators.values())
     fuse = sum(FUSE_CALLS[o] * w for o, w in config.operators.items()) / total_w if total_w else 0.0
     # An ensemble child answers probes with its committee prompt: one reply call, like any agent
     # (routing to one member is `furnace agent answer`; experiments do not route yet).
     reflect = config.operators.get("reflect", 0.0) / total_w if total_w else 0.0
-    minibatch = reflect * min(config.minibatch, sizes["train"]) * answer
+    minibatch = reflect * 2 * min(config.minibatch, sizes["train"]) * answer  # the child's and its parent's
     child = fuse + per_individual + minibatch
     per_gen = round(config.children_per_generation * child)
     held_out = config.reevaluate_top * validation * answer
     made = config.population + config.generations * config.children_per_generation
-    held_out += min(LEADERBOARD + config.generations + 1, made) * (sizes["test"] * answer)
+    held_out += min(LEADERBOARD + config.generations + 1, made) * ((sizes["train"] + sizes["test"]) * answer)
     calls = config.population * per_individual + config.generations * per_gen + held_out
     tokens = calls * TOKENS_PER_CALL
     return Estimate(

@@ -141,7 +141,7 @@ class ProbeSet(BaseModel):
         return self.model_copy(update={"probes": probes})
 
     def without(self, split: str) -> ProbeSet:
-        """The set without one split's probes (an individual's search evaluation: train and validation)."""
+        """The set without one split's probes (``without("test")``: every probe the search may read)."""
         drop = {p.id for p in self.splits()[split]}
         return self.model_copy(update={"probes": [p for p in self.probes if p.id not in drop]})
 

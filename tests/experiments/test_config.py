@@ -55,15 +55,18 @@ def test_estimate_counts_judges_and_exceeds_small_budgets():
         }
     )
     est = estimate(cfg, 2)
-    # 2 probes: 1 train, 1 validation, no test. generation 0: 4 x 2 probes x 3 samples x (1 reply + 2
-    # judges); then 2 children (the default elitism keeps the best half of 4) x (1 fusion + 18) per
-    # generation; after the search the top 3 answer validation again (fresh samples: 3 x 1 x 9)
+    # 2 probes: 1 train, 1 validation, no test. Each individual answers validation only: generation 0:
+    # 4 x 1 probe x 3 samples x (1 reply + 2 judges); then 2 children (the default elitism keeps the best
+    # half of 4) x (1 fusion + 9) per generation; after the search the top 3 answer validation again
+    # (fresh samples: 3 x 1 x 9) and every member made (4 + 2 x 2 <= 10 + 3) answers train for the report
     assert cfg.children_per_generation == 2 and cfg.samples_per_probe == 3
-    assert est.calls == 4 * 2 * 9 + 2 * 2 * 19 + 3 * 9
+    assert est.calls == 4 * 1 * 9 + 2 * 2 * (1 + 9) + 3 * 1 * 9 + 8 * 1 * 9
     assert est.over_budget(cfg) and "max_calls" in est.over_budget(cfg)[0]
-    # 12 probes (6 train, 3 validation, 3 test): the test probes add the leaderboard's and every
-    # generation's best evaluation (at most 10 + 3 members, here every one of the 4 + 2 x 2 made)
-    assert estimate(cfg, 12).calls == 4 * 9 * 9 + 2 * 2 * (1 + 81) + 3 * 3 * 9 + 8 * 3 * 9
+    # 12 probes (6 train, 3 validation, 3 test): the report's members answer train and test
+    assert estimate(cfg, 12).calls == 4 * 3 * 9 + 2 * 2 * (1 + 27) + 3 * 3 * 9 + 8 * (6 + 3) * 9
+    # a reflected child: its minibatch of train probes, and its parent's (at most), on top
+    reflective = parse_config({**cfg.model_dump(mode="json"), "operators": {"reflect": 1.0}})
+    assert estimate(reflective, 12).calls - estimate(cfg, 12).calls == 2 * 2 * (2 * 3 * 9)
 
 
 @pytest.mark.parametrize("operator", KNOWN_OPERATORS)

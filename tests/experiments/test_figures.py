@@ -39,10 +39,11 @@ def test_traces_add_up_to_the_ledger_when_stopped_and_resumed_or_the_report_name
         )
 
     ledger, cache, results = MemoryCallLedger(), MemoryResponseCache(), MemoryResults()
-    evo = make(results, llm=ledgered(ledger, cache), population=4, generations=1, budget={"max_calls": 10})
+    # a budget below one seed's evaluation (1 validation probe x 3 samples x 2 calls): the stop cuts every seed
+    evo = make(results, llm=ledgered(ledger, cache), population=4, generations=1, budget={"max_calls": 5})
     evo.tracker = MLflowTracker(settings.tracking_uri)
     report = evo.run()
-    assert report.status.startswith("stopped: budget.max_calls 10 reached")
+    assert report.status.startswith("stopped: budget.max_calls 5 reached")
     traces = traced(evo)
     # every seed's unit started (generation 0 submits them all); the ones the stop cut short are
     # ERROR traces, still linked to the run with every model call they paid for
@@ -54,7 +55,7 @@ def test_traces_add_up_to_the_ledger_when_stopped_and_resumed_or_the_report_name
     assert sum(t.info.token_usage["total_tokens"] for t in traces) == spent.total_tokens
 
     # resumed (a fresh budget): the run's traces, both invocations', still add up to its totals
-    again = make(results, llm=ledgered(ledger, cache), population=4, generations=1, budget={"max_calls": 10})
+    again = make(results, llm=ledgered(ledger, cache), population=4, generations=1, budget={"max_calls": 5})
     again.tracker = MLflowTracker(settings.tracking_uri)
     resumed = again.run()
     traces = traced(again)
@@ -90,34 +91,36 @@ def test_traces_add_up_to_the_ledger_when_stopped_and_resumed_or_the_report_name
 def test_the_budget_stop_line_and_the_totals_line_state_the_same_named_counts():
     from furnace.evolution.report import render_report, spent_text
 
+    # 6 seeds x (1 reply + 1 judge) on the validation probe: the 11th call is the last, so one seed's
+    # judgement is refused after its reply was paid for
     ledger, cache, results = MemoryCallLedger(), MemoryResponseCache(), MemoryResults()
     first = make(
-        results, llm=ledgered(ledger, cache), generations=2, budget={"max_calls": 10}, samples_per_probe=1
+        results, llm=ledgered(ledger, cache), generations=2, budget={"max_calls": 11}, samples_per_probe=1
     ).run()
     spent = ledger.totals()
     # calls in flight when the limit was reached count against it and land before the status is
     # written: the stop line counts all of them, as the ledger does
-    assert first.totals["calls"] == spent.model_calls == 10
-    assert first.status == f"stopped: budget.max_calls 10 reached after {spent_text(first.totals)}"
-    assert "after 10 model calls (10 attempts, 0 failed) + 0 cache hits" in first.status
+    assert first.totals["calls"] == spent.model_calls == 11
+    assert first.status == f"stopped: budget.max_calls 11 reached after {spent_text(first.totals)}"
+    assert "after 11 model calls (11 attempts, 0 failed) + 0 cache hits" in first.status
     assert f"calls: {spent_text(first.totals)}\n" in render_report(first) + "\n"
     assert "this run:" not in render_report(first)  # one run: one set of figures
 
     # the same experiment again, a fresh budget: what the earlier run paid for is served by the cache
     again = make(
-        results, llm=ledgered(ledger, cache), generations=2, budget={"max_calls": 10}, samples_per_probe=1
+        results, llm=ledgered(ledger, cache), generations=2, budget={"max_calls": 11}, samples_per_probe=1
     ).run()
     spent, mine = ledger.totals(), again.run_spent
-    assert again.totals["calls"] == spent.model_calls == 20  # `calls` are model calls, cache hits apart
+    assert again.totals["calls"] == spent.model_calls == 22  # `calls` are model calls, cache hits apart
     assert again.totals["cached_calls"] == spent.cached_calls > 0
-    assert mine["calls"] == 10 and mine["cached_calls"] == spent.cached_calls
-    assert again.status == f"stopped: budget.max_calls 10 reached after {spent_text(mine)}"
+    assert mine["calls"] == 11 and mine["cached_calls"] == spent.cached_calls
+    assert again.status == f"stopped: budget.max_calls 11 reached after {spent_text(mine)}"
     text = render_report(again)
     assert f"calls: {spent_text(again.totals)} (every run of this experiment)" in text
     assert f"this run: {spent_text(mine)}" in text
     # and so are an individual's: made again from the cache (a new store), its record holds no call
     fresh = MemoryResults()
-    make(fresh, llm=ledgered(ledger, cache), generations=2, budget={"max_calls": 10}, samples_per_probe=1).run()
+    make(fresh, llm=ledgered(ledger, cache), generations=2, budget={"max_calls": 11}, samples_per_probe=1).run()
     seeds = fresh.individuals(again.experiment_id, generation=0)
     assert seeds and {r.calls for r in seeds} <= {0, 1, 2, 3, 4} and 0 in {r.calls for r in seeds}
 

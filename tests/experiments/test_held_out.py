@@ -144,6 +144,42 @@ def test_no_test_probe_ever_reaches_an_operator_or_selection():
             assert r.fitness == combine([s for s in r.scores if s.probe in ids], cfg.scorers).fitness
 
 
+def test_the_search_answers_validation_and_only_reflection_minibatches_of_train():
+    """As GEPA: every individual is scored on validation (selection's probes); a train probe is answered
+    during the search only on a reflect plan's minibatch (the parent's, when it has no rows there, and the
+    child's); the report's members answer the rest of train after the search."""
+    cfg = parse_config(LEAK)
+    seeds = [e for e in library() if e.language == "en"][: cfg.population]
+    model = Recorder(OfflineEngine())
+    evo = memory_evolution(cfg, seeds, llm=CachedLLM(model))
+    report = evo.run()
+    parts = evo.probes.splits()
+    message_of = {p.id: p.message for p in evo.probes.probes}
+    records = evo.results.individuals(evo.experiment_id)
+    minibatches: dict[str, set[str]] = {}  # unit -> its minibatch's probe ids
+    for r in records:
+        for s in r.scores:
+            if s.scorer == "minibatch":
+                unit = f"g{r.generation}/s{r.slot}"
+                minibatches[unit] = set(s.reason.split(" on ")[1].split(", "))
+    assert minibatches
+    train = {p.id for p in parts["train"]}
+    replies = [r for r in model.requests if r.task == TaskKind.REPLY and r.unit != "held-out"]
+    for request in replies:
+        asked = {pid for pid, message in message_of.items() if message in _text(request)}
+        if asked & train:  # a train probe in the search: only a reflect unit's minibatch
+            assert asked <= minibatches.get(str(request.unit), set()), request.unit
+    for r in records:  # a seed, a crossover or a mutant holds rows of validation probes only
+        if r.operator != "reflect" and r.scores:
+            assert {s.probe for s in r.scores} - {"*"} <= {p.id for p in parts["validation"]}
+    # after the search, the report's members answer the whole train split (their train fitness)
+    held = [r for r in model.requests if r.unit == "held-out" and r.task == TaskKind.REPLY]
+    assert {pid for pid in train if any(message_of[pid] in _text(r) for r in held)} | {
+        pid for b in minibatches.values() for pid in b
+    } == train
+    assert report.best and report.best["train_fitness"] is not None
+
+
 # --- samples, determinism, reruns ----------------------------------------------
 
 

@@ -113,9 +113,9 @@ def test_traces_have_span_types_token_usage_cost_and_assessments(settings):
                 assert span.name.removeprefix("score ") in {"constraints", "brief_fit", "diversity"}
         assert all(s.span_type != SpanType.UNKNOWN for s in spans)
         tools = sorted(s.name for s in spans if s.span_type == SpanType.TOOL)
-        if record.scores:  # two probes, each sampled k times: constraints and brief_fit per sample, diversity once
-            k = evo.config.samples_per_probe
-            assert tools == ["score brief_fit"] * 2 * k + ["score constraints"] * 2 * k + ["score diversity"]
+        if record.scores:  # its validation probes, each sampled k times: constraints and brief_fit per sample,
+            k = len(evo.validation.probes) * evo.config.samples_per_probe  # diversity once
+            assert tools == ["score brief_fit"] * k + ["score constraints"] * k + ["score diversity"]
         # the trace's token usage (MLflow's sum over its LLM spans) is the individual's own figure
         assert trace.info.token_usage["total_tokens"] == record.tokens > 0
         assert trace.info.cost["total_cost"] == pytest.approx(record.cost_usd)
