@@ -140,7 +140,7 @@ def latest_ask(
     """The pairs an experiment (``config``: its stored config) asked of people after its latest generation
     that asks (every one but the last), as the engine drew them, with those nobody has picked yet; None
     when it does not weight ``human`` or has no such generation recorded. ``probes``: its search probes
-    (train and validation)."""
+    (its validation probes: what every individual is scored on)."""
     scorers = config.get("scorers") or {}
     if not weighs_human(scorers):
         return None

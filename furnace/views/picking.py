@@ -84,7 +84,8 @@ def waiting(
 ) -> Ask | None:
     """The pairs the experiment asked of people after its latest generation (it weights ``human``), with
     those still waiting; None otherwise (:func:`furnace.evolution.human.latest_ask`)."""
-    return latest_ask(exp.config, records, generations, picks, [p.id for p in probes.without("test").probes])
+    asked_on = [p.id for p in probes.subset("validation").probes]  # what the engine asks on: its search probes
+    return latest_ask(exp.config, records, generations, picks, asked_on)
 
 
 def session_pairs(
