@@ -114,9 +114,10 @@ class Stack:
 
     @property
     def client(self) -> Client:
-        """The configured model's client (built on first use of :attr:`Runtime.llm`)."""
+        """The configured model's client (built on first use of :attr:`Runtime.llm`); only on a stack
+        made with a ``model``."""
         self.runtime.llm  # noqa: B018
-        return self.clients[self.runtime.settings.model_name]
+        return self.clients[self.runtime.llm.model_name]
 
     def client_cpu_s(self) -> float:
         return sum(c.cpu_s for c in self.clients.values())
@@ -148,28 +149,25 @@ def stack(
 ) -> Iterator[Stack]:
     """A :class:`Stack` on a fresh temporary home (or ``home``), closed (and removed unless ``keep``) after.
 
-    ``model``: the fake behind each model name's provider client (default: the offline engine, no
-    latency); ``settings``: :class:`FurnaceSettings` values over the defaults (``embedder`` is ``hash``
-    unless given). Nothing is read from ``FURNACE_*`` variables but ``FURNACE_DATABASE_URL`` (a
-    relational store, as a user's), so a developer's own home is never touched."""
-    import os
-
-    from furnace.llm.offline import OfflineEngine
-
+    ``model``: the fake behind each model name's provider client (None: the client the settings name,
+    built as for a user: the offline engine computing in this process unless ``model=...`` is set);
+    ``settings``: :class:`FurnaceSettings` values over what ``FURNACE_*`` variables say, as for a
+    user's command (``FURNACE_DATABASE_URL``: a relational store); ``embedder`` is ``hash`` unless
+    given, and the home is always the temporary one, so a developer's own home is never touched."""
     root = Path(tempfile.mkdtemp(prefix="furnace-bench-")) if home is None else None
     folder = home if home is not None else root / "home"  # type: ignore[operator]
     folder.mkdir(parents=True, exist_ok=True)
     values: dict[str, Any] = {"embedder": "hash", **settings, "home": folder}
-    if os.environ.get("FURNACE_DATABASE_URL") and "database_url" not in values:
-        values["database_url"] = os.environ["FURNACE_DATABASE_URL"]
     clients: dict[str, Client] = {}
-    make = model or (lambda name: OfflineEngine())
 
     def client(name: str) -> LLM:
-        clients[name] = Client(make(name))
+        assert model is not None
+        clients[name] = Client(model(name))
         return clients[name]
 
-    runtime = Runtime(FurnaceSettings(**values), on_wait=lambda line: None, client=client)
+    runtime = Runtime(
+        FurnaceSettings(**values), on_wait=lambda line: None, client=client if model is not None else None
+    )
     built = Stack(runtime, folder, clients)
     try:
         yield built
