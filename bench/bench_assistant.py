@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from bench.stack import main_for, record, stack
+from bench.stack import main_for
 from furnace.assistant.answer import Assistant, AssistantState
 from furnace.assistant.evaluation import accuracy, check
 from furnace.assistant.results import Query
@@ -30,6 +30,7 @@ from furnace.cli.table import format_table
 from furnace.llm.fakes import SlowLLM
 from furnace.llm.offline import OfflineEngine
 from furnace.llm.offline.engine import estimate_tokens
+from furnace.storage.duckdb.assist import DuckDBAssistData
 from tests.assistant.dataset import NOW, build
 
 QUESTIONS = Path(__file__).resolve().parents[1] / "tests" / "assistant" / "questions.yaml"
@@ -38,33 +39,20 @@ BASE_S, PER_TOKEN_S = 0.005, 0.002
 
 
 def _accuracy() -> bool:
-    """The question set against the assistant ``furnace assist`` builds (the runtime's assist data and model,
-    :mod:`bench.stack`) on a home the test dataset filled."""
     questions = yaml.safe_load(QUESTIONS.read_text(encoding="utf-8"))
     with tempfile.TemporaryDirectory() as tmp:
-        home = Path(tmp) / "home"
-        home.mkdir()
-        build(home / "furnace.duckdb").close()  # the dataset (every kind of fact), then the home is the runtime's
-        with stack(lambda name: OfflineEngine(), home=home) as built:
-            assistant = Assistant(built.runtime.assist_data, built.runtime.llm, now=lambda: NOW)
-            ok = True
-            with built.measure() as window:
-                for part, target in (("tuned", 0.95), ("heldout", 0.80)):
-                    for lang in ("en", "zh"):
-                        asked = [check(assistant, i, latest_experiment="exp-tea") for i in questions[part][lang]]
-                        report = accuracy(asked)
-                        met = report["accuracy"] >= target
-                        ok &= met
-                        print(
-                            f"   {part:<7} {lang}: {report['accuracy']:6.1%} of {report['questions']:>3} questions "
-                            f"(rules {report['by_rules']:.0%}, model {report['by_model']:.0%}; target ≥{target:.0%})"
-                            + ("" if met else "  MISSED")
-                        )
-    print(
-        f"   furnace CPU per model call over the question set: {window.cpu_ms_per_call:.2f} ms ({window.model_calls} "
-        "model calls; the rules' answers and the queries included, the provider client left out; informational)"
-    )
-    record(cpu_ms_per_call=round(window.cpu_ms_per_call, 3), model_calls=window.model_calls)
+        assistant = Assistant(DuckDBAssistData(build(Path(tmp) / "furnace.duckdb")), OfflineEngine(), now=lambda: NOW)
+        ok = True
+        for part, target in (("tuned", 0.95), ("heldout", 0.80)):
+            for lang in ("en", "zh"):
+                report = accuracy([check(assistant, i, latest_experiment="exp-tea") for i in questions[part][lang]])
+                met = report["accuracy"] >= target
+                ok &= met
+                print(
+                    f"   {part:<7} {lang}: {report['accuracy']:6.1%} of {report['questions']:>3} questions "
+                    f"(rules {report['by_rules']:.0%}, model {report['by_model']:.0%}; target ≥{target:.0%})"
+                    + ("" if met else "  MISSED")
+                )
     return ok
 
 

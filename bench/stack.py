@@ -115,7 +115,7 @@ class Stack:
     @property
     def client(self) -> Client:
         """The configured model's client (built on first use of :attr:`Runtime.llm`); only on a stack
-        made with a ``model``."""
+        made with a ``fake``."""
         self.runtime.llm  # noqa: B018
         return self.clients[self.runtime.llm.model_name]
 
@@ -141,7 +141,7 @@ class Stack:
 
 @contextmanager
 def stack(
-    model: Callable[[str], LLM] | None = None,
+    fake: Callable[[str], LLM] | None = None,
     *,
     home: Path | None = None,
     keep: bool = False,
@@ -149,7 +149,7 @@ def stack(
 ) -> Iterator[Stack]:
     """A :class:`Stack` on a fresh temporary home (or ``home``), closed (and removed unless ``keep``) after.
 
-    ``model``: the fake behind each model name's provider client (None: the client the settings name,
+    ``fake``: the fake behind each model name's provider client (None: the client the settings name,
     built as for a user: the offline engine computing in this process unless ``model=...`` is set);
     ``settings``: :class:`FurnaceSettings` values over what ``FURNACE_*`` variables say, as for a
     user's command (``FURNACE_DATABASE_URL``: a relational store); ``embedder`` is ``hash`` unless
@@ -161,13 +161,11 @@ def stack(
     clients: dict[str, Client] = {}
 
     def client(name: str) -> LLM:
-        assert model is not None
-        clients[name] = Client(model(name))
+        assert fake is not None
+        clients[name] = Client(fake(name))
         return clients[name]
 
-    runtime = Runtime(
-        FurnaceSettings(**values), on_wait=lambda line: None, client=client if model is not None else None
-    )
+    runtime = Runtime(FurnaceSettings(**values), on_wait=lambda line: None, client=client if fake is not None else None)
     built = Stack(runtime, folder, clients)
     try:
         yield built
