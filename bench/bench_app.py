@@ -27,7 +27,7 @@ from bench.stack import main_for
 from furnace import resources
 
 REPO = Path(__file__).resolve().parents[1]
-APP = REPO / "furnace" / "app" / "streamlit_app.py"
+APP = REPO / "app" / "streamlit_app.py"
 PERSONAS = 1_000
 GENERATIONS, PER_GENERATION = 25, 200  # 5,000 agents x 2 parents = 10,000 edges
 TARGET_S = 1.0  # the slowest page measured ~450 ms; a page should feel instant
