@@ -236,7 +236,8 @@ class Runtime:
     """Builds the provider client for a model name (the configured model's, a judge's) in place of the
     one :func:`build_llm` would build: the seam for benches and tests that replace only the model (a
     latency-injected fake, :class:`~furnace.llm.fakes.SlowLLM`), keeping the response cache, the call
-    ledger, the stores and the embedder the command builds. None (every face): the configured client."""
+    ledger, the stores and the embedder the command builds. None (every face): the configured client.
+    Dask workers build their own client (:func:`worker_model`); this one is not shipped to them."""
     _models: dict[str, CachedLLM] = field(default_factory=dict, repr=False)
     _warned: set[str] = field(default_factory=set, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
