@@ -63,7 +63,10 @@ class Client:
         self._lock = threading.Lock()
 
     def __getattr__(self, name: str) -> Any:  # engine_version, reads_inputs: what cache keys ask of the model
-        return getattr(self.__dict__["inner"], name)
+        inner = self.__dict__.get("inner")
+        if inner is None:  # before __init__ (a copy, a pickle): nothing to forward to
+            raise AttributeError(name)
+        return getattr(inner, name)
 
     def complete(self, request: LLMRequest) -> Completion:
         started = time.thread_time()
