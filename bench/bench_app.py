@@ -23,10 +23,12 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.bench_lineage import _seal
+from bench.stack import main_for
 from furnace import resources
 
 REPO = Path(__file__).resolve().parents[1]
-APP = REPO / "furnace" / "app" / "streamlit_app.py"
+APP = REPO / "app" / "streamlit_app.py"
 PERSONAS = 1_000
 GENERATIONS, PER_GENERATION = 25, 200  # 5,000 agents x 2 parents = 10,000 edges
 TARGET_S = 1.0  # the slowest page measured ~450 ms; a page should feel instant
@@ -36,7 +38,7 @@ PAGES = ["personas", "furnace", "revision", "lineage", "compare", "arena", "assi
 
 def _rows(seed: int = 0) -> tuple[list[tuple], list[tuple], list[tuple], str]:
     """(elixir rows, agent rows, edge rows, a mid-DAG agent id)."""
-    from furnace.domain.agent import agent_id_for
+    from furnace.domain.agent import agent_id_for, record_seal
     from furnace.domain.elixir import ElixirRef, parse_elixir
     from furnace.domain.lineage import Lineage
     from furnace.interop.importers import load_elixir_file
@@ -75,9 +77,9 @@ def _rows(seed: int = 0) -> tuple[list[tuple], list[tuple], list[tuple], str]:
             child = as_stored(parse_elixir(child_data), version=1, created_at=now)
             body = json.dumps(child.model_dump(mode="json", exclude=exclude), ensure_ascii=False, sort_keys=True)
             elixirs.append((agent_id, 1, "agent", child.name, child.content_hash, body, now, None))
-            agents.append(
-                (agent_id, lineage.model_dump_json(), lineage.lineage_hash, 1, f"prompt of {agent_id}", "[]", "[]", now)
-            )
+            prompt = f"prompt of {agent_id}"
+            seal = json.dumps(record_seal(lineage, child.content_hash, prompt, (), ()), sort_keys=True)
+            agents.append((agent_id, lineage.model_dump_json(), lineage.lineage_hash, 1, prompt, "[]", "[]", now, seal))
             edges.extend((p.id, agent_id, lineage.operator, "1", p.version) for p in lineage.parents)
             current.append(child.ref)
         if g == GENERATIONS // 2:
@@ -94,9 +96,13 @@ def _bulk(home: Path) -> tuple[int, int, str]:
 
     elixirs, agents, edges, middle = _rows()
     db = Runtime(FurnaceSettings(home=home)).db
+    tables = {"elixir_versions": elixirs, "agents": agents}
+    _seal(tables, db)  # the keyed seals save_elixir / save_agent write: every read verifies them
+    elixirs, agents = tables["elixir_versions"], tables["agents"]
     frames = {
         "elixir_versions": pd.DataFrame(
-            elixirs, columns=["id", "version", "origin", "name", "content_hash", "body", "created_at", "deleted_at"]
+            elixirs,
+            columns=["id", "version", "origin", "name", "content_hash", "body", "created_at", "deleted_at", "seal"],
         ),
         "agents": pd.DataFrame(
             agents,
@@ -109,6 +115,7 @@ def _bulk(home: Path) -> tuple[int, int, str]:
                 "tools",
                 "members",
                 "created_at",
+                "seal",
             ],
         ),
         "lineage_edges": pd.DataFrame(edges, columns=["parent", "child", "operator", "op_version", "parent_version"]),
@@ -149,6 +156,7 @@ def run() -> bool:
 
     offline_env.apply()
     os.environ.setdefault("FURNACE_EMBEDDER", "hash")
+    os.environ["FURNACE_DEBUG"] = "1"  # a page that fails raises (and the run stops), never timed as an error message
     # AppTest runs pages outside a server; Streamlit warns about that on every run.
     logging.getLogger("streamlit").setLevel(logging.ERROR)
     for name in list(logging.root.manager.loggerDict):
@@ -186,3 +194,6 @@ def run() -> bool:
         print(f"   {page:<10} {seconds * 1000:7.0f} ms  ({seconds / baseline:4.1f}x baseline)  {mark}")
     print(f"   target: every page < {TARGET_S:.1f} s (median of {REPEATS} AppTest runs; lineage page on {middle})")
     return all(s < TARGET_S for s in figures.values())
+
+
+main = main_for("app", run)

@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from bench.stack import main_for
 from furnace.assistant.answer import Assistant, AssistantState
 from furnace.assistant.evaluation import accuracy, check
 from furnace.assistant.results import Query
@@ -115,3 +116,6 @@ def run() -> bool:
     accurate = _accuracy()
     print("   structured answer vs the model writing the result (5 ms + 2 ms/token):")
     return _output_size() and accurate
+
+
+main = main_for("assistant", run, built_on="tests/assistant/dataset.py (a documented exception)")

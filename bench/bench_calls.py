@@ -25,6 +25,8 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from bench.stack import CPU_TARGET_MS, Stack, library, main_for, record, stack
+
 FAULT_RATE = 0.3
 RETRIES = 2
 PARSE_TARGET_MS = 1.0
@@ -138,33 +140,33 @@ class _FaultyServer:
 
 
 def bench_attempts(calls: int = 150) -> bool:
+    """The configured client (a LiteLLMClient to the faulty local server, built by the runtime as for a
+    user's ``FURNACE_MODEL``/``FURNACE_API_BASE``), behind the runtime's response cache and ledger."""
     from pydantic import SecretStr
 
-    from furnace.adapters.litellm_client import LiteLLMClient
     from furnace.domain.elixir import parse_elixir
     from furnace.domain.errors import LLMError
-    from furnace.llm.cache import CachedLLM
     from furnace.scoring.judge import build_judge_request
 
     server = _FaultyServer(FAULT_RATE, {"score": 0.5, "reason": "ok"})
-    client = LiteLLMClient(
-        "openai/stub", api_base=server.api_base, api_key=SecretStr("sk-bench-0000"), max_retries=RETRIES
-    )
-    client._sleep = lambda s: None  # the backoff policy is tested; here only the count matters
-    llm = CachedLLM(client)
     persona = parse_elixir({"name": "Bench", "identity": "You are a bench.", "expertise": ["a"], "principles": ["b"]})
     failed = 0
     try:
-        for i in range(calls):
-            try:
-                llm.complete(build_judge_request(persona, f"question {i}?", "an answer", "fidelity", seed=i))
-            except LLMError:
-                failed += 1
+        with stack(
+            model="openai/stub", api_base=server.api_base, api_key=SecretStr("sk-bench-0000"), max_retries=RETRIES
+        ) as built:
+            llm = built.runtime.llm
+            llm.inner._sleep = lambda s: None  # type: ignore[attr-defined]  # the backoff policy is tested elsewhere
+            for i in range(calls):
+                try:
+                    llm.complete(build_judge_request(persona, f"question {i}?", "an answer", "fidelity", seed=i))
+                except LLMError:
+                    failed += 1
+            ledger_attempts = llm.totals().attempts
     finally:
         server.stop()
     per_call = Counter(server.requests)
     worst, mean = max(per_call.values()), len(server.requests) / len(per_call)
-    ledger_attempts = llm.totals().attempts
     ok = worst <= RETRIES + 1 and ledger_attempts == len(server.requests) and len(per_call) == calls
     print(
         f"   attempts at {FAULT_RATE:.0%} injected 503s: {calls} logical calls, {len(server.requests)} requests"
@@ -175,12 +177,11 @@ def bench_attempts(calls: int = 150) -> bool:
 
 
 def bench_rerun() -> bool:
+    """Each run as ``furnace experiment run --no-mlflow`` prepares it (:mod:`bench.stack`), the outage and the
+    rerun on one home (records, response cache and ledger shared, as a user's rerun), the clean run on another."""
     from furnace.domain.canonical import content_key
     from furnace.domain.errors import LLMRateLimit
     from furnace.evolution.config import parse_config
-    from furnace.evolution.local import memory_evolution
-    from furnace.evolution.records import MemoryResults
-    from furnace.llm.cache import CachedLLM, MemoryCallLedger, MemoryResponseCache
     from furnace.llm.offline import OfflineEngine
     from furnace.llm.seam import TaskKind
 
@@ -204,27 +205,29 @@ def bench_rerun() -> bool:
             "seed": 3,
             "population": 8,
             "generations": 2,
+            "seeds": {"language": "en"},
             "probes": {"set": "writing-en", "limit": 2},
             "scorers": {"constraints": 0.2, "fidelity": 0.3, "tone": 0.2, "brief_fit": 0.3},
         }
     )
-    import yaml
 
-    from furnace import resources
-    from furnace.domain.elixir import parse_elixir
+    def prepared(built: Stack) -> Any:
+        library(built)
+        return built.runtime.prepare_experiment(cfg, track=False).evolution
 
-    files = sorted(resources.LIBRARY_DIR.glob("*.yaml"))
-    seeds = [parse_elixir(yaml.safe_load(p.read_text(encoding="utf-8"))) for p in files if "zh" not in p.stem][:8]
-    clean = memory_evolution(cfg, seeds, llm=CachedLLM(OfflineEngine())).run()
-
-    results, cache, ledger = MemoryResults(), MemoryResponseCache(), MemoryCallLedger()
+    with stack(lambda name: OfflineEngine()) as built:
+        evolution = prepared(built)
+        with built.measure() as window:
+            clean = evolution.run()
     model = Outage()
-    first = memory_evolution(cfg, seeds, llm=CachedLLM(model, cache, ledger), results=results).run()
-    before = {(r.generation, r.slot): r for r in results.individuals(first.experiment_id)}
-    unscored_before, failed_calls = len(first.unscored), model.failed
-    model.down, model.calls = False, 0
-    again = memory_evolution(cfg, seeds, llm=CachedLLM(model, cache, ledger), results=results).run()
-    after = {(r.generation, r.slot): r for r in results.individuals(again.experiment_id)}
+    with stack(lambda name: model) as built:
+        first = prepared(built).run()
+        results = built.runtime.results
+        before = {(r.generation, r.slot): r for r in results.individuals(first.experiment_id)}
+        unscored_before, failed_calls = len(first.unscored), model.failed
+        model.down, model.calls = False, 0
+        again = prepared(built).run()
+        after = {(r.generation, r.slot): r for r in results.individuals(again.experiment_id)}
     changed = [k for k, r in after.items() if k not in before or before[k].agent_id != r.agent_id]
     changed_calls = sum(after[k].calls for k in changed)
     bound = failed_calls + changed_calls
@@ -235,9 +238,17 @@ def bench_rerun() -> bool:
         f" {len(changed)} slots whose plan changed: <= {bound}; 0 for the rest); result equals a clean run:"
         f" {again.result_signature() == clean.result_signature()} {'ok' if ok else 'MISSED'}"
     )
+    print(
+        f"   furnace CPU per model call (the clean run, the command's stack): {window.cpu_ms_per_call:.2f} ms "
+        f"(target <= {CPU_TARGET_MS:.0f} ms; {window.model_calls} model calls; informational here)"
+    )
+    record(cpu_ms_per_call=round(window.cpu_ms_per_call, 3), cpu_target_ms=CPU_TARGET_MS)
     return ok
 
 
 def run() -> bool:
     results = [bench_parse(), bench_attempts(), bench_rerun()]
     return all(results)
+
+
+main = main_for("calls", run)

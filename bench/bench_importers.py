@@ -3,7 +3,8 @@
 Targets (issue #15): a ~5 MB awesome-chatgpt-prompts-style CSV imports into DuckDB in
 < 10 s (read, validate and write, one transaction); a YAML or JSON file with 100,000 items
 is rejected in < 1 s (shape limits are checked before parsing); 1,000 fuzz cases give 0
-internal errors (``make fuzz`` runs 10,000).
+internal errors (``make fuzz`` runs 10,000). The store is the one ``furnace import`` writes to, built
+through the runtime on a temporary home (:mod:`bench.stack`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ import json
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+
+from bench.stack import main_for, stack
 
 CSV_TARGET_S = 10.0
 REJECT_TARGET_S = 1.0
@@ -44,14 +48,13 @@ def _big_csv(path: Path) -> int:
         copy += 1
 
 
-def _timed_reject(path: Path) -> tuple[float, str]:
+def _timed_reject(path: Path, store: Any) -> tuple[float, str]:
     from furnace.domain.errors import InputError
     from furnace.interop.importers import import_file
-    from furnace.storage.memory import MemoryStore
 
     started = time.perf_counter()
     try:
-        import_file(path, MemoryStore())
+        import_file(path, store)
     except InputError as err:
         return time.perf_counter() - started, str(err)
     return time.perf_counter() - started, "ACCEPTED (should have been refused)"
@@ -60,22 +63,21 @@ def _timed_reject(path: Path) -> tuple[float, str]:
 def run() -> bool:
     from bench.fuzz_importers import run_fuzz
     from furnace.interop.importers import import_file
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.store import DuckDBStore
 
     ok = True
-    with tempfile.TemporaryDirectory(prefix="furnace-bench-import-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="furnace-bench-import-") as tmp, stack() as built:
         folder = Path(tmp)
         path = folder / "big.csv"
         size = _big_csv(path)
-        store = DuckDBStore(Database(folder / "furnace.duckdb"))
+        store = built.runtime.store  # what ``furnace import`` writes to
         started = time.perf_counter()
         report = import_file(path, store)
         took = time.perf_counter() - started
         met = took < CSV_TARGET_S
         ok &= met
         print(
-            f"   CSV {size / 1e6:.1f} MB → DuckDB: {len(report.created)} created, {len(report.skipped)} skipped "
+            f"   CSV {size / 1e6:.1f} MB → the runtime's store: {len(report.created)} created, "
+            f"{len(report.skipped)} skipped "
             f"in {took:.2f}s (target < {CSV_TARGET_S:.0f}s) {'ok' if met else 'MISSED'}"
         )
         big_yaml = folder / "big.yaml"
@@ -83,7 +85,7 @@ def run() -> bool:
         big_json = folder / "big.json"
         big_json.write_text(json.dumps([{"id": f"e{i}", "name": "x"} for i in range(100_000)]))
         for file in (big_yaml, big_json):
-            took, message = _timed_reject(file)
+            took, message = _timed_reject(file, store)
             met = took < REJECT_TARGET_S and "ACCEPTED" not in message
             ok &= met
             print(
@@ -98,3 +100,6 @@ def run() -> bool:
         f" {'ok' if not failures else 'MISSED'}"
     )
     return ok
+
+
+main = main_for("importers", run)

@@ -10,6 +10,9 @@
 3. A notebook during an experiment: the same experiment alone, then with another
    process holding ``furnace.analysis.connect()`` open and querying every 0.2 s.
    Target: < 5 % more wall time and 0 waits for the file in the experiment.
+
+Every home is built through the runtime as the commands build it (:mod:`bench.stack`; the saver
+process through ``Runtime`` as the app does), the model replaced at furnace's LLM seam.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from bench.stack import library, main_for, stack
 
 REPO = Path(__file__).resolve().parents[1]
 LIST_N = 10_000
@@ -44,15 +49,15 @@ EXPERIMENT = {
 }
 
 _SAVER = """
-import json, sys, time
+import json, os, sys, time
 from furnace.domain.elixir import parse_elixir
-from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.store import DuckDBStore
+from furnace.runtime import Runtime
+from furnace.settings import FurnaceSettings
 
-store = DuckDBStore(Database(sys.argv[1], lock_timeout_s=60, on_wait=lambda m: None))
+runtime = Runtime(FurnaceSettings(home=sys.argv[1], embedder="hash"), on_wait=lambda m: None)  # the app's stack
+store = runtime.store
 stop = sys.argv[2]
 times, i = [], 0
-import os
 while not os.path.exists(stop):
     i += 1
     elixir = parse_elixir({"id": "bench-saver", "name": "Saver", "identity": f"edit {i}",
@@ -61,7 +66,8 @@ while not os.path.exists(stop):
     store.save_elixir(elixir)
     times.append(time.perf_counter() - started)
     time.sleep(0.2)
-print(json.dumps({"times": times, "waits": store.db.waits}))
+print(json.dumps({"times": times, "waits": runtime.db.waits}))
+runtime.close()
 """
 
 _READER = """
@@ -134,13 +140,14 @@ def _bulk_library(db: Any, n: int) -> None:
         con.unregister("frame")
 
 
-def _list(folder: Path) -> bool:
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.store import DuckDBStore
+def _list() -> bool:
+    with stack() as built:  # the home ``furnace elixir list`` reads, bulk-filled
+        db = built.runtime.db
+        _bulk_library(db, LIST_N)
+        return _timed_list(db, built.runtime.store)
 
-    db = Database(folder / "list.duckdb")
-    _bulk_library(db, LIST_N)
-    store = DuckDBStore(db)
+
+def _timed_list(db: Any, store: Any) -> bool:
     times, base, decoded, cpu = [], [], [], []
     for _ in range(3):
         started, cpu_started = time.perf_counter(), time.process_time()
@@ -153,7 +160,6 @@ def _list(folder: Path) -> bool:
         started = time.perf_counter()
         db.query("SELECT id, version, content_hash, body, created_at, deleted_at FROM elixir_versions ORDER BY id")
         base.append(time.perf_counter() - started)
-    db.close()
     best, raw = statistics.median(times), statistics.median(base)
     ok = best < LIST_TARGET_S and len(listed) == LIST_N
     print(
@@ -165,44 +171,22 @@ def _list(folder: Path) -> bool:
     return ok
 
 
-def _experiment(home: Path, seeds: list[Any]) -> tuple[float, Any]:
+def _experiment(home: Path) -> tuple[float, int]:
+    """The experiment as ``furnace experiment run --no-mlflow`` runs it on ``home`` (:mod:`bench.stack`), the
+    model replaced by the 50 ms fake: its wall time and the waits for the DuckDB file."""
     from furnace.evolution.config import parse_config
-    from furnace.evolution.local import memory_evolution
-    from furnace.llm.cache import CachedLLM
     from furnace.llm.fakes import SlowLLM
     from furnace.llm.offline import OfflineEngine
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
-    from furnace.storage.duckdb.store import DuckDBStore
-
-    db = Database(home / "furnace.duckdb", on_wait=lambda m: None)
-    store = DuckDBStore(db)
-    for elixir in seeds:
-        store.save_elixir(elixir)
-    evo = memory_evolution(
-        parse_config(EXPERIMENT),
-        seeds,
-        llm=CachedLLM(SlowLLM(OfflineEngine(), LATENCY)),
-        results=DuckDBExperimentResults(db),
-        store=store,
-    )
-    started = time.perf_counter()
-    evo.run()
-    wall = time.perf_counter() - started
     from furnace.storage.duckdb import snapshot
 
-    snapshot.wait_pending()
-    return wall, db
-
-
-def _seeds() -> list[Any]:
-    import yaml
-
-    from furnace import resources
-    from furnace.domain.elixir import parse_elixir
-
-    found = [parse_elixir(yaml.safe_load(p.read_text("utf-8"))) for p in sorted(resources.LIBRARY_DIR.glob("*.yaml"))]
-    return [e for e in found if e.language == "en"]
+    with stack(lambda name: SlowLLM(OfflineEngine(), LATENCY), home=home) as built:
+        library(built)
+        evo = built.runtime.prepare_experiment(parse_config(EXPERIMENT), track=False).evolution
+        started = time.perf_counter()
+        evo.run()
+        wall = time.perf_counter() - started
+        snapshot.wait_pending()
+        return wall, built.runtime.db.waits
 
 
 def _spawn(code: str, *args: str) -> subprocess.Popen[str]:
@@ -219,18 +203,15 @@ def _finish(proc: subprocess.Popen[str], stop: Path) -> dict[str, Any]:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def _save_during_experiment(folder: Path, seeds: list[Any]) -> bool:
+def _save_during_experiment(folder: Path) -> bool:
     home = folder / "save"
-    home.mkdir()
-    from furnace.storage.duckdb.db import Database
-
-    Database(home / "furnace.duckdb").close()
+    with stack(home=home) as built:
+        built.runtime.db  # noqa: B018  (the home's file exists before the saver opens it)
     stop = home / "stop"
-    saver = _spawn(_SAVER, str(home / "furnace.duckdb"), str(stop))
+    saver = _spawn(_SAVER, str(home), str(stop))
     time.sleep(1.0)
     try:
-        wall, db = _experiment(home, seeds)
-        db.close()
+        wall, _ = _experiment(home)
     finally:
         figures = _finish(saver, stop)
     times = sorted(figures["times"])
@@ -244,23 +225,18 @@ def _save_during_experiment(folder: Path, seeds: list[Any]) -> bool:
     return ok
 
 
-def _notebook_during_experiment(folder: Path, seeds: list[Any]) -> bool:
-    alone, db = _experiment(folder / "alone", seeds)
-    db.close()
-    home = folder / "notebook"
+def _notebook_during_experiment(folder: Path) -> bool:
     from furnace.storage.duckdb import snapshot
-    from furnace.storage.duckdb.db import Database
 
-    first = Database(home / "furnace.duckdb")
-    snapshot.refresh(first)  # the notebook opens before the experiment starts
-    first.close()
+    alone, _ = _experiment(folder / "alone")
+    home = folder / "notebook"
+    with stack(home=home) as built:
+        snapshot.refresh(built.runtime.db)  # the notebook opens before the experiment starts
     stop = home / "stop"
     reader = _spawn(_READER, str(home), str(stop))
     assert reader.stdout is not None and reader.stdout.readline().strip() == "ready"
     try:
-        together, db = _experiment(home, seeds)
-        waits = db.waits
-        db.close()
+        together, waits = _experiment(home)
     finally:
         figures = _finish(reader, stop)
     extra = together / alone - 1
@@ -278,12 +254,10 @@ def run() -> bool:
     from furnace import offline_env
 
     offline_env.apply()
-    seeds = _seeds()
     with tempfile.TemporaryDirectory(prefix="furnace-bench-storage-") as tmp:
         folder = Path(tmp)
-        results = [
-            _list(folder),
-            _save_during_experiment(folder, seeds),
-            _notebook_during_experiment(folder, seeds),
-        ]
+        results = [_list(), _save_during_experiment(folder), _notebook_during_experiment(folder)]
     return all(results)
+
+
+main = main_for("storage", run)

@@ -1,9 +1,9 @@
 """MLflow tracing's CPU per model call, measured on the stack ``furnace experiment run`` builds.
 
 Each mode runs the same small experiment (offline engine, hash embedder, DuckDB) in a fresh home,
-built through :class:`furnace.runtime.Runtime` as the command builds it (``prepare_experiment``), and
-reports the process's CPU time (every thread: the model calls, the scorers, DuckDB, MLflow's
-background writer) divided by the run's model calls:
+built through :class:`furnace.runtime.Runtime` as the command builds it (:mod:`bench.stack`,
+``prepare_experiment``), and reports furnace's CPU per model call (:class:`bench.stack.CpuWindow`: every
+thread, the scorers, DuckDB, MLflow's background writer; the offline engine's own work left out):
 
 - **no MLflow** (``--no-mlflow``): the null tracker;
 - **tracing off**: MLflow logs the run (params, metrics per generation, child runs, artifacts), no traces;
@@ -21,9 +21,10 @@ from __future__ import annotations
 import gc
 import shutil
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
+
+from bench.stack import main_for, record, stack
 
 TARGET_MS = 30.0  # tracing's CPU per model call (ms), on - off
 CONFIG: dict[str, Any] = {
@@ -42,26 +43,22 @@ def _run(home: Path, mode: str) -> dict[str, float]:
     """One experiment in a fresh home: CPU ms per model call, calls, and (tracing on) traces missing."""
     from furnace.evolution.config import parse_config
     from furnace.interop.importers import import_library
+    from furnace.llm.offline import OfflineEngine
     from furnace.resources import LIBRARY_DIR
-    from furnace.runtime import Runtime
-    from furnace.settings import FurnaceSettings
 
-    runtime = Runtime(FurnaceSettings(home=home, embedder="hash"))
-    try:
+    with stack(lambda name: OfflineEngine(), home=home) as built:
+        runtime = built.runtime
         import_library(LIBRARY_DIR, runtime.store, keep_existing=True)
         prepared = runtime.prepare_experiment(parse_config(CONFIG, source="bench"), track=mode != "no MLflow")
         tracker = prepared.evolution.tracker
         if mode == "tracing off":
             tracker.tracing = False  # type: ignore[attr-defined]  (the MLflow tracker: runs logged, no traces)
         gc.collect()
-        cpu = time.process_time()
-        report = prepared.evolution.run()
-        spent = time.process_time() - cpu
+        with built.measure() as window:
+            report = prepared.evolution.run()
         calls = int(report.totals["calls"])
         missing = float(getattr(tracker, "traces_missing", 0))
-        return {"cpu_ms_per_call": spent * 1000 / max(calls, 1), "calls": calls, "missing": missing}
-    finally:
-        runtime.close()
+        return {"cpu_ms_per_call": window.cpu_ms_per_call, "calls": calls, "missing": missing}
 
 
 def run() -> bool:
@@ -77,8 +74,17 @@ def run() -> bool:
     mlflow_runs = got["tracing off"]["cpu_ms_per_call"] - got["no MLflow"]["cpu_ms_per_call"]
     missing = int(got["tracing on"]["missing"])
     ok = tracing < TARGET_MS and missing == 0
+    record(
+        cpu_ms_per_call=round(got["tracing on"]["cpu_ms_per_call"], 3),  # the default: MLflow with tracing
+        cpu_ms_per_call_by_mode={mode: round(f["cpu_ms_per_call"], 3) for mode, f in got.items()},
+        tracing_ms_per_call=round(tracing, 3),
+        tracing_target_ms=TARGET_MS,
+    )
     print(
         f"   tracing: {tracing:+.2f} ms of CPU per model call (on - off; target < {TARGET_MS} ms), traces missing:"
         f" {missing}; MLflow run logging without traces: {mlflow_runs:+.2f} ms per call {'ok' if ok else 'MISSED'}"
     )
     return ok
+
+
+main = main_for("tracing", run)

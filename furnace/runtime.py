@@ -55,19 +55,24 @@ if TYPE_CHECKING:
     from furnace.writing.content import ContentStore
 
 
-def build_llm(settings: FurnaceSettings, *, db: Database | SQLDatabase | None = None) -> CachedLLM:
+def build_llm(
+    settings: FurnaceSettings, *, db: Database | SQLDatabase | None = None, client: LLM | None = None
+) -> CachedLLM:
     """The configured model behind the response cache and accounting.
 
     ``settings.model`` unset or an offline name (``furnace-offline-judge2-v1``: the rules with a second
     judge): the offline rule engine; else a
-    :class:`~furnace.adapters.litellm_client.LiteLLMClient`. Responses and calls
-    are stored in DuckDB when ``db`` is given, in memory otherwise.
+    :class:`~furnace.adapters.litellm_client.LiteLLMClient`. ``client``: that provider client, given
+    (:attr:`Runtime.client`). Responses and calls are stored in the live store when ``db`` is given, in
+    memory otherwise.
     """
     from furnace.llm.cache import CachedLLM
     from furnace.llm.seam import OFFLINE_MODEL_NAME, is_offline
 
     inner: LLM
-    if settings.model and not is_offline(settings.model):
+    if client is not None:
+        inner = client
+    elif settings.model and not is_offline(settings.model):
         from furnace.adapters.litellm_client import LiteLLMClient
 
         inner = LiteLLMClient(
@@ -228,6 +233,12 @@ class Runtime:
     home for a read command there, and creates it for a writer)."""
     on_wait: Callable[[str], None] | None = None
     """Shows a wait for another process's turn on the DuckDB file (default: a line on stderr)."""
+    client: Callable[[str], LLM] | None = None
+    """Builds the provider client for a model name (the configured model's, a judge's) in place of the
+    one :func:`build_llm` would build: the seam for benches and tests that replace only the model (a
+    latency-injected fake, :class:`~furnace.llm.fakes.SlowLLM`), keeping the response cache, the call
+    ledger, the stores and the embedder the command builds. None (every face): the configured client.
+    Dask workers build their own client (:func:`worker_model`); this one is not shipped to them."""
     _models: dict[str, CachedLLM] = field(default_factory=dict, repr=False)
     _warned: set[str] = field(default_factory=set, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
@@ -457,7 +468,8 @@ class Runtime:
     @cached_property
     def llm(self) -> CachedLLM:
         """The configured model (``settings.model``, else the offline engine) with cache and ledger in DuckDB."""
-        model = build_llm(self.settings, db=self.live)
+        client = self.client(self.settings.model_name) if self.client is not None else None
+        model = build_llm(self.settings, db=self.live, client=client)
         with self._lock:
             self._models.setdefault(model.model_name, model)
         return model
@@ -472,7 +484,8 @@ class Runtime:
         with self._lock:
             if name not in self._models:
                 other = self.settings.model_copy(update={"model": None if name == OFFLINE_MODEL_NAME else name})
-                self._models[name] = build_llm(other, db=self.live)
+                client = self.client(name) if self.client is not None else None
+                self._models[name] = build_llm(other, db=self.live, client=client)
             return self._models[name]
 
     @cached_property
