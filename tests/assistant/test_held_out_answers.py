@@ -12,36 +12,12 @@ from typing import Any
 import pytest
 
 from furnace.assistant.answer import Assistant, AssistantState, Done
-from furnace.cli import main
 from furnace.llm.offline import OfflineEngine
 from furnace.storage.duckdb.assist import DuckDBAssistData
-from tests.app.helpers import run_experiment
+from tests.app.helpers import run_experiment, small_demo
 from tests.assistant.dataset import HELD_OUT, NOW, build
+from tests.assistant.test_ask_cli import _run as _ask
 from tests.conftest import seed_home
-
-SMALL = """\
-name: tested
-seed: 3
-population: 4
-generations: 1
-seeds: {ids: [viral-copywriter, data-science-mentor, empathetic-coach, socratic-math-tutor]}
-selection: {tournament_size: 2, elitism: 1}
-probes: {set: writing-en, limit: 6}
-scorers: {constraints: 0.5, fidelity: 0.5}
-samples_per_probe: 1
-reevaluate_top: 0
-concurrency: 2
-"""
-
-
-def _ask(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _stored(row: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +42,7 @@ def test_the_best_agent_of_a_run_carries_its_stored_test_figures_and_a_forged_on
 
     home = seed_home(tmp_path / "home")
     monkeypatch.setenv("FURNACE_HOME", str(home))
-    exp = run_experiment(home, "tested.yaml", SMALL)
+    exp = run_experiment(home, "tested.yaml", small_demo("tested", 3, generations=1))
     runtime = Runtime(FurnaceSettings(home=home))
     record = runtime.results.get_experiment(exp)
     runtime.close()
