@@ -130,3 +130,30 @@ def test_experiments_show_their_champions_test_figures(data: DuckDBAssistData) -
     stored = _stored(HELD_OUT["exp-tea"]["agents"][champion])
     assert {k: rows["exp-tea"][k] for k in stored} == stored
     assert rows["exp-night"]["champion"] is None and rows["exp-night"]["test"] == "not tested"
+
+
+def test_on_the_relational_store_a_finished_runs_figures_reach_the_snapshot_ask_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The assistant reads the relational store through its analysis snapshot: the run's finish (its status
+    and held-out summary) asks for a fresh one, so the champion's test figures are there once the run ends."""
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("FURNACE_HOME", str(home))
+    monkeypatch.setenv("FURNACE_DATABASE_URL", f"sqlite:///{tmp_path / 'furnace.sqlite'}")
+    seed_home(home)
+    exp = run_experiment(home, "tested.yaml", small_demo("tested", 5, generations=1))
+    runtime = Runtime(FurnaceSettings(home=home))
+    record = runtime.results.get_experiment(exp)
+    runtime.close()
+    assert record is not None and record.status == "finished"
+    held = record.summary["held_out"]
+
+    code, out, err = _ask(capsys, "ask", "list the experiments", "--json")
+    assert code == 0, err
+    [row] = json.loads(out)[-1]["result"]["items"]
+    assert row["status"] == "finished" and row["champion"] == held["champion"]
+    stored = _stored(held["agents"][held["champion"]])
+    assert {k: row[k] for k in stored} == stored
