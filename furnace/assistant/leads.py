@@ -15,6 +15,16 @@ def _num(value: Any) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+def _tested(row: dict[str, Any], zh: bool) -> str:
+    """An agent's held-out figures as a lead says them: test fitness with its 95% interval and the
+    train-test gap, or that it was not tested (``test`` as the result shows it)."""
+    test, gap = row.get("test"), row.get("train_test_gap")
+    if row.get("test_fitness") is None:
+        return f"测试集：{test}" if zh else f"test: {test}"
+    gap_text = f"，训练−测试差 {gap:+.3f}" if zh else f", train − test gap {gap:+.3f}"
+    return (f"测试集 {test}" if zh else f"test {test}") + (gap_text if gap is not None else "")
+
+
 def template_lead(result: StructuredResult, zh: bool) -> str:
     """A one-sentence lead for ``result`` (by its intent), in zh or en."""
     n = len(result.items)
@@ -26,8 +36,8 @@ def template_lead(result: StructuredResult, zh: bool) -> str:
         what, count = first["what"], first["count"]
         return f"共有 {count} 个{what}。" if zh else f"{count} {what.removesuffix('s')}(s) in all."
     if intent == "seeds":
-        best = f"{first['persona_id']}（{_num(first['fitness'])}，{first['experiment_id']}）"
-        best_en = f"{first['persona_id']} ({_num(first['fitness'])} in {first['experiment_id']})"
+        best = f"{first['persona_id']}（{_num(first['fitness'])}，{first['experiment_id']}；{_tested(first, zh)}）"
+        best_en = f"{first['persona_id']} ({_num(first['fitness'])} in {first['experiment_id']}; {_tested(first, zh)})"
         return (
             f"共 {n} 条种子记录；表现最好的种子人设是 {best}。"
             if zh
@@ -44,14 +54,16 @@ def template_lead(result: StructuredResult, zh: bool) -> str:
         top = max(scored, key=lambda r: r["fitness"])
         rest = ", ".join(f"{r['subject']} {_num(r['fitness'])}" for r in scored if r is not top)
         return (
-            f"并排对比 {n} 项；适应度最高的是 {top['subject']}（{_num(top['fitness'])}，对比 {rest}）。"
+            f"并排对比 {n} 项；适应度最高的是 {top['subject']}（{_num(top['fitness'])}，对比 {rest}；"
+            f"{top['subject']} 的{_tested(top, zh)}）。"
             if zh
             else f"{n} subjects side by side; {top['subject']} has the highest fitness "
-            f"({_num(top['fitness'])} vs {rest})."
+            f"({_num(top['fitness'])} vs {rest}; {top['subject']}'s {_tested(top, zh)})."
         )
     if intent == "top_agents":
-        best = f"{first['agent_id']} ({_num(first['fitness'])})"
-        return f"共 {n} 个智能体，最佳是 {best}。" if zh else f"{n} agent(s); the best is {best}."
+        best = f"{first['agent_id']} ({_num(first['fitness'])}; {_tested(first, zh)})"
+        best_zh = f"{first['agent_id']}（{_num(first['fitness'])}；{_tested(first, zh)}）"
+        return f"共 {n} 个智能体，最佳是 {best_zh}。" if zh else f"{n} agent(s); the best is {best}."
     if intent == "operators":
         rate = first.get("success_rate")
         shown = f"{rate:.0%}" if isinstance(rate, float) else "—"
@@ -100,11 +112,20 @@ def template_lead(result: StructuredResult, zh: bool) -> str:
         )
     if intent == "experiment_compare":
         top = max(result.items, key=lambda r: r.get("best_fitness") or 0)
+        champion = (
+            (
+                f"；冠军 {top['champion']} 的{_tested(top, zh)}"
+                if zh
+                else f"; champion {top['champion']}'s {_tested(top, zh)}"
+            )
+            if top.get("champion")
+            else ""
+        )
         return (
-            f"对比 {n} 个实验；最佳适应度最高的是 {top['experiment_id']}（{_num(top['best_fitness'])}）。"
+            f"对比 {n} 个实验；最佳适应度最高的是 {top['experiment_id']}（{_num(top['best_fitness'])}{champion}）。"
             if zh
             else f"{n} experiment(s) side by side; the highest best fitness is {top['experiment_id']} "
-            f"({_num(top['best_fitness'])})."
+            f"({_num(top['best_fitness'])}{champion})."
         )
     if intent == "preferences":
         return (

@@ -40,13 +40,20 @@ class Shape:
 
 
 _ALL: tuple[ScopeField, ...] = ("persona", "experiment", "time")
+TESTED = ("train_fitness", "test", "train_test_gap")
+"""Shown beside an agent's (or an experiment's champion's) fitness: its held-out figures as the data layer
+reads them from the experiment's summary — train fitness, ``test`` (the test fitness with its 95% interval,
+"not tested" where the agent was not scored on the test probes) and the train-test gap."""
+INTERVAL = ("test_fitness", "test_low", "test_high")
+"""The numbers behind ``test``, kept in every row that shows it (JSON, the app) though not a column."""
+NOT_TESTED = {False: "not tested", True: "未测试"}
 COST_COLUMNS = ("calls", "cached_calls", "failed_attempts", "tokens", "cost_usd")
 SHAPES: dict[str, Shape] = {
     "top_agents": Shape(
         "list",
         "Best agents",
         "得分最高的智能体",
-        ("agent_id", "experiment_id", "generation", "fitness", "operator", "created_at"),
+        ("agent_id", "experiment_id", "generation", "fitness", *TESTED, "operator", "created_at"),
         _ALL,
         "which agents scored best in the last experiment?",
         "最近一次实验里表现最好的是谁？",
@@ -57,7 +64,7 @@ SHAPES: dict[str, Shape] = {
         "list",
         "Agents",
         "智能体",
-        ("agent_id", "operator", "parents", "experiment_id", "generation", "fitness", "created_at"),
+        ("agent_id", "operator", "parents", "experiment_id", "generation", "fitness", *TESTED, "created_at"),
         _ALL,
         "which agents used ensemble?",
         "哪些智能体用了 ensemble？",
@@ -77,7 +84,7 @@ SHAPES: dict[str, Shape] = {
         "list",
         "Seed personas by fitness",
         "种子人设（按适应度）",
-        ("persona_id", "experiment_id", "fitness", "failures", "created_at"),
+        ("persona_id", "experiment_id", "fitness", *TESTED, "failures", "created_at"),
         _ALL,
         "which seed persona did best?",
         "哪个种子人设表现最好？",
@@ -93,6 +100,7 @@ SHAPES: dict[str, Shape] = {
             "operator",
             "experiment_id",
             "fitness",
+            *TESTED,
             "parents",
             "descendants",
             "best_descendant_fitness",
@@ -180,7 +188,18 @@ SHAPES: dict[str, Shape] = {
         "stats",
         "Experiments side by side",
         "实验对比",
-        ("experiment_id", "name", "generations", "best_fitness", "mean_fitness", "calls", "tokens", "cost_usd"),
+        (
+            "experiment_id",
+            "name",
+            "generations",
+            "best_fitness",
+            "mean_fitness",
+            "champion",
+            *TESTED,
+            "calls",
+            "tokens",
+            "cost_usd",
+        ),
         ("persona", "experiment", "time"),
         "compare my experiments",
         "对比一下这些实验",
@@ -225,7 +244,7 @@ SHAPES: dict[str, Shape] = {
         "list",
         "Experiments",
         "实验",
-        ("experiment_id", "name", "status", "best_fitness", "model", "created_at"),
+        ("experiment_id", "name", "status", "best_fitness", "champion", *TESTED, "model", "created_at"),
         ("persona", "experiment", "time"),
         "list the experiments",
         "有哪些实验？",
@@ -384,12 +403,23 @@ def _result(
         type=shape.kind,
         title=title,
         columns=columns,
-        items=[{c: row.get(c) for c in columns} for row in rows],
+        items=[_item(row, columns, zh) for row in rows],
         actions=_actions(intent, rows, zh),
         context=f"{len(rows)} row(s) for {intent} within {applied}",
         intent=intent,
         applied=applied,
     )
+
+
+def _item(row: dict[str, Any], columns: list[str], zh: bool) -> dict[str, Any]:
+    """A row's shown columns; beside a ``test`` column, the numbers behind it, and "not tested" (never 0)
+    where the agent was not scored on the test probes."""
+    item = {c: row.get(c) for c in columns}
+    if "test" in columns:
+        item.update({k: row.get(k) for k in INTERVAL})
+        if item["test"] is None:
+            item["test"] = NOT_TESTED[zh]
+    return item
 
 
 def _count(data: AssistData, query: Query, *, zh: bool) -> StructuredResult:
@@ -408,6 +438,11 @@ def _best(rows: list[dict[str, Any]]) -> float | None:
     return max(values) if values else None
 
 
+def _held_out(row: dict[str, Any]) -> dict[str, Any]:
+    """The held-out figures the data layer put on ``row`` (the shown ones and the numbers behind ``test``)."""
+    return {k: row.get(k) for k in (*TESTED, *INTERVAL)}
+
+
 def _compare(data: AssistData, query: Query, *, zh: bool) -> StructuredResult:
     """Agents and personas side by side: what each is, how fit, and what was bred from it."""
     rows: list[dict[str, Any]] = []
@@ -424,12 +459,14 @@ def _compare(data: AssistData, query: Query, *, zh: bool) -> StructuredResult:
                     "operator": own.get("operator"),
                     "experiment_id": own.get("experiment_id"),
                     "fitness": own.get("fitness"),
+                    **_held_out(own),
                     "parents": own.get("parents"),
                 }
             )
             continue
         persona = next(iter(data.personas(Query(scope=Scope(persona=subject), limit=1))), {})
         seeds = data.seeds(Query(scope=Scope(persona=subject), limit=READ_ALL))
+        best = max((r for r in seeds if r.get("fitness") is not None), key=lambda r: r["fitness"], default={})
         rows.append(
             {
                 **common,
@@ -437,7 +474,8 @@ def _compare(data: AssistData, query: Query, *, zh: bool) -> StructuredResult:
                 "name": persona.get("name"),
                 "operator": "seed" if seeds else None,
                 "experiment_id": ", ".join(sorted({r["experiment_id"] for r in seeds})) or None,
-                "fitness": _best(seeds),  # as a seed of an experiment
+                "fitness": best.get("fitness"),  # as a seed of an experiment
+                **_held_out(best),
                 "parents": None,
             }
         )

@@ -95,6 +95,7 @@ from furnace.scoring.fitness import SCORERS
 from furnace.scoring.panel import Panel, split_scorer
 from furnace.scoring.picks import PickStore
 from furnace.scoring.probes import ProbeSet
+from furnace.storage.store import snapshot_soon
 
 LEADERBOARD = 10  # members the report ranks (each scored on test)
 HELD_OUT = "held-out"  # the unit (ledger) and trace of the evaluation after the search
@@ -708,6 +709,7 @@ class Evolution:
             Deferred(partial(self.results.finish_experiment, self.experiment_id, self.status, report.summary()))
         )
         self._writer.flush()
+        snapshot_soon(self.results)  # the status and held-out figures reach the snapshots analysis and ask read
         log_held_out(self.tracker, report.held_out_steps(), self._held_out_assessments(held_out))
         self.tracker.finish(
             self.status,

@@ -35,6 +35,7 @@ from furnace.llm.cache import CallTotals
 from furnace.llm.seam import LLM
 from furnace.scoring.base import persona_inputs
 from furnace.scoring.probes import ProbeSet
+from furnace.storage.store import snapshot_soon
 
 DEFAULT_SCORERS = {"constraints": 0.3, "fidelity": 0.3, "tone": 0.2, "brief_fit": 0.2}
 
@@ -252,6 +253,7 @@ def record_sweep(
         **totals.as_dict(),
     }
     results.finish_experiment(sweep_id, "finished", summary)
+    snapshot_soon(results)  # the summary reaches the snapshots analysis and ask read
     tracker.finish(
         "finished",
         {"furnace.status": "finished", "furnace.best_agent": best_agent or ""},

@@ -86,18 +86,18 @@ def run_experiment(home: Path, name: str, text: str) -> str:
 SMALL_EXPERIMENTS = (("small-a", 7), ("small-b", 11))  # (name, seed): two runs to overlay
 
 
-def run_small_experiments(home: Path) -> list[str]:
-    """Run the demo experiment shrunk (4 members, 2 generations) once per SMALL_EXPERIMENTS entry; their ids.
-    The hash embedder (the app's, see ``app_server``): loading MiniLM was most of their CPU time."""
+def small_demo(name: str, seed: int, generations: int = 2) -> str:
+    """The demo experiment's file shrunk to 4 members and ``generations`` generations, named and seeded."""
     import re
 
     from furnace.resources import DEMO_EXPERIMENT
 
-    text = DEMO_EXPERIMENT.read_text()
-    ids = []
-    for name, seed in SMALL_EXPERIMENTS:
-        small = re.sub(r"(?m)^population: \d+", "population: 4", text)
-        small = re.sub(r"(?m)^generations: \d+", "generations: 2", small)
-        small = re.sub(r"(?m)^seed: \d+", f"seed: {seed}", re.sub(r"(?m)^name: \w+", f"name: {name}", small))
-        ids.append(run_experiment(home, f"{name}.yaml", small))
-    return ids
+    small = re.sub(r"(?m)^population: \d+", "population: 4", DEMO_EXPERIMENT.read_text())
+    small = re.sub(r"(?m)^generations: \d+", f"generations: {generations}", small)
+    return re.sub(r"(?m)^seed: \d+", f"seed: {seed}", re.sub(r"(?m)^name: \w+", f"name: {name}", small))
+
+
+def run_small_experiments(home: Path) -> list[str]:
+    """Run the demo experiment shrunk (4 members, 2 generations) once per SMALL_EXPERIMENTS entry; their ids.
+    The hash embedder (the app's, see ``app_server``): loading MiniLM was most of their CPU time."""
+    return [run_experiment(home, f"{name}.yaml", small_demo(name, seed)) for name, seed in SMALL_EXPERIMENTS]

@@ -17,7 +17,9 @@ from furnace.assistant.results import Query
 from furnace.assistant.scope import Catalogue, Scope
 from furnace.domain.elixir import Elixir
 from furnace.evolution.records import ExperimentResults
+from furnace.evolution.report import interval_text
 from furnace.storage.duckdb.db import Database
+from furnace.views.experiments import held_out_fields
 
 # The latest, not withdrawn, version of every library elixir.
 _LATEST_LIBRARY = (
@@ -131,6 +133,40 @@ class DuckDBAssistData:
         self.verify_experiments([r["experiment_id"] for r in rows if r.get("experiment_id")])
         return rows
 
+    def _held_out(self, rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """The held-out figures of the experiments ``rows`` come from, as each stored summary keeps them
+        (``{}`` before it finished). ``rows`` are :meth:`_results` rows: their experiments, summaries
+        included, were verified against their seals."""
+        wanted = list(dict.fromkeys(r["experiment_id"] for r in rows if r.get("experiment_id")))
+        if not wanted:
+            return {}
+        sql = "SELECT experiment_id, summary FROM experiments WHERE list_contains(?, experiment_id)"
+        out: dict[str, dict[str, Any]] = {}
+        for row in self._rows(sql, [wanted]):
+            summary = json.loads(row["summary"]) if isinstance(row["summary"], str) else row["summary"]
+            out[row["experiment_id"]] = dict((summary or {}).get("held_out") or {})
+        return out
+
+    def _tested(
+        self, rows: list[dict[str, Any]], agent: str = "agent_id", figures: dict[str, dict[str, Any]] | None = None
+    ) -> list[dict[str, Any]]:
+        """``rows`` (from :meth:`_results`) with each agent's held-out figures from its experiment (the views'
+        ``held_out_fields``: train fitness, test fitness with its 95% interval, the train-test gap; None where
+        not tested) and ``test``, the test fitness and interval as the report writes it (None: not tested)."""
+        figures = self._held_out(rows) if figures is None else figures
+        for row in rows:
+            fields = held_out_fields(figures.get(row.get("experiment_id") or "", {}), row.get(agent) or "")
+            row.update(fields, test=interval_text(fields) if fields["test_fitness"] is not None else None)
+        return rows
+
+    def _champions(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Experiment rows (from :meth:`_results`) with their champion (``held_out.champion``: the agent the
+        report names best) and its held-out figures."""
+        figures = self._held_out(rows)
+        for row in rows:
+            row["champion"] = figures.get(row["experiment_id"], {}).get("champion")
+        return self._tested(rows, agent="champion", figures=figures)
+
     def catalogue(self) -> Catalogue:
         personas = self._rows(f"SELECT id, name {_LATEST_LIBRARY}", [])
         experiments = self._rows("SELECT experiment_id, name FROM experiments ORDER BY created_at DESC", [])
@@ -173,7 +209,8 @@ class DuckDBAssistData:
             + _TIME.format(col="created_at")
             + " GROUP BY agent_id, experiment_id ORDER BY fitness DESC, agent_id LIMIT ?"
         )
-        return self._results(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
+        rows = self._results(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
+        return self._tested(rows)
 
     def agents(self, q: Query) -> list[dict[str, Any]]:
         """Every bred agent (the agents table), with the operator and parents that made it and its best
@@ -198,7 +235,7 @@ class DuckDBAssistData:
             + " ORDER BY a.created_at, a.id LIMIT ?"
         )
         params = [s.experiment, s.experiment, s.experiment, s.agent, s.agent, s.operator, s.operator]
-        return self._results(sql, [*params, s.persona, s.persona, *self._t(s), q.limit])
+        return self._tested(self._results(sql, [*params, s.persona, s.persona, *self._t(s), q.limit]))
 
     def seeds(self, q: Query) -> list[dict[str, Any]]:
         """The seed personas of experiments (generation 0, operator ``seed``), fittest first."""
@@ -213,7 +250,8 @@ class DuckDBAssistData:
             + _TIME.format(col="created_at")
             + " ORDER BY fitness DESC NULLS LAST, persona_id, experiment_id LIMIT ?"
         )
-        return self._results(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
+        rows = self._results(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
+        return self._tested(rows, agent="persona_id")
 
     def operators(self, q: Query) -> list[dict[str, Any]]:
         s = q.scope
@@ -483,7 +521,7 @@ class DuckDBAssistData:
             + " GROUP BY e.experiment_id, e.name, e.created_at ORDER BY e.created_at DESC LIMIT ?"
         )
         params = [named, named, s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit]
-        return self._results(sql, params)
+        return self._champions(self._results(sql, params))
 
     def experiments(self, q: Query) -> list[dict[str, Any]]:
         s = q.scope
@@ -496,7 +534,8 @@ class DuckDBAssistData:
             + _TIME.format(col="e.created_at")
             + " ORDER BY e.created_at DESC LIMIT ?"
         )
-        return self._results(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
+        rows = self._results(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
+        return self._champions(rows)
 
     # --- writing, preferences, arena ------------------------------------------------------
 
