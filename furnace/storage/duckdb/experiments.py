@@ -39,6 +39,7 @@ _IND_TYPED = (
     ("calls", "INTEGER"),
     ("tokens", "BIGINT"),
     ("cost_usd", "DOUBLE"),
+    ("plan", "VARCHAR"),
     ("seal", "VARCHAR"),
 )
 _SCORE_TYPED = (
@@ -174,6 +175,7 @@ class DuckDBExperimentResults:
                     r.calls,
                     r.tokens,
                     r.cost_usd,
+                    r.plan,
                     individual_seal(sealer, r),
                 ]
                 for r in records
@@ -244,6 +246,7 @@ class DuckDBExperimentResults:
                 calls=r["calls"],
                 tokens=r["tokens"],
                 cost_usd=r["cost_usd"],
+                plan=r["plan"] or "",
             )
             for r in rows
         ]
