@@ -629,6 +629,7 @@ class Evolution:
             calls=spent.model_calls,
             tokens=spent.total_tokens,
             cost_usd=round(spent.cost_usd, 9),
+            plan=plan_key(plan),
         )
 
     def unit(
@@ -1337,8 +1338,27 @@ def experiment_inputs(seeds: Sequence[Elixir], probes: ProbeSet, *, judge_model:
     return out
 
 
+def plan_key(plan: Plan) -> str:
+    """The content key of what ``plan`` makes: its operator, its parents (ids and lineage hashes), seed and
+    params (a mutation's moves, a reflection's minibatch), or a seed's elixir. Kept on the record it made."""
+    if plan.elixir is not None:
+        return content_key({"operator": "seed", "elixir": plan.elixir.content_hash})
+    return content_key(
+        {
+            "operator": plan.operator,
+            "parents": [[p.agent_id, p.lineage_hash] for p in plan.parents],
+            "seed": plan.seed,
+            "params": plan.params,
+        }
+    )
+
+
 def _made_by(record: IndividualRecord, plan: Plan) -> bool:
-    """True when ``record`` is what ``plan`` makes (a rescored earlier slot can change later plans)."""
+    """True when ``record`` is what ``plan`` makes. A retried failure changes the population later plans
+    are drawn from: the same operator and parents with another seed or other params is another child, so
+    the whole plan is compared (records written before the plan key was kept: operator and parents)."""
+    if record.plan:
+        return record.plan == plan_key(plan)
     if plan.elixir is not None:
         return record.operator == "seed" and record.agent_id == plan.elixir.id
     return record.operator == plan.operator and record.parents == tuple(p.agent_id for p in plan.parents)

@@ -142,6 +142,8 @@ def summary_seal(sealer: Sealer, experiment_id: str, summary: dict[str, Any]) ->
 def individual_seal(sealer: Sealer, r: IndividualRecord) -> str:
     """The keyed seal of one individual: every recorded field, its scores (in key order) included."""
     fields = asdict(r)  # the DOUBLE and INTEGER columns as they read back (an int fitness is a float there)
+    if not fields["plan"]:  # a record written before the plan key was kept: its seal as it was made
+        del fields["plan"]
     fields.update(fitness=float(r.fitness), cost_usd=float(r.cost_usd))
     fields.update({k: int(fields[k]) for k in ("generation", "slot", "failures", "calls", "tokens")})
     fields["scores"] = sorted(

@@ -12,7 +12,7 @@ from experiments.helpers import PureBreeder, library, scripted_llm
 from furnace.domain.canonical import content_key
 from furnace.domain.errors import LLMRateLimit
 from furnace.evolution.config import parse_config
-from furnace.evolution.engine import Evolution
+from furnace.evolution.engine import HELD_OUT, Evolution
 from furnace.evolution.records import MemoryResults
 from furnace.evolution.report import render_report
 from furnace.llm.cache import CachedLLM, MemoryCallLedger, MemoryResponseCache
@@ -39,24 +39,28 @@ class Outage:
         self.inner, self.model_name, self.rate = inner, inner.model_name, rate
         self.down = True
         self.calls: list[LLMRequest] = []
+        self.failed = 0
 
     def complete(self, request: LLMRequest):
         self.calls.append(request)
         key = content_key([request.task.value, [m.content for m in request.messages]])
         if self.down and request.task == TaskKind.JUDGE and random.Random(key).random() < self.rate:
+            self.failed += 1
             raise LLMRateLimit("429 from the provider")
         return self.inner.complete(request)
 
 
-def _evolution(llm, results, **kwargs):
-    cfg = parse_config(CONFIG)
+def _evolution(llm, results, config=CONFIG, breeder=None, **kwargs):
+    cfg = parse_config(config)
     seeds = library()
     probes = load_probe_set(cfg.probes.set).head(cfg.probes.limit)
-    return Evolution(cfg, probes, seeds, llm, PureBreeder(seeds), results, **kwargs)
+    return Evolution(cfg, probes, seeds, llm, breeder or PureBreeder(seeds), results, **kwargs)
 
 
 def _cached(inner, cache=None, ledger=None):
-    return CachedLLM(inner, cache or MemoryResponseCache(), ledger or MemoryCallLedger())
+    # (``is None``: an empty cache is falsy, and ``cache or ...`` gave each run a cache of its own)
+    cache = cache if cache is not None else MemoryResponseCache()
+    return CachedLLM(inner, cache, ledger if ledger is not None else MemoryCallLedger())
 
 
 def test_a_failed_judgement_is_unscored_never_a_zero_and_kept_out_of_selection() -> None:
@@ -101,6 +105,38 @@ def test_a_rerun_after_recovery_evaluates_the_failures_again_and_ends_where_a_cl
     # only what had failed reached the model again: every other answer came from the response cache
     assert model.calls and {c.task for c in model.calls} <= {TaskKind.JUDGE, TaskKind.REPLY, TaskKind.IDENTITY}
     assert len([c for c in model.calls if c.task == TaskKind.JUDGE]) >= failed_before
+
+
+@pytest.mark.parametrize("seed", [1, 7, 8])
+def test_a_rerun_remakes_every_slot_whose_plan_changed_and_calls_only_for_that(seed: int) -> None:
+    """A retried failure changes the population later plans are drawn from: a later slot may draw the same
+    operator and parent with another seed or other moves. Its recorded child is not what the new plan makes:
+    the rerun makes it again (never reads the old one back), and calls the model only for what had failed
+    and for the slots whose plan changed (search), and after the search for no more than a clean run does.
+    (One mutation-only population of 4 to 6 at a low fault rate: most slots are scored, so such a slot
+    is drawn; the test that uses ``CONFIG`` above never drew one.)"""
+    config = dict(CONFIG, seed=seed, population=6 if seed == 7 else 4, operators={"mutation": 1.0})
+    clean_model = scripted_llm()
+    clean = _evolution(_cached(clean_model), MemoryResults(), config).run()
+
+    results, cache, ledger = MemoryResults(), MemoryResponseCache(), MemoryCallLedger()
+    model = Outage(scripted_llm(), rate=0.1)
+    breeder = PureBreeder(library())  # the agents a run made stay known to the next (fusion's store)
+    first = _evolution(_cached(model, cache, ledger), results, config, breeder).run()
+    assert first.unscored
+    before = {(r.generation, r.slot): r for r in results.individuals(first.experiment_id)}
+    failed = model.failed
+
+    model.down, model.calls = False, []
+    again = _evolution(_cached(model, cache, ledger), results, config, breeder).run()
+    after = {(r.generation, r.slot): r for r in results.individuals(again.experiment_id)}
+    assert again.unscored == [] and all(r.scored for r in after.values())
+    assert again.result_signature() == clean.result_signature()
+    changed = [k for k, r in after.items() if k not in before or before[k].agent_id != r.agent_id]
+    search = [c for c in model.calls if c.unit != HELD_OUT]
+    assert len(search) <= failed + sum(after[k].calls for k in changed)
+    held_out = [c for c in model.calls if c.unit == HELD_OUT]
+    assert len(held_out) <= len([c for c in clean_model.calls if c.unit == HELD_OUT])
 
 
 def test_a_separate_judge_model_answers_every_judgement() -> None:
@@ -148,6 +184,7 @@ def test_duckdb_results_replace_a_rescored_individual(settings, tmp_path, keep: 
         assert after == before and any(f[3] for f in after)
     else:  # rescored and replaced: the file holds what a run that never failed stores
         assert after == facts(clean_results, clean.experiment_id) and not any(f[3] for f in after)
+    assert all(r.plan for r in results.individuals(again.experiment_id))  # each keeps the plan that made it
     stored = [
         (g.generation, list(g.survivors), round(g.best_fitness, 6)) for g in results.generations(again.experiment_id)
     ]

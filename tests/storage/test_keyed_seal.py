@@ -260,7 +260,7 @@ def _old_home(tmp_path: Path, monkeypatch) -> tuple[Database, Any, Any]:
         "lineage_edges": "*",
         "llm_responses": "cache_key, model, task, completion, created_at",
         "experiments": "experiment_id, name, config, seed, model, status, summary, created_at, updated_at",
-        "experiment_individuals": "* EXCLUDE (seal)",
+        "experiment_individuals": "* EXCLUDE (seal, plan)",  # plan: 0019
         "experiment_generations": "* EXCLUDE (seal)",
         "experiment_scores": "*",
     }

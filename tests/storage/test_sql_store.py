@@ -38,7 +38,7 @@ def test_the_schema_is_the_migrations_head(sql_db: Any) -> None:
     with sql_db.engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn), metadata)
     assert diff == []
-    assert sql_db.revision() == "0002"
+    assert sql_db.revision() == "0003"
 
 
 def test_a_paid_call_is_in_the_ledger_with_its_answer_and_a_rerun_pays_nothing(sql_db: Any) -> None:

@@ -39,6 +39,7 @@ _IND_TYPED = (
     ("calls", "INTEGER"),
     ("tokens", "BIGINT"),
     ("cost_usd", "DOUBLE"),
+    ("plan", "VARCHAR"),
     ("seal", "VARCHAR"),
 )
 _SCORE_TYPED = (
@@ -53,6 +54,8 @@ _SCORE_TYPED = (
     ("feedback", "VARCHAR"),
 )
 _IND_COLS = ", ".join(name for name, _ in _IND_TYPED)
+# what a home before migration 0019 has (the reseal of migration 0016 reads those): no plan key, "" on read
+_IND_COLS_BEFORE_PLAN = ", ".join(name for name, _ in _IND_TYPED if name != "plan")
 
 
 def _insert_many(con: Any, table: str, typed: tuple[tuple[str, str], ...], rows: list[list[Any]]) -> None:
@@ -174,6 +177,7 @@ class DuckDBExperimentResults:
                     r.calls,
                     r.tokens,
                     r.cost_usd,
+                    r.plan,
                     individual_seal(sealer, r),
                 ]
                 for r in records
@@ -207,9 +211,12 @@ class DuckDBExperimentResults:
             )
             self.save_individuals([record])
 
-    def _individuals(self, where: str, params: list[Any], *, verify: bool = True) -> list[IndividualRecord]:
+    def _individuals(
+        self, where: str, params: list[Any], *, verify: bool = True, before_plan: bool = False
+    ) -> list[IndividualRecord]:
+        columns = _IND_COLS_BEFORE_PLAN if before_plan else _IND_COLS
         rows = self.db.query_dicts(
-            f"SELECT {_IND_COLS} FROM experiment_individuals WHERE {where} ORDER BY generation, slot, agent_id", params
+            f"SELECT {columns} FROM experiment_individuals WHERE {where} ORDER BY generation, slot, agent_id", params
         )
         if not rows:
             return []
@@ -244,6 +251,7 @@ class DuckDBExperimentResults:
                 calls=r["calls"],
                 tokens=r["tokens"],
                 cost_usd=r["cost_usd"],
+                plan=r.get("plan") or "",
             )
             for r in rows
         ]

@@ -90,7 +90,7 @@ def upgrade(db: Database) -> None:
     for (experiment_id,) in db.query("SELECT DISTINCT experiment_id FROM experiment_individuals"):
         individuals = [
             (r.experiment_id, r.generation, r.agent_id, individual_seal(sealer, r))
-            for r in results._individuals("experiment_id = ?", [experiment_id], verify=False)
+            for r in results._individuals("experiment_id = ?", [experiment_id], verify=False, before_plan=True)
         ]
         _set_seals(db, "experiment_individuals", "seal", keys3, ("VARCHAR", "INTEGER", "VARCHAR"), individuals)
     for (experiment_id,) in db.query("SELECT DISTINCT experiment_id FROM experiment_generations"):

@@ -136,6 +136,7 @@ class SQLExperimentResults:
                 "calls": r.calls,
                 "tokens": r.tokens,
                 "cost_usd": r.cost_usd,
+                "plan": r.plan,
                 "created_at": now,
                 "seal": individual_seal(sealer, r),
             }
@@ -221,6 +222,7 @@ class SQLExperimentResults:
                 calls=r.calls,
                 tokens=r.tokens,
                 cost_usd=r.cost_usd,
+                plan=r.plan or "",
             )
             what = f"experiment {record.experiment_id}: the record of {record.agent_id} (gen {record.generation})"
             check(r.seal, individual_seal(sealer, record), what)

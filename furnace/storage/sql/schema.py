@@ -201,6 +201,7 @@ experiment_individuals = Table(
     Column("cost_usd", Float, nullable=False, default=0.0),
     _created(),
     Column("seal", String),
+    Column("plan", String, nullable=False, server_default=""),  # revision 0003
     PrimaryKeyConstraint("experiment_id", "generation", "agent_id"),
 )
 
