@@ -175,9 +175,9 @@ def _fan_out(pool: Executor | None, fn: Callable[[T], R], items: Sequence[T]) ->
         out = [fn(items[0])]
         out.extend(fn(item) if future.cancel() else future.result() for item, future in rest)
     except BaseException:
-        for _, future in rest:
-            future.cancel()
-        wait([future for _, future in rest])
+        # a cancelled future counts as done for wait() only once a thread has dequeued it: wait on the
+        # ones under way alone (cancel() is False for them), never on the dropped ones
+        wait([future for _, future in rest if not future.cancel()])
         raise
     return out
 

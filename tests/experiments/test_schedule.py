@@ -380,3 +380,34 @@ def test_a_probes_judge_calls_run_together_on_the_pool_and_on_the_caller_when_it
             assert evaluate(plain, busy) == expected
         finally:
             gate.set()
+
+
+def test_a_failing_judge_call_drops_the_ones_not_started_and_never_waits_for_them() -> None:
+    """The budget stop inside a probe's judge calls while every pool thread is busy: the error goes on at
+    once (the calls the pool never started are dropped, not waited for), and nothing dropped ever runs."""
+    from furnace.domain.errors import BudgetExceeded
+    from furnace.evolution.evaluate import _fan_out
+
+    ran: list[int] = []
+
+    def call(n: int) -> int:
+        ran.append(n)
+        if n == 0:
+            raise BudgetExceeded("budget.max_calls 1 reached")
+        return n
+
+    gate, raised = threading.Event(), []
+    with ThreadPoolExecutor(1) as busy:
+        busy.submit(gate.wait)
+
+        def fan() -> None:
+            try:
+                _fan_out(busy, call, [0, 1, 2])
+            except BudgetExceeded as err:
+                raised.append(err)
+
+        caller = threading.Thread(target=fan, daemon=True)
+        caller.start()
+        caller.join(30)  # a guard against a hang, not a timing check
+        gate.set()
+    assert raised and ran == [0]
