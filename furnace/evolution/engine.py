@@ -49,6 +49,7 @@ from furnace.evolution.evaluate import (
     combine,
     evaluate_agent,
     failed_evaluation,
+    judge_calls,
     reply,
     sample_seed,
     test_figures,
@@ -284,6 +285,9 @@ class Evolution:
         self._probe_pool: ThreadPoolExecutor | None = self.probe_pool
         self._probe_threads = 0
         self._probes_per_unit = min(4, self.config.concurrency)  # a unit's probes answered at once
+        # a unit's threads: its probes', and beside each its judge calls (all at once), at most the slots
+        asked = judge_calls(self.config.scorers, self.panel)
+        self._threads_per_unit = max(self._probes_per_unit, min(self._probes_per_unit * asked, self.config.concurrency))
         self.status = "finished"
 
     def _panel(self) -> Panel | None:
@@ -573,6 +577,8 @@ class Evolution:
             batch,
             scorers,
             seed=self.config.seed,
+            parallel=self._probes_per_unit,
+            pool=self._probe_pool,
             samples=self.config.samples_per_probe,
             panel=self.panel,
         )
@@ -661,7 +667,7 @@ class Evolution:
         workers = min(max(cfg.children_per_generation, len(self.seeds), 1), 64)
         runner = self.unit_runner or ThreadUnitRunner(workers)
         # one set of threads for every unit's probes (a unit's own pool would start and join threads per individual)
-        self._probe_threads = workers * self._probes_per_unit
+        self._probe_threads = workers * self._threads_per_unit
         self._probe_pool = ThreadPoolExecutor(self._probe_threads, thread_name_prefix="furnace-probe")
         # the threads generation 0 needs, started while the experiment is written and read: a thread
         # started on demand, while the seeds are being scored, waits for the GIL at every start
@@ -872,7 +878,7 @@ class Evolution:
         if callable(ready):
             ready(units)
         if self._probe_pool is not None:
-            prestart(self._probe_pool, self._probe_threads if units is None else units * self._probes_per_unit)
+            prestart(self._probe_pool, self._probe_threads if units is None else units * self._threads_per_unit)
 
     def _close_threads(self, runner: UnitRunner) -> None:
         """Close the unit runner and the run's probe threads (idle by now: every unit waited for its

@@ -14,9 +14,10 @@ sample apart and a rerun is served from it; a probe's score per scorer is the me
 Judge scorers ask ``judge`` (the experiment's ``judge_model``) when given, else
 the agent's own model; with a ``panel`` (``judges: [a, b]``) each judge scorer is asked of every
 judge of the panel (:mod:`furnace.scoring.panel`: one row per judge, and the panel's row that
-objectives and fitness read). When traced (``span``), each scorer that is not a model call is a
-``tool`` step under it (its value and reason; a failure as its error); model calls are traced
-by the model wrapper.
+objectives and fitness read). A probe's judge calls (every judge scorer, every judge of a panel)
+are made at once when its reply is in, through the same model slots as every call. When traced
+(``span``), each scorer that is not a model call is a ``tool`` step under it (its value and reason;
+a failure as its error); model calls are traced by the model wrapper.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from furnace.scoring.brief import Brief, brief_fit
 from furnace.scoring.diversity import diversity
 from furnace.scoring.fitness import SCORERS, bootstrap_interval, weighted_fitness
 from furnace.scoring.judge import judge_answer
-from furnace.scoring.panel import Panel, judge_scorer, split_scorer
+from furnace.scoring.panel import Panel, RoutedJudge, judge_scorer, split_scorer
 from furnace.scoring.probes import Probe, ProbeSet
 from furnace.scoring.rules import constraint_compliance
 
@@ -84,6 +85,12 @@ def reply(llm: LLM, elixir: Elixir, system_prompt: str, probe: Probe, *, seed: i
     return llm.complete(request).text
 
 
+def judge_calls(scorers: Mapping[str, float], panel: Panel | None = None) -> int:
+    """The judge calls one answer costs: one per weighted judge scorer, of every judge of a ``panel``."""
+    asked = sum(1 for s, w in scorers.items() if w > 0 and SCORERS[s].per_probe and SCORERS[s].kind == "judge")
+    return asked * (len(panel.judges) if panel is not None else 1)
+
+
 def _score_probe(
     llm: LLM,
     elixir: Elixir,
@@ -96,7 +103,11 @@ def _score_probe(
     span: Span | None = None,
     sample: int = 0,
     panel: Panel | None = None,
+    pool: Executor | None = None,
 ) -> list[ScoreRow]:
+    """One sample's rows on ``probe``: the reply, then its judge calls all at once (on ``pool`` beside
+    the calling thread: :func:`_fan_out`; one after another without one), then the rows in scorer order
+    (each judge of a ``panel`` in panel order), whatever order the judges answered in."""
     seed = sample_seed(seed, sample)
     needs_answer = any(SCORERS[s].kind in ("rule", "judge") for s, w in scorers.items() if w > 0)
     answer: str | None = None
@@ -106,40 +117,69 @@ def _score_probe(
             answer = reply(llm, elixir, system_prompt, probe, seed=seed, sample=sample)
         except LLMError as err:
             error = f"reply failed: {err}"
-    rows: list[ScoreRow] = []
     target = probes.target_for(probe)  # the judge's yardstick; never shown to the persona
-    for name in sorted(scorers):
-        if scorers[name] <= 0 or not SCORERS[name].per_probe:
-            continue
+    names = [n for n in sorted(scorers) if scorers[n] > 0 and SCORERS[n].per_probe]
+    judges: tuple[str | None, ...] = panel.judges if panel is not None else (None,)
+    asks = [(name, j) for name in names if SCORERS[name].kind == "judge" for j in judges]
+
+    def ask(item: tuple[str, str | None]) -> Score:
+        name, j = item
+        model = judge if j is None else RoutedJudge(judge, j)  # a panel's judge: its calls routed to it
+        return judge_answer(
+            model,
+            elixir,
+            probe.message,
+            answer,
+            name,  # type: ignore[arg-type]
+            seed=seed,
+            error=error,
+            target=target,
+        )
+
+    verdicts = dict(zip(asks, _fan_out(pool, ask, asks), strict=True))
+    rows: list[ScoreRow] = []
+    for name in names:
         kind = SCORERS[name].kind
         if kind == "rule":
             score = _tool(
                 span, name, probe.id, lambda: constraint_compliance(elixir, answer, error=error, target=target)
             )
-        elif kind == "judge":
-            ask = partial(
-                judge_answer,
-                elixir=elixir,
-                message=probe.message,
-                answer=answer,
-                rubric=name,  # type: ignore[arg-type]
-                seed=seed,
-                error=error,
-                target=target,
+        elif kind == "judge" and panel is None:
+            score = verdicts[(name, None)]
+        elif (
+            kind == "judge" and panel is not None
+        ):  # each judge's verdict is a row of its own; the panel's is the objective's
+            each = {j: verdicts[(name, j)] for j in panel.judges}
+            rows.extend(
+                ScoreRow(probe.id, judge_scorer(name, j), v.value, v.reason, v.failed, v.feedback)
+                for j, v in each.items()
             )
-            if panel is None:
-                score = ask(judge)
-            else:  # each judge's verdict is a row of its own; the panel's is the objective's
-                verdicts = panel.verdicts(judge, ask)
-                rows.extend(
-                    ScoreRow(probe.id, judge_scorer(name, j), v.value, v.reason, v.failed, v.feedback)
-                    for j, v in verdicts.items()
-                )
-                score = panel.combine(verdicts)
+            score = panel.combine(each)
         else:
             score = _tool(span, name, probe.id, partial(_brief_score, elixir, probes.brief_for(probe)))
         rows.append(ScoreRow(probe.id, name, score.value, score.reason, score.failed, score.feedback))
     return rows
+
+
+def _fan_out(pool: Executor | None, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``fn`` over ``items``, results in order: the first on the calling thread, the others submitted to
+    ``pool`` (one after another without one). An item the pool has not started when its result is
+    wanted is taken back and run on the calling thread, so a pool whose threads all wait on items they
+    submitted never deadlocks (it only loses the overlap). When one raises (the budget stop), the items
+    not started are dropped and the ones under way waited for before the error goes on: the caller ends
+    after its last model call."""
+    if pool is None or len(items) < 2:
+        return [fn(item) for item in items]
+    rest = [(item, pool.submit(fn, item)) for item in items[1:]]
+    try:
+        out = [fn(items[0])]
+        out.extend(fn(item) if future.cancel() else future.result() for item, future in rest)
+    except BaseException:
+        # a cancelled future counts as done for wait() only once a thread has dequeued it: wait on the
+        # ones under way alone (cancel() is False for them), never on the dropped ones
+        wait([future for _, future in rest if not future.cancel()])
+        raise
+    return out
 
 
 def _bounded_map(
@@ -206,7 +246,10 @@ def evaluate_agent(
     """Answer and score every probe (``parallel`` probes at once; the model's own concurrency
     bound still applies), add diversity, and compute the weighted fitness. Judge scorers ask
     ``judge`` (default: ``llm``); ``span``: the step the in-process scorers are traced under;
-    ``pool``: threads shared by the units of a run for their probes (else a pool of this call's own).
+    ``pool``: threads shared by the units of a run for their probes and, beside each probe's thread, its
+    judge calls (all of a probe's at once: the judges answer the same reply); without it a pool of this
+    call's own when ``parallel``, else one call after another. Rows come in probe and scorer order
+    whatever order the calls end in, so the result never depends on the threads.
     ``vectors`` (instead of ``vector`` and ``population_vectors``): computes both for diversity while
     the probes' model calls are under way (with ``pool``), so the calls never wait for the embedder.
     ``samples`` replies per probe, numbered from ``first_sample`` (fresh samples: a later number);
@@ -225,9 +268,13 @@ def evaluate_agent(
             except Exception as err:  # raised once the probes are done: no call is left running
                 failed.append(err)
 
+    fan = pool  # where a probe's judge calls run beside it (the probes' threads)
+
     def one(item: tuple[Probe, int]) -> list[ScoreRow]:
         probe, sample = item
-        return _score_probe(llm, elixir, system_prompt, probe, probes, scorers, seed, judge_llm, span, sample, panel)
+        return _score_probe(
+            llm, elixir, system_prompt, probe, probes, scorers, seed, judge_llm, span, sample, panel, fan
+        )
 
     work = [(p, first_sample + i) for p in probes.probes for i in range(max(1, samples))]
     parts: list[list[ScoreRow]] = []
@@ -235,6 +282,7 @@ def evaluate_agent(
         parts = _bounded_map(pool, one, work, parallel, meanwhile=embed)
     elif parallel > 1 and len(work) > 1:
         with ThreadPoolExecutor(max_workers=min(parallel, len(work))) as own:
+            fan = own
             parts = list(own.map(one, work))  # results in work order
     else:
         parts = [one(item) for item in work]

@@ -18,7 +18,7 @@ cache key holds the model that answers, so two judges never share a cached verdi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from furnace.llm.seam import LLM, Completion, LLMRequest
@@ -70,12 +70,6 @@ class Panel:
         if self.fitness_judge is not None:
             return f"{self.fitness_judge}'s score (fitness_judge)"
         return f"mean of {len(self.judges)} judges"
-
-    def verdicts(self, llm: LLM, ask: Callable[[LLM], Score]) -> dict[str, Score]:
-        """Each judge's score, in panel order: ``ask`` (one judge call, e.g.
-        :func:`furnace.scoring.judge.judge_answer` with its answer and rubric bound) of ``llm``, the call
-        routed to that judge."""
-        return {name: ask(RoutedJudge(llm, name)) for name in self.judges}
 
     def combine(self, verdicts: Mapping[str, Score]) -> Score:
         """The panel's score: a failure when any judge failed (naming it), else the mean of the judges (or

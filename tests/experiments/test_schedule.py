@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import random
 import threading
-from concurrent.futures import Future
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from experiments.helpers import library, scripted_llm
 from experiments.test_evolution import make
+from furnace.domain.render import render_prompt
 from furnace.evolution.metering import PrioritySlots
 from furnace.evolution.records import MemoryResults
 from furnace.evolution.units import Unit
+from furnace.llm.seam import TaskKind
+from furnace.scoring.probes import load_probe_set
 
 
 class ShuffledRunner:
@@ -280,3 +284,130 @@ def test_generation_0s_threads_are_started_before_its_first_model_call() -> None
     units, probes = seen[0]
     assert units >= seeds  # every seed's unit thread ...
     assert probes >= seeds * 4  # ... and the threads of every seed's 4 probes, before the first call
+
+
+class InFlight:
+    """The seam's model counting the calls in flight (its peak) and whether two JUDGE calls about the same
+    answer were ever in flight together; each call yields its thread for a moment so calls can overlap."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.model_name = inner, inner.model_name
+        self.lock = threading.Lock()
+        self.now = self.peak = 0
+        self.judging: dict[str, int] = {}  # (persona, message, answer, sample seed) -> its judge calls in flight
+        self.judges_overlapped = False
+
+    def complete(self, request):
+        inputs = request.inputs or {}
+        same = [inputs.get(k) for k in ("subject", "message", "answer")] + [request.seed]  # one sample's answer
+        answer = repr(same) if request.task == TaskKind.JUDGE else None
+        with self.lock:
+            self.now += 1
+            self.peak = max(self.peak, self.now)
+            if answer is not None:
+                self.judging[answer] = self.judging.get(answer, 0) + 1
+                self.judges_overlapped |= self.judging[answer] > 1
+        try:
+            time.sleep(0.002)
+            return self.inner.complete(request)
+        finally:
+            with self.lock:
+                self.now -= 1
+                if answer is not None:
+                    self.judging[answer] -= 1
+
+
+JUDGED = {"constraints": 0.2, "fidelity": 0.3, "tone": 0.3, "brief_fit": 0.2}
+
+
+@pytest.mark.parametrize("concurrency", [1, 2, 5])
+def test_calls_in_flight_never_exceed_the_concurrency(concurrency: int) -> None:
+    """A probe's judge calls are made at once, through the same slots as every call: the seam never sees
+    more than ``concurrency`` calls at a time (with more than one slot, two judge calls about one answer
+    do run together)."""
+    llm = InFlight(scripted_llm())
+    evo = make(llm=llm, concurrency=concurrency, scorers=JUDGED, generations=2)
+    assert evo.run().status == "finished"
+    assert 1 <= llm.peak <= concurrency
+    if concurrency > 1:
+        assert llm.judges_overlapped
+
+
+def test_judge_calls_at_once_give_the_rows_and_calls_of_one_after_another() -> None:
+    """Same seed, judge calls at once (concurrency 8) or one after another (1): the same report, records,
+    rows and model calls, whatever order the judges answered in."""
+    outcomes = []
+    for concurrency in (1, 8):
+        results, llm = MemoryResults(), scripted_llm()
+        evo = make(results, llm=llm, concurrency=concurrency, scorers=JUDGED, generations=2)
+        report = evo.run()
+        keys = sorted(r.cache_key(llm.model_name) for r in llm.calls)  # every request made, as the cache keys it
+        outcomes.append((_outcome(evo, report, results), report.totals["calls"], keys))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][1] > 0
+
+
+def test_a_probes_judge_calls_run_together_on_the_pool_and_on_the_caller_when_it_is_busy() -> None:
+    """``evaluate_agent`` with a pool: every judge call of a probe is in flight at once (the fake waits for
+    all of them), rows as one after another gives; a pool whose threads are all busy runs them on the
+    caller instead (never a deadlock), with the same rows."""
+    from furnace.evolution.evaluate import evaluate_agent
+
+    elixir = library()[0]
+    probes = load_probe_set("writing-en").head(2)
+    scorers = {"fidelity": 0.5, "tone": 0.3, "preference": 0.2}
+    together = threading.Barrier(3, timeout=30)  # a probe's three judge calls
+    plain = scripted_llm()
+
+    class WaitsForItsSiblings:
+        model_name = "scripted"
+
+        def complete(self, request):
+            if request.task == TaskKind.JUDGE:
+                together.wait()  # broken (an error) unless all three are in flight
+            return plain.complete(request)
+
+    def evaluate(llm, pool):
+        return evaluate_agent(llm, elixir, render_prompt(elixir), probes, scorers, seed=3, pool=pool)
+
+    expected = evaluate(plain, None)
+    with ThreadPoolExecutor(4) as pool:
+        assert evaluate(WaitsForItsSiblings(), pool) == expected
+    gate = threading.Event()
+    with ThreadPoolExecutor(1) as busy:
+        busy.submit(gate.wait)
+        try:
+            assert evaluate(plain, busy) == expected
+        finally:
+            gate.set()
+
+
+def test_a_failing_judge_call_drops_the_ones_not_started_and_never_waits_for_them() -> None:
+    """The budget stop inside a probe's judge calls while every pool thread is busy: the error goes on at
+    once (the calls the pool never started are dropped, not waited for), and nothing dropped ever runs."""
+    from furnace.domain.errors import BudgetExceeded
+    from furnace.evolution.evaluate import _fan_out
+
+    ran: list[int] = []
+
+    def call(n: int) -> int:
+        ran.append(n)
+        if n == 0:
+            raise BudgetExceeded("budget.max_calls 1 reached")
+        return n
+
+    gate, raised = threading.Event(), []
+    with ThreadPoolExecutor(1) as busy:
+        busy.submit(gate.wait)
+
+        def fan() -> None:
+            try:
+                _fan_out(busy, call, [0, 1, 2])
+            except BudgetExceeded as err:
+                raised.append(err)
+
+        caller = threading.Thread(target=fan, daemon=True)
+        caller.start()
+        caller.join(30)  # a guard against a hang, not a timing check
+        gate.set()
+    assert raised and ran == [0]

@@ -345,3 +345,20 @@ def test_a_panel_that_includes_the_agent_model_still_warns_in_the_faces() -> Non
     assert "grading itself" in (self_judging_warning(graded.model, grading_judge(graded)) or "")
     separate = record(["anthropic/claude-3-5-haiku", "gemini/gemini-1.5-flash"])
     assert self_judging_warning(separate.model, grading_judge(separate)) is None
+
+
+def test_a_panels_judge_calls_at_once_give_the_run_of_one_after_another() -> None:
+    """Every judge of the panel asked at once (concurrency 8) or one after another (1): the same records,
+    rows, report and calls, the judges' rows in panel order whatever order they answered in."""
+    outcomes = []
+    for concurrency in (1, 8):
+        evo, _ = panel_run(generations=2, concurrency=concurrency, scorers={"fidelity": 0.5, "tone": 0.5})
+        report = evo.run()
+        rows = sorted(
+            (r.generation, r.slot, r.agent_id, r.fitness, tuple(r.scores))
+            for r in evo.results.individuals(evo.experiment_id)
+        )
+        outcomes.append((report.result_signature(), rows, report.totals["calls"], report.judges))
+    assert outcomes[0] == outcomes[1]
+    scorers = [s.scorer for s in outcomes[0][1][0][4] if s.probe != "*"]
+    assert scorers[:3] == ["fidelity@" + FIRST, "fidelity@" + SECOND, "fidelity"]
