@@ -177,7 +177,9 @@ def validation_reserve(target: Target) -> int:
     return VALIDATE_TOP * len(target.part("validation").probes) * CALLS_PER_PROBE
 
 
-def _setup(target: Target, method: str, seed: int, budget: int, latency: float) -> tuple[Any, Any, list[Elixir]]:
+def _setup(
+    target: Target, method: str, seed: int, budget: int, latency: float, generations: int = 200
+) -> tuple[Any, Any, list[Elixir]]:
     """The experiment (on every probe of the target, each marked with its split; metered at the method's
     search budget), the model behind it and the seeds. The loop then scores its individuals on validation
     (its fitness; feedback from train minibatches) and picks its own champion; its held-out scoring is
@@ -189,7 +191,7 @@ def _setup(target: Target, method: str, seed: int, budget: int, latency: float) 
         "name": f"search-{target.name}-{method.replace('+', '-')}",
         "seed": seed,
         "population": len(seeds),
-        "generations": 200,
+        "generations": generations,  # 200: the budget ends the run
         "selection": SELECTION.get(method, {}),
         "scorers": SCORERS,
         "concurrency": CONCURRENCY,
@@ -540,9 +542,9 @@ def _curve(candidates: Sequence[_Candidate], test_of: Callable[[Elixir], float])
     return curve
 
 
-def run_one(target: Target, method: str, seed: int, budget: int, latency: float) -> RunResult:
-    """One method on one target with one seed, at ``budget`` model calls."""
-    evo, model, seeds = _setup(target, method, seed, budget, latency)
+def run_one(target: Target, method: str, seed: int, budget: int, latency: float, generations: int = 200) -> RunResult:
+    """One method on one target with one seed, at ``budget`` model calls (the loop: at most ``generations``)."""
+    evo, model, seeds = _setup(target, method, seed, budget, latency, generations)
     started = time.perf_counter()
     validation_score: float | None = None
     if method in OPERATORS:
