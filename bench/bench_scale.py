@@ -74,29 +74,17 @@ def _threads(model: Any) -> tuple[float, tuple[Any, ...], CpuWindow]:
 
 
 def _processes(client: Any, model: Any) -> tuple[float, tuple[Any, ...]]:
-    """The run on the Dask workers, wired as :meth:`furnace.runtime.Runtime.isolated_runner` wires it (the
-    runtime's store, response cache, ledger and KV behind the sink), the workers' model being ``model``."""
+    """The run on the Dask workers through :meth:`furnace.runtime.Runtime.isolated_runner` (the runtime's
+    store, response cache, ledger and KV behind the sink), the workers' model being ``model``."""
     from furnace.adapters.dask_cluster import dask_runner, slots_per_worker, worker_count
-    from furnace.evolution.isolated import Sink, build_world
-    from furnace.runtime import worker_embedder
 
     with stack(lambda name: model()) as built:
         prepared = _prepared(built)
-        evo, rt = prepared.evolution, built.runtime
+        evo = prepared.evolution
         slots = slots_per_worker(evo.config.concurrency, worker_count(client))
-        cache, ledger = prepared.llm.cache, prepared.llm.ledger
-        world = build_world(
-            evo,
-            model=model,
-            embedder=partial(worker_embedder, rt.settings.embedder),
-            settings=rt.settings,
-            slots=slots,
-            responses=cache,
-            ledger=ledger,
-            kv=rt.kv,
-            store=rt.store,
+        evo.unit_runner = built.runtime.isolated_runner(
+            prepared, partial(dask_runner, client), slots=slots, models=lambda name: model
         )
-        evo.unit_runner = dask_runner(client, world, Sink(evo, rt.store, cache, ledger, rt.kv))
         started = time.perf_counter()
         report = evo.run()
         return time.perf_counter() - started, _outcome(evo, report)

@@ -616,11 +616,14 @@ class Runtime:
         make: Callable[[World, Sink], IsolatedUnitRunner],
         *,
         slots: int,
+        models: Callable[[str], Callable[[], LLM]] | None = None,
     ) -> IsolatedUnitRunner:
         """Run ``prepared``'s units in other processes (:mod:`furnace.evolution.isolated`): ``make``
         builds the runner from the run's :class:`World` and the :class:`Sink` that writes outcomes
         here, into this runtime's store, caches and ledger (e.g. ``partial(dask_runner, client)``).
-        ``slots``: model calls in flight per worker process."""
+        ``slots``: model calls in flight per worker process. ``models``: for a model name, what builds
+        the provider client in a worker (default: :func:`worker_model` from the settings; the benches
+        give a latency-injected fake, the seam :attr:`client` is in this process)."""
         from functools import partial
 
         from furnace.evolution.isolated import Sink, build_world
@@ -628,10 +631,12 @@ class Runtime:
 
         evo = prepared.evolution
 
-        def factory(name: str) -> Callable[[], LLM]:
+        def configured(name: str) -> Callable[[], LLM]:
             model = None if name == OFFLINE_MODEL_NAME else name
             s = self.settings
             return partial(worker_model, model, s.api_base, s.timeout_s, s.max_retries)
+
+        factory = models or configured
 
         judge = factory(evo.judge.model_name) if evo.judge is not None else None
         cache, ledger = prepared.llm.cache, prepared.llm.ledger
