@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from bench.stack import stack
 from furnace import resources
 from furnace.domain.errors import FurnaceError
 
@@ -180,16 +181,16 @@ def make_case(kind: str, rng: random.Random, seeds: dict[str, Any]) -> bytes:
     return raw if structural and rng.random() < 0.8 else _mutate_bytes(raw, rng)
 
 
-def check_case(kind: str, raw: bytes, folder: Path) -> str | None:
-    """None when ``raw`` imports or fails with a FurnaceError; else the internal error's traceback."""
+def check_case(kind: str, raw: bytes, folder: Path, store: Any) -> str | None:
+    """None when ``raw`` imports into ``store`` (a runtime's, as ``furnace import`` writes) or fails with a
+    FurnaceError; else the internal error's traceback."""
     from furnace.interop.importers import import_elixirs, read_file
-    from furnace.storage.memory import MemoryStore
 
     path = folder / f"case{_SUFFIX[kind]}"
     path.write_bytes(raw)
     try:
         result = read_file(path)
-        import_elixirs(result.elixirs, MemoryStore(), skipped=result.skipped, row_wise=result.row_wise)
+        import_elixirs(result.elixirs, store, skipped=result.skipped, row_wise=result.row_wise)
     except FurnaceError:
         return None
     except Exception:
@@ -202,11 +203,11 @@ def run_fuzz(cases: int, seed: int = 0) -> tuple[int, list[tuple[str, bytes, str
     rng = random.Random(seed)
     seeds = seeds_for_fuzz()
     failures: list[tuple[str, bytes, str]] = []
-    with tempfile.TemporaryDirectory(prefix="furnace-fuzz-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="furnace-fuzz-") as tmp, stack() as built:
         for i in range(cases):
             kind = KINDS[i % len(KINDS)]
             raw = make_case(kind, rng, seeds)
-            problem = check_case(kind, raw, Path(tmp))
+            problem = check_case(kind, raw, Path(tmp), built.runtime.store)
             if problem is not None:
                 failures.append((kind, raw, problem))
     return cases, failures

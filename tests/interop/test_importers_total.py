@@ -115,13 +115,22 @@ def test_check_items_walks_nested_lists() -> None:
 _FUZZ_SEEDS: dict = {}
 
 
+@pytest.fixture(scope="module")
+def fuzz_store(tmp_path_factory: pytest.TempPathFactory):
+    """The store ``make fuzz`` imports into: a runtime's, on a home of its own."""
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
+    return Runtime(FurnaceSettings(home=tmp_path_factory.mktemp("fuzz") / "home")).store
+
+
 @settings(max_examples=250, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
 @given(kind=st.sampled_from(KINDS), rng=st.randoms(use_true_random=False))
-def test_fuzz_importers_fixed_seed(kind: str, rng: random.Random) -> None:
+def test_fuzz_importers_fixed_seed(fuzz_store, kind: str, rng: random.Random) -> None:
     """A fixed-seed share of ``make fuzz`` (YAML, JSON, card JSON/PNG, CSV): bytes → elixirs or an InputError."""
     if not _FUZZ_SEEDS:
         _FUZZ_SEEDS.update(seeds_for_fuzz())
     raw = make_case(kind, rng, _FUZZ_SEEDS)
     with tempfile.TemporaryDirectory() as folder:
-        problem = check_case(kind, raw, Path(folder))
+        problem = check_case(kind, raw, Path(folder), fuzz_store)
     assert problem is None, f"{kind} case {raw[:200]!r} raised an internal error:\n{problem}"

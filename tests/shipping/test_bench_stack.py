@@ -36,10 +36,6 @@ ALLOWED = {
         "(tests/assistant/dataset.py) without seals, which the runtime's assist data (seals verified on "
         "read) refuses; it measures understanding, not the stack, and makes no figure per model call"
     ),
-    "fuzz_importers.py": (
-        "fuzzes the importers' parsing with 10,000 mutated files: the store only receives what parsed, "
-        "and an in-memory one keeps the fuzzer's failures about parsing"
-    ),
 }
 
 
