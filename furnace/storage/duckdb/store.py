@@ -573,25 +573,18 @@ class DuckDBStore:
             found = elixirs.get((pid, version))
             return found().content_hash if found is not None else None
 
-        agents = []
         sealer = self.db.sealer
 
         def persona(id: str, version: int) -> Elixir:
             found = elixirs.get((id, version))
             return found() if found is not None else self._fetch(con, id, version)
 
-        for row in rows:
-            agents.append(
-                verified_agent(
-                    row,
-                    sealer=sealer,
-                    stored_hash=stored_hash,
-                    edges=edges[row[0]],
-                    persona=persona,
-                    created_at=_from_db,
-                )
+        return [
+            verified_agent(
+                row, sealer=sealer, stored_hash=stored_hash, edges=edges[row[0]], persona=persona, created_at=_from_db
             )
-        return agents
+            for row in rows
+        ]
 
     def _elixirs_for(self, con: Con, rows: Sequence[Sequence[Any]]) -> dict[tuple[str, int], Callable[[], Elixir]]:
         """Every stored elixir version the agent ``rows`` name (their personas and their lineage's parents),

@@ -377,25 +377,18 @@ class SQLStore:
             found = elixirs.get((pid, version))
             return found[2] if found is not None else None
 
-        out = []
         sealer = self.db.sealer
 
         def persona(id: str, version: int) -> Elixir:
             row = elixirs.get((id, version))
             return self._row_to_elixir(row) if row is not None else self._fetch(conn, id, version)
 
-        for row in rows:
-            out.append(
-                verified_agent(
-                    row,
-                    sealer=sealer,
-                    stored_hash=stored_hash,
-                    edges=edges[row[0]],
-                    persona=persona,
-                    created_at=from_db,
-                )
+        return [
+            verified_agent(
+                row, sealer=sealer, stored_hash=stored_hash, edges=edges[row[0]], persona=persona, created_at=from_db
             )
-        return out
+            for row in rows
+        ]
 
     def _elixirs_for(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> dict[tuple[str, int], Any]:
         """Every stored version the agent ``rows`` name (their personas and their lineage's parents)."""
