@@ -87,7 +87,7 @@ def _measure(built: Stack) -> tuple[list[float], list[float], CpuWindow]:
             f"   DuckDB statements per 4-speaker turn: {(runtime.db.statements - before) / count:.1f} (BEGIN/COMMIT "
             "included; background snapshot refreshes included, ~80 statements each)"
         )
-    record(cpu_ms_per_call=round(window.cpu_ms_per_call, 3), cpu_target_ms=CPU_TARGET_MS)
+    record(**window.figures())
     return turns, baselines, window
 
 

@@ -253,7 +253,7 @@ def bench_rerun() -> bool:
         f"   furnace CPU per model call (the clean run, the command's stack): {window.cpu_ms_per_call:.2f} ms "
         f"(target <= {CPU_TARGET_MS:.0f} ms; {window.model_calls} model calls; informational here)"
     )
-    record(cpu_ms_per_call=round(window.cpu_ms_per_call, 3), cpu_target_ms=CPU_TARGET_MS)
+    record(**window.figures())
     return ok
 
 

@@ -178,8 +178,7 @@ def run() -> bool:
         f"{len({r.agent.id for r in results})} agent id, {flight_ms:.0f} ms total"
     )
     record(
-        cpu_ms_per_call=round(window.cpu_ms_per_call, 3),
-        cpu_target_ms=CPU_TARGET_MS,
+        **window.figures(),
         overhead=round(overhead, 4),
         hit_ms=round(hit_ms, 3),
         single_flight_builds=cache.builds,

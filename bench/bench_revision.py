@@ -98,8 +98,7 @@ def run() -> bool:
         f"threads, the provider client's {window.client_cpu_s:.2f}s and the baseline replays left out)"
     )
     record(
-        cpu_ms_per_call=round(window.cpu_ms_per_call, 3),
-        cpu_target_ms=CPU_TARGET_MS,
+        **window.figures(),
         overhead_median=round(median, 4),
         overhead_target=TARGET,
         model_calls=window.model_calls,

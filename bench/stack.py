@@ -100,6 +100,10 @@ class CpuWindow:
     def cpu_ms_per_call(self) -> float:
         return (self.cpu_s - self.client_cpu_s) * 1000 / max(self.model_calls, 1)
 
+    def figures(self) -> dict[str, float]:
+        """The window's ``--json`` figures: CPU per model call and its target."""
+        return {"cpu_ms_per_call": round(self.cpu_ms_per_call, 3), "cpu_target_ms": CPU_TARGET_MS}
+
     def add(self, other: CpuWindow) -> None:
         self.cpu_s += other.cpu_s
         self.client_cpu_s += other.client_cpu_s
