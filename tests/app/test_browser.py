@@ -91,7 +91,7 @@ def test_every_page_with_two_experiments_in_a_real_browser(seeded: Path) -> None
     with app_server(seeded) as url, browser_page() as page:
         for path, heading in PAGES:
             page.goto(f"{url}/{path}")
-            page.get_by_role("heading", name=heading).wait_for()
+            page.get_by_role("heading", level=1, name=heading).wait_for()
             settle(page)
             assert page.locator('[data-testid="stException"]').count() == 0, path
             assert page.locator('[data-testid="stAlertContentError"]').count() == 0, path
