@@ -1,13 +1,11 @@
 """What every page shares: one :class:`~furnace.runtime.Runtime` per app process, and page helpers.
 
-Only plain objects are cached (settings, the Database owner). The app process
-holds its DuckDB instance while pages use it and frees it when another process
-asks for a turn (see docs/storage.md); a wait for another process is shown.
+Only plain objects are cached (settings, the runtime). The store is SQLite in WAL mode (or PostgreSQL):
+the app, experiments and CLI commands read and write it at once (docs/store.md).
 """
 
 from __future__ import annotations
 
-from contextlib import suppress
 from typing import Any
 
 import streamlit as st
@@ -19,18 +17,9 @@ from furnace.settings import FurnaceSettings
 RECENT_AGENTS = 30  # agents offered in pickers (newest first); any other id can be typed or reached via lineage
 
 
-def _wait_notice(message: str) -> None:
-    """Show a wait for another process's turn on the DuckDB file ("waiting for the experiment writer…")."""
-    with suppress(Exception):  # outside a script run there is nowhere to show it
-        st.toast(message[:1].upper() + message[1:], icon=":material/hourglass_top:")
-
-
 @st.cache_resource(show_spinner=False)
 def _runtime(home: str) -> Runtime:
-    from furnace.storage.duckdb.db import set_role
-
-    set_role("the app")
-    return Runtime(FurnaceSettings(), on_wait=_wait_notice)
+    return Runtime(FurnaceSettings())
 
 
 def services() -> Runtime:

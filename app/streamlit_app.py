@@ -19,7 +19,6 @@ DEBUG = bool(os.environ.get("FURNACE_DEBUG"))
 st.set_option("client.showErrorDetails", "full" if DEBUG else "none")
 
 HERE = Path(__file__).resolve().parent
-UNIT_PAGES = {"Personas", "Lineage", "Compare"}  # pages that never call a model
 PAGES = [  # (file, title, icon)
     ("screens/personas.py", "Personas", ":material/science:"),
     ("screens/furnace.py", "Furnace", ":material/local_fire_department:"),
@@ -38,9 +37,6 @@ page = st.navigation(
         if (HERE / path).exists()
     ]
 )
-# A page render is one unit of work: its reads and writes share one cursor on the app's held
-# DuckDB instance. Pages that call a model (furnace, revision, arena, assistant) run outside a
-# unit, so no unit ever spans a model call.
 
 
 def run_page() -> None:
@@ -48,13 +44,7 @@ def run_page() -> None:
     from furnace_app.services import show_error
 
     try:
-        if page.title in UNIT_PAGES:
-            from furnace_app.services import services
-
-            with services().db.unit():
-                page.run()
-        else:
-            page.run()
+        page.run()
     except Exception as err:  # st.stop/st.rerun/switch_page are BaseExceptions and pass through
         if DEBUG:
             raise

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from furnace.scoring.picks import Pick, PickStore
     from furnace.storage.duckdb.assist import DuckDBAssistData
     from furnace.storage.duckdb.db import Database
+    from furnace.storage.duckdb.snapshot import SnapshotReader
     from furnace.storage.sql.db import SQLDatabase
     from furnace.storage.store import ElixirStore
     from furnace.writing.content import ContentStore
@@ -254,21 +255,20 @@ class Runtime:
     # -- storage -----------------------------------------------------------------------------------
 
     @cached_property
-    def sql(self) -> SQLDatabase | None:
-        """The relational store when ``FURNACE_DATABASE_URL`` names one (SQLite or PostgreSQL), migrated on
-        first use; None: the stores live in ``furnace.duckdb`` (the default, docs/store.md)."""
-        url = self.settings.database_url
-        if url is None:
-            return None
-        from furnace.storage.sql.db import SQLDatabase
+    def sql(self) -> SQLDatabase:
+        """The live store, migrated on first use: ``furnace.sqlite`` in the home (WAL mode), or the
+        database ``FURNACE_DATABASE_URL`` names (PostgreSQL for a team; docs/store.md). An old home's
+        ``furnace.duckdb`` moves in on first open (the file is kept)."""
+        from furnace.storage.sql.db import SQLDatabase, sqlite_url
 
+        url = self.settings.database_url
         if self.before_open is not None:
             self.before_open(self.settings.home)
         from furnace.storage.duckdb import snapshot
 
         seal_key = self.settings.seal_key
         db = SQLDatabase(
-            url.get_secret_value(),
+            url.get_secret_value() if url is not None else sqlite_url(self.settings.home),
             home=self.settings.home,
             seal_key=seal_key.get_secret_value() if seal_key is not None else None,
         )
@@ -282,11 +282,6 @@ class Runtime:
 
             copy_home(self._duckdb(), db)
         return db
-
-    @property
-    def live(self) -> Database | SQLDatabase:
-        """The database holding the live stores: the relational one when configured, else DuckDB."""
-        return self.sql if self.sql is not None else self.db
 
     def migrate_home(self) -> tuple[Moved, str]:
         """Copy this home's ``furnace.duckdb`` into the relational store (``FURNACE_DATABASE_URL``, else
@@ -316,7 +311,8 @@ class Runtime:
 
     @cached_property
     def db(self) -> Database:
-        """The DuckDB owner under ``settings.home`` (migrated on first use)."""
+        """An old home's ``furnace.duckdb`` (brought to its last schema on first use): only what moves
+        into the live store (:meth:`migrate_home`) reads it."""
         from furnace.storage.duckdb.db import Database
 
         if self.before_open is not None:
@@ -348,46 +344,30 @@ class Runtime:
     @cached_property
     def store(self) -> ElixirStore:
         """Elixirs, agents and lineage."""
-        if self.sql is not None:
-            from furnace.storage.sql.store import SQLStore
+        from furnace.storage.sql.store import SQLStore
 
-            return SQLStore(self.sql)
-        from furnace.storage.duckdb.store import DuckDBStore
-
-        return DuckDBStore(self.db)
+        return SQLStore(self.sql)
 
     @cached_property
     def content_store(self) -> ContentStore:
         """Contents, revision chat and preference marks."""
-        if self.sql is not None:
-            from furnace.storage.sql.content import SQLContentStore
+        from furnace.storage.sql.content import SQLContentStore
 
-            return SQLContentStore(self.sql)
-        from furnace.storage.duckdb.content import DuckDBContentStore
-
-        return DuckDBContentStore(self.db)
+        return SQLContentStore(self.sql)
 
     @cached_property
     def results(self) -> ExperimentResults:
         """Experiment records (individuals, generations, status)."""
-        if self.sql is not None:
-            from furnace.storage.sql.experiments import SQLExperimentResults
+        from furnace.storage.sql.experiments import SQLExperimentResults
 
-            return SQLExperimentResults(self.sql)
-        from furnace.storage.duckdb.experiments import DuckDBExperimentResults
-
-        return DuckDBExperimentResults(self.db)
+        return SQLExperimentResults(self.sql)
 
     @cached_property
     def picks(self) -> PickStore:
         """People's picks between candidates' replies (``furnace pick``), in the live store."""
-        if self.sql is not None:
-            from furnace.storage.sql.picks import SQLPicks
+        from furnace.storage.sql.picks import SQLPicks
 
-            return SQLPicks(self.sql)
-        from furnace.storage.duckdb.picks import DuckDBPicks
-
-        return DuckDBPicks(self.db)
+        return SQLPicks(self.sql)
 
     def picks_tracked(self) -> bool:
         """Whether this home has an MLflow store to log picks to (none is created for picks alone)."""
@@ -428,13 +408,9 @@ class Runtime:
     @cached_property
     def kv(self) -> KV:
         """The JSON key-value store with expiry behind the synthesis cache."""
-        if self.sql is not None:
-            from furnace.storage.sql.kv import SQLKV
+        from furnace.storage.sql.kv import SQLKV
 
-            return SQLKV(self.sql)
-        from furnace.storage.duckdb.kv import DuckDBKV
-
-        return DuckDBKV(self.db)
+        return SQLKV(self.sql)
 
     @cached_property
     def synthesis_cache(self) -> SynthesisCache:
@@ -445,23 +421,25 @@ class Runtime:
 
     @cached_property
     def assist_data(self) -> DuckDBAssistData:
-        """What the lab assistant reads (an :class:`~furnace.assistant.results.AssistData`) and its sessions."""
+        """What the lab assistant reads (an :class:`~furnace.assistant.results.AssistData`) and its sessions:
+        its DuckDB queries run on the live store's analysis snapshot (:attr:`analysis`)."""
         from furnace.storage.duckdb.assist import DuckDBAssistData, experiment_verifier
+        from furnace.storage.sql.assist import SQLAssistSessions
 
-        verify_experiments = experiment_verifier(self.results)  # the rows an answer reports, held to their seals
-        if self.sql is not None:  # its DuckDB queries run on the live store's analysis snapshot
-            from furnace.storage.duckdb.snapshot import SnapshotReader
-            from furnace.storage.sql.assist import SQLAssistSessions
+        return DuckDBAssistData(
+            self.analysis,
+            verify_agents=self.store.verify_agents,
+            verify_experiments=experiment_verifier(self.results),  # the rows an answer reports, held to their seals
+            sessions=SQLAssistSessions(self.sql),
+            history=self.store.history,
+        )
 
-            return DuckDBAssistData(
-                SnapshotReader(self.sql),
-                verify_agents=self.store.verify_agents,
-                verify_experiments=verify_experiments,
-                sessions=SQLAssistSessions(self.sql),
-                history=self.store.history,
-            )
+    @property
+    def analysis(self) -> SnapshotReader:
+        """Read-only DuckDB SQL over the live store's newest Parquet snapshot (this process's changes in)."""
+        from furnace.storage.duckdb.snapshot import SnapshotReader
 
-        return DuckDBAssistData(self.db, verify_agents=self.store.verify_agents, verify_experiments=verify_experiments)
+        return SnapshotReader(self.sql)
 
     # -- models --------------------------------------------------------------------------------------
 
@@ -469,7 +447,7 @@ class Runtime:
     def llm(self) -> CachedLLM:
         """The configured model (``settings.model``, else the offline engine) with cache and ledger in DuckDB."""
         client = self.client(self.settings.model_name) if self.client is not None else None
-        model = build_llm(self.settings, db=self.live, client=client)
+        model = build_llm(self.settings, db=self.sql, client=client)
         with self._lock:
             self._models.setdefault(model.model_name, model)
         return model
@@ -485,7 +463,7 @@ class Runtime:
             if name not in self._models:
                 other = self.settings.model_copy(update={"model": None if name == OFFLINE_MODEL_NAME else name})
                 client = self.client(name) if self.client is not None else None
-                self._models[name] = build_llm(other, db=self.live, client=client)
+                self._models[name] = build_llm(other, db=self.sql, client=client)
             return self._models[name]
 
     @cached_property
@@ -498,7 +476,7 @@ class Runtime:
     @cached_property
     def embedder(self) -> Embedder:
         """The embedder chosen by ``settings.embedder`` (MiniLM loads on first use, its vectors kept in DuckDB)."""
-        return build_embedder(self.settings, db=self.live)
+        return build_embedder(self.settings, db=self.sql)
 
     def new_tracker(self, *, track: bool = True, mlflow_experiment: str | None = None) -> Tracker:
         """A tracker for one run: MLflow at ``settings.tracking_uri``, or a null one when ``track`` is off."""
@@ -554,13 +532,9 @@ class Runtime:
 
     def arena_store(self) -> ArenaStore:
         """The arena's records on this runtime's live database."""
-        if self.sql is not None:
-            from furnace.storage.sql.arena import SQLArenaStore
+        from furnace.storage.sql.arena import SQLArenaStore
 
-            return SQLArenaStore(self.sql)
-        from furnace.storage.duckdb.arena import DuckDBArenaStore
-
-        return DuckDBArenaStore(self.db)
+        return SQLArenaStore(self.sql)
 
     def prepare_experiment(
         self,
@@ -708,32 +682,38 @@ def _empty(db: SQLDatabase) -> bool:
 
 
 def default_home(start: Path | None = None) -> Path:
-    """``data/`` of the working directory or of the nearest folder above it that has a furnace database
+    """``data/`` of the working directory or of the nearest folder above it that has a furnace store
     (a notebook runs in ``notebooks/`` of a checkout where ``make demo`` wrote ``data/``), else ``data``."""
     here = (start or Path.cwd()).resolve()
     for folder in (here, *here.parents):
-        if (folder / "data" / "furnace.duckdb").is_file():
+        if _has_store(folder / "data"):
             return folder / "data"
     return Path("data")
 
 
-def _count(db_path: Path, table: str) -> int:
-    from furnace.storage.duckdb.db import Database
+def _has_store(home: Path) -> bool:
+    from furnace.storage.sql.db import SQLITE_FILE
 
-    if not db_path.exists():
+    return (home / SQLITE_FILE).is_file() or (home / "furnace.duckdb").is_file()
+
+
+def _count(settings: FurnaceSettings, table: str) -> int:
+    if settings.database_url is None and not _has_store(settings.home):
         return 0
+    runtime = Runtime(settings)
     try:
-        return int(Database(db_path, migrate=False).query(f"SELECT count(*) FROM {table}")[0][0])
-    except Exception:  # no such table yet, or locked by a writer: treat as no data
+        return int(runtime.sql.query(f"SELECT count(*) FROM {table}")[0][0])
+    except Exception:  # an unreadable store: treat as no data (the notebook builds its own sample)
         return 0
+    finally:
+        runtime.close()
 
 
 def has_data(settings: FurnaceSettings, need: Need) -> bool:
     """Whether ``settings.home`` holds what a notebook needs (experiments, revisions, or MLflow runs)."""
-    db = settings.db_path
     if need == "revisions":
-        return _count(db, "revisions") > 0
-    has_experiments = _count(db, "experiment_individuals") > 0
+        return _count(settings, "revisions") > 0
+    has_experiments = _count(settings, "experiment_individuals") > 0
     if need == "mlflow":
         return has_experiments and (settings.mlflow_uri is not None or (settings.home / "mlflow.db").exists())
     return has_experiments
@@ -758,7 +738,7 @@ def sample_runtime(home: Path, need: Need | None = None) -> Runtime:
 
     runtime = Runtime(sample_settings(home))
     build_sample(runtime, need)
-    snapshot.refresh(runtime.db)  # analysis reads the snapshot: it holds the whole sample
+    snapshot.refresh(runtime.sql)  # analysis reads the snapshot: it holds the whole sample
     runtime.close()
     return runtime
 

@@ -21,7 +21,7 @@ class FurnaceSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="FURNACE_", extra="ignore")
 
-    home: Path = Field(default=Path("data"), description="folder holding furnace.duckdb, mlflow.db, caches")
+    home: Path = Field(default=Path("data"), description="folder holding furnace.sqlite, mlflow.db, snapshots")
     model: str | None = Field(default=None, description="litellm model string; unset = offline engine")
     judge_model: str | None = Field(
         default=None, description="the judge scorers' model (experiments); unset = the experiment's model"
@@ -30,7 +30,7 @@ class FurnaceSettings(BaseSettings):
     api_key: SecretStr | None = Field(default=None, description="optional key; else the provider's usual variable")
     database_url: SecretStr | None = Field(
         default=None,
-        description="the relational store: sqlite:///PATH or postgresql+psycopg://USER@HOST/DB; unset = furnace.duckdb",
+        description="the live store: sqlite:///PATH or postgresql+psycopg://USER@HOST/DB; unset = home/furnace.sqlite",
     )
     seal_key: SecretStr | None = Field(
         default=None, description="the records' seal key for a shared store; unset = the key file in home"
@@ -79,6 +79,7 @@ class FurnaceSettings(BaseSettings):
 
     @property
     def db_path(self) -> Path:
+        """An old home's DuckDB store (before furnace.sqlite): it moves into the live store on first open."""
         return self.home.resolve() / "furnace.duckdb"
 
     @property

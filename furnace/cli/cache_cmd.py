@@ -10,14 +10,9 @@ from furnace.runtime import Runtime
 
 def _caches(obj: Runtime, days: float | None):
     ttl_days = obj.settings.cache_ttl_days if days is None else days
-    if obj.sql is not None:  # the relational store (FURNACE_DATABASE_URL)
-        from furnace.storage.sql.llm_calls import SQLResponseCache
+    from furnace.storage.sql.llm_calls import SQLResponseCache
 
-        return SQLResponseCache(obj.sql, ttl_s=ttl_days * 86400), obj.kv
-    from furnace.storage.duckdb.kv import DuckDBKV
-    from furnace.storage.duckdb.llm_calls import DuckDBResponseCache
-
-    return DuckDBResponseCache(obj.db, ttl_s=ttl_days * 86400), DuckDBKV(obj.db)
+    return SQLResponseCache(obj.sql, ttl_s=ttl_days * 86400), obj.kv
 
 
 def register(cli: click.Group) -> None:
@@ -31,7 +26,7 @@ def register(cli: click.Group) -> None:
     def stats_cmd(obj: Runtime, as_json: bool) -> None:
         """How many responses are cached, how many have expired, per task."""
         responses, kv = _caches(obj, None)
-        data = {**responses.stats(), "synthesis_entries": int(obj.live.query("SELECT count(*) FROM kv")[0][0])}
+        data = {**responses.stats(), "synthesis_entries": int(obj.sql.query("SELECT count(*) FROM kv")[0][0])}
         tasks = ", ".join(f"{task} {n}" for task, n in data["by_task"].items()) or "none"
         human = (
             f"responses {data['responses']:,} ({data['expired']:,} expired, TTL {data['ttl_days']:g} days)"

@@ -15,7 +15,7 @@ def snapshot_cmd(obj: Runtime, as_json: bool) -> None:
     """Copy every table to a fresh Parquet snapshot (read by furnace.analysis.connect())."""
     from furnace.storage.duckdb import snapshot
 
-    folder = snapshot.refresh(obj.live)
+    folder = snapshot.refresh(obj.sql)
     manifest = snapshot.manifest(folder)
     rows = sum(manifest["tables"].values())
     emit(

@@ -1,8 +1,9 @@
 """Read-only queries for analysis: the furnace DuckDB file as pandas DataFrames.
 
-Every reader takes a :class:`~furnace.storage.duckdb.db.Database` or a DuckDB
-connection over the Parquet snapshots (``furnace.analysis.connect()``, the
-same table names), runs one parameterised ``SELECT`` and returns a DataFrame
+Every reader takes a DuckDB connection over the Parquet snapshots of the live
+store (``furnace.analysis.connect()``, the same table names) or anything with
+that SQL's ``query`` (:class:`~furnace.storage.duckdb.snapshot.SnapshotReader`,
+an old home's :class:`~furnace.storage.duckdb.db.Database`), runs one parameterised ``SELECT`` and returns a DataFrame
 with fixed columns (empty, with the same columns, when there are no rows).
 JSON columns come back decoded (lists and dicts). The pure analysis over these
 frames lives in :mod:`furnace.analysis`.
@@ -12,15 +13,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import duckdb
 import pandas as pd
 
-from furnace.storage.duckdb.db import Database
 
-Source = Database | duckdb.DuckDBPyConnection
-"""The live file, or a connection over a snapshot (:func:`furnace.analysis.connect`)."""
+class Queryable(Protocol):
+    def query(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]: ...
+
+
+Source = Queryable | duckdb.DuckDBPyConnection
+"""A connection over a snapshot (:func:`furnace.analysis.connect`), or a reader of one."""
 
 EDGE_COLUMNS = ["parent", "child", "operator", "op_version", "parent_version"]
 AGENT_COLUMNS = ["agent_id", "name", "operator", "op_version", "lineage_hash", "parents", "created_at"]
@@ -85,8 +89,8 @@ CALL_COLUMNS = [
 
 
 def _rows(db: Source, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-    """Rows from the live file (a Database) or from a snapshot connection."""
-    if isinstance(db, Database):
+    """Rows from a snapshot connection, or from a reader's ``query``."""
+    if not isinstance(db, duckdb.DuckDBPyConnection):
         return db.query(sql, list(params))
     rows: list[tuple[Any, ...]] = db.execute(sql, list(params)).fetchall()
     return rows
@@ -253,10 +257,6 @@ def persona_preferences(db: Source, persona_id: str | None = None) -> pd.DataFra
 
 def call_totals(db: Source, run_id: str | None = None) -> pd.DataFrame:
     """Model-call accounting per run and task: calls, cached calls, tokens, cost, latency."""
-    if isinstance(db, Database):  # this process's buffered ledger rows count too
-        from furnace.storage.duckdb.llm_calls import flush_pending
-
-        flush_pending(db)
     where, params = _where({"run_id": run_id})
     sql = (
         "SELECT coalesce(run_id, ''), task, count(*), count(*) FILTER (WHERE cached),"
