@@ -224,7 +224,8 @@ def run_evolution(
             _log_warning(event.message)
         bar(event)
 
-    prepared = runtime(home).prepare_experiment(
+    rt = runtime(home)  # one runtime for the run: the stores, the sink and the writer share its connections
+    prepared = rt.prepare_experiment(
         config, progress=progress, track=track, probes_dir=probes_dir, keep_failures=keep_failures
     )
     fork = prepared.check_fork()
@@ -244,7 +245,7 @@ def run_evolution(
     if runner == "dask":
         slots = dask_cluster().slots_per_worker(config.concurrency, dask_workers)
         make = partial(_dask_units, version, results, retries)
-        prepared.evolution.unit_runner = runtime(home).isolated_runner(prepared, make, slots=slots)
+        prepared.evolution.unit_runner = rt.isolated_runner(prepared, make, slots=slots)
     else:
         prepared.evolution.unit_runner = PrefectUnitRunner(version, results, retries)
     prepared.evolution.on_generation = partial(artifacts.publish_generation, generations=config.generations)

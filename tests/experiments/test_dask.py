@@ -94,10 +94,8 @@ def test_a_retried_unit_is_served_from_the_calls_already_paid(tmp_path):
     first = runtime.prepare_experiment(config, track=False).evolution.run()
     paid = runtime.llm.ledger.totals(first.experiment_id)
     # forget the records of the last generation (as if the run had died before writing them)
-    db = runtime.db
-    with db.transaction() as con:
-        for table in ("experiment_scores", "experiment_individuals", "experiment_generations"):
-            con.execute(f"DELETE FROM {table} WHERE experiment_id = ? AND generation = 3", [first.experiment_id])
+    for table in ("experiment_scores", "experiment_individuals", "experiment_generations"):
+        runtime.sql.execute(f"DELETE FROM {table} WHERE experiment_id = ? AND generation = 3", [first.experiment_id])
     prepared = runtime.prepare_experiment(config, track=False)
     with dask_client(workers=2, threads=2) as client:
         prepared.evolution.unit_runner = runtime.isolated_runner(prepared, partial(dask_runner, client), slots=1)

@@ -45,36 +45,38 @@ def _run(home: Path) -> dict:
     return json.loads(out.stdout)
 
 
-def _model_calls(home: Path, experiment_id: str) -> int:
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.llm_calls import DuckDBCallLedger
+def _read(home: Path, read):
+    """``read(runtime)`` on a runtime of ``home``, closed afterwards (the live store, as a command opens it)."""
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
 
-    return DuckDBCallLedger(Database(home / "furnace.duckdb")).totals(experiment_id).model_calls
+    runtime = Runtime(FurnaceSettings(home=home))
+    try:
+        return read(runtime)
+    finally:
+        runtime.close()
+
+
+def _model_calls(home: Path, experiment_id: str) -> int:
+    return _read(home, lambda rt: rt.llm.ledger.totals(experiment_id).model_calls)
 
 
 def _responses(home: Path) -> int:
-    from furnace.storage.duckdb.db import Database
-
-    return int(Database(home / "furnace.duckdb").query("SELECT count(*) FROM llm_responses")[0][0])
+    return int(_read(home, lambda rt: rt.sql.query("SELECT count(*) FROM llm_responses"))[0][0])
 
 
 def _model_calls_since(home: Path, since: float) -> int:
     from datetime import datetime
 
-    from furnace.storage.duckdb.db import Database
-
     stamp = datetime.fromtimestamp(since, tz=UTC).replace(tzinfo=None)
-    rows = Database(home / "furnace.duckdb").query(
-        "SELECT count(*) FROM llm_calls WHERE NOT cached AND created_at >= ?", [stamp]
+    rows = _read(
+        home, lambda rt: rt.sql.query("SELECT count(*) FROM llm_calls WHERE NOT cached AND created_at >= ?", [stamp])
     )
     return int(rows[0][0])
 
 
 def _rows(home: Path, experiment_id: str) -> dict[str, int]:
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
-
-    return DuckDBExperimentResults(Database(home / "furnace.duckdb")).count_rows(experiment_id)
+    return _read(home, lambda rt: rt.results.count_rows(experiment_id))
 
 
 def _signature(report: dict) -> dict:

@@ -157,3 +157,21 @@ def test_a_store_is_shared_by_two_homes_with_one_seal_key(sql_db: Any, tmp_path:
     with pytest.raises(SealError):
         stranger.get_elixir("editor")
     assert json.loads(sql_db.query("SELECT expertise FROM elixir_versions")[0][0]) == ["writing"]
+
+
+def test_a_write_through_a_second_object_joins_the_unit_open_on_this_thread(tmp_path: Path) -> None:
+    """Two runtimes of one home in one process (a flow and its runner): a write through the second inside a
+    unit of the first joins that unit, instead of waiting on SQLite's lock held by its own thread."""
+    from furnace.storage.sql.db import SQLDatabase, sqlite_url
+
+    url = sqlite_url(tmp_path)
+    first, second = SQLDatabase(url, home=tmp_path), SQLDatabase(url, home=tmp_path)
+    with first.unit():
+        first.execute("INSERT INTO kv (key, value, created_at) VALUES (?, ?, ?)", ["a", "1", "2026-01-01"])
+        second.execute("INSERT INTO kv (key, value, created_at) VALUES (?, ?, ?)", ["b", "2", "2026-01-01"])
+        assert second.in_transaction
+    assert sorted(r[0] for r in SQLDatabase(url, home=tmp_path).query("SELECT key FROM kv")) == ["a", "b"]
+    with pytest.raises(RuntimeError), first.unit():  # and a unit that fails rolls back both writes
+        second.execute("INSERT INTO kv (key, value, created_at) VALUES (?, ?, ?)", ["c", "3", "2026-01-01"])
+        raise RuntimeError("boom")
+    assert sorted(r[0] for r in second.query("SELECT key FROM kv")) == ["a", "b"]

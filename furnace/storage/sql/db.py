@@ -18,6 +18,7 @@ database (SQLite: inside ``BEGIN IMMEDIATE``; PostgreSQL: under an advisory lock
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -73,6 +74,18 @@ class _Unit:
     open: bool = False  # the unit's transaction has begun (at its first write)
 
 
+_UNITS: dict[str, threading.local] = {}
+_UNITS_LOCK = threading.Lock()
+
+
+def _units_of(url: str) -> threading.local:
+    """This process's open units of work on one database, per thread, shared by every
+    :class:`SQLDatabase` on it: a write through one object inside a unit opened through another
+    joins that unit (on SQLite, a second connection of the same thread would wait for its own lock)."""
+    with _UNITS_LOCK:
+        return _UNITS.setdefault(url, threading.local())
+
+
 class SQLDatabase:
     """One relational database (SQLite file or PostgreSQL server) and this process's connections to it."""
 
@@ -88,7 +101,7 @@ class SQLDatabase:
             ) from None
         self.home = home
         self._seal_key = seal_key
-        self._local = threading.local()
+        self._local = _units_of(hashlib.sha256(url.encode()).hexdigest())  # keyed without the password in clear
         self._last_used = time.monotonic()
         self.on_change: Callable[[], None] | None = None
         """Called by :meth:`snapshot_soon` (the runtime sets it to a background snapshot refresh)."""
