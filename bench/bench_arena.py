@@ -1,7 +1,7 @@
 """Arena orchestration overhead: a 4-speaker turn vs the model's own latency.
 
 The arena is the one ``furnace arena`` builds (:meth:`furnace.runtime.Runtime.arena` on a temporary home,
-:mod:`bench.stack`: the DuckDB arena store and elixirs, the response cache and call ledger behind every
+:mod:`bench.stack`: the arena store and elixirs in the home's SQLite store, the response cache and call ledger behind every
 model call, the hash embedder), the model replaced at furnace's LLM seam by ``SlowLLM(OfflineEngine(),
 0.05)``. Baseline, measured in the same run: the very same model requests sent straight to that model,
 nothing around them. Overhead = (turn wall time − baseline) / baseline, each turn paired with its own
@@ -56,7 +56,7 @@ MESSAGES = ["@全体成员 全体都有！报数！", "@all count off!", "@all w
 
 def _measure(built: Stack) -> tuple[list[float], list[float], CpuWindow]:
     """Per turn (all rounds and messages): (turn seconds, its baseline seconds), and the CPU window; prints
-    furnace's CPU per model call and the DuckDB statements per turn."""
+    furnace's CPU per model call and the SQL statements per turn."""
     runtime = built.runtime
     for data in MEMBERS:
         runtime.store.save_elixir(Elixir.model_validate(data))
@@ -66,7 +66,7 @@ def _measure(built: Stack) -> tuple[list[float], list[float], CpuWindow]:
     arena.say(session.id, "warm-up")  # imports, first-call costs
     turns: list[float] = []
     baselines: list[float] = []
-    before = runtime.db.statements if runtime.sql is None else 0
+    before = runtime.sql.statements
     with built.measure() as window:
         for _ in range(ROUNDS):
             for message in MESSAGES:
@@ -82,11 +82,10 @@ def _measure(built: Stack) -> tuple[list[float], list[float], CpuWindow]:
         f"threads, the provider client's {window.client_cpu_s:.2f}s and the baseline replays left out; "
         f"{window.model_calls} model calls in the ledger)"
     )
-    if runtime.sql is None:
-        print(
-            f"   DuckDB statements per 4-speaker turn: {(runtime.db.statements - before) / count:.1f} (BEGIN/COMMIT "
-            "included; background snapshot refreshes included, ~80 statements each)"
-        )
+    print(
+        f"   SQL statements per 4-speaker turn: {(runtime.sql.statements - before) / count:.1f} (BEGIN/COMMIT "
+        "included)"
+    )
     record(**window.figures())
     return turns, baselines, window
 

@@ -1,7 +1,7 @@
 """Evolution benchmark: concurrency vs the ideal and a sequential loop, re-run cost, search quality.
 
 Every run is built through :class:`furnace.runtime.Runtime` in a temporary home as ``furnace experiment
-run --no-mlflow`` builds it (:mod:`bench.stack`: ``prepare_experiment``; the DuckDB store, records,
+run --no-mlflow`` builds it (:mod:`bench.stack`: ``prepare_experiment``; the SQLite store, records,
 response cache and call ledger behind every model call; the synthesis cache; the hash embedder), the
 model replaced only at furnace's LLM seam. MLflow's own cost is the tracing bench's figure.
 
@@ -59,23 +59,23 @@ def _prepared(built: Stack, config: Any) -> Any:
 
 
 def _statements(built: Stack) -> int:
-    """DuckDB statements so far (0 on a relational store, which does not count them)."""
-    return built.runtime.db.statements if built.runtime.sql is None else 0
+    """SQL statements so far (0 on a relational store, which does not count them)."""
+    return built.runtime.sql.statements
 
 
 def _costs(evo: Any, window: CpuWindow, statements: int, load: float) -> str:
-    """The load-independent figures of a run: furnace's CPU per model call, DuckDB statements per individual."""
+    """The load-independent figures of a run: furnace's CPU per model call, SQL statements per individual."""
     individuals = len(evo.results.individuals(evo.experiment_id))
     return (
         f"   furnace CPU {window.cpu_ms_per_call:.2f} ms per model call (target <= {CPU_TARGET_MS:.0f} ms; process "
         f"{window.cpu_s:.2f}s, all threads, minus {window.client_cpu_s:.2f}s in the provider client, over "
-        f"{window.model_calls} model calls in the ledger); {statements} DuckDB statements "
+        f"{window.model_calls} model calls in the ledger); {statements} SQL statements "
         f"({statements / individuals:.1f} per individual), load average {load:.1f} at the start"
     )
 
 
 def _timed_run(built: Stack, evo: Any) -> tuple[Any, CpuWindow, int, float]:
-    """Run ``evo``: its report, its CPU window (wall included), DuckDB statements and the load at the start.
+    """Run ``evo``: its report, its CPU window (wall included), SQL statements and the load at the start.
 
     The bench's own garbage (the warm-up recording run, the run before) is collected before the clock
     starts: left in place, it made CPython's full collection fall inside the timed run (80-130 ms of

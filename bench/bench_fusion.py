@@ -77,12 +77,12 @@ def _crossover(built: Stack, *, seed: int = 0) -> Any:
 
 
 def _statements(built: Stack) -> int:
-    return built.runtime.db.statements if built.runtime.sql is None else 0
+    return built.runtime.sql.statements
 
 
 def _overhead(llm: Timed) -> tuple[float, float, int, float, int, CpuWindow]:
     """(median ms of our own work per cold fusion, median ms inside the model, model calls, median ms of
-    CPU of the fusing thread, statements per cold fusion on DuckDB, furnace's CPU window over them) over
+    CPU of the fusing thread, statements per cold fusion, furnace's CPU window over them) over
     ROUNDS fusions, each on a fresh home (nothing cached). The CPU and the statements do not depend on the load."""
     walls, inside, cpus, statements = [], [], [], 0
     total = CpuWindow()
@@ -141,7 +141,7 @@ def run() -> bool:
     print(
         f"   the command's stack: {ROUNDS} cold fusions, {calls} model calls at {LATENCY_S * 1000:.0f} ms injected; "
         f"median {extra_ms:.2f} ms of our own work beyond {model_ms:.1f} ms inside the model -> overhead "
-        f"{overhead:.1%} (target < 5%); {cpu_ms:.2f} ms CPU of the fusing thread, {cold_statements} DuckDB "
+        f"{overhead:.1%} (target < 5%); {cpu_ms:.2f} ms CPU of the fusing thread, {cold_statements} SQL "
         "statements per cold fusion"
     )
     print(
@@ -151,7 +151,7 @@ def run() -> bool:
     print(
         f"   cache hit (one synthesis cache, as in a running app or experiment): median {hit_ms:.2f} ms "
         f"(p95 {sorted(hits)[189] * 1000:.2f} ms) (target < {HIT_TARGET_MS} ms); "
-        f"{per_hit:.1f} DuckDB statements per hit"
+        f"{per_hit:.1f} SQL statements per hit"
     )
     ok = overhead < 0.05 and hit_ms < HIT_TARGET_MS and window.cpu_ms_per_call <= CPU_TARGET_MS
 

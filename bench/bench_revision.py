@@ -46,7 +46,7 @@ SUGGESTIONS = ["加一个 emoji", "第三段长一点", "去掉 emoji", "第三�
 
 
 def measure(built: Stack) -> tuple[list[float], list[float], CpuWindow, int]:
-    """Per round: (round times, model-only times), furnace's CPU window and the DuckDB statements, for
+    """Per round: (round times, model-only times), furnace's CPU window and the SQL statements, for
     ROUNDS rounds on the stack's home. Each piece gets one cycle of SUGGESTIONS (a new piece, on its
     own topic, every cycle): on the same piece the edits undo each other, the text comes back to one
     seen before, and the response cache serves the round (a user's stack does), leaving no model
@@ -62,7 +62,7 @@ def measure(built: Stack) -> tuple[list[float], list[float], CpuWindow, int]:
     client = built.client
     rounds: list[float] = []
     bases: list[float] = []
-    before = runtime.db.statements if runtime.sql is None else 0
+    before = runtime.sql.statements
     with built.measure() as window:
         for i in range(ROUNDS):
             sent = len(client.requests)
@@ -72,7 +72,7 @@ def measure(built: Stack) -> tuple[list[float], list[float], CpuWindow, int]:
             rounds.append(time.perf_counter() - started)
             assert out.status == "revised", out.reply.content
             bases.append(client.replay(client.requests[sent:]))
-    statements = (runtime.db.statements - before) if runtime.sql is None else 0
+    statements = runtime.sql.statements - before
     return rounds, bases, window, statements
 
 
@@ -90,7 +90,7 @@ def run() -> bool:
         f"(medians) → overhead median {median:+.1%} (target < {TARGET:.0%}; p90 {p90:+.1%}, whole run {whole:+.1%})"
     )
     print(
-        f"   DuckDB statements per round: {statements / ROUNDS:.1f} (BEGIN/COMMIT included; background "
+        f"   SQL statements per round: {statements / ROUNDS:.1f} (BEGIN/COMMIT included; background "
         "snapshot refreshes included, ~80 statements each)"
     )
     print(

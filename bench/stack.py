@@ -2,8 +2,8 @@
 
 Every bench that touches a store, a cache, the call ledger or an embedder builds them here, through
 :class:`furnace.runtime.Runtime` on :class:`~furnace.settings.FurnaceSettings` for a temporary home
-(``FURNACE_HOME``), exactly as a command does: today the live store is ``furnace.duckdb`` in the
-home (a relational one when ``FURNACE_DATABASE_URL`` is set), the response cache and the call ledger
+(``FURNACE_HOME``), exactly as a command does: the live store is ``furnace.sqlite`` in the
+home (PostgreSQL when ``FURNACE_DATABASE_URL`` names one), the response cache and the call ledger
 are in it behind every model call, the synthesis cache is its KV. ``tests/shipping/test_bench_stack.py``
 fails when a bench constructs a store, cache, ledger, results or embedder by hand.
 
@@ -15,7 +15,7 @@ is a user's setting too; MiniLM's model load is a one-off of seconds of CPU per 
 swamp a per-call figure; what MiniLM costs per call is the issue's separate figure).
 
 **CPU per model call** (:class:`CpuWindow`): the process's CPU time (``time.process_time``: every
-thread, DuckDB's own included) over a timed part, minus the CPU the provider client spent inside its
+thread, the snapshots' DuckDB included) over a timed part, minus the CPU the provider client spent inside its
 ``complete`` (``time.thread_time`` around each call, on the calling thread: the offline engine
 computing its answer, a replay's lookup; the injected sleep costs none), divided by the model calls
 the call ledger counts for the window (``ledger.totals().model_calls``: cache hits excluded). The

@@ -1,9 +1,9 @@
-"""The app stays usable while an experiment writes to the same DuckDB file.
+"""The app stays usable while an experiment writes to the same store.
 
-``furnace experiment run`` runs in a subprocess (its own DuckDB connections)
-while AppTest saves personas on the same FURNACE_HOME: every save succeeds
-(no lock error reaches the user; the busy writer gives the app its turn, see
-docs/storage.md), every version is stored, and the experiment finishes with
+``furnace experiment run`` runs in a subprocess (its own connections to the
+home's SQLite store) while AppTest saves personas on the same FURNACE_HOME:
+every save succeeds (no lock error reaches the user, see docs/store.md),
+every version is stored, and the experiment finishes with
 all its rows. How long a save takes is measured by ``python -m bench storage``,
 never asserted here.
 """
@@ -62,9 +62,7 @@ def test_app_saves_while_an_experiment_runs(app_home: Path, tmp_path: Path) -> N
     ]
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
-    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
-
-    results = DuckDBExperimentResults(Runtime(FurnaceSettings(home=app_home)).db)
+    results = Runtime(FurnaceSettings(home=app_home)).results
     store = store_for(app_home)
     start_version = store.get_elixir(PERSONA).version
     at = AppTest.from_file(str(APP), default_timeout=60)

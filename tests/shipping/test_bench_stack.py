@@ -97,7 +97,7 @@ def test_the_stack_is_the_commands_with_the_model_replaced_at_the_seam(tmp_path)
     from bench.stack import Client, stack
     from furnace.llm.fakes import FakeLLM
     from furnace.llm.seam import LLMRequest, Message, TaskKind
-    from furnace.storage.duckdb.llm_calls import DuckDBCallLedger, DuckDBResponseCache
+    from furnace.storage.sql.llm_calls import SQLCallLedger, SQLResponseCache
 
     def busy(request):
         total = 0
@@ -107,8 +107,8 @@ def test_the_stack_is_the_commands_with_the_model_replaced_at_the_seam(tmp_path)
 
     with stack(lambda name: FakeLLM(respond=busy, model_name=name), home=tmp_path / "home") as built:
         rt = built.runtime
-        assert isinstance(rt.llm.cache, DuckDBResponseCache) and isinstance(rt.llm.ledger, DuckDBCallLedger)
-        assert rt.settings.home == tmp_path / "home" and (tmp_path / "home" / "furnace.duckdb").exists()
+        assert isinstance(rt.llm.cache, SQLResponseCache) and isinstance(rt.llm.ledger, SQLCallLedger)
+        assert rt.settings.home == tmp_path / "home" and (tmp_path / "home" / "furnace.sqlite").exists()
         assert isinstance(rt.llm.inner, Client)
         judge = rt.llm_for("judge-model")
         assert isinstance(judge.inner, Client) and judge.ledger is not None

@@ -1,10 +1,10 @@
 """The revision and arena benches run on the user's stack and count what they claim (no timing here).
 
-``python -m bench revision`` once crashed before printing its DuckDB figure and nothing noticed;
+``python -m bench revision`` once crashed before printing its statements figure and nothing noticed;
 these run each bench's measurement on the stack it builds (:mod:`bench.stack`: the runtime on a
 temporary home), small and without the fake's latency, and check its figures are earned: the calls
 replayed as the baseline are the calls the round made, the model calls are the ledger's, and the
-statements counted are the ones DuckDB ran.
+statements counted are the ones the SQLite store ran.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def test_the_revision_bench_measures_the_runtimes_rounds(monkeypatch: pytest.Mon
     monkeypatch.setattr(bench_revision, "ROUNDS", 3)
     with stack(lambda name: OfflineEngine()) as built:  # no latency: nothing is timed here
         rounds, baselines, window, statements = bench_revision.measure(built)
-        assert built.runtime.sql is None  # the default store today: DuckDB
+        assert built.runtime.sql.dialect == "sqlite"  # the default store: furnace.sqlite in the home
         replayed = built.client.calls
     assert window.model_calls == 3 * 2  # each round: the edit and the preference extraction, in the ledger
     assert replayed == 1 + 2 * window.model_calls  # the piece's generation, each call and its baseline replay

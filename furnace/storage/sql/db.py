@@ -111,7 +111,11 @@ class SQLDatabase:
                 f"FURNACE_DATABASE_URL: furnace stores in SQLite or PostgreSQL, not {self.dialect}",
                 field="database_url",
             )
+        self.statements = 0
+        """Statements this object's connections ran (the benches' statements per round); not locked,
+        as a thread's count is only read by the benches' single-threaded windows."""
         self.engine = self._engine(echo)
+        event.listen(self.engine, "after_cursor_execute", self._count)
         if migrate:
             self.migrate()
 
@@ -132,6 +136,9 @@ class SQLDatabase:
             event.listen(engine, "begin", _sqlite_begin)
             return engine
         return create_engine(self.url, echo=echo, pool_size=8, max_overflow=64, pool_pre_ping=True)
+
+    def _count(self, *_args: Any) -> None:
+        self.statements += 1
 
     def __repr__(self) -> str:
         return f"SQLDatabase({self.url.render_as_string(hide_password=True)!r})"
