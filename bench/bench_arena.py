@@ -1,7 +1,7 @@
 """Arena orchestration overhead: a 4-speaker turn vs the model's own latency.
 
 The arena is the one ``furnace arena`` builds (:meth:`furnace.runtime.Runtime.arena` on a temporary home,
-:mod:`bench.stack`: the arena store and elixirs in the home's SQLite store, the response cache and call ledger behind every
+:mod:`bench.stack`: the arena store and elixirs in the SQLite store, the response cache and call ledger behind every
 model call, the hash embedder), the model replaced at furnace's LLM seam by ``SlowLLM(OfflineEngine(),
 0.05)``. Baseline, measured in the same run: the very same model requests sent straight to that model,
 nothing around them. Overhead = (turn wall time − baseline) / baseline, each turn paired with its own
