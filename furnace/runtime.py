@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from furnace.evolution.tracker import Tracker
     from furnace.fusion.embedding import Embedder
     from furnace.fusion.synthesis import KV, SynthesisCache
-    from furnace.llm.cache import CachedLLM
+    from furnace.llm.cache import CachedLLM, CallLedger, ResponseCache
     from furnace.llm.context import TokenCounter
     from furnace.llm.seam import LLM
     from furnace.scoring.picks import Pick, PickStore
@@ -178,6 +178,32 @@ def worker_model(model: str | None, api_base: str | None, timeout_s: float, max_
 def worker_embedder(choice: str) -> Embedder:
     """The embedder a Dask worker builds (``settings.embedder``; no vector store behind it)."""
     return build_embedder(FurnaceSettings().model_copy(update={"embedder": choice}))
+
+
+def worker_store(home: str, cache_ttl_days: float) -> tuple[CallLedger, ResponseCache] | None:
+    """The live store of the driver's ``home`` as a Dask worker's own environment reaches it (its
+    ``FURNACE_DATABASE_URL`` and seal key, else ``furnace.sqlite`` in that folder when this machine has
+    it): the call ledger and the response cache the worker writes its paid calls into. None when the
+    worker reaches no store (a worker on another machine without a shared database): the driver writes."""
+    from furnace.storage.sql.db import SQLITE_FILE, SQLDatabase, sqlite_url
+    from furnace.storage.sql.llm_calls import SQLCallLedger, SQLResponseCache
+
+    settings = FurnaceSettings(home=Path(home))
+    url, key = settings.database_url, settings.seal_key
+    if url is None and not (settings.home / SQLITE_FILE).is_file():
+        return None
+    try:
+        db = SQLDatabase(
+            url.get_secret_value() if url is not None else sqlite_url(settings.home),
+            home=settings.home,
+            seal_key=key.get_secret_value() if key is not None else None,
+            migrate=False,  # the driver migrated it
+        )
+        db.query("SELECT 1")
+    except Exception:  # not reachable from this worker: the driver writes its calls
+        return None
+    ledger = SQLCallLedger(db)
+    return ledger, SQLResponseCache(db, ledger=ledger, ttl_s=cache_ttl_days * 86400)
 
 
 @dataclass
@@ -626,6 +652,7 @@ class Runtime:
             ledger=ledger,
             kv=self.kv,
             store=self.store,
+            store_access=partial(worker_store, str(self.settings.home.resolve()), self.settings.cache_ttl_days),
         )
         return make(world, Sink(evo, self.store, cache, ledger, self.kv))
 

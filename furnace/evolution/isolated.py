@@ -87,6 +87,10 @@ class World:
     responses: tuple[tuple[str, Completion], ...] = ()
     synth: tuple[tuple[str, dict[str, Any]], ...] = ()
     agents: tuple[Agent, ...] = ()
+    store: Callable[[], tuple[CallLedger, Any] | None] | None = None
+    """Opens the live store in the worker (as its own environment reaches it): its call ledger and response
+    cache, where the worker writes each paid call's ledger row with its answer itself, so the driver's
+    death loses none. None, or a store the worker cannot reach: the driver writes them."""
 
 
 class PeerPrompt(NamedTuple):
@@ -234,6 +238,7 @@ class _Kit:
         for key, completion in world.responses:
             self.responses.put(key, completion)
         self.flights = _Flights()
+        self.store = world.store() if world.store is not None else None
         self.kv = MemoryKV()
         ttl = world.settings.synth_ttl_s if world.settings is not None else None
         for key, value in world.synth:
@@ -272,20 +277,35 @@ def _kit(world: World) -> _Kit:
 
 
 class _RecordingCache:
-    """The worker's response cache; remembers the entries this unit added."""
+    """The worker's response cache; remembers the entries this unit added (and, with ``stored``, puts
+    each in the live store too, where it commits with its paid call's ledger row)."""
 
-    def __init__(self, inner: MemoryResponseCache) -> None:
-        self.inner = inner
+    def __init__(self, inner: MemoryResponseCache, stored: Any = None) -> None:
+        self.inner, self.stored = inner, stored
         self.added: list[tuple[str, str, Completion]] = []
 
     def get(self, key: str) -> Completion | None:
         return self.inner.get(key)
 
     def put(self, key: str, completion: Completion, *, task: str = "") -> bool:
+        if self.stored is not None:
+            self.stored.put(key, completion, task=task)
         added = self.inner.put(key, completion, task=task)
         if added:
             self.added.append((key, task, completion))
         return added
+
+
+class _StoringLedger(MemoryCallLedger):
+    """The unit's calls (for its outcome), each also recorded in the live store's ledger."""
+
+    def __init__(self, stored: Any) -> None:
+        super().__init__()
+        self.stored = stored
+
+    def record(self, call: CallRecord) -> None:
+        self.stored.record(call)  # first: a paid call is in the store's ledger before its answer is used
+        super().record(call)
 
 
 class _RecordingKV:
@@ -352,8 +372,13 @@ def run_job(world: World, job: Job) -> Outcome:
     kit = _kit(world)
     kit.serve(job.serve)
     generation, plan, _, _, order = job.args
-    ledger = MemoryCallLedger()
-    responses = _RecordingCache(kit.responses)
+    if kit.store is not None:
+        stored, stored_responses = kit.store
+        ledger: MemoryCallLedger = _StoringLedger(stored)
+        responses = _RecordingCache(kit.responses, stored_responses)
+    else:
+        ledger = MemoryCallLedger()
+        responses = _RecordingCache(kit.responses)
     kv = _RecordingKV(kit.kv)
     store = ParentStore(job.parents, (*job.agents, *world.agents))
     for key, value, entry_ttl in job.shared:
@@ -575,6 +600,7 @@ def build_world(
     ledger: CallLedger | None = None,
     kv: KV | None = None,
     store: Any = None,
+    store_access: Callable[[], tuple[CallLedger, Any] | None] | None = None,
 ) -> World:
     """The :class:`World` of ``evolution``'s run. With the driver's ``responses``/``ledger``/``kv``/
     ``store``, a resumed run ships what its retried units will need: the completions this
@@ -597,7 +623,12 @@ def build_world(
                     synth[synth_key(rec.lineage_hash)] = value
                 with contextlib.suppress(NotFound):
                     bred.append(store.get_agent(rec.agent_id))
-    safe = settings.model_copy(update={"api_key": None}) if settings is not None else None
+    # no secret travels: a worker reads its own environment for keys, the store's URL and its seal key
+    safe = (
+        settings.model_copy(update={"api_key": None, "database_url": None, "seal_key": None})
+        if settings is not None
+        else None
+    )
     return World(
         token=uuid.uuid4().hex,
         experiment_id=experiment_id,
@@ -615,4 +646,5 @@ def build_world(
         responses=tuple(paid.items()),
         synth=tuple(synth.items()),
         agents=tuple(bred),
+        store=store_access,
     )

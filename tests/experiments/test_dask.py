@@ -1,4 +1,5 @@
-"""``--runner dask``: units on 2 worker processes that never open the store, the driver writes.
+"""``--runner dask``: units on 2 worker processes; each writes its paid calls' ledger rows and answers to
+the live store itself, the driver writes everything else (and those rows again, idempotently).
 
 Small on purpose (2 processes, the small experiment): CI has 2 cores.
 """
@@ -57,7 +58,7 @@ def test_two_worker_processes_give_the_local_run(tmp_path):
         prepared.evolution.unit_runner = remote.isolated_runner(prepared, partial(dask_runner, client), slots=1)
         report = prepared.evolution.run()
         worker_pids = set(client.run(os.getpid).values())
-        # the workers never opened the store: no DuckDB module was even imported there
+        # the workers wrote to the live store alone: no DuckDB module was even imported there
         opened = client.run(lambda: any(m.startswith("furnace.storage.duckdb") for m in sys.modules))
 
     assert len(worker_pids) == 2 and os.getpid() not in worker_pids
@@ -82,6 +83,34 @@ def test_two_worker_processes_give_the_local_run(tmp_path):
     again = remote.prepare_experiment(config, track=False).evolution.run()
     assert remote.llm.ledger.totals(report.experiment_id).model_calls == ledger.model_calls
     assert again.leaderboard == report.leaderboard
+
+
+def test_the_workers_write_their_paid_calls_and_answers_without_the_driver(tmp_path, monkeypatch):
+    """A driver that dies before it applies outcomes loses no paid call: the workers put each call's ledger
+    row, with its answer, in the store themselves (here the driver never writes one: its writes are dropped)."""
+    from furnace.adapters.dask_cluster import dask_client, dask_runner
+    from furnace.evolution import isolated
+    from furnace.evolution.config import load_config
+    from furnace.llm.cache import MemoryCallLedger, MemoryResponseCache
+
+    config = load_config(CONFIG)
+    plain = _runtime(tmp_path / "local").prepare_experiment(config, track=False).evolution.run()
+    setup = isolated.Sink.__post_init__
+
+    def driver_writes_nothing(sink):  # the driver's own ledger and cache writes go nowhere
+        sink.ledger, sink.responses = MemoryCallLedger(), MemoryResponseCache()
+        setup(sink)
+
+    monkeypatch.setattr(isolated.Sink, "__post_init__", driver_writes_nothing)
+    remote = _runtime(tmp_path / "dask")
+    prepared = remote.prepare_experiment(config, track=False)
+    with dask_client(workers=2, threads=2) as client:
+        prepared.evolution.unit_runner = remote.isolated_runner(prepared, partial(dask_runner, client), slots=1)
+        report = prepared.evolution.run()
+    ledger = remote.llm.ledger
+    assert ledger.totals(report.experiment_id).model_calls == plain.totals["model_calls"] > 0
+    paid = [c for c in ledger.calls(report.experiment_id) if not c.cached]
+    assert paid and all(remote.llm.cache.get(c.cache_key) is not None for c in paid)
 
 
 def test_a_retried_unit_is_served_from_the_calls_already_paid(tmp_path):

@@ -303,3 +303,18 @@ def test_a_workers_model_slots_serve_the_oldest_unit_first_and_its_phase_only_mo
     assert inner.served == [7, 8, 9]
     kit.serve("reverse")  # the last child is planned: the youngest unit has the longest chain left
     assert kit.slots.serving == "reverse"
+
+
+def test_no_secret_travels_to_the_workers(tmp_path: Any) -> None:
+    """The world a worker receives carries no key, store URL or seal key: a worker reads its own environment."""
+    from furnace.settings import FurnaceSettings
+
+    settings = FurnaceSettings(
+        home=tmp_path,
+        api_key="sk-live-key-1234",
+        database_url="postgresql+psycopg://team:pw-5678@db.example/furnace",
+        seal_key="seal-key-9012",
+    )
+    shipped = pickle.dumps(build_world(_evolution(), model=_offline, settings=settings, slots=2))
+    for secret in (b"sk-live-key-1234", b"pw-5678", b"seal-key-9012"):
+        assert secret not in shipped
