@@ -72,9 +72,11 @@ class _Unit:
     conn: Connection
     one_transaction: bool
     open: bool = False  # the unit's transaction has begun (at its first write)
+    writing: bool = False  # it holds this process's turn to write (SQLite), until it ends
 
 
 _UNITS: dict[str, threading.local] = {}
+_WRITERS: dict[str, threading.RLock] = {}
 _UNITS_LOCK = threading.Lock()
 
 
@@ -84,6 +86,14 @@ def _units_of(url: str) -> threading.local:
     joins that unit (on SQLite, a second connection of the same thread would wait for its own lock)."""
     with _UNITS_LOCK:
         return _UNITS.setdefault(url, threading.local())
+
+
+def _writer_of(url: str) -> threading.RLock:
+    """This process's turn to write one SQLite database: its threads queue here and each is woken as the
+    previous write commits, instead of polling SQLite's lock with the busy handler's growing sleeps
+    (other processes still wait on the lock itself, up to the busy timeout)."""
+    with _UNITS_LOCK:
+        return _WRITERS.setdefault(url, threading.RLock())
 
 
 class SQLDatabase:
@@ -101,7 +111,9 @@ class SQLDatabase:
             ) from None
         self.home = home
         self._seal_key = seal_key
-        self._local = _units_of(hashlib.sha256(url.encode()).hexdigest())  # keyed without the password in clear
+        digest = hashlib.sha256(url.encode()).hexdigest()  # keyed without the password in clear
+        self._local = _units_of(digest)
+        self._writer = _writer_of(digest)
         self._last_used = time.monotonic()
         self.on_change: Callable[[], None] | None = None
         """Called by :meth:`snapshot_soon` (the runtime sets it to a background snapshot refresh)."""
@@ -221,6 +233,8 @@ class SQLDatabase:
                 raise
             finally:
                 self._local.unit = None
+                if unit.writing:
+                    self._writer.release()
                 self._last_used = time.monotonic()
 
     @contextmanager
@@ -246,20 +260,33 @@ class SQLDatabase:
         unit = self._unit()
         if unit is not None and unit.one_transaction:
             if not unit.open:
+                if self.dialect == "sqlite" and not unit.writing:
+                    self._writer.acquire()  # released when the unit ends
+                    unit.writing = True
                 unit.conn.info["furnace_write"] = True
                 unit.conn.begin()
                 unit.open = True
             yield unit.conn
             return
-        if unit is not None:
-            unit.conn.info["furnace_write"] = True
-            with unit.conn.begin():
-                yield unit.conn
+        with self._turn():
+            if unit is not None:
+                unit.conn.info["furnace_write"] = True
+                with unit.conn.begin():
+                    yield unit.conn
+                return
+            with self.engine.connect() as conn:
+                conn.info["furnace_write"] = True
+                with conn.begin():
+                    yield conn
+
+    @contextmanager
+    def _turn(self) -> Iterator[None]:
+        """This process's turn to write (SQLite; PostgreSQL's writers need none)."""
+        if self.dialect != "sqlite":
+            yield
             return
-        with self.engine.connect() as conn:
-            conn.info["furnace_write"] = True
-            with conn.begin():
-                yield conn
+        with self._writer:
+            yield
 
     def write(self, work: Callable[[Connection], T], *, retries: int = CONFLICT_RETRIES) -> T:
         """``work`` in one transaction; a unique-key race with another writer (two saves of one id's next
