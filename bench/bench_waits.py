@@ -152,7 +152,10 @@ def app_child(out: str, home: str, stop: str) -> None:
     _dump(out, saves=i)
 
 
-_CHILD = "import sys; from furnace import offline_env; offline_env.apply(); import bench.bench_waits as w; w.{}(*sys.argv[1:2], {})"
+_CHILD = (
+    "import sys; from furnace import offline_env; offline_env.apply(); "
+    "import bench.bench_waits as w; w.{}(*sys.argv[1:2], {})"
+)
 
 
 def _spawn(function: str, out: Path, *args: str, env: dict[str, str]) -> subprocess.Popen[bytes]:
