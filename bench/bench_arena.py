@@ -3,9 +3,10 @@
 The arena is the one ``furnace arena`` builds (:meth:`furnace.runtime.Runtime.arena` on a temporary home,
 :mod:`bench.stack`: the arena store and elixirs in the SQLite store, the response cache and call ledger behind every
 model call, the hash embedder), the model replaced at furnace's LLM seam by ``SlowLLM(OfflineEngine(),
-0.05)``. Baseline, measured in the same run: the very same model requests sent straight to that model,
+0.5)``: a 500 ms model, as issue #31's target (<= 5 %) says; a first run behind 50 ms is printed for
+reference and not judged. Baseline, measured in the same run: the very same model requests sent straight to that model,
 nothing around them. Overhead = (turn wall time − baseline) / baseline, each turn paired with its own
-baseline made right after it; the target (< 10 %) is judged on the median turn: on a shared machine
+baseline made right after it; the target is judged on the median turn: on a shared machine
 another process's stall lands on one turn and says nothing about furnace (the 90th percentile and the
 whole run's ratio are printed beside it). Beside it, furnace's CPU per model call
 (:class:`bench.stack.CpuWindow`).
@@ -13,6 +14,7 @@ whole run's ratio are printed beside it). Beside it, furnace's CPU per model cal
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 
@@ -22,7 +24,9 @@ from furnace.domain.elixir import Elixir
 from furnace.llm.fakes import SlowLLM
 from furnace.llm.offline import OfflineEngine
 
-TARGET = 0.10
+TARGET = 0.05
+LATENCY_S = 0.5
+REFERENCE_LATENCY_S = 0.05  # a first run, printed for reference
 ROUNDS = 4
 MEMBERS = [
     dict(
@@ -83,28 +87,43 @@ def _measure(built: Stack) -> tuple[list[float], list[float], CpuWindow]:
         f"{window.model_calls} model calls in the ledger)"
     )
     print(
-        f"   SQL statements per 4-speaker turn: {(runtime.sql.statements - before) / count:.1f} (BEGIN/COMMIT "
-        "included)"
+        f"   SQL statements per 4-speaker turn: {(runtime.sql.statements - before) / count:.1f} (BEGIN/COMMIT included)"
     )
     record(**window.figures())
     return turns, baselines, window
 
 
-def run() -> bool:
-    """Print the overhead figures; True when the median overhead is under 10 % and furnace's CPU per
-    model call is within its target."""
-    with stack(lambda name: SlowLLM(OfflineEngine(), 0.05)) as built:
+def _run_at(latency: float) -> tuple[float, CpuWindow]:
+    """One run behind a ``latency`` model: prints its figures; (median overhead, CPU window)."""
+    load = os.getloadavg()[0]
+    with stack(lambda name: SlowLLM(OfflineEngine(), latency)) as built:
         turns, baselines, window = _measure(built)
-    calls = window.model_calls
     median, p90, whole = overheads(turns, baselines)
-    print(f"   model: SlowLLM(OfflineEngine(), 0.05); {len(turns)} turns x 4 speakers, {calls} model calls")
-    print(f"   baseline (same requests, bare model): {statistics.median(baselines) * 1000:.1f} ms per turn (median)")
     print(
-        f"   arena turn (the command's stack): {statistics.median(turns) * 1000:.1f} ms per turn (median), "
-        f"overhead median {median:.1%} (target < {TARGET:.0%}; p90 {p90:.1%}, whole run {whole:.1%})"
+        f"   model: SlowLLM(OfflineEngine(), {latency}); {len(turns)} turns x 4 speakers, {window.model_calls} "
+        f"model calls; baseline (same requests, bare model) {statistics.median(baselines) * 1000:.1f} ms per turn, "
+        f"arena turn (the command's stack) {statistics.median(turns) * 1000:.1f} ms (medians): overhead median "
+        f"{median:.1%} (p90 {p90:.1%}, whole run {whole:.1%}); load average {load:.1f} at the start"
     )
-    record(overhead_median=round(median, 4), overhead_target=TARGET, model_calls=calls)
-    return median < TARGET and window.cpu_ms_per_call <= CPU_TARGET_MS
+    return median, window
+
+
+def run() -> bool:
+    """Print the overhead figures; True when the median overhead beyond the 500 ms model is within 5 % and
+    furnace's CPU per model call is within its target."""
+    print(f"   for reference, behind a {REFERENCE_LATENCY_S * 1000:.0f} ms model (not judged):")
+    _run_at(REFERENCE_LATENCY_S)
+    print(f"   judged, behind a {LATENCY_S * 1000:.0f} ms model:")
+    median, window = _run_at(LATENCY_S)
+    print(f"   overhead median {median:.1%} (target <= {TARGET:.0%}: {'met' if median <= TARGET else 'MISSED'})")
+    record(
+        **window.figures(),
+        overhead_median=round(median, 4),
+        overhead_target=TARGET,
+        latency_s=LATENCY_S,
+        model_calls=window.model_calls,
+    )
+    return median <= TARGET and window.cpu_ms_per_call <= CPU_TARGET_MS
 
 
 main = main_for("arena", run)

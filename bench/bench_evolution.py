@@ -5,10 +5,11 @@ run --no-mlflow`` builds it (:mod:`bench.stack`: ``prepare_experiment``; the SQL
 response cache and call ledger behind every model call; the synthesis cache; the hash embedder), the
 model replaced only at furnace's LLM seam. MLflow's own cost is the tracing bench's figure.
 
-Wall vs ideal (targets: <= 1.10x at concurrency 8, <= 1.25x at concurrency 32; ideal = model calls
-x 50 ms / concurrency) is judged against a model that costs the client nothing but its latency: the
-offline engine's answers are recorded in an untimed warm-up run with the same config and seed, then
-replayed by each request's cache key behind a 50 ms sleep (``ReplayLLM`` in ``SlowLLM``). A real
+Wall vs ideal (issue #31's targets: <= 1.10x at concurrency 8 with a 50 ms model, <= 1.15x at
+concurrency 32 with a 500 ms model; ideal = model calls x latency / concurrency) is judged against a
+model that costs the client nothing but its latency: the offline engine's answers are recorded in an
+untimed warm-up run with the same config and seed, then replayed by each request's cache key behind
+the latency (``ReplayLLM`` in ``SlowLLM``). A real
 provider computes its answer on its own machines, so a user's furnace process never pays for it;
 the offline engine computing in this process (~0.3-0.5 ms of CPU a call, on furnace's GIL) is
 model-side work. A request missing from the recording is answered by the engine here, and counted
@@ -16,6 +17,16 @@ and printed. The old figure (the engine computing in-process) is printed for ref
 Beside each ratio: furnace's CPU per model call (:class:`bench.stack.CpuWindow`; target <=
 :data:`bench.stack.CPU_TARGET_MS` ms). The baselines (the sequential loop, the re-run) are measured in
 the same run. Each timed run starts with the bench's own garbage collected (``_timed_run``).
+
+Population 256 costs no more CPU per call than population 16 (issue #31): the same experiment (2
+generations, concurrency 8, the replayed model behind 50 ms) at population 16 and at 256, each on a
+fresh stack, their furnace CPU per model call compared; judged <= 1.10x (the CPU per call of one
+shape varies by several percent from run to run on the shared machine; a per-call cost that grows
+with the population, e.g. an O(population) scan per call, shows as far more than 10 % at 16x the
+population). Both figures are whole runs on a new runtime each, as a user's ``furnace experiment run``
+pays them ("cold"): the one-off warm-up of a runtime (the store's statements compiled on first use,
+first queries) is spread over ~16x more calls at 256, which favours 256 by that one-off divided by
+population 16's calls (docs/benchmarks.md gives its size); the figure is not corrected for it.
 """
 
 from __future__ import annotations
@@ -37,7 +48,10 @@ from furnace.scoring.brief import brief_fit
 from furnace.scoring.probes import load_probe_set
 
 LATENCY = 0.05
-IDEAL_TARGETS = {8: 1.10, 32: 1.25}  # wall / ideal at each concurrency
+LATENCIES = {8: 0.05, 32: 0.5}  # the model's latency at each judged concurrency (issue #31)
+IDEAL_TARGETS = {8: 1.10, 32: 1.15}  # wall / ideal at each concurrency
+POPULATIONS = (16, 256)  # CPU per model call compared (same shape otherwise)
+POPULATION_TOLERANCE = 1.10  # population 256's CPU per call <= this x population 16's
 BASE = {
     "name": "bench",
     "seed": 5,
@@ -107,9 +121,9 @@ class _Run:
     requests: list[LLMRequest]
     model: Any  # what answered behind the latency
 
-    def ratio(self, concurrency: int) -> tuple[float, float]:
+    def ratio(self, concurrency: int, latency: float) -> tuple[float, float]:
         """``(ideal, wall / ideal)``: the ideal is calls x latency / concurrency."""
-        ideal = len(self.requests) * LATENCY / concurrency
+        ideal = len(self.requests) * latency / concurrency
         return ideal, self.window.wall_s / ideal
 
 
@@ -118,9 +132,10 @@ def _judged(config: Any, label: str, *, rerun: bool = False) -> tuple[_Run, bool
     engine computing in this process (for reference, not judged); with ``rerun``, the finished
     experiment run again on the same home (its figures in the dict returned)."""
     concurrency = config.concurrency
+    latency = LATENCIES[concurrency]
     replay = _replayed_model(config)
     extra: dict[str, Any] = {}
-    with stack(lambda name: SlowLLM(replay, LATENCY)) as built:
+    with stack(lambda name: SlowLLM(replay, latency)) as built:
         evo = _prepared(built, config)
         report, window, statements, load = _timed_run(built, evo)
         run = _Run(report, window, list(built.client.requests), replay)
@@ -131,18 +146,18 @@ def _judged(config: Any, label: str, *, rerun: bool = False) -> tuple[_Run, bool
             with built.measure() as second:
                 rerun_report = again.run()
             extra = {"report": rerun_report, "window": second}
-    ideal, ratio = run.ratio(concurrency)
+    ideal, ratio = run.ratio(concurrency, latency)
     target = IDEAL_TARGETS[concurrency]
     print(
         f"   {label}: {len(run.requests)} model calls, wall {window.wall_s:.2f}s, ideal {ideal:.2f}s "
-        f"(calls x {LATENCY * 1000:.0f}ms / {concurrency}) -> {ratio:.2f}x ideal (target <= {target:.2f}x); "
+        f"(calls x {latency * 1000:.0f}ms / {concurrency}) -> {ratio:.2f}x ideal (target <= {target:.2f}x); "
         f"model replayed from a warm-up run, {len(replay.misses)} requests not in the recording "
         "(answered by the engine in this process)"
     )
-    with stack(lambda name: SlowLLM(OfflineEngine(), LATENCY)) as built:
+    with stack(lambda name: SlowLLM(OfflineEngine(), latency)) as built:
         engine_evo = _prepared(built, config)
         _, engine, _, engine_load = _timed_run(built, engine_evo)
-        engine_ratio = engine.wall_s / (engine.model_calls * LATENCY / concurrency)
+        engine_ratio = engine.wall_s / (engine.model_calls * latency / concurrency)
     print(
         f"   for reference, the offline engine computing in this process (the old figure, not judged): "
         f"wall {engine.wall_s:.2f}s -> {engine_ratio:.2f}x ideal, CPU {engine.cpu_s:.2f}s (furnace's "
@@ -152,6 +167,8 @@ def _judged(config: Any, label: str, *, rerun: bool = False) -> tuple[_Run, bool
         **{
             f"concurrency_{concurrency}": {
                 "wall_ratio": round(ratio, 3),
+                "latency_s": latency,
+                "load": round(load, 1),
                 "target": target,
                 "cpu_ms_per_call": round(window.cpu_ms_per_call, 3),
                 "model_calls": window.model_calls,
@@ -236,9 +253,43 @@ def _search_quality(seed: int) -> tuple[float, float, int]:
     return evolved, best, budget
 
 
+def _population_cost(population: int) -> CpuWindow:
+    """Furnace's CPU per model call of the population-scaling shape at ``population`` (cold, whole run)."""
+    config = parse_config({**BASE, "population": population, "generations": 2, "concurrency": 8})
+    replay = _replayed_model(config)
+    with stack(lambda name: SlowLLM(replay, LATENCY)) as built:
+        evo = _prepared(built, config)
+        _, window, statements, load = _timed_run(built, evo)
+        print(f"   population {population}, 2 generations:")
+        print(_costs(evo, window, statements, load))
+    return window
+
+
+def _populations() -> bool:
+    """Population 256's CPU per model call against population 16's (same shape otherwise)."""
+    small, large = (_population_cost(p) for p in POPULATIONS)
+    ratio = large.cpu_ms_per_call / small.cpu_ms_per_call
+    met = ratio <= POPULATION_TOLERANCE
+    print(
+        f"   population {POPULATIONS[1]} vs {POPULATIONS[0]}: {large.cpu_ms_per_call:.2f} against "
+        f"{small.cpu_ms_per_call:.2f} ms of furnace CPU per model call -> {ratio:.2f}x (target <= "
+        f"{POPULATION_TOLERANCE:.2f}x: {'met' if met else 'MISSED'})"
+    )
+    record(
+        populations={
+            str(p): {"cpu_ms_per_call": round(w.cpu_ms_per_call, 3), "model_calls": w.model_calls}
+            for p, w in zip(POPULATIONS, (small, large), strict=True)
+        },
+        population_ratio=round(ratio, 3),
+        population_target=POPULATION_TOLERANCE,
+    )
+    return met
+
+
 def run() -> bool:
     """Print the figures and ratios; True when every target is met."""
     ok, cpu_ms = _concurrency_and_rerun()
+    populations_met = _populations()
     results = [_search_quality(s) for s in range(1, 6)]
     evo_median = statistics.median(r[0] for r in results)
     rand_median = statistics.median(r[1] for r in results)
@@ -248,7 +299,7 @@ def run() -> bool:
         f"({'evolution wins' if evo_median > rand_median else 'evolution does NOT win'})"
     )
     record(cpu_ms_per_call=round(cpu_ms, 3), cpu_target_ms=CPU_TARGET_MS)
-    return ok and evo_median > rand_median
+    return ok and populations_met and evo_median > rand_median
 
 
 main = main_for("evolution", run)

@@ -1,11 +1,13 @@
-"""Revision round overhead beyond the model's latency (target < 10 %).
+"""Revision round overhead beyond the model's latency (target <= 5 % beyond a 500 ms model, issue #31).
 
 One round = save the user message, edit (REVISE call), record + new version +
 reply (one commit), extract preferences (EXTRACT_PREFERENCES call), persist
 the new persona version, exactly as ``furnace content revise`` does it: on the
 stack the command builds (:mod:`bench.stack`: the runtime's store and content
 store on a temporary home, the response cache and call ledger behind every model
-call), the model replaced at furnace's LLM seam by ``SlowLLM(OfflineEngine(), 0.05)``.
+call), the model replaced at furnace's LLM seam by ``SlowLLM(OfflineEngine(), 0.5)``: a 500 ms model,
+as the issue's target says (a first run behind 50 ms, which also warms the process up, is printed
+for reference and not judged).
 The baseline, measured in the same run, is the same model calls made directly
 (the recorded requests replayed through the same slow model), so the ratio is
 pure furnace overhead. Each round is paired with its own baseline, made right
@@ -17,6 +19,7 @@ furnace's CPU per model call (:class:`bench.stack.CpuWindow`).
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 
@@ -28,9 +31,10 @@ from furnace.llm.offline import OfflineEngine
 from furnace.writing.content import generate_content
 from furnace.writing.revision import revise
 
-LATENCY_S = 0.05
+LATENCY_S = 0.5
+REFERENCE_LATENCY_S = 0.05  # the warm-up run's model, printed for reference
 ROUNDS = 24
-TARGET = 0.10
+TARGET = 0.05
 PERSONA = {
     "id": "bench-writer",
     "name": "Bench Writer",
@@ -76,34 +80,43 @@ def measure(built: Stack) -> tuple[list[float], list[float], CpuWindow, int]:
     return rounds, bases, window, statements
 
 
-def run() -> bool:
-    """Print the overhead figures; True when the median overhead is under 10 % and furnace's CPU per
-    model call is within its target."""
-    with stack(lambda name: SlowLLM(OfflineEngine(), LATENCY_S)) as warm:
-        measure(warm)  # warm-up (imports, template caches)
-    with stack(lambda name: SlowLLM(OfflineEngine(), LATENCY_S)) as built:
-        rounds, bases, window, statements = measure(built)
+def _report(label: str, rounds: list[float], bases: list[float], window: CpuWindow, statements: int) -> float:
+    """Print one run's figures; its median overhead."""
     median, p90, whole = overheads(rounds, bases)
     print(
-        f"   the command's stack: {ROUNDS} rounds, {window.model_calls} model calls; a round "
+        f"   {label}: {ROUNDS} rounds, {window.model_calls} model calls; a round "
         f"{statistics.median(rounds) * 1000:.1f} ms vs its model calls alone {statistics.median(bases) * 1000:.1f} ms "
-        f"(medians) → overhead median {median:+.1%} (target < {TARGET:.0%}; p90 {p90:+.1%}, whole run {whole:+.1%})"
+        f"(medians) → overhead median {median:+.1%} (p90 {p90:+.1%}, whole run {whole:+.1%}); SQL statements per "
+        f"round {statements / ROUNDS:.1f}; furnace CPU per model call {window.cpu_ms_per_call:.2f} ms (all threads, "
+        f"the provider client's {window.client_cpu_s:.2f}s and the baseline replays left out)"
     )
+    return median
+
+
+def run() -> bool:
+    """Print the overhead figures; True when the median overhead beyond the 500 ms model is within 5 % and
+    furnace's CPU per model call is within its target."""
+    load = os.getloadavg()[0]
+    with stack(lambda name: SlowLLM(OfflineEngine(), REFERENCE_LATENCY_S)) as warm:
+        reference = measure(warm)  # also the warm-up (imports, template caches)
+    _report(f"for reference, behind a {REFERENCE_LATENCY_S * 1000:.0f} ms model (not judged)", *reference)
+    with stack(lambda name: SlowLLM(OfflineEngine(), LATENCY_S)) as built:
+        rounds, bases, window, statements = measure(built)
+    median = _report(f"the command's stack behind a {LATENCY_S * 1000:.0f} ms model", rounds, bases, window, statements)
     print(
-        f"   SQL statements per round: {statements / ROUNDS:.1f} (BEGIN/COMMIT included; background "
-        "snapshot refreshes included, ~80 statements each)"
-    )
-    print(
-        f"   furnace CPU per model call: {window.cpu_ms_per_call:.2f} ms (target <= {CPU_TARGET_MS:.0f} ms; all "
-        f"threads, the provider client's {window.client_cpu_s:.2f}s and the baseline replays left out)"
+        f"   overhead median {median:+.1%} (target <= {TARGET:.0%}: {'met' if median <= TARGET else 'MISSED'}); "
+        f"furnace CPU {window.cpu_ms_per_call:.2f} ms per model call (target <= {CPU_TARGET_MS:.0f} ms); load "
+        f"average {load:.1f} at the start (statements include BEGIN/COMMIT)"
     )
     record(
         **window.figures(),
         overhead_median=round(median, 4),
         overhead_target=TARGET,
+        latency_s=LATENCY_S,
         model_calls=window.model_calls,
+        load=round(load, 1),
     )
-    return median < TARGET and window.cpu_ms_per_call <= CPU_TARGET_MS
+    return median <= TARGET and window.cpu_ms_per_call <= CPU_TARGET_MS
 
 
 main = main_for("revision", run)
