@@ -123,6 +123,7 @@ class SQLDatabase:
                 f"FURNACE_DATABASE_URL: furnace stores in SQLite or PostgreSQL, not {self.dialect}",
                 field="database_url",
             )
+        self._inserts: dict[str, Any] = {}  # insert_if_absent's statements (immutable: shared by threads)
         self.statements = 0
         """Statements this object's connections ran (the benches' statements per round); not locked,
         as a thread's count is only read by the benches' single-threaded windows."""
@@ -199,6 +200,15 @@ class SQLDatabase:
     def insert(self, table: Table) -> Any:
         """An INSERT on ``table`` with this dialect's ``on_conflict_do_nothing``/``do_update``."""
         return postgresql.insert(table) if self.dialect == "postgresql" else sqlite.insert(table)
+
+    def insert_if_absent(self, table: Table) -> Any:
+        """``INSERT … ON CONFLICT DO NOTHING`` on ``table``, built once per table and database: a hot path's
+        statement (a model call's ledger row and answer) is then not rebuilt, nor its cache key recomputed
+        (SQLAlchemy memoizes it on the statement object), on every call."""
+        statement = self._inserts.get(table.name)
+        if statement is None:
+            statement = self._inserts[table.name] = self.insert(table).on_conflict_do_nothing()
+        return statement
 
     # --- connections and transactions ------------------------------------------------------------
 

@@ -9,11 +9,16 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, or_, select
+from sqlalchemy import Connection, and_, bindparam, delete, or_, select
 
 from furnace.storage.sql.db import SQLDatabase
 from furnace.storage.sql.schema import embeddings, kv
 from furnace.storage.sql.store import chunks
+
+# the synthesis cache's read, built once (SQLAlchemy memoizes its cache key on the object)
+_GET = select(kv.c.value).where(
+    kv.c.key == bindparam("key"), or_(kv.c.expires_at.is_(None), kv.c.expires_at > bindparam("now"))
+)
 
 
 def _ts(epoch: float) -> datetime:
@@ -30,9 +35,7 @@ class SQLKV:
     def get(self, key: str) -> dict[str, Any] | None:
         """The live value under ``key``."""
         now = _ts(self._clock())
-        rows = self.db.query(
-            select(kv.c.value).where(kv.c.key == key, or_(kv.c.expires_at.is_(None), kv.c.expires_at > now))
-        )
+        rows = self.db.query(_GET, {"key": key, "now": now})
         value: dict[str, Any] | None = json.loads(rows[0][0]) if rows else None
         return value
 
@@ -63,7 +66,7 @@ class SQLKV:
                 }
                 for key, (value, ttl_s) in first.items()
             ]
-            conn.execute(self.db.insert(kv).on_conflict_do_nothing(), rows)
+            conn.execute(self.db.insert_if_absent(kv), rows)
             stored: dict[str, dict[str, Any]] = {}
             for part in chunks(list(first)):
                 for key, text in conn.execute(select(kv.c.key, kv.c.value).where(kv.c.key.in_(part))):

@@ -20,7 +20,7 @@ import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, case, delete, func, or_, select, update
+from sqlalchemy import Connection, bindparam, case, delete, func, or_, select, update
 
 from furnace.llm.cache import CallRecord, CallTotals
 from furnace.llm.seam import Completion
@@ -33,6 +33,8 @@ DEFAULT_RESPONSE_TTL_S = 90 * 24 * 3600
 _R = llm_responses.c
 _C = llm_calls.c
 _CALL_FIELDS = tuple(col.name for col in llm_calls.columns)
+# a model call's read of its answer, built once (SQLAlchemy memoizes its cache key on the object)
+_GET = select(_R.completion, _R.created_at, _R.seal).where(_R.cache_key == bindparam("key"))
 
 
 def _call_row(call: CallRecord) -> dict[str, Any]:
@@ -80,7 +82,7 @@ class SQLCallLedger:
     def insert_rows(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
         """Insert ledger rows on ``conn`` (idempotent by row id)."""
         if rows:
-            conn.execute(self.db.insert(llm_calls).on_conflict_do_nothing(), rows)
+            conn.execute(self.db.insert_if_absent(llm_calls), rows[0] if len(rows) == 1 else rows)
 
     def _where(self, run_id: str | None, family: bool) -> Any:
         if run_id is None:
@@ -152,6 +154,7 @@ class SQLResponseCache(ResponseMemory):
         super().__init__(memory_items=memory_items, ttl_s=ttl_s)
         self.db = db
         self.ledger = ledger
+        self._insert_returning = db.insert_if_absent(llm_responses).returning(_R.cache_key)  # built once
 
     def _cutoff(self, ttl_s: float | None = None) -> datetime:
         ttl = self.ttl_s if ttl_s is None else ttl_s
@@ -162,7 +165,7 @@ class SQLResponseCache(ResponseMemory):
         known = self._recall(key)
         if known is not None:
             return known
-        rows = self.db.query(select(_R.completion, _R.created_at, _R.seal).where(_R.cache_key == key))
+        rows = self.db.query(_GET, {"key": key})
         if not rows or rows[0][1] < self._cutoff():
             return None
         return self._served(self.db.sealer, key, rows[0][0], rows[0][2])
@@ -180,9 +183,7 @@ class SQLResponseCache(ResponseMemory):
             if held is not None and self.ledger is not None:
                 self.ledger.insert_rows(conn, [held])
             row = {"cache_key": key, "model": completion.model, "task": task, "completion": text, "seal": seal}
-            inserted = conn.execute(
-                self.db.insert(llm_responses).on_conflict_do_nothing().returning(_R.cache_key), row
-            ).all()
+            inserted = conn.execute(self._insert_returning, row).all()
             if inserted:
                 return True, stored
             first = conn.execute(select(_R.completion, _R.seal, _R.created_at).where(_R.cache_key == key)).first()
