@@ -64,6 +64,8 @@ def _sqlite_pragmas(dbapi_con: Any, _record: Any) -> None:
 
 
 def _sqlite_begin(conn: Connection) -> None:
+    if conn.info.get("furnace_single_read"):  # one SELECT is its own consistent read in SQLite (see query)
+        return
     conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get("furnace_write") else "BEGIN")
 
 
@@ -143,6 +145,9 @@ class SQLDatabase:
                 pool_size=8,
                 max_overflow=64,
                 pool_pre_ping=False,
+                # every checkout ends its transaction itself (commit, or rollback on an error or on close):
+                # the pool's own rollback on every return would be one more driver call per transaction
+                pool_reset_on_return=None,
                 connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
             )
             event.listen(engine, "connect", _sqlite_pragmas)
@@ -315,7 +320,17 @@ class SQLDatabase:
 
     def query(self, statement: Any, params: Sequence[Any] | dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
         """The rows of one read: a SQLAlchemy statement, or SQL text with ``?`` placeholders (ad-hoc SQL
-        and tests, in the same form on SQLite and PostgreSQL)."""
+        and tests, in the same form on SQLite and PostgreSQL). On SQLite outside a unit, the one statement
+        runs without ``BEGIN``/``COMMIT`` around it: a single SELECT is its own consistent read there,
+        and a model call's cache lookup is one of these (two fewer driver round trips per call)."""
+        if self.dialect == "sqlite" and self._unit() is None:
+            with self.engine.connect() as conn:
+                conn.info["furnace_single_read"] = True
+                try:
+                    return [tuple(row) for row in self._run(conn, statement, params)]
+                finally:
+                    conn.info["furnace_single_read"] = False
+                    conn.rollback()  # ends SQLAlchemy's own (empty) transaction: no statement is sent
         with self.connect() as conn:
             return [tuple(row) for row in self._run(conn, statement, params)]
 
