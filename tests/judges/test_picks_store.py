@@ -180,22 +180,31 @@ def test_a_pick_changed_outside_furnace_is_refused_by_name(
 def test_a_runtime_on_the_relational_store_keeps_its_picks_there(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A home's picks live in its ``furnace.sqlite``; with ``FURNACE_DATABASE_URL`` they live in the
+    database it names, and the home's own file is left alone."""
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
     from furnace.storage.sql.picks import SQLPicks
 
-    monkeypatch.setenv("FURNACE_DATABASE_URL", f"sqlite:///{tmp_path / 'furnace.sqlite'}")
-    runtime = Runtime(FurnaceSettings(home=tmp_path))
+    home = tmp_path / "home"
+    runtime = Runtime(FurnaceSettings(home=home))
     try:
-        assert isinstance(runtime.picks, SQLPicks)
+        assert isinstance(runtime.picks, SQLPicks) and runtime.sql.path == (home / "furnace.sqlite").resolve()
         kept = runtime.picks.add(_pick())
-        assert runtime.sql is not None
         assert runtime.sql.query("SELECT pick_id, seal IS NOT NULL FROM human_picks") == [(kept.pick_id, True)]
     finally:
         runtime.close()
-    monkeypatch.delenv("FURNACE_DATABASE_URL")
-    runtime = Runtime(FurnaceSettings(home=tmp_path / "duck"))
+    monkeypatch.setenv("FURNACE_DATABASE_URL", f"sqlite:///{tmp_path / 'team.sqlite'}")
+    runtime = Runtime(FurnaceSettings(home=home))
     try:
-        assert not isinstance(runtime.picks, SQLPicks) and runtime.picks.picks("exp-1") == []
+        assert runtime.picks.picks("exp-1") == []  # the team's database, not the home's file
+        other = runtime.picks.add(_pick(who="bo"))
+        assert runtime.sql.query("SELECT pick_id FROM human_picks") == [(other.pick_id,)]
+    finally:
+        runtime.close()
+    monkeypatch.delenv("FURNACE_DATABASE_URL")
+    runtime = Runtime(FurnaceSettings(home=home))
+    try:
+        assert [p.pick_id for p in runtime.picks.picks("exp-1")] == [kept.pick_id]
     finally:
         runtime.close()
