@@ -38,7 +38,6 @@ def test_the_best_agent_of_a_run_carries_its_stored_test_figures_and_a_forged_on
 ) -> None:
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
-    from furnace.storage.duckdb.db import Database
 
     home = seed_home(tmp_path / "home")
     monkeypatch.setenv("FURNACE_HOME", str(home))
@@ -74,7 +73,9 @@ def test_the_best_agent_of_a_run_carries_its_stored_test_figures_and_a_forged_on
         **record.summary,
         "held_out": {**held, "agents": {a: {**r, "test": 0.999} for a, r in held["agents"].items()}},
     }
-    Database(home / "furnace.duckdb").execute("UPDATE experiments SET summary = ?", [json.dumps(forged)])
+    runtime = Runtime(FurnaceSettings(home=home))  # the home's live store, written behind furnace's back
+    runtime.sql.execute("UPDATE experiments SET summary = ?", [json.dumps(forged)])
+    runtime.close()
     code, out, err = _ask(capsys, "ask", f"which agent is best in {exp}?")
     assert code == 1 and "0.999" not in out
     assert f"the summary of experiment {exp}" in err and "seal" in err
