@@ -15,7 +15,7 @@ from furnace.assistant.answer import Assistant, AssistantState, Done
 from furnace.llm.offline import OfflineEngine
 from furnace.storage.duckdb.assist import DuckDBAssistData
 from tests.app.helpers import run_experiment, small_demo
-from tests.assistant.dataset import HELD_OUT, NOW, build
+from tests.assistant.dataset import HELD_OUT, NOW, build_live
 from tests.assistant.test_ask_cli import _run as _ask
 from tests.conftest import seed_home
 
@@ -83,7 +83,7 @@ def test_the_best_agent_of_a_run_carries_its_stored_test_figures_and_a_forged_on
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> DuckDBAssistData:
-    return DuckDBAssistData(build(tmp_path_factory.mktemp("assist") / "furnace.duckdb"))
+    return build_live(tmp_path_factory.mktemp("assist"))
 
 
 def test_best_agents_show_the_stored_test_figures_and_untested_agents_say_so(data: DuckDBAssistData) -> None:
