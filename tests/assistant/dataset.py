@@ -209,18 +209,24 @@ def build(path: Path) -> Database:
 
 
 def build_live(folder: Path) -> DuckDBAssistData:
-    """The dataset in the live store of the home ``folder`` (``furnace.sqlite``; its rows copied from a
-    DuckDB file built beside it, sealed with the home's key), read as the runtime's assist data reads it:
-    DuckDB SQL over a fresh snapshot, a persona's versions through the live store (no experiment seals
-    are checked: the rows were written raw)."""
+    """The dataset in the live store of the home ``folder`` (``furnace.sqlite``), read as users' assistants
+    read it (see :func:`live_data`)."""
+    return live_data(build(folder / "dataset.duckdb"), folder)
+
+
+def live_data(source: Database, home: Path) -> DuckDBAssistData:
+    """``source``'s rows (written raw into a DuckDB file in ``home``, so sealed with the home's key) moved
+    into ``home``'s live store, read as the runtime's assist data reads it: DuckDB SQL over a fresh
+    snapshot, a persona's versions and the sessions in the live store (no experiment seals are checked:
+    the rows were written raw)."""
     from furnace.storage.duckdb import snapshot
     from furnace.storage.migrate import copy_rows
+    from furnace.storage.sql.assist import SQLAssistSessions
     from furnace.storage.sql.db import SQLDatabase, sqlite_url
     from furnace.storage.sql.store import SQLStore
 
-    source = build(folder / "dataset.duckdb")
-    live = SQLDatabase(sqlite_url(folder), home=folder)
+    live = SQLDatabase(sqlite_url(home), home=home)
     copy_rows(source, live)
     source.close()
     snapshot.refresh(live)
-    return DuckDBAssistData(SnapshotReader(live), history=SQLStore(live).history)
+    return DuckDBAssistData(SnapshotReader(live), history=SQLStore(live).history, sessions=SQLAssistSessions(live))
