@@ -128,6 +128,12 @@ def test_a_foreign_database_file_is_a_user_error(capsys, home: Path, tmp_path: P
     assert (home / "furnace.sqlite").read_bytes() == foreign  # the user's file is left as it was
 
 
+def test_a_folder_in_the_databases_place_is_a_user_error(capsys, home: Path) -> None:
+    (home / "furnace.sqlite").mkdir()
+    err = _one_line_user_error(*_run(capsys, "elixir", "list")[::2])
+    assert str(home / "furnace.sqlite") in err and "a folder in its place" in err
+
+
 def test_an_empty_database_file_becomes_a_new_store(capsys, home: Path) -> None:
     """SQLite takes an empty file for an empty database (``touch furnace.sqlite``): furnace makes its store in it."""
     (home / "furnace.sqlite").write_bytes(b"")

@@ -43,6 +43,8 @@ CONFLICT_RETRIES = 5
 _MIGRATION_LOCK = 0x0F0A_CE  # PostgreSQL advisory lock id: one migration run at a time
 DAMAGED_HINT = " (if the file is damaged: truncated, or not a furnace database, restore a backup or move it aside)"
 _SQLITE_DAMAGE = {11, 26}  # SQLITE_CORRUPT ("database disk image is malformed"), SQLITE_NOTADB
+_SQLITE_CANTOPEN = 14  # "unable to open database file"
+_CANTOPEN_HINT = " (a folder in its place, or no permission to read and write it and its folder)"
 _migrated: set[str] = set()
 _migrate_lock = threading.Lock()
 
@@ -69,14 +71,16 @@ def _sqlite_begin(conn: Connection) -> None:
 
 
 def _sqlite_damaged(context: ExceptionContext) -> None:
-    """A damaged or foreign SQLite file is the user's to fix: one :class:`StoreError` naming the file,
-    whether it shows when the file opens or at the first read of a missing page."""
+    """A damaged, foreign or unreachable SQLite file is the user's to fix: one :class:`StoreError` naming the
+    file, whether it shows when the file opens or at the first read of a missing page."""
     err = context.original_exception
-    if (getattr(err, "sqlite_errorcode", 0) & 0xFF) not in _SQLITE_DAMAGE:
-        return
+    code = getattr(err, "sqlite_errorcode", 0) & 0xFF
+    path = Path(str(context.engine.url.database if context.engine is not None else SQLITE_FILE))
     verb = "open" if context.connection is None else "use"
-    name = Path(str(context.engine.url.database if context.engine is not None else SQLITE_FILE)).name
-    raise StoreError(f"cannot {verb} {name}: {_first_line(err)}{DAMAGED_HINT}") from None
+    if code in _SQLITE_DAMAGE:
+        raise StoreError(f"cannot {verb} {path.name}: {_first_line(err)}{DAMAGED_HINT}") from None
+    if code == _SQLITE_CANTOPEN:
+        raise StoreError(f"cannot open {path}: {_first_line(err)}{_CANTOPEN_HINT}") from None
 
 
 def _sqlite_events(engine: Engine) -> None:
