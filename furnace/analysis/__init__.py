@@ -38,19 +38,33 @@ from furnace.analysis.runs import curve_table, differing_params, pick_champion
 
 
 def connect(home: str | Path | None = None) -> Any:  # not in __all__: an entry point, not pandas analysis
-    """A DuckDB connection over the newest snapshot of ``home`` (default ``$FURNACE_HOME``).
+    """A DuckDB connection over the newest snapshot of ``home``'s live store (default ``$FURNACE_HOME``).
 
-    One view per table, with the same names as in ``furnace.duckdb``; reading it never
-    touches the live file, so it never makes a writer wait. The snapshot's keyed seal is
+    One view per table, with the same names as in the live store; reading it never
+    touches the live store, so it never makes a writer wait. The snapshot's keyed seal is
     checked first: a rewritten snapshot raises SealError (docs/reliability.md). A first snapshot is taken
-    when there is none yet; ``furnace snapshot`` takes a fresh one.
+    when there is none yet (or the newest predates seals); ``furnace snapshot`` takes a fresh one.
     """
+    from furnace.domain.errors import StoreError
     from furnace.settings import FurnaceSettings
     from furnace.storage.duckdb import snapshot
+    from furnace.storage.sql.db import SQLITE_FILE
 
     settings = FurnaceSettings() if home is None else FurnaceSettings(home=Path(home))
     key = settings.seal_key.get_secret_value() if settings.seal_key is not None else None
-    return snapshot.connect(settings.db_path, seal_key=key)  # SealError for a rewritten snapshot
+    live = settings.home / SQLITE_FILE  # (with FURNACE_DATABASE_URL, the home still holds the snapshots)
+    folder = snapshot.current(snapshot.snapshot_root(live))
+    if folder is None or "seal" not in snapshot.manifest(folder):
+        if settings.database_url is None and not (live.is_file() or settings.db_path.is_file()):
+            raise StoreError(f"no furnace store in {settings.home}: nothing to snapshot")
+        from furnace.runtime import Runtime
+
+        runtime = Runtime(settings)
+        try:
+            snapshot.refresh(runtime.sql)
+        finally:
+            runtime.close()
+    return snapshot.connect(live, create=False, seal_key=key)  # SealError for a rewritten snapshot
 
 
 __all__ = [

@@ -57,6 +57,7 @@ import duckdb
 
 from furnace.domain.errors import StoreError
 from furnace.storage.seals import Sealer, sealer_for
+from furnace.storage.sql.db import DAMAGED_HINT
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,6 @@ POLL_S = 0.05  # how often a holder looks for waiters
 IDLE_RELEASE_S = 2.0  # a held instance with no unit for this long is closed
 TURN_S = 0.3  # a process that just got the file keeps it at least this long (when it has work) before draining
 NOTICE_AFTER_S = 0.3  # a wait longer than this is shown
-DAMAGED_HINT = " (if the file is damaged: truncated, or not a furnace database, restore a backup or move it aside)"
 BEHIND_EXIT_S = 30.0  # how long the exit waits for writes behind (each is one short statement)
 
 _role = "furnace process"
