@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
@@ -63,7 +63,6 @@ from furnace.arena.supervisor import plan_open_discussion
 from furnace.domain.errors import InputError
 from furnace.llm.ahead import Ahead, ahead
 from furnace.llm.seam import LLM
-from furnace.storage.recent import Recent
 from furnace.storage.store import ElixirStore, snapshot_soon
 
 CheckpointHook = Callable[[str, int], None]
@@ -108,17 +107,6 @@ class _Attempt:
     attempts: int
     taken: Holder | None = None
     cancelled: bool = False
-
-
-@dataclass(frozen=True)
-class _KnownTurn:
-    """A session as this process's last finished turn in it left it: its members and its conversation."""
-
-    personas: dict[str, Persona]
-    history: tuple[HistoryTurn, ...]
-
-
-_KNOWN: Recent[_KnownTurn] = Recent()  # by session id, per arena store (furnace.storage.recent)
 
 
 @dataclass
@@ -253,11 +241,8 @@ class Arena:
         if not message:
             raise InputError("the message is empty", field="message")
         session = self.store.get_session(session_id)
-        known = _KNOWN.get(self.store, session.id) if run_id is None else None
-        personas = known.personas if known is not None else self.personas(session)  # known: confirmed later
+        personas = self.personas(session)
         directive = classify(message, [MemberName(id=m, name=p.name) for m, p in personas.items()])
-        if directive.kind in (DirectiveKind.STOP, DirectiveKind.CONTINUE):
-            _KNOWN.forget(self.store, session.id)
         if directive.kind is DirectiveKind.STOP:
             yield from self._stop(session)
             return
@@ -274,10 +259,7 @@ class Arena:
             directive=directive.kind.value,
         )
         if run_id is None:  # a new run: nobody else knows its id, nothing of it is stored yet
-            fresh = yield from self._drive_new(record, session, personas, directive, known)
-            if fresh is not None:  # the session changed since this process's last turn: again, from the store
-                names = [MemberName(id=m, name=p.name) for m, p in fresh.items()]
-                yield from self._drive_new(record, session, fresh, classify(message, names), None)
+            yield from self._drive_new(record, session, personas, directive)
             return
         run = self.store.start_run(record)  # a given id may exist already: its plan and checkpoints stand
         yield from self._drive(run, session, personas, directive, resumed=False)
@@ -286,7 +268,6 @@ class Arena:
         """Events of a resumed run: its stored plan, remaining speakers only."""
         run = self.store.get_run(run_id)
         session = self.store.get_session(run.session_id)
-        _KNOWN.forget(self.store, session.id)
         personas = self.personas(session)
         if run.status == "cancelled" or run.cancel_requested:
             self.store.set_status(run_id, "running", clear_cancel=True)
@@ -435,15 +416,10 @@ class Arena:
         session: ArenaSession,
         personas: dict[str, Persona],
         directive: Directive,
-        known: _KnownTurn | None,
-    ) -> Generator[ArenaEvent, None, dict[str, Persona] | None]:
-        """A new run: its first model call (the supervisor's plan, or the first routed speaker) starts at
-        once, and the run row and lease are written, and the history read, while it runs.
-
-        With ``known`` (this process's last finished turn in the session), the call starts from the members
-        and conversation it left, and the store's reads confirm them while the call runs; when they differ,
-        nothing is written, the call's answer is dropped, and the fresh members are returned (the caller
-        starts again from them). Returns None once the run is driven."""
+    ) -> Iterator[ArenaEvent]:
+        """A new run, from the members read just before: its first model call (the supervisor's plan, or
+        the first routed speaker, after the history is read) starts at once, and the run row and lease
+        are written while it runs."""
         holder = _Lease(Holder.here())
         llm = self._model(session, record)
         ids: dict[str, Any] = {"run_id": record.run_id, "session_id": session.id}
@@ -455,10 +431,6 @@ class Arena:
                     planning = calls.enter_context(
                         ahead(partial(self._make_plan, record, session, personas, directive, llm))
                     )
-                    if known is not None:
-                        fresh = self.personas(session)
-                        if fresh != known.personas:
-                            return fresh
                     run, claimed = self._claim_new(record, holder), True
                     history = self._history(session, run)
                     yield RunStarted(**ids, message=run.message, directive=run.directive, resumed=False)
@@ -467,30 +439,19 @@ class Arena:
                     assert stored.plan is not None
                     plan, cancel, first = stored.plan, stored.cancel_requested, None
                 else:
-                    history = list(known.history) if known is not None else self._history(session, None)
+                    history = self._history(session, None)
                     # a routed plan: its first speaker speaks while the run is stored
                     first = self._speak_first(calls, personas, plan, record, llm, history)
-                    if known is not None:
-                        fresh = self.personas(session)
-                        if fresh != known.personas or self._history(session, None) != history:
-                            return fresh
                     run, claimed = self._claim_new(record.model_copy(update={"plan": plan}), holder), True
                     yield RunStarted(**ids, message=run.message, directive=run.directive, resumed=False)
                     cancel = False
                 yield PlanCreated(**ids, plan=plan, reused=False)
-                before = list(history)
-                finished = yield from self._speakers(
+                yield from self._speakers(
                     run, session, personas, plan, history, {}, holder, llm, calls, cancel=cancel, first=first
                 )
         finally:
             if claimed and not holder.released:
                 self.store.release_run(record.run_id, holder.holder)
-        if finished:  # what the next turn starts from: the conversation with this turn's message and replies
-            said = [HistoryTurn(text=run.message), *history[len(before) :]]
-            _KNOWN.put(self.store, session.id, _KnownTurn(personas, (*before, *said)))
-        else:
-            _KNOWN.forget(self.store, session.id)
-        return None
 
     def _speak_first(
         self,
@@ -522,7 +483,6 @@ class Arena:
         *,
         resumed: bool,
     ) -> Iterator[ArenaEvent]:
-        _KNOWN.forget(self.store, session.id)  # a resumed or given run: the next turn reads the store
         holder = _Lease(Holder.here())
         busy = holder.keep(self.store, run.run_id)
         if busy is not None:
@@ -578,11 +538,10 @@ class Arena:
         *,
         cancel: bool = False,
         first: Ahead[_Attempt] | None = None,
-    ) -> Generator[ArenaEvent, None, bool]:
+    ) -> Iterator[ArenaEvent]:
         """The plan's speakers not ``done`` yet, each recorded while the next one speaks, then
         ``RunFinished``; ``first`` is the first of them, already speaking (started with a new run, whose
-        lease was just taken and whose id nobody could cancel yet). ``calls`` holds the calls started ahead.
-        Returns True when the run ended (finished, or failed: no speaker of it replied; False: cancelled)."""
+        lease was just taken and whose id nobody could cancel yet). ``calls`` holds the calls started ahead."""
         ids: dict[str, Any] = {"run_id": run.run_id, "session_id": session.id}
         replied = failed = 0
         todo = [(index, task) for index, task in enumerate(plan.speakers) if index not in done]
@@ -603,7 +562,7 @@ class Arena:
             if ahead_call is None:
                 if cancel:
                     yield self._cancelled(run, plan, ids)
-                    return False
+                    return
                 taken = holder.keep(self.store, run.run_id)  # renew: this speaker may take a while
                 if taken is not None:  # our lease ran out and another process took the run over
                     raise busy_error(run.run_id, taken)
@@ -618,7 +577,7 @@ class Arena:
                     raise busy_error(run.run_id, attempt.taken)
                 if attempt.cancelled:
                     yield self._cancelled(run, plan, ids)
-                    return False
+                    return
             spoken = attempt.spoken
             if spoken is not None:
                 history.append(HistoryTurn(text=spoken.text, speaker_id=task.member_id, speaker_name=persona.name))
@@ -693,4 +652,3 @@ class Arena:
             self.store.set_status(run.run_id, status)
         snapshot_soon(self.store)  # analysis reads the turn from a fresh snapshot
         yield RunFinished(**ids, replies=replied, failed=failed, skipped_done=len(done), status=status)
-        return True

@@ -38,7 +38,7 @@ import re
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -48,8 +48,8 @@ from pydantic import BaseModel, ConfigDict
 from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, LLMError, LLMMalformedOutput, LLMRateLimit, LLMTimeout, StoreError
-from furnace.llm.ahead import Ahead, ahead
-from furnace.llm.seam import LLM, Completion, LLMRequest, Message, TaskKind
+from furnace.llm.ahead import ahead
+from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 from furnace.llm.structured import schema_of
 from furnace.storage.store import ElixirStore, snapshot_soon, unit_of_work
 from furnace.writing.addressing import (
@@ -80,7 +80,6 @@ from furnace.writing.content import (
 )
 from furnace.writing.postconditions import unmet
 from furnace.writing.preferences import PreferenceUpdate, extract_preferences, save_learned
-from furnace.writing.recent import RECENT, Known
 
 
 class RevisedPiece(PieceReply):
@@ -290,7 +289,6 @@ def start_turn(content_store: ContentStore, content_id: str, suggestion: str, *,
 
     A UI shows the message at once and then calls :func:`finish_turn`.
     """
-    RECENT.forget(content_store, content_id)  # the next edit sees this suggestion too: start from the store
     with unit_of_work(content_store, one_transaction=False):  # two reads and one atomic write, one connection
         content = content_store.get_content(content_id)
         suggestion = _check_suggestion(suggestion, content.language)
@@ -305,7 +303,6 @@ def note_suggestion(
     content_store: ContentStore, content_id: str, suggestion: str, *, clock: Clock = utc_now
 ) -> RevisionOutcome:
     """``regenerate=False``: store the suggestion and a short acknowledgement; no edit."""
-    RECENT.forget(content_store, content_id)  # the next edit applies this one too: start from the store
     content = content_store.get_content(content_id)
     suggestion = _check_suggestion(suggestion, content.language)
     now = clock()
@@ -344,52 +341,19 @@ def revise(
     """
     if not regenerate:
         return note_suggestion(content_store, content_id, suggestion, clock=clock)
-    try:
-        outcome, turn = _revise(store, content_store, llm, content_id, suggestion, learn=learn, seed=seed, clock=clock)
-    except BaseException:
-        RECENT.forget(content_store, content_id)  # whatever was written, the next round reads the store
-        raise
-    _remember(content_store, turn, outcome, learn)
-    snapshot_soon(store, content_store)  # analysis reads the revision session from a fresh snapshot
-    return outcome
-
-
-def _revise(
-    store: ElixirStore,
-    content_store: ContentStore,
-    llm: LLM,
-    content_id: str,
-    suggestion: str,
-    *,
-    learn: bool,
-    seed: int,
-    clock: Clock,
-) -> tuple[RevisionOutcome, _Turn]:
-    """The edit round of :func:`revise`, from this process's last known state when it has one."""
-    known = RECENT.get(content_store, content_id)
-    guess = _guess(known, suggestion, seed) if known is not None else None
-    started: Ahead[Completion] | None = None
-    if known is None or guess is None:
-        turn, batch = _read_turn(store, content_store, content_id, suggestion, clock)
-    else:  # the edit starts from what this process knew; the reads confirm it while the model writes
-        with ahead(lambda: llm.complete(guess)) as call:
-            turn, batch = _read_turn(store, content_store, content_id, suggestion, clock)
-            if _confirms(turn, known, guess, seed):
-                turn, started = replace(turn, user=content_store.commit(batch)[-1]), call
-        if started is None:  # changed meanwhile: the answer is dropped (the ledger still counts the call)
-            log.info("revision of %s: the piece or persona changed since this process's last round", content_id)
+    turn, batch = _read_turn(store, content_store, content_id, suggestion, clock)
     outcome = _edit(
         store,
         content_store,
         llm,
         turn,
-        store_user=None if started is not None else lambda: content_store.commit(batch)[-1],
+        store_user=lambda: content_store.commit(batch)[-1],
         learn=learn,
         seed=seed,
         clock=clock,
-        started=started,
     )
-    return outcome, turn
+    snapshot_soon(store, content_store)  # analysis reads the revision session from a fresh snapshot
+    return outcome
 
 
 def _read_turn(
@@ -407,38 +371,6 @@ def _read_turn(
     user = ChatMessage(session_id=session.id, role="user", kind="suggestion", content=suggestion, created_at=now)
     turn = _Turn(content, session, user, pending_suggestions([*earlier, user]), current, persona)
     return turn, ContentBatch(session=new_session, messages=(*welcome, user))
-
-
-def _guess(known: Known, suggestion: str, seed: int) -> LLMRequest | None:
-    """The edit request for ``suggestion`` on the piece as this process left it; None when that round
-    would not call the model (bad input is raised here, as the reads would)."""
-    suggestion = _check_suggestion(suggestion, known.content.language)
-    instructions = [parse_instruction(suggestion, known.content.language)]
-    if target_problems(instructions, known.current.title, known.current.body):
-        return None
-    return build_revise_request(known.persona, known.current, [suggestion], seed=seed)
-
-
-def _confirms(turn: _Turn, known: Known, guess: LLMRequest, seed: int) -> bool:
-    """True when the fresh reads give the very request that was sent ahead, on the same versions."""
-    return (turn.current.version, turn.persona.version) == (
-        known.current.version,
-        known.persona_version,
-    ) and build_revise_request(turn.persona, turn.current, turn.suggestions, seed=seed) == guess
-
-
-def _remember(content_store: ContentStore, turn: _Turn, outcome: RevisionOutcome, learn: bool) -> None:
-    """Keep the piece's state after a clean revision for the next round (:mod:`furnace.writing.recent`)."""
-    learned = outcome.learned
-    if outcome.status != "revised" or outcome.version is None or (learn and learned is None):
-        RECENT.forget(content_store, turn.content.id)  # a refusal, a failure, or learning that did not finish
-        return
-    persona, persona_version = turn.persona, turn.persona.version
-    if learned is not None and learned.persona_ref is not None and learned.persona is not None:
-        persona, persona_version = learned.persona, learned.persona_ref.version
-    RECENT.put(
-        content_store, turn.content.id, Known(turn.content, turn.session, outcome.version, persona, persona_version)
-    )
 
 
 def _refuse(
@@ -533,11 +465,9 @@ def _edit(
     learn: bool,
     seed: int,
     clock: Clock,
-    started: Ahead[Completion] | None = None,
 ) -> RevisionOutcome:
     """Steps 3–8: edit (storing the user's message meanwhile, when not yet stored), record + new
-    version + reply in one commit (extracting preferences meanwhile), persist the preferences.
-    ``started``: the edit call, already running with the request this turn builds."""
+    version + reply in one commit (extracting preferences meanwhile), persist the preferences."""
     content, session, user, suggestions, current, persona = (
         turn.content,
         turn.session,
@@ -560,13 +490,10 @@ def _edit(
         return _refuse(
             content_store, session.id, user, steps, suggestions, problems, unknown, current.version, zh, clock
         )
-    if started is not None:
-        call = started
-    else:
-        request = build_revise_request(persona, current, suggestions, seed=seed)
-        with ahead(lambda: llm.complete(request)) as call:
-            if store_user is not None:  # the user's words are stored while the model writes (a failure fails the turn)
-                user = store_user()
+    request = build_revise_request(persona, current, suggestions, seed=seed)
+    with ahead(lambda: llm.complete(request)) as call:
+        if store_user is not None:  # the user's words are stored while the model writes (a failure fails the turn)
+            user = store_user()
     try:
         completion = call.result()
         title, body = parse_piece(completion.parsed, completion.text, model=completion.model)
@@ -634,7 +561,7 @@ def _edit(
         if not committed.result():
             return None
         # the revision was created just now, so it is unprocessed and the persona read above is its persona
-        return save_learned(store, content_store, record, persona, found, mark_behind=True)
+        return save_learned(store, content_store, record, persona, found)
 
     with ExitStack() as running:
         learning = running.enter_context(ahead(learn_preferences)) if learn else None
@@ -822,7 +749,6 @@ def rollback(
     content_store: ContentStore, content_id: str, to_version: int, *, clock: Clock = utc_now
 ) -> ContentVersion:
     """A new version equal to ``to_version`` (history is never deleted), with a chat note."""
-    RECENT.forget(content_store, content_id)
     content = content_store.get_content(content_id)
     target = content_store.get_version(content_id, to_version)
     latest = content_store.get_version(content_id)
