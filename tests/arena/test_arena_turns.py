@@ -16,9 +16,9 @@ from furnace.llm.seam import TaskKind
 from .helpers import IDS, OPEN, make_arena, make_store, named
 
 
-def _model_calls(ledger: MemoryCallLedger, run_id: str | None, task: TaskKind) -> int:
-    """Calls of ``task`` the ledger holds for ``run_id`` that reached the model (a cache hit costs nothing)."""
-    return sum(1 for c in ledger.calls(run_id) if c.task == task.value and not c.cached)
+def _calls(ledger: MemoryCallLedger, run_id: str | None, task: TaskKind) -> int:
+    """Calls of ``task`` the ledger holds for ``run_id``, served from the response cache or not."""
+    return sum(1 for c in ledger.calls(run_id) if c.task == task.value)
 
 
 @pytest.mark.parametrize(("message", "plans"), [(OPEN, 1), ("@all count off!", 0)])
@@ -34,8 +34,8 @@ def test_a_turn_after_a_member_edit_makes_one_call_a_speaker_with_the_edited_mem
     library.save_elixir(edit(ada, name="Ada Lovelace", principles=[*ada.principles, "Cite the benchmark."]))
 
     outcome = arena.say(session.id, message)
-    assert _model_calls(ledger, outcome.run_id, TaskKind.REPLY) == len(IDS)  # one a speaker, none asked twice
-    assert _model_calls(ledger, outcome.run_id, TaskKind.PLAN) == plans
+    assert _calls(ledger, outcome.run_id, TaskKind.REPLY) == len(IDS)  # one a speaker, none asked twice
+    assert _calls(ledger, outcome.run_id, TaskKind.PLAN) == plans
     [asked] = [r for r in model.calls[-len(IDS) :] if r.task is TaskKind.REPLY and r.inputs["persona"]["id"] == "ada"]
     assert "Cite the benchmark." in asked.messages[0].content
     ada_reply = next(r for r in outcome.replies if r.member_id == "ada")
