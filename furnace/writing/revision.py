@@ -7,8 +7,8 @@
                                      ├─ no change ───────────→ (unchanged: says so)
                                      └─ RECORD+UPDATE+REPLY ─→ EXTRACT → PERSIST → (revised)
 
-    revise(): steps 1–8, in order
-    start_turn() (steps 1–2) + finish_turn() (steps 3–8): the same, for a UI that shows the message at once
+    revise(): steps 1–8, in order: start_turn() (steps 1–2), then finish_turn() (steps 3–8)
+    (a UI calls the two itself, to show the message at once)
 
 Durability: a round reads the piece, its chat and the persona as stored now; the
 session (with its welcome) and the user message are committed before the edit
@@ -326,30 +326,14 @@ def revise(
     seed: int = 0,
     clock: Clock = utc_now,
 ) -> RevisionOutcome:
-    """One revision chat turn (steps 1–8 of the module docstring): everything the edit needs is
-    read in one unit and the user's message stored, then the edit is asked for (one model call)."""
+    """One revision chat turn (steps 1–8 of the module docstring): :func:`start_turn` then
+    :func:`finish_turn`, the one model call of the edit made from what the store holds now."""
     if not regenerate:
         return note_suggestion(content_store, content_id, suggestion, clock=clock)
-    turn = _start(store, content_store, content_id, suggestion, clock)
-    outcome = _edit(store, content_store, llm, turn, learn=learn, seed=seed, clock=clock)
+    start = start_turn(content_store, content_id, suggestion, clock=clock)
+    outcome = finish_turn(store, content_store, llm, start, learn=learn, seed=seed, clock=clock)
     snapshot_soon(store, content_store)  # analysis reads the revision session from a fresh snapshot
     return outcome
-
-
-def _start(store: ElixirStore, content_store: ContentStore, content_id: str, suggestion: str, clock: Clock) -> _Turn:
-    """Everything the edit needs, read in one unit, with the user's message stored (with a new session
-    and its welcome when the piece has none yet)."""
-    with unit_of_work(store, content_store, one_transaction=False):
-        content = content_store.get_content(content_id)
-        suggestion = _check_suggestion(suggestion, content.language)
-        now = clock()
-        session, new_session, welcome = open_session(content_store, content, now)
-        earlier = content_store.messages(session.id) if new_session is None else []
-        current = content_store.get_version(content_id)
-        persona = store.get_elixir(content.persona_id)
-    user = ChatMessage(session_id=session.id, role="user", kind="suggestion", content=suggestion, created_at=now)
-    [*_, stored] = content_store.commit(ContentBatch(session=new_session, messages=(*welcome, user)))
-    return _Turn(content, session, stored, pending_suggestions([*earlier, stored]), current, persona)
 
 
 def _refuse(
