@@ -21,12 +21,9 @@ deterministic ids, so nothing is repeated or duplicated.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
-from contextlib import ExitStack
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any, Literal
 
 from furnace.arena.directives import Directive, DirectiveKind, MemberName, classify, strip_mentions
@@ -61,9 +58,7 @@ from furnace.arena.speaker import ContextBuilder, HistoryTurn, Persona, SpokenRe
 from furnace.arena.store import ArenaStore
 from furnace.arena.supervisor import plan_open_discussion
 from furnace.domain.errors import InputError
-from furnace.llm.ahead import Ahead, ahead
 from furnace.llm.seam import LLM
-from furnace.storage.recent import Recent
 from furnace.storage.store import ElixirStore, snapshot_soon
 
 CheckpointHook = Callable[[str, int], None]
@@ -90,35 +85,13 @@ class _Lease:
         return taken
 
 
-@dataclass
-class _Gate:
-    """Set by a speaker started ahead once it knows whether it will speak (``stop`` says why not)."""
-
-    decided: threading.Event = field(default_factory=threading.Event)
-    stop: _Attempt | None = None
-
-
 @dataclass(frozen=True)
 class _Attempt:
-    """One speaker's call: its reply (None when it failed, with the error), and the requests it made;
-    for a speaker started ahead, ``taken``/``cancelled`` say it stopped before its call."""
+    """One speaker's call: its reply (None when it failed, with the error), and the requests it made."""
 
     spoken: SpokenReply | None
     error: str
     attempts: int
-    taken: Holder | None = None
-    cancelled: bool = False
-
-
-@dataclass(frozen=True)
-class _KnownTurn:
-    """A session as this process's last finished turn in it left it: its members and its conversation."""
-
-    personas: dict[str, Persona]
-    history: tuple[HistoryTurn, ...]
-
-
-_KNOWN: Recent[_KnownTurn] = Recent()  # by session id, per arena store (furnace.storage.recent)
 
 
 @dataclass
@@ -253,11 +226,8 @@ class Arena:
         if not message:
             raise InputError("the message is empty", field="message")
         session = self.store.get_session(session_id)
-        known = _KNOWN.get(self.store, session.id) if run_id is None else None
-        personas = known.personas if known is not None else self.personas(session)  # known: confirmed later
+        personas = self.personas(session)
         directive = classify(message, [MemberName(id=m, name=p.name) for m, p in personas.items()])
-        if directive.kind in (DirectiveKind.STOP, DirectiveKind.CONTINUE):
-            _KNOWN.forget(self.store, session.id)
         if directive.kind is DirectiveKind.STOP:
             yield from self._stop(session)
             return
@@ -273,12 +243,6 @@ class Arena:
             message=message,
             directive=directive.kind.value,
         )
-        if run_id is None:  # a new run: nobody else knows its id, nothing of it is stored yet
-            fresh = yield from self._drive_new(record, session, personas, directive, known)
-            if fresh is not None:  # the session changed since this process's last turn: again, from the store
-                names = [MemberName(id=m, name=p.name) for m, p in fresh.items()]
-                yield from self._drive_new(record, session, fresh, classify(message, names), None)
-            return
         run = self.store.start_run(record)  # a given id may exist already: its plan and checkpoints stand
         yield from self._drive(run, session, personas, directive, resumed=False)
 
@@ -286,7 +250,6 @@ class Arena:
         """Events of a resumed run: its stored plan, remaining speakers only."""
         run = self.store.get_run(run_id)
         session = self.store.get_session(run.session_id)
-        _KNOWN.forget(self.store, session.id)
         personas = self.personas(session)
         if run.status == "cancelled" or run.cancel_requested:
             self.store.set_status(run_id, "running", clear_cancel=True)
@@ -355,30 +318,27 @@ class Arena:
         finished = len(self.store.checkpoints(run.run_id))
         return RunCancelled(**ids, completed=finished, remaining=len(plan.speakers) - finished)
 
-    def _attempts(
+    def _speak(
         self,
-        persona: Persona,
+        personas: dict[str, Persona],
         task: SpeakerTask,
         run: RunRecord,
         llm: LLM,
-        *,
         history: list[HistoryTurn],
-        group: list[str],
-        question: str,
         max_tokens: int,
     ) -> _Attempt:
         """One speaker, one logical call (retries live in the model client only)."""
         try:
             spoken = speak(
-                persona,
+                personas[task.member_id],
                 run.message,
                 llm=llm,
                 instruction=task.task,
-                question=question,
+                question=strip_mentions(run.message, [MemberName(id=m, name=p.name) for m, p in personas.items()]),
                 ordinal=task.ordinal,
-                history=history,
+                history=list(history),
                 context=self.context,
-                group=group,
+                group=[p.name for p in personas.values()],
                 max_tokens=max_tokens,
                 seed=self.seed,
                 run_id=run.run_id,
@@ -387,131 +347,9 @@ class Arena:
             return _Attempt(None, f"{err.__class__.__name__}: {err}", int(getattr(err, "attempts", 1) or 1))
         return _Attempt(spoken, "", spoken.attempts)
 
-    def _speaker(
-        self,
-        personas: dict[str, Persona],
-        task: SpeakerTask,
-        run: RunRecord,
-        llm: LLM,
-        history: list[HistoryTurn],
-        max_tokens: int,
-    ) -> Callable[[], _Attempt]:
-        """One speaker's call, ready to run (inline, or on its own thread), on a copy of the history."""
-        return partial(
-            self._attempts,
-            personas[task.member_id],
-            task,
-            run,
-            llm,
-            history=list(history),
-            group=[p.name for p in personas.values()],
-            question=strip_mentions(run.message, [MemberName(id=m, name=p.name) for m, p in personas.items()]),
-            max_tokens=max_tokens,
-        )
-
-    def _renew_and_speak(self, holder: _Lease, gate: _Gate, run: RunRecord, speak: Callable[[], _Attempt]) -> _Attempt:
-        """A speaker started ahead (while the one before is recorded): renew the lease when due and check
-        for a cancel first, as the loop does before a speaker; no model call when either says stop.
-        ``gate`` opens once that is decided, so the loop announces the speaker only if it speaks."""
-        try:
-            taken = holder.keep(self.store, run.run_id)
-            if taken is not None:
-                gate.stop = _Attempt(None, "", 0, taken=taken)
-            elif self.store.cancel_requested(run.run_id):
-                gate.stop = _Attempt(None, "", 0, cancelled=True)
-        finally:
-            gate.decided.set()
-        if gate.stop is not None:
-            return gate.stop
-        return speak()
-
     def _model(self, session: ArenaSession, run: RunRecord) -> LLM:
         base = self.llm_for_model(session.model) if self.llm_for_model else self.llm
         return base.for_run(run.run_id) if hasattr(base, "for_run") else base
-
-    def _drive_new(
-        self,
-        record: RunRecord,
-        session: ArenaSession,
-        personas: dict[str, Persona],
-        directive: Directive,
-        known: _KnownTurn | None,
-    ) -> Generator[ArenaEvent, None, dict[str, Persona] | None]:
-        """A new run: its first model call (the supervisor's plan, or the first routed speaker) starts at
-        once, and the run row and lease are written, and the history read, while it runs.
-
-        With ``known`` (this process's last finished turn in the session), the call starts from the members
-        and conversation it left, and the store's reads confirm them while the call runs; when they differ,
-        nothing is written, the call's answer is dropped, and the fresh members are returned (the caller
-        starts again from them). Returns None once the run is driven."""
-        holder = _Lease(Holder.here())
-        llm = self._model(session, record)
-        ids: dict[str, Any] = {"run_id": record.run_id, "session_id": session.id}
-        plan = route(directive, session.members, record.message)
-        claimed = False
-        try:
-            with ExitStack() as calls:  # leaving (even by an error or a closed stream) waits for a call in flight
-                if plan is None:  # the supervisor plans (a model call) while the run row and lease are written
-                    planning = calls.enter_context(
-                        ahead(partial(self._make_plan, record, session, personas, directive, llm))
-                    )
-                    if known is not None:
-                        fresh = self.personas(session)
-                        if fresh != known.personas:
-                            return fresh
-                    run, claimed = self._claim_new(record, holder), True
-                    history = self._history(session, run)
-                    yield RunStarted(**ids, message=run.message, directive=run.directive, resumed=False)
-                    # the plan is stored before the first speaker speaks: its statement also reads the cancel flag
-                    stored = self.store.set_plan(run.run_id, planning.result())
-                    assert stored.plan is not None
-                    plan, cancel, first = stored.plan, stored.cancel_requested, None
-                else:
-                    history = list(known.history) if known is not None else self._history(session, None)
-                    # a routed plan: its first speaker speaks while the run is stored
-                    first = self._speak_first(calls, personas, plan, record, llm, history)
-                    if known is not None:
-                        fresh = self.personas(session)
-                        if fresh != known.personas or self._history(session, None) != history:
-                            return fresh
-                    run, claimed = self._claim_new(record.model_copy(update={"plan": plan}), holder), True
-                    yield RunStarted(**ids, message=run.message, directive=run.directive, resumed=False)
-                    cancel = False
-                yield PlanCreated(**ids, plan=plan, reused=False)
-                before = list(history)
-                finished = yield from self._speakers(
-                    run, session, personas, plan, history, {}, holder, llm, calls, cancel=cancel, first=first
-                )
-        finally:
-            if claimed and not holder.released:
-                self.store.release_run(record.run_id, holder.holder)
-        if finished:  # what the next turn starts from: the conversation with this turn's message and replies
-            said = [HistoryTurn(text=run.message), *history[len(before) :]]
-            _KNOWN.put(self.store, session.id, _KnownTurn(personas, (*before, *said)))
-        else:
-            _KNOWN.forget(self.store, session.id)
-        return None
-
-    def _speak_first(
-        self,
-        calls: ExitStack,
-        personas: dict[str, Persona],
-        plan: Plan,
-        run: RunRecord,
-        llm: LLM,
-        history: list[HistoryTurn],
-    ) -> Ahead[_Attempt]:
-        """The plan's first speaker, speaking on its own thread (held by ``calls``) while the store works."""
-        speak = self._speaker(personas, plan.speakers[0], run, llm, history, plan.budget.max_tokens)
-        return calls.enter_context(ahead(speak))
-
-    def _claim_new(self, record: RunRecord, holder: _Lease) -> RunRecord:
-        """Store a new run and take its lease (nobody else knows its id, so nobody holds it)."""
-        run = self.store.start_run(record)
-        busy = holder.keep(self.store, run.run_id)
-        if busy is not None:
-            raise busy_error(run.run_id, busy)
-        return run
 
     def _drive(
         self,
@@ -522,7 +360,6 @@ class Arena:
         *,
         resumed: bool,
     ) -> Iterator[ArenaEvent]:
-        _KNOWN.forget(self.store, session.id)  # a resumed or given run: the next turn reads the store
         holder = _Lease(Holder.here())
         busy = holder.keep(self.store, run.run_id)
         if busy is not None:
@@ -548,21 +385,19 @@ class Arena:
         yield RunStarted(**ids, message=run.message, directive=run.directive, resumed=resumed)
         cancel = run.cancel_requested
         if run.plan is None:
-            with ahead(partial(self._make_plan, run, session, personas, directive, llm)) as planning:
-                history = self._history(session, run)  # read while the plan is being made
-            stored = self.store.set_plan(run.run_id, planning.result())  # one stored before (a reused id) stands
+            made = self._make_plan(run, session, personas, directive, llm)
+            stored = self.store.set_plan(run.run_id, made)  # one stored before (a reused id) stands
             plan = stored.plan
             assert plan is not None
             cancel = cancel or stored.cancel_requested
             yield PlanCreated(**ids, plan=plan, reused=False)
         else:
             plan = run.plan
-            history = self._history(session, run)
             yield PlanCreated(**ids, plan=plan, reused=True)
+        history = self._history(session, run)
         # A fresh run has no checkpoints; a resumed one (or a reused run id) may.
         done = self.store.checkpoints(run.run_id) if resumed or run.plan is not None else {}
-        with ExitStack() as calls:  # leaving (even by an error or a closed stream) waits for a call in flight
-            yield from self._speakers(run, session, personas, plan, history, done, holder, llm, calls, cancel=cancel)
+        yield from self._speakers(run, session, personas, plan, history, done, holder, llm, cancel=cancel)
 
     def _speakers(
         self,
@@ -574,25 +409,23 @@ class Arena:
         done: dict[int, Checkpoint],
         holder: _Lease,
         llm: LLM,
-        calls: ExitStack,
         *,
         cancel: bool = False,
-        first: Ahead[_Attempt] | None = None,
-    ) -> Generator[ArenaEvent, None, bool]:
-        """The plan's speakers not ``done`` yet, each recorded while the next one speaks, then
-        ``RunFinished``; ``first`` is the first of them, already speaking (started with a new run, whose
-        lease was just taken and whose id nobody could cancel yet). ``calls`` holds the calls started ahead.
-        Returns True when the run ended (finished, or failed: no speaker of it replied; False: cancelled)."""
+    ) -> Iterator[ArenaEvent]:
+        """The plan's speakers not ``done`` yet, in order, each recorded before the next one speaks
+        (a cancel or a lost lease stops the turn before a speaker's call), then ``RunFinished``."""
         ids: dict[str, Any] = {"run_id": run.run_id, "session_id": session.id}
         replied = failed = 0
         todo = [(index, task) for index, task in enumerate(plan.speakers) if index not in done]
-        ahead_call: Ahead[_Attempt] | None = first  # the next speaker, speaking while this one is recorded
-        gate = _Gate()  # opened by the speaker started ahead once it knows it will speak
-        if first is not None:
-            gate.decided.set()
         for position, (index, task) in enumerate(todo):
             persona = personas[task.member_id]
-            started = SpeakerStarted(
+            if cancel:
+                yield self._cancelled(run, plan, ids)
+                return
+            taken = holder.keep(self.store, run.run_id)  # renew when due: this speaker may take a while
+            if taken is not None:  # our lease ran out and another process took the run over
+                raise busy_error(run.run_id, taken)
+            yield SpeakerStarted(
                 **ids,
                 index=index,
                 member_id=task.member_id,
@@ -600,33 +433,10 @@ class Arena:
                 task=task.task,
                 ordinal=task.ordinal,
             )
-            if ahead_call is None:
-                if cancel:
-                    yield self._cancelled(run, plan, ids)
-                    return False
-                taken = holder.keep(self.store, run.run_id)  # renew: this speaker may take a while
-                if taken is not None:  # our lease ran out and another process took the run over
-                    raise busy_error(run.run_id, taken)
-                yield started
-                attempt = self._speaker(personas, task, run, llm, history, plan.budget.max_tokens)()
-            else:
-                gate.decided.wait()  # the lease and cancel checks (run beside the previous record)
-                if gate.stop is None:
-                    yield started
-                attempt, ahead_call = ahead_call.result(), None
-                if attempt.taken is not None:
-                    raise busy_error(run.run_id, attempt.taken)
-                if attempt.cancelled:
-                    yield self._cancelled(run, plan, ids)
-                    return False
+            attempt = self._speak(personas, task, run, llm, history, plan.budget.max_tokens)
             spoken = attempt.spoken
             if spoken is not None:
                 history.append(HistoryTurn(text=spoken.text, speaker_id=task.member_id, speaker_name=persona.name))
-            if position + 1 < len(todo) and not cancel:  # the next speaker speaks while this one is recorded
-                gate = _Gate()
-                speak = self._speaker(personas, todo[position + 1][1], run, llm, history, plan.budget.max_tokens)
-                speak_next = partial(self._renew_and_speak, holder, gate, run, speak)
-                ahead_call = calls.enter_context(ahead(speak_next))
             # the last speaker's record also ends the run and gives the lease back (one transaction)
             finish = holder.holder if position == len(todo) - 1 else None
             reply: ReplyRecord | None = None
@@ -693,4 +503,3 @@ class Arena:
             self.store.set_status(run.run_id, status)
         snapshot_soon(self.store)  # analysis reads the turn from a fresh snapshot
         yield RunFinished(**ids, replies=replied, failed=failed, skipped_done=len(done), status=status)
-        return True

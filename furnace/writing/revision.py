@@ -7,20 +7,19 @@
                                      ├─ no change ───────────→ (unchanged: says so)
                                      └─ RECORD+UPDATE+REPLY ─→ EXTRACT → PERSIST → (revised)
 
-    revise(): steps 1–8, the store's writes beside the model calls
-    start_turn() (steps 1–2) + finish_turn() (steps 3–8): the same, message stored first
+    revise(): steps 1–8, in order: start_turn() (steps 1–2), then finish_turn() (steps 3–8)
+    (a UI calls the two itself, to show the message at once)
 
-Durability: the session (with its welcome) and the user message are committed
-before the edit's answer is used — by :func:`revise` while the model writes,
-by :func:`start_turn` before the call (a UI that shows the message at once) —
-so the user's words survive any model failure, and a failure to store them
-fails the turn before anything else is written. RECORD
-(the revision record), UPDATE (the new version) and REPLY (the assistant
-message naming ``V2→V3``) are one atomic commit: a process dying mid-step
-leaves either all three or none. EXTRACT and PERSIST (preference learning)
-come after and can never undo or block the revision (EXTRACT's model call runs
-while the revision commits; its answer is dropped if the commit fails); a
-revision left unprocessed is picked up by the preference extraction flow.
+Durability: a round reads the piece, its chat and the persona as stored now; the
+session (with its welcome) and the user message are committed before the edit
+call, so the user's words survive any model failure, and a failure to store them
+fails the turn before any model call. RECORD (the revision record), UPDATE (the
+new version) and REPLY (the assistant message naming ``V2→V3``) are one atomic
+commit: a process dying mid-step leaves either all three or none. EXTRACT and
+PERSIST (preference learning) come after it and can never undo or block the
+revision; PERSIST (the learned persona version and the processed mark) is one
+transaction, and a revision left unprocessed is picked up by the preference
+extraction flow.
 
 Also here: :func:`diff_versions` (line level, with word-level — zh
 character-level — detail) and :func:`rollback` (a new version equal to an old
@@ -35,10 +34,7 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-from collections.abc import Callable
-from concurrent.futures import Future
-from contextlib import ExitStack
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
@@ -48,8 +44,7 @@ from pydantic import BaseModel, ConfigDict
 from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, LLMError, LLMMalformedOutput, LLMRateLimit, LLMTimeout, StoreError
-from furnace.llm.ahead import Ahead, ahead
-from furnace.llm.seam import LLM, Completion, LLMRequest, Message, TaskKind
+from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 from furnace.llm.structured import schema_of
 from furnace.storage.store import ElixirStore, snapshot_soon, unit_of_work
 from furnace.writing.addressing import (
@@ -80,7 +75,6 @@ from furnace.writing.content import (
 )
 from furnace.writing.postconditions import unmet
 from furnace.writing.preferences import PreferenceUpdate, extract_preferences, save_learned
-from furnace.writing.recent import RECENT, Known
 
 
 class RevisedPiece(PieceReply):
@@ -290,7 +284,6 @@ def start_turn(content_store: ContentStore, content_id: str, suggestion: str, *,
 
     A UI shows the message at once and then calls :func:`finish_turn`.
     """
-    RECENT.forget(content_store, content_id)  # the next edit sees this suggestion too: start from the store
     with unit_of_work(content_store, one_transaction=False):  # two reads and one atomic write, one connection
         content = content_store.get_content(content_id)
         suggestion = _check_suggestion(suggestion, content.language)
@@ -305,7 +298,6 @@ def note_suggestion(
     content_store: ContentStore, content_id: str, suggestion: str, *, clock: Clock = utc_now
 ) -> RevisionOutcome:
     """``regenerate=False``: store the suggestion and a short acknowledgement; no edit."""
-    RECENT.forget(content_store, content_id)  # the next edit applies this one too: start from the store
     content = content_store.get_content(content_id)
     suggestion = _check_suggestion(suggestion, content.language)
     now = clock()
@@ -334,111 +326,14 @@ def revise(
     seed: int = 0,
     clock: Clock = utc_now,
 ) -> RevisionOutcome:
-    """One revision chat turn (steps 1–8 of the module docstring).
-
-    Everything the edit needs is read first, in one unit; the user's message is then stored
-    while the model writes the edit (it is committed before the answer is used, and a failure
-    to store it fails the turn), and the revision is committed while the preferences are
-    extracted (:mod:`furnace.llm.ahead`): the store's work runs beside the model calls, not
-    after them.
-    """
+    """One revision chat turn (steps 1–8 of the module docstring): :func:`start_turn` then
+    :func:`finish_turn`, the one model call of the edit made from what the store holds now."""
     if not regenerate:
         return note_suggestion(content_store, content_id, suggestion, clock=clock)
-    try:
-        outcome, turn = _revise(store, content_store, llm, content_id, suggestion, learn=learn, seed=seed, clock=clock)
-    except BaseException:
-        RECENT.forget(content_store, content_id)  # whatever was written, the next round reads the store
-        raise
-    _remember(content_store, turn, outcome, learn)
+    start = start_turn(content_store, content_id, suggestion, clock=clock)
+    outcome = finish_turn(store, content_store, llm, start, learn=learn, seed=seed, clock=clock)
     snapshot_soon(store, content_store)  # analysis reads the revision session from a fresh snapshot
     return outcome
-
-
-def _revise(
-    store: ElixirStore,
-    content_store: ContentStore,
-    llm: LLM,
-    content_id: str,
-    suggestion: str,
-    *,
-    learn: bool,
-    seed: int,
-    clock: Clock,
-) -> tuple[RevisionOutcome, _Turn]:
-    """The edit round of :func:`revise`, from this process's last known state when it has one."""
-    known = RECENT.get(content_store, content_id)
-    guess = _guess(known, suggestion, seed) if known is not None else None
-    started: Ahead[Completion] | None = None
-    if known is None or guess is None:
-        turn, batch = _read_turn(store, content_store, content_id, suggestion, clock)
-    else:  # the edit starts from what this process knew; the reads confirm it while the model writes
-        with ahead(lambda: llm.complete(guess)) as call:
-            turn, batch = _read_turn(store, content_store, content_id, suggestion, clock)
-            if _confirms(turn, known, guess, seed):
-                turn, started = replace(turn, user=content_store.commit(batch)[-1]), call
-        if started is None:  # changed meanwhile: the answer is dropped (the ledger still counts the call)
-            log.info("revision of %s: the piece or persona changed since this process's last round", content_id)
-    outcome = _edit(
-        store,
-        content_store,
-        llm,
-        turn,
-        store_user=None if started is not None else lambda: content_store.commit(batch)[-1],
-        learn=learn,
-        seed=seed,
-        clock=clock,
-        started=started,
-    )
-    return outcome, turn
-
-
-def _read_turn(
-    store: ElixirStore, content_store: ContentStore, content_id: str, suggestion: str, clock: Clock
-) -> tuple[_Turn, ContentBatch]:
-    """Everything the edit needs, read in one unit, and the batch that stores the user's message."""
-    with unit_of_work(store, content_store, one_transaction=False):
-        content = content_store.get_content(content_id)
-        suggestion = _check_suggestion(suggestion, content.language)
-        now = clock()
-        session, new_session, welcome = open_session(content_store, content, now)
-        earlier = content_store.messages(session.id) if new_session is None else []
-        current = content_store.get_version(content_id)
-        persona = store.get_elixir(content.persona_id)
-    user = ChatMessage(session_id=session.id, role="user", kind="suggestion", content=suggestion, created_at=now)
-    turn = _Turn(content, session, user, pending_suggestions([*earlier, user]), current, persona)
-    return turn, ContentBatch(session=new_session, messages=(*welcome, user))
-
-
-def _guess(known: Known, suggestion: str, seed: int) -> LLMRequest | None:
-    """The edit request for ``suggestion`` on the piece as this process left it; None when that round
-    would not call the model (bad input is raised here, as the reads would)."""
-    suggestion = _check_suggestion(suggestion, known.content.language)
-    instructions = [parse_instruction(suggestion, known.content.language)]
-    if target_problems(instructions, known.current.title, known.current.body):
-        return None
-    return build_revise_request(known.persona, known.current, [suggestion], seed=seed)
-
-
-def _confirms(turn: _Turn, known: Known, guess: LLMRequest, seed: int) -> bool:
-    """True when the fresh reads give the very request that was sent ahead, on the same versions."""
-    return (turn.current.version, turn.persona.version) == (
-        known.current.version,
-        known.persona_version,
-    ) and build_revise_request(turn.persona, turn.current, turn.suggestions, seed=seed) == guess
-
-
-def _remember(content_store: ContentStore, turn: _Turn, outcome: RevisionOutcome, learn: bool) -> None:
-    """Keep the piece's state after a clean revision for the next round (:mod:`furnace.writing.recent`)."""
-    learned = outcome.learned
-    if outcome.status != "revised" or outcome.version is None or (learn and learned is None):
-        RECENT.forget(content_store, turn.content.id)  # a refusal, a failure, or learning that did not finish
-        return
-    persona, persona_version = turn.persona, turn.persona.version
-    if learned is not None and learned.persona_ref is not None and learned.persona is not None:
-        persona, persona_version = learned.persona, learned.persona_ref.version
-    RECENT.put(
-        content_store, turn.content.id, Known(turn.content, turn.session, outcome.version, persona, persona_version)
-    )
 
 
 def _refuse(
@@ -508,16 +403,16 @@ def finish_turn(
         [reply] = content_store.commit(ContentBatch(messages=(reply,)))
         return RevisionOutcome("unchanged", user, reply, (Step.SESSION, Step.USER_MESSAGE))
     turn = _Turn(content, session, user, suggestions, current, persona)
-    return _edit(store, content_store, llm, turn, store_user=None, learn=learn, seed=seed, clock=clock)
+    return _edit(store, content_store, llm, turn, learn=learn, seed=seed, clock=clock)
 
 
 @dataclass(frozen=True)
 class _Turn:
-    """What an edit works from, read before the model call."""
+    """What an edit works from, read (and the user's message stored) before the model call."""
 
     content: Content
     session: ChatSession
-    user: ChatMessage  # stored, or stored by the edit's ``store_user`` while the model writes
+    user: ChatMessage  # stored
     suggestions: list[str]  # every pending suggestion, in order (the user's newest last)
     current: ContentVersion
     persona: Elixir
@@ -529,15 +424,11 @@ def _edit(
     llm: LLM,
     turn: _Turn,
     *,
-    store_user: Callable[[], ChatMessage] | None,
     learn: bool,
     seed: int,
     clock: Clock,
-    started: Ahead[Completion] | None = None,
 ) -> RevisionOutcome:
-    """Steps 3–8: edit (storing the user's message meanwhile, when not yet stored), record + new
-    version + reply in one commit (extracting preferences meanwhile), persist the preferences.
-    ``started``: the edit call, already running with the request this turn builds."""
+    """Steps 3–8: edit, record + new version + reply in one commit, extract and persist the preferences."""
     content, session, user, suggestions, current, persona = (
         turn.content,
         turn.session,
@@ -555,20 +446,11 @@ def _edit(
     unknown = [i.text for i in instructions if not i.understood and not i.refusal]
     problems = target_problems(instructions, current.title, current.body)
     if problems:  # the piece has no such place: nothing to ask the model
-        if store_user is not None:
-            user = store_user()
         return _refuse(
             content_store, session.id, user, steps, suggestions, problems, unknown, current.version, zh, clock
         )
-    if started is not None:
-        call = started
-    else:
-        request = build_revise_request(persona, current, suggestions, seed=seed)
-        with ahead(lambda: llm.complete(request)) as call:
-            if store_user is not None:  # the user's words are stored while the model writes (a failure fails the turn)
-                user = store_user()
     try:
-        completion = call.result()
+        completion = llm.complete(build_revise_request(persona, current, suggestions, seed=seed))
         title, body = parse_piece(completion.parsed, completion.text, model=completion.model)
     except Exception as err:  # any failure: keep the user message, leave the content alone, say so kindly
         if not isinstance(err, LLMError):
@@ -624,36 +506,21 @@ def _edit(
         model=completion.model,
         created_at=now,
     )
-    # 7–8, started now: the preferences are extracted while the revision is built and commits, and the
-    # learned persona version is saved on the same thread as soon as both are done (no hand-over to this
-    # one); the answer is dropped if the commit fails. A failure there is a warning, never the revision's.
-    committed: Future[bool] = Future()
-
-    def learn_preferences() -> PreferenceUpdate | None:
-        found = extract_preferences(llm, record, language=persona.language, seed=seed)
-        if not committed.result():
-            return None
-        # the revision was created just now, so it is unprocessed and the persona read above is its persona
-        return save_learned(store, content_store, record, persona, found, mark_behind=True)
-
-    with ExitStack() as running:
-        learning = running.enter_context(ahead(learn_preferences)) if learn else None
-        try:
-            version, reply = _version_and_reply(record, content.language, now, zh)
-            [reply] = content_store.commit(ContentBatch(version=version, revision=record, messages=(reply,)))
-            committed.set_result(True)
-        except StoreError as err:  # edited meanwhile (another window, another process): nothing of ours written
-            log.warning("revision of %s not saved: %s", content_id, err)
-            return _not_saved(content_store, content_id, session.id, user, steps, suggestions, zh, clock)
-        finally:
-            if not committed.done():  # whatever happened: the learning thread ends before the block does
-                committed.set_result(False)
+    version, reply = _version_and_reply(record, content.language, now, zh)
+    try:
+        [reply] = content_store.commit(ContentBatch(version=version, revision=record, messages=(reply,)))
+    except StoreError as err:  # edited meanwhile (another window, another process): nothing of ours written
+        log.warning("revision of %s not saved: %s", content_id, err)
+        return _not_saved(content_store, content_id, session.id, user, steps, suggestions, zh, clock)
     steps += [Step.RECORD, Step.UPDATE, Step.REPLY]
 
+    # 7–8. a failure here is a warning, never the revision's (a later batch learns it).
     learned: PreferenceUpdate | None = None
-    if learning is not None:
+    if learn:
         try:
-            learned = learning.result()
+            found = extract_preferences(llm, record, language=persona.language, seed=seed)
+            # the revision was created just now, so it is unprocessed and the persona read above is its persona
+            learned = save_learned(store, content_store, record, persona, found)
             steps += [Step.EXTRACT, Step.PERSIST]
         except Exception as err:
             log.warning("preference extraction for %s failed (the revision is kept): %s", record.id, err)
@@ -822,7 +689,6 @@ def rollback(
     content_store: ContentStore, content_id: str, to_version: int, *, clock: Clock = utc_now
 ) -> ContentVersion:
     """A new version equal to ``to_version`` (history is never deleted), with a chat note."""
-    RECENT.forget(content_store, content_id)
     content = content_store.get_content(content_id)
     target = content_store.get_version(content_id, to_version)
     latest = content_store.get_version(content_id)

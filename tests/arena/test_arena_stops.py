@@ -1,9 +1,8 @@
-"""Each speaker speaks while the one before is recorded; a cancel or a lost lease still stops the turn
-before a speaker who has not started, and the lease is renewed only when due."""
+"""A cancel or a lost lease stops the turn before a speaker who has not started, and the lease is
+claimed once for a turn and renewed only when due."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
@@ -17,15 +16,10 @@ from .helpers import IDS, OPEN, count, make_arena, named
 
 
 class Watched:
-    """The arena store, with a hook before each speaker is recorded and a count of lease claims."""
+    """The arena store, with a count of lease claims."""
 
-    def __init__(self, inner: Any, before_record: Any = None) -> None:
-        self.inner, self.before_record, self.claims = inner, before_record, 0
-
-    def record_speaker(self, checkpoint: Any, reply: Any, **finish: Any) -> bool:
-        if self.before_record is not None:
-            self.before_record(checkpoint.speaker_index)
-        return self.inner.record_speaker(checkpoint, reply, **finish)
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.claims = inner, 0
 
     def claim_run(self, *args: Any) -> Any:
         self.claims += 1
@@ -35,28 +29,15 @@ class Watched:
         return getattr(self.inner, name)
 
 
-def test_the_next_speaker_speaks_while_the_previous_one_is_recorded(store) -> None:
-    speaking = {member: threading.Event() for member in IDS}
-
-    def respond(request):
-        if request.task is TaskKind.REPLY:
-            speaking[request.inputs["persona"]["id"]].set()
-        return named(request)
-
-    overlapped: list[bool] = []
-
-    def before_record(index: int) -> None:
-        if index + 1 < len(IDS):  # recording speaker i waits until speaker i+1 has begun its call
-            overlapped.append(speaking[IDS[index + 1]].wait(30))
-
-    watched = Watched(store, before_record)
-    arena = make_arena(FakeLLM(respond=respond), store=watched)
+def test_a_turn_claims_its_lease_once_and_records_every_speaker(store) -> None:
+    watched = Watched(store)
+    arena = make_arena(FakeLLM(respond=named), store=watched)
     outcome = arena.say(arena.create_session(IDS).id, OPEN)
-    assert overlapped == [True, True, True]  # inline, speaker i+1 could not start before i was recorded
     assert [r.member_id for r in outcome.replies] == IDS
     assert [c.status for c in store.checkpoints(outcome.run_id).values()] == ["done"] * 4
     assert store.get_run(outcome.run_id).status == "finished"
     assert watched.claims == 1  # claimed once for the turn; not renewed before every speaker
+    assert store.claim_run(outcome.run_id, Holder.here(), LEASE_TTL_S) is None  # the lease was given back
 
 
 def test_a_speaker_stopped_by_a_cancel_is_never_announced(store) -> None:
@@ -114,30 +95,3 @@ def _lease_of(store: Any, run_id: str) -> tuple[str, str, int]:
     busy = store.claim_run(run_id, probe, LEASE_TTL_S)
     assert busy is not None
     return busy.token, busy.host, busy.pid
-
-
-@pytest.mark.parametrize(("message", "first"), [(OPEN, TaskKind.PLAN), ("@all count off!", TaskKind.REPLY)])
-def test_a_new_run_is_stored_while_its_first_call_runs(store, message: str, first: TaskKind) -> None:
-    """The supervisor's plan (open discussion) or the first routed speaker starts before the run row and
-    lease are written; those are written while it runs."""
-    calling = threading.Event()
-
-    def respond(request):
-        if request.task is first:
-            calling.set()
-        return named(request)
-
-    overlapped: list[bool] = []
-
-    class StoredLate(Watched):
-        def start_run(self, run: Any) -> Any:
-            overlapped.append(calling.wait(30))  # inline, the call could not start before the run was stored
-            return self.inner.start_run(run)
-
-    arena = make_arena(FakeLLM(respond=respond), store=StoredLate(store))
-    outcome = arena.say(arena.create_session(IDS).id, message)
-    assert overlapped == [True]
-    assert [r.member_id for r in outcome.replies] == IDS
-    run = store.get_run(outcome.run_id)
-    assert (run.status, run.plan, run.turn) == ("finished", outcome.plan, 0)
-    assert store.claim_run(run.run_id, Holder.here(), LEASE_TTL_S) is None  # the lease was given back
