@@ -165,7 +165,7 @@ class CallBook:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._asked: dict[str, list[str]] = {}  # unit -> keys of its answered calls, in order
-        self._failed: dict[str, Tally] = {}  # unit -> its failed calls (what they were billed, as made)
+        self._made: dict[str, Tally] = {}  # unit -> its calls credited as made: failed ones, ones with no key
         self._paid: dict[str, CallTotals] = {}  # key -> what its paid call in this run spent
         self._landing: dict[str, int] = {}  # key -> its calls under way (started at the model, not landed)
         self._credited: set[str] = set()
@@ -175,6 +175,12 @@ class CallBook:
         with self._cond:
             self._landing[key] = self._landing.get(key, 0) + 1
 
+    def made(self, unit: str, totals: CallTotals) -> None:
+        """A call of ``unit`` credited as it was made (a model with no cache keys below the router: each
+        unit pays its own calls there)."""
+        with self._cond:
+            self._made.setdefault(unit, Tally()).add(totals)
+
     def land(self, key: str, unit: str, completion: Completion | None, failed: CallTotals | None = None) -> None:
         """The call of ``key`` made for ``unit`` landed: answered (``completion``) or failed."""
         with self._cond:
@@ -183,7 +189,7 @@ class CallBook:
                     self._paid.setdefault(key, completion_totals(completion))
                 self._asked.setdefault(unit, []).append(key)
             elif failed is not None:
-                self._failed.setdefault(unit, Tally()).add(failed)
+                self._made.setdefault(unit, Tally()).add(failed)
             left = self._landing.get(key, 1) - 1
             if left:
                 self._landing[key] = left
@@ -194,9 +200,10 @@ class CallBook:
     def credit(self, unit: str) -> CallTotals:
         """What ``unit`` is credited with (call once per unit, in plan order, after it finished): each
         request it asked that no unit credited before it asked, at what it cost in this run (free when
-        the cache had it before the run), every other ask a cache hit, and its failed calls as made."""
+        the cache had it before the run), every other ask a cache hit, and its failed calls (and any
+        call with no cache key) as made."""
         with self._cond:
-            tally = self._failed.pop(unit, None) or Tally()
+            tally = self._made.pop(unit, None) or Tally()
             for key in self._asked.pop(unit, []):
                 while self._landing.get(key):  # its paid call lands in a moment (this unit has its answer)
                     self._cond.wait()
@@ -308,9 +315,17 @@ class MeteredLLM:
 
     def _answer(self, request: LLMRequest, key: str | None) -> Completion:
         """The inner model's answer, noted in the book under ``key`` for the request's unit."""
-        if key is None or self.book is None:
+        if self.book is None or not request.unit:
             return self.inner.complete(request)
-        unit = request.unit or ""
+        unit = request.unit
+        if key is None:  # a model with no cache below: no request is shared, the unit pays what it asks
+            try:
+                completion = self.inner.complete(request)
+            except BaseException as err:
+                self.book.made(unit, error_totals(err))
+                raise
+            self.book.made(unit, completion_totals(completion))
+            return completion
         self.book.start(key)
         try:
             completion = self.inner.complete(request)
