@@ -24,7 +24,11 @@ Reproducible and resumable by construction:
   the next run (its successful calls come from the response cache), which then
   replaces its record; ``keep_failures`` keeps such records instead;
 - records are written from the main thread, one transaction per individual,
-  idempotent by natural keys.
+  idempotent by natural keys;
+- ``budget.max_calls`` is reserved unit by unit in plan order (each unit's bound:
+  :meth:`Evolution.unit_bound`), and each unit is credited, in plan order, with the calls it was
+  the first to ask for (:class:`~furnace.evolution.metering.CallBook`): a run the budget stops
+  stops at the same unit, with the same figures, at any concurrency (:class:`_Schedule`).
 """
 
 from __future__ import annotations

@@ -13,6 +13,10 @@ calls queue behind the other seeds' answers, so generation 0 ends with many inde
 rather than the last seed's answer → judge chain on mostly idle slots); and the units left once
 the last child is planned, youngest first (the run ends when all of them have, and the youngest
 has the longest chain of calls left).
+
+Its :class:`CallBook` credits the calls of an evolution run's units in plan order, so what each
+unit is credited with never depends on which unit asked a shared request first; while the
+evolution loop reserves ``max_calls`` unit by unit (``reserving``), no call is refused for it here.
 """
 
 from __future__ import annotations
