@@ -31,9 +31,10 @@ on the whole budget. The bench then scores every champion on **test** (the loop'
 the same way, through an unbilled model, outside every method's budget: that is what it reports (median
 and IQR over seeds, paired win rates), beside its train fitness and the calls billed, and how many calls
 each method needed to reach gepa's test median at the budget (the first point at which its current best
-reaches it on test). A loop is stopped at the budget (the meter refuses the call that would pass it); its
-fitness comes from the generations it completed (a generation cut by the budget is billed but not
-credited: which of its children finished would depend on thread timing). Effective concurrency (calls x 50
+reaches it on test). A loop is stopped at the budget (it reserves the budget unit by unit in plan order
+and stops before the first unit that does not fit: the same seed stops at the same unit at any
+concurrency); its fitness comes from the generations it completed (the children of a generation the
+budget ended before its last child are billed but not credited). Effective concurrency (calls x 50
 ms / wall, the first seed with the latency-injected fake) is measured as before for furnace's loop against
 gepa's.
 

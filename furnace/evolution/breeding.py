@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -11,6 +12,41 @@ from furnace.evolution.engine import Bred
 from furnace.evolution.writer import NewAgent
 from furnace.llm.seam import LLM
 from furnace.settings import FurnaceSettings
+
+
+class RunKV:
+    """The synthesis cache's key-value store as the units of one run read it: what it held before the run,
+    never what another unit of the run stored since. A fusion sub-result two units need (a crossover's
+    identity sentence for the same parents) is then asked of the model by each of them — the response
+    cache answers the second for free — instead of being read by whichever unit ran second, so which
+    requests a unit makes, and what it is credited with (``metering.CallBook``), never depends on which
+    unit ran first. Writes go through (a later run reads them)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self._written: set[str] = set()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            if key in self._written:
+                return None
+        value: dict[str, Any] | None = self.inner.get(key)
+        return value
+
+    def put_if_absent(self, key: str, value: dict[str, Any], ttl_s: float | None = None) -> dict[str, Any]:
+        with self._lock:
+            self._written.add(key)
+        stored: dict[str, Any] = self.inner.put_if_absent(key, value, ttl_s)
+        return stored
+
+    def put_many_if_absent(self, items: Sequence[tuple[str, dict[str, Any], float | None]]) -> list[dict[str, Any]]:
+        with self._lock:
+            self._written.update(key for key, _, _ in items)
+        many = getattr(self.inner, "put_many_if_absent", None)
+        if callable(many):
+            return list(many(items))
+        return [self.inner.put_if_absent(key, value, ttl_s) for key, value, ttl_s in items]
 
 
 class FusionBreeder:
@@ -24,12 +60,15 @@ class FusionBreeder:
 
     def for_run(self, queue: Callable[[NewAgent], None]) -> FusionBreeder:
         """This breeder as one run uses it: parents read once, new agents handed to ``queue`` (the
-        run's record writer) instead of written by the unit (``furnace.evolution.runstore``)."""
+        run's record writer) instead of written by the unit (``furnace.evolution.runstore``), and the
+        synthesis cache as it was before the run (:class:`RunKV`)."""
         from furnace.evolution.runstore import RunStore
+        from furnace.fusion.synthesis import SynthesisCache
 
-        return FusionBreeder(
-            RunStore(self.store, queue), embedder=self.embedder, cache=self.cache, settings=self.settings
-        )
+        cache = self.cache
+        if isinstance(cache, SynthesisCache):
+            cache = SynthesisCache(RunKV(cache.kv), cache.ttl_s)
+        return FusionBreeder(RunStore(self.store, queue), embedder=self.embedder, cache=cache, settings=self.settings)
 
     def prefetch(self, refs: Sequence[ElixirRef]) -> None:
         """Read ahead parents the run will use (its seeds), when the store view can (``RunStore``)."""

@@ -24,7 +24,11 @@ Reproducible and resumable by construction:
   the next run (its successful calls come from the response cache), which then
   replaces its record; ``keep_failures`` keeps such records instead;
 - records are written from the main thread, one transaction per individual,
-  idempotent by natural keys.
+  idempotent by natural keys;
+- ``budget.max_calls`` is reserved unit by unit in plan order (each unit's bound:
+  :meth:`Evolution.unit_bound`), and each unit is credited, in plan order, with the calls it was
+  the first to ask for (:class:`~furnace.evolution.metering.CallBook`): a run the budget stops
+  stops at the same unit, with the same figures, at any concurrency (:class:`_Schedule`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -44,6 +49,7 @@ from furnace.domain.errors import BudgetExceeded, FurnaceError
 from furnace.domain.render import render_prompt
 from furnace.evolution.assessments import held_out_assessments, individual_assessments
 from furnace.evolution.config import ExperimentConfig
+from furnace.evolution.estimate import fusion_calls
 from furnace.evolution.evaluate import (
     Evaluation,
     combine,
@@ -166,14 +172,31 @@ class _CountingLLM:
     when the unit is traced, records each call as an LLM span under ``parent`` (task, input/output
     summaries, and the tokens and cost it spent, by the ledger's accounting: a cache hit spent nothing)."""
 
-    def __init__(self, inner: LLM, parent: Span | None = None, unit: str | None = None) -> None:
+    def __init__(
+        self, inner: LLM, parent: Span | None = None, unit: str | None = None, limit: int | None = None
+    ) -> None:
         self.inner, self.model_name = inner, inner.model_name
         self._tally = Tally()
         self.parent = parent
         self.unit = unit
+        self.limit = limit  # the model calls the unit reserved (``Evolution.unit_bound``): a guard, never reached
+        self._asking = 0  # its calls under way
         self._lock = threading.Lock()
 
     def complete(self, request: LLMRequest) -> Completion:
+        if self.limit is not None:
+            with self._lock:
+                if self._tally.calls - self._tally.cached_calls + self._asking >= self.limit:
+                    raise BudgetExceeded(f"unit {self.unit} would pass the {self.limit} model calls it reserved")
+                self._asking += 1
+            try:
+                return self._complete(request)
+            finally:
+                with self._lock:
+                    self._asking -= 1
+        return self._complete(request)
+
+    def _complete(self, request: LLMRequest) -> Completion:
         if self.unit is not None and request.unit is None:
             request = request.model_copy(update={"unit": self.unit})
         span = None
@@ -280,6 +303,7 @@ class Evolution:
         self._embedder_lock = threading.Lock()
         self._vectors: dict[str, list[float]] = {}
         self._unit_meters: dict[tuple[int, int], CallTotals] = {}  # (generation, slot) -> calls of units run here
+        self._remote: set[tuple[int, int]] = set()  # units run in another process (their calls as they made them)
         self._breed: Breeder = self.breeder  # during run(): the run's view (new agents written with the records)
         # threads for the units' probes: during run() a pool of its own, else the one given (a worker's)
         self._probe_pool: ThreadPoolExecutor | None = self.probe_pool
@@ -375,6 +399,23 @@ class Evolution:
             }
         )
 
+    def unit_bound(self, plan: Plan) -> int:
+        """The most model calls the unit of ``plan`` can make: what it reserves of ``budget.max_calls``
+        (:class:`_Schedule`). Its evaluation on validation (each sample's reply and judge calls) and, for a
+        child, its fusion (:func:`~furnace.evolution.estimate.fusion_calls`) and, for a reflect plan, its
+        parent's minibatch rows not recorded yet, the parent's answers its brief reads and the child's
+        minibatch. Cache hits among them cost nothing: the bound is what they would cost without a cache."""
+        answer = (1 + judge_calls(self.config.scorers, self.panel)) * max(1, self.config.samples_per_probe)
+        calls = len(self.search_probes.probes) * answer
+        if plan.elixir is not None:
+            return calls
+        calls += fusion_calls(plan.operator, [Elixir.model_validate(p.elixir) for p in plan.parents], plan.params)
+        if plan.operator == "reflect" and plan.parents:
+            batch = {p.id for p in self._minibatch_probes(plan).probes}
+            have = {r.probe for r in plan.parents[0].scores if r.probe in batch and not r.failed}
+            calls += (len(batch) - len(have)) * answer + len(batch) + len(batch) * answer
+        return calls
+
     def evaluate_unit(
         self,
         generation: int,
@@ -398,7 +439,8 @@ class Evolution:
                 "parents": [p.agent_id for p in plan.parents],
             },
         )
-        llm = _CountingLLM(self.metered.at(order), unit=unit_label(generation, plan.slot))
+        limit = self.unit_bound(plan) if self.config.budget.max_calls is not None else None
+        llm = _CountingLLM(self.metered.at(order), unit=unit_label(generation, plan.slot), limit=limit)
         try:
             record = self._evaluate_unit(generation, plan, population, known, root, llm)
         except BaseException as err:
@@ -683,6 +725,7 @@ class Evolution:
             raise
         ready.join()
         schedule = _Schedule(self, random.Random(cfg.seed), runner)
+        self.metered.reserving = True  # max_calls is kept unit by unit (the schedule), never refused per call
         try:
             try:
                 schedule.run()
@@ -691,9 +734,13 @@ class Evolution:
             finally:
                 self._close_threads(runner)
         except BaseException:
+            self.metered.reserving = False
             self._writer.flush()  # everything finished is on disk before the run dies
             raise
-        held_out = self._held_out(schedule.history)
+        try:
+            held_out = self._held_out(schedule.history)
+        finally:
+            self.metered.reserving = False
         everyone = self._stored.individuals(self.experiment_id)
         report = build_report(
             everyone,
@@ -754,8 +801,9 @@ class Evolution:
         """After the search: the top ``reevaluate_top`` re-evaluated on validation with fresh samples (the
         champion is the best of them there), then every generation's best, the leaderboard and the
         champion scored on the **test** probes (each with a seeded 95% bootstrap interval over its test
-        probes) — for the report only; nothing here reaches an operator or selection. A budget stop
-        here keeps what was done (``stopped``)."""
+        probes) — for the report only; nothing here reaches an operator or selection. Each step runs
+        when what it may cost fits in the budget (:meth:`_step_fits`); a budget stop keeps what was done
+        (``stopped``)."""
         cfg = self.config
         everyone: dict[str, IndividualRecord] = {}
         for r in self._stored.individuals(self.experiment_id):
@@ -786,6 +834,7 @@ class Evolution:
         llm = _CountingLLM(self.metered, parent=root, unit=HELD_OUT)
         try:
             top = ranked[: cfg.reevaluate_top]
+            self._step_fits(len(top), self.validation)
             fresh = dict(
                 zip(
                     [r.agent_id for r in top],
@@ -814,12 +863,14 @@ class Evolution:
             wanted = list(dict.fromkeys([champion.agent_id, *(r.agent_id for r in ranked[:LEADERBOARD]), *bests]))
             members = [everyone[a] for a in wanted if a in everyone]
             test = self.test
+            self._step_fits(len(members), test)
             tested: list[Evaluation | None] = (
                 list(self._each(members, lambda r: self._extra(llm, r, test, 0))) if test is not None else []
             )
             tested += [None] * (len(members) - len(tested))
             # train fitness, for the report: the search scored each member on validation (and a reflected
             # child on its minibatch), so the train probes are answered here (a request made before is free)
+            self._step_fits(len(members), self.train)
             trained = self._each(members, lambda r: self._extra(llm, r, self.train, 0))
             for r, ev, on_train in zip(members, tested, trained, strict=True):
                 row: dict[str, Any] = {"validation": round(r.fitness, 6), "train": round(on_train.fitness, 6)}
@@ -834,7 +885,8 @@ class Evolution:
             ]
         except BudgetExceeded as err:
             out["stopped"] = f"held-out evaluation stopped: {err}"
-            self.status = budget_stop(str(err), self.metered.meter.as_dict())
+            if not self.status.startswith("stopped"):  # the status names the first stop (the search's)
+                self.status = budget_stop(str(err), self.metered.meter.as_dict())
         except BaseException as err:
             if root is not None:
                 root.end(error=f"{err.__class__.__name__}: {err}"[:300])
@@ -842,6 +894,20 @@ class Evolution:
         if root is not None:
             root.end({"champion": out.get("champion"), "tested": len(out["agents"])}, error=out.get("stopped"))
         return out
+
+    def _step_fits(self, members: int, probes: ProbeSet | None) -> None:
+        """Raise :class:`BudgetExceeded` unless a step of the held-out evaluation (``members`` scored on
+        ``probes``) fits in what ``max_calls`` leaves: checked before the step, when no call is under way,
+        so a step runs whole or not at all, whatever the threads do."""
+        limit = self.config.budget.max_calls
+        if limit is None or probes is None:
+            return
+        answer = (1 + judge_calls(self.config.scorers, self.panel)) * max(1, self.config.samples_per_probe)
+        need, spent = members * len(probes.probes) * answer, self.metered.meter.model_calls
+        if spent + need > limit:
+            raise BudgetExceeded(
+                f"budget.max_calls {limit} reached (the next step may make {need} model calls, {limit - spent} left)"
+            )
 
     def _each(
         self, members: Sequence[IndividualRecord], fn: Callable[[IndividualRecord], Evaluation]
@@ -947,6 +1013,23 @@ class Evolution:
         self.metered.account(spent)
         with self._embed_lock:
             self._unit_meters[(generation, slot)] = spent
+            self._remote.add((generation, slot))
+
+    def credit_unit(self, generation: int, slot: int) -> CallTotals:
+        """What the finished unit at ``(generation, slot)`` is credited with (called in plan order): the
+        metered model's book (:class:`~furnace.evolution.metering.CallBook`), else (no book, or a unit run in
+        another process) the calls it made. Its generation's figures count the same."""
+        where = (generation, slot)
+        with self._embed_lock:
+            made = self._unit_meters.get(where, CallTotals())
+            if where in self._remote:
+                return made
+        spent = self.metered.credit(unit_label(generation, slot))
+        if spent is None:
+            return made
+        with self._embed_lock:
+            self._unit_meters[where] = spent
+        return spent
 
     def _untraced(self) -> list[dict[str, Any]]:
         """The units whose traces show fewer tokens than the call ledger holds for them (a resumed run:
@@ -1019,7 +1102,16 @@ class Evolution:
 
 class _Schedule:
     """The loop without a generation barrier (see the module docstring): plans in order, runs
-    units as their plans are known, takes finished children in strictly in plan order."""
+    units as their plans are known, takes finished children in strictly in plan order.
+
+    The budget (``max_calls``) is reserved unit by unit, in plan order: a unit starts only when the
+    calls credited to the units taken in so far, plus what the units under way reserved, plus its own
+    bound (:meth:`Evolution.unit_bound`) fit in the budget; otherwise it waits for the next unit to be
+    taken in (which settles that unit's reservation at its credited calls) and is tried again, and when
+    nothing is under way and it still does not fit, the run stops there. Whether a unit runs is so
+    decided at fixed points of the plan order, from figures that do not depend on thread timing (a
+    unit's credited calls: :class:`~furnace.evolution.metering.CallBook`), and the calls billed never
+    pass the budget (each unit under way makes at most what it reserved)."""
 
     def __init__(self, evo: Evolution, rng: random.Random, runner: UnitRunner) -> None:
         self.evo, self.rng, self.runner = evo, rng, runner
@@ -1041,6 +1133,15 @@ class _Schedule:
         self.replacing: set[int] = set()  # orders of units whose slot holds a stale or unscored record
         self.replayed: dict[int, IndividualRecord] = {}  # order -> stored record of a finished unit replayed
         self.generation_weights: dict[int, dict[str, float]] = {}  # what the generation's first plan saw
+        # the budget, reserved in plan order: child indexes planned but not started, the bounds of the
+        # units started and not yet credited (by order), the credited figures so far
+        self.waiting: deque[int] = deque()
+        self.reserved: dict[int, int] = {}
+        self.bounds: dict[tuple[int, int], int] = {}  # (generation, slot) -> its unit's bound, once computed
+        self.charged = CallTotals()
+        self.ran: set[int] = set()  # orders of the units run here (credited once finished)
+        self.kept: dict[int, IndividualRecord] = {}  # order -> record of a unit run here, credited and saved
+        self.finished_records: dict[int, tuple[Unit, IndividualRecord]] = {}  # order -> finished, not yet kept
         # the ``human`` objective: a generation is planned once people were asked about the one before it
         self.human = weighs_human(cfg.scorers)
         self.ratings: dict[str, float] = {}  # agent -> its human objective (people's Bradley–Terry rating)
@@ -1049,6 +1150,81 @@ class _Schedule:
     def generation_of(self, n: int) -> tuple[int, int]:
         """Child index -> (generation, slot)."""
         return 1 + n // self.per_generation, n % self.per_generation
+
+    # --- the budget ---------------------------------------------------------
+
+    def refused(self, bound: int) -> str | None:
+        """Why a unit that may make ``bound`` model calls cannot start now (None: it can): the calls
+        credited so far, the reservations under way and ``bound`` pass ``max_calls``, or the tokens or
+        dollars credited so far reached their limit."""
+        b, spent = self.evo.config.budget, self.charged
+        if b.max_calls is not None and spent.model_calls + sum(self.reserved.values()) + bound > b.max_calls:
+            left = b.max_calls - spent.model_calls - sum(self.reserved.values())
+            return f"budget.max_calls {b.max_calls} reached (the next unit may make {bound} model calls, {left} left)"
+        if b.max_tokens is not None and spent.total_tokens >= b.max_tokens:
+            return f"budget.max_tokens {b.max_tokens} reached"
+        if b.max_usd is not None and b.max_usd > 0 and spent.cost_usd >= b.max_usd:
+            return f"budget.max_usd {b.max_usd} reached"
+        return None
+
+    def bound(self, generation: int, plan: Plan) -> int:
+        """What the unit of ``plan`` reserves: its bound, or nothing when a previous run recorded it."""
+        old = self.evo._recorded.get(generation, {}).get(plan.slot)
+        if old is not None and (old.scored or self.evo.keep_failures) and _made_by(old, plan):
+            return 0
+        where = (generation, plan.slot)
+        if where not in self.bounds:
+            self.bounds[where] = self.evo.unit_bound(plan)
+        return self.bounds[where]
+
+    def admit(self) -> None:
+        """Start the planned children in plan order while their reservations fit; the first that does not
+        waits for the next child taken in, or, with nothing under way, ends the run here."""
+        seeds = len(self.evo.seeds)
+        while self.waiting and self.stop is None and self.error is None:
+            n = self.waiting[0]
+            plan, _ = self.plans[n]
+            generation, _ = self.generation_of(n)
+            bound = self.bound(generation, plan)
+            why = self.refused(bound)
+            if why is not None:
+                if not self.reserved:  # nothing under way: nothing will be freed
+                    self.end(why, n)
+                return
+            self.waiting.popleft()
+            self.reserved[seeds + n] = bound
+            record = self.start(seeds + n, generation, plan)
+            if record is not None:
+                self.done[n] = record
+
+    def end(self, why: str, n: int) -> None:
+        """Stop at child ``n`` (the first not started): drop it and every plan after it."""
+        self.stop = why
+        self.waiting.clear()
+        for k in [k for k in self.plans if k >= n]:
+            del self.plans[k]
+        self.planned = n
+
+    def keep(self, order: int, generation: int, slot: int, record: IndividualRecord) -> IndividualRecord:
+        """Credit the finished unit ``order`` (plan order: every unit before it is kept already), settle its
+        reservation, put its credited figures on its record and queue the record's write."""
+        evo = self.evo
+        self.reserved.pop(order, None)
+        self.finished_records.pop(order, None)
+        if order in self.replayed:  # already stored: the run goes on with the stored record, writes nothing
+            return self.replayed[order]
+        if order not in self.ran:  # recorded by a previous run: read back, nothing spent here
+            return record
+        self.ran.discard(order)
+        spent = evo.credit_unit(generation, slot)
+        self.charged = self.charged.plus(spent)
+        if record.experiment_id == evo.experiment_id and record.slot == slot:
+            if evo.metered.book is not None:  # the credited figures (a model without a book: its own calls)
+                record = replace(
+                    record, calls=spent.model_calls, tokens=spent.total_tokens, cost_usd=round(spent.cost_usd, 9)
+                )
+            evo._save(record, replace=order in self.replacing)
+        return record
 
     # --- units ------------------------------------------------------------
 
@@ -1071,28 +1247,32 @@ class _Schedule:
             self.replacing.add(order)
         known = {r.agent_id: r for r in recorded.values() if r.scored or evo.keep_failures}
         unit = self.evo.unit(order, generation, plan, tuple(self.population), known, retry=old is not None)
+        self.ran.add(order)
         self.finished.watch(unit, self.runner.submit(unit))
         return None
 
     def wait_one(self) -> tuple[Unit, IndividualRecord | None]:
-        """The next unit to finish, its record written; an error stops planning (returned as None)."""
+        """The next unit to finish and its record (kept later, in plan order); an error stops planning
+        (returned as None)."""
         unit, fut = self.finished.get()
         try:
             record = fut.result()
         except BaseException as err:
             if self.error is None:
                 self.error = err
+            self.ran.discard(unit.order)
             return unit, None
-        if unit.order in self.replayed:  # already stored: the run goes on with the stored record, writes nothing
-            return unit, self.replayed[unit.order]
-        if record.experiment_id == self.evo.experiment_id and record.slot == unit.slot:
-            self.evo._save(record, replace=unit.order in self.replacing)
+        self.finished_records[unit.order] = (unit, record)
         return unit, record
 
     def drain(self) -> None:
-        """Wait for the units still running (their records are written), then raise the first error."""
+        """Wait for the units still running, keep (write) every finished record, then raise the first error."""
         while self.finished.pending:
             self.wait_one()
+        for order in sorted(self.finished_records):
+            unit, record = self.finished_records.pop(order)
+            generation = unit.args[0] if unit.args else 0
+            self.keep(order, generation, unit.slot, record)
         if self.error is not None:
             raise self.error
 
@@ -1101,46 +1281,65 @@ class _Schedule:
     def run(self) -> None:
         metered = self.evo.metered
         metered.serve("arrival")  # generation 0: every plan waits for all of it
-        if not self.seed_generation():
-            return
-        metered.serve("priority")  # the oldest units first: the next plans wait on them
-        for n in range(min(self.window, self.total)):
-            self.plan(n)
-        while self.taken < self.planned:
-            if self.error is not None:
-                self.drain()
-            while self.taken in self.done:
-                self.take(self.done.pop(self.taken))
-            if self.taken == self.planned:
-                break
-            unit, record = self.wait_one()
-            if record is not None:
-                self.done[unit.order - len(self.evo.seeds)] = record
-        if self.stop is not None:  # every unit has been taken in: the meter is final
+        if self.seed_generation():
+            metered.serve("priority")  # the oldest units first: the next plans wait on them
+            for n in range(min(self.window, self.total)):
+                self.plan(n)
+            while self.taken < self.planned:
+                if self.error is not None:
+                    self.drain()
+                while self.taken in self.done:
+                    self.take(self.done.pop(self.taken))
+                if self.taken == self.planned:
+                    break
+                unit, record = self.wait_one()
+                if record is not None:
+                    self.done[unit.order - len(self.evo.seeds)] = record
+        if self.stop is not None:  # every unit started has been taken in: the meter is final
             self.evo.status = budget_stop(self.stop, self.evo.metered.meter.as_dict())
 
     def seed_generation(self) -> bool:
-        """Generation 0 (the library seeds): every later plan needs all of it."""
+        """Generation 0 (the library seeds): every later plan needs all of it. Seeds start in order while
+        their reservations fit; when one does not, it waits for those under way to be credited, and when
+        none is under way the run ends there."""
         evo = self.evo
         weights = evo.board.weights()
         plans = [Plan(i, "seed", elixir=e) for i, e in enumerate(evo.seeds)]
         records: dict[int, IndividualRecord] = {}
-        for plan in plans:
-            record = self.start(plan.slot, 0, plan)
-            if record is not None:
-                records[plan.slot] = record
-        self.progress(0, len(records), len(plans), records.values())
-        prefetch = getattr(evo._breed, "prefetch", None)  # the first parents, read while the seeds are scored
-        if callable(prefetch):
-            prefetch([e.ref for e in evo.seeds])
-        evo.prestart(self.runner)  # the threads the children will need, started meanwhile
-        while self.finished.pending:
-            unit, record = self.wait_one()
-            if record is not None:
-                records[unit.slot] = record
+        queued = deque(plans)
+        first = True
+        while queued and self.stop is None:
+            why = None
+            while queued:
+                bound = self.bound(0, queued[0])
+                why = self.refused(bound)
+                if why is not None:
+                    break
+                plan = queued.popleft()
+                self.reserved[plan.slot] = bound
+                record = self.start(plan.slot, 0, plan)
+                if record is not None:
+                    records[plan.slot] = record
+            if why is not None and not self.reserved:
+                self.stop = why
+            if first:
+                first = False
                 self.progress(0, len(records), len(plans), records.values())
-        if self.error is not None:
-            raise self.error
+                prefetch = getattr(evo._breed, "prefetch", None)  # the first parents, read while the seeds are scored
+                if callable(prefetch):
+                    prefetch([e.ref for e in evo.seeds])
+                evo.prestart(self.runner)  # the threads the children will need, started meanwhile
+            while self.finished.pending:
+                unit, record = self.wait_one()
+                if record is not None:
+                    records[unit.slot] = record
+                    self.progress(0, len(records), len(plans), records.values())
+            if self.error is not None:
+                self.drain()
+            for slot in sorted(o for o in self.reserved if o in records):  # credited and written in plan order
+                records[slot] = self.keep(slot, 0, slot, records[slot])
+        if self.stop is not None:  # the budget does not cover generation 0
+            return False
         scored = [records[p.slot] for p in plans if records[p.slot].scored]  # only these take part in selection
         if not scored:
             evo.status = f"stopped: no individual could be scored ({len(plans)} unscored; rerun to retry)"
@@ -1151,12 +1350,9 @@ class _Schedule:
         return True
 
     def plan(self, n: int) -> None:
-        """Plan child ``n`` from the current population (the one after children ``0 .. n - window``)."""
+        """Plan child ``n`` from the current population (the one after children ``0 .. n - window``), and
+        start it when its reservation fits (:meth:`admit`)."""
         if self.stop is not None or self.error is not None:
-            return
-        reason = self.evo.metered.exhausted(extra_calls=0)
-        if reason:
-            self.stop = reason
             return
         generation, slot = self.generation_of(n)
         weights = self.evo.board.weights()
@@ -1166,17 +1362,17 @@ class _Schedule:
         self.planned = n + 1
         if self.planned == self.total:  # the run ends when every unit has: the longest chains left first
             self.evo.metered.serve("reverse")
-        record = self.start(len(self.evo.seeds) + n, generation, plan)
-        if record is not None:
-            self.done[n] = record
+        self.waiting.append(n)
+        self.admit()
 
     def take(self, child: IndividualRecord) -> None:
-        """Take child ``self.taken`` into the population, close its generation when it is the last,
-        then plan the child whose window this opens."""
+        """Take child ``self.taken`` into the population (credited and written first), close its generation
+        when it is the last, then plan the child whose window this opens and start what now fits."""
         evo, cfg = self.evo, self.evo.config
         n = self.taken
-        plan, _ = self.plans.pop(n)
         generation, slot = self.generation_of(n)
+        child = self.keep(len(evo.seeds) + n, generation, slot, child)
+        plan, _ = self.plans.pop(n)
         if slot == 0:
             self.seen = set()
         child = with_human(child, self.ratings, cfg.scorers)
@@ -1200,6 +1396,7 @@ class _Schedule:
                     self.plan(k)
         elif self.taken + self.window - 1 < self.total:
             self.plan(self.taken + self.window - 1)
+        self.admit()
 
     def finish(self, generation: int, weights: dict[str, float]) -> None:
         """Record generation ``generation``: its population now, and the calls spent on it: what earlier

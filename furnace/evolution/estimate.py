@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from furnace.domain.elixir import Elixir
 from furnace.evolution.config import ExperimentConfig
 from furnace.scoring.fitness import SCORERS
 from furnace.scoring.probes import ProbeSet, split_quota
@@ -69,3 +72,11 @@ def estimate(config: ExperimentConfig, probes: ProbeSet | int) -> Estimate:
     return Estimate(
         calls=calls, tokens=tokens, usd=tokens / 1000 * config.budget.usd_per_1k_tokens, calls_per_generation=per_gen
     )
+
+
+def fusion_calls(operator: str, parents: Sequence[Elixir], params: dict[str, Any]) -> int:
+    """At most how many model calls one fusion makes (what a unit reserves for it: ``engine``): the
+    operator's own bound (``max_calls``: a crossover's tied contradictions, a mutation's rewrites)."""
+    from furnace.fusion.operators import OPERATORS
+
+    return OPERATORS[operator].max_calls(parents, params)

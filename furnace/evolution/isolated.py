@@ -17,8 +17,9 @@ Identical to the in-process runner for the same seed: the same plans are made in
 order by the driver (``engine._Schedule``), and each unit computes the same thing from the same
 inputs. The caveat: a request repeated by two units running at once in different workers is a
 model call in each (in one process the second is served by the cache); a run's units rarely
-repeat a request (0 repeats in the shipped experiments). Budgets are checked by the driver
-between units, so the units in flight can pass ``max_calls`` by their own calls.
+repeat a request (0 repeats in the shipped experiments). The driver reserves ``max_calls`` for each
+unit before sending it (``engine._Schedule``) and a unit never makes more calls than it reserved; a
+unit run here is credited with the calls it made itself (the driver sees no request keys).
 """
 
 from __future__ import annotations

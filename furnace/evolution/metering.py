@@ -13,6 +13,10 @@ calls queue behind the other seeds' answers, so generation 0 ends with many inde
 rather than the last seed's answer → judge chain on mostly idle slots); and the units left once
 the last child is planned, youngest first (the run ends when all of them have, and the youngest
 has the longest chain of calls left).
+
+Its :class:`CallBook` credits the calls of an evolution run's units in plan order, so what each
+unit is credited with never depends on which unit asked a shared request first; while the
+evolution loop reserves ``max_calls`` unit by unit (``reserving``), no call is refused for it here.
 """
 
 from __future__ import annotations
@@ -148,6 +152,73 @@ class PrioritySlots:
                 self._free += 1
 
 
+_HIT = CallTotals(calls=1, cached_calls=1)  # a call served by the cache: free
+
+
+class CallBook:
+    """Credits the calls of a run's units deterministically. Which unit of a run pays for a request two
+    units ask (a reflection's parent answer, a judgement of the same reply) depends on which asked first,
+    in wall time; the book credits it instead to the first unit *in plan order* that asked it
+    (:meth:`credit`, called in plan order), and every later ask is a cache hit. What a paid request cost
+    is what its one paid call in this run spent (single-flight and the cache make it one); a request
+    answered from the cache as it was before the run is free whoever asks it. So a unit's credited
+    calls depend on the plans alone, never on thread timing, and the credits of the units credited so
+    far add up to at least what they paid (a request paid by a unit still under way and asked by one
+    credited already is counted in both: never less)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._asked: dict[str, list[str]] = {}  # unit -> keys of its answered calls, in order
+        self._made: dict[str, Tally] = {}  # unit -> its calls credited as made: failed ones, ones with no key
+        self._paid: dict[str, CallTotals] = {}  # key -> what its paid call in this run spent
+        self._landing: dict[str, int] = {}  # key -> its calls under way (started at the model, not landed)
+        self._credited: set[str] = set()
+
+    def start(self, key: str) -> None:
+        """A call of ``key`` goes to the model (before it could be answered, so a credit waits for it)."""
+        with self._cond:
+            self._landing[key] = self._landing.get(key, 0) + 1
+
+    def made(self, unit: str, totals: CallTotals) -> None:
+        """A call of ``unit`` credited as it was made (a model with no cache keys below the router: each
+        unit pays its own calls there)."""
+        with self._cond:
+            self._made.setdefault(unit, Tally()).add(totals)
+
+    def land(self, key: str, unit: str, completion: Completion | None, failed: CallTotals | None = None) -> None:
+        """The call of ``key`` made for ``unit`` landed: answered (``completion``) or failed."""
+        with self._cond:
+            if completion is not None:
+                if not completion.cached:
+                    self._paid.setdefault(key, completion_totals(completion))
+                self._asked.setdefault(unit, []).append(key)
+            elif failed is not None:
+                self._made.setdefault(unit, Tally()).add(failed)
+            left = self._landing.get(key, 1) - 1
+            if left:
+                self._landing[key] = left
+            else:
+                self._landing.pop(key, None)
+                self._cond.notify_all()
+
+    def credit(self, unit: str) -> CallTotals:
+        """What ``unit`` is credited with (call once per unit, in plan order, after it finished): each
+        request it asked that no unit credited before it asked, at what it cost in this run (free when
+        the cache had it before the run), every other ask a cache hit, and its failed calls (and any
+        call with no cache key) as made."""
+        with self._cond:
+            tally = self._made.pop(unit, None) or Tally()
+            for key in self._asked.pop(unit, []):
+                while self._landing.get(key):  # its paid call lands in a moment (this unit has its answer)
+                    self._cond.wait()
+                if key in self._credited:
+                    tally.add(_HIT)
+                else:
+                    self._credited.add(key)
+                    tally.add(self._paid.get(key, _HIT))
+            return tally.totals()
+
+
 class _AtPriority:
     """The metered model as seen by one unit: every call waits for a slot with ``priority``."""
 
@@ -171,6 +242,13 @@ class MeteredLLM:
         self._lock = threading.Lock()
         self._tally = Tally()
         self._in_flight = 0
+        # the calls of named units, credited by plan order (when the model below has cache keys)
+        key = getattr(inner, "request_key", None)
+        self._key = key if callable(key) else None
+        self.book: CallBook | None = CallBook() if self._key is not None else None
+        # True while the evolution loop reserves ``max_calls`` unit by unit (engine): the loop then keeps
+        # the calls within it, so no call is refused for it here (that refusal would depend on timing)
+        self.reserving = False
 
     @property
     def meter(self) -> CallTotals:
@@ -188,7 +266,7 @@ class MeteredLLM:
         m, b = self._tally, self.budget
         model_calls = m.calls - m.cached_calls
         # the limit only: what was spent is said once the calls in flight have landed (the run's status)
-        if b.max_calls is not None and model_calls + self._in_flight + extra_calls > b.max_calls:
+        if b.max_calls is not None and not self.reserving and model_calls + self._in_flight + extra_calls > b.max_calls:
             return f"budget.max_calls {b.max_calls} reached"
         tokens = m.prompt_tokens + m.completion_tokens
         if b.max_tokens is not None and tokens >= b.max_tokens:
@@ -217,6 +295,7 @@ class MeteredLLM:
         return _AtPriority(self, priority)
 
     def complete(self, request: LLMRequest, *, priority: float = 0.0) -> Completion:
+        key = self._key(request) if self._key is not None and request.unit else None
         with self._lock:  # calls in flight count against max_calls, so it is never overshot
             reason = self._exhausted(1)
             if reason:
@@ -225,7 +304,7 @@ class MeteredLLM:
         try:
             self._slots.acquire(priority)
             try:
-                completion = self.inner.complete(request)
+                completion = self._answer(request, key)
             finally:
                 self._slots.release()
         except Exception as err:
@@ -237,3 +316,30 @@ class MeteredLLM:
             self._in_flight -= 1
             self._tally.add_completion(completion)
         return completion
+
+    def _answer(self, request: LLMRequest, key: str | None) -> Completion:
+        """The inner model's answer, noted in the book under ``key`` for the request's unit."""
+        if self.book is None or not request.unit:
+            return self.inner.complete(request)
+        unit = request.unit
+        if key is None:  # a model with no cache below: no request is shared, the unit pays what it asks
+            try:
+                completion = self.inner.complete(request)
+            except BaseException as err:
+                self.book.made(unit, error_totals(err))
+                raise
+            self.book.made(unit, completion_totals(completion))
+            return completion
+        self.book.start(key)
+        try:
+            completion = self.inner.complete(request)
+        except BaseException as err:
+            self.book.land(key, unit, None, error_totals(err))
+            raise
+        self.book.land(key, unit, completion)
+        return completion
+
+    def credit(self, unit: str) -> CallTotals | None:
+        """What ``unit`` is credited with (:meth:`CallBook.credit`), or None when no book is kept (a model
+        without cache keys: then each unit pays its own calls, and those are what it is credited with)."""
+        return self.book.credit(unit) if self.book is not None else None

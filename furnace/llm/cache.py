@@ -336,10 +336,14 @@ class CachedLLM:
         """The calls of this view's run, from the ledger (every process that worked on it), oldest first."""
         return self.ledger.calls(self.run_id)
 
+    def request_key(self, request: LLMRequest) -> str:
+        """The key ``request`` is cached and single-flighted under (two requests with one key are one call)."""
+        return answer_key(self.inner, request)
+
     def complete(self, request: LLMRequest) -> Completion:
         """Serve from cache, join an identical in-flight call, or call the inner model once."""
         started = time.perf_counter()
-        key = answer_key(self.inner, request)
+        key = self.request_key(request)
         flight, leader = self._flights.join(key)
         if not leader:
             flight.done.wait()

@@ -34,15 +34,24 @@ class TaskRouter:
     def model_for(self, task: TaskKind) -> LLM:
         return self.routes.get(task, self.default)
 
-    def complete(self, request: LLMRequest) -> Completion:
+    def _target(self, request: LLMRequest) -> LLM:
+        """The model ``request`` goes to."""
         if request.route is not None:
             if request.route not in self.named:
                 known = ", ".join(sorted(self.named)) or "none"
                 raise FurnaceError(
                     f"no model {request.route!r} to route a {request.task.value} call to (known: {known})"
                 )
-            return self.named[request.route].complete(request)
-        return self.model_for(request.task).complete(request)
+            return self.named[request.route]
+        return self.model_for(request.task)
+
+    def request_key(self, request: LLMRequest) -> str | None:
+        """The cache key of ``request`` at the model it goes to (None when that model keeps no cache)."""
+        key = getattr(self._target(request), "request_key", None)
+        return key(request) if callable(key) else None
+
+    def complete(self, request: LLMRequest) -> Completion:
+        return self._target(request).complete(request)
 
     def run_totals(self) -> CallTotals:
         """The default model's ledger totals of its run (the routed models share that ledger and run id)."""

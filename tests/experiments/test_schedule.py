@@ -8,6 +8,7 @@ import random
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from experiments.helpers import library, scripted_llm
 from experiments.test_evolution import make
 from furnace.domain.render import render_prompt
+from furnace.evolution.engine import Plan
 from furnace.evolution.metering import PrioritySlots
 from furnace.evolution.records import MemoryResults
 from furnace.evolution.units import Unit
@@ -146,6 +148,72 @@ def test_duckdb_fusion_run_is_identical_at_concurrency_1_and_8(tmp_path: Path):
         outcomes.append((_outcome(evo, report, results), lineage))
     assert outcomes[0] == outcomes[1]
     assert outcomes[0][1]  # children were made and stored with their lineage
+
+
+def _stopped_by_the_budget(concurrency: int, runner=None, max_calls: int = 148):
+    """The offline engine behind a response cache (fusion, reflection, answers and judgements shared between
+    units through it), a budget that stops the run mid-generation: everything the run reports and stores."""
+    from furnace.evolution.config import parse_config
+    from furnace.evolution.local import memory_evolution
+
+    config = parse_config(
+        {
+            "name": "budget-stop",
+            "seed": 5,
+            "population": 6,
+            "generations": 8,
+            "concurrency": concurrency,
+            "seeds": {"language": "en"},
+            "probes": {"set": "writing-en", "limit": 6},
+            "samples_per_probe": 1,
+            "reevaluate_top": 2,
+            "operators": {"crossover": 1, "mutation": 1, "reflect": 2},
+            "budget": {"max_calls": max_calls},
+        }
+    )
+    results = MemoryResults()
+    evo = memory_evolution(config, [e for e in library() if e.language == "en"], results=results)
+    if runner is not None:
+        evo.unit_runner = runner
+    report = evo.run()
+    # the experiment id names the config, concurrency included: everything else must be the same
+    stored = sorted(results.individuals(evo.experiment_id), key=lambda r: (r.generation, r.slot))
+    return (
+        report.status,
+        report.totals,
+        report.result_signature(),
+        report.held_out,
+        [replace(r, experiment_id="") for r in stored],
+        [replace(g, experiment_id="") for g in results.generations(evo.experiment_id)],
+        evo.unit_bound(Plan(0, "seed", elixir=evo.seeds[0])),  # one evaluation on validation, at most
+    )
+
+
+def test_a_run_the_budget_stops_is_identical_at_any_concurrency_and_with_any_runner():
+    """The budget is reserved unit by unit in plan order and each unit is credited, in plan order, with the
+    calls it was the first to ask for: where the run stops, what it stored (every individual's calls
+    included) and what it reports never depend on thread timing."""
+    outcomes = [_stopped_by_the_budget(c) for c in (1, 8, 8, 1, 8)]
+    outcomes.append(_stopped_by_the_budget(8, ShuffledRunner(3)))
+    first = outcomes[0]
+    status, totals, _, held_out, stored, generations, evaluation = first
+    assert all(o == first for o in outcomes[1:])
+    assert status.startswith("stopped: budget.max_calls 148 reached (the next unit may make")
+    assert 0 < totals["calls"] <= 148
+    assert totals["cached_calls"] > 0  # units asked what others asked: who paid depended on timing
+    for g in generations:  # a generation's figures are its individuals' credited calls
+        assert g.calls == sum(r.calls for r in stored if r.generation == g.generation)
+    # every call credited to one individual, but the held-out re-evaluation of the top (here what the search
+    # left covered that step, and not the next: the test probes)
+    reevaluated = len(held_out.get("reevaluation", {}).get("top", {}))
+    assert "stopped" in held_out
+    assert totals["calls"] - sum(r.calls for r in stored) == reevaluated * evaluation
+    done = {g.generation for g in generations}
+    assert max(r.generation for r in stored) not in done  # stopped mid-generation: some of its children ran
+    assert len(done) >= 3  # ... after whole generations
+    assert any(r.operator == "reflect" for r in stored)
+    other = _stopped_by_the_budget(8, max_calls=190)
+    assert other[4] != stored  # the stop follows the budget
 
 
 def test_a_freed_slot_goes_to_the_waiter_with_the_smallest_priority():
@@ -411,3 +479,19 @@ def test_a_failing_judge_call_drops_the_ones_not_started_and_never_waits_for_the
         caller.join(30)  # a guard against a hang, not a timing check
         gate.set()
     assert raised and ran == [0]
+
+
+def test_a_runs_units_read_the_synthesis_cache_as_it_was_before_the_run():
+    """A sub-result one unit stored is not read by another unit of the same run (it asks the model, and the
+    response cache answers): which requests a unit makes never depends on which unit ran first."""
+    from furnace.evolution.breeding import RunKV
+    from furnace.fusion.synthesis import MemoryKV, put_many
+
+    kv = MemoryKV()
+    kv.put_if_absent("identity:before", {"result": "stored by an earlier run"})
+    run = RunKV(kv)
+    assert run.get("identity:before") == {"result": "stored by an earlier run"}
+    run.put_if_absent("identity:a", {"result": "a"})
+    put_many(run, [("identity:b", {"result": "b"}, None)])
+    assert run.get("identity:a") is None and run.get("identity:b") is None  # hidden from this run's units
+    assert kv.get("identity:a") == {"result": "a"} and kv.get("identity:b") == {"result": "b"}  # a later run reads them

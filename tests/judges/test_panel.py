@@ -162,9 +162,10 @@ def test_the_estimate_and_the_budget_count_both_judges() -> None:
 
     evo.metered.inner.named[FIRST] = evo.metered.inner.default = Tally()
     report = evo.run()
-    assert report.status.startswith("stopped: budget") or "budget" in report.status
+    # each unit reserves both judges' calls before it starts (one judge's would let it pass its reservation)
+    assert report.status.startswith("stopped: budget.max_calls 40 reached (the next unit may make")
     assert second.judged > 0
-    assert evo.metered.meter.calls == sum(first.values()) + second.judged == 40
+    assert evo.metered.meter.calls == sum(first.values()) + second.judged <= 40
 
 
 def test_cache_keys_differ_by_judge() -> None:

@@ -86,6 +86,11 @@ class Operator(Protocol):
         """Make the child from ``parents`` (already loaded, conflict-checked)."""
         ...
 
+    def max_calls(self, parents: Sequence[Elixir], params: dict[str, Any]) -> int:
+        """At most how many model calls :meth:`apply` makes for ``parents`` and ``params`` (the evolution
+        loop reserves them of its budget before the child is made)."""
+        ...
+
 
 def by_priority(parents: Sequence[Elixir]) -> list[Elixir]:
     """Parents by priority, highest first; ties keep the given order."""

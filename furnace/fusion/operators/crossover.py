@@ -193,6 +193,16 @@ class Crossover:
         """Identity temperature; the child's language (None: the highest-priority parent's)."""
         return {"temperature": 0.4, "language": None}
 
+    def max_calls(self, parents: Sequence[Elixir], params: dict[str, Any]) -> int:
+        """One adjudication per principle that contradicts an earlier principle of another parent of the
+        same priority (:func:`merge_principles` asks only for those), one for markdown, one identity."""
+        items = [(text, p.priority, i) for i, p in enumerate(by_priority(parents)) for text in p.principles]
+        tied = sum(
+            any(o != owner and pr == priority and contradiction(t, text) is not None for t, pr, o in items[:k])
+            for k, (text, priority, owner) in enumerate(items)
+        )
+        return tied + 2
+
     def apply(self, parents: Sequence[Elixir], ctx: OperatorContext) -> OperatorResult:
         """The crossover child of ``parents``."""
         ordered = by_priority(parents)

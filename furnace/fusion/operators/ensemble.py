@@ -238,6 +238,10 @@ class Ensemble:
         """No operator-specific params."""
         return {}
 
+    def max_calls(self, parents: Sequence[Elixir], params: dict[str, Any]) -> int:
+        """One adjudication, when the parents' markdown constraints tie."""
+        return 1
+
     def apply(self, parents: Sequence[Elixir], ctx: OperatorContext) -> OperatorResult:
         """The committee child of ``parents`` (no model call unless constraints tie)."""
         ordered = by_priority(parents)

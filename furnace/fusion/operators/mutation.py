@@ -150,6 +150,12 @@ class Mutation:
         """Rate 0.25 keeps the child recognisable; rewrite temperature 0.7; moves drawn (none given)."""
         return {"rate": 0.25, "temperature": 0.7, "moves": []}
 
+    def max_calls(self, parents: Sequence[Elixir], params: dict[str, Any]) -> int:
+        """One rewrite per ``reword`` move given, and one more: a drawn principle move (at most one gene of
+        each kind is drawn, and the redraw when nothing changed skips the genes drawn)."""
+        moves = params.get("moves") or ()
+        return sum(1 for m in moves if str(m).startswith("reword:")) + 1
+
     def apply(self, parents: Sequence[Elixir], ctx: OperatorContext) -> OperatorResult:
         """The mutant of the single parent."""
         (parent,) = parents

@@ -219,6 +219,10 @@ class Reflect:
         in lineage, read by nothing here)."""
         return {"feedback": "", "temperature": 0.0, "source": None, "hold": {}, "minibatch": None}
 
+    def max_calls(self, parents: Sequence[Elixir], params: dict[str, Any]) -> int:
+        """One proposal."""
+        return 1
+
     def apply(self, parents: Sequence[Elixir], ctx: OperatorContext) -> OperatorResult:
         """The parent with the proposed edits applied; :class:`NoUsableFeedback` when none applies."""
         (parent,) = parents
