@@ -5,17 +5,22 @@ from __future__ import annotations
 import streamlit as st
 
 from furnace.domain.errors import FurnaceError
-from furnace.storage.duckdb.analysis import lineage_edges
-from furnace.storage.duckdb.snapshot import SnapshotReader
 from furnace.views.lineage import MAX_NODES, collapsible, explorer_layout, graph_rows, lineage_graph, to_dot
 from furnace_app.charts import LINEAGE_SELECTION, lineage_explorer
 from furnace_app.services import RECENT_AGENTS, services, show_error
 
 
 def pinned_versions(children: list[str]) -> dict[tuple[str, str], int]:
-    """(parent, child) → the parent version bred from, for edges into ``children`` (one analysis-layer read)."""
-    frame = lineage_edges(SnapshotReader(svc.sql), children)
-    return {(r.parent, r.child): int(r.parent_version) for r in frame.itertuples() if r.parent_version}
+    """(parent, child) → the parent version bred from, for edges into ``children`` (one read of the live
+    store: an agent bred a moment ago, in another process, is drawn with its version)."""
+    if not children:
+        return {}
+    marks = ", ".join("?" * len(children))
+    rows = svc.sql.query(
+        f"SELECT parent, child, parent_version FROM lineage_edges WHERE child IN ({marks}) AND parent_version > 0",
+        list(children),
+    )
+    return {(parent, child): int(version) for parent, child, version in rows}
 
 
 st.title("Lineage")
