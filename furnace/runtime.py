@@ -185,12 +185,12 @@ def worker_store(home: str, cache_ttl_days: float) -> tuple[CallLedger, Response
     ``FURNACE_DATABASE_URL`` and seal key, else ``furnace.sqlite`` in that folder when this machine has
     it): the call ledger and the response cache the worker writes its paid calls into. None when the
     worker reaches no store (a worker on another machine without a shared database): the driver writes."""
-    from furnace.storage.sql.db import SQLITE_FILE, SQLDatabase, sqlite_url
+    from furnace.storage.sql.db import SQLDatabase, sqlite_url
     from furnace.storage.sql.llm_calls import SQLCallLedger, SQLResponseCache
 
     settings = FurnaceSettings(home=Path(home))
     url, key = settings.database_url, settings.seal_key
-    if url is None and not (settings.home / SQLITE_FILE).is_file():
+    if url is None and not settings.sqlite_path.is_file():
         return None
     try:
         db = SQLDatabase(
@@ -719,9 +719,8 @@ def default_home(start: Path | None = None) -> Path:
 
 
 def _has_store(home: Path) -> bool:
-    from furnace.storage.sql.db import SQLITE_FILE
-
-    return (home / SQLITE_FILE).is_file() or (home / "furnace.duckdb").is_file()
+    settings = FurnaceSettings(home=home)
+    return settings.sqlite_path.is_file() or settings.db_path.is_file()
 
 
 def _count(settings: FurnaceSettings, table: str) -> int:

@@ -15,6 +15,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from furnace.domain.errors import InputError
 
+SQLITE_FILE = "furnace.sqlite"  # the live store in a home (furnace.storage.sql)
+
 
 class FurnaceSettings(BaseSettings):
     """Configuration for one furnace process."""
@@ -76,6 +78,11 @@ class FurnaceSettings(BaseSettings):
         if isinstance(value, str) and not value.strip():  # Path("") is the current folder: never meant
             raise ValueError("FURNACE_HOME is empty: set it to the data folder, or unset it for ./data")
         return value
+
+    @property
+    def sqlite_path(self) -> Path:
+        """The home's live store when no ``database_url`` names another (and where the snapshots are named from)."""
+        return self.home.resolve() / SQLITE_FILE
 
     @property
     def db_path(self) -> Path:

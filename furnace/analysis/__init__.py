@@ -46,19 +46,17 @@ def connect(home: str | Path | None = None) -> Any:  # not in __all__: an entry 
     when there is none yet (or the newest predates seals); ``furnace snapshot`` takes a fresh one.
     """
     from furnace.domain.errors import StoreError
+    from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
     from furnace.storage.duckdb import snapshot
-    from furnace.storage.sql.db import SQLITE_FILE
 
     settings = FurnaceSettings() if home is None else FurnaceSettings(home=Path(home))
     key = settings.seal_key.get_secret_value() if settings.seal_key is not None else None
-    live = settings.home / SQLITE_FILE  # (with FURNACE_DATABASE_URL, the home still holds the snapshots)
+    live = settings.sqlite_path  # (with FURNACE_DATABASE_URL, the home still holds the snapshots)
     folder = snapshot.current(snapshot.snapshot_root(live))
     if folder is None or "seal" not in snapshot.manifest(folder):
         if settings.database_url is None and not (live.is_file() or settings.db_path.is_file()):
             raise StoreError(f"no furnace store in {settings.home}: nothing to snapshot")
-        from furnace.runtime import Runtime
-
         runtime = Runtime(settings)
         try:
             snapshot.refresh(runtime.sql)

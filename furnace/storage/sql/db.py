@@ -35,10 +35,10 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.pool import NullPool
 
 from furnace.domain.errors import InputError, StoreError
+from furnace.settings import SQLITE_FILE
 from furnace.storage.seals import Sealer, sealer_for
 
 T = TypeVar("T")
-SQLITE_FILE = "furnace.sqlite"
 BUSY_TIMEOUT_MS = 30_000
 CONFLICT_RETRIES = 5
 _MIGRATION_LOCK = 0x0F0A_CE  # PostgreSQL advisory lock id: one migration run at a time
