@@ -1,11 +1,11 @@
 """Reusable analysis for the notebooks and the app: pure pandas over DataFrames.
 
-The readers that produce these frames from DuckDB are in
-:mod:`furnace.storage.duckdb.analysis`, from MLflow in
+The readers that produce these frames with DuckDB over the live store's Parquet
+snapshots are in :mod:`furnace.storage.duckdb.analysis`, from MLflow in
 :mod:`furnace.adapters.mlflow_analysis`. :mod:`furnace.analysis.sample` builds a
 small offline data set for notebooks run on a fresh clone. :func:`connect` opens
 the Parquet snapshots of a furnace home for ad-hoc DuckDB/pandas analysis that
-never blocks a running experiment (docs/storage.md).
+never blocks a running experiment (docs/store.md).
 """
 
 from __future__ import annotations
@@ -38,19 +38,33 @@ from furnace.analysis.runs import curve_table, differing_params, pick_champion
 
 
 def connect(home: str | Path | None = None) -> Any:  # not in __all__: an entry point, not pandas analysis
-    """A DuckDB connection over the newest snapshot of ``home`` (default ``$FURNACE_HOME``).
+    """A DuckDB connection over the newest Parquet snapshot of ``home``'s live store (default ``$FURNACE_HOME``).
 
-    One view per table, with the same names as in ``furnace.duckdb``; reading it never
-    touches the live file, so it never makes a writer wait. The snapshot's keyed seal is
-    checked first: a rewritten snapshot raises SealError (docs/reliability.md). A first snapshot is taken
-    when there is none yet; ``furnace snapshot`` takes a fresh one.
+    One view per table, with the same names as in the live store; reading it never touches the store,
+    so it never makes a writer wait. The snapshot's keyed seal is checked first: a rewritten snapshot
+    raises SealError (docs/reliability.md). A first snapshot is taken from the live store (``furnace.sqlite``,
+    or ``FURNACE_DATABASE_URL``) when there is none yet; ``furnace snapshot`` takes a fresh one.
     """
     from furnace.settings import FurnaceSettings
     from furnace.storage.duckdb import snapshot
 
     settings = FurnaceSettings() if home is None else FurnaceSettings(home=Path(home))
     key = settings.seal_key.get_secret_value() if settings.seal_key is not None else None
-    return snapshot.connect(settings.db_path, seal_key=key)  # SealError for a rewritten snapshot
+    folder = snapshot.current(snapshot.snapshot_root(settings.db_path))
+    if folder is not None and "seal" in snapshot.manifest(folder):
+        return snapshot.connect(settings.db_path, seal_key=key)  # SealError for a rewritten snapshot
+    from furnace.storage.sql.db import SQLITE_FILE, SQLDatabase, sqlite_url
+
+    url = settings.database_url
+    if url is None and not (settings.home / SQLITE_FILE).exists():  # nothing to snapshot: no store made here
+        return snapshot.connect(settings.db_path, seal_key=key)  # StoreError: run `furnace snapshot`
+    live = SQLDatabase(
+        url.get_secret_value() if url is not None else sqlite_url(settings.home), home=settings.home, seal_key=key
+    )
+    try:
+        return snapshot.connect(settings.db_path, source=live, seal_key=key)
+    finally:
+        live.close()
 
 
 __all__ = [

@@ -6,8 +6,8 @@ agent's child elixir) on a topic; its text lives in immutable
 rendered prompt — learned preferences included — as the system message);
 revisions *edit* (:mod:`furnace.writing.revision`).
 
-Storage is a :class:`ContentStore` (``furnace.storage.duckdb.content`` on
-DuckDB, :class:`~furnace.writing.content_memory.MemoryContentStore` in memory).
+Storage is a :class:`ContentStore` (``furnace.storage.sql.content`` in the live
+store, :class:`~furnace.writing.content_memory.MemoryContentStore` in memory).
 Diff and rollback of versions live in :mod:`furnace.writing.revision`. Its
 ``commit`` writes a :class:`ContentBatch` atomically: a revision record, the
 new version and the assistant message land together or not at all.
@@ -198,15 +198,8 @@ class ContentStore(Protocol):
         persona_version: int | None,
         preferences: Sequence[dict[str, Any]],
         status: str,
-        behind: bool = False,
     ) -> bool:
-        """Mark a revision as processed (idempotent); False when it already was.
-
-        With ``behind``, the mark is committed after the caller goes on where the store can (DuckDB:
-        ``Database.write_behind``; True then means handed over), and reads in this process see it at
-        once. For a revision round, whose learned persona version is committed before: a mark a crash
-        loses is redone by the next batch (it finds the revision in the persona's preferences and
-        marks it "already")."""
+        """Mark a revision as processed (idempotent); False when it already was."""
         ...
 
     def is_processed(self, revision_id: str) -> bool:

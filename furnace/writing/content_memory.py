@@ -129,7 +129,6 @@ class MemoryContentStore:
         persona_version: int | None,
         preferences: Sequence[dict[str, Any]],
         status: str,
-        behind: bool = False,  # nothing to commit: written at once
     ) -> bool:
         with self._lock:
             if revision_id in self._processed:

@@ -12,16 +12,15 @@
 
 Idempotent per revision: a processed revision is skipped, and a revision whose
 id is already the ``source_revision`` of a stored preference is only marked.
-The version is written before the mark (a batch writes both in one transaction
-on DuckDB; a revision round commits the version and writes the mark behind its
-reply), so a crash between them leaves exactly this case.
+The version is written before the mark (in one transaction on the live store;
+the in-memory twins write one after the other), so a failure between them
+leaves exactly this case.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -218,16 +217,9 @@ def save_learned(
     revision: RevisionRecord,
     persona: Elixir,
     learned: Sequence[StylePreference],
-    *,
-    mark_behind: bool = False,
 ) -> PreferenceUpdate:
     """Merge ``learned`` into ``persona`` (the revision's persona, unprocessed), save the new persona
     version and mark the revision processed, in one transaction.
-
-    With ``mark_behind`` (a revision round, whose user waits for this) only the version is committed
-    on the caller's wait (one statement: a commit is the costliest part of a write) and the mark is
-    written behind it (``ContentStore.mark_processed(..., behind=True)``): it is bookkeeping, read at once in
-    this process and redone by the next batch if a crash loses it.
 
     The version is saved only while ``persona`` is still the latest (compare-and-set, checked inside
     the INSERT): when someone saved the persona meanwhile, the preferences are merged into their
@@ -235,8 +227,7 @@ def save_learned(
     merged = merge_preferences(persona.style_preferences, learned)
     ref: ElixirRef | None = None
     updated: Elixir | None = None
-    # one connection and one transaction for the version and the mark, unless the mark goes behind
-    with nullcontext() if mark_behind else unit_of_work(store, content_store):
+    with unit_of_work(store, content_store):  # one connection and one transaction for the version and the mark
         for attempt in range(_SAVE_TRIES):
             merged = merge_preferences(persona.style_preferences, learned)
             if not learned or merged == list(persona.style_preferences):
@@ -257,7 +248,6 @@ def save_learned(
             persona_version=ref.version if ref else persona.version,
             preferences=[p.model_dump(mode="json") for p in learned],
             status="learned" if learned else "nothing",
-            behind=mark_behind,
         )
     return PreferenceUpdate(
         revision.id, "learned" if learned else "nothing", tuple(learned), ref, tuple(merged), updated if ref else None

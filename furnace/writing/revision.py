@@ -634,7 +634,7 @@ def _edit(
         if not committed.result():
             return None
         # the revision was created just now, so it is unprocessed and the persona read above is its persona
-        return save_learned(store, content_store, record, persona, found, mark_behind=True)
+        return save_learned(store, content_store, record, persona, found)
 
     with ExitStack() as running:
         learning = running.enter_context(ahead(learn_preferences)) if learn else None

@@ -142,10 +142,8 @@ class SQLContentStore:
         persona_version: int | None,
         preferences: Sequence[dict[str, Any]],
         status: str,
-        behind: bool = False,
     ) -> bool:
-        """Mark a revision as processed (idempotent); False when it already was. ``behind`` is accepted
-        for callers of the DuckDB store: here the mark is always one plain transaction, now."""
+        """Mark a revision as processed (idempotent, one transaction); False when it already was."""
         row = {
             "revision_id": revision_id,
             "persona_id": persona_id,
