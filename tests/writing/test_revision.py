@@ -140,41 +140,27 @@ def test_zh_diff_is_character_level(store, contents, engine, clock):
     assert diff.added_words == 0 and diff.removed_words > 10
 
 
-def test_revision_record_version_and_reply_are_one_atomic_write(store, engine, clock, tmp_path):
+def test_revision_record_version_and_reply_are_one_atomic_write(store, engine, clock, tmp_path, monkeypatch):
     """A failure inside the commit (as if the process died there) leaves none of the three."""
-    from furnace.storage.duckdb.content import DuckDBContentStore
-    from furnace.storage.duckdb.db import Database
+    from furnace.storage.sql.content import SQLContentStore
+    from furnace.storage.sql.db import SQLDatabase, sqlite_url
 
-    db = Database(tmp_path / "atomic.duckdb")
-    contents = DuckDBContentStore(db)
+    contents = SQLContentStore(SQLDatabase(sqlite_url(tmp_path), home=tmp_path))
     content, v1 = generate_content(
         store, contents, engine, persona_id="skin-advisor", topic="夏季防晒推荐", clock=clock
     )
 
-    class Dying:
-        """Connection proxy that dies when the assistant reply of a revision is inserted."""
+    insert = SQLContentStore._insert_messages
 
-        def __init__(self, con):
-            self.con = con
+    def dying(conn, messages):  # the process dies as the revision's reply is written (after its version)
+        if any(m.kind == "revision" for m in messages):
+            raise KeyboardInterrupt("process killed")
+        return insert(conn, messages)
 
-        def execute(self, sql, params=None):
-            if "INSERT INTO chat_messages" in sql and "revision" in (params or {}).get("kind", ()):
-                raise KeyboardInterrupt("process killed")
-            return self.con.execute(sql, params or [])
-
-    real = db.transaction
-
-    from contextlib import contextmanager
-
-    @contextmanager
-    def dying_transaction():
-        with real() as con:
-            yield Dying(con)
-
-    db.transaction = dying_transaction
-    with pytest.raises(KeyboardInterrupt):
-        revise(store, contents, engine, content.id, "加一个 emoji", clock=clock)
-    db.transaction = real
+    with monkeypatch.context() as patch:
+        patch.setattr(SQLContentStore, "_insert_messages", staticmethod(dying))
+        with pytest.raises(KeyboardInterrupt):
+            revise(store, contents, engine, content.id, "加一个 emoji", clock=clock)
     assert contents.versions(content.id) == [v1]
     assert contents.revisions(content.id) == []
     kinds = [m.kind for m in contents.messages(contents.get_session(content.id).id)]
