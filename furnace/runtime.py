@@ -265,7 +265,7 @@ class Runtime:
         return db
 
     def migrate_home(self) -> tuple[Moved, str]:
-        """Copy this home's ``furnace.duckdb`` into the relational store (``FURNACE_DATABASE_URL``, else
+        """Copy this home's ``furnace.duckdb`` into the live store (``FURNACE_DATABASE_URL``, else
         ``furnace.sqlite`` in the home) and verify it; the DuckDB file is kept. Returns what moved and where."""
         from furnace.domain.errors import InputError
         from furnace.storage.migrate import copy_home
