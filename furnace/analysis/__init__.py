@@ -53,11 +53,17 @@ def connect(home: str | Path | None = None) -> Any:  # not in __all__: an entry 
     folder = snapshot.current(snapshot.snapshot_root(settings.db_path))
     if folder is not None and "seal" in snapshot.manifest(folder):
         return snapshot.connect(settings.db_path, seal_key=key)  # SealError for a rewritten snapshot
+    from furnace.domain.errors import StoreError
     from furnace.storage.sql.db import SQLITE_FILE, SQLDatabase, sqlite_url
 
     url = settings.database_url
-    if url is None and not (settings.home / SQLITE_FILE).exists():  # nothing to snapshot: no store made here
-        return snapshot.connect(settings.db_path, seal_key=key)  # StoreError: run `furnace snapshot`
+    if url is None and not (settings.home / SQLITE_FILE).is_file():  # no store is made here
+        if settings.db_path.is_file():
+            raise StoreError(
+                f"{settings.home} holds only {settings.db_path.name}: run `furnace migrate` (or any furnace command)"
+                " to move it into the live store first"
+            )
+        raise StoreError(f"no furnace store in {settings.home}: nothing to snapshot")
     live = SQLDatabase(
         url.get_secret_value() if url is not None else sqlite_url(settings.home), home=settings.home, seal_key=key
     )
