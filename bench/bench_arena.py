@@ -83,8 +83,7 @@ def _measure(built: Stack) -> tuple[list[float], list[float], CpuWindow]:
         f"{window.model_calls} model calls in the ledger)"
     )
     print(
-        f"   SQL statements per 4-speaker turn: {(runtime.sql.statements - before) / count:.1f} (BEGIN/COMMIT "
-        "included)"
+        f"   SQL statements per 4-speaker turn: {(runtime.sql.statements - before) / count:.1f} (BEGIN/COMMIT included)"
     )
     record(**window.figures())
     return turns, baselines, window

@@ -62,6 +62,7 @@ def test_app_saves_while_an_experiment_runs(app_home: Path, tmp_path: Path) -> N
     ]
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
+
     results = Runtime(FurnaceSettings(home=app_home)).results
     store = store_for(app_home)
     start_version = store.get_elixir(PERSONA).version
