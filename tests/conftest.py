@@ -45,8 +45,8 @@ LIBRARY_DIR = resources.LIBRARY_DIR
 
 
 def seed_home(path: Path) -> Path:
-    """A FURNACE_HOME holding the sample library (what ``furnace import --library`` does), its DuckDB file
-    closed again (a subprocess started next can open it at once)."""
+    """A FURNACE_HOME holding the sample library (what ``furnace import --library`` does) in its live store,
+    the runtime closed again (``furnace.sqlite`` whole, no WAL left for a subprocess started next)."""
     from furnace.interop.importers import import_library
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
-
-import duckdb
 
 from furnace.llm.seam import TaskKind, system_user
 from furnace.runtime import Runtime
@@ -20,7 +19,7 @@ def test_nothing_is_opened_before_first_use_and_before_open_runs_first(tmp_path:
     assert runtime.settings.home == home and seen == [] and not home.exists()
     home.mkdir()
     runtime.store.list_elixirs()
-    assert seen == [(home, True)] and runtime.settings.db_path.exists()
+    assert seen == [(home, True)] and (home / "furnace.sqlite").exists()
     runtime.content_store  # noqa: B018  (same database: the hook ran once)
     assert len(seen) == 1
 
@@ -32,8 +31,13 @@ def test_close_writes_buffered_ledger_rows_and_frees_the_file(tmp_path: Path) ->
     request = system_user(TaskKind.REPLY, "sys", "hi", inputs={"persona": PERSONA, "message": "How to start?"})
     runtime.llm.for_run("r1").complete(request)
     runtime.close()
-    with duckdb.connect(str(runtime.settings.db_path), read_only=True) as con:  # another owner: the file is free
+    store = home / "furnace.sqlite"
+    assert not store.with_name("furnace.sqlite-wal").exists()  # every connection closed: all is in the file
+    con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)  # another owner reads it alone
+    try:
         assert con.execute("SELECT count(*), min(run_id) FROM llm_calls").fetchone() == (1, "r1")
+    finally:
+        con.close()
     assert runtime.llm.totals("r1").calls == 1  # the runtime opens the file again on its next use
     runtime.close()
 

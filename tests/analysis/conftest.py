@@ -1,4 +1,4 @@
-"""A small DuckDB home for the reader and registry tests: two library elixirs and three agents."""
+"""A small home for the reader and registry tests: two library elixirs and three agents in its live store."""
 
 from __future__ import annotations
 
@@ -16,12 +16,19 @@ LIBRARY_DIR = resources.LIBRARY_DIR
 @dataclass
 class Lab:
     settings: Any
-    db: Any
+    runtime: Any
     store: Any
     llm: Any
     crossover: Any
     mutant: Any
     grandchild: Any
+
+    def analysis(self) -> Any:
+        """What the readers read: a fresh snapshot of the live store (as ``furnace snapshot`` takes)."""
+        from furnace.storage.duckdb import snapshot
+
+        snapshot.refresh(self.runtime.sql)
+        return self.runtime.analysis
 
 
 @pytest.fixture()
@@ -32,14 +39,14 @@ def lab(settings) -> Lab:
     from furnace.runtime import Runtime
 
     rt = Runtime(settings)
-    db, store, llm = rt.db, rt.store, rt.llm
+    store, llm = rt.store, rt.llm
     for name in ("data-science-mentor", "viral-copywriter"):
         import_file(LIBRARY_DIR / f"{name}.yaml", store)
     kw = dict(llm=llm, embedder=HashEmbedder(), cache=rt.synthesis_cache, settings=settings)
     cross = fuse(store, ["data-science-mentor", "viral-copywriter"], operator="crossover", **kw).agent
     mutant = fuse(store, ["data-science-mentor"], operator="mutation", seed=3, **kw).agent
     grandchild = fuse(store, [cross.id], operator="mutation", seed=5, **kw).agent
-    return Lab(settings, db, store, llm, cross, mutant, grandchild)
+    return Lab(settings, rt, store, llm, cross, mutant, grandchild)
 
 
 @pytest.fixture()

@@ -22,17 +22,16 @@ def test_empty_home_falls_back_to_a_fresh_sample_home(tmp_path, monkeypatch) -> 
     settings = runtime.analysis_runtime("revisions", env={"FURNACE_HOME": str(empty), "FURNACE_MODEL": "x/y"}).settings
     assert built == [(settings.home, "revisions")] and settings.home.parent.parent == tmp_path
     assert settings.model is None and settings.embedder == "hash"
-    assert not (empty / "furnace.duckdb").exists()  # nothing written into the user's home
+    assert list(empty.iterdir()) == []  # nothing written into the user's home
 
 
 def test_a_home_with_data_is_used_as_it_is(lab, monkeypatch) -> None:
     from furnace.evolution.records import IndividualRecord
-    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
     home = str(lab.settings.home)
     monkeypatch.setattr(sample, "build_sample", lambda *a, **k: (_ for _ in ()).throw(AssertionError("built")))
     assert not runtime.has_data(lab.settings, "experiments")
-    DuckDBExperimentResults(lab.db).save_individual(
+    lab.runtime.results.save_individual(
         IndividualRecord("exp-1", 0, "data-science-mentor", 0, "seed", (), None, {}, "p", 0.5, {})
     )
     assert runtime.analysis_runtime("experiments", env={"FURNACE_HOME": home}).settings.home == lab.settings.home

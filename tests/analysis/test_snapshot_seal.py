@@ -1,4 +1,5 @@
-"""A rewritten Parquet snapshot is refused by ``furnace.analysis.connect()`` (docs/reliability.md)."""
+"""``furnace.analysis.connect()`` reads sealed Parquet snapshots of a home's live store: a rewritten one is
+refused (docs/reliability.md), a missing or pre-seal one is taken afresh from the live store."""
 
 from __future__ import annotations
 
@@ -11,18 +12,20 @@ import pytest
 from furnace.analysis import connect
 from furnace.domain.elixir import parse_elixir
 from furnace.domain.errors import SealError
+from furnace.runtime import Runtime
+from furnace.settings import FurnaceSettings
 from furnace.storage.duckdb import snapshot
-from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.store import DuckDBStore
 
 
-def _home(tmp_path: Path) -> tuple[Path, Path]:
+def _home(tmp_path: Path, *, snapshot_taken: bool = True) -> tuple[Path, Path | None]:
+    """A home with one elixir in its live store, and the snapshot ``furnace snapshot`` takes of it."""
     home = tmp_path / "home"
-    store = DuckDBStore(Database(home / "furnace.duckdb"))
-    store.save_elixir(
+    runtime = Runtime(FurnaceSettings(home=home))
+    runtime.store.save_elixir(
         parse_elixir({"id": "editor", "name": "Editor", "identity": "x", "expertise": ["a"], "principles": ["p"]})
     )
-    folder = snapshot.refresh(store.db)
+    folder = snapshot.refresh(runtime.sql) if snapshot_taken else None
+    runtime.close()
     return home, folder
 
 
@@ -55,3 +58,18 @@ def test_a_sealed_snapshot_reads_and_an_unsealed_one_is_replaced(tmp_path: Path)
     con = connect(home)
     assert con.execute("SELECT name FROM elixir_versions").fetchall() == [("Editor",)]
     assert snapshot.current(home / "snapshots") != folder  # a fresh, sealed snapshot took its place
+
+
+def test_a_first_snapshot_is_taken_of_the_live_store(tmp_path: Path) -> None:
+    home, _ = _home(tmp_path, snapshot_taken=False)
+    assert snapshot.current(home / "snapshots") is None
+    assert connect(home).execute("SELECT name FROM elixir_versions").fetchall() == [("Editor",)]
+    assert snapshot.current(home / "snapshots") is not None
+
+
+def test_a_home_without_a_store_is_refused_and_left_uncreated(tmp_path: Path) -> None:
+    from furnace.domain.errors import StoreError
+
+    with pytest.raises(StoreError, match="no furnace store in"):
+        connect(tmp_path / "typo")
+    assert not (tmp_path / "typo").exists()

@@ -14,7 +14,7 @@ LIBRARY_DIR = resources.LIBRARY_DIR
 
 
 def store_for(home: Path):
-    """The DuckDB store of ``home`` (what the app writes to)."""
+    """The live store of ``home`` (what the app writes to)."""
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
 

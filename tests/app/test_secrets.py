@@ -64,8 +64,9 @@ def test_no_page_shows_the_key(app_home: Path, monkeypatch: pytest.MonkeyPatch) 
         seen.append(len(text))
         assert FAKE_KEY not in text and FAKE_KEY[:12] not in text, page
     assert all(n > 0 for n in seen)  # every page rendered something to scan
-    raw = b"".join(p.read_bytes() for p in app_home.glob("*.duckdb"))
-    assert FAKE_KEY.encode() not in raw
+    stored = list(app_home.glob("furnace.sqlite*"))  # the live store (and its WAL while the app's runtime is open)
+    raw = b"".join(p.read_bytes() for p in stored)
+    assert stored and raw and FAKE_KEY.encode() not in raw
 
 
 def test_furnace_app_binds_loopback_by_default() -> None:

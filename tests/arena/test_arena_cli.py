@@ -1,4 +1,4 @@
-"""The CLI end to end (offline engine, DuckDB): count-off, show, and crash + resume."""
+"""The CLI end to end (offline engine, the home's live store): count-off, show, and crash + resume."""
 
 from __future__ import annotations
 
@@ -18,17 +18,15 @@ from furnace.llm.fakes import FakeLLM
 from furnace.llm.offline import OfflineEngine
 from furnace.runtime import Runtime
 from furnace.settings import FurnaceSettings
-from furnace.storage.duckdb.arena import DuckDBArenaStore
-from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.store import DuckDBStore
 
 from .helpers import IDS, MEMBERS, numbers
 
 
 def _seed_library(home: Path) -> None:
-    store = DuckDBStore(Database(home / "furnace.duckdb"))
+    runtime = Runtime(FurnaceSettings(home=home))
     for data in MEMBERS:
-        store.save_elixir(Elixir.model_validate(data))
+        runtime.store.save_elixir(Elixir.model_validate(data))
+    runtime.close()
 
 
 def _invoke(home: Path, *args: str) -> str:
@@ -104,13 +102,14 @@ def test_killed_after_speaker_two_resumes_speakers_three_and_four(home: Path) ->
     assert [e["member_id"] for e in before if e["type"] == "final_reply"] == planned[:2]
     assert not [e for e in before if e["type"] == "run_finished"]
 
-    db = Database(home / "furnace.duckdb")
+    runtime = Runtime(FurnaceSettings(home=home))
+    db = runtime.sql
     assert db.query("SELECT status FROM arena_runs WHERE run_id = ?", [run_id]) == [("running",)]
 
     # Resume through the same API the CLI uses, with every model call counted.
     engine = OfflineEngine()
     llm = FakeLLM(respond=engine.complete, model_name=engine.model_name)
-    arena = Runtime(FurnaceSettings(home=home)).arena(llm=llm)
+    arena = runtime.arena(llm=llm)
     after = [json.loads(e.model_dump_json()) for e in arena.resume(run_id).events]
     assert after[0]["resumed"] is True
     assert [e["reused"] for e in after if e["type"] == "plan_created"] == [True]
@@ -119,7 +118,7 @@ def test_killed_after_speaker_two_resumes_speakers_three_and_four(home: Path) ->
 
     rows = db.query("SELECT speaker_index, member_id FROM arena_replies WHERE run_id = ? ORDER BY 1", [run_id])
     assert rows == list(enumerate(planned))
-    checkpoints = DuckDBArenaStore(db).checkpoints(run_id)
+    checkpoints = runtime.arena_store().checkpoints(run_id)
     assert {i: c.status for i, c in checkpoints.items()} == dict.fromkeys(range(4), "done")
     assert db.query("SELECT status FROM arena_runs WHERE run_id = ?", [run_id]) == [("finished",)]
     assert [c.task.value for c in llm.calls] == ["reply", "reply"]  # no second plan; 1 and 2 not asked again
@@ -128,3 +127,4 @@ def test_killed_after_speaker_two_resumes_speakers_three_and_four(home: Path) ->
     again = _events(_invoke(home, "arena", "resume", run_id, "--json"))
     assert [e for e in again if e["type"] == "final_reply"] == []
     assert db.query("SELECT count(*) FROM arena_replies WHERE run_id = ?", [run_id]) == [(4,)]
+    runtime.close()

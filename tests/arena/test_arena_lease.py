@@ -16,8 +16,8 @@ from furnace.arena.events import FinalReply
 from furnace.arena.lease import Holder, RunBusy
 from furnace.llm.fakes import FakeLLM
 from furnace.llm.seam import TaskKind
-from furnace.storage.duckdb.arena import DuckDBArenaStore
-from furnace.storage.duckdb.db import Database
+from furnace.storage.sql.arena import SQLArenaStore
+from furnace.storage.sql.db import SQLDatabase, sqlite_url
 
 from .helpers import IDS, OPEN, make_arena, named
 
@@ -116,8 +116,8 @@ def test_a_run_whose_end_was_lost_is_finished_by_resume_without_a_model_call(sto
 
 
 def test_the_last_speakers_record_removes_the_lease_row(tmp_path: Path) -> None:
-    db = Database(tmp_path / "arena.duckdb")
-    store = DuckDBArenaStore(db)
+    db = SQLDatabase(sqlite_url(tmp_path), home=tmp_path)  # a home's live store
+    store = SQLArenaStore(db)
     arena = make_arena(FakeLLM(respond=named), store=store)
     outcome = arena.say(arena.create_session(IDS).id, OPEN)
     assert store.get_run(outcome.run_id).status == "finished"
@@ -126,7 +126,7 @@ def test_the_last_speakers_record_removes_the_lease_row(tmp_path: Path) -> None:
 
 
 def test_two_concurrent_resumes_of_one_turn_call_each_speaker_once(tmp_path: Path) -> None:
-    store = DuckDBArenaStore(Database(tmp_path / "arena.duckdb"))
+    store = SQLArenaStore(SQLDatabase(sqlite_url(tmp_path), home=tmp_path))  # a home's live store
     arena, _, run_id = _interrupted(store)
     inside, release = threading.Event(), threading.Event()
 

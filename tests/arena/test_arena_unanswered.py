@@ -14,8 +14,7 @@ from furnace.domain.errors import LLMTimeout
 from furnace.llm.fakes import FakeLLM
 from furnace.llm.seam import TaskKind
 from furnace.runtime import Runtime
-from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.store import DuckDBStore
+from furnace.settings import FurnaceSettings
 
 from .helpers import IDS, MEMBERS, make_arena
 
@@ -64,9 +63,10 @@ def test_one_reply_is_enough_for_a_finished_run(store) -> None:
 def test_the_cli_exits_1_with_one_line_when_nobody_replied(
     home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    elixirs = DuckDBStore(Database(home / "furnace.duckdb"))
+    library = Runtime(FurnaceSettings(home=home))  # the members, in the home's live store
     for data in MEMBERS:
-        elixirs.save_elixir(Elixir.model_validate(data))
+        library.store.save_elixir(Elixir.model_validate(data))
+    library.close()
     monkeypatch.setattr(Runtime, "llm", FakeLLM(respond=_down))  # every face's model: one that is down
     main(["--home", str(home), "arena", "new", "--members", ",".join(IDS), "--json"])  # exit 0: returns
     session = json.loads(capsys.readouterr().out)["id"]

@@ -1,7 +1,8 @@
 """A small, complete furnace database for the assistant's tests and bench: every kind of fact it answers about.
 
-Written with plain SQL into a real DuckDB file (the same schema furnace migrates), so the
-assistant's read layer is exercised exactly as users run it.
+Written with plain SQL into a real DuckDB file (the same schema furnace migrates, rows without seals).
+:func:`build_live` moves those rows into a home's live store (``furnace.sqlite``) and reads them as the
+assistant does for users: DuckDB SQL over the live store's Parquet snapshot.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from furnace.domain.elixir import parse_elixir
+from furnace.storage.duckdb.assist import DuckDBAssistData
 from furnace.storage.duckdb.db import Database
+from furnace.storage.duckdb.snapshot import SnapshotReader
 from furnace.storage.duckdb.store import DuckDBStore
 
 NOW = datetime(2026, 11, 30, 10, 0)
@@ -203,3 +206,27 @@ def build(path: Path) -> Database:
             [session],
         )
     return db
+
+
+def build_live(folder: Path) -> DuckDBAssistData:
+    """The dataset in the live store of the home ``folder`` (``furnace.sqlite``), read as users' assistants
+    read it (see :func:`live_data`)."""
+    return live_data(build(folder / "dataset.duckdb"), folder)
+
+
+def live_data(source: Database, home: Path) -> DuckDBAssistData:
+    """``source``'s rows (written raw into a DuckDB file in ``home``, so sealed with the home's key) moved
+    into ``home``'s live store, read as the runtime's assist data reads it: DuckDB SQL over a fresh
+    snapshot, a persona's versions and the sessions in the live store (no experiment seals are checked:
+    the rows were written raw)."""
+    from furnace.storage.duckdb import snapshot
+    from furnace.storage.migrate import copy_rows
+    from furnace.storage.sql.assist import SQLAssistSessions
+    from furnace.storage.sql.db import SQLDatabase, sqlite_url
+    from furnace.storage.sql.store import SQLStore
+
+    live = SQLDatabase(sqlite_url(home), home=home)
+    copy_rows(source, live)
+    source.close()
+    snapshot.refresh(live)
+    return DuckDBAssistData(SnapshotReader(live), history=SQLStore(live).history, sessions=SQLAssistSessions(live))

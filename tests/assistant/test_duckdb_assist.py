@@ -1,4 +1,5 @@
-"""The assistant's DuckDB data layer: scoped, parameterised, limited to furnace's tables."""
+"""The assistant's DuckDB data layer over a home's live store (its snapshot): scoped, parameterised, limited to
+furnace's tables."""
 
 from __future__ import annotations
 
@@ -13,12 +14,14 @@ from furnace.assistant.scope import Scope
 from furnace.storage.duckdb.assist import DuckDBAssistData
 from furnace.storage.duckdb.db import Database
 
+from .dataset import live_data
+
 NOW = datetime(2026, 11, 30, 10, 0)
 
 
 @pytest.fixture()
 def data(tmp_path) -> DuckDBAssistData:
-    db = Database(tmp_path / "furnace.duckdb")
+    db = Database(tmp_path / "rows.duckdb")  # rows written raw, then moved into the home's furnace.sqlite
     with db.transaction() as con:
         for i, (pid, name) in enumerate([("empathetic-coach", "Empathetic Coach"), ("go-reviewer", "Go Reviewer")]):
             body = {
@@ -49,7 +52,7 @@ def data(tmp_path) -> DuckDBAssistData:
             " 'b2', 'offline', ?)",
             [json.dumps(["太正式了，活泼点"]), NOW - timedelta(days=1)],
         )
-    return DuckDBAssistData(db)
+    return live_data(db, tmp_path)
 
 
 def test_catalogue_and_scoped_reads(data: DuckDBAssistData) -> None:

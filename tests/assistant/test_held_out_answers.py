@@ -15,7 +15,7 @@ from furnace.assistant.answer import Assistant, AssistantState, Done
 from furnace.llm.offline import OfflineEngine
 from furnace.storage.duckdb.assist import DuckDBAssistData
 from tests.app.helpers import run_experiment, small_demo
-from tests.assistant.dataset import HELD_OUT, NOW, build
+from tests.assistant.dataset import HELD_OUT, NOW, build_live
 from tests.assistant.test_ask_cli import _run as _ask
 from tests.conftest import seed_home
 
@@ -38,7 +38,6 @@ def test_the_best_agent_of_a_run_carries_its_stored_test_figures_and_a_forged_on
 ) -> None:
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
-    from furnace.storage.duckdb.db import Database
 
     home = seed_home(tmp_path / "home")
     monkeypatch.setenv("FURNACE_HOME", str(home))
@@ -74,7 +73,9 @@ def test_the_best_agent_of_a_run_carries_its_stored_test_figures_and_a_forged_on
         **record.summary,
         "held_out": {**held, "agents": {a: {**r, "test": 0.999} for a, r in held["agents"].items()}},
     }
-    Database(home / "furnace.duckdb").execute("UPDATE experiments SET summary = ?", [json.dumps(forged)])
+    runtime = Runtime(FurnaceSettings(home=home))  # the home's live store, written behind furnace's back
+    runtime.sql.execute("UPDATE experiments SET summary = ?", [json.dumps(forged)])
+    runtime.close()
     code, out, err = _ask(capsys, "ask", f"which agent is best in {exp}?")
     assert code == 1 and "0.999" not in out
     assert f"the summary of experiment {exp}" in err and "seal" in err
@@ -82,7 +83,7 @@ def test_the_best_agent_of_a_run_carries_its_stored_test_figures_and_a_forged_on
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> DuckDBAssistData:
-    return DuckDBAssistData(build(tmp_path_factory.mktemp("assist") / "furnace.duckdb"))
+    return build_live(tmp_path_factory.mktemp("assist"))
 
 
 def test_best_agents_show_the_stored_test_figures_and_untested_agents_say_so(data: DuckDBAssistData) -> None:

@@ -10,9 +10,8 @@ import yaml
 from furnace.assistant.answer import Assistant
 from furnace.assistant.evaluation import accuracy, check
 from furnace.llm.offline import OfflineEngine
-from furnace.storage.duckdb.assist import DuckDBAssistData
 
-from .dataset import NOW, build
+from .dataset import NOW, build_live
 
 QUESTIONS = yaml.safe_load((Path(__file__).parent / "questions.yaml").read_text(encoding="utf-8"))
 TUNED = [(lang, item) for lang, items in QUESTIONS["tuned"].items() for item in items]
@@ -20,8 +19,7 @@ TUNED = [(lang, item) for lang, items in QUESTIONS["tuned"].items() for item in 
 
 @pytest.fixture(scope="module")
 def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
-    db = build(tmp_path_factory.mktemp("assist") / "furnace.duckdb")
-    return Assistant(DuckDBAssistData(db), OfflineEngine(), now=lambda: NOW)
+    return Assistant(build_live(tmp_path_factory.mktemp("assist")), OfflineEngine(), now=lambda: NOW)
 
 
 def test_the_set_has_sixty_phrasings_per_language_and_covers_every_intent() -> None:

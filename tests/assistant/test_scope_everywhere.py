@@ -9,12 +9,12 @@ from furnace.assistant.queries import SHAPES
 from furnace.llm.offline import OfflineEngine
 from furnace.storage.duckdb.assist import DuckDBAssistData
 
-from .dataset import AGENTS, NOW, build
+from .dataset import AGENTS, NOW, build_live
 
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory: pytest.TempPathFactory) -> DuckDBAssistData:
-    return DuckDBAssistData(build(tmp_path_factory.mktemp("scope") / "furnace.duckdb"))
+    return build_live(tmp_path_factory.mktemp("scope"))
 
 
 def ask(assistant: Assistant, state: AssistantState, question: str) -> tuple[Done, Meta | None]:

@@ -19,9 +19,8 @@ from furnace.assistant.evaluation import accuracy, check_dialog
 from furnace.assistant.intent import CLARIFY_BELOW, classify
 from furnace.llm.fakes import FakeLLM
 from furnace.llm.offline import OfflineEngine
-from furnace.storage.duckdb.assist import DuckDBAssistData
 
-from .dataset import AGENTS, EXPERIMENTS, NOW, PERSONAS, SEEDS, build
+from .dataset import AGENTS, EXPERIMENTS, NOW, PERSONAS, SEEDS, build_live
 
 SET = yaml.safe_load((Path(__file__).parent / "questions.yaml").read_text(encoding="utf-8"))["understanding"]
 BRIEF = [(lang, item) for lang, items in SET["brief"].items() for item in items]
@@ -68,8 +67,7 @@ def truth(fact: str, arg: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
-    db = build(tmp_path_factory.mktemp("understand") / "furnace.duckdb")
-    return Assistant(DuckDBAssistData(db), OfflineEngine(), now=lambda: NOW)
+    return Assistant(build_live(tmp_path_factory.mktemp("understand")), OfflineEngine(), now=lambda: NOW)
 
 
 def test_the_set_is_large_and_bilingual() -> None:
@@ -114,7 +112,7 @@ def test_rules_report_how_sure_they_are() -> None:
 
 
 def test_a_contested_question_asks_the_model_and_takes_a_sure_answer(tmp_path: Path) -> None:
-    data = DuckDBAssistData(build(tmp_path / "furnace.duckdb"))
+    data = build_live(tmp_path)
     llm = FakeLLM([{"intent": "experiments", "confidence": 0.9}])
     done, meta = _ask(Assistant(data, llm, now=lambda: NOW), AssistantState(), "show me the runs history")
     assert llm.calls[0].inputs["mode"] == "classify" and not done.clarify
@@ -132,7 +130,7 @@ def test_a_contested_question_asks_the_model_and_takes_a_sure_answer(tmp_path: P
 def test_an_unsure_model_leaves_a_clarifying_question_in_the_users_language(
     tmp_path: Path, question: str, readings: tuple[str, str]
 ) -> None:
-    data = DuckDBAssistData(build(tmp_path / "furnace.duckdb"))
+    data = build_live(tmp_path)
     llm = FakeLLM([{"intent": "experiments", "confidence": CLARIFY_BELOW / 2}])
     done, meta = _ask(Assistant(data, llm, now=lambda: NOW), AssistantState(), question)
     assert done.needs_clarification and done.result is None and meta is None

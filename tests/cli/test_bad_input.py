@@ -65,7 +65,7 @@ def test_an_empty_home_is_a_user_error_and_creates_nothing(capsys, tmp_path: Pat
     monkeypatch.delenv("FURNACE_HOME")
     err = _one_line_user_error(*_run(capsys, "--home", " ", "import", GO)[::2])
     assert "--home is empty" in err
-    assert list(tmp_path.iterdir()) == []  # no furnace.duckdb in the current folder, no ./data
+    assert list(tmp_path.iterdir()) == []  # no furnace.sqlite in the current folder, no ./data
 
 
 # --- paths and files ----------------------------------------------------------------------------
@@ -88,7 +88,7 @@ def test_an_os_error_on_the_users_output_path_is_a_user_error(capsys, home: Path
 
 def _seeded_then_truncated(home: Path, keep: float) -> Path:
     seed_home(home)
-    db = home / "furnace.duckdb"
+    db = home / "furnace.sqlite"
     size = db.stat().st_size
     with db.open("r+b") as file:
         file.truncate(int(size * keep))
@@ -100,16 +100,46 @@ def _seeded_then_truncated(home: Path, keep: float) -> Path:
 def test_a_truncated_database_is_a_user_error(capsys, home: Path, keep: float, argv: tuple[str, ...]) -> None:
     _seeded_then_truncated(home, keep)
     err = _one_line_user_error(*_run(capsys, *argv)[::2])
-    assert "furnace.duckdb" in err and "damaged" in err
+    assert "furnace.sqlite" in err and "damaged" in err
 
 
-@pytest.mark.parametrize(
-    "content", [b"", b"id: not a database\n", bytes(range(256)) * 64], ids=["empty", "text", "bin"]
-)
-def test_a_foreign_database_file_is_a_user_error(capsys, home: Path, content: bytes) -> None:
-    (home / "furnace.duckdb").write_bytes(content)
+def _duckdb_file(path: Path) -> bytes:
+    """The bytes of another engine's database (a DuckDB file, as furnace homes once held)."""
+    import duckdb
+
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE elixirs (id TEXT)")
+    con.close()
+    content = path.read_bytes()
+    path.unlink()
+    return content
+
+
+@pytest.mark.parametrize("content", ["text", "bin", "duckdb"])
+def test_a_foreign_database_file_is_a_user_error(capsys, home: Path, tmp_path: Path, content: str) -> None:
+    foreign = {
+        "text": lambda: b"id: not a database\n",
+        "bin": lambda: bytes(range(256)) * 64,
+        "duckdb": lambda: _duckdb_file(tmp_path / "other.duckdb"),
+    }[content]()
+    (home / "furnace.sqlite").write_bytes(foreign)
     err = _one_line_user_error(*_run(capsys, "elixir", "list")[::2])
-    assert "furnace.duckdb" in err
+    assert "furnace.sqlite" in err and "not a furnace database" in err
+    assert (home / "furnace.sqlite").read_bytes() == foreign  # the user's file is left as it was
+
+
+def test_a_folder_in_the_databases_place_is_a_user_error(capsys, home: Path) -> None:
+    (home / "furnace.sqlite").mkdir()
+    err = _one_line_user_error(*_run(capsys, "elixir", "list")[::2])
+    assert str(home / "furnace.sqlite") in err and "a folder in its place" in err
+
+
+def test_an_empty_database_file_becomes_a_new_store(capsys, home: Path) -> None:
+    """SQLite takes an empty file for an empty database (``touch furnace.sqlite``): furnace makes its store in it."""
+    (home / "furnace.sqlite").write_bytes(b"")
+    assert _run(capsys, "import", GO)[0] == EXIT_OK
+    code, out, err = _run(capsys, "elixir", "list")
+    assert code == EXIT_OK and "go-reviewer" in out, err
 
 
 # --- a missing home -----------------------------------------------------------------------------
@@ -155,4 +185,4 @@ def test_a_writer_still_creates_the_home(capsys, tmp_path: Path, monkeypatch) ->
     missing = tmp_path / "new"
     monkeypatch.setenv("FURNACE_HOME", str(missing))
     code, _, err = _run(capsys, "import", GO)
-    assert code == EXIT_OK and "created FURNACE_HOME" in err and (missing / "furnace.duckdb").exists()
+    assert code == EXIT_OK and "created FURNACE_HOME" in err and (missing / "furnace.sqlite").exists()

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import update
 
 from furnace.cli import EXIT_OK, main
 from furnace.llm.seam import Completion
-from furnace.runtime import build_llm
+from furnace.runtime import Runtime
 from furnace.settings import FurnaceSettings
-from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.llm_calls import DuckDBResponseCache
+from furnace.storage.sql.llm_calls import SQLResponseCache
+from furnace.storage.sql.schema import llm_responses, utcnow
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -25,15 +27,17 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 
 
 def _seed(home: Path, ages_days: dict[str, float]) -> None:
-    db = Database(FurnaceSettings(home=home).db_path)
-    cache = DuckDBResponseCache(db, ttl_s=None)
+    """Cached responses in the home's live store, each dated ``age`` days back."""
+    runtime = Runtime(FurnaceSettings(home=home))
+    cache = SQLResponseCache(runtime.sql, ttl_s=None)
     for key, age in ages_days.items():
         cache.put(key, Completion(text=key, model="m"), task="judge")
-        db.execute(
-            "UPDATE llm_responses SET created_at = now()::TIMESTAMP - to_days(CAST(? AS INTEGER)) WHERE cache_key = ?",
-            [int(age), key],
+        runtime.sql.execute(
+            update(llm_responses)
+            .where(llm_responses.c.cache_key == key)
+            .values(created_at=utcnow() - timedelta(days=age))
         )
-    db.close()
+    runtime.close()
 
 
 def test_stats_and_prune_by_the_ttl(capsys, home: Path, monkeypatch) -> None:
@@ -52,9 +56,8 @@ def test_stats_and_prune_by_the_ttl(capsys, home: Path, monkeypatch) -> None:
 
 def test_an_expired_response_is_not_served_and_is_purged_when_the_model_is_built(home: Path) -> None:
     _seed(home, {"old": 100, "fresh": 0})
-    settings = FurnaceSettings(home=home, cache_ttl_days=90)
-    db = Database(settings.db_path)
-    llm = build_llm(settings, db=db)  # the automatic purge
-    assert [r[0] for r in db.query("SELECT cache_key FROM llm_responses")] == ["fresh"]
+    runtime = Runtime(FurnaceSettings(home=home, cache_ttl_days=90))
+    llm = runtime.llm  # building the model runs the automatic purge
+    assert [r[0] for r in runtime.sql.query("SELECT cache_key FROM llm_responses")] == ["fresh"]
     assert llm.cache.get("fresh") is not None and llm.cache.get("old") is None
-    db.close()
+    runtime.close()

@@ -60,7 +60,7 @@ def test_missing_home_is_created_and_announced_by_a_writer(capsys, tmp_path: Pat
     code, _, err = _run(capsys, "import", str(resources.LIBRARY_DIR / "go-reviewer.yaml"))
     assert code == EXIT_OK
     assert f"created FURNACE_HOME {missing.resolve()}" in err
-    assert (missing / "furnace.duckdb").exists()
+    assert (missing / "furnace.sqlite").exists()
     # now it exists, a read command works and says nothing about creating it
     code, out, err = _run(capsys, "elixir", "list")
     assert code == EXIT_OK and "go-reviewer" in out and "created" not in err

@@ -66,17 +66,20 @@ def test_no_secret_in_any_stored_row(runner, home, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", secret)
     invoke(runner, "fuse", "data-science-mentor", "socratic-math-tutor", "--operator", "crossover", "--seed", "9")
     invoke(runner, "fuse", "data-science-mentor", "--seed", "9")
-    import duckdb
+    from sqlalchemy import inspect
 
-    con = duckdb.connect(str(home / "furnace.duckdb"), read_only=True)
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
+    runtime = Runtime(FurnaceSettings(home=home))
     try:
-        tables = [r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()]
-        assert "kv" in tables
+        tables = inspect(runtime.sql.engine).get_table_names()
+        assert "kv" in tables and runtime.sql.query("SELECT count(*) FROM kv")[0][0] > 0
         for table in tables:
-            for row in con.execute(f'SELECT * FROM "{table}"').fetchall():
+            for row in runtime.sql.query(f'SELECT * FROM "{table}"'):
                 assert secret not in repr(row), f"secret found in {table}"
     finally:
-        con.close()
+        runtime.close()
 
 
 @pytest.mark.slow
@@ -108,10 +111,12 @@ def test_two_cli_processes_fusing_at_once_agree(runner, home) -> None:
         assert p.returncode == 0, err
         outs.append(json.loads(out))
     assert outs[0]["id"] == outs[1]["id"] and outs[0]["lineage_hash"] == outs[1]["lineage_hash"]
-    from furnace.storage.duckdb.db import Database
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
 
-    db = Database(home / "furnace.duckdb")
+    runtime = Runtime(FurnaceSettings(home=home))
     key = "synth:" + outs[0]["lineage_hash"]
-    assert len(db.query("SELECT key FROM kv WHERE key = ?", [key])) == 1
+    assert len(runtime.sql.query("SELECT key FROM kv WHERE key = ?", [key])) == 1
+    runtime.close()
     shown = json.loads(invoke(runner, "agent", "show", outs[0]["id"], "--json"))
     assert shown["id"] == outs[0]["id"]

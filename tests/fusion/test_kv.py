@@ -1,4 +1,5 @@
-"""MemoryKV and DuckDBKV: insert-if-absent, TTL, and two processes racing on one key."""
+"""The synthesis cache's key-value stores (memory, DuckDB, SQLite, PostgreSQL): insert-if-absent, TTL, and two
+processes racing on one key of a home's live store."""
 
 from __future__ import annotations
 
@@ -14,6 +15,13 @@ import pytest
 from furnace.fusion.synthesis import MemoryKV, SubResultCache, SynthesisCache, put_many
 from furnace.storage.duckdb.db import Database
 from furnace.storage.duckdb.kv import DuckDBKV
+from furnace.storage.sql.db import SQLDatabase, sqlite_url
+from furnace.storage.sql.kv import SQLKV
+
+
+def _live(home: Path) -> SQLDatabase:
+    """``home``'s live store (``furnace.sqlite``), as a new process opens it."""
+    return SQLDatabase(sqlite_url(home), home=home)
 
 
 class Clock:
@@ -63,28 +71,35 @@ def test_sub_results_are_cached_by_content(kv_and_clock) -> None:
     assert sub.get_or_compute("identity", {"parents": ["a", "c"]}, lambda: "Y") == "Y"
 
 
-def test_synthesis_cache_on_duckdb_survives_a_new_cache_object(tmp_path) -> None:
-    db = Database(tmp_path / "s.duckdb")
+def test_synthesis_cache_on_the_live_store_survives_a_new_cache_object(tmp_path) -> None:
+    from sqlalchemy import select
+
+    from furnace.storage.sql.schema import kv
+
+    db = _live(tmp_path)
     built = []
-    value, hit = SynthesisCache(DuckDBKV(db)).get_or_build("h1", lambda: built.append(1) or {"prompt": "p"})
+    value, hit = SynthesisCache(SQLKV(db)).get_or_build("h1", lambda: built.append(1) or {"prompt": "p"})
     assert not hit and value["prompt"] == "p" and value["lineage_hash"] == "h1" and "built_at" in value
-    value2, hit2 = SynthesisCache(DuckDBKV(db)).get_or_build("h1", lambda: built.append(1) or {"prompt": "q"})
+    again = SynthesisCache(SQLKV(_live(tmp_path)))  # another process on the same home
+    value2, hit2 = again.get_or_build("h1", lambda: built.append(1) or {"prompt": "q"})
     assert hit2 and value2 == value and built == [1]
-    row = db.query_dicts("SELECT key, created_at, expires_at FROM kv")
-    assert row[0]["key"] == "synth:h1" and row[0]["expires_at"] > row[0]["created_at"]
+    [(key, created_at, expires_at)] = db.query(select(kv.c.key, kv.c.created_at, kv.c.expires_at))
+    assert key == "synth:h1" and expires_at > created_at
 
 
 RACER = textwrap.dedent(
     """
     import json, os, sys, time
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.kv import DuckDBKV
+    from pathlib import Path
+    from furnace.storage.sql.db import SQLDatabase, sqlite_url
+    from furnace.storage.sql.kv import SQLKV
     from furnace.fusion.synthesis import SynthesisCache
-    db = Database(sys.argv[1])
+    home = Path(sys.argv[1])
+    db = SQLDatabase(sqlite_url(home), home=home)
     open(sys.argv[2] + ".ready.%d" % os.getpid(), "w").close()
     while not os.path.exists(sys.argv[2]):  # both racers start together
         time.sleep(0.001)
-    cache = SynthesisCache(DuckDBKV(db))
+    cache = SynthesisCache(SQLKV(db))
     value, hit = cache.get_or_build("race", lambda: {"prompt": "built by %d" % os.getpid(), "pid": os.getpid()})
     print(json.dumps({"pid": os.getpid(), "value": value, "hit": hit, "builds": cache.builds}))
     """
@@ -92,8 +107,8 @@ RACER = textwrap.dedent(
 
 
 def test_two_processes_racing_on_one_key_agree_on_one_winner(tmp_path: Path) -> None:
-    path = tmp_path / "race.duckdb"
-    Database(path)  # migrate once up front
+    path = tmp_path / "home"
+    _live(path).close()  # migrate once up front (and the key file made)
     go = tmp_path / "go"
     procs = [
         subprocess.Popen(
@@ -114,8 +129,9 @@ def test_two_processes_racing_on_one_key_agree_on_one_winner(tmp_path: Path) -> 
     assert values[0] == values[1]
     winner = values[0]["pid"]
     assert winner in {o["pid"] for o in outs}
-    assert DuckDBKV(Database(path)).get("synth:race")["pid"] == winner
-    assert len(Database(path).query("SELECT key FROM kv WHERE key = 'synth:race'")) == 1
+    db = _live(path)
+    assert SQLKV(db).get("synth:race")["pid"] == winner
+    assert len(db.query("SELECT key FROM kv WHERE key = 'synth:race'")) == 1
 
 
 def test_a_new_key_is_one_statement_on_duckdb(tmp_path: Path) -> None:

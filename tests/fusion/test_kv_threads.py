@@ -1,15 +1,15 @@
-"""DuckDBKV under threads of one process: concurrent inserts of one key all see one winner."""
+"""The live store's key-value table under threads of one process: concurrent inserts of one key see one winner."""
 
 from __future__ import annotations
 
 import threading
 
-from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.kv import DuckDBKV
+from furnace.storage.sql.db import SQLDatabase, sqlite_url
+from furnace.storage.sql.kv import SQLKV
 
 
 def test_threads_racing_on_one_key_agree_on_the_winner(tmp_path) -> None:
-    kv = DuckDBKV(Database(tmp_path / "furnace.duckdb"))
+    kv = SQLKV(SQLDatabase(sqlite_url(tmp_path), home=tmp_path))  # a home's furnace.sqlite
     results: list[dict] = []
     errors: list[BaseException] = []
     start = threading.Barrier(16)

@@ -1,4 +1,4 @@
-"""Embeddings kept by text hash in the store: the model is used only for texts never seen."""
+"""Embeddings kept by text hash in the home's live store: the model is used only for texts never seen."""
 
 from __future__ import annotations
 
@@ -9,10 +9,15 @@ from pathlib import Path
 import pytest
 
 from furnace.fusion.embedding import HashEmbedder, StoredEmbedder, text_hash
-from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.embeddings import DuckDBVectors
+from furnace.storage.sql.db import SQLDatabase, sqlite_url
+from furnace.storage.sql.kv import SQLVectors
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _vectors(home: Path) -> SQLVectors:
+    """The vector table of ``home``'s live store (``furnace.sqlite``), as a new process opens it."""
+    return SQLVectors(SQLDatabase(sqlite_url(home), home=home))
 
 
 class Counting:
@@ -29,15 +34,14 @@ class Counting:
 
 
 def test_only_unseen_texts_reach_the_model_and_vectors_survive_the_process(tmp_path: Path) -> None:
-    db = Database(tmp_path / "furnace.duckdb")
     first = Counting()
-    embedder = StoredEmbedder(first, DuckDBVectors(db))
+    embedder = StoredEmbedder(first, _vectors(tmp_path))
     vectors = embedder.embed(["Answer briefly.", "Cite sources.", "Answer briefly."])
     assert first.asked == ["Answer briefly.", "Cite sources."]  # a repeated text is embedded once
     assert vectors[0] == vectors[2] == first.inner.embed(["Answer briefly."])[0]
 
     again = Counting()  # a new embedder (a new process would read the same table)
-    other = StoredEmbedder(again, DuckDBVectors(Database(tmp_path / "furnace.duckdb")))
+    other = StoredEmbedder(again, _vectors(tmp_path))
     assert other.embed(["Cite sources.", "Answer briefly.", "Be kind."]) == [
         vectors[1],
         vectors[0],
@@ -48,7 +52,7 @@ def test_only_unseen_texts_reach_the_model_and_vectors_survive_the_process(tmp_p
 
 
 def test_vectors_are_kept_per_model(tmp_path: Path) -> None:
-    vectors = DuckDBVectors(Database(tmp_path / "furnace.duckdb"))
+    vectors = _vectors(tmp_path)
     vectors.put_many("model-a", {text_hash("x"): [1.0, 0.0]})
     assert vectors.get_many("model-b", [text_hash("x")]) == {}
     assert vectors.get_many("model-a", [text_hash("x"), text_hash("y")]) == {text_hash("x"): [1.0, 0.0]}
@@ -58,10 +62,12 @@ _COLD = """
 import sys
 from furnace.adapters.minilm_embedder import MODEL_NAME, MiniLMEmbedder
 from furnace.fusion.embedding import StoredEmbedder
-from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.embeddings import DuckDBVectors
+from pathlib import Path
+from furnace.storage.sql.db import SQLDatabase, sqlite_url
+from furnace.storage.sql.kv import SQLVectors
 
-embedder = StoredEmbedder(MiniLMEmbedder(), DuckDBVectors(Database(sys.argv[1])))
+home = Path(sys.argv[1])
+embedder = StoredEmbedder(MiniLMEmbedder(), SQLVectors(SQLDatabase(sqlite_url(home), home=home)))
 print(len(embedder.embed(["Answer briefly.", "Cite sources."])), embedder.computed, "torch" in sys.modules)
 """
 
@@ -69,13 +75,11 @@ print(len(embedder.embed(["Answer briefly.", "Cite sources."])), embedder.comput
 def test_a_cold_process_with_every_text_stored_never_imports_the_embedding_stack(tmp_path: Path) -> None:
     from furnace.adapters.minilm_embedder import MODEL_NAME
 
-    path = tmp_path / "furnace.duckdb"
-    DuckDBVectors(Database(path)).put_many(
-        MODEL_NAME, {text_hash(t): [0.5] * 384 for t in ("Answer briefly.", "Cite sources.")}
-    )
-    Database(path).close()
+    stored = _vectors(tmp_path)
+    stored.put_many(MODEL_NAME, {text_hash(t): [0.5] * 384 for t in ("Answer briefly.", "Cite sources.")})
+    stored.db.close()
     out = subprocess.run(
-        [sys.executable, "-c", _COLD, str(path)], cwd=REPO, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", _COLD, str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["2", "0", "False"]
@@ -84,5 +88,5 @@ def test_a_cold_process_with_every_text_stored_never_imports_the_embedding_stack
 @pytest.mark.parametrize("texts", [[], ["only"]])
 def test_empty_and_single_batches(tmp_path: Path, texts: list[str]) -> None:
     inner = Counting()
-    embedder = StoredEmbedder(inner, DuckDBVectors(Database(tmp_path / "furnace.duckdb")))
+    embedder = StoredEmbedder(inner, _vectors(tmp_path))
     assert len(embedder.embed(texts)) == len(texts)

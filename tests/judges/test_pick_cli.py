@@ -30,7 +30,7 @@ def _calls(home: Path) -> int:
 
     runtime = Runtime(FurnaceSettings(home=home))
     try:
-        return int(runtime.db.query("SELECT count(*) FROM llm_calls WHERE NOT cached")[0][0])
+        return int(runtime.sql.query("SELECT count(*) FROM llm_calls WHERE NOT cached")[0][0])
     finally:
         runtime.close()
 
@@ -39,6 +39,7 @@ def test_a_session_is_blind_stored_and_undone(
     experiment: str, home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = _calls(home)
+    assert before > 0  # the run paid for its replies: the count below can show a new call
     code, out, err = run(
         capsys, "pick", experiment, "--who", "ana", "--count", "3", "--seed", "5", stdin="a\nwarmer\nt\n\nq\n"
     )

@@ -120,11 +120,12 @@ def test_a_bad_pick_is_refused() -> None:
 _PICKER = textwrap.dedent(
     """
     import sys
+    from pathlib import Path
+    from furnace.runtime import Runtime
     from furnace.scoring.picks import Pick, new_pick_id
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.picks import DuckDBPicks
+    from furnace.settings import FurnaceSettings
 
-    picks = DuckDBPicks(Database(sys.argv[1], lock_timeout_s=60))
+    picks = Runtime(FurnaceSettings(home=Path(sys.argv[1]))).picks
     print("ready", flush=True)
     for i in range(int(sys.argv[2])):
         picks.add(Pick(new_pick_id(), "exp-1", "p", "agt-a", 1, "agt-b", 1, "B", "bo", reason=f"bo {i}"))
@@ -134,11 +135,13 @@ _PICKER = textwrap.dedent(
 
 @pytest.mark.slow
 def test_two_people_in_two_processes_lose_no_pick(tmp_path: Path) -> None:
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.picks import DuckDBPicks
+    """Two ``furnace pick`` sessions on one home's live store, each in its own process."""
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
 
-    path = tmp_path / "shared.duckdb"
-    picks = DuckDBPicks(Database(path, lock_timeout_s=60))
+    path = tmp_path / "home"
+    runtime = Runtime(FurnaceSettings(home=path))
+    picks = runtime.picks
     picks.picks("exp-1")  # migrated before the other process opens it
     n = 15
     repo = Path(__file__).resolve().parents[2]
@@ -159,6 +162,7 @@ def test_two_people_in_two_processes_lose_no_pick(tmp_path: Path) -> None:
             proc.kill()
     assert proc.returncode == 0, err
     reasons = {p.reason for p in picks.picks("exp-1")}
+    runtime.close()
     assert reasons == {f"ana {i}" for i in range(n)} | {f"bo {i}" for i in range(n)}
 
 
@@ -180,22 +184,31 @@ def test_a_pick_changed_outside_furnace_is_refused_by_name(
 def test_a_runtime_on_the_relational_store_keeps_its_picks_there(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A home's picks live in its ``furnace.sqlite``; with ``FURNACE_DATABASE_URL`` they live in the
+    database it names, and the home's own file is left alone."""
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
     from furnace.storage.sql.picks import SQLPicks
 
-    monkeypatch.setenv("FURNACE_DATABASE_URL", f"sqlite:///{tmp_path / 'furnace.sqlite'}")
-    runtime = Runtime(FurnaceSettings(home=tmp_path))
+    home = tmp_path / "home"
+    runtime = Runtime(FurnaceSettings(home=home))
     try:
-        assert isinstance(runtime.picks, SQLPicks)
+        assert isinstance(runtime.picks, SQLPicks) and runtime.sql.path == (home / "furnace.sqlite").resolve()
         kept = runtime.picks.add(_pick())
-        assert runtime.sql is not None
         assert runtime.sql.query("SELECT pick_id, seal IS NOT NULL FROM human_picks") == [(kept.pick_id, True)]
     finally:
         runtime.close()
-    monkeypatch.delenv("FURNACE_DATABASE_URL")
-    runtime = Runtime(FurnaceSettings(home=tmp_path / "duck"))
+    monkeypatch.setenv("FURNACE_DATABASE_URL", f"sqlite:///{tmp_path / 'team.sqlite'}")
+    runtime = Runtime(FurnaceSettings(home=home))
     try:
-        assert not isinstance(runtime.picks, SQLPicks) and runtime.picks.picks("exp-1") == []
+        assert runtime.picks.picks("exp-1") == []  # the team's database, not the home's file
+        other = runtime.picks.add(_pick(who="bo"))
+        assert runtime.sql.query("SELECT pick_id FROM human_picks") == [(other.pick_id,)]
+    finally:
+        runtime.close()
+    monkeypatch.delenv("FURNACE_DATABASE_URL")
+    runtime = Runtime(FurnaceSettings(home=home))
+    try:
+        assert [p.pick_id for p in runtime.picks.picks("exp-1")] == [kept.pick_id]
     finally:
         runtime.close()

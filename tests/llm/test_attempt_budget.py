@@ -66,15 +66,19 @@ def _content(llm) -> None:
 
     from fusion.conftest import COACH, make_elixir
 
-    from furnace.storage.duckdb.content import DuckDBContentStore
-    from furnace.storage.duckdb.db import Database
     from furnace.storage.memory import MemoryStore
+    from furnace.storage.sql.content import SQLContentStore
+    from furnace.storage.sql.db import SQLDatabase, sqlite_url
     from furnace.writing.content import generate_content
 
     store = MemoryStore()
     ref = store.save_elixir(make_elixir("Data Coach", **COACH))
-    db = Database(pathlib.Path(tempfile.mkdtemp()) / "c.duckdb")
-    generate_content(store, DuckDBContentStore(db), llm, persona_id=ref.id, topic="sunscreen")
+    home = pathlib.Path(tempfile.mkdtemp())
+    db = SQLDatabase(sqlite_url(home), home=home)  # a home's live store
+    try:
+        generate_content(store, SQLContentStore(db), llm, persona_id=ref.id, topic="sunscreen")
+    finally:
+        db.close()
 
 
 def _arena(llm) -> None:

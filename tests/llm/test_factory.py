@@ -11,10 +11,9 @@ from furnace.adapters.litellm_client import LiteLLMClient
 from furnace.llm.cache import CachedLLM, MemoryCallLedger, MemoryResponseCache
 from furnace.llm.offline import OfflineEngine
 from furnace.llm.seam import OFFLINE_MODEL_NAME, TaskKind, system_user
-from furnace.runtime import build_llm
+from furnace.runtime import Runtime, build_llm
 from furnace.settings import FurnaceSettings
-from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.llm_calls import DuckDBCallLedger, DuckDBResponseCache
+from furnace.storage.sql.llm_calls import SQLCallLedger, SQLResponseCache
 
 PERSONA = {"name": "Ada", "language": "en", "identity": "x", "expertise": ["testing"], "principles": ["Be precise."]}
 
@@ -26,15 +25,18 @@ def test_offline_by_default_in_memory(settings):
     assert llm.model_name == OFFLINE_MODEL_NAME == settings.model_name
 
 
-def test_offline_with_duckdb_caches_across_instances(settings):
-    db = Database(settings.db_path)
+def test_offline_on_the_live_store_caches_across_runtimes(settings):
     request = system_user(TaskKind.REPLY, "sys", "hi", inputs={"persona": PERSONA, "message": "How to start?"})
-    first = build_llm(settings, db=db)
-    assert isinstance(first.cache, DuckDBResponseCache) and isinstance(first.ledger, DuckDBCallLedger)
+    runtime = Runtime(settings)
+    first = runtime.llm
+    assert isinstance(first.cache, SQLResponseCache) and isinstance(first.ledger, SQLCallLedger)
     made = first.for_run("r1").complete(request)
-    served = build_llm(settings, db=Database(settings.db_path)).for_run("r2").complete(request)
+    other = Runtime(settings)  # another process on the same home
+    served = other.llm.for_run("r2").complete(request)
+    other.close()
     assert not made.cached and served.cached and served.text == made.text
     assert first.totals("r1").calls == 1 and first.totals("r2").cached_calls == 1
+    runtime.close()
 
 
 def test_model_setting_builds_litellm_client(home):

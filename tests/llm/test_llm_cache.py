@@ -1,4 +1,5 @@
-"""CachedLLM: response cache, single-flight and accounting, on memory and DuckDB storage."""
+"""CachedLLM: response cache, single-flight and accounting, in memory and in the stores (a home's live store,
+SQLite or PostgreSQL, and an old home's DuckDB file)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,31 @@ def storage(request, tmp_path):
 
 def ask(user: str = "hello", **kwargs):
     return system_user(TaskKind.REPLY, "sys", user, **kwargs)
+
+
+class _File:
+    """One database file, each :meth:`open` a new process's view of it: a home's live store (SQLite), or an
+    old home's DuckDB file."""
+
+    def __init__(self, kind: str, folder) -> None:
+        self.kind, self.folder = kind, folder
+
+    def open(self):
+        """(the database, a response cache and a call ledger on it, nothing in their memory)."""
+        if self.kind == "duckdb":
+            db = Database(self.folder / "f.duckdb")
+            return db, DuckDBResponseCache(db), DuckDBCallLedger(db)
+        from furnace.storage.sql.db import SQLDatabase, sqlite_url
+        from furnace.storage.sql.llm_calls import SQLCallLedger, SQLResponseCache
+
+        sql = SQLDatabase(sqlite_url(self.folder), home=self.folder)
+        ledger = SQLCallLedger(sql)
+        return sql, SQLResponseCache(sql, ledger=ledger), ledger
+
+
+@pytest.fixture(params=["sqlite", "duckdb"])
+def stored(request, tmp_path) -> _File:
+    return _File(request.param, tmp_path)
 
 
 def test_repeat_is_served_from_cache_without_inner_call(storage):
@@ -147,30 +173,28 @@ def test_single_flight_shares_the_error(storage):
     assert llm.cache.get(ask("same").cache_key("fake")) is None
 
 
-def test_duckdb_cache_survives_a_new_process_view(tmp_path):
-    path = tmp_path / "f.duckdb"
+def test_the_stored_cache_survives_a_new_process_view(stored):
     first_inner = FakeLLM(respond=lambda r: {"score": 0.5})
-    llm = CachedLLM(first_inner, DuckDBResponseCache(Database(path)), DuckDBCallLedger(Database(path)))
+    llm = CachedLLM(first_inner, *stored.open()[1:])
     made = llm.complete(ask(json_schema={"type": "object"}))
     assert made.parsed == {"score": 0.5}
     llm.ledger.flush()  # what the first process does at exit
 
-    # A fresh Database and CachedLLM on the same file: no inner call at all.
+    # A fresh database object and CachedLLM on the same file: no inner call at all.
     again_inner = FakeLLM()
-    again = CachedLLM(again_inner, DuckDBResponseCache(Database(path)), DuckDBCallLedger(Database(path)))
+    again = CachedLLM(again_inner, *stored.open()[1:])
     served = again.complete(ask(json_schema={"type": "object"}))
     assert served.cached and served.parsed == {"score": 0.5} and again_inner.calls == []
     assert again.totals().calls == 2  # both processes' rows are in one ledger
 
 
-def test_duckdb_put_is_insert_if_absent(tmp_path):
-    db = Database(tmp_path / "f.duckdb")
-    cache = DuckDBResponseCache(db)
+def test_a_stored_put_is_insert_if_absent(stored):
+    db, cache, _ = stored.open()
     assert cache.put("k", priced("first"), task="reply") is True
-    other = DuckDBResponseCache(db)  # another process's view, with its own memory
+    other = stored.open()[1]  # another process's view, with its own memory
     assert other.put("k", priced("second")) is False
     assert other.get("k").text == "first" and cache.get("k").text == "first"
-    assert db.query("SELECT count(*), any_value(task) FROM llm_responses") == [(1, "reply")]
+    assert db.query("SELECT count(*), min(task) FROM llm_responses") == [(1, "reply")]
 
 
 def test_duckdb_ledger_rows_and_batching(tmp_path):
@@ -233,38 +257,36 @@ def test_a_ledger_collected_while_the_ledger_registry_is_locked_does_not_deadloc
     assert db.query("SELECT count(*) FROM llm_calls WHERE run_id = 'r2'") == [(1,)]
 
 
-def test_a_forged_cached_response_is_a_counted_miss_and_is_replaced(tmp_path):
+def test_a_forged_cached_response_is_a_counted_miss_and_is_replaced(stored):
     """Someone who can write the database but not read the key replaces a cached answer: it is never
     served (a miss, counted, the model asked again) and the fresh answer replaces it."""
-    db = Database(tmp_path / "f.duckdb")
-    cache = DuckDBResponseCache(db)
+    db, cache, ledger = stored.open()
     inner = FakeLLM(respond=lambda r: priced("the real answer"))
-    CachedLLM(inner, cache, DuckDBCallLedger(db)).complete(ask(seed=1))
-    [(key, text)] = db.query("SELECT cache_key, completion::VARCHAR FROM llm_responses")
+    CachedLLM(inner, cache, ledger).complete(ask(seed=1))
+    [(key, text)] = db.query("SELECT cache_key, CAST(completion AS TEXT) FROM llm_responses")
     forged = Completion.model_validate_json(text).model_copy(update={"text": "EvilBot says: send me your password."})
     db.execute("UPDATE llm_responses SET completion = ? WHERE cache_key = ?", [forged.model_dump_json(), key])
 
-    fresh_cache = DuckDBResponseCache(db)  # another process: nothing in its memory layer
-    llm = CachedLLM(inner, fresh_cache, DuckDBCallLedger(db))
+    _, fresh_cache, fresh_ledger = stored.open()  # another process: nothing in its memory layer
+    llm = CachedLLM(inner, fresh_cache, fresh_ledger)
     assert fresh_cache.stats()["bad_seals"] == 1
     answer = llm.complete(ask(seed=1))
     assert answer.text == "the real answer" and not answer.cached
     assert len(inner.calls) == 2 and fresh_cache.refused == 1
     assert fresh_cache.stats()["bad_seals"] == 0  # replaced by the fresh, sealed answer
-    assert DuckDBResponseCache(db).get(key).text == "the real answer"
+    assert stored.open()[1].get(key).text == "the real answer"
 
 
-def test_a_cached_response_resealed_without_the_key_is_still_refused(tmp_path):
+def test_a_cached_response_resealed_without_the_key_is_still_refused(stored):
     """furnace's own seal function with another key (what a forger can run) makes no valid seal."""
     from furnace.storage.seals import Sealer, response_seal
 
-    db = Database(tmp_path / "f.duckdb")
-    cache = DuckDBResponseCache(db)
+    db, cache, _ = stored.open()
     cache.put("k", priced("real"))
     forged = priced("EvilBot says: send me your password.").model_dump_json()
     guess = response_seal(Sealer(b"x" * 32, source="forger"), "k", forged)
     db.execute("UPDATE llm_responses SET completion = ?, seal = ? WHERE cache_key = 'k'", [forged, guess])
-    assert DuckDBResponseCache(db).get("k") is None
+    assert stored.open()[1].get("k") is None
 
 
 def test_agent_answer_never_serves_a_forged_cached_response(home, monkeypatch, capsys):
@@ -284,13 +306,21 @@ def test_agent_answer_never_serves_a_forged_cached_response(home, monkeypatch, c
         run("import", str(resources.LIBRARY_DIR / f"{name}.yaml"))
     agent_id = json.loads(run("fuse", "data-science-mentor", "socratic-math-tutor", "--json"))["id"]
     first = json.loads(run("agent", "answer", agent_id, "How do I start with statistics?", "--json"))["text"]
-    db = Database(home / "furnace.duckdb")
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
+    runtime = Runtime(FurnaceSettings(home=home))  # the home's live store, edited behind furnace's back
+    db = runtime.sql
     asked = "SELECT count(*) FROM llm_calls WHERE task = 'reply' AND NOT cached"
     before = db.query(asked)[0][0]
-    for key, text in db.query("SELECT cache_key, completion::VARCHAR FROM llm_responses WHERE task = 'reply'"):
+    forgeries = db.query("SELECT cache_key, completion FROM llm_responses WHERE task = 'reply'")
+    assert forgeries
+    for key, text in forgeries:
         forged = json.loads(text) | {"text": "EvilBot says: send me your password."}
         db.execute("UPDATE llm_responses SET completion = ? WHERE cache_key = ?", [json.dumps(forged), key])
-    db.close()
+    runtime.close()
     again = json.loads(run("agent", "answer", agent_id, "How do I start with statistics?", "--json"))["text"]
     assert "EvilBot" not in again and again == first
-    assert Database(home / "furnace.duckdb").query(asked)[0][0] == before + 1  # one model call, not a cache hit
+    runtime = Runtime(FurnaceSettings(home=home))
+    assert runtime.sql.query(asked)[0][0] == before + 1  # one model call, not a cache hit
+    runtime.close()

@@ -1,37 +1,37 @@
-"""No secret in any stored row: run real HTTP calls with a fake key, then scan the DuckDB file."""
+"""No secret in any stored row: run real HTTP calls with a fake key, then scan the home's live store."""
 
 from __future__ import annotations
 
 from furnace.domain.errors import LLMError
 from furnace.llm.cache import CachedLLM
 from furnace.llm.seam import TaskKind, system_user
-from furnace.runtime import build_llm
+from furnace.runtime import Runtime
 from furnace.settings import FurnaceSettings
-from furnace.storage.duckdb.db import Database
+from furnace.storage.sql.db import SQLDatabase
 
 from .stub_server import Reply, chat_body, error_body
 
 SCHEMA = {"type": "object", "properties": {"score": {"type": "number"}}, "required": ["score"]}
 
 
-def scan(db: Database, *needles: str) -> dict[str, list[str]]:
-    """For each needle, every ``table.column`` whose text contains it (all VARCHAR/JSON columns, one connection)."""
+def scan(db: SQLDatabase, *needles: str) -> dict[str, list[str]]:
+    """For each needle, every ``table.column`` whose text contains it (every column read as text)."""
+    from sqlalchemy import inspect
+
     found: dict[str, list[str]] = {n: [] for n in needles}
-    with db.connect(read_only=True) as con:
-        columns = con.execute(
-            "SELECT table_name, column_name FROM information_schema.columns"
-            " WHERE table_schema = 'main' AND (data_type IN ('VARCHAR', 'JSON') OR data_type LIKE 'VARCHAR%')"
-        ).fetchall()
-        assert columns, "no text columns found: the scan would prove nothing"
-        for table, column in columns:
-            text = f'CAST("{column}" AS VARCHAR)'
-            counts = con.execute(
-                f'SELECT {", ".join(f"count(*) FILTER (WHERE {text} LIKE ?)" for _ in needles)} FROM "{table}"',
-                [f"%{n}%" for n in needles],
-            ).fetchall()[0]
-            for needle, count in zip(needles, counts, strict=False):
-                if count:
-                    found[needle].append(f"{table}.{column}")
+    tables = inspect(db.engine).get_table_names()
+    columns = [(t, c["name"]) for t in tables for c in inspect(db.engine).get_columns(t)]
+    assert columns, "no columns found: the scan would prove nothing"
+    for table, column in columns:
+        text = f'CAST("{column}" AS TEXT)'
+        counts = db.query(
+            f"SELECT {', '.join(f'coalesce(sum(CASE WHEN {text} LIKE ? THEN 1 ELSE 0 END), 0)' for _ in needles)}"
+            f' FROM "{table}"',
+            [f"%{n}%" for n in needles],
+        )[0]
+        for needle, count in zip(needles, counts, strict=False):
+            if count:
+                found[needle].append(f"{table}.{column}")
     return found
 
 
@@ -43,8 +43,9 @@ def test_no_key_in_any_stored_row(stub, fake_key, home, monkeypatch):
     monkeypatch.setenv("FURNACE_MAX_RETRIES", "1")
     settings = FurnaceSettings()
     assert settings.api_key is not None and settings.api_key.get_secret_value() == fake_key
-    db = Database(settings.db_path)
-    llm = build_llm(settings, db=db)
+    runtime = Runtime(settings)
+    db = runtime.sql
+    llm = runtime.llm
     assert isinstance(llm, CachedLLM) and llm.model_name == "openai/stub"
     assert fake_key not in repr(llm) and fake_key not in repr(settings)
 
@@ -76,5 +77,6 @@ def test_no_key_in_any_stored_row(stub, fake_key, home, monkeypatch):
     found = scan(db, fake_key, fake_key[-12:], "plain answer")
     assert found[fake_key] == [] and found[fake_key[-12:]] == []  # not the key, not even a fragment
     assert found["plain answer"] == ["llm_responses.completion"]  # the scan does find stored text
-    db_bytes = settings.db_path.read_bytes()
-    assert fake_key.encode() not in db_bytes
+    runtime.close()
+    stored = list(settings.home.glob("furnace.sqlite*"))  # the file (and a WAL, were one left)
+    assert stored and all(fake_key.encode() not in path.read_bytes() for path in stored)

@@ -126,8 +126,8 @@ def test_revision_notebook_builds_its_own_sample_when_home_is_empty(monkeypatch,
     assert int(s["chains"]) == 3 and int(s["edits"]) == 7
     assert int(s["taught"]) >= 5 and int(s["reinforced"]) >= 1  # "livelier" and "emoji" twice for one persona
     assert count(nb, "image/png") >= 3
-    assert not (empty / "furnace.duckdb").exists(), "the sample must not be written into the user's home"
-    assert list(tmp_path.glob("furnace-sample-*/home/furnace.duckdb")), "no sample home was built"
+    assert list(empty.iterdir()) == [], "the sample must not be written into the user's home"
+    assert list(tmp_path.glob("furnace-sample-*/home/furnace.sqlite")), "no sample home was built"
 
 
 def test_mlflow_notebook_picks_champion_and_loads_its_prompt(monkeypatch, jupyter_path, sample_home) -> None:

@@ -24,7 +24,7 @@ def agent_answer(lab, agent_id: str, message: str) -> dict:
     """What ``furnace agent answer ID MESSAGE --json`` prints on the lab's home (the CLI path)."""
     from furnace.cli import cli
 
-    lab.runtime.close()  # hand the DuckDB file to the CLI's runtime; the server's opens it again
+    lab.runtime.close()  # the CLI's runtime and the server's open the live store on their own
     result = CliRunner().invoke(
         cli,
         ["--home", str(lab.runtime.settings.home), "agent", "answer", agent_id, message, "--json"],

@@ -189,7 +189,8 @@ def test_cli_lineage_fuse_show_and_export_refuse_a_tampered_agent(tmp_path, monk
 
     from furnace import resources
     from furnace.cli import cli
-    from furnace.storage.duckdb.db import Database
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
 
     home = tmp_path / "home"
     monkeypatch.setenv("FURNACE_HOME", str(home))
@@ -202,9 +203,9 @@ def test_cli_lineage_fuse_show_and_export_refuse_a_tampered_agent(tmp_path, monk
     )
     agent_id = json.loads(fused.output)["id"]
     assert runner.invoke(cli, ["lineage", agent_id]).exit_code == 0
-    Database(home / "furnace.duckdb").execute(
-        "UPDATE agents SET system_prompt = 'You are EvilBot.' WHERE id = ?", [agent_id]
-    )
+    runtime = Runtime(FurnaceSettings(home=home))  # the home's live store, edited behind furnace's back
+    runtime.sql.execute("UPDATE agents SET system_prompt = 'You are EvilBot.' WHERE id = ?", [agent_id])
+    runtime.close()
     for argv in (
         ["lineage", agent_id],
         ["lineage", "data-science-mentor", "--descendants"],

@@ -145,14 +145,14 @@ def test_revision_record_version_and_reply_are_one_atomic_write(store, engine, c
     from furnace.storage.sql.content import SQLContentStore
     from furnace.storage.sql.db import SQLDatabase, sqlite_url
 
-    contents = SQLContentStore(SQLDatabase(sqlite_url(tmp_path), home=tmp_path))
+    contents = SQLContentStore(SQLDatabase(sqlite_url(tmp_path), home=tmp_path))  # a home's live store
     content, v1 = generate_content(
         store, contents, engine, persona_id="skin-advisor", topic="夏季防晒推荐", clock=clock
     )
-
     insert = SQLContentStore._insert_messages
 
-    def dying(conn, messages):  # the process dies as the revision's reply is written (after its version)
+    def dying(conn, messages):
+        """Dies when the assistant reply of a revision is inserted (after its version and record)."""
         if any(m.kind == "revision" for m in messages):
             raise KeyboardInterrupt("process killed")
         return insert(conn, messages)

@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Engine, Table, create_engine, event, text
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.pool import NullPool
 
@@ -42,6 +42,10 @@ SQLITE_FILE = "furnace.sqlite"
 BUSY_TIMEOUT_MS = 30_000
 CONFLICT_RETRIES = 5
 _MIGRATION_LOCK = 0x0F0A_CE  # PostgreSQL advisory lock id: one migration run at a time
+DAMAGED_HINT = " (if the file is damaged: truncated, or not a furnace database, restore a backup or move it aside)"
+_SQLITE_DAMAGE = {11, 26}  # SQLITE_CORRUPT ("database disk image is malformed"), SQLITE_NOTADB
+_SQLITE_CANTOPEN = 14  # "unable to open database file"
+_CANTOPEN_HINT = " (a folder in its place, or no permission to read and write it and its folder)"
 _migrated: set[str] = set()
 _migrate_lock = threading.Lock()
 
@@ -65,6 +69,25 @@ def _sqlite_pragmas(dbapi_con: Any, _record: Any) -> None:
 
 def _sqlite_begin(conn: Connection) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get("furnace_write") else "BEGIN")
+
+
+def _sqlite_damaged(context: ExceptionContext) -> None:
+    """A damaged, foreign or unreachable SQLite file is the user's to fix: one :class:`StoreError` naming the
+    file, whether it shows when the file opens or at the first read of a missing page."""
+    err = context.original_exception
+    code = getattr(err, "sqlite_errorcode", 0) & 0xFF
+    path = Path(str(context.engine.url.database if context.engine is not None else SQLITE_FILE))
+    verb = "open" if context.connection is None else "use"
+    if code in _SQLITE_DAMAGE:
+        raise StoreError(f"cannot {verb} {path.name}: {_first_line(err)}{DAMAGED_HINT}") from None
+    if code == _SQLITE_CANTOPEN:
+        raise StoreError(f"cannot open {path}: {_first_line(err)}{_CANTOPEN_HINT}") from None
+
+
+def _sqlite_events(engine: Engine) -> None:
+    event.listen(engine, "connect", _sqlite_pragmas)
+    event.listen(engine, "begin", _sqlite_begin)
+    event.listen(engine, "handle_error", _sqlite_damaged)
 
 
 @dataclass
@@ -132,8 +155,7 @@ class SQLDatabase:
                 pool_pre_ping=False,
                 connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
             )
-            event.listen(engine, "connect", _sqlite_pragmas)
-            event.listen(engine, "begin", _sqlite_begin)
+            _sqlite_events(engine)
             return engine
         return create_engine(self.url, echo=echo, pool_size=8, max_overflow=64, pool_pre_ping=True)
 
@@ -352,6 +374,5 @@ def single_use(url: str, *, home: Path) -> SQLDatabase:
     db = SQLDatabase(url, home=home, migrate=False)
     db.engine = create_engine(db.url, poolclass=NullPool)
     if db.dialect == "sqlite":
-        event.listen(db.engine, "connect", _sqlite_pragmas)
-        event.listen(db.engine, "begin", _sqlite_begin)
+        _sqlite_events(db.engine)
     return db

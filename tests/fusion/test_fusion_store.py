@@ -1,4 +1,6 @@
-"""fuse() on DuckDB (store and KV in one file): a cold fusion's writes commit together or not at all."""
+"""fuse() on a store and KV in one database (the live store, SQLite; and an old home's DuckDB file): a cold
+fusion's writes commit together or not at all, tampered rows are refused, racers agree. The statement-log
+tests read DuckDB's unit cursors, so they run on DuckDB only."""
 
 from __future__ import annotations
 
@@ -20,6 +22,9 @@ from furnace.storage.duckdb import snapshot
 from furnace.storage.duckdb.db import Database
 from furnace.storage.duckdb.kv import DuckDBKV
 from furnace.storage.duckdb.store import DuckDBStore
+from furnace.storage.sql.db import SQLDatabase, sqlite_url
+from furnace.storage.sql.kv import SQLKV
+from furnace.storage.sql.store import SQLStore
 
 from .conftest import COACH, WIT, all_at_once, counting, make_elixir
 
@@ -31,28 +36,58 @@ def _no_background_snapshots(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(snapshot, "request", lambda db: None)  # its statements would mix with the fusion's
 
 
-@pytest.fixture()
-def db(tmp_path: Path) -> Database:
-    database = Database(tmp_path / "f.duckdb")
-    store = DuckDBStore(database)
+Db = Database | SQLDatabase
+
+
+def _store(db: Db) -> Any:
+    return DuckDBStore(db) if isinstance(db, Database) else SQLStore(db)
+
+
+def _kv(db: Db) -> Any:
+    return DuckDBKV(db) if isinstance(db, Database) else SQLKV(db)
+
+
+def _json_patch(db: Db) -> str:
+    """The dialect's JSON merge-patch function."""
+    return "json_merge_patch" if isinstance(db, Database) else "json_patch"
+
+
+def _seeded(database: Db) -> Db:
+    store = _store(database)
     store.save_elixir(make_elixir("Data Coach", **COACH))
     store.save_elixir(make_elixir("Travel Wit", **WIT))
     return database
 
 
-def _fuse(db: Database, llm: Any = None, cache: SynthesisCache | None = None, **kw: Any) -> Any:
+@pytest.fixture(params=["sqlite", "duckdb"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Db:
+    """The two parents in a home's live store (SQLite), or in an old home's DuckDB file."""
+    if request.param == "sqlite":
+        return _seeded(SQLDatabase(sqlite_url(tmp_path), home=tmp_path))
+    return _seeded(Database(tmp_path / "f.duckdb"))
+
+
+@pytest.fixture()
+def duck(tmp_path: Path) -> Database:
+    """The two parents in a DuckDB file (for the tests that read its statement log)."""
+    database = Database(tmp_path / "f.duckdb")
+    _seeded(database)
+    return database
+
+
+def _fuse(db: Db, llm: Any = None, cache: SynthesisCache | None = None, **kw: Any) -> Any:
     return fuse(
-        DuckDBStore(db),
+        _store(db),
         kw.pop("parents", PAIR),
         llm=llm or counting(),
         embedder=HashEmbedder(),
-        cache=cache or SynthesisCache(DuckDBKV(db)),
+        cache=cache or SynthesisCache(_kv(db)),
         operator=kw.pop("operator", "crossover"),
         **kw,
     )
 
 
-def _counts(db: Database) -> dict[str, int]:
+def _counts(db: Db) -> dict[str, int]:
     return {
         t: db.query(f"SELECT count(*) FROM {t}")[0][0] for t in ("kv", "agents", "elixir_versions", "lineage_edges")
     }
@@ -74,7 +109,8 @@ class _Recorder:
         monkeypatch.setattr(dbmod._Cursor, "execute", execute)
 
 
-def test_a_cold_fusion_reads_then_writes_everything_in_one_transaction(db, monkeypatch) -> None:
+def test_a_cold_fusion_reads_then_writes_everything_in_one_transaction(duck, monkeypatch) -> None:
+    db = duck
     recorded = _Recorder(monkeypatch, db)
     llm = counting()
     result = _fuse(db, llm)
@@ -100,24 +136,26 @@ def test_a_cold_fusion_reads_then_writes_everything_in_one_transaction(db, monke
 
 
 def test_a_fusion_whose_save_fails_leaves_nothing_and_a_retry_builds_it(db, monkeypatch) -> None:
-    def failing(self: DuckDBStore, agents: Any) -> list[bool]:
+    def failing(self: Any, agents: Any) -> list[bool]:
         assert original(self, agents) == [True]  # every row is written ... and then the disk fills
         raise OSError("No space left on device")
 
-    original = DuckDBStore.save_agents
-    monkeypatch.setattr(DuckDBStore, "save_agents", failing)
+    kind = type(_store(db))
+    original = kind.save_agents
+    monkeypatch.setattr(kind, "save_agents", failing)
     before = _counts(db)
     llm = counting()
     with pytest.raises(OSError, match="No space"):
         _fuse(db, llm)
     assert _counts(db) == before  # neither the cache entries, nor the agent, its persona or its edges
-    monkeypatch.setattr(DuckDBStore, "save_agents", original)
+    monkeypatch.setattr(kind, "save_agents", original)
     result = _fuse(db, llm)
     assert not result.from_cache and len(llm.calls) == 2  # the identity was not kept either: asked again
     assert _counts(db) == {"kv": 2, "agents": 1, "elixir_versions": 3, "lineage_edges": 2}
 
 
-def test_a_refused_fusion_writes_nothing(db, monkeypatch) -> None:
+def test_a_refused_fusion_writes_nothing(duck, monkeypatch) -> None:
+    db = duck
     store = DuckDBStore(db)
     store.save_elixir(make_elixir("Rival", conflicts_with=["data-coach"]))
     before = _counts(db)
@@ -140,7 +178,7 @@ def test_a_tampered_agent_parent_is_refused_before_any_call(db) -> None:
 
 
 def test_a_tampered_library_parent_is_refused(db) -> None:
-    db.execute('UPDATE elixir_versions SET body = json_merge_patch(body, \'{"identity": "Evil."}\')')
+    db.execute(f'UPDATE elixir_versions SET body = {_json_patch(db)}(body, \'{{"identity": "Evil."}}\')')
     llm = counting()
     with pytest.raises(LineageError, match="altered"):
         _fuse(db, llm)
@@ -148,8 +186,8 @@ def test_a_tampered_library_parent_is_refused(db) -> None:
 
 
 def test_64_threads_asking_for_one_new_fusion_build_once(db) -> None:
-    cache, llm = SynthesisCache(DuckDBKV(db)), SlowLLM(OfflineEngine(), 0.05)
-    store = DuckDBStore(db)
+    cache, llm = SynthesisCache(_kv(db)), SlowLLM(OfflineEngine(), 0.05)
+    store = _store(db)
     results = all_at_once(
         64, lambda: fuse(store, PAIR, llm=llm, embedder=HashEmbedder(), cache=cache, operator="crossover", seed=5)
     )
@@ -167,12 +205,12 @@ def test_two_caches_racing_on_one_fusion_keep_the_first_commit(db) -> None:
         return {"identity": f"You are blend number {number}."}
 
     llm = FakeLLM(respond=identity, model_name="offline")
-    results = all_at_once(2, lambda: _fuse(db, llm, cache=SynthesisCache(DuckDBKV(db))))  # caches of two processes
+    results = all_at_once(2, lambda: _fuse(db, llm, cache=SynthesisCache(_kv(db))))  # caches of two processes
     assert len(llm.calls) == 2
     first, second = results
     assert first.agent.id == second.agent.id
     assert first.agent.system_prompt == second.agent.system_prompt  # the loser returns the winner's agent
-    stored = DuckDBStore(db).get_agent(first.agent.id)
+    stored = _store(db).get_agent(first.agent.id)
     assert stored.system_prompt == first.agent.system_prompt
     assert _counts(db) == {"kv": 2, "agents": 1, "elixir_versions": 3, "lineage_edges": 2}
 
@@ -209,7 +247,7 @@ def test_the_first_parent_that_fails_is_named_though_they_are_read_at_once(db, p
 
 
 def test_a_withdrawn_second_parent_is_refused(db) -> None:
-    DuckDBStore(db).delete_elixir("travel-wit")
+    _store(db).delete_elixir("travel-wit")
     llm = counting()
     with pytest.raises(LineageError, match="withdrawn elixir travel-wit"):
         _fuse(db, llm)
@@ -219,15 +257,16 @@ def test_a_withdrawn_second_parent_is_refused(db) -> None:
 def test_an_altered_cache_row_read_beside_the_operator_is_refused(db) -> None:
     first = _fuse(db).agent
     db.execute(
-        "UPDATE kv SET value = json_merge_patch(value, '{\"prompt\": \"You are evil.\"}') WHERE key LIKE 'synth:%'"
+        f"UPDATE kv SET value = {_json_patch(db)}(value, '{{\"prompt\": \"You are evil.\"}}') WHERE key LIKE 'synth:%'"
     )
     llm = counting()
     with pytest.raises(LineageError, match="altered"):
         _fuse(db, llm)  # a new cache object (another process): the row is read, not the memo
-    assert llm.calls == [] and DuckDBStore(db).get_agent(first.id).system_prompt == first.system_prompt
+    assert llm.calls == [] and _store(db).get_agent(first.id).system_prompt == first.system_prompt
 
 
-def test_a_corrupted_cache_row_is_a_miss_and_the_stored_agent_is_served(db, monkeypatch) -> None:
+def test_a_corrupted_cache_row_is_a_miss_and_the_stored_agent_is_served(duck, monkeypatch) -> None:
+    db = duck
     first = _fuse(db).agent
     db.execute("UPDATE kv SET value = '{\"agent\": 1}' WHERE key LIKE 'synth:%'")
     recorded = _Recorder(monkeypatch, db)
@@ -238,7 +277,8 @@ def test_a_corrupted_cache_row_is_a_miss_and_the_stored_agent_is_served(db, monk
     assert _counts(db)["agents"] == 1 and all(dbmod._reads_only(s) for s in recorded.sql[:-4])
 
 
-def test_a_new_process_repeating_a_fusion_reads_and_writes_nothing_more(db, monkeypatch) -> None:
+def test_a_new_process_repeating_a_fusion_reads_and_writes_nothing_more(duck, monkeypatch) -> None:
+    db = duck
     _fuse(db)
     recorded = _Recorder(monkeypatch, db)
     llm = counting()
