@@ -172,7 +172,7 @@ def stack(
         clients[name] = Client(fake(name))
         return clients[name]
 
-    runtime = Runtime(FurnaceSettings(**values), on_wait=lambda line: None, client=client if fake is not None else None)
+    runtime = Runtime(FurnaceSettings(**values), client=client if fake is not None else None)
     built = Stack(runtime, folder, clients)
     try:
         yield built

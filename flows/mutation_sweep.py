@@ -1,7 +1,7 @@
 """Prefect flow: one base elixir × rates × seeds → variants, scored, stored like an experiment.
 
 ``furnace sweep BASE --prefect`` runs it. One task per cell (``furnace.evolution.sweep.sweep_cell``),
-then one task records the sweep in DuckDB and MLflow (``record_sweep``), exactly as the in-process
+then one task records the sweep in the live store and MLflow (``record_sweep``), exactly as the in-process
 ``furnace sweep`` does.
 
 Every task is cached by Prefect (docs/prefect.md#caching). The flow resolves the base to its latest
@@ -69,7 +69,7 @@ def mutate_and_score(key: str, home: str | None, spec: dict[str, Any], index: in
 def record(
     key: str, home: str | None, spec: dict[str, Any], records: list[IndividualRecord], track: bool
 ) -> list[dict[str, Any]]:
-    """Store the sweep in DuckDB and log it to MLflow (``furnace.evolution.sweep.record_sweep``)."""
+    """Store the sweep in the live store and log it to MLflow (``furnace.evolution.sweep.record_sweep``)."""
     from furnace.evolution.sweep import record_sweep
 
     ctx, plan = _plan(home, spec)

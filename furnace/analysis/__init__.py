@@ -1,11 +1,11 @@
 """Reusable analysis for the notebooks and the app: pure pandas over DataFrames.
 
-The readers that produce these frames from DuckDB are in
-:mod:`furnace.storage.duckdb.analysis`, from MLflow in
+The readers that produce these frames with DuckDB over the live store's Parquet
+snapshots are in :mod:`furnace.storage.duckdb.analysis`, from MLflow in
 :mod:`furnace.adapters.mlflow_analysis`. :mod:`furnace.analysis.sample` builds a
 small offline data set for notebooks run on a fresh clone. :func:`connect` opens
 the Parquet snapshots of a furnace home for ad-hoc DuckDB/pandas analysis that
-never blocks a running experiment (docs/storage.md).
+never blocks a running experiment (docs/store.md).
 """
 
 from __future__ import annotations
@@ -38,31 +38,39 @@ from furnace.analysis.runs import curve_table, differing_params, pick_champion
 
 
 def connect(home: str | Path | None = None) -> Any:  # not in __all__: an entry point, not pandas analysis
-    """A DuckDB connection over the newest snapshot of ``home``'s live store (default ``$FURNACE_HOME``).
+    """A DuckDB connection over the newest Parquet snapshot of ``home``'s live store (default ``$FURNACE_HOME``).
 
-    One view per table, with the same names as in the live store; reading it never
-    touches the live store, so it never makes a writer wait. The snapshot's keyed seal is
-    checked first: a rewritten snapshot raises SealError (docs/reliability.md). A first snapshot is taken
-    when there is none yet (or the newest predates seals); ``furnace snapshot`` takes a fresh one.
+    One view per table, with the same names as in the live store; reading it never touches the store,
+    so it never makes a writer wait. The snapshot's keyed seal is checked first: a rewritten snapshot
+    raises SealError (docs/reliability.md). A first snapshot is taken from the live store (``furnace.sqlite``,
+    or ``FURNACE_DATABASE_URL``) when there is none yet; ``furnace snapshot`` takes a fresh one.
     """
-    from furnace.domain.errors import StoreError
-    from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
     from furnace.storage.duckdb import snapshot
 
     settings = FurnaceSettings() if home is None else FurnaceSettings(home=Path(home))
     key = settings.seal_key.get_secret_value() if settings.seal_key is not None else None
-    live = settings.sqlite_path  # (with FURNACE_DATABASE_URL, the home still holds the snapshots)
-    folder = snapshot.current(snapshot.snapshot_root(live))
-    if folder is None or "seal" not in snapshot.manifest(folder):
-        if settings.database_url is None and not (live.is_file() or settings.db_path.is_file()):
-            raise StoreError(f"no furnace store in {settings.home}: nothing to snapshot")
-        runtime = Runtime(settings)
-        try:
-            snapshot.refresh(runtime.sql)
-        finally:
-            runtime.close()
-    return snapshot.connect(live, create=False, seal_key=key)  # SealError for a rewritten snapshot
+    folder = snapshot.current(snapshot.snapshot_root(settings.db_path))
+    if folder is not None and "seal" in snapshot.manifest(folder):
+        return snapshot.connect(settings.db_path, seal_key=key)  # SealError for a rewritten snapshot
+    from furnace.domain.errors import StoreError
+    from furnace.storage.sql.db import SQLITE_FILE, SQLDatabase, sqlite_url
+
+    url = settings.database_url
+    if url is None and not (settings.home / SQLITE_FILE).is_file():  # no store is made here
+        if settings.db_path.is_file():
+            raise StoreError(
+                f"{settings.home} holds only {settings.db_path.name}: run `furnace migrate` (or any furnace command)"
+                " to move it into the live store first"
+            )
+        raise StoreError(f"no furnace store in {settings.home}: nothing to snapshot")
+    live = SQLDatabase(
+        url.get_secret_value() if url is not None else sqlite_url(settings.home), home=settings.home, seal_key=key
+    )
+    try:
+        return snapshot.connect(settings.db_path, source=live, seal_key=key)
+    finally:
+        live.close()
 
 
 __all__ = [

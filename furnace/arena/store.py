@@ -1,14 +1,14 @@
 """Where arena sessions, runs, replies and checkpoints live.
 
 :class:`ArenaStore` is the protocol; :class:`InMemoryArenaStore` is the twin for
-unit tests and benchmarks; ``furnace.storage.duckdb.arena.DuckDBArenaStore`` is
+unit tests and benchmarks; ``furnace.storage.sql.arena.SQLArenaStore`` is
 the system of record. Rules both keep:
 
 - a run's plan is set once (``set_plan`` on a run that has one is a no-op);
 - ``start_run`` numbers the run (``turn`` = the count of earlier runs of the session);
 - ``record_speaker`` writes the reply (by ``reply_id``) and the checkpoint (by
-  run and speaker index) together and idempotently (in DuckDB the reply row is
-  the checkpoint of a done speaker), and reads the cancel flag after them — that
+  run and speaker index) together and idempotently (in the live store the reply row
+  is the checkpoint of a done speaker), and reads the cancel flag after them — that
   is where a cancel lands: between speakers;
 - a finished run's lease is free (``claim_run``), whether or not its release was
   written yet;
@@ -63,8 +63,7 @@ class ArenaStore(Protocol):
     ) -> bool:
         """Persist a speaker's outcome (reply and checkpoint) idempotently and atomically; returns
         whether a cancel of the run has been requested (read after the record). With ``finish`` (the
-        run's last speaker), the run is marked finished, which frees ``finish``'s lease (DuckDB writes
-        both behind the record; the lease's row may go after it)."""
+        run's last speaker), the run is marked finished, which frees ``finish``'s lease."""
         ...
 
     def checkpoints(self, run_id: str) -> dict[int, Checkpoint]:

@@ -63,8 +63,8 @@ def _version() -> str:
 @click.pass_context
 def cli(ctx: click.Context, home: str | None) -> None:
     """furnace — breed LLM personas: elixirs, fusion, lineage, experiments."""
-    ctx.obj = cli_runtime(home=home, command=ctx.invoked_subcommand)
-    ctx.call_on_close(ctx.obj.close)  # a command holds the DuckDB file once, and frees it when it ends
+    ctx.obj = cli_runtime(home=home)
+    ctx.call_on_close(ctx.obj.close)  # a command's last snapshot request is served, its connections returned
 
 
 def _register() -> None:

@@ -12,8 +12,6 @@ import click
 from furnace.domain.errors import InputError
 from furnace.runtime import Runtime
 
-_ROLES = {"experiment": "the experiment writer", "demo": "the demo", "arena": "the arena", "sweep": "the sweep"}
-
 # Commands that only read, or that change records which must already exist: a FURNACE_HOME that
 # does not exist is an error for them (a mistyped path must not look like an empty library, nor be
 # left behind as one). Every other command creates it.
@@ -83,14 +81,9 @@ def ensure_home(home: Path, *, writes: bool | None = None) -> Path:
     return home
 
 
-def cli_runtime(*, home: str | None = None, command: str | None = None) -> Runtime:
+def cli_runtime(*, home: str | None = None) -> Runtime:
     """The runtime of one ``furnace`` invocation: settings from the environment (``--home`` wins); the
-    DuckDB file opens only after :func:`ensure_home` agreed; ``command`` names this process in the
-    waiting message of another ("waiting for the experiment writer…")."""
-    if command:
-        from furnace.storage.duckdb.db import set_role
-
-        set_role(_ROLES.get(command, f"`furnace {command}`"))
+    live store opens only after :func:`ensure_home` agreed."""
     if home is not None and not home.strip():
         raise InputError("--home is empty: give the data folder, or leave the option out", field="home")
     runtime = Runtime.from_env(home=home)

@@ -1,4 +1,4 @@
-"""``furnace snapshot``: refresh the Parquet snapshots that analysis reads (docs/storage.md)."""
+"""``furnace snapshot``: refresh the Parquet snapshots that analysis reads (docs/store.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Whether a process on this machine is still running (leases, journals and snapshots of dead processes)."""
+"""Whether a process on this machine is still running (leases and snapshots of dead processes)."""
 
 from __future__ import annotations
 

@@ -92,7 +92,7 @@ from furnace.evolution.reflection import (
 from furnace.evolution.report import MINIBATCH, ExperimentReport, budget_stop, build_report, is_rejected
 from furnace.evolution.selection import OperatorBoard, choose_operator, rank_key, survivors
 from furnace.evolution.tracker import Assessment, NullTracker, Span, Tracker, log_held_out, start_trace
-from furnace.evolution.units import Finished, ThreadUnitRunner, Unit, UnitRunner, prestart
+from furnace.evolution.units import Finished, ThreadUnitRunner, Unit, UnitRunner
 from furnace.evolution.writer import Deferred, NewAgent, RecordWriter, Replacement
 from furnace.llm.cache import CallRecord, CallTotals, sum_calls
 from furnace.llm.routing import TaskRouter
@@ -711,19 +711,11 @@ class Evolution:
         # one set of threads for every unit's probes (a unit's own pool would start and join threads per individual)
         self._probe_threads = workers * self._threads_per_unit
         self._probe_pool = ThreadPoolExecutor(self._probe_threads, thread_name_prefix="furnace-probe")
-        # the threads generation 0 needs, started while the experiment is written and read: a thread
-        # started on demand, while the seeds are being scored, waits for the GIL at every start
-        # (the children's threads are started while generation 0 is scored: ``_Schedule.seed_generation``)
-        first = len(self.seeds)
-        ready = threading.Thread(target=self.prestart, args=(runner, first), name="furnace-prestart", daemon=True)
-        ready.start()
         try:
             self._open(cfg)
         except BaseException:
-            ready.join()
             self._close_threads(runner)
             raise
-        ready.join()
         schedule = _Schedule(self, random.Random(cfg.seed), runner)
         self.metered.reserving = True  # max_calls is kept unit by unit (the schedule), never refused per call
         try:
@@ -936,15 +928,6 @@ class Evolution:
         )
         shared = tuple(r for r in record.scores if r.probe == "*" and r.scorer in self.config.scorers)
         return combine((*ev.scores, *shared), self.config.scorers)
-
-    def prestart(self, runner: UnitRunner, units: int | None = None) -> None:
-        """Start the threads of ``units`` units (all the run's by default): the unit runner's, when it
-        has any, and their probes'."""
-        ready = getattr(runner, "prestart", None)
-        if callable(ready):
-            ready(units)
-        if self._probe_pool is not None:
-            prestart(self._probe_pool, self._probe_threads if units is None else units * self._threads_per_unit)
 
     def _close_threads(self, runner: UnitRunner) -> None:
         """Close the unit runner and the run's probe threads (idle by now: every unit waited for its
@@ -1328,7 +1311,6 @@ class _Schedule:
                 prefetch = getattr(evo._breed, "prefetch", None)  # the first parents, read while the seeds are scored
                 if callable(prefetch):
                     prefetch([e.ref for e in evo.seeds])
-                evo.prestart(self.runner)  # the threads the children will need, started meanwhile
             while self.finished.pending:
                 unit, record = self.wait_one()
                 if record is not None:

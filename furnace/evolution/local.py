@@ -1,4 +1,4 @@
-"""An all-in-memory experiment setup (no DuckDB, no MLflow): for tests, benchmarks, notebooks."""
+"""An all-in-memory experiment setup (no database, no MLflow): for tests, benchmarks, notebooks."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Experiment records and the protocol of their storage.
 
 Implementations: :class:`MemoryResults` (tests) and
-``furnace.storage.duckdb.experiments.DuckDBExperimentResults``. Writes are
+``furnace.storage.sql.experiments.SQLExperimentResults``. Writes are
 idempotent by natural keys: experiment id; (experiment, generation);
 (experiment, generation, agent); (experiment, generation, agent, probe, scorer).
 """
@@ -102,7 +102,7 @@ class ExperimentRecord:
 
 
 class ExperimentResults(Protocol):
-    """Where experiment facts are kept (the system of record is DuckDB)."""
+    """Where experiment facts are kept (the system of record is the live store)."""
 
     def start_experiment(self, record: ExperimentRecord) -> None:
         """Insert the experiment if new (a re-run keeps the existing row, status back to running)."""

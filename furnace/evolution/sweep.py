@@ -1,6 +1,6 @@
 """Mutation sweep: one base elixir × a grid of rates × seeds, each variant scored and recorded.
 
-A sweep is stored like an experiment (``ExperimentResults``: DuckDB in the CLI and the flow),
+A sweep is stored like an experiment (``ExperimentResults``: the live store in the CLI and the flow),
 under the id ``sweep-<base>-<key>``, where the key covers everything that shapes its scores (the
 base's content, the grid, the probes, the scorers and their versions, the mutation operator's
 version, the model). So ``furnace experiment show``, the app's Compare page and ``furnace ask``

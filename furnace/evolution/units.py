@@ -10,7 +10,6 @@ process. The Prefect flows pass a runner that submits each unit as a task (see
 from __future__ import annotations
 
 import queue
-import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -68,13 +67,6 @@ class ThreadUnitRunner:
         self._futures = [f for f in self._futures if not f.done()] + [future]
         return future
 
-    def prestart(self, threads: int | None = None) -> None:
-        """Start ``threads`` of the pool's threads (all by default) now, while the caller would only
-        wait (see :func:`prestart`)."""
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="furnace-unit")
-        prestart(self._pool, self.workers if threads is None else min(threads, self.workers))
-
     def close(self) -> None:
         """Drop the units not started and wait for the running ones; when every unit has finished
         (a run that ended normally) the idle threads exit on their own, without a join on the caller's wall."""
@@ -82,18 +74,6 @@ class ThreadUnitRunner:
             running = any(not f.done() for f in self._futures)
             self._pool.shutdown(wait=running, cancel_futures=True)
             self._pool, self._futures = None, []
-
-
-def prestart(pool: ThreadPoolExecutor, threads: int) -> None:
-    """Start up to ``threads`` of ``pool``'s threads now instead of one at each submit that finds none
-    idle: a thread's start waits for the new thread to run, which costs a switch of the GIL or more
-    while the other threads are busy (the evolution loop calls this while generation 0 is scored,
-    so that the children's burst of submits finds the threads ready). Each start holds a thread with
-    a task that waits until all are submitted, so every submit starts a new one."""
-    release = threading.Event()
-    for _ in range(threads):
-        pool.submit(release.wait)
-    release.set()
 
 
 class Finished:

@@ -38,7 +38,7 @@ class Embedder(Protocol):
 
 
 class VectorStore(Protocol):
-    """Vectors by (model, text hash), e.g. :class:`furnace.storage.duckdb.embeddings.DuckDBVectors`."""
+    """Vectors by (model, text hash), e.g. ``furnace.storage.sql.kv.SQLVectors``."""
 
     def get_many(self, model: str, text_hashes: Sequence[str]) -> dict[str, list[float]]: ...
 

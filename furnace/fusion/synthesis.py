@@ -18,7 +18,7 @@ under their own content keys (:class:`SubResultCache`).
 
 The KV protocol is tiny: ``get(key) -> dict | None`` and
 ``put_if_absent(key, value, ttl_s) -> dict`` (returns the winning value).
-:class:`MemoryKV` lives here; ``furnace.storage.duckdb.kv.DuckDBKV`` persists.
+:class:`MemoryKV` lives here; ``furnace.storage.sql.kv.SQLKV`` persists.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@
   cost. :meth:`CallLedger.totals` sums them.
 
 Storage is pluggable: :class:`MemoryResponseCache` / :class:`MemoryCallLedger`
-here, ``DuckDBResponseCache`` / ``DuckDBCallLedger`` in
-:mod:`furnace.storage.duckdb.llm_calls`. Nothing stored contains a request's
+here, ``SQLResponseCache`` / ``SQLCallLedger`` in
+``furnace.storage.sql.llm_calls`` (the live store). Nothing stored contains a request's
 messages, a key or a header: the cache holds completions, the ledger numbers.
 """
 

@@ -7,9 +7,8 @@ are only ever added: undoing one marks it undone (``undone_at``) and keeps the
 row, so no pick is ever lost; two people picking at once add two rows (each
 pick has its own id) and never overwrite each other.
 
-Three implementations pass one contract suite (``tests/judges/test_picks_store.py``):
-:class:`MemoryPicks`, ``furnace.storage.duckdb.picks.DuckDBPicks`` and
-``furnace.storage.sql.picks.SQLPicks``. The two stored ones are
+Two implementations pass one contract suite (``tests/judges/test_picks_store.py``):
+:class:`MemoryPicks` and ``furnace.storage.sql.picks.SQLPicks``. The stored one is a
 :class:`SealedPicks`: a row per pick (:data:`PICK_COLUMNS`, timestamps as naive
 UTC) with a keyed seal of the pick and of its undo (:func:`pick_seal`,
 :func:`undo_seal`), checked on every read (:func:`sealed_pick`).
@@ -77,7 +76,7 @@ class Pick:
 
 
 class PickStore(Protocol):
-    """Where people's picks are kept (the home's store: DuckDB, SQLite or PostgreSQL)."""
+    """Where people's picks are kept (the home's store: SQLite or PostgreSQL)."""
 
     def add(self, pick: Pick) -> Pick:
         """Store a new pick (its ``created_at`` set by the store); adding the same ``pick_id`` again

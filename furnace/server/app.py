@@ -4,7 +4,7 @@ Thin over furnace: the model ids come from :class:`~furnace.server.catalogue.Cat
 from :func:`furnace.adapters.mlflow_answers.traced_answer` (the path ``furnace agent answer`` takes) on
 the runtime's model, so every call is in the call ledger under the response's id as ``run_id`` and each
 answer is an MLflow trace (written in the background: the response never waits for it). The answer
-runs on a worker thread (DuckDB and the model client block).
+runs on a worker thread (the store and the model client block).
 
 With ``FURNACE_SERVE_KEY`` set, every ``/v1`` request needs ``Authorization: Bearer <key>`` (401
 otherwise). Errors are OpenAI-style bodies (:class:`~furnace.server.wire.ApiError`).

@@ -1,9 +1,9 @@
 """An in-memory :class:`~furnace.storage.store.ElixirStore` for tests and notebooks.
 
-Behaves exactly like :class:`furnace.storage.duckdb.store.DuckDBStore`
+Behaves exactly like ``furnace.storage.sql.store.SQLStore``
 (both pass ``tests/storage/``), but keeps everything in dicts. Agent records
 are kept as plain data (lineage as its JSON dict) and verified on every read,
-just as the DuckDB rows are.
+just as the stored rows are.
 """
 
 from __future__ import annotations
@@ -276,7 +276,7 @@ class MemoryStore:
         return nodes
 
     def child_ids(self, parents: Sequence[str]) -> dict[str, set[str]]:
-        """The ids of each parent's children by the lineage edges, unverified (see ``DuckDBStore.child_ids``)."""
+        """The ids of each parent's children by the lineage edges, unverified (see ``SQLStore.child_ids``)."""
         out: dict[str, set[str]] = {p: set() for p in parents}
         for parent, child, *_ in self._edge_list():
             if parent in out:

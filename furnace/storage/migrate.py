@@ -4,7 +4,7 @@
 verifies that each table holds as many rows as the DuckDB file and that every sealed record reads back
 through the relational store's adapters with its seal verified: every elixir version, every agent (its
 whole record), every experiment with its individuals and generations, every cached response, every
-person's pick (and its undo). The DuckDB file is never changed or removed.
+person's pick (and its undo). The DuckDB file is kept (only brought to its last schema in place).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Two implementations pass one contract suite (``tests/storage/``):
 ``furnace.storage.memory.MemoryStore`` and
-``furnace.storage.duckdb.store.DuckDBStore``.
+``furnace.storage.sql.store.SQLStore`` (on SQLite and on PostgreSQL).
 
 Rules every implementation keeps:
 
@@ -206,7 +206,7 @@ T = TypeVar("T")
 
 class BatchElixirStore(ElixirStore, Protocol):
     """An :class:`ElixirStore` with the batch and transaction methods every stored implementation
-    (memory, DuckDB, SQLite/PostgreSQL) offers: what fusion and the evolution loop use to read and write
+    (memory, SQLite/PostgreSQL) offers: what fusion and the evolution loop use to read and write
     several records at once. Views that serve one run or one worker (``furnace.evolution``) may offer
     only the base protocol."""
 

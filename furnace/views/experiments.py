@@ -1,6 +1,6 @@
 """Experiments over generations: fitness, cost, operator success and judge feedback, as table rows.
 
-Reads :class:`furnace.evolution.records.ExperimentResults` (DuckDB in the app);
+Reads :class:`furnace.evolution.records.ExperimentResults` (the live store in the app);
 MLflow figures are merged in by the page when a run exists.
 """
 

@@ -6,8 +6,8 @@ agent's child elixir) on a topic; its text lives in immutable
 rendered prompt — learned preferences included — as the system message);
 revisions *edit* (:mod:`furnace.writing.revision`).
 
-Storage is a :class:`ContentStore` (``furnace.storage.duckdb.content`` on
-DuckDB, :class:`~furnace.writing.content_memory.MemoryContentStore` in memory).
+Storage is a :class:`ContentStore` (``furnace.storage.sql.content`` in the live
+store, :class:`~furnace.writing.content_memory.MemoryContentStore` in memory).
 Diff and rollback of versions live in :mod:`furnace.writing.revision`. Its
 ``commit`` writes a :class:`ContentBatch` atomically: a revision record, the
 new version and the assistant message land together or not at all.

@@ -5,8 +5,6 @@ from __future__ import annotations
 import pytest
 
 from furnace.arena.store import InMemoryArenaStore
-from furnace.storage.duckdb.arena import DuckDBArenaStore
-from furnace.storage.duckdb.db import Database
 from furnace.storage.memory import MemoryStore
 
 from .helpers import make_store
@@ -22,14 +20,12 @@ def arena_store() -> InMemoryArenaStore:
     return InMemoryArenaStore()
 
 
-@pytest.fixture(params=["memory", "duckdb", "sqlite", "postgresql"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 def store(request, tmp_path):
-    """Each arena store: the in-memory twin, DuckDB and the relational store (SQLite, PostgreSQL)."""
+    """Each arena store: the in-memory twin and the live store (SQLite, PostgreSQL)."""
     if request.param == "memory":
         return InMemoryArenaStore()
-    if request.param in ("sqlite", "postgresql"):
-        from furnace.storage.sql.arena import SQLArenaStore
-        from tests.storage.postgres import open_sql
+    from furnace.storage.sql.arena import SQLArenaStore
+    from tests.storage.postgres import open_sql
 
-        return SQLArenaStore(open_sql(request, request.param, tmp_path))
-    return DuckDBArenaStore(Database(tmp_path / "arena.duckdb"))
+    return SQLArenaStore(open_sql(request, request.param, tmp_path))

@@ -1,6 +1,7 @@
 """A small, complete furnace database for the assistant's tests and bench: every kind of fact it answers about.
 
-Written with plain SQL into a real DuckDB file (the same schema furnace migrates, rows without seals).
+Written with plain SQL into a real DuckDB file (an old home's schema; the personas sealed as furnace writes them,
+the other rows without seals).
 :func:`build_live` moves those rows into a home's live store (``furnace.sqlite``) and reads them as the
 assistant does for users: DuckDB SQL over the live store's Parquet snapshot.
 """
@@ -15,7 +16,6 @@ from furnace.domain.elixir import parse_elixir
 from furnace.storage.duckdb.assist import DuckDBAssistData
 from furnace.storage.duckdb.db import Database
 from furnace.storage.duckdb.snapshot import SnapshotReader
-from furnace.storage.duckdb.store import DuckDBStore
 
 NOW = datetime(2026, 11, 30, 10, 0)
 PERSONAS = {
@@ -81,8 +81,12 @@ ARENA = ("arena-s1", ["tea-master", "go-reviewer"])
 
 def build(path: Path) -> Database:
     """Create the database at ``path`` and fill it; returns its owner."""
+    from furnace.storage.sql.store import SQLStore
+    from tests.storage.old_home import insert_rows, scratch, sql_rows
+
     db = Database(path)
-    store = DuckDBStore(db, clock=lambda: NOW - timedelta(days=10))
+    personas = scratch(path.parent)  # sealed with this folder's key, as furnace writes them
+    store = SQLStore(personas, clock=lambda: NOW - timedelta(days=10))
     for pid, (name, language, expertise) in PERSONAS.items():
         base = {
             "id": pid,
@@ -96,6 +100,10 @@ def build(path: Path) -> Database:
         if pid == "tea-master":  # a second version: one more skill and a learned preference
             prefs = [{"dimension": "tone", "value": "lively", "count": 2, "weight": 0.7, "evidence": "活泼点"}]
             store.save_elixir(parse_elixir({**base, "expertise": [*expertise, "红茶"], "style_preferences": prefs}))
+    insert_rows(db, "elixir_versions", sql_rows(personas, "elixir_versions"))
+    personas.close()
+    for made in path.parent.glob("scratch.sqlite*"):
+        made.unlink()
     with db.transaction() as con:
         for eid, (name, hours) in EXPERIMENTS.items():
             config = {"name": name, "seeds": {"ids": sorted(SEEDS[eid])}}

@@ -96,3 +96,11 @@ def dying_after(inner: Any, n: int) -> Any:
         return inner(parents, operator, seed, params, llm)
 
     return dying
+
+
+def live_db(home: Path) -> Any:
+    """The live store of ``home`` as the runtime opens it: ``furnace.sqlite`` in it (SQLite in WAL mode)."""
+    from furnace.storage.sql.db import SQLDatabase, sqlite_url
+
+    home.mkdir(parents=True, exist_ok=True)
+    return SQLDatabase(sqlite_url(home), home=home)

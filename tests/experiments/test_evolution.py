@@ -130,12 +130,12 @@ def test_flaky_model_completes_and_records_failures_per_individual():
     assert any("injected transient failure" in reason for r in failing for reason in r.failure_reasons)
 
 
-def test_duckdb_results_resume_without_duplicates(settings):
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+def test_stored_results_resume_without_duplicates(settings):
+    from experiments.helpers import live_db
+    from furnace.storage.sql.experiments import SQLExperimentResults
 
-    db = Database(settings.db_path)
-    results = DuckDBExperimentResults(db)
+    db = live_db(settings.home)
+    results = SQLExperimentResults(db)
     seeds = library()
     breeder = PureBreeder(seeds)
     first = make(results, breeder=breeder, generations=2).run()
@@ -148,7 +148,7 @@ def test_duckdb_results_resume_without_duplicates(settings):
     assert all(s.feedback == "" for r in saved for s in r.scores if s.scorer != "fidelity")
     spent = [(g.calls, g.tokens) for g in results.generations(first.experiment_id)]
     llm = scripted_llm()
-    second = make(DuckDBExperimentResults(db), llm=llm, breeder=breeder, generations=2).run()
+    second = make(SQLExperimentResults(db), llm=llm, breeder=breeder, generations=2).run()
     assert llm.calls == []
     assert results.count_rows(first.experiment_id) == counts
     assert [(g.calls, g.tokens) for g in results.generations(first.experiment_id)] == spent  # not overwritten
@@ -159,11 +159,11 @@ def test_duckdb_results_resume_without_duplicates(settings):
     assert memory.result_signature() == first.result_signature()
 
 
-def test_flaky_failures_are_recorded_in_duckdb_per_individual(settings):
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+def test_flaky_failures_are_recorded_in_the_store_per_individual(settings):
+    from experiments.helpers import live_db
+    from furnace.storage.sql.experiments import SQLExperimentResults
 
-    results = DuckDBExperimentResults(Database(settings.db_path))
+    results = SQLExperimentResults(live_db(settings.home))
     # seed 3: the judge's requests changed (no persona in them), so the seeded draw of which calls fail did
     # too; with 30 % of calls failing, some seeds leave no seed individual fully scored (the run then stops)
     report = make(results, llm=FlakyLLM(scripted_llm(), rate=0.3, seed=3), generations=2, samples_per_probe=1).run()

@@ -40,42 +40,42 @@ def _same(evo, report):
 
 
 @pytest.fixture
-def duckdb_results(settings):
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+def stored_results(settings):
+    from experiments.helpers import live_db
+    from furnace.storage.sql.experiments import SQLExperimentResults
 
-    return DuckDBExperimentResults(Database(settings.db_path))
+    return SQLExperimentResults(live_db(settings.home))
 
 
-def test_a_run_reports_what_a_read_back_reports(duckdb_results):
-    evo = make(duckdb_results)
+def test_a_run_reports_what_a_read_back_reports(stored_results):
+    evo = make(stored_results)
     report = evo.run()
     assert report.status == "finished" and report.leaderboard
     _same(evo, report)
 
 
-def test_a_resumed_run_reports_what_a_read_back_reports(duckdb_results):
+def test_a_resumed_run_reports_what_a_read_back_reports(stored_results):
     seeds = library()
     inner = PureBreeder(seeds)
     dying = dying_after(inner, 8)  # in generation 2 (5 children per generation)
 
     with pytest.raises(Boom):
-        make(duckdb_results, breeder=dying).run()
-    assert duckdb_results.individuals(make().experiment_id)  # the killed run left records to read at the start
-    resumed = make(duckdb_results, breeder=inner)
+        make(stored_results, breeder=dying).run()
+    assert stored_results.individuals(make().experiment_id)  # the killed run left records to read at the start
+    resumed = make(stored_results, breeder=inner)
     report = resumed.run()
     _same(resumed, report)
     assert report.result_signature() == make(breeder=PureBreeder(seeds)).run().result_signature()
 
 
-def test_a_rerun_that_replaces_unscored_records_reports_what_a_read_back_reports(duckdb_results):
+def test_a_rerun_that_replaces_unscored_records_reports_what_a_read_back_reports(stored_results):
     seeds = library()
     breeder = PureBreeder(seeds)
-    flaky = make(duckdb_results, llm=FlakyLLM(scripted_llm(), rate=0.15, seed=2), breeder=breeder)
+    flaky = make(stored_results, llm=FlakyLLM(scripted_llm(), rate=0.15, seed=2), breeder=breeder)
     first = flaky.run()
     assert first.unscored  # records the rerun replaces
     _same(flaky, first)
-    rerun = make(duckdb_results, breeder=breeder)
+    rerun = make(stored_results, breeder=breeder)
     report = rerun.run()
     assert not report.unscored
     _same(rerun, report)

@@ -113,20 +113,20 @@ def test_next_generation_starts_before_the_previous_one_finishes():
     assert all(i < first_child for (g, _), i in ends.items() if g == 0)
 
 
-def test_duckdb_fusion_run_is_identical_at_concurrency_1_and_8(tmp_path: Path):
+def test_stored_fusion_run_is_identical_at_concurrency_1_and_8(tmp_path: Path):
+    from experiments.helpers import live_db
     from furnace.evolution.config import parse_config
     from furnace.evolution.local import memory_evolution
     from furnace.llm.cache import CachedLLM
     from furnace.llm.offline import OfflineEngine
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
-    from furnace.storage.duckdb.store import DuckDBStore
+    from furnace.storage.sql.experiments import SQLExperimentResults
+    from furnace.storage.sql.store import SQLStore
 
     seeds = [e for e in library() if e.language == "en"]
     outcomes = []
     for concurrency in (1, 8):
-        db = Database(tmp_path / f"c{concurrency}" / "furnace.duckdb")
-        store = DuckDBStore(db)
+        db = live_db(tmp_path / f"c{concurrency}")
+        store = SQLStore(db)
         store.save_elixirs(seeds)
         config = parse_config(
             {
@@ -140,7 +140,7 @@ def test_duckdb_fusion_run_is_identical_at_concurrency_1_and_8(tmp_path: Path):
                 "scorers": {"constraints": 0.2, "fidelity": 0.2, "brief_fit": 0.5, "diversity": 0.1},
             }
         )
-        results = DuckDBExperimentResults(db)
+        results = SQLExperimentResults(db)
         evo = memory_evolution(config, seeds, llm=CachedLLM(OfflineEngine()), results=results, store=store)
         report = evo.run()
         assert report.status == "finished"
@@ -327,31 +327,6 @@ def test_budget_stop_keeps_every_finished_individual(concurrency):
     recorded = results.individuals(evo.experiment_id)
     assert len(recorded) == len({(r.generation, r.slot) for r in recorded})
     assert report.leaderboard
-
-
-def test_generation_0s_threads_are_started_before_its_first_model_call() -> None:
-    """The seeds' unit and probe threads start while the experiment is written and read, not one by one
-    as the seeds are submitted (each start on demand waits for the GIL behind the seeds' own work)."""
-    seen: list[tuple[int, int]] = []
-
-    class FirstCall:
-        def __init__(self, inner) -> None:
-            self.inner, self.model_name = inner, inner.model_name
-
-        def complete(self, request):
-            if not seen:
-                names = [t.name for t in threading.enumerate()]
-                units = sum(n.startswith("furnace-unit") for n in names)
-                seen.append((units, sum(n.startswith("furnace-probe") for n in names)))
-            return self.inner.complete(request)
-
-    evo = make(llm=FirstCall(scripted_llm()), population=4, concurrency=4, probes={"set": "writing-en", "limit": 4})
-    report = evo.run()
-    assert report.status == "finished"
-    seeds = len(evo.seeds)
-    units, probes = seen[0]
-    assert units >= seeds  # every seed's unit thread ...
-    assert probes >= seeds * 4  # ... and the threads of every seed's 4 probes, before the first call
 
 
 class InFlight:

@@ -124,18 +124,3 @@ def test_the_unit_runner_waits_for_running_units_and_not_for_idle_threads() -> N
     for thread in [t for t in threading.enumerate() if t.name.startswith("furnace-unit")]:
         thread.join(5)
         assert not thread.is_alive()
-
-
-def test_prestart_starts_the_threads_a_burst_of_submits_will_need() -> None:
-    import threading
-    from concurrent.futures import ThreadPoolExecutor
-
-    from furnace.evolution.units import prestart
-
-    with ThreadPoolExecutor(6, thread_name_prefix="furnace-prestart-test") as pool:
-        prestart(pool, 6)
-        alive = [t for t in threading.enumerate() if t.name.startswith("furnace-prestart-test")]
-        assert len(alive) == 6  # each held until all were submitted: none was reused
-        assert list(pool.map(lambda x: x + 1, range(20))) == list(range(1, 21))
-        prestart(pool, 6)  # at the pool's bound already: no more threads
-        assert len([t for t in threading.enumerate() if t.name.startswith("furnace-prestart-test")]) == 6

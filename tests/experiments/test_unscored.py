@@ -161,18 +161,18 @@ def test_when_nothing_can_be_scored_the_run_stops_with_a_reason() -> None:
 
 
 @pytest.mark.parametrize("keep", [False, True])
-def test_duckdb_results_replace_a_rescored_individual(settings, tmp_path, keep: bool) -> None:
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
+def test_stored_results_replace_a_rescored_individual(settings, tmp_path, keep: bool) -> None:
+    from experiments.helpers import live_db
+    from furnace.storage.sql.experiments import SQLExperimentResults
 
     def facts(results, experiment_id):
         rows = results.individuals(experiment_id)
         # (a child made twice in one generation is one row, at whichever slot was saved first)
         return sorted((r.generation, r.agent_id, r.fitness, r.failures) for r in rows)
 
-    clean_results = DuckDBExperimentResults(Database(tmp_path / "clean.duckdb"))
+    clean_results = SQLExperimentResults(live_db(tmp_path / "clean"))
     clean = _evolution(_cached(scripted_llm()), clean_results).run()
-    results = DuckDBExperimentResults(Database(settings.db_path))
+    results = SQLExperimentResults(live_db(settings.home))
     cache, ledger = MemoryResponseCache(), MemoryCallLedger()
     model = Outage(scripted_llm())
     first = _evolution(_cached(model, cache, ledger), results).run()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from experiments.helpers import library
+from experiments.helpers import library, live_db
 from furnace.domain.agent import Agent, agent_id_for
 from furnace.domain.lineage import Lineage
 from furnace.evolution.config import parse_config
@@ -19,10 +19,9 @@ from furnace.evolution.records import IndividualRecord, ScoreRow
 from furnace.evolution.writer import Deferred, NewAgent, RecordWriter
 from furnace.llm.cache import CachedLLM
 from furnace.llm.offline import OfflineEngine
-from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.experiments import DuckDBExperimentResults
-from furnace.storage.duckdb.store import DuckDBStore
 from furnace.storage.memory import MemoryStore
+from furnace.storage.sql.experiments import SQLExperimentResults
+from furnace.storage.sql.store import SQLStore
 
 CONFIG = {
     "name": "wb",
@@ -40,10 +39,10 @@ def _seeds() -> list[Any]:
     return [e for e in library() if e.language == "en"]
 
 
-class _Watched(DuckDBStore):
+class _Watched(SQLStore):
     """Records which thread saves agents, and the reads made on the units' threads."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Any) -> None:
         super().__init__(db)
         self.saved_on: list[str] = []
         self.unit_reads: list[str] = []
@@ -76,13 +75,13 @@ class _Watched(DuckDBStore):
 
 
 def test_a_run_writes_its_agents_on_the_writer_thread_with_the_same_result(settings: Any) -> None:
-    db = Database(settings.db_path)
+    db = live_db(settings.home)
     store = _Watched(db)
     seeds = _seeds()
     for elixir in seeds:
         store.save_elixir(elixir)
     config = parse_config(CONFIG)
-    results = DuckDBExperimentResults(db)
+    results = SQLExperimentResults(db)
     llm = CachedLLM(OfflineEngine())
     report = memory_evolution(config, seeds, llm=llm, store=store, results=results).run()
 
@@ -125,7 +124,7 @@ def test_parents_are_loaded_from_the_store_once_per_run() -> None:
     assert not any(ref.id.startswith("agt-") for ref in store.loads)  # served as bred, not read back
 
 
-def _agent(store: DuckDBStore, seed: int = 1) -> Agent:
+def _agent(store: SQLStore, seed: int = 1) -> Agent:
     parent = store.save_elixir(_seeds()[0])
     lineage = Lineage(parents=(parent,), operator="mutation", params={"seed": seed}, op_version="1")
     child = _seeds()[1]
@@ -158,8 +157,8 @@ def _record(agent_id: str, slot: int, *, lineage_hash: str | None = "h", failed:
 
 
 def test_a_batch_is_one_unit_of_work_agents_included(settings: Any) -> None:
-    db = Database(settings.db_path)
-    store, results = DuckDBStore(db), DuckDBExperimentResults(db)
+    db = live_db(settings.home)
+    store, results = SQLStore(db), SQLExperimentResults(db)
     agent = _agent(store)
     writer = RecordWriter(results)
     gate = threading.Event()
@@ -185,7 +184,7 @@ def test_a_batch_is_one_unit_of_work_agents_included(settings: Any) -> None:
 
 
 def test_individuals_round_trip_and_saving_again_changes_nothing(settings: Any) -> None:
-    results = DuckDBExperimentResults(Database(settings.db_path))
+    results = SQLExperimentResults(live_db(settings.home))
     records = [_record("agt-a", 0), _record("agt-b", 1, lineage_hash=None, failed=True)]
     results.save_individuals(records)
     results.save_individuals([*records, _record("agt-c", 2)])  # existing keys are no-ops
@@ -194,23 +193,27 @@ def test_individuals_round_trip_and_saving_again_changes_nothing(settings: Any) 
 
 
 def test_the_writer_commits_a_window_of_records_at_once_and_flush_ends_the_window(settings: Any) -> None:
-    db = Database(settings.db_path)
-    results = DuckDBExperimentResults(db)
-    writer = RecordWriter(results, window_s=120)
-    for slot in range(5):
-        writer.put(_record(f"agt-{slot}", slot))
-    assert results.individuals("exp-wb") == []  # gathered, not yet committed
-    before = db.statements
-    writer.flush()  # commits now (else it would wait out the window)
-    assert db.statements - before == 4  # BEGIN, the individuals, their scores, COMMIT
-    assert len(results.individuals("exp-wb")) == 5
+    db = live_db(settings.home)
+    results = SQLExperimentResults(db)
+
+    def window(slots: range) -> int:
+        writer = RecordWriter(results, window_s=120)
+        for slot in slots:
+            writer.put(_record(f"agt-{slot}", slot))
+        assert len(results.individuals("exp-wb")) == slots.start  # gathered, not yet committed
+        before = db.statements
+        writer.flush()  # commits now (else it would wait out the window)
+        return db.statements - before
+
+    assert window(range(0, 2)) == window(range(2, 7))  # one transaction, however many records
+    assert len(results.individuals("exp-wb")) == 7
 
 
 def test_units_from_other_processes_are_written_in_one_batch_too(settings: Any) -> None:
     """What the isolated runner's driver queues per unit (its agent, its cache writes, its record)
     does not split the batch: three units cost the statements two do."""
-    db = Database(settings.db_path)
-    store, results = DuckDBStore(db), DuckDBExperimentResults(db)
+    db = live_db(settings.home)
+    store, results = SQLStore(db), SQLExperimentResults(db)
     agents = [_agent(store, seed) for seed in (1, 2, 3, 4, 5)]
     written: list[str] = []
 
@@ -233,7 +236,7 @@ def test_units_from_other_processes_are_written_in_one_batch_too(settings: Any) 
 def test_a_finished_generation_ends_the_window(settings: Any) -> None:
     from furnace.evolution.records import GenerationRecord
 
-    results = DuckDBExperimentResults(Database(settings.db_path))
+    results = SQLExperimentResults(live_db(settings.home))
     writer = RecordWriter(results, window_s=120)
     writer.put(_record("agt-a", 0))
     writer.put(GenerationRecord("exp-wb", 1, ("agt-a",), 0.5, 0.5))

@@ -1,6 +1,6 @@
-"""fuse() on a store and KV in one database (the live store, SQLite; and an old home's DuckDB file): a cold
-fusion's writes commit together or not at all, tampered rows are refused, racers agree. The statement-log
-tests read DuckDB's unit cursors, so they run on DuckDB only."""
+"""fuse() on the live store (store and KV in one database, SQLite): a cold fusion's writes commit together or
+not at all, tampered rows are refused, racers agree, and the statement log shows reads before one write
+transaction."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from furnace.domain.errors import ConflictError, LineageError
 from furnace.fusion.embedding import HashEmbedder
@@ -17,11 +18,7 @@ from furnace.fusion.fuse import fuse
 from furnace.fusion.synthesis import SynthesisCache
 from furnace.llm.fakes import FakeLLM, SlowLLM
 from furnace.llm.offline.engine import OfflineEngine
-from furnace.storage.duckdb import db as dbmod
 from furnace.storage.duckdb import snapshot
-from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.kv import DuckDBKV
-from furnace.storage.duckdb.store import DuckDBStore
 from furnace.storage.sql.db import SQLDatabase, sqlite_url
 from furnace.storage.sql.kv import SQLKV
 from furnace.storage.sql.store import SQLStore
@@ -36,20 +33,20 @@ def _no_background_snapshots(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(snapshot, "request", lambda db: None)  # its statements would mix with the fusion's
 
 
-Db = Database | SQLDatabase
+Db = SQLDatabase
 
 
 def _store(db: Db) -> Any:
-    return DuckDBStore(db) if isinstance(db, Database) else SQLStore(db)
+    return SQLStore(db)
 
 
 def _kv(db: Db) -> Any:
-    return DuckDBKV(db) if isinstance(db, Database) else SQLKV(db)
+    return SQLKV(db)
 
 
 def _json_patch(db: Db) -> str:
-    """The dialect's JSON merge-patch function."""
-    return "json_merge_patch" if isinstance(db, Database) else "json_patch"
+    """SQLite's JSON merge-patch function."""
+    return "json_patch"
 
 
 def _seeded(database: Db) -> Db:
@@ -59,20 +56,10 @@ def _seeded(database: Db) -> Db:
     return database
 
 
-@pytest.fixture(params=["sqlite", "duckdb"])
-def db(request: pytest.FixtureRequest, tmp_path: Path) -> Db:
-    """The two parents in a home's live store (SQLite), or in an old home's DuckDB file."""
-    if request.param == "sqlite":
-        return _seeded(SQLDatabase(sqlite_url(tmp_path), home=tmp_path))
-    return _seeded(Database(tmp_path / "f.duckdb"))
-
-
 @pytest.fixture()
-def duck(tmp_path: Path) -> Database:
-    """The two parents in a DuckDB file (for the tests that read its statement log)."""
-    database = Database(tmp_path / "f.duckdb")
-    _seeded(database)
-    return database
+def db(tmp_path: Path) -> Db:
+    """The two parents in a home's live store (SQLite)."""
+    return _seeded(SQLDatabase(sqlite_url(tmp_path), home=tmp_path))
 
 
 def _fuse(db: Db, llm: Any = None, cache: SynthesisCache | None = None, **kw: Any) -> Any:
@@ -93,43 +80,41 @@ def _counts(db: Db) -> dict[str, int]:
     }
 
 
+def _reads_only(statement: str) -> bool:
+    return statement.lstrip().upper().startswith(("SELECT", "WITH"))
+
+
 class _Recorder:
-    """Every statement run on ``db``'s file, in order (wrapping the unit cursor's ``execute``); another file's
-    (a background thread an earlier test in this process left running) is not this fusion's."""
+    """Every statement run on ``db``'s engine, in order, and ``COMMIT`` for each commit."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, db: Database) -> None:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, db: Db) -> None:
         self.sql: list[str] = []
-        original = dbmod._Cursor.execute
 
-        def execute(cursor: Any, query: str, parameters: object = None) -> Any:
-            if cursor._holder.path == db.path:
-                self.sql.append(" ".join(query.split()))
-            return original(cursor, query, parameters)
+        def statement(conn: Any, cursor: Any, text: str, *args: Any) -> None:
+            self.sql.append(" ".join(text.split()))
 
-        monkeypatch.setattr(dbmod._Cursor, "execute", execute)
+        def commit(conn: Any) -> None:
+            self.sql.append("COMMIT")
+
+        event.listen(db.engine, "before_cursor_execute", statement)
+        event.listen(db.engine, "commit", commit)
 
 
-def test_a_cold_fusion_reads_then_writes_everything_in_one_transaction(duck, monkeypatch) -> None:
-    db = duck
+def test_a_cold_fusion_reads_then_writes_everything_in_one_transaction(db, monkeypatch) -> None:
     recorded = _Recorder(monkeypatch, db)
     llm = counting()
     result = _fuse(db, llm)
     assert not result.from_cache and len(llm.calls) == 1
     sql = recorded.sql
-    begin = sql.index("BEGIN TRANSACTION")
-    assert all(s.startswith("SELECT") for s in sql[:begin])  # before the call and up to the commit: reads only
-    assert sql[-1] == "COMMIT" and sql.count("COMMIT") == 1 and sql.count("BEGIN TRANSACTION") == 1
-    writes = [s.split(" (")[0] for s in sql[begin + 1 : -1]]
-    # the identity sub-result and the synthesis entry in one insert, then the agent, its persona, its edges
-    assert writes == [
-        "INSERT INTO kv",
-        "INSERT INTO agents",
-        "INSERT INTO elixir_versions",
-        "INSERT INTO lineage_edges VALUES",
-    ]
-    assert not any("ON CONFLICT" in s for s in sql)
+    assert sql.count("BEGIN IMMEDIATE") == 1  # one write transaction ...
+    begin = sql.index("BEGIN IMMEDIATE")
+    assert all(_reads_only(s) or s in ("BEGIN", "COMMIT") for s in sql[:begin])  # ... after reads only
+    assert sql[-1] == "COMMIT" and "COMMIT" not in sql[begin:-1]
+    tables = [s.split(" (")[0].split()[2] for s in sql[begin + 1 : -1] if s.startswith("INSERT")]
+    # the identity sub-result and the synthesis entry in one insert, then the persona, the agent, its edges
+    assert tables == ["kv", "elixir_versions", "agents", "lineage_edges"]
     assert _counts(db) == {"kv": 2, "agents": 1, "elixir_versions": 3, "lineage_edges": 2}
-    stored = DuckDBStore(db).get_agent(result.agent.id)  # verified in full on read
+    stored = SQLStore(db).get_agent(result.agent.id)  # verified in full on read
     assert stored.system_prompt == result.agent.system_prompt
     again = _fuse(db, llm)  # a new process's repeat: served by the cache, no call
     assert again.from_cache and again.agent.id == result.agent.id and len(llm.calls) == 1
@@ -154,9 +139,8 @@ def test_a_fusion_whose_save_fails_leaves_nothing_and_a_retry_builds_it(db, monk
     assert _counts(db) == {"kv": 2, "agents": 1, "elixir_versions": 3, "lineage_edges": 2}
 
 
-def test_a_refused_fusion_writes_nothing(duck, monkeypatch) -> None:
-    db = duck
-    store = DuckDBStore(db)
+def test_a_refused_fusion_writes_nothing(db, monkeypatch) -> None:
+    store = SQLStore(db)
     store.save_elixir(make_elixir("Rival", conflicts_with=["data-coach"]))
     before = _counts(db)
     recorded = _Recorder(monkeypatch, db)
@@ -164,7 +148,7 @@ def test_a_refused_fusion_writes_nothing(duck, monkeypatch) -> None:
     with pytest.raises(ConflictError):
         _fuse(db, llm, parents=["data-coach", "rival"])
     assert llm.calls == [] and _counts(db) == before
-    assert recorded.sql and all(dbmod._reads_only(s) for s in recorded.sql)
+    assert recorded.sql and all(_reads_only(s) or s in ("BEGIN", "COMMIT") for s in recorded.sql)
 
 
 def test_a_tampered_agent_parent_is_refused_before_any_call(db) -> None:
@@ -265,8 +249,7 @@ def test_an_altered_cache_row_read_beside_the_operator_is_refused(db) -> None:
     assert llm.calls == [] and _store(db).get_agent(first.id).system_prompt == first.system_prompt
 
 
-def test_a_corrupted_cache_row_is_a_miss_and_the_stored_agent_is_served(duck, monkeypatch) -> None:
-    db = duck
+def test_a_corrupted_cache_row_is_a_miss_and_the_stored_agent_is_served(db, monkeypatch) -> None:
     first = _fuse(db).agent
     db.execute("UPDATE kv SET value = '{\"agent\": 1}' WHERE key LIKE 'synth:%'")
     recorded = _Recorder(monkeypatch, db)
@@ -274,17 +257,15 @@ def test_a_corrupted_cache_row_is_a_miss_and_the_stored_agent_is_served(duck, mo
     again = _fuse(db, llm)
     assert llm.calls == [] and not again.from_cache  # rebuilt: "is it stored?" found the agent
     assert again.agent.id == first.id and again.agent.system_prompt == first.system_prompt
-    assert _counts(db)["agents"] == 1 and all(dbmod._reads_only(s) for s in recorded.sql[:-4])
+    assert _counts(db)["agents"] == 1 and "INSERT INTO agents" not in " ".join(recorded.sql)
 
 
-def test_a_new_process_repeating_a_fusion_reads_and_writes_nothing_more(duck, monkeypatch) -> None:
-    db = duck
+def test_a_new_process_repeating_a_fusion_reads_and_writes_nothing_more(db, monkeypatch) -> None:
     _fuse(db)
     recorded = _Recorder(monkeypatch, db)
     llm = counting()
     again = _fuse(db, llm)  # a new store and cache object: nothing known in memory
     assert again.from_cache and llm.calls == []
-    # reads only, no transaction: the parents (2), the cache entry, and beside it "is it stored?" (found:
-    # loaded and verified, 1 + 3, so it is not written again) while the operator looked up its identity
-    # (11 before, with a transaction that wrote nothing)
-    assert all(dbmod._reads_only(s) for s in recorded.sql) and len(recorded.sql) <= 8, recorded.sql
+    # reads only: the parents, the cache entry, and beside it "is it stored?" (found: loaded and verified,
+    # so it is not written again); no write transaction
+    assert all(_reads_only(s) or s in ("BEGIN", "COMMIT") for s in recorded.sql), recorded.sql

@@ -1,4 +1,4 @@
-"""The synthesis cache's key-value stores (memory, DuckDB, SQLite, PostgreSQL): insert-if-absent, TTL, and two
+"""The synthesis cache's key-value stores (memory, SQLite, PostgreSQL): insert-if-absent, TTL, and two
 processes racing on one key of a home's live store."""
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from pathlib import Path
 import pytest
 
 from furnace.fusion.synthesis import MemoryKV, SubResultCache, SynthesisCache, put_many
-from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.kv import DuckDBKV
 from furnace.storage.sql.db import SQLDatabase, sqlite_url
 from furnace.storage.sql.kv import SQLKV
 
@@ -32,17 +30,15 @@ class Clock:
         return self.now
 
 
-@pytest.fixture(params=["memory", "duckdb", "sqlite", "postgresql"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 def kv_and_clock(request, tmp_path):
     clock = Clock()
     if request.param == "memory":
         return MemoryKV(clock=clock), clock
-    if request.param in ("sqlite", "postgresql"):
-        from furnace.storage.sql.kv import SQLKV
-        from tests.storage.postgres import open_sql
+    from furnace.storage.sql.kv import SQLKV
+    from tests.storage.postgres import open_sql
 
-        return SQLKV(open_sql(request, request.param, tmp_path), clock=clock), clock
-    return DuckDBKV(Database(tmp_path / "kv.duckdb"), clock=clock), clock
+    return SQLKV(open_sql(request, request.param, tmp_path), clock=clock), clock
 
 
 def test_put_if_absent_returns_the_winner_and_expires(kv_and_clock) -> None:
@@ -134,15 +130,6 @@ def test_two_processes_racing_on_one_key_agree_on_one_winner(tmp_path: Path) -> 
     assert len(db.query("SELECT key FROM kv WHERE key = 'synth:race'")) == 1
 
 
-def test_a_new_key_is_one_statement_on_duckdb(tmp_path: Path) -> None:
-    db = Database(tmp_path / "kv.duckdb")
-    kv = DuckDBKV(db)
-    before = db.statements
-    assert kv.put_if_absent("new", {"v": 1}) == {"v": 1}
-    assert db.statements - before == 1  # the guarded insert returns the value: no BEGIN, delete, read-back, COMMIT
-    assert kv.put_if_absent("new", {"v": 2}) == {"v": 1}  # the live row wins
-
-
 def test_put_many_inserts_new_keys_and_keeps_live_winners(kv_and_clock) -> None:
     kv, clock = kv_and_clock
     kv.put_if_absent("live", {"v": "first"}, ttl_s=60)
@@ -161,15 +148,6 @@ def test_put_many_inserts_new_keys_and_keeps_live_winners(kv_and_clock) -> None:
     assert [kv.get(k) for k in ("new", "live", "old")] == [{"v": 1}, {"v": "first"}, {"v": "replaced"}]
     clock.now += 61
     assert (kv.get("new"), kv.get("live"), kv.get("old")) == (None, None, {"v": "replaced"})  # each its own ttl
-
-
-def test_duckdb_put_many_writes_every_new_key_in_one_statement(tmp_path) -> None:
-    db = Database(tmp_path / "kv.duckdb")
-    kv = DuckDBKV(db)
-    before = db.statements
-    assert kv.put_many_if_absent([(f"k{i}", {"i": i}, 60) for i in range(3)]) == [{"i": i} for i in range(3)]
-    assert db.statements - before == 1
-    assert db.query("SELECT count(*) FROM kv") == [(3,)]
 
 
 def test_deferred_sub_results_are_stored_only_when_asked(kv_and_clock) -> None:

@@ -1,4 +1,4 @@
-"""One contract, four pick stores (memory, DuckDB, SQLite, PostgreSQL): added, read back, undone but kept,
+"""One contract, three pick stores (memory, SQLite, PostgreSQL): added, read back, undone but kept,
 never clobbered."""
 
 from __future__ import annotations
@@ -19,13 +19,7 @@ from tests.storage.conftest import TickClock
 
 
 def _stored(request: pytest.FixtureRequest, kind: str, home: Path, **kw: Any) -> tuple[Any, Any]:
-    """(the database, its pick store) of ``kind``: "duckdb", "sqlite" or "postgresql"."""
-    if kind == "duckdb":
-        from furnace.storage.duckdb.db import Database
-        from furnace.storage.duckdb.picks import DuckDBPicks
-
-        db = Database(home / "furnace.duckdb")
-        return db, DuckDBPicks(db, **kw)
+    """(the database, its pick store) of ``kind``: "sqlite" or "postgresql"."""
     from furnace.storage.sql.picks import SQLPicks
     from tests.storage.postgres import open_sql
 
@@ -33,15 +27,14 @@ def _stored(request: pytest.FixtureRequest, kind: str, home: Path, **kw: Any) ->
     return sql, SQLPicks(sql, **kw)
 
 
-@pytest.fixture(params=["memory", "duckdb", "sqlite", "postgresql"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 def picks(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "memory":
         yield MemoryPicks(clock=TickClock())
     else:
         db, store = _stored(request, request.param, tmp_path, clock=TickClock())
         yield store
-        if request.param != "duckdb":
-            db.close()
+        db.close()
 
 
 def _pick(who: str = "ana", choice: str = "A", **over: Any) -> Pick:
@@ -166,7 +159,7 @@ def test_two_people_in_two_processes_lose_no_pick(tmp_path: Path) -> None:
     assert reasons == {f"ana {i}" for i in range(n)} | {f"bo {i}" for i in range(n)}
 
 
-@pytest.mark.parametrize("kind", ["duckdb", "sqlite", "postgresql"])
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
 def test_a_pick_changed_outside_furnace_is_refused_by_name(
     request: pytest.FixtureRequest, tmp_path: Path, kind: str
 ) -> None:

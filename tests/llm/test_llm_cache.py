@@ -1,5 +1,5 @@
-"""CachedLLM: response cache, single-flight and accounting, in memory and in the stores (a home's live store,
-SQLite or PostgreSQL, and an old home's DuckDB file)."""
+"""CachedLLM: response cache, single-flight and accounting, in memory and in the live store
+(SQLite or PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -12,27 +12,22 @@ from furnace.domain.errors import LLMError, LLMTimeout
 from furnace.llm.cache import CachedLLM, CallTotals, MemoryCallLedger, MemoryResponseCache
 from furnace.llm.fakes import FakeLLM, SlowLLM
 from furnace.llm.seam import LLM, Completion, TaskKind, Usage, system_user
-from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.llm_calls import DuckDBCallLedger, DuckDBResponseCache
 
 
 def priced(text: str) -> Completion:
     return Completion(text=text, usage=Usage(prompt_tokens=10, completion_tokens=4), cost_usd=0.002, model="fake")
 
 
-@pytest.fixture(params=["memory", "duckdb", "sqlite", "postgresql"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 def storage(request, tmp_path):
     if request.param == "memory":
         return MemoryResponseCache(), MemoryCallLedger()
-    if request.param in ("sqlite", "postgresql"):
-        from furnace.storage.sql.llm_calls import SQLCallLedger, SQLResponseCache
-        from tests.storage.postgres import open_sql
+    from furnace.storage.sql.llm_calls import SQLCallLedger, SQLResponseCache
+    from tests.storage.postgres import open_sql
 
-        sql = open_sql(request, request.param, tmp_path)
-        ledger = SQLCallLedger(sql)
-        return SQLResponseCache(sql, ledger=ledger), ledger
-    db = Database(tmp_path / "f.duckdb")
-    return DuckDBResponseCache(db), DuckDBCallLedger(db)
+    sql = open_sql(request, request.param, tmp_path)
+    ledger = SQLCallLedger(sql)
+    return SQLResponseCache(sql, ledger=ledger), ledger
 
 
 def ask(user: str = "hello", **kwargs):
@@ -40,17 +35,13 @@ def ask(user: str = "hello", **kwargs):
 
 
 class _File:
-    """One database file, each :meth:`open` a new process's view of it: a home's live store (SQLite), or an
-    old home's DuckDB file."""
+    """One database file, each :meth:`open` a new process's view of it: a home's live store (SQLite)."""
 
-    def __init__(self, kind: str, folder) -> None:
-        self.kind, self.folder = kind, folder
+    def __init__(self, folder) -> None:
+        self.folder = folder
 
     def open(self):
         """(the database, a response cache and a call ledger on it, nothing in their memory)."""
-        if self.kind == "duckdb":
-            db = Database(self.folder / "f.duckdb")
-            return db, DuckDBResponseCache(db), DuckDBCallLedger(db)
         from furnace.storage.sql.db import SQLDatabase, sqlite_url
         from furnace.storage.sql.llm_calls import SQLCallLedger, SQLResponseCache
 
@@ -59,9 +50,9 @@ class _File:
         return sql, SQLResponseCache(sql, ledger=ledger), ledger
 
 
-@pytest.fixture(params=["sqlite", "duckdb"])
-def stored(request, tmp_path) -> _File:
-    return _File(request.param, tmp_path)
+@pytest.fixture()
+def stored(tmp_path) -> _File:
+    return _File(tmp_path)
 
 
 def test_repeat_is_served_from_cache_without_inner_call(storage):
@@ -195,66 +186,6 @@ def test_a_stored_put_is_insert_if_absent(stored):
     assert other.put("k", priced("second")) is False
     assert other.get("k").text == "first" and cache.get("k").text == "first"
     assert db.query("SELECT count(*), min(task) FROM llm_responses") == [(1, "reply")]
-
-
-def test_duckdb_ledger_rows_and_batching(tmp_path):
-    db = Database(tmp_path / "f.duckdb")
-    ledger = DuckDBCallLedger(db, batch=100, flush_interval_s=3600)
-    llm = CachedLLM(FakeLLM(respond=lambda r: priced("x")), MemoryResponseCache(), ledger).for_run("r1")
-    for i in range(5):
-        llm.complete(ask(str(i)))
-    assert db.query("SELECT count(*) FROM llm_calls") == [(0,)]  # buffered
-    assert ledger.totals("r1").calls == 5  # a read flushes first
-    rows = db.query_dicts("SELECT * FROM llm_calls ORDER BY created_at")
-    assert {r["run_id"] for r in rows} == {"r1"} and {r["task"] for r in rows} == {"reply"}
-    assert all(r["prompt_tokens"] == 10 and r["status"] == "ok" and len(r["cache_key"]) == 64 for r in rows)
-
-
-def test_a_ledger_collected_while_the_database_lock_is_held_does_not_deadlock(tmp_path):
-    # The garbage collector may finalise a ledger at any point, e.g. while this thread opens the
-    # file (holding the database's lock): its flush must not wait for that lock on this thread.
-    db = Database(tmp_path / "f.duckdb")
-    ledger = DuckDBCallLedger(db, batch=100, flush_interval_s=3600)
-    CachedLLM(FakeLLM(respond=lambda r: priced("x")), MemoryResponseCache(), ledger).for_run("r1").complete(ask("0"))
-    finished = threading.Event()
-
-    def collect_while_holding_the_lock():
-        nonlocal ledger
-        with db._holder.cond:
-            del ledger  # the only reference: finalised here, inside the lock
-            finished.set()
-
-    worker = threading.Thread(target=collect_while_holding_the_lock, daemon=True)
-    worker.start()
-    assert finished.wait(60), "finalising a ledger inside the database lock deadlocked"
-    worker.join(60)
-    # the finalised ledger's row is still this process's: the next reader writes and counts it
-    assert DuckDBCallLedger(db).totals("r1").calls == 1
-    assert db.query("SELECT count(*) FROM llm_calls WHERE run_id = 'r1'") == [(1,)]
-
-
-def test_a_ledger_collected_while_the_ledger_registry_is_locked_does_not_deadlock(tmp_path):
-    # A reader lists this process's buffers under the registry's lock; an allocation there can run
-    # the garbage collector, which finalises another ledger on the same thread (seen as a hung suite).
-    from furnace.storage.duckdb import llm_calls
-
-    db = Database(tmp_path / "f.duckdb")
-    ledger = DuckDBCallLedger(db, batch=100, flush_interval_s=3600)
-    CachedLLM(FakeLLM(respond=lambda r: priced("x")), MemoryResponseCache(), ledger).for_run("r2").complete(ask("0"))
-    finished = threading.Event()
-
-    def collect_inside_the_registry_lock():
-        nonlocal ledger
-        with llm_calls._LIVE_LOCK:
-            del ledger  # finalised here, on the thread that holds the lock
-            finished.set()
-
-    worker = threading.Thread(target=collect_inside_the_registry_lock, daemon=True)
-    worker.start()
-    assert finished.wait(60), "finalising a ledger inside the registry lock deadlocked"
-    worker.join(60)
-    assert DuckDBCallLedger(db).totals("r2").calls == 1  # adopted by the next reader, written once
-    assert db.query("SELECT count(*) FROM llm_calls WHERE run_id = 'r2'") == [(1,)]
 
 
 def test_a_forged_cached_response_is_a_counted_miss_and_is_replaced(stored):

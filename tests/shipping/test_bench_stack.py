@@ -31,11 +31,6 @@ ALLOWED = {
         "the search bench compares search methods (and gepa) on one in-memory graph per method and seed; "
         "it is owned by the search targets work and reports no store or CPU figure (not converted yet)"
     ),
-    "bench_assistant.py": (
-        "its accuracy part asks the question set of the tests' assistant dataset, rows written raw by SQL "
-        "(tests/assistant/dataset.py) without seals, which the runtime's assist data (seals verified on "
-        "read) refuses; it measures understanding, not the stack, and makes no figure per model call"
-    ),
 }
 
 

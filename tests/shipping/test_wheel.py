@@ -97,20 +97,18 @@ def test_wheel_ships_the_app_and_every_data_file(wheel: Path) -> None:
 
 
 def check_demo_run(out: str, home: Path) -> None:
-    """``furnace demo`` (printing ``out``, into ``home``) ran the demo experiment to the end: report, DuckDB,
-    MLflow, promotion, then the preference loop."""
+    """``furnace demo`` (printing ``out``, into ``home``) ran the demo experiment to the end: report, the live
+    store, MLflow, promotion, then the preference loop."""
     assert "5. Evolution experiment" in out and "— finished" in out
     assert "best agent promoted to the library as demo-champion@1" in out
     assert "mlflow ui --backend-store-uri sqlite:///" in out and "furnace app" in out
-    assert (home / "furnace.duckdb").is_file() and (home / "mlflow.db").exists()
+    assert (home / "furnace.sqlite").is_file() and (home / "mlflow.db").exists()
 
     from furnace.adapters.mlflow_tracker import run_summary
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 
-    results = DuckDBExperimentResults(Database(home / "furnace.duckdb"))
+    results = Runtime(FurnaceSettings(home=home)).results
     (exp,) = results.list_experiments()
     gens = results.generations(exp.experiment_id)
     assert len(gens) == 5 and gens[-1].best_fitness > gens[0].best_fitness  # evolution improved on the seeds

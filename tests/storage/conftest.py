@@ -1,9 +1,8 @@
-"""One contract suite, two stores: every test taking ``store`` runs on both."""
+"""One contract suite, three stores: every test taking ``store`` runs in memory, on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ import pytest
 
 from furnace.domain.elixir import Elixir, parse_elixir
 
+from .old_home import older_schema  # noqa: F401  (where the old-home tests import it from)
 from .postgres import open_sql
 
 
@@ -35,18 +35,13 @@ def sql_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     db.close()
 
 
-@pytest.fixture(params=["memory", "duckdb", "sqlite", "postgresql"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    """A fresh store of each kind (DuckDB and SQLite on a temp file, PostgreSQL on the session's server)."""
+    """A fresh store of each kind (SQLite on a temp file, PostgreSQL on the session's server)."""
     if request.param == "memory":
         from furnace.storage.memory import MemoryStore
 
         yield MemoryStore(clock=TickClock())
-    elif request.param == "duckdb":
-        from furnace.storage.duckdb.db import Database
-        from furnace.storage.duckdb.store import DuckDBStore
-
-        yield DuckDBStore(Database(tmp_path / "furnace.duckdb"), clock=TickClock())
     else:
         from furnace.storage.sql.store import SQLStore
 
@@ -65,19 +60,3 @@ def make_elixir(name: str, **fields: Any) -> Elixir:
     }
     data.update(fields)
     return parse_elixir(data)
-
-
-@contextmanager
-def older_schema(monkeypatch: pytest.MonkeyPatch, path: Path, before: int) -> Iterator[Any]:
-    """A Database at the schema an older furnace left (the migrations before number ``before``); the
-    block fills it, and its end applies the remaining migrations as an upgrade would."""
-    from furnace.storage.duckdb import db as duckdb_db
-    from furnace.storage.duckdb.db import Database
-
-    every = duckdb_db.migrations()
-    monkeypatch.setattr(duckdb_db, "migrations", lambda: [m for m in every if m[0] < before])
-    old = Database(path)
-    yield old
-    monkeypatch.setattr(duckdb_db, "migrations", lambda: every)
-    duckdb_db._migrated.discard(str(old.path))
-    old.migrate()

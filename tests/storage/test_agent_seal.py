@@ -1,7 +1,7 @@
 """Agent record hash: a tampered row in any field group is caught on every read, naming agent and group.
 
 Runs on both stores (the ``store`` fixture). Each tamper edits the stored record behind the
-store's back, the way someone editing the DuckDB file would, keeping the row otherwise valid.
+store's back, the way someone editing the database would, keeping the row otherwise valid.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from furnace.domain.errors import LineageError
 from furnace.domain.lineage import Lineage, ResolutionNote
 from furnace.storage.memory import MemoryStore
 
-from .conftest import make_elixir, older_schema
+from .conftest import make_elixir
 from .test_contract import make_agent
 
 
@@ -108,7 +108,7 @@ def test_tampered_field_group_is_caught_on_every_read(store: Any, group: str) ->
     assert {n.id for n in store.ancestors(agent.id)} == {a.id, b.id}
     assert [n.id for n in store.descendants(a.id)] == [agent.id]
     tamper, expected = TAMPERS[group]
-    if group == "child persona" and not isinstance(store, MemoryStore):  # DuckDB: the persona's own keyed seal
+    if group == "child persona" and not isinstance(store, MemoryStore):  # a stored persona: its own keyed seal
         expected = f"(the persona of agent {agent.id}) does not match its keyed seal"
     tamper(store, agent.id, a.id)
     reads = {
@@ -158,28 +158,19 @@ def test_lineage_model_is_unchanged_by_the_seal() -> None:
 
 
 def test_migration_seals_agents_written_before_seals_existed(tmp_path, monkeypatch) -> None:
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.store import DuckDBStore
+    from furnace.storage.sql.store import SQLStore
 
-    current = DuckDBStore(Database(tmp_path / "new" / "new.duckdb"))  # its own home: its own key
+    from .old_home import move, scratch, write_old_home
+
+    (tmp_path / "new").mkdir()
+    current = SQLStore(scratch(tmp_path / "new"))  # its own home: its own key
     agent, _, _ = _saved(current)
-    tables = {
-        "elixir_versions": current.db.query(  # the columns of the old schema
-            "SELECT id, version, origin, name, content_hash, body, created_at, deleted_at FROM elixir_versions"
-        ),
-        "agents": current.db.query(
-            "SELECT id, lineage, lineage_hash, elixir_version, system_prompt, tools, members, created_at FROM agents"
-        ),
-        "lineage_edges": current.db.query("SELECT * FROM lineage_edges"),
-    }
-    # a file as an older furnace left it: schema at 0007, agents without seals
-    with older_schema(monkeypatch, tmp_path / "old.duckdb", before=8) as old:
-        for table, rows in tables.items():
-            for row in rows:
-                old.execute(f"INSERT INTO {table} VALUES ({', '.join('?' * len(row))})", list(row))
-    store = DuckDBStore(old)
+    # a file as an older furnace left it: schema at 0007, agents without seals (the columns it has)
+    old = write_old_home(tmp_path / "old" / "furnace.duckdb", current.db, before=8, monkeypatch=monkeypatch)
+    target, _ = move(old)
+    store = SQLStore(target)
     assert store.get_agent(agent.id).seal == agent.seal
-    store.db.execute("UPDATE agents SET system_prompt = 'You are EvilBot.' WHERE id = ?", [agent.id])
+    target.execute("UPDATE agents SET system_prompt = 'You are EvilBot.' WHERE id = ?", [agent.id])
     with pytest.raises(LineageError, match="system prompt does not match"):
         store.get_agent(agent.id)
 

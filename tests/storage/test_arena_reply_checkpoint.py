@@ -1,4 +1,5 @@
-"""A reply is its speaker's checkpoint (migration 0015): files written before it keep their rows."""
+"""A reply is its speaker's checkpoint (DuckDB migration 0015): an old home written before it keeps its
+checkpoints through the move into the live store."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from furnace.arena.models import Checkpoint, ReplyRecord
-from furnace.storage.duckdb.arena import DuckDBArenaStore
+from furnace.storage.sql.arena import SQLArenaStore
 
-from .conftest import older_schema
+from .old_home import move, older_schema
 
 
 def _reply(index: int) -> ReplyRecord:
@@ -28,7 +29,7 @@ def _reply(index: int) -> ReplyRecord:
 def test_an_older_files_checkpoints_read_once_beside_the_new_ones(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with older_schema(monkeypatch, tmp_path / "old.duckdb", before=15) as old:
+    with older_schema(monkeypatch, tmp_path / "furnace.duckdb", before=15) as old:
         old.execute(
             "INSERT INTO arena_runs (run_id, session_id, turn, message, directive)"
             " VALUES ('run-1', 's-1', 0, 'hi', 'open')"
@@ -49,7 +50,8 @@ def test_an_older_files_checkpoints_read_once_beside_the_new_ones(
             "INSERT INTO arena_checkpoints (run_id, speaker_index, status, error, attempts)"
             " VALUES ('run-1', 2, 'failed', 'boom', 3)"
         )
-    store = DuckDBArenaStore(old)
+    target, _ = move(old)
+    store = SQLArenaStore(target)
     done = store.checkpoints("run-1")
     assert {i: (c.status, c.reply_id, c.attempts) for i, c in done.items()} == {
         0: ("done", "run-1-0", 2),
@@ -60,7 +62,7 @@ def test_an_older_files_checkpoints_read_once_beside_the_new_ones(
     store.record_speaker(
         Checkpoint(run_id="run-1", speaker_index=3, status="done", reply_id="run-1-3", attempts=2), _reply(3)
     )
-    assert old.query("SELECT count(*) FROM arena_checkpoints WHERE speaker_index = 3") == [(0,)]  # the reply is it
+    assert target.query("SELECT count(*) FROM arena_checkpoints WHERE speaker_index = 3") == [(0,)]  # the reply is it
     assert (store.checkpoints("run-1")[3].status, store.checkpoints("run-1")[3].attempts) == ("done", 2)
     # a failure recorded later for a speaker that is done changes nothing
     store.record_speaker(Checkpoint(run_id="run-1", speaker_index=3, status="failed", error="late"), None)

@@ -1,4 +1,4 @@
-"""The ElixirStore contract, run against MemoryStore and DuckDBStore."""
+"""The ElixirStore contract, run against MemoryStore and SQLStore (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -331,26 +331,33 @@ def test_common_ancestors_and_same_blood(dag: Any) -> None:
     assert dag.same_blood("x", "x")
 
 
+def _sql_store(tmp_path: Any) -> Any:
+    from furnace.storage.sql.db import SQLDatabase, sqlite_url
+    from furnace.storage.sql.store import SQLStore
+
+    return SQLStore(SQLDatabase(sqlite_url(tmp_path), home=tmp_path))
+
+
 def test_both_stores_agree_on_a_random_dag(tmp_path: Any) -> None:
     import random
 
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.store import DuckDBStore
+    from furnace.storage.sql.schema import lineage_edges
 
     rng = random.Random(7)
-    mem, duck = MemoryStore(), DuckDBStore(Database(tmp_path / "agree.duckdb"))
+    mem, sql = MemoryStore(), _sql_store(tmp_path)
     edges = set()
     for child in range(1, 60):
         for parent in rng.sample(range(child), k=min(child, rng.randint(1, 3))):
             edges.add((f"n{parent}", f"n{child}", rng.choice(["crossover", "mutation"])))
     for p, c, op in edges:
         mem.add_edge(p, c, operator=op)
-    duck._write(lambda con: con.executemany("INSERT INTO lineage_edges VALUES (?, ?, ?, '', 0)", list(edges)))
+    with sql.db.transaction() as conn:
+        conn.execute(lineage_edges.insert(), [{"parent": p, "child": c, "operator": op} for p, c, op in edges])
     for node in ["n59", "n30", "n5"]:
-        assert duck.ancestors(node) == mem.ancestors(node)
-        assert duck.ancestors(node, max_depth=2) == mem.ancestors(node, max_depth=2)
-    assert duck.descendants("n3") == mem.descendants("n3")
-    assert duck.common_ancestors("n40", "n41") == mem.common_ancestors("n40", "n41")
+        assert sql.ancestors(node) == mem.ancestors(node)
+        assert sql.ancestors(node, max_depth=2) == mem.ancestors(node, max_depth=2)
+    assert sql.descendants("n3") == mem.descendants("n3")
+    assert sql.common_ancestors("n40", "n41") == mem.common_ancestors("n40", "n41")
 
 
 def test_full_elixir_round_trips_with_its_hash(store: Any) -> None:
@@ -388,11 +395,8 @@ def test_both_stores_agree_on_random_operation_sequences(tmp_path: Any, seed: in
     """Model-based check: the same random saves/deletes give the same observable results."""
     import random
 
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.store import DuckDBStore
-
     rng = random.Random(seed)
-    stores = [MemoryStore(), DuckDBStore(Database(tmp_path / f"ops{seed}.duckdb"))]
+    stores = [MemoryStore(), _sql_store(tmp_path)]
 
     def outcome(action: Callable[[Any], Any]) -> list[Any]:
         results = []
@@ -424,7 +428,6 @@ def test_both_stores_agree_on_random_operation_sequences(tmp_path: Any, seed: in
 def test_implementations_match_the_protocol_signatures() -> None:
     import inspect
 
-    from furnace.storage.duckdb.store import DuckDBStore
     from furnace.storage.sql.store import SQLStore
     from furnace.storage.store import BatchElixirStore, ElixirStore
 
@@ -432,7 +435,7 @@ def test_implementations_match_the_protocol_signatures() -> None:
     assert len(methods) == 18
     batch = [n for n, v in vars(BatchElixirStore).items() if callable(v) and not n.startswith("_")]
     assert len(batch) == 5
-    for cls in (MemoryStore, DuckDBStore, SQLStore):
+    for cls in (MemoryStore, SQLStore):
         for name in batch:  # every stored implementation offers the batch methods (no probing for them)
             want = inspect.signature(getattr(BatchElixirStore, name))
             got = inspect.signature(getattr(cls, name))

@@ -48,26 +48,13 @@ def test_same_content_is_the_usual_no_op(store: Any) -> None:
     assert store.get_elixir(first.id).version == 1
 
 
-def test_the_duckdb_save_is_one_statement(tmp_path: Any) -> None:
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.store import DuckDBStore
-
-    store = DuckDBStore(Database(tmp_path / "f.duckdb"))
-    first = store.save_elixir(make_elixir("Ada"))
-    base = store.get_elixir(first.id)
-    before = store.db.statements
-    store.save_elixir(edit(base, principles=["Be brief."]), if_latest=1)
-    assert store.db.statements - before == 1  # the check is inside the INSERT (a plain save reads first)
-
-
-def test_inside_a_transaction_a_newer_version_refuses_the_save_and_the_transaction_goes_on(tmp_path: Any) -> None:
+def test_inside_a_transaction_a_newer_version_refuses_the_save_and_the_transaction_goes_on(sql_db: Any) -> None:
     """On its own the save lets a newer version collide on (id, version); inside a unit's transaction
     a collision would end that transaction, so there it checks instead, and the unit can go on."""
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.store import DuckDBStore
+    from furnace.storage.sql.store import SQLStore
     from furnace.storage.store import unit_of_work
 
-    store = DuckDBStore(Database(tmp_path / "f.duckdb"))
+    store = SQLStore(sql_db)
     first = store.save_elixir(make_elixir("Ada"))
     base = store.get_elixir(first.id)
     store.save_elixir(edit(base, principles=["Someone else's edit."]))

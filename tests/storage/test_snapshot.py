@@ -1,4 +1,5 @@
-"""Parquet snapshots: consistent, atomic, readable while (and after) a writer runs (docs/storage.md)."""
+"""Parquet snapshots of the live store: consistent, atomic, readable while (and after) a writer runs
+(docs/store.md)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,14 @@ import pytest
 
 from furnace.domain.elixir import parse_elixir
 from furnace.storage.duckdb import snapshot
-from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.store import DuckDBStore
+from furnace.storage.sql.db import SQLDatabase, sqlite_url
+from furnace.storage.sql.store import SQLStore
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _store(home: Path) -> SQLStore:
+    return SQLStore(SQLDatabase(sqlite_url(home), home=home))
 
 
 def _elixir(id: str, identity: str = "x"):
@@ -25,7 +30,7 @@ def _elixir(id: str, identity: str = "x"):
 
 
 def test_connect_gives_views_with_the_table_names_over_the_newest_snapshot(tmp_path: Path) -> None:
-    store = DuckDBStore(Database(tmp_path / "furnace.duckdb"))
+    store = _store(tmp_path)
     store.save_elixirs([_elixir("a"), _elixir("b")])
     snapshot.refresh(store.db)
     con = snapshot.connect(store.db.path)
@@ -42,7 +47,7 @@ def test_connect_gives_views_with_the_table_names_over_the_newest_snapshot(tmp_p
 def test_connects_of_one_process_share_the_views_of_a_snapshot(tmp_path: Path) -> None:
     """A notebook re-running connect() gets cursors on one in-memory database: the views of a
     snapshot are made once, and every connection keeps the snapshot it was opened on."""
-    store = DuckDBStore(Database(tmp_path / "furnace.duckdb"))
+    store = _store(tmp_path)
     store.save_elixir(_elixir("a"))
     snapshot.refresh(store.db)
 
@@ -65,26 +70,28 @@ def test_connects_of_one_process_share_the_views_of_a_snapshot(tmp_path: Path) -
     assert snapshot.connect(store.db.path).execute("SELECT count(*) FROM elixir_versions").fetchone()[0] == 2
 
 
-def test_connect_never_opens_the_live_file(tmp_path: Path) -> None:
-    db = Database(tmp_path / "furnace.duckdb", idle_release_s=60)
-    DuckDBStore(db).save_elixir(_elixir("a"))
-    snapshot.refresh(db)
-    # another process reads the snapshot while this one holds the live file
+def test_connect_never_opens_the_live_store(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.save_elixir(_elixir("a"))
+    snapshot.refresh(store.db)
+    store.db.close()
+    for live in tmp_path.glob("furnace.sqlite*"):  # the live store out of reach: the snapshot still reads
+        live.rename(tmp_path / f"moved-{live.name}")
     code = (
         "import sys; from furnace.storage.duckdb import snapshot;"
-        "con = snapshot.connect(sys.argv[1], create=False);"
+        "con = snapshot.connect(sys.argv[1]);"
         "print(con.execute('SELECT count(*) FROM elixir_versions').fetchone()[0])"
     )
-    assert db.held
     out = subprocess.run(
-        [sys.executable, "-c", code, str(db.path)], cwd=REPO, capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-c", code, str(store.db.path)], cwd=REPO, capture_output=True, text=True, timeout=60
     )
+    assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "1"
-    assert db.held and db.lock_retries == 0  # nobody asked for the file
+    assert not store.db.path.exists()  # nothing made a live store again
 
 
 def test_a_failed_refresh_leaves_the_previous_snapshot_current(tmp_path: Path, monkeypatch) -> None:
-    store = DuckDBStore(Database(tmp_path / "furnace.duckdb"))
+    store = _store(tmp_path)
     store.save_elixir(_elixir("a"))
     first = snapshot.refresh(store.db)
     store.save_elixir(_elixir("b"))
@@ -101,7 +108,7 @@ def test_a_failed_refresh_leaves_the_previous_snapshot_current(tmp_path: Path, m
     monkeypatch.undo()
     root = snapshot.snapshot_root(store.db.path)
     assert snapshot.current(root) == first
-    con = snapshot.connect(store.db.path, create=False)
+    con = snapshot.connect(store.db.path)
     assert con.execute("SELECT id FROM elixir_versions").fetchall() == [("a",)]
 
 
@@ -109,11 +116,12 @@ _WRITER = textwrap.dedent(
     """
     import sys
     from furnace.domain.elixir import parse_elixir
+    from pathlib import Path
     from furnace.storage.duckdb import snapshot
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.store import DuckDBStore
+    from furnace.storage.sql.db import SQLDatabase, sqlite_url
+    from furnace.storage.sql.store import SQLStore
 
-    store = DuckDBStore(Database(sys.argv[1], lock_timeout_s=60))
+    store = SQLStore(SQLDatabase(sqlite_url(Path(sys.argv[1])), home=Path(sys.argv[1])))
     round = 0
     while True:  # every snapshot holds whole rounds: 5 elixirs saved in one transaction
         round += 1
@@ -134,7 +142,7 @@ _READER = textwrap.dedent(
 
     seen = []
     for _ in range(int(sys.argv[2])):
-        con = snapshot.connect(sys.argv[1], create=False)
+        con = snapshot.connect(sys.argv[1])
         seen.append(con.execute("SELECT count(*) FROM elixir_versions").fetchone()[0])
         con.close()
     print(json.dumps(seen))
@@ -144,10 +152,13 @@ _READER = textwrap.dedent(
 
 @pytest.mark.slow
 def test_readers_see_whole_snapshots_while_a_writer_runs_and_after_it_is_killed(tmp_path: Path) -> None:
-    path = tmp_path / "furnace.duckdb"
-    Database(path).close()
+    path = _store(tmp_path).db.path
     writer = subprocess.Popen(
-        [sys.executable, "-c", _WRITER, str(path)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-c", _WRITER, str(tmp_path)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
@@ -167,7 +178,7 @@ def test_readers_see_whole_snapshots_while_a_writer_runs_and_after_it_is_killed(
     finally:
         if writer.poll() is None:
             writer.kill()
-    con = snapshot.connect(path, create=False)  # still readable, and still whole
+    con = snapshot.connect(path)  # still readable, and still whole
     n = con.execute("SELECT count(*) FROM elixir_versions").fetchone()[0]
     assert n % 5 == 0 and n >= max(counts)
 
@@ -177,10 +188,10 @@ _KILLED_MID_SNAPSHOT = textwrap.dedent(
     import pathlib, sys, time
     from furnace.domain.elixir import parse_elixir
     from furnace.storage.duckdb import snapshot
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.store import DuckDBStore
+    from furnace.storage.sql.db import SQLDatabase, sqlite_url
+    from furnace.storage.sql.store import SQLStore
 
-    store = DuckDBStore(Database(sys.argv[1]))
+    store = SQLStore(SQLDatabase(sqlite_url(pathlib.Path(sys.argv[1])), home=pathlib.Path(sys.argv[1])))
     fields = {"id": "new", "name": "n", "identity": "x", "expertise": ["a"], "principles": ["p"]}
     store.save_elixir(parse_elixir(fields))
     real = pathlib.Path.write_text
@@ -199,13 +210,13 @@ _KILLED_MID_SNAPSHOT = textwrap.dedent(
 
 @pytest.mark.slow
 def test_a_writer_killed_mid_snapshot_leaves_the_previous_snapshot_whole(tmp_path: Path) -> None:
-    path = tmp_path / "furnace.duckdb"
-    store = DuckDBStore(Database(path))
+    store = _store(tmp_path)
+    path = store.db.path
     store.save_elixir(_elixir("old"))
     first = snapshot.refresh(store.db)
     store.db.close()
     writer = subprocess.Popen(
-        [sys.executable, "-c", _KILLED_MID_SNAPSHOT, str(path)],
+        [sys.executable, "-c", _KILLED_MID_SNAPSHOT, str(tmp_path)],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -222,11 +233,11 @@ def test_a_writer_killed_mid_snapshot_leaves_the_previous_snapshot_whole(tmp_pat
         if writer.poll() is None:
             writer.kill()
     assert snapshot.current(root) == first  # the pointer still names the previous, complete snapshot
-    con = snapshot.connect(path, create=False)
+    con = snapshot.connect(path)
     assert con.execute("SELECT id FROM elixir_versions").fetchall() == [("old",)]
     con.close()
     # the next refresh publishes the writer's committed row and clears the dead writer's leftovers
-    newer = snapshot.refresh(Database(path))
+    newer = snapshot.refresh(_store(tmp_path).db)
     assert snapshot.current(root) == newer and not list(root.glob(".tmp-*"))
-    con = snapshot.connect(path, create=False)
+    con = snapshot.connect(path)
     assert sorted(r[0] for r in con.execute("SELECT id FROM elixir_versions").fetchall()) == ["new", "old"]

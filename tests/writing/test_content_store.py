@@ -1,4 +1,4 @@
-"""One contract suite for both content stores (in memory and DuckDB)."""
+"""One contract suite for the content stores (in memory, SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -22,19 +22,14 @@ from furnace.writing.content_memory import MemoryContentStore
 T0 = datetime(2026, 1, 1, 12, 0, 0)
 
 
-@pytest.fixture(params=["memory", "duckdb", "sqlite", "postgresql"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 def cstore(request, tmp_path):
     if request.param == "memory":
         return MemoryContentStore()
-    if request.param in ("sqlite", "postgresql"):
-        from furnace.storage.sql.content import SQLContentStore
-        from tests.storage.postgres import open_sql
+    from furnace.storage.sql.content import SQLContentStore
+    from tests.storage.postgres import open_sql
 
-        return SQLContentStore(open_sql(request, request.param, tmp_path))
-    from furnace.storage.duckdb.content import DuckDBContentStore
-    from furnace.storage.duckdb.db import Database
-
-    return DuckDBContentStore(Database(tmp_path / "c.duckdb"))
+    return SQLContentStore(open_sql(request, request.param, tmp_path))
 
 
 def _content(cid="cnt-1"):

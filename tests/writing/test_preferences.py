@@ -117,32 +117,38 @@ def test_an_edit_saved_while_preferences_are_extracted_is_kept(store, contents, 
     assert contents.is_processed(out.revision.id)
 
 
-def test_on_duckdb_a_round_commits_the_learned_version_with_its_mark_or_neither(tmp_path, engine, clock, monkeypatch):
-    """The learned persona version and the revision's processed mark are one transaction: a mark that
-    cannot be written leaves no learned version either (the revision stands, unprocessed), and the next
-    batch learns it once."""
+def _stored_piece(tmp_path, engine, clock):
     from furnace.domain.elixir import parse_elixir
-    from furnace.domain.errors import StoreError
-    from furnace.storage.duckdb import content as duckdb_content
-    from furnace.storage.duckdb.content import DuckDBContentStore
-    from furnace.storage.duckdb.db import Database
-    from furnace.storage.duckdb.store import DuckDBStore
+    from furnace.storage.sql.content import SQLContentStore
+    from furnace.storage.sql.db import SQLDatabase, sqlite_url
+    from furnace.storage.sql.store import SQLStore
 
     from .conftest import ZH_PERSONA
 
-    db = Database(tmp_path / "f.duckdb")
-    store, contents = DuckDBStore(db), DuckDBContentStore(db)
+    db = SQLDatabase(sqlite_url(tmp_path), home=tmp_path)
+    store, contents = SQLStore(db), SQLContentStore(db)
     store.save_elixir(parse_elixir(ZH_PERSONA))
     content, _ = generate_content(store, contents, engine, persona_id="skin-advisor", topic="夏季防晒推荐", clock=clock)
+    return db, store, contents, content
 
-    def refuse(mark, con):
-        raise StoreError("the disk is full")
 
-    with monkeypatch.context() as patch:
-        patch.setattr(duckdb_content._Mark, "insert", refuse)
-        out = revise(store, contents, engine, content.id, "太正式了，活泼点", clock=clock)
-    assert out.status == "revised" and out.learned is None  # the revision is kept; its learning is not
-    assert store.get_elixir("skin-advisor").version == 1  # no learned version without its mark
+def test_on_the_live_store_a_round_commits_the_learned_version_and_its_mark_together(tmp_path, engine, clock):
+    db, store, contents, content = _stored_piece(tmp_path, engine, clock)
+    out = revise(store, contents, engine, content.id, "太正式了，活泼点", clock=clock)
+    assert out.status == "revised" and out.learned is not None and out.learned.persona_ref.version == 2
+    assert contents.is_processed(out.revision.id)
+    assert contents.processed(out.revision.id)["status"] == "learned"
+    assert contents.unprocessed_revisions() == []
+    assert store.get_elixir("skin-advisor").version == 2
+
+
+def test_a_mark_lost_after_the_version_is_redone_by_the_batch_without_learning_twice(tmp_path, engine, clock):
+    """A version committed without its mark (a store that cannot join them, a crash between them) leaves
+    the revision unprocessed; the next batch finds it in the persona's preferences and only marks it."""
+    db, store, contents, content = _stored_piece(tmp_path, engine, clock)
+    out = revise(store, contents, engine, content.id, "太正式了，活泼点", clock=clock)
+    assert out.learned is not None and store.get_elixir("skin-advisor").version == 2
+    db.execute("DELETE FROM processed_revisions WHERE revision_id = ?", [out.revision.id])  # the mark lost
     assert [r.id for r in contents.unprocessed_revisions()] == [out.revision.id]
     report = process_unprocessed(store, contents, engine)
     assert (report.processed, report.learned) == (1, 1)

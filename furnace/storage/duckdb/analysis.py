@@ -1,9 +1,9 @@
-"""Read-only queries for analysis: the furnace DuckDB file as pandas DataFrames.
+"""Read-only queries for analysis: the live store's Parquet snapshots as pandas DataFrames.
 
 Every reader takes a DuckDB connection over the Parquet snapshots of the live
 store (``furnace.analysis.connect()``, the same table names) or anything with
-that SQL's ``query`` (:class:`~furnace.storage.duckdb.snapshot.SnapshotReader`,
-an old home's :class:`~furnace.storage.duckdb.db.Database`), runs one parameterised ``SELECT`` and returns a DataFrame
+that SQL's ``query`` (:class:`~furnace.storage.duckdb.snapshot.SnapshotReader`),
+runs one parameterised ``SELECT`` and returns a DataFrame
 with fixed columns (empty, with the same columns, when there are no rows).
 JSON columns come back decoded (lists and dicts). The pure analysis over these
 frames lives in :mod:`furnace.analysis`.

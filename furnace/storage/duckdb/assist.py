@@ -18,7 +18,6 @@ from furnace.assistant.scope import Catalogue, Scope
 from furnace.domain.elixir import Elixir
 from furnace.evolution.records import ExperimentResults
 from furnace.evolution.report import interval_text
-from furnace.storage.duckdb.db import Database
 from furnace.views.experiments import held_out_fields
 
 # The latest, not withdrawn, version of every library elixir.
@@ -84,8 +83,8 @@ def experiment_verifier(results: ExperimentResults) -> Callable[[Sequence[str]],
 
 
 class Reader(Protocol):
-    """Where the assistant's DuckDB SQL runs: ``furnace.duckdb`` itself, or the Parquet snapshot of the
-    relational store (:class:`~furnace.storage.duckdb.snapshot.SnapshotReader`)."""
+    """Where the assistant's DuckDB SQL runs: the Parquet snapshot of the live store
+    (:class:`~furnace.storage.duckdb.snapshot.SnapshotReader`)."""
 
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] | None = None) -> list[tuple[Any, ...]]: ...
 
@@ -93,7 +92,7 @@ class Reader(Protocol):
 
 
 class Sessions(Protocol):
-    """Where assistant sessions are kept when the reader is a snapshot (the live store)."""
+    """Where assistant sessions are kept (the live store: a snapshot is read-only)."""
 
     def load_state(self, session_id: str) -> AssistantState: ...
 
@@ -105,19 +104,19 @@ class DuckDBAssistData:
 
     def __init__(
         self,
-        db: Database | Reader,
+        db: Reader,
         *,
+        sessions: Sessions,
+        history: Callable[[str], list[Elixir]],
         verify_agents: Callable[[Sequence[str]], None] | None = None,
         verify_experiments: Callable[[Sequence[str]], None] | None = None,
-        sessions: Sessions | None = None,
-        history: Callable[[str], list[Elixir]] | None = None,
     ) -> None:
         """``verify_agents`` (the store's) checks every agent a lineage answer names, so the
         assistant never shows a tampered agent's lineage; None only for fixtures without seals.
         ``verify_experiments`` (:func:`experiment_verifier` on the store's results) checks the experiments
         whose rows an answer reports (fitness, objectives, parents, scores, generations), only those.
-        ``sessions`` and ``history`` (the live store's, verified): where sessions live and versions are
-        read when ``db`` is a snapshot reader (else ``db`` itself)."""
+        ``sessions`` and ``history`` (the live store's, verified): where sessions live and persona
+        versions are read."""
         self.db = db
         self.verify_agents = verify_agents or (lambda ids: None)
         self.verify_experiments = verify_experiments or (lambda ids: None)
@@ -351,15 +350,10 @@ class DuckDBAssistData:
 
     def persona_diff(self, q: Query) -> list[dict[str, Any]]:
         from furnace.domain.diff import diff_elixirs
-        from furnace.storage.duckdb.store import DuckDBStore
 
         persona = q.scope.persona
         assert persona is not None
-        read = self.history
-        if read is None:
-            assert isinstance(self.db, Database)  # a snapshot reader comes with the live store's history
-            read = DuckDBStore(self.db).history
-        history = {e.version: e for e in read(persona)}
+        history = {e.version: e for e in self.history(persona)}
         if len(history) < 2 and not q.versions:
             return []
         versions = sorted(history)
@@ -664,20 +658,7 @@ class DuckDBAssistData:
     # --- sessions ----------------------------------------------------------
 
     def load_state(self, session_id: str) -> AssistantState:
-        if self.sessions is not None:
-            return self.sessions.load_state(session_id)
-        rows = self.db.query("SELECT state FROM assistant_sessions WHERE session_id = ?", [session_id])
-        if not rows:
-            return AssistantState(session_id=session_id)
-        return AssistantState.model_validate_json(rows[0][0])
+        return self.sessions.load_state(session_id)
 
     def save_state(self, state: AssistantState) -> None:
-        if self.sessions is not None:
-            self.sessions.save_state(state)
-            return
-        assert isinstance(self.db, Database)  # a snapshot reader comes with its sessions
-        self.db.execute(
-            "INSERT INTO assistant_sessions (session_id, state, updated_at) VALUES (?, ?, current_timestamp) "
-            "ON CONFLICT (session_id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at",
-            [state.session_id, state.model_dump_json()],
-        )
+        self.sessions.save_state(state)

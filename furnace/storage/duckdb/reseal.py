@@ -1,8 +1,8 @@
-"""Migration 0016's upgrade: the rows of an existing home sealed with the key, once, on its first open.
+"""Migration 0016's upgrade: the rows of an old home sealed with the key, once, when it is moved.
 
-Run by the migration runner (:mod:`.db`) right after the migration's SQL, in its transaction. It
-reads through the stores' own row codecs, so it is named there, not imported (the stores import
-:mod:`.db`).
+Run by the migration runner (:mod:`.db`) right after the migration's SQL, in its transaction; it reads
+the rows of the schema as it is at 0016 into the records their seals cover. Named there, not imported
+(this module imports :mod:`.db`).
 """
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord, ScoreRow
 from furnace.storage.duckdb.db import Database
-from furnace.storage.duckdb.experiments import DuckDBExperimentResults
 from furnace.storage.duckdb.seal import agent_seal_sql
-from furnace.storage.duckdb.store import _ELIXIR_COLS
 from furnace.storage.seals import (
     agent_mac,
     elixir_seal,
@@ -47,7 +46,9 @@ def upgrade(db: Database) -> None:
         log.warning("%s: its seal key predates this upgrade: existing rows are not sealed", db.path.name)
         return
     elixirs = []
-    for version_row in db.query(f"SELECT {_ELIXIR_COLS} FROM elixir_versions"):
+    for version_row in db.query(
+        "SELECT id, version, content_hash, body, created_at, deleted_at, seal FROM elixir_versions"
+    ):
         id, version, content_hash = version_row[:3]
         try:
             intact = decode_elixir(version_row).content_hash == content_hash
@@ -77,10 +78,9 @@ def upgrade(db: Database) -> None:
     )]  # fmt: skip
     _set_seals(db, "llm_responses", "seal", ("cache_key",), ("VARCHAR",), responses)
 
-    results = DuckDBExperimentResults(db)
     experiments, summaries = [], []
     for row in db.query_dicts("SELECT * FROM experiments"):
-        record = results._experiment(row, verify=False)
+        record = _experiment(row)
         experiments.append((record.experiment_id, experiment_seal(sealer, record)))
         if row["summary"] is not None:
             summaries.append((record.experiment_id, summary_seal(sealer, record.experiment_id, record.summary)))
@@ -90,13 +90,12 @@ def upgrade(db: Database) -> None:
     for (experiment_id,) in db.query("SELECT DISTINCT experiment_id FROM experiment_individuals"):
         individuals = [
             (r.experiment_id, r.generation, r.agent_id, individual_seal(sealer, r))
-            for r in results._individuals("experiment_id = ?", [experiment_id], verify=False, before_plan=True)
+            for r in _individuals(db, experiment_id)
         ]
         _set_seals(db, "experiment_individuals", "seal", keys3, ("VARCHAR", "INTEGER", "VARCHAR"), individuals)
     for (experiment_id,) in db.query("SELECT DISTINCT experiment_id FROM experiment_generations"):
         generations = [
-            (g.experiment_id, g.generation, generation_seal(sealer, g))
-            for g in results.generations(experiment_id, verify=False)
+            (g.experiment_id, g.generation, generation_seal(sealer, g)) for g in _generations(db, experiment_id)
         ]
         _set_seals(db, "experiment_generations", "seal", keys3[:2], ("VARCHAR", "INTEGER"), generations)
 
@@ -122,3 +121,78 @@ def _set_seals(
             f" WHERE {match}",
             columns,
         )
+
+
+def _load(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _experiment(row: dict[str, Any]) -> ExperimentRecord:
+    return ExperimentRecord(
+        row["experiment_id"],
+        row["name"],
+        _load(row["config"]),
+        int(row["seed"]),
+        row["model"],
+        row["status"],
+        _load(row["summary"]) or {},
+    )
+
+
+def _individuals(db: Database, experiment_id: str) -> list[IndividualRecord]:
+    """The experiment's individuals with their scores, as the schema at 0016 holds them (no plan yet)."""
+    scores: dict[tuple[int, str], list[ScoreRow]] = {}
+    for s in db.query_dicts(
+        "SELECT generation, agent_id, probe, scorer, value, reason, failed, feedback FROM experiment_scores"
+        " WHERE experiment_id = ? ORDER BY generation, agent_id, probe, scorer",
+        [experiment_id],
+    ):
+        scores.setdefault((s["generation"], s["agent_id"]), []).append(
+            ScoreRow(s["probe"], s["scorer"], s["value"], s["reason"], bool(s["failed"]), s["feedback"] or "")
+        )
+    return [
+        IndividualRecord(
+            experiment_id=r["experiment_id"],
+            generation=r["generation"],
+            agent_id=r["agent_id"],
+            slot=r["slot"],
+            operator=r["operator"],
+            parents=tuple(_load(r["parents"])),
+            lineage_hash=r["lineage_hash"],
+            elixir=_load(r["elixir"]),
+            system_prompt=r["system_prompt"],
+            fitness=r["fitness"],
+            objectives=_load(r["objectives"]),
+            scores=tuple(scores.get((r["generation"], r["agent_id"]), [])),
+            failures=r["failures"],
+            failure_reasons=tuple(_load(r["failure_reasons"])),
+            calls=r["calls"],
+            tokens=r["tokens"],
+            cost_usd=r["cost_usd"],
+            plan=r.get("plan") or "",
+        )
+        for r in db.query_dicts(
+            "SELECT * FROM experiment_individuals WHERE experiment_id = ? ORDER BY generation, slot, agent_id",
+            [experiment_id],
+        )
+    ]
+
+
+def _generations(db: Database, experiment_id: str) -> list[GenerationRecord]:
+    return [
+        GenerationRecord(
+            r["experiment_id"],
+            r["generation"],
+            tuple(_load(r["survivors"])),
+            r["best_fitness"],
+            r["mean_fitness"],
+            _load(r["operator_weights"]),
+            r["calls"],
+            r["cached_calls"],
+            r["tokens"],
+            r["cost_usd"],
+        )
+        for r in db.query_dicts(
+            "SELECT * FROM experiment_generations WHERE experiment_id = ? ORDER BY generation", [experiment_id]
+        )
+    ]

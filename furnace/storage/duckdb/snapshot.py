@@ -1,4 +1,4 @@
-"""Parquet snapshots of the furnace DuckDB file, for analysis that never blocks a writer.
+"""Parquet snapshots of the live store, for analysis in DuckDB that never touches (or blocks) a writer.
 
 Layout under ``<home>/snapshots/``::
 
@@ -13,7 +13,7 @@ the new snapshot, never half of one, and a writer killed mid-refresh leaves
 the previous snapshot intact. Older folders without a live reader are
 removed by later refreshes. :func:`connect` opens an in-memory DuckDB
 connection with one view per table over the current snapshot; it never
-touches ``furnace.duckdb``. See docs/storage.md.
+touches the live store. See docs/store.md.
 
 **Sealed.** The manifest lists every Parquet file's sha256 and carries the keyed seal of the
 whole manifest (:mod:`furnace.storage.seals`, docs/reliability.md). :func:`connect` checks both before it
@@ -43,7 +43,6 @@ import duckdb
 
 from furnace.domain.errors import SealError, StoreError
 from furnace.domain.liveness import pid_alive
-from furnace.storage.duckdb.db import Database
 from furnace.storage.seals import Sealer, check, sealer_for
 
 log = logging.getLogger(__name__)
@@ -58,7 +57,7 @@ _counter = itertools.count()
 
 
 class Source(Protocol):
-    """A live store a snapshot is taken from: ``furnace.duckdb`` (:class:`Database`) or the relational store
+    """A live store a snapshot is taken from: the relational store
     (:class:`~furnace.storage.sql.db.SQLDatabase`, which writes Parquet with pyarrow)."""
 
     @property
@@ -84,45 +83,6 @@ class Source(Protocol):
         ...
 
 
-class _DuckDBSource:
-    """``furnace.duckdb`` as a snapshot :class:`Source` (DuckDB's own COPY)."""
-
-    def __init__(self, db: Database) -> None:
-        self.db = db
-        self.path = db.path
-
-    @property
-    def sealer(self) -> Sealer:
-        return self.db.sealer
-
-    @property
-    def idle_s(self) -> float:
-        return self.db.idle_s
-
-    def exists(self) -> bool:
-        return self.db.path.exists()
-
-    def write_parquet(self, folder: Path) -> tuple[dict[str, int], int]:
-        counts: dict[str, int] = {}
-        with self.db.transaction() as con:  # one read transaction: every table at the same point in time
-            tables = [
-                r[0]
-                for r in con.execute(
-                    "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' ORDER BY table_name"
-                ).fetchall()
-            ]
-            for table in tables:
-                target = (folder / f"{table}.parquet").as_posix().replace("'", "''")
-                con.execute(f"COPY (SELECT * FROM \"{table}\") TO '{target}' (FORMAT parquet)")
-                counts[table] = int(con.execute(f'SELECT count(*) FROM "{table}"').fetchall()[0][0])
-            version = int(con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchall()[0][0])
-        return counts, version
-
-
-def _source(db: Database | Source) -> Source:
-    return _DuckDBSource(db) if isinstance(db, Database) else db
-
-
 def snapshot_root(db_path: Path) -> Path:
     """Where the snapshots of ``db_path`` live."""
     return Path(db_path).resolve().parent / FOLDER
@@ -144,9 +104,8 @@ def manifest(folder: Path) -> dict[str, Any]:
     return data
 
 
-def refresh(db: Database | Source) -> Path:
+def refresh(source: Source) -> Path:
     """Copy every table of the live store into a new snapshot and make it current; returns its folder."""
-    source = _source(db)
     if not source.exists():  # e.g. a temporary home already removed: never recreate an empty file
         raise StoreError(f"no {source.path.name} at {source.path.parent}: nothing to snapshot")
     root = snapshot_root(source.path)
@@ -228,11 +187,13 @@ def _collect(root: Path, *, keep: Path) -> None:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def connect(db_path: Path, *, create: bool = True, seal_key: str | None = None) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection with one view per table over the current snapshot.
+def connect(db_path: Path, *, source: Source | None = None, seal_key: str | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with one view per table over the current snapshot of the store whose file is
+    ``db_path`` (any file in the home: the snapshots live next to it).
 
-    Takes a first snapshot (a short unit on the file) when there is none yet, or when the
-    current one predates seals, and ``create`` is set. The snapshot's seal is checked (with
+    Takes a first snapshot of ``source`` (one read transaction on the live store) when there is none
+    yet, or when the current one predates seals; StoreError without ``source``. The snapshot's seal is
+    checked (with
     ``seal_key``, ``FURNACE_SEAL_KEY``, else the home's key file) before its views are made:
     SealError for a rewritten snapshot. The snapshot stays readable for as long as this process lives.
     The connections of one process are cursors on one in-memory database, with one
@@ -243,12 +204,12 @@ def connect(db_path: Path, *, create: bool = True, seal_key: str | None = None) 
     wait_pending()  # this process's own writes are in the snapshot it opens
     root = snapshot_root(db_path)
     folder = current(root)
-    if folder is not None and "seal" not in manifest(folder) and create and Path(db_path).exists():
+    if folder is not None and "seal" not in manifest(folder) and source is not None and source.exists():
         folder = None  # taken before snapshots were sealed: a fresh, sealed one replaces it
     if folder is None:
-        if not create or not Path(db_path).exists():
+        if source is None or not source.exists():
             raise StoreError(f"no snapshot of {Path(db_path).name} yet: run `furnace snapshot`")
-        folder = refresh(Database(db_path, seal_key=seal_key))
+        folder = refresh(source)
     with suppress(OSError):
         (folder / f".reader-{os.getpid()}").touch()
     return _views.open(folder, lambda: sealer_for(root.parent, seal_key))
@@ -386,9 +347,8 @@ _refreshers: dict[str, _Refresher] = {}
 _refreshers_lock = threading.Lock()
 
 
-def request(db: Database | Source) -> None:
-    """Refresh the snapshot of ``db`` soon, on a background thread (coalescing close requests)."""
-    source = _source(db)
+def request(source: Source) -> None:
+    """Refresh the snapshot of ``source`` soon, on a background thread (coalescing close requests)."""
     with _refreshers_lock:
         refresher = _refreshers.get(str(source.path))
         if refresher is None:

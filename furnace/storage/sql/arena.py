@@ -65,7 +65,7 @@ class SQLArenaStore:
         return self.db.unit(one_transaction=one_transaction)
 
     def snapshot_soon(self) -> None:
-        """Refresh the Parquet snapshots that analysis reads, in the background (docs/storage.md)."""
+        """Refresh the Parquet snapshots that analysis reads, in the background (docs/store.md)."""
         self.db.snapshot_soon()
 
     # --- sessions ------------------------------------------------------------------------------------

@@ -58,7 +58,7 @@ class SQLContentStore:
         return self.db.unit(one_transaction=one_transaction)
 
     def snapshot_soon(self) -> None:
-        """Refresh the Parquet snapshots that analysis reads, in the background (docs/storage.md)."""
+        """Refresh the Parquet snapshots that analysis reads, in the background (docs/store.md)."""
         self.db.snapshot_soon()
 
     # --- writes --------------------------------------------------------------------------------------
@@ -142,10 +142,8 @@ class SQLContentStore:
         persona_version: int | None,
         preferences: Sequence[dict[str, Any]],
         status: str,
-        behind: bool = False,
     ) -> bool:
-        """Mark a revision as processed (idempotent); False when it already was. ``behind`` is accepted
-        for callers of the DuckDB store: here the mark is always one plain transaction, now."""
+        """Mark a revision as processed (idempotent, one transaction); False when it already was."""
         row = {
             "revision_id": revision_id,
             "persona_id": persona_id,

@@ -35,7 +35,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.pool import NullPool
 
 from furnace.domain.errors import InputError, StoreError
-from furnace.settings import SQLITE_FILE
+from furnace.settings import SQLITE_FILE as SQLITE_FILE
 from furnace.storage.seals import Sealer, sealer_for
 
 T = TypeVar("T")

@@ -45,7 +45,7 @@ class SQLExperimentResults:
         return self.db.unit(one_transaction=one_transaction)
 
     def snapshot_soon(self) -> None:
-        """Refresh the Parquet snapshots that analysis reads, in the background (docs/storage.md)."""
+        """Refresh the Parquet snapshots that analysis reads, in the background (docs/store.md)."""
         self.db.snapshot_soon()
 
     # --- experiments ---------------------------------------------------------------------------------

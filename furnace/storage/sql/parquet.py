@@ -1,4 +1,4 @@
-"""The relational store's tables as Parquet files (the analysis snapshots; ``docs/storage.md``).
+"""The relational store's tables as Parquet files (the analysis snapshots; ``docs/store.md``).
 
 Written with pyarrow (no DuckDB extension is needed), in one read transaction, with the column types the
 DuckDB snapshots have: lists (an elixir's expertise, an embedding vector) as Parquet lists, JSON

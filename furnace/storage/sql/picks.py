@@ -3,7 +3,7 @@
 
 Insert-only, one guarded insert per pick (``ON CONFLICT (pick_id) DO NOTHING``), so two processes adding
 picks at once both land and the same id added twice keeps the first; undo is one ``UPDATE`` that sets
-``undone_at`` where it is still empty. Each pick carries the same keyed seals as in DuckDB
+``undone_at`` where it is still empty. Each pick carries the same keyed seals as in an old home's DuckDB file
 (:class:`~furnace.scoring.picks.SealedPicks`), checked on every read: a pick written or changed outside
 furnace is refused, named (docs/reliability.md).
 """

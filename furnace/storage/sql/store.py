@@ -103,7 +103,7 @@ class SQLStore:
         return self.db.unit(one_transaction=one_transaction)
 
     def snapshot_soon(self) -> None:
-        """Refresh the Parquet snapshots that analysis reads, in the background (docs/storage.md)."""
+        """Refresh the Parquet snapshots that analysis reads, in the background (docs/store.md)."""
         self.db.snapshot_soon()
 
     def atomically(self, work: Callable[[], T]) -> T:
