@@ -138,7 +138,7 @@ def app_child(out: str, home: str, stop: str) -> None:
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
 
-    runtime = Runtime(FurnaceSettings(home=Path(home), embedder="hash"), on_wait=lambda line: None)
+    runtime = Runtime(FurnaceSettings(home=Path(home), embedder="hash"))
     i = 0
     while not os.path.exists(stop):
         i += 1
