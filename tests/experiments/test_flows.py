@@ -11,8 +11,24 @@ CONFIG = Path(__file__).parent / "data" / "small.yaml"
 
 
 @pytest.fixture()
-def library_home(home, monkeypatch):
+def smaller(tmp_path) -> Path:
+    """CONFIG cut to 2 generations of 3 (a seed generation and one of children, so parent edges and
+    per-generation artifacts still exist), for the tests that run it again and again."""
+    path = tmp_path / "smaller.yaml"
+    text = CONFIG.read_text(encoding="utf-8")
+    cut = text.replace("generations: 3", "generations: 2").replace("population: 4", "population: 3")
+    cut = cut.replace(", socratic-math-tutor]", "]")
+    assert cut.count("\n") == text.count("\n") and cut != text
+    path.write_text(cut, encoding="utf-8")
+    return path
+
+
+@pytest.fixture()
+def library_home(home, monkeypatch, _mlflow_template):
+    import shutil
+
     monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
+    shutil.copyfile(_mlflow_template, home / "mlflow.db")  # an initialised, empty MLflow store
     from furnace.cli.elixir_cmd import LIBRARY_DIR
     from furnace.interop.importers import import_library
     from furnace.runtime import Runtime
@@ -72,7 +88,7 @@ def _task_runs(client, flow_run_id: str) -> list:
     return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
 
 
-def test_a_rerun_under_prefect_is_served_from_its_task_cache(library_home, prefect_harness):
+def test_a_rerun_under_prefect_is_served_from_its_task_cache(library_home, prefect_harness, smaller):
     """Prefect as the engine: the rerun's every unit is a Cached task run (nothing runs, no model call);
     task runs are named and tagged by generation, drawn after their parents' task runs only; each
     generation and the end publish artifacts."""
@@ -81,8 +97,8 @@ def test_a_rerun_under_prefect_is_served_from_its_task_cache(library_home, prefe
     from furnace_flows.evolution import evolution_flow
 
     home = str(library_home)
-    first = evolution_flow(str(CONFIG), home=home)
-    again = evolution_flow(str(CONFIG), home=home)
+    first = evolution_flow(str(smaller), home=home)
+    again = evolution_flow(str(smaller), home=home)
     assert again["experiment_id"] == first["experiment_id"] and again["leaderboard"] == first["leaderboard"]
     assert again["run_spent"]["model_calls"] == 0 < first["run_spent"]["model_calls"]
     with get_client(sync_client=True) as client:
@@ -140,7 +156,7 @@ class _Outage:
 
 
 def test_under_prefect_a_rerun_retries_unscored_individuals_unless_keep_failures(
-    library_home, prefect_harness, monkeypatch
+    library_home, prefect_harness, monkeypatch, smaller
 ):
     """A unit whose judgement failed is not served from Prefect's task cache on a rerun: it runs again."""
     import furnace.llm.offline as offline
@@ -156,13 +172,13 @@ def test_under_prefect_a_rerun_retries_unscored_individuals_unless_keep_failures
         results = Runtime.from_env(home=home).results
         return sum(1 for r in results.individuals(exp_id) if not r.scored)
 
-    first = evolution_flow(str(CONFIG), home=home, track=False)
+    first = evolution_flow(str(smaller), home=home, track=False)
     assert first["unscored"], "the outage should leave some judgements unscored"
     before = unscored(first["experiment_id"])
     monkeypatch.setattr(_Outage, "down", False)
-    kept = evolution_flow(str(CONFIG), home=home, track=False, keep_failures=True)
+    kept = evolution_flow(str(smaller), home=home, track=False, keep_failures=True)
     assert len(kept["unscored"]) == len(first["unscored"]) and unscored(first["experiment_id"]) == before
-    again = evolution_flow(str(CONFIG), home=home, track=False)
+    again = evolution_flow(str(smaller), home=home, track=False)
     assert again["unscored"] == [] and unscored(first["experiment_id"]) == 0
 
 
