@@ -24,11 +24,8 @@ def smaller(tmp_path) -> Path:
 
 
 @pytest.fixture()
-def library_home(home, monkeypatch, _mlflow_template):
-    import shutil
-
+def library_home(home, monkeypatch, mlflow_ready):
     monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
-    shutil.copyfile(_mlflow_template, home / "mlflow.db")  # an initialised, empty MLflow store
     from furnace.cli.elixir_cmd import LIBRARY_DIR
     from furnace.interop.importers import import_library
     from furnace.runtime import Runtime
