@@ -145,6 +145,15 @@ def _mlflow_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture()
+def mlflow_ready(settings, _mlflow_template: Path) -> str:
+    """The test home's tracking URI, backed by a copy of the initialised template store."""
+    import shutil
+
+    shutil.copyfile(_mlflow_template, settings.home / "mlflow.db")
+    return settings.tracking_uri
+
+
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     """``furnace ARGV`` in-process: its exit code (0 when it returns), stdout and stderr."""
     from furnace.cli import main

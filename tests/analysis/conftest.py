@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,12 +46,3 @@ def lab(settings) -> Lab:
     mutant = fuse(store, ["data-science-mentor"], operator="mutation", seed=3, **kw).agent
     grandchild = fuse(store, [cross.id], operator="mutation", seed=5, **kw).agent
     return Lab(settings, rt, store, llm, cross, mutant, grandchild)
-
-
-@pytest.fixture()
-def mlflow_ready(settings, _mlflow_template: Path) -> str:
-    """The test home's tracking URI, backed by a copy of the initialised template store."""
-    import shutil
-
-    shutil.copyfile(_mlflow_template, settings.home / "mlflow.db")
-    return settings.tracking_uri

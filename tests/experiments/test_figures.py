@@ -27,7 +27,9 @@ def llm_span_tokens(traces) -> int:
     )
 
 
-def test_traces_add_up_to_the_ledger_when_stopped_and_resumed_or_the_report_names_the_short_ones(settings):
+def test_traces_add_up_to_the_ledger_when_stopped_and_resumed_or_the_report_names_the_short_ones(
+    settings, mlflow_ready
+):
     import mlflow
 
     from furnace.adapters.mlflow_tracker import MLflowTracker

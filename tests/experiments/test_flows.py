@@ -11,7 +11,20 @@ CONFIG = Path(__file__).parent / "data" / "small.yaml"
 
 
 @pytest.fixture()
-def library_home(home, monkeypatch):
+def smaller(tmp_path) -> Path:
+    """CONFIG cut to 2 generations of 3 (a seed generation and one of children, so parent edges, caching
+    and per-generation artifacts still exist): what the flow tests check does not depend on its size."""
+    path = tmp_path / "smaller.yaml"
+    text = CONFIG.read_text(encoding="utf-8")
+    cut = text.replace("generations: 3", "generations: 2").replace("population: 4", "population: 3")
+    cut = cut.replace(", socratic-math-tutor]", "]")
+    assert cut.count("\n") == text.count("\n") and cut != text
+    path.write_text(cut, encoding="utf-8")
+    return path
+
+
+@pytest.fixture()
+def library_home(home, monkeypatch, mlflow_ready):
     monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
     from furnace.cli.elixir_cmd import LIBRARY_DIR
     from furnace.interop.importers import import_library
@@ -30,14 +43,14 @@ def test_unit_version_names_operator_and_scorer_versions():
     assert "crossover:" in version and "brief_fit:brief-v1" in version
 
 
-def test_evolution_flow_matches_the_plain_run(library_home, prefect_harness, tmp_path, capsys):
+def test_evolution_flow_matches_the_plain_run_and_its_rerun_is_cached(library_home, prefect_harness, smaller, capsys):
     from furnace.cli.experiment_cmd import run_experiment_file
     from furnace.runtime import Runtime
     from furnace_flows.evolution import evolution_flow
 
     shared = Path(os.environ["PREFECT_RESULTS_LOCAL_STORAGE_PATH"])
     shared_before = set(shared.rglob("*")) if shared.exists() else set()
-    flowed = evolution_flow(str(CONFIG), home=str(library_home), show=True)
+    flowed = evolution_flow(str(smaller), home=str(library_home), show=True)
     assert flowed["status"] == "finished" and "leaderboard" in flowed["text"]
     # the MLflow run names its Prefect flow run (the app links to it when FURNACE_PREFECT_UI_URL is set)
     from prefect.client.orchestration import get_client
@@ -50,18 +63,20 @@ def test_evolution_flow_matches_the_plain_run(library_home, prefect_harness, tmp
         flow_run = client.read_flow_run(summary["tags"]["furnace.prefect_flow_run_id"])
         assert client.read_flow(flow_run.flow_id).name == "furnace-evolution"
         units = [r for r in client.read_task_runs() if r.flow_run_id == flow_run.id]
-    assert flow_run.parameters["file"] == str(CONFIG.resolve())
+    assert flow_run.parameters["file"] == str(smaller.resolve())
     # every unit's task run is versioned and its result persisted under its unit's content key
     keys = [Path(str(getattr(r.state.data, "storage_key", ""))).name for r in units]
     assert units and all(r.task_version for r in units) and all(k.startswith("furnace-unit-") for k in keys), keys
     assert len(set(keys)) == len(units)  # one key per unit
     shown = capsys.readouterr().err  # --prefect keeps the estimate and the progress of a plain run
-    assert "estimate: ~" in shown and "generation 3/3" in shown
+    assert "estimate: ~" in shown and "generation 2/2" in shown
     # task results live in this home only: another home never gets them served from a shared cache
     assert any((library_home / "prefect" / "results").iterdir())
     assert (set(shared.rglob("*")) if shared.exists() else set()) == shared_before
+    # run again under Prefect: every unit served from its task cache (one experiment built for both checks)
+    _assert_a_rerun_is_served_from_its_task_cache(str(smaller), str(library_home), flowed)
     # the same experiment run directly reads every individual back: identical result, no model call
-    plain = run_experiment_file(Runtime.from_env(home=str(library_home)), str(CONFIG), track=False, quiet=True)
+    plain = run_experiment_file(Runtime.from_env(home=str(library_home)), str(smaller), track=False, quiet=True)
     assert plain.totals["model_calls"] == flowed["totals"]["model_calls"]  # no new model call; totals kept
     assert plain.leaderboard == flowed["leaderboard"] and plain.lineage == flowed["lineage"]
 
@@ -72,17 +87,15 @@ def _task_runs(client, flow_run_id: str) -> list:
     return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
 
 
-def test_a_rerun_under_prefect_is_served_from_its_task_cache(library_home, prefect_harness):
-    """Prefect as the engine: the rerun's every unit is a Cached task run (nothing runs, no model call);
-    task runs are named and tagged by generation, drawn after their parents' task runs only; each
-    generation and the end publish artifacts."""
+def _assert_a_rerun_is_served_from_its_task_cache(config: str, home: str, first: dict) -> None:
+    """Prefect as the engine: the rerun of ``first`` (a tracked flow run of ``config`` in ``home``) has every
+    unit a Cached task run (nothing runs, no model call); task runs are named and tagged by generation, drawn
+    after their parents' task runs only; each generation and the end publish artifacts."""
     from prefect.client.orchestration import get_client
 
     from furnace_flows.evolution import evolution_flow
 
-    home = str(library_home)
-    first = evolution_flow(str(CONFIG), home=home)
-    again = evolution_flow(str(CONFIG), home=home)
+    again = evolution_flow(config, home=home)
     assert again["experiment_id"] == first["experiment_id"] and again["leaderboard"] == first["leaderboard"]
     assert again["run_spent"]["model_calls"] == 0 < first["run_spent"]["model_calls"]
     with get_client(sync_client=True) as client:
@@ -140,7 +153,7 @@ class _Outage:
 
 
 def test_under_prefect_a_rerun_retries_unscored_individuals_unless_keep_failures(
-    library_home, prefect_harness, monkeypatch
+    library_home, prefect_harness, monkeypatch, smaller
 ):
     """A unit whose judgement failed is not served from Prefect's task cache on a rerun: it runs again."""
     import furnace.llm.offline as offline
@@ -156,18 +169,18 @@ def test_under_prefect_a_rerun_retries_unscored_individuals_unless_keep_failures
         results = Runtime.from_env(home=home).results
         return sum(1 for r in results.individuals(exp_id) if not r.scored)
 
-    first = evolution_flow(str(CONFIG), home=home, track=False)
+    first = evolution_flow(str(smaller), home=home, track=False)
     assert first["unscored"], "the outage should leave some judgements unscored"
     before = unscored(first["experiment_id"])
     monkeypatch.setattr(_Outage, "down", False)
-    kept = evolution_flow(str(CONFIG), home=home, track=False, keep_failures=True)
+    kept = evolution_flow(str(smaller), home=home, track=False, keep_failures=True)
     assert len(kept["unscored"]) == len(first["unscored"]) and unscored(first["experiment_id"]) == before
-    again = evolution_flow(str(CONFIG), home=home, track=False)
+    again = evolution_flow(str(smaller), home=home, track=False)
     assert again["unscored"] == [] and unscored(first["experiment_id"]) == 0
 
 
 @pytest.mark.slow
-def test_evolution_flow_on_a_local_dask_cluster(library_home, prefect_harness, tmp_path, monkeypatch):
+def test_evolution_flow_on_a_local_dask_cluster(library_home, prefect_harness, tmp_path, monkeypatch, smaller):
     """Prefect tasks on 2 Dask worker processes: the same experiment as a plain local run."""
     from furnace.cli.elixir_cmd import LIBRARY_DIR
     from furnace.cli.experiment_cmd import run_experiment_file
@@ -176,11 +189,11 @@ def test_evolution_flow_on_a_local_dask_cluster(library_home, prefect_harness, t
     from furnace_flows.evolution import evolution_flow
 
     monkeypatch.setenv("FURNACE_DASK_WORKERS", "2")
-    result = evolution_flow(str(CONFIG), home=str(library_home), track=False, runner="dask")
+    result = evolution_flow(str(smaller), home=str(library_home), track=False, runner="dask")
     assert result["status"] == "finished" and result["leaderboard"]
     other = Runtime.from_env(home=str(tmp_path / "plain"))
     import_library(LIBRARY_DIR, other.store, keep_existing=True)
-    plain = run_experiment_file(other, str(CONFIG), track=False, quiet=True)
+    plain = run_experiment_file(other, str(smaller), track=False, quiet=True)
     assert plain.lineage == result["lineage"] and plain.leaderboard == result["leaderboard"]
     assert plain.totals["model_calls"] == result["totals"]["model_calls"] > 0  # from the flow's ledger
 

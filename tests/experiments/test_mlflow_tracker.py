@@ -13,7 +13,7 @@ from experiments.test_evolution import make
 from furnace.evolution.records import MemoryResults
 
 
-def test_experiment_is_logged_once_and_resumes_its_run(settings):
+def test_experiment_is_logged_once_and_resumes_its_run(settings, mlflow_ready):
     from furnace.adapters.mlflow_tracker import MLflowTracker, run_summary
 
     uri = settings.tracking_uri
@@ -67,7 +67,7 @@ class Priced:
         return c.model_copy(update={"usage": usage, "cost_usd": usage.total_tokens * 1e-6})
 
 
-def test_traces_have_span_types_token_usage_cost_and_assessments(settings):
+def test_traces_have_span_types_token_usage_cost_and_assessments(settings, mlflow_ready):
     import mlflow
     from mlflow.entities import SpanType
 
@@ -148,7 +148,7 @@ def test_traces_have_span_types_token_usage_cost_and_assessments(settings):
     assert metrics["cost_usd"] == pytest.approx(report.totals["cost_usd"])
 
 
-def test_held_out_figures_are_step_metrics_a_table_and_assessments_on_each_tested_trace(settings):
+def test_held_out_figures_are_step_metrics_a_table_and_assessments_on_each_tested_trace(settings, mlflow_ready):
     """Every generation's best's train and test fitness (with its interval and the gap) at its step,
     the leaderboard table with test beside train, and test assessments beside each tested individual's
     fitness on its own trace, read back from MLflow; a rerun adds none twice."""
@@ -277,7 +277,7 @@ class Killed(BaseException):
     """The process dying at that point (nothing after it runs)."""
 
 
-def test_a_kill_while_logging_never_leaves_two_values_at_a_step(settings, monkeypatch):
+def test_a_kill_while_logging_never_leaves_two_values_at_a_step(settings, monkeypatch, mlflow_ready):
     from furnace.adapters.mlflow_tracker import MLflowTracker, run_summary
 
     uri = settings.tracking_uri

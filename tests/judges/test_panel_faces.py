@@ -23,7 +23,11 @@ def _assessments(home: Path) -> dict[str, list]:
 
 
 def test_a_two_judge_run_reports_each_judge_and_logs_one_assessment_per_judge(
-    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    mlflow_ready: str,
 ) -> None:
     seed_home(home)
     monkeypatch.setenv("FURNACE_EMBEDDER", "hash")

@@ -31,7 +31,11 @@ def _human(home: Path) -> list[tuple[str, str, str, float, str | None, dict[str,
 
 
 def test_picks_are_human_assessments_read_back_through_search_traces(
-    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    mlflow_ready: str,
 ) -> None:
     seed_home(home)
     monkeypatch.setenv("FURNACE_EMBEDDER", "hash")

@@ -27,7 +27,7 @@ def _two_pending_revisions(settings):
 
 
 @pytest.mark.slow
-def test_flow_processes_pending_revisions_once_and_logs_to_mlflow(settings, prefect_harness):
+def test_flow_processes_pending_revisions_once_and_logs_to_mlflow(settings, prefect_harness, mlflow_ready):
     from furnace_flows.preferences import preference_extraction
 
     store, contents, llm, content = _two_pending_revisions(settings)
