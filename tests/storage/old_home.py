@@ -121,7 +121,7 @@ def previous_release_home(
     experiment (agent ``agt-1`` with fitness 0.41), each row as that release wrote it; opened, so its
     first open ran the upgrade (0016 seals the intact rows with a new key). ``change`` alters a row before
     it is written (an edit made before the upgrade). Returns the old home and the agent."""
-    from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord, ScoreRow
+    from furnace.evolution.records import ExperimentRecord, GenerationRecord
     from furnace.llm.seam import Completion
     from furnace.storage.sql.experiments import SQLExperimentResults
     from furnace.storage.sql.llm_calls import SQLResponseCache
@@ -138,24 +138,7 @@ def previous_release_home(
     results = SQLExperimentResults(source)
     results.start_experiment(ExperimentRecord("exp-1", "small", {"generations": 1}, 7, "offline"))
     fitness = 0.41
-    results.save_individuals(
-        [
-            IndividualRecord(
-                experiment_id="exp-1",
-                generation=0,
-                agent_id="agt-1",
-                slot=0,
-                operator="seed",
-                parents=("editor",),
-                lineage_hash=None,
-                elixir={"name": "Editor"},
-                system_prompt="You are Editor.",
-                fitness=fitness,
-                objectives={"judge": fitness},
-                scores=(ScoreRow("p1", "judge", fitness, "ok", feedback="clear"),),
-            )
-        ]
-    )
+    results.save_individuals([individual(fitness)])
     results.save_generation(GenerationRecord("exp-1", 0, ("agt-1",), 0.41, 0.41, {"mutation": 1.0}, 3, 1, 90, 0.01))
     results.finish_experiment("exp-1", "finished", {"best_agent": "agt-1", "best_fitness": 0.41})
     SQLResponseCache(source).put("k", Completion(text="old answer", model="m"))
@@ -169,3 +152,23 @@ def previous_release_home(
     )
     source.close()
     return old, agent
+
+
+def individual(fitness: float = 0.41) -> Any:
+    """The one individual record the old homes and the seal tests store (its figures sealed as written)."""
+    from furnace.evolution.records import IndividualRecord, ScoreRow
+
+    return IndividualRecord(
+        experiment_id="exp-1",
+        generation=0,
+        agent_id="agt-1",
+        slot=0,
+        operator="seed",
+        parents=("editor",),
+        lineage_hash=None,
+        elixir={"name": "Editor"},
+        system_prompt="You are Editor.",
+        fitness=fitness,
+        objectives={"judge": fitness},
+        scores=(ScoreRow("p1", "judge", fitness, "ok", feedback="clear"),),
+    )

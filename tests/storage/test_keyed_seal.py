@@ -33,7 +33,7 @@ from furnace.storage.sql.experiments import SQLExperimentResults
 from furnace.storage.sql.store import SQLStore
 
 from .conftest import make_elixir
-from .old_home import move, previous_release_home
+from .old_home import individual, move, previous_release_home
 from .test_contract import make_agent
 
 KEY = "k" * 40  # a FURNACE_SEAL_KEY of the right length
@@ -168,23 +168,6 @@ def test_elixir_show_of_an_agent_with_a_rehashed_forged_persona_exits_1(home: Pa
     assert f"elixir {agent.id}@1 (the persona of agent {agent.id}) does not match its keyed seal" in err
 
 
-def _individual(fitness: float = 0.41) -> IndividualRecord:
-    return IndividualRecord(
-        experiment_id="exp-1",
-        generation=0,
-        agent_id="agt-1",
-        slot=0,
-        operator="seed",
-        parents=("editor",),
-        lineage_hash=None,
-        elixir={"name": "Editor"},
-        system_prompt="You are Editor.",
-        fitness=fitness,
-        objectives={"judge": fitness},
-        scores=(ScoreRow("p1", "judge", fitness, "ok", feedback="clear"),),
-    )
-
-
 def _experiment(db: SQLDatabase) -> SQLExperimentResults:
     return _record_experiment(SQLExperimentResults(db))
 
@@ -195,7 +178,7 @@ R = TypeVar("R", bound=ExperimentResults)
 def _record_experiment(results: R) -> R:
     """A small finished experiment (one sealed individual, generation and summary) in ``results``."""
     results.start_experiment(ExperimentRecord("exp-1", "small", {"generations": 1}, 7, "offline"))
-    results.save_individuals([_individual()])
+    results.save_individuals([individual()])
     results.save_generation(GenerationRecord("exp-1", 0, ("agt-1",), 0.41, 0.41, {"mutation": 1.0}, 3, 1, 90, 0.01))
     results.finish_experiment("exp-1", "finished", {"best_agent": "agt-1", "best_fitness": 0.41})
     return results
@@ -314,7 +297,7 @@ def test_setting_a_sealed_home_back_to_the_old_schema_blesses_nothing(tmp_path: 
 def test_whole_numbers_in_double_columns_read_back_sealed(tmp_path: Path) -> None:
     """A fitness or score given as an int reads back as a float: the seal is of the stored value."""
     results = SQLExperimentResults(_sql(tmp_path))
-    record = _individual()
+    record = individual()
     whole = IndividualRecord(**{**record.__dict__, "fitness": 1, "scores": (ScoreRow("p1", "tone", 1, ""),)})
     results.save_individuals([whole])
     results.save_generation(GenerationRecord("exp-1", 0, ("agt-1",), 1, 1, {}, 0, 0, 0, 0))
