@@ -72,8 +72,8 @@ def run_demo(ctx: Runtime, *, file: Path = DEMO_FILE) -> ExperimentReport:
         f"  furnace agent load prompts:/furnace-{CHAMPION}@champion",
         "  furnace app                                   # dashboards, lineage explorer, arena",
         f"  {ui_command(ctx.settings.tracking_uri, home)}",
-        f"  DuckDB: {home / 'furnace.duckdb'} (tables experiments, experiment_generations,"
-        " experiment_individuals, experiment_scores)",
+        f"  the store: {ctx.sql.where} (tables experiments, experiment_generations, experiment_individuals,"
+        f" experiment_scores); DuckDB over its snapshots: furnace.analysis.connect('{home}')",
         "  notebooks/                                    # lineage, revisions, MLflow comparison",
     ]
     click.echo("\n".join(lines))
