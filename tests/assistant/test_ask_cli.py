@@ -53,12 +53,12 @@ def test_ask_refuses_a_forged_fitness_naming_the_record(home, capsys) -> None:
     from furnace.evolution.records import ExperimentRecord, GenerationRecord
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
-    from tests.storage.test_keyed_seal import _individual
+    from tests.storage.old_home import individual
 
     runtime = Runtime(FurnaceSettings())
     results = runtime.results
     results.start_experiment(ExperimentRecord("exp-1", "small", {"generations": 1}, 7, "offline"))
-    child = replace(_individual(), operator="mutation")  # a bred agent (best agents leave seeds out)
+    child = replace(individual(), operator="mutation")  # a bred agent (best agents leave seeds out)
     results.save_individuals([child])
     results.save_generation(GenerationRecord("exp-1", 0, ("agt-1",), 0.41, 0.41, {"mutation": 1.0}, 3, 1, 90, 0.01))
     runtime.close()
