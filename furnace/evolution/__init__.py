@@ -7,8 +7,9 @@ passed in); for the command line: ``furnace experiment run FILE``.
 from __future__ import annotations
 
 from furnace.evolution.config import ExperimentConfig, load_config, parse_config
-from furnace.evolution.engine import Bred, Evolution, Plan, Progress
+from furnace.evolution.engine import Bred, Evolution, Progress
 from furnace.evolution.estimate import Estimate, estimate
+from furnace.evolution.plans import Plan
 from furnace.evolution.records import MemoryResults
 from furnace.evolution.report import ExperimentReport, render_report
 from furnace.evolution.tracker import NullTracker, Tracker

@@ -14,11 +14,11 @@ any runner. So the store keeps one writer, totals come from the ledger as everyw
 and a rerun makes no model call (the completions are in the driver's response cache).
 
 Identical to the in-process runner for the same seed: the same plans are made in the same
-order by the driver (``engine._Schedule``), and each unit computes the same thing from the same
+order by the driver (``scheduler.Schedule``), and each unit computes the same thing from the same
 inputs. The caveat: a request repeated by two units running at once in different workers is a
 model call in each (in one process the second is served by the cache); a run's units rarely
 repeat a request (0 repeats in the shipped experiments). The driver reserves ``max_calls`` for each
-unit before sending it (``engine._Schedule``) and a unit never makes more calls than it reserved; a
+unit before sending it (``scheduler.Schedule``) and a unit never makes more calls than it reserved; a
 unit run here is credited with the calls it made itself (the driver sees no request keys).
 """
 

@@ -49,7 +49,7 @@ class IndividualRecord:
     calls: int = 0
     tokens: int = 0
     cost_usd: float = 0.0
-    # the content key of the plan that made it (operator, parents, seed, params: ``engine.plan_key``): a rerun
+    # the content key of the plan that made it (operator, parents, seed, params: ``plans.plan_key``): a rerun
     # reads a record back only for the same plan. "" in records written before 2026-12-06
     plan: str = ""
 

@@ -16,8 +16,8 @@ import pytest
 from experiments.helpers import library, scripted_llm
 from experiments.test_evolution import make
 from furnace.domain.render import render_prompt
-from furnace.evolution.engine import Plan
 from furnace.evolution.metering import PrioritySlots
+from furnace.evolution.plans import Plan
 from furnace.evolution.records import MemoryResults
 from furnace.evolution.units import Unit
 from furnace.llm.seam import TaskKind
