@@ -23,7 +23,7 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -314,13 +314,13 @@ class Runtime:
         finally:
             target.close()
 
-    def _old_home(self) -> OldHome:
-        """This home's ``furnace.duckdb``, opened by this process and brought to the last DuckDB schema: only
-        what moves into the live store reads it (closed after the move; the file is kept)."""
-        from furnace.storage.duckdb.db import Database
+    def _old_home(self) -> AbstractContextManager[OldHome]:
+        """A copy of this home's ``furnace.duckdb`` brought to the last DuckDB schema: only what moves into the
+        live store reads it (removed after the move; the home's file is kept byte for byte)."""
+        from furnace.storage.duckdb.db import opened_copy
 
-        seal_key = self.settings.seal_key
-        return Database(self.settings.db_path, seal_key=seal_key.get_secret_value() if seal_key is not None else None)
+        key = self.settings.seal_key
+        return opened_copy(self.settings.db_path, seal_key=key.get_secret_value() if key is not None else None)
 
     def close(self) -> None:
         """Close the live store if this runtime opened it, after serving its last snapshot request; the next

@@ -4,7 +4,8 @@
 verifies that each table holds as many rows as the DuckDB file and that every sealed record reads back
 through the relational store's adapters with its seal verified: every elixir version, every agent (its
 whole record), every experiment with its individuals and generations, every cached response, every
-person's pick (and its undo). The DuckDB file is kept (only brought to its last schema in place).
+person's pick (and its undo). The DuckDB file is kept byte for byte (the move reads a copy brought to
+the last DuckDB schema).
 """
 
 from __future__ import annotations

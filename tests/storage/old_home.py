@@ -35,15 +35,21 @@ def scratch(home: Path) -> SQLDatabase:
 
 
 @contextmanager
-def older_schema(monkeypatch: pytest.MonkeyPatch, path: Path, before: int) -> Iterator[Database]:
+def older_schema(
+    monkeypatch: pytest.MonkeyPatch, path: Path, before: int, *, upgrade: bool = True
+) -> Iterator[Database]:
     """A Database at the schema an older furnace left (the migrations before number ``before``); the
-    block fills it, and its end applies the remaining migrations as the move of an old home does."""
+    block fills it, and its end applies the remaining migrations as the move of an old home does (with
+    ``upgrade``; else it is closed as that release left it)."""
     every = duckdb_db.migrations()
     monkeypatch.setattr(duckdb_db, "migrations", lambda: [m for m in every if m[0] < before])
     old = Database(path)
     yield old
     monkeypatch.setattr(duckdb_db, "migrations", lambda: every)
-    old.migrate()
+    if upgrade:
+        old.migrate()
+    else:
+        old.close()
 
 
 def _columns(old: Database, table: str) -> set[str]:
@@ -76,10 +82,12 @@ def write_old_home(
     before: int | None = None,
     monkeypatch: pytest.MonkeyPatch | None = None,
     change: Callable[[str, Row], Row] | None = None,
+    upgrade: bool = True,
 ) -> Database:
     """A ``furnace.duckdb`` at ``path`` holding every row of ``source``: at the last DuckDB schema, or
-    (with ``before`` and ``monkeypatch``) at the schema before migration ``before``, then upgraded.
-    ``change(table, row)`` gives the row as that older release wrote it (e.g. an unkeyed seal)."""
+    (with ``before`` and ``monkeypatch``) at the schema before migration ``before``, then upgraded (with
+    ``upgrade``; else closed as that release left it). ``change(table, row)`` gives the row as that older
+    release wrote it (e.g. an unkeyed seal)."""
 
     def fill(old: Database) -> None:
         for table in metadata.sorted_tables:
@@ -92,7 +100,7 @@ def write_old_home(
         fill(old)
         return old
     assert monkeypatch is not None, "an older schema is set with monkeypatch"
-    with older_schema(monkeypatch, path, before) as old:
+    with older_schema(monkeypatch, path, before, upgrade=upgrade) as old:
         fill(old)
     return old
 
@@ -114,13 +122,18 @@ def _unkeyed(table: str, row: Row) -> Row:
 
 
 def previous_release_home(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, change: Callable[[str, Row], Row] | None = None
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    change: Callable[[str, Row], Row] | None = None,
+    upgrade: bool = True,
 ) -> tuple[Database, Any]:
     """A home as the release before keyed seals left it (DuckDB schema up to 0015: no keyed seals, the
     agents' unkeyed record seal): an agent and its parents, a cached response and a small finished
     experiment (agent ``agt-1`` with fitness 0.41), each row as that release wrote it; opened, so its
-    first open ran the upgrade (0016 seals the intact rows with a new key). ``change`` alters a row before
-    it is written (an edit made before the upgrade). Returns the old home and the agent."""
+    first open ran the upgrade (0016 seals the intact rows with a new key), or with ``upgrade=False``
+    closed as that release left it. ``change`` alters a row before it is written (an edit made before
+    the upgrade). Returns the old home and the agent."""
     from furnace.evolution.records import ExperimentRecord, GenerationRecord
     from furnace.llm.seam import Completion
     from furnace.storage.sql.experiments import SQLExperimentResults
@@ -148,7 +161,12 @@ def previous_release_home(
         return change(table, row) if change else row
 
     old = write_old_home(
-        tmp_path / "old" / "furnace.duckdb", source, before=16, monkeypatch=monkeypatch, change=as_written
+        tmp_path / "old" / "furnace.duckdb",
+        source,
+        before=16,
+        monkeypatch=monkeypatch,
+        change=as_written,
+        upgrade=upgrade,
     )
     source.close()
     return old, agent

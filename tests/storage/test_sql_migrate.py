@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -143,3 +144,25 @@ def test_furnace_migrate_and_the_first_open_move_an_old_home(tmp_path: Path, mon
     (tmp_path / "empty").mkdir()
     code, _, err = run_cli(capsys, "migrate")
     assert code == 1 and "nothing to migrate" in err
+
+
+def test_the_move_leaves_the_old_file_byte_for_byte_at_its_release_schema(
+    tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    """The move reads a copy brought to the last DuckDB schema: the home's file stays what its release
+    wrote (that release can still open it), and the records arrive with their seals verified."""
+    from tests.conftest import run_cli
+
+    old, agent = previous_release_home(tmp_path, monkeypatch, upgrade=False)
+    home = old.path.parent
+    before = (home / "furnace.duckdb").read_bytes()
+    monkeypatch.setenv("FURNACE_HOME", str(home))
+    monkeypatch.delenv("FURNACE_DATABASE_URL", raising=False)
+    code, out, err = run_cli(capsys, "migrate")
+    assert code == 0 and "1 agents" in out, err
+    assert (home / "furnace.duckdb").read_bytes() == before
+    with Database(home / "furnace.duckdb", migrate=False) as kept:
+        assert kept.schema_version() == 15  # not upgraded in place
+    moved = SQLStore(SQLDatabase(sqlite_url(home), home=home))
+    assert [a.id for a in moved.list_agents()] == [agent.id]
+    assert not list(home.glob("furnace-move-*")) and not list(Path(tempfile.gettempdir()).glob("furnace-move-*"))

@@ -6,13 +6,15 @@ lets one process hold it), brings it to the last DuckDB schema with the numbered
 ``migrations/`` (``0001_name.sql`` ..., applied in order inside one transaction and recorded in
 ``schema_version``, the keyed-seal upgrade of 0016 included), so that
 :func:`furnace.storage.migrate.copy_home` reads one known schema whatever release wrote the home.
-Nothing else reads or writes it: the file is kept as it is after the move.
+The move reads a copy (:func:`opened_copy`): the home's file is kept byte for byte.
 """
 
 from __future__ import annotations
 
 import importlib
 import re
+import shutil
+import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from functools import cached_property
@@ -49,15 +51,19 @@ def migrations() -> list[tuple[int, str, str]]:
 class Database:
     """One DuckDB file held open by this process (one thread at a time), at the last DuckDB schema."""
 
-    def __init__(self, path: Path | str, *, migrate: bool = True, seal_key: str | None = None) -> None:
+    def __init__(
+        self, path: Path | str, *, migrate: bool = True, seal_key: str | None = None, home_file: Path | None = None
+    ) -> None:
         """Open ``path`` (created when missing: the tests build an old home this way) and, with
         ``migrate``, apply the pending migrations. StoreError when another process holds the file or
-        it is not a DuckDB database."""
-        self.path = Path(path).resolve()
+        it is not a DuckDB database. ``home_file``: the home's file when ``path`` is a copy of it
+        (:func:`opened_copy`): messages name it, and the seal key is read from its folder."""
+        file = Path(path).resolve()
+        self.path = home_file.resolve() if home_file is not None else file
         self._seal_key = seal_key  # FURNACE_SEAL_KEY; else the key file next to the database
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        file.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._con: duckdb.DuckDBPyConnection | None = duckdb.connect(str(self.path))
+            self._con: duckdb.DuckDBPyConnection | None = duckdb.connect(str(file))
         except duckdb.Error as err:
             raise StoreError(f"cannot open {self.path.name}: {_first_line(err)}{DAMAGED_HINT}") from None
         self._in_tx = False
@@ -167,6 +173,29 @@ class Database:
                 )
                 current = version
         return current
+
+
+@contextmanager
+def opened_copy(path: Path, *, seal_key: str | None = None) -> Iterator[Database]:
+    """The home's DuckDB file ``path``, copied (with its write-ahead log) into a temporary folder and opened
+    there at the last DuckDB schema, so the home's file stays byte for byte what its release wrote (that
+    release can still open it). StoreError when another process holds ``path``."""
+    path = Path(path).resolve()
+    try:
+        duckdb.connect(str(path), read_only=True).close()  # DuckDB's lock: no process is writing it now
+    except duckdb.Error as err:
+        raise StoreError(f"cannot open {path.name}: {_first_line(err)}{DAMAGED_HINT}") from None
+    with tempfile.TemporaryDirectory(prefix="furnace-move-") as folder:
+        copy = Path(folder) / path.name
+        shutil.copyfile(path, copy)
+        wal = path.with_name(path.name + ".wal")
+        if wal.exists():
+            shutil.copyfile(wal, copy.with_name(wal.name))
+        db = Database(copy, seal_key=seal_key, home_file=path)
+        try:
+            yield db
+        finally:
+            db.close()
 
 
 def _first_line(err: BaseException) -> str:
