@@ -149,11 +149,8 @@ class SQLDatabase:
                 field="database_url",
             )
         self._inserts: dict[str, Any] = {}  # insert_if_absent's statements (immutable: shared by threads)
-        self.statements = 0
-        """Statements this object's connections ran (the benches' statements per round); not locked,
-        as a thread's count is only read by the benches' single-threaded windows."""
+        self._statements: int | None = None  # counted once :attr:`statements` was first read
         self.engine = self._engine(echo)
-        event.listen(self.engine, "after_cursor_execute", self._count)
         if migrate:
             self.migrate()
 
@@ -177,8 +174,18 @@ class SQLDatabase:
             return engine
         return create_engine(self.url, echo=echo, pool_size=8, max_overflow=64, pool_pre_ping=True)
 
+    @property
+    def statements(self) -> int:
+        """Statements this object's connections ran since this was first read (the benches' and tests'
+        statements per round: read it before and after). Counting costs a listener call per statement, so
+        it starts only when asked for; not locked, as the count is only read by single-threaded windows."""
+        if self._statements is None:
+            self._statements = 0
+            event.listen(self.engine, "after_cursor_execute", self._count)
+        return self._statements
+
     def _count(self, *_args: Any) -> None:
-        self.statements += 1
+        self._statements = (self._statements or 0) + 1
 
     def __repr__(self) -> str:
         return f"SQLDatabase({self.url.render_as_string(hide_password=True)!r})"
