@@ -342,8 +342,12 @@ class CachedLLM:
 
     def complete(self, request: LLMRequest) -> Completion:
         """Serve from cache, join an identical in-flight call, or call the inner model once."""
+        return self.complete_keyed(request, self.request_key(request))
+
+    def complete_keyed(self, request: LLMRequest, key: str) -> Completion:
+        """:meth:`complete` for a caller that has the request's :meth:`request_key` already (the metered
+        model asks it for every call: the key is then computed once, not twice)."""
         started = time.perf_counter()
-        key = self.request_key(request)
         flight, leader = self._flights.join(key)
         if not leader:
             flight.done.wait()

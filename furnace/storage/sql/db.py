@@ -382,7 +382,7 @@ class SQLDatabase:
         with self._turn():
             raw = self.engine.raw_connection()
             driver: Any = raw.driver_connection
-            ran = 2  # BEGIN, COMMIT
+            ran = 1  # BEGIN (a COMMIT is not counted, as through SQLAlchemy: the driver commits)
 
             def run(prepared: Prepared, values: dict[str, Any]) -> int:
                 nonlocal ran
