@@ -133,3 +133,17 @@ def test_the_unit_runner_waits_for_running_units_and_not_for_idle_threads() -> N
     for thread in [t for t in threading.enumerate() if t.name.startswith("furnace-unit")]:
         thread.join(5)
         assert not thread.is_alive()
+
+
+_SCORE = st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0])  # few values: ties and duplicates are common
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_SCORE, _SCORE, _SCORE), max_size=30), st.integers(1, 3))
+def test_pareto_front_equals_comparing_every_pair(points: list[tuple[float, float, float]], width: int) -> None:
+    from furnace.scoring.fitness import dominates, pareto_front
+
+    keys = ["a", "b", "c"][:width]
+    items = {f"i{n}": dict(zip(["a", "b", "c"], p, strict=True)) for n, p in enumerate(points)}
+    naive = [i for i in items if not any(dominates(items[j], items[i], keys) for j in items if j != i)]
+    assert pareto_front(items, keys) == naive
