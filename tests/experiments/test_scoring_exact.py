@@ -147,3 +147,22 @@ def test_pareto_front_equals_comparing_every_pair(points: list[tuple[float, floa
     items = {f"i{n}": dict(zip(["a", "b", "c"], p, strict=True)) for n, p in enumerate(points)}
     naive = [i for i in items if not any(dominates(items[j], items[i], keys) for j in items if j != i)]
     assert pareto_front(items, keys) == naive
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcdef"), _SCORE), max_size=20), st.integers(0, 3), st.integers(1, 12))
+def test_survivors_rank_as_rank_key_orders(members: list[tuple[str, float]], elitism: int, size: int) -> None:
+    from dataclasses import dataclass
+
+    from furnace.evolution.selection import rank_key, ranked, survivors
+
+    @dataclass(frozen=True)
+    class M:
+        agent_id: str
+        fitness: float
+
+    items = [M(a, f) for a, f in members]
+    assert ranked(items) == sorted(items, key=rank_key)
+    old, children = items[: len(items) // 2], items[len(items) // 2 :]
+    chosen = survivors(old, children, size, elitism)
+    assert chosen == sorted(chosen, key=rank_key) and len({m.agent_id for m in chosen}) == len(chosen)
