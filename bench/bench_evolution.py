@@ -73,7 +73,7 @@ def _prepared(built: Stack, config: Any) -> Any:
 
 
 def _statements(built: Stack) -> int:
-    """SQL statements so far (0 on a relational store, which does not count them)."""
+    """SQL statements the store ran since this was first read (counting starts then)."""
     return built.runtime.sql.statements
 
 

@@ -42,6 +42,8 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol
 
+import numpy as np
+
 from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import BudgetExceeded, FurnaceError
@@ -280,7 +282,7 @@ class Evolution:
         self.board = OperatorBoard(dict(self.config.operators), adapt=self.config.adapt_operators)
         self._embed_lock = threading.Lock()
         self._embedder_lock = threading.Lock()
-        self._vectors: dict[str, list[float]] = {}
+        self._vectors: dict[str, np.ndarray] = {}
         self._unit_meters: dict[tuple[int, int], CallTotals] = {}  # (generation, slot) -> calls of units run here
         self._remote: set[tuple[int, int]] = set()  # units run in another process (their calls as they made them)
         self._breed: Breeder = self.breeder  # during run(): the run's view (new agents written with the records)
@@ -310,7 +312,7 @@ class Evolution:
 
     # --- helpers ---------------------------------------------------------
 
-    def _vector(self, agent_id: str, prompt: str) -> list[float] | None:
+    def _vector(self, agent_id: str, prompt: str) -> np.ndarray | None:
         """The agent's prompt embedding, computed once per run. A unit reads its peers' vectors (a
         population's worth) without waiting for another unit's embedding: the embedder runs one
         call at a time (a tokenizer may not be shared by threads) under its own lock."""
@@ -324,7 +326,7 @@ class Evolution:
             with self._embed_lock:
                 found = self._vectors.get(agent_id)
             if found is None:
-                found = self.embedder.embed([prompt])[0]
+                found = np.asarray(self.embedder.embed([prompt])[0], dtype=float)  # diversity stacks rows of these
                 with self._embed_lock:
                     self._vectors[agent_id] = found
         return found
@@ -480,7 +482,7 @@ class Evolution:
                 return known[bred.agent_id]
             elixir, prompt, agent_id, lineage_hash = bred.elixir, bred.system_prompt, bred.agent_id, bred.lineage_hash
 
-        def vectors() -> tuple[list[float] | None, list[list[float]]]:
+        def vectors() -> tuple[np.ndarray | None, list[np.ndarray]]:
             """The agent's and its peers' embeddings (for diversity), computed while its probes run."""
             peers = (
                 [(e.id, render_prompt(e)) for e in self.seeds]

@@ -38,7 +38,7 @@ from furnace.evolution.tracker import Span
 from furnace.llm.seam import LLM, TaskKind, system_user
 from furnace.scoring.base import Score, persona_inputs
 from furnace.scoring.brief import Brief, brief_fit
-from furnace.scoring.diversity import diversity
+from furnace.scoring.diversity import Vector, diversity
 from furnace.scoring.fitness import SCORERS, bootstrap_interval, weighted_fitness
 from furnace.scoring.judge import judge_answer
 from furnace.scoring.panel import Panel, RoutedJudge, judge_scorer, split_scorer
@@ -233,7 +233,7 @@ def evaluate_agent(
     seed: int,
     vector: Sequence[float] | None = None,
     population_vectors: Sequence[Sequence[float]] = (),
-    vectors: Callable[[], tuple[Sequence[float] | None, Sequence[Sequence[float]]]] | None = None,
+    vectors: Callable[[], tuple[Vector | None, Sequence[Vector]]] | None = None,
     parallel: int = 1,
     judge: LLM | None = None,
     span: Span | None = None,
@@ -258,7 +258,7 @@ def evaluate_agent(
     rows: list[ScoreRow] = []
     judge_llm = judge if judge is not None else llm
     wants_diversity = scorers.get("diversity", 0) > 0
-    embedded: list[tuple[Sequence[float] | None, Sequence[Sequence[float]]]] = []
+    embedded: list[tuple[Vector | None, Sequence[Vector]]] = []
     failed: list[BaseException] = []
 
     def embed() -> None:

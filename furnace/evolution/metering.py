@@ -245,6 +245,8 @@ class MeteredLLM:
         # the calls of named units, credited by plan order (when the model below has cache keys)
         key = getattr(inner, "request_key", None)
         self._key = key if callable(key) else None
+        keyed = getattr(inner, "complete_keyed", None)  # a model that takes the key computed here (CachedLLM)
+        self._complete_keyed = keyed if callable(keyed) and self._key is not None else None
         self.book: CallBook | None = CallBook() if self._key is not None else None
         # True while the evolution loop reserves ``max_calls`` unit by unit (engine): the loop then keeps
         # the calls within it, so no call is refused for it here (that refusal would depend on timing)
@@ -332,7 +334,10 @@ class MeteredLLM:
             return completion
         self.book.start(key)
         try:
-            completion = self.inner.complete(request)
+            if self._complete_keyed is not None:
+                completion = self._complete_keyed(request, key)
+            else:
+                completion = self.inner.complete(request)
         except BaseException as err:
             self.book.land(key, unit, None, error_totals(err))
             raise

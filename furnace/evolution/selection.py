@@ -4,8 +4,9 @@ selection (seeded, pure)."""
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Protocol, TypeVar
 
 
@@ -101,11 +102,22 @@ def survivors(old: Sequence[R], children: Sequence[R], size: int, elitism: int) 
                 seen.add(ind.agent_id)
                 chosen.append(ind)
 
-    ranked_old = sorted(old, key=rank_key)
+    ranked_old = ranked(old)
     take(ranked_old[:elitism], size)
-    take(sorted(children, key=rank_key), size)
+    take(ranked(children), size)
     take(ranked_old, size)
-    return sorted(chosen, key=rank_key)
+    return ranked(chosen)
+
+
+_ID, _FITNESS = attrgetter("agent_id"), attrgetter("fitness")
+
+
+def ranked(items: Iterable[R]) -> list[R]:
+    """``items`` sorted by :func:`rank_key` (fitter first, then by id), as two stable sorts with C-level
+    keys: by id, then by fitness, descending (a stable sort keeps equal fitnesses in id order). The
+    same order as ``sorted(items, key=rank_key)``, without a Python call per item (a steady-state run
+    re-ranks its population for every child taken in)."""
+    return sorted(sorted(items, key=_ID), key=_FITNESS, reverse=True)
 
 
 class Scored(Ranked, Protocol):

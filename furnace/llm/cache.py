@@ -226,48 +226,41 @@ def sum_calls(records: list[CallRecord]) -> CallTotals:
 
 
 class MemoryResponseCache:
-    """A thread-safe in-process response cache."""
+    """A thread-safe in-process response cache: each of its steps is one atomic dict operation (the first
+    answer put for a key is kept: ``setdefault``), so it needs no lock of its own."""
 
     def __init__(self) -> None:
         self._data: dict[str, Completion] = {}
-        self._lock = threading.Lock()
 
     def get(self, key: str) -> Completion | None:
-        with self._lock:
-            return self._data.get(key)
+        return self._data.get(key)
 
     def put(self, key: str, completion: Completion, *, task: str = "") -> bool:
-        with self._lock:
-            if key in self._data:
-                return False
-            self._data[key] = completion
-            return True
+        mine = completion.model_copy()  # an object of this call's own: kept means this put inserted it
+        return self._data.setdefault(key, mine) is mine
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._data)
+        return len(self._data)
 
 
 class MemoryCallLedger:
-    """A thread-safe in-process call ledger."""
+    """A thread-safe in-process call ledger: a list appended to (one atomic ``append``) and read as a copy
+    (one atomic ``list(...)``), so it needs no lock of its own."""
 
     def __init__(self) -> None:
         self._rows: list[CallRecord] = []
-        self._lock = threading.Lock()
 
     def record(self, call: CallRecord) -> None:
-        with self._lock:
-            self._rows.append(call)
+        self._rows.append(call)
 
     def calls(self, run_id: str | None = None) -> list[CallRecord]:
-        with self._lock:
-            return [r for r in self._rows if run_id is None or r.run_id == run_id]
+        return [r for r in list(self._rows) if run_id is None or r.run_id == run_id]
 
     def totals(self, run_id: str | None = None, *, family: bool = False) -> CallTotals:
         if not family or run_id is None:
             return sum_calls(self.calls(run_id))
-        with self._lock:
-            return sum_calls([r for r in self._rows if r.run_id == run_id or (r.run_id or "").startswith(run_id + "/")])
+        rows = list(self._rows)
+        return sum_calls([r for r in rows if r.run_id == run_id or (r.run_id or "").startswith(run_id + "/")])
 
 
 @dataclass
@@ -278,23 +271,20 @@ class _Flight:
 
 
 class _Flights:
-    """In-process single-flight table shared by a CachedLLM and its ``for_run`` views."""
+    """In-process single-flight table shared by a CachedLLM and its ``for_run`` views. A dict's
+    ``setdefault`` and ``pop`` on a string key are each one atomic step, so joining (the first caller of a
+    key leads, the others wait on its flight) needs no lock of its own."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._flights: dict[str, _Flight] = {}
 
     def join(self, key: str) -> tuple[_Flight, bool]:
-        with self._lock:
-            flight = self._flights.get(key)
-            if flight is not None:
-                return flight, False
-            flight = self._flights[key] = _Flight()
-            return flight, True
+        mine = _Flight()
+        flight = self._flights.setdefault(key, mine)
+        return flight, flight is mine
 
     def land(self, key: str, flight: _Flight) -> None:
-        with self._lock:
-            self._flights.pop(key, None)
+        self._flights.pop(key, None)
         flight.done.set()
 
 
@@ -342,8 +332,12 @@ class CachedLLM:
 
     def complete(self, request: LLMRequest) -> Completion:
         """Serve from cache, join an identical in-flight call, or call the inner model once."""
+        return self.complete_keyed(request, self.request_key(request))
+
+    def complete_keyed(self, request: LLMRequest, key: str) -> Completion:
+        """:meth:`complete` for a caller that has the request's :meth:`request_key` already (the metered
+        model asks it for every call: the key is then computed once, not twice)."""
         started = time.perf_counter()
-        key = self.request_key(request)
         flight, leader = self._flights.join(key)
         if not leader:
             flight.done.wait()

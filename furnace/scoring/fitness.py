@@ -52,9 +52,27 @@ def dominates(a: Mapping[str, float], b: Mapping[str, float], keys: Sequence[str
 
 
 def pareto_front(items: Mapping[str, Mapping[str, float]], keys: Sequence[str]) -> list[str]:
-    """Ids of the non-dominated items over ``keys``, in input order."""
-    ids = list(items)
-    return [i for i in ids if not any(dominates(items[j], items[i], keys) for j in ids if j != i)]
+    """Ids of the non-dominated items over ``keys``, in input order.
+
+    The items are visited best first (their objectives' tuples in descending order: whatever dominates an
+    item comes before it), each checked against the front found so far only: an item dominated by
+    anything is dominated by a member of the front (domination is transitive), so the front is the same
+    as comparing every pair, at ``n × front`` comparisons instead of ``n²`` (a report over every
+    individual of a population of 256)."""
+    points = {i: tuple(v.get(k, 0) for k in keys) for i, v in items.items()}
+    front: list[tuple[float, ...]] = []
+    kept: set[str] = set()
+    for i in sorted(points, key=points.__getitem__, reverse=True):
+        p = points[i]
+        if not any(_above(q, p) for q in front):
+            front.append(p)
+            kept.add(i)
+    return [i for i in items if i in kept]
+
+
+def _above(a: Sequence[float], b: Sequence[float]) -> bool:
+    """``a`` dominates ``b`` (objective tuples in one key order): :func:`dominates`."""
+    return all(x >= y for x, y in zip(a, b, strict=True)) and a != b
 
 
 CONFIDENCE = 0.95

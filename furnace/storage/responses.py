@@ -24,8 +24,7 @@ class ResponseMemory:
         self.refused = 0  # stored responses this cache would not serve: their seal did not verify
 
     def _recall(self, key: str) -> Completion | None:
-        with self._lock:
-            return self._memory.get(key)
+        return self._memory.get(key)  # one atomic read (a model call's first step): no lock
 
     def _served(self, sealer: Sealer, key: str, text: str, seal: Any) -> Completion | None:
         """The completion of a stored row when its seal verifies (remembered), else None (counted)."""

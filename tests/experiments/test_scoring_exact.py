@@ -1,9 +1,11 @@
-"""Faster scoring arithmetic gives the same figures to the last bit (diversity, call totals)."""
+"""Faster scoring arithmetic gives the same figures: diversity to the score's 6 decimals (numpy's sums
+may differ from a left-to-right sum in the last bits), call totals to the last bit."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +34,14 @@ def _reference_diversity(vector: list[float], others: list[list[float]]) -> tupl
 @given(st.integers(1, 12).flatmap(lambda n: st.lists(st.lists(_FLOAT, min_size=n, max_size=n), min_size=2, max_size=6)))
 def test_diversity_equals_the_generator_formula(vectors: list[list[float]]) -> None:
     score = diversity(vectors[0], vectors[1:])
-    assert (score.value, score.reason) == _reference_diversity(vectors[0], vectors[1:])
+    value, _ = _reference_diversity(vectors[0], vectors[1:])
+    assert score.value == pytest.approx(value, abs=2e-6)  # a rounding of the 6th decimal may flip
+
+
+def test_diversity_reason_names_the_mean_and_the_closest() -> None:
+    score = diversity([1.0, 0.0], [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    assert (score.value, score.reason) == _reference_diversity([1.0, 0.0], [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    assert score.reason == "mean similarity 0.57 to 3 members (closest 1.00)"
 
 
 def test_diversity_of_zero_and_unequal_vectors() -> None:
@@ -124,3 +133,36 @@ def test_the_unit_runner_waits_for_running_units_and_not_for_idle_threads() -> N
     for thread in [t for t in threading.enumerate() if t.name.startswith("furnace-unit")]:
         thread.join(5)
         assert not thread.is_alive()
+
+
+_SCORE = st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0])  # few values: ties and duplicates are common
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_SCORE, _SCORE, _SCORE), max_size=30), st.integers(1, 3))
+def test_pareto_front_equals_comparing_every_pair(points: list[tuple[float, float, float]], width: int) -> None:
+    from furnace.scoring.fitness import dominates, pareto_front
+
+    keys = ["a", "b", "c"][:width]
+    items = {f"i{n}": dict(zip(["a", "b", "c"], p, strict=True)) for n, p in enumerate(points)}
+    naive = [i for i in items if not any(dominates(items[j], items[i], keys) for j in items if j != i)]
+    assert pareto_front(items, keys) == naive
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcdef"), _SCORE), max_size=20), st.integers(0, 3), st.integers(1, 12))
+def test_survivors_rank_as_rank_key_orders(members: list[tuple[str, float]], elitism: int, size: int) -> None:
+    from dataclasses import dataclass
+
+    from furnace.evolution.selection import rank_key, ranked, survivors
+
+    @dataclass(frozen=True)
+    class M:
+        agent_id: str
+        fitness: float
+
+    items = [M(a, f) for a, f in members]
+    assert ranked(items) == sorted(items, key=rank_key)
+    old, children = items[: len(items) // 2], items[len(items) // 2 :]
+    chosen = survivors(old, children, size, elitism)
+    assert chosen == sorted(chosen, key=rank_key) and len({m.agent_id for m in chosen}) == len(chosen)

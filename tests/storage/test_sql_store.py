@@ -175,3 +175,31 @@ def test_a_write_through_a_second_object_joins_the_unit_open_on_this_thread(tmp_
         second.execute("INSERT INTO kv (key, value, created_at) VALUES (?, ?, ?)", ["c", "3", "2026-01-01"])
         raise RuntimeError("boom")
     assert sorted(r[0] for r in second.query("SELECT key FROM kv")) == ["a", "b"]
+
+
+def test_the_driver_path_writes_rows_the_full_path_reads_back_and_defers_a_present_key(tmp_path: Path) -> None:
+    """A model call's answer and ledger row go through SQLite's driver (SQLDatabase.driver_transaction):
+    the timestamp, flag and numbers read back through SQLAlchemy as written; an expired row under the
+    same key is left to the full path, which replaces it."""
+    from datetime import datetime, timedelta
+
+    from furnace.storage.sql.db import SQLDatabase, sqlite_url
+
+    db = SQLDatabase(sqlite_url(tmp_path), home=tmp_path)
+    assert db.driver_path
+    ledger = SQLCallLedger(db)
+    cache = SQLResponseCache(db, ledger=ledger, memory_items=0)
+    llm = CachedLLM(FakeLLM(respond=lambda r: _priced("answer")), cache, ledger)
+    before = datetime.now().astimezone().replace(tzinfo=None) - timedelta(days=1)
+    llm.complete(system_user(TaskKind.REPLY, "sys", "hello"))
+    [call] = ledger.calls()
+    assert (call.cached, call.status, call.prompt_tokens, call.cost_usd) == (False, "ok", 10, pytest.approx(0.002))
+    [(created,)] = db.query("SELECT created_at FROM llm_responses")
+    assert isinstance(created, str) and created > before.isoformat(" ")  # SQLAlchemy's stored form
+    key = call.cache_key
+    assert cache.get(key) is not None and cache.get(key).text == "answer"  # read back on the driver
+    db.execute("UPDATE llm_responses SET created_at = ? WHERE cache_key = ?", ["2000-01-01 00:00:00.000000", key])
+    assert cache.get(key) is None  # expired
+    assert cache.put(key, _priced("newer")) is True  # the driver's insert changes no row: the full path replaces it
+    assert cache.get(key).text == "newer"
+    db.close()

@@ -92,6 +92,34 @@ def _sqlite_events(engine: Engine) -> None:
     event.listen(engine, "handle_error", _sqlite_damaged)
 
 
+class Prepared:
+    """One statement compiled once for SQLite's driver (``sqlite3``): its SQL, its parameters in the driver's
+    order with the bind conversion of each column's type, and the result conversion of each selected
+    column (SQLAlchemy's own processors: a timestamp is stored and read exactly as through SQLAlchemy).
+    :meth:`SQLDatabase.driver_query` and :meth:`SQLDatabase.driver_transaction` run it: a model call's
+    cache read and its answer's insert, where SQLAlchemy's per-execution work (a connection, a
+    transaction object, events, a result) cost several times the driver's own."""
+
+    def __init__(self, db: SQLDatabase, statement: Any) -> None:
+        dialect = db.engine.dialect
+        compiled = statement.compile(dialect=dialect)
+        self.sql = str(compiled)
+        self._binds = [
+            (name, compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect))
+            for name in compiled.positiontup or ()
+        ]
+        columns = getattr(statement, "selected_columns", ())
+        self._results = [c.type.dialect_impl(dialect).result_processor(dialect, None) for c in columns]
+
+    def params(self, values: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(values[n] if p is None else p(values[n]) for n, p in self._binds)
+
+    def rows(self, found: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        if not any(self._results):
+            return found
+        return [tuple(v if p is None else p(v) for p, v in zip(self._results, row, strict=False)) for row in found]
+
+
 @dataclass
 class _Unit:
     conn: Connection
@@ -149,11 +177,8 @@ class SQLDatabase:
                 field="database_url",
             )
         self._inserts: dict[str, Any] = {}  # insert_if_absent's statements (immutable: shared by threads)
-        self.statements = 0
-        """Statements this object's connections ran (the benches' statements per round); not locked,
-        as a thread's count is only read by the benches' single-threaded windows."""
+        self._statements: int | None = None  # counted once :attr:`statements` was first read
         self.engine = self._engine(echo)
-        event.listen(self.engine, "after_cursor_execute", self._count)
         if migrate:
             self.migrate()
 
@@ -177,8 +202,18 @@ class SQLDatabase:
             return engine
         return create_engine(self.url, echo=echo, pool_size=8, max_overflow=64, pool_pre_ping=True)
 
+    @property
+    def statements(self) -> int:
+        """Statements this object's connections ran since this was first read (the benches' and tests'
+        statements per round: read it before and after). Counting costs a listener call per statement, so
+        it starts only when asked for; not locked, as the count is only read by single-threaded windows."""
+        if self._statements is None:
+            self._statements = 0
+            event.listen(self.engine, "after_cursor_execute", self._count)
+        return self._statements
+
     def _count(self, *_args: Any) -> None:
-        self.statements += 1
+        self._statements = (self._statements or 0) + 1
 
     def __repr__(self) -> str:
         return f"SQLDatabase({self.url.render_as_string(hide_password=True)!r})"
@@ -315,6 +350,59 @@ class SQLDatabase:
                 conn.info["furnace_write"] = True
                 with conn.begin():
                     yield conn
+
+    @property
+    def driver_path(self) -> bool:
+        """Whether :meth:`driver_query` and :meth:`driver_transaction` may run on this thread now: SQLite,
+        outside a unit of work (a unit's reads and writes go through its own connection)."""
+        return self.dialect == "sqlite" and self._unit() is None
+
+    def prepare(self, statement: Any) -> Prepared:
+        """``statement`` compiled once for the driver (see :class:`Prepared`; SQLite only)."""
+        return Prepared(self, statement)
+
+    def driver_query(self, prepared: Prepared, values: dict[str, Any]) -> list[tuple[Any, ...]]:
+        """The rows of one SELECT on a pooled connection's driver (SQLite, outside a unit: see
+        :attr:`driver_path`): a single SELECT is its own consistent read there (as :meth:`query`)."""
+        raw = self.engine.raw_connection()
+        try:
+            found = raw.driver_connection.execute(prepared.sql, prepared.params(values)).fetchall()  # type: ignore[union-attr]
+        finally:
+            raw.close()
+        if self._statements is not None:
+            self._statements += 1
+        return prepared.rows(found)
+
+    @contextmanager
+    def driver_transaction(self) -> Iterator[Callable[[Prepared, dict[str, Any]], int]]:
+        """One write transaction on a pooled connection's driver (SQLite, outside a unit: see
+        :attr:`driver_path`), in this process's turn to write: the block gets ``run(prepared, values)``,
+        which executes one statement and returns the rows it changed; commits when the block ends, rolls
+        back on an error (which is raised)."""
+        with self._turn():
+            raw = self.engine.raw_connection()
+            driver: Any = raw.driver_connection
+            ran = 1  # BEGIN (a COMMIT is not counted, as through SQLAlchemy: the driver commits)
+
+            def run(prepared: Prepared, values: dict[str, Any]) -> int:
+                nonlocal ran
+                ran += 1
+                return int(driver.execute(prepared.sql, prepared.params(values)).rowcount)
+
+            try:
+                driver.execute("BEGIN IMMEDIATE")
+                try:
+                    yield run
+                    driver.execute("COMMIT")
+                except BaseException:
+                    if driver.in_transaction:
+                        driver.execute("ROLLBACK")
+                    raise
+            finally:
+                raw.close()
+                self._last_used = time.monotonic()
+                if self._statements is not None:
+                    self._statements += ran
 
     @contextmanager
     def _turn(self) -> Iterator[None]:

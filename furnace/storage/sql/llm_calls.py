@@ -37,6 +37,10 @@ _CALL_FIELDS = tuple(col.name for col in llm_calls.columns)
 _GET = select(_R.completion, _R.created_at, _R.seal).where(_R.cache_key == bindparam("key"))
 
 
+class _Present(Exception):
+    """The answer's key is in the cache already (the driver path's insert changed no row)."""
+
+
 def _call_row(call: CallRecord) -> dict[str, Any]:
     row = {name: getattr(call, name) for name in _CALL_FIELDS}
     row["created_at"] = call.created_at.astimezone(UTC).replace(tzinfo=None)
@@ -49,6 +53,8 @@ class SQLCallLedger:
     def __init__(self, db: SQLDatabase) -> None:
         self.db = db
         self._held = threading.local()  # a fresh paid call's row, until its answer is stored with it
+        # a row's insert on SQLite's driver (a model call's hot path, see SQLDatabase.driver_transaction)
+        self.driver_insert = db.prepare(db.insert_if_absent(llm_calls)) if db.dialect == "sqlite" else None
 
     def record(self, call: CallRecord) -> None:
         """Append one call. A fresh, successful call waits on this thread for its cache entry
@@ -77,6 +83,14 @@ class SQLCallLedger:
         return 1
 
     def _insert(self, db: SQLDatabase, rows: list[dict[str, Any]]) -> None:
+        if self.driver_insert is not None and db.driver_path:
+            try:
+                with db.driver_transaction() as run:
+                    for row in rows:
+                        run(self.driver_insert, row)
+                return
+            except Exception:  # noqa: BLE001 - rolled back; the full path below retries a busy store and says what failed
+                pass
         db.write(lambda conn: self.insert_rows(conn, rows))
 
     def insert_rows(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
@@ -155,6 +169,9 @@ class SQLResponseCache(ResponseMemory):
         self.db = db
         self.ledger = ledger
         self._insert_returning = db.insert_if_absent(llm_responses).returning(_R.cache_key)  # built once
+        # a model call's cache read and its answer's insert on SQLite's driver (SQLDatabase.driver_query)
+        self._driver_get = db.prepare(_GET) if db.dialect == "sqlite" else None
+        self._driver_put = db.prepare(db.insert_if_absent(llm_responses)) if db.dialect == "sqlite" else None
 
     def _cutoff(self, ttl_s: float | None = None) -> datetime:
         ttl = self.ttl_s if ttl_s is None else ttl_s
@@ -165,7 +182,14 @@ class SQLResponseCache(ResponseMemory):
         known = self._recall(key)
         if known is not None:
             return known
-        rows = self.db.query(_GET, {"key": key})
+        rows = None
+        if self._driver_get is not None and self.db.driver_path:
+            try:
+                rows = self.db.driver_query(self._driver_get, {"key": key})
+            except Exception:  # noqa: BLE001 - the full path below says what is wrong with the store
+                rows = None
+        if rows is None:
+            rows = self.db.query(_GET, {"key": key})
         if not rows or rows[0][1] < self._cutoff():
             return None
         return self._served(self.db.sealer, key, rows[0][0], rows[0][2])
@@ -178,6 +202,9 @@ class SQLResponseCache(ResponseMemory):
         sealer = self.db.sealer
         seal = response_seal(sealer, key, text)
         held = self.ledger.take(key) if self.ledger is not None else None
+        if self._stored_on_driver(key, completion, text, seal, task, held):
+            self._remember(key, stored)
+            return True
 
         def work(conn: Connection) -> tuple[bool, Completion]:
             if held is not None and self.ledger is not None:
@@ -208,6 +235,34 @@ class SQLResponseCache(ResponseMemory):
             raise
         self._remember(key, stored)
         return wrote
+
+    def _stored_on_driver(
+        self, key: str, completion: Completion, text: str, seal: str, task: str, held: dict[str, Any] | None
+    ) -> bool:
+        """The common case of :meth:`put` on SQLite's driver: the held ledger row and the answer inserted in
+        one transaction. False (nothing written) when the key is present (the full path decides between
+        that row and this answer), elsewhere than SQLite outside a unit, or on an error (the full path
+        retries a busy store and says what failed)."""
+        ledger = self.ledger.driver_insert if self.ledger is not None else None
+        if self._driver_put is None or not self.db.driver_path or (held is not None and ledger is None):
+            return False
+        row = {
+            "cache_key": key,
+            "model": completion.model,
+            "task": task,
+            "completion": text,
+            "seal": seal,
+            "created_at": utcnow(),
+        }
+        try:
+            with self.db.driver_transaction() as run:
+                if held is not None and ledger is not None:
+                    run(ledger, held)
+                if not run(self._driver_put, row):
+                    raise _Present
+        except Exception:  # noqa: BLE001 - rolled back (_Present included): the full path takes it
+            return False
+        return True
 
     def prune(self, ttl_s: float | None = None) -> int:
         """Delete responses older than ``ttl_s`` (default: this cache's TTL); returns how many."""
