@@ -5,13 +5,15 @@ version that races another writer collides on ``(id, version)`` and is run again
 contiguous and no save is lost, across threads, processes and machines. Every read of one elixir checks
 its keyed seal and recomputes its content hash; every read of an agent checks its seal, lineage, edges
 and persona (``docs/store.md``). Lineage walks fetch the reachable edges with one recursive query and
-walk them with the same BFS as :class:`~furnace.storage.memory.MemoryStore`.
+walk them with the same BFS as :class:`~furnace.storage.memory.MemoryStore`; the agents they reach are
+verified in full once and remembered while the database is unchanged (:class:`VerifiedAgents`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence, Set
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -22,7 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from furnace.domain.agent import Agent, LineageNode, record_seal
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import NotFound
-from furnace.storage.memory import adjacency, bfs
+from furnace.storage.memory import Adjacency, adjacency, bfs
 from furnace.storage.seals import Sealer, agent_mac, elixir_seal
 from furnace.storage.sql.db import SQLDatabase
 from furnace.storage.sql.schema import agents as agent_rows
@@ -56,6 +58,67 @@ _AGENT_COLS = (
     agent_rows.c.created_at,
     agent_rows.c.seal,
 )
+
+
+NOT_AGENT: frozenset[tuple[str, str, str, int]] | None = None  # remembered: this id is no agent
+_EdgesInto = dict[str, set[tuple[str, str, str, int]]] | dict[str, frozenset[tuple[str, str, str, int]]]
+# SQLite's change stamp of one connection: rows this connection changed (committed or not), and the
+# commits of every other connection (other processes included) since it opened
+_SQLITE_STAMP = "SELECT total_changes(), data_version FROM pragma_data_version"
+
+
+class VerifiedAgents:
+    """The agents this process verified in full (seal, lineage, persona, parents' hashes and the lineage
+    edges into each), with those edges, so a lineage walk need not verify them again while nothing changed.
+
+    Remembered only while the database is unchanged since: before every use, the reading connection's
+    change stamp (SQLite: ``total_changes()``, its own writes, and ``PRAGMA data_version``, every other
+    connection's commits, another process's included) is compared with the stamp it showed last, and any
+    difference -- or a connection never seen -- forgets everything. An edited row, edge or seal is a
+    commit, so it is verified afresh; and the edges into each remembered agent are compared with the ones
+    the walk reads on every walk. Verified in an older read than the last forget, nothing is remembered
+    (``epoch``). PostgreSQL offers no such stamp: nothing is remembered there, every walk verifies in full.
+    Bounded: past ``limit`` agents everything is forgotten."""
+
+    def __init__(self, limit: int = 250_000) -> None:
+        self.limit = limit
+        self._edges: dict[str, frozenset[tuple[str, str, str, int]] | None] = {}
+        self._epoch = 0
+        self._lock = threading.Lock()
+
+    def begin(self, conn: Connection, dialect: str) -> int | None:
+        """The epoch a read on ``conn`` (in its read transaction) may remember into, after forgetting
+        everything if the database may have changed since ``conn`` last looked; None: remember nothing."""
+        if dialect != "sqlite":
+            return None
+        stamp = tuple(conn.exec_driver_sql(_SQLITE_STAMP).one())
+        with self._lock:
+            if conn.info.get(self) != stamp:
+                self._edges.clear()
+                self._epoch += 1
+                conn.info[self] = stamp
+            return self._epoch
+
+    def holds(self, id: str, edges_into: Set[tuple[str, str, str, int]]) -> bool:
+        """True when ``id`` was verified (or found to be no agent) with exactly ``edges_into`` into it."""
+        known = self._edges.get(id, ())
+        return known is NOT_AGENT or known == edges_into
+
+    def remember(self, epoch: int, verified: dict[str, frozenset[tuple[str, str, str, int]] | None]) -> None:
+        """Remember agents verified in a read that began at ``epoch`` (dropped if a forget came since)."""
+        with self._lock:
+            if epoch != self._epoch:
+                return
+            if len(self._edges) + len(verified) > self.limit:
+                self._edges.clear()
+            self._edges.update(verified)
+
+
+def edges_into(agent: Agent) -> frozenset[tuple[str, str, str, int]]:
+    """The lineage edges into a verified agent, ``(parent, operator, op_version, parent_version)``: exactly
+    its parents (``verify_edges`` checked the stored ones equal these)."""
+    lineage = agent.lineage
+    return frozenset((p.id, lineage.operator, lineage.op_version, p.version) for p in lineage.parents)
 
 
 def to_db(ts: datetime) -> datetime:
@@ -97,6 +160,7 @@ class SQLStore:
     def __init__(self, db: SQLDatabase, *, clock: Callable[[], datetime] = utc_now) -> None:
         self.db = db
         self._clock = clock
+        self._verified = VerifiedAgents()
 
     def unit(self, *, one_transaction: bool = True) -> AbstractContextManager[Any]:
         """One connection, and one transaction once it writes, for every call inside (see ``unit_of_work``)."""
@@ -412,7 +476,32 @@ class SQLStore:
     def _verify_agents_among(self, ids: Sequence[str]) -> None:
         if ids:
             with self.db.connect() as conn:
-                self._load_agents(conn, list(ids))
+                self._verify_in(conn, ids, None)
+
+    def _verify_in(self, conn: Connection, ids: Sequence[str], into: _EdgesInto | None) -> None:
+        """Verify the agents among ``ids`` in full, but for those :class:`VerifiedAgents` holds with the same
+        edges into them (``into``: read here when None, else every edge into each of ``ids``)."""
+        unique = list(dict.fromkeys(ids))
+        epoch = self._verified.begin(conn, self.db.dialect)
+        if epoch is None:
+            self._load_agents(conn, unique)
+            return
+        if into is None:
+            into = self._edges_into(conn, unique)
+        pending = [i for i in unique if not self._verified.holds(i, into.get(i, frozenset()))]
+        if pending:
+            found = {agent.id: edges_into(agent) for agent in self._load_agents(conn, pending)}
+            self._verified.remember(epoch, {i: found.get(i, NOT_AGENT) for i in pending})
+
+    def _edges_into(self, conn: Connection, ids: Sequence[str]) -> _EdgesInto:
+        """``child -> {(parent, operator, op_version, parent_version)}`` of every edge into ``ids``."""
+        into: dict[str, set[tuple[str, str, str, int]]] = {}
+        for part in chunks(ids):
+            for parent, child, operator, op_version, parent_version in conn.execute(
+                select(lineage_edges).where(lineage_edges.c.child.in_(part))
+            ):
+                into.setdefault(child, set()).add((parent, operator, op_version, parent_version))
+        return {child: frozenset(edges) for child, edges in into.items()}
 
     def child_ids(self, parents: Sequence[str]) -> dict[str, set[str]]:
         """The ids of each parent's children by the lineage edges, unverified: a filter for "might this
@@ -460,23 +549,38 @@ class SQLStore:
         }
         self.db.write(lambda conn: conn.execute(self.db.insert(lineage_edges).on_conflict_do_nothing(), row))
 
-    def _reachable(self, id: str, *, up: bool) -> list[tuple[str, str, str]]:
-        """``(from, to, operator)`` of every edge reachable from ``id`` (up: towards parents), one query."""
+    def _reach(self, conn: Connection, id: str, *, up: bool) -> list[tuple[str, str, str, str, int]]:
+        """``(from, to, operator, op_version, parent_version)`` of every edge reachable from ``id`` (up:
+        towards parents; every edge into each reached node then), one query."""
         near, far = ("child", "parent") if up else ("parent", "child")
         sql = text(
             f"WITH RECURSIVE reach(id) AS (SELECT CAST(:start AS VARCHAR) UNION SELECT e.{far} FROM lineage_edges e"
-            f" JOIN reach r ON e.{near} = r.id) SELECT e.{near}, e.{far}, e.operator FROM lineage_edges e"
-            f" WHERE e.{near} IN (SELECT id FROM reach)"
+            f" JOIN reach r ON e.{near} = r.id) SELECT e.{near}, e.{far}, e.operator, e.op_version, e.parent_version"
+            f" FROM lineage_edges e WHERE e.{near} IN (SELECT id FROM reach)"
         )
-        return [(a, b, op) for a, b, op in self.db.query(sql, {"start": id})]
+        return conn.execute(sql, {"start": id}).tuples().all()  # type: ignore[return-value]
+
+    def _reachable(self, id: str, *, up: bool) -> list[tuple[str, str, str]]:
+        """``(from, to, operator)`` of every edge reachable from ``id`` (up: towards parents), one query."""
+        with self.db.connect() as conn:
+            return [(a, b, op) for a, b, op, _, _ in self._reach(conn, id, up=up)]
 
     def _walk(self, id: str, *, up: bool, max_depth: int | None) -> list[LineageNode]:
-        nodes = bfs(id, adjacency(self._reachable(id, up=up)), max_depth)
-        reached = [id, *(n.id for n in nodes)]
-        if not up:  # a redirected edge must not hide a child: agents whose lineage names a reached node
-            leaves = {id, *(n.id for n in nodes if max_depth is None or n.depth < max_depth)}
-            reached += self._naming(leaves)
-        self._verify_agents_among(reached)
+        with self.db.connect() as conn:  # one read: the edges walked are the edges verified
+            edges = self._reach(conn, id, up=up)
+            links: Adjacency = {}
+            found: dict[str, set[tuple[str, str, str, int]]] = {}  # up: every edge into each reached node
+            for near, far, operator, op_version, parent_version in edges:  # one pass over ~2 rows per node
+                links.setdefault(near, []).append((far, operator))
+                if up:
+                    found.setdefault(near, set()).add((far, operator, op_version, parent_version))
+            nodes = bfs(id, links, max_depth)
+            reached = [id, *(n.id for n in nodes)]
+            into: _EdgesInto | None = found if up else None
+            if not up:  # a redirected edge must not hide a child: agents whose lineage names a reached node
+                leaves = {id, *(n.id for n in nodes if max_depth is None or n.depth < max_depth)}
+                reached += self._naming(leaves)
+            self._verify_in(conn, reached, into)
         return nodes
 
     def _naming(self, ids: set[str]) -> list[str]:

@@ -1,0 +1,168 @@
+"""Lineage walks remember the agents they verified (``VerifiedAgents``) while the database is unchanged;
+a forged ancestor -- edited row, edited edge, swapped seal -- written by another process after warm
+walks is still refused on the next walk, on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
+
+from furnace.domain.errors import LineageError
+from furnace.storage.sql.store import NOT_AGENT, SQLStore, VerifiedAgents
+
+from .conftest import make_elixir
+from .test_contract import make_agent
+
+
+@pytest.fixture
+def chain(sql_db: Any) -> Iterator[tuple[SQLStore, list[str]]]:
+    """A line of five agents, each bred from the previous one and a library elixir."""
+    store = SQLStore(sql_db)
+    library = store.save_elixir(make_elixir("Root"))
+    parent, ids = library, []
+    for i in range(5):
+        agent = make_agent([parent, library], seed=i, name=f"Child {i}")
+        store.save_agent(agent)
+        ids.append(agent.id)
+        parent = agent.elixir.model_copy(update={"id": agent.id}).ref
+    yield store, ids
+
+
+def _elsewhere(store: SQLStore, *statements: tuple[str, dict[str, Any]]) -> None:
+    """Run ``statements`` in one transaction on a connection of its own (as another process would)."""
+    engine = create_engine(store.db.engine.url, poolclass=NullPool)
+    try:
+        with engine.begin() as conn:
+            for sql, params in statements:
+                conn.execute(text(sql), params)
+    finally:
+        engine.dispose()
+
+
+def _swap(table: str, column: str, a: str, b: str) -> Callable[[SQLStore], None]:
+    def swap(store: SQLStore) -> None:
+        pick = f"SELECT {column} FROM {table} WHERE id = :id"
+        with store.db.connect() as conn:
+            first, second = (conn.execute(text(pick), {"id": i}).scalar_one() for i in (a, b))
+        put = f"UPDATE {table} SET {column} = :v WHERE id = :id"
+        _elsewhere(store, (put, {"v": second, "id": a}), (put, {"v": first, "id": b}))
+
+    return swap
+
+
+def _forgeries(ids: list[str]) -> dict[str, tuple[Callable[[SQLStore], None], str]]:
+    """Each forgery of the ancestor ``ids[1]`` (two generations above the walk's start) and the words of
+    the refusal."""
+    deep = ids[1]
+    return {
+        "edited row": (
+            lambda s: _elsewhere(
+                s, ("UPDATE agents SET system_prompt = 'You are EvilBot.' WHERE id = :id", {"id": deep})
+            ),
+            "system prompt does not match",
+        ),
+        "edited edge": (
+            lambda s: _elsewhere(
+                s,
+                (
+                    "UPDATE lineage_edges SET parent = 'evil-twin' WHERE child = :c AND parent = :p",
+                    {"c": deep, "p": ids[0]},
+                ),
+            ),
+            "lineage edges do not match",
+        ),
+        "added edge": (
+            lambda s: _elsewhere(
+                s,
+                (
+                    "INSERT INTO lineage_edges (parent, child, operator, op_version, parent_version)"
+                    " VALUES ('intruder', :c, 'crossover', '1', 1)",
+                    {"c": deep},
+                ),
+            ),
+            "unexpected intruder",
+        ),
+        "swapped agent seal": (_swap("agents", "seal", deep, ids[2]), "does not match the record hash"),
+        "swapped persona seal": (_swap("elixir_versions", "seal", deep, ids[2]), "does not match its keyed seal"),
+    }
+
+
+@pytest.mark.parametrize(
+    "forgery", ["edited row", "edited edge", "added edge", "swapped agent seal", "swapped persona seal"]
+)
+def test_a_forged_ancestor_is_refused_after_warm_walks(chain: tuple[SQLStore, list[str]], forgery: str) -> None:
+    store, ids = chain
+    clean = [(n.id, n.depth) for n in store.ancestors(ids[-1])]
+    assert store.ancestors(ids[-1]) == store.ancestors(ids[-1])  # warm: remembered where the store can
+    forge, refusal = _forgeries(ids)[forgery]
+    forge(store)
+    with pytest.raises(LineageError) as err:
+        store.ancestors(ids[-1])
+    assert refusal in str(err.value)
+    assert ids[1] in str(err.value) or ids[2] in str(err.value)
+    assert clean  # the walk reached the forged ancestor before
+
+
+def test_warm_walks_verify_nothing_again_on_sqlite_and_everything_on_postgresql(
+    chain: tuple[SQLStore, list[str]],
+) -> None:
+    store, ids = chain
+    counts = []
+    for _ in range(3):
+        before = store.db.statements
+        store.ancestors(ids[-1])
+        counts.append(store.db.statements - before)
+    if store.db.dialect == "sqlite":
+        assert counts[1] == counts[2] < counts[0]  # the agents' rows are not read again
+    else:
+        assert counts[0] == counts[1] == counts[2]  # no change stamp: every walk verifies in full
+
+
+def test_a_commit_of_this_process_forgets_too(chain: tuple[SQLStore, list[str]]) -> None:
+    """A tamper through the store's own database object (its own connections) is seen as well."""
+    store, ids = chain
+    store.ancestors(ids[-1])
+    store.ancestors(ids[-1])
+    store.db.execute("UPDATE agents SET tools = ? WHERE id = ?", [json.dumps(["shell"]), ids[1]])
+    with pytest.raises(LineageError, match="tools does not match"):
+        store.ancestors(ids[-1])
+
+
+def test_an_edited_edge_is_refused_even_when_the_change_stamp_misses_it(
+    chain: tuple[SQLStore, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The edges into each remembered agent are compared on every walk: a change the stamp would not show
+    (e.g. bytes edited in the file under SQLite) still does not pass."""
+    store, ids = chain
+    store.ancestors(ids[-1])
+    current = store._verified._epoch  # the stamp's verdict from now on: "unchanged" (PostgreSQL: no stamp)
+    monkeypatch.setattr(store._verified, "begin", lambda conn, dialect: current if dialect == "sqlite" else None)
+    store.ancestors(ids[-1])
+    _elsewhere(
+        store,
+        ("UPDATE lineage_edges SET parent = 'evil-twin' WHERE child = :c AND parent = :p", {"c": ids[1], "p": ids[0]}),
+    )
+    with pytest.raises(LineageError, match="lineage edges do not match"):
+        store.ancestors(ids[-1])
+
+
+def test_verified_agents_forget_a_read_older_than_the_last_change() -> None:
+    verified = VerifiedAgents(limit=3)
+    edges = frozenset({("p", "crossover", "1", 1)})
+    verified.remember(0, {"a": edges})
+    assert verified.holds("a", edges)
+    assert not verified.holds("a", frozenset())  # other edges into it: verify again
+    assert not verified.holds("b", frozenset())  # never verified
+    verified.remember(0, {"b": NOT_AGENT})
+    assert verified.holds("b", {("x", "promote", "", 0)})  # no agent: nothing of it to verify
+    verified._epoch = 1  # a change seen by another read meanwhile
+    verified.remember(0, {"c": edges})  # verified in the older read: not remembered
+    assert not verified.holds("c", edges)
+    verified.remember(1, {"c": edges, "d": edges})  # past the limit: everything before is forgotten
+    assert not verified.holds("a", edges)
+    assert verified.holds("c", edges) and verified.holds("d", edges)
