@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection, and_, func, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
+import furnace.domain.secrets  # noqa: F401  (the secret scan of every save: imported here, never inside a write transaction)
 from furnace.domain.agent import Agent, LineageNode, record_seal
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import NotFound
