@@ -15,6 +15,7 @@ import json
 import threading
 from collections.abc import Callable, Iterable, Sequence, Set
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -122,6 +123,16 @@ def edges_into(agent: Agent) -> frozenset[tuple[str, str, str, int]]:
     return frozenset((p.id, lineage.operator, lineage.op_version, p.version) for p in lineage.parents)
 
 
+@dataclass(frozen=True)
+class Planned:
+    """What a save of elixir versions writes, planned from the latest rows ``basis`` (``id -> (version,
+    content_hash, deleted_at, origin)``): the ref of each item and the rows to insert, sealed."""
+
+    basis: dict[str, tuple[int, str, Any, str]]
+    refs: list[ElixirRef]
+    rows: list[dict[str, Any]]
+
+
 def to_db(ts: datetime) -> datetime:
     """A timestamp as stored: naive UTC."""
     return ts.astimezone(UTC).replace(tzinfo=None)
@@ -205,8 +216,27 @@ class SQLStore:
                     latest[id] = (version, content_hash, deleted_at, origin)
         return latest
 
-    def _save_many(self, conn: Connection, items: Sequence[tuple[Elixir, str]], origin: Origin) -> list[ElixirRef]:
-        """Save ``(elixir, id)`` pairs: one read of the latest rows, one insert of every new version.
+    def _plan(
+        self, latest: dict[str, tuple[int, str, Any, str]], items: Sequence[tuple[Elixir, str]], origin: Origin
+    ) -> Planned:
+        """The versions saving ``items`` writes over the ``latest`` rows, their rows made and sealed."""
+        refs, new = plan_versions(items, dict(latest), origin, self._clock)
+        return Planned(latest, refs, [version_row(e, o, self.db.sealer) for e, o in new])
+
+    def _planned_ahead(self, items: Sequence[tuple[Elixir, str]], origin: Origin) -> Planned | None:
+        """The plan of a save made from a read before its write transaction (re-validating, hashing and
+        sealing outside SQLite's write lock); None inside a transaction already (nothing to gain)."""
+        if self.db.in_transaction:
+            return None
+        with self.db.connect() as conn:
+            latest = self._latest_rows(conn, list(dict.fromkeys(id for _, id in items)))
+        return self._plan(latest, items, origin)
+
+    def _save_many(
+        self, conn: Connection, items: Sequence[tuple[Elixir, str]], origin: Origin, ahead: Planned | None = None
+    ) -> list[ElixirRef]:
+        """Save ``(elixir, id)`` pairs: one read of the latest rows, one insert of every new version; the rows
+        planned ``ahead`` when the latest rows are still the ones it was planned from (else planned here).
 
         On PostgreSQL the ids are locked first (advisory, until the transaction ends), so concurrent saves
         of one id take turns instead of colliding on its next version (SQLite's writers take turns anyway)."""
@@ -215,16 +245,18 @@ class SQLStore:
             for id in sorted(ids):
                 conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:id))"), {"id": id})
         latest = self._latest_rows(conn, ids)
-        refs, new = plan_versions(items, latest, origin, self._clock)
-        if new:
-            conn.execute(elixir_versions.insert(), [version_row(e, o, self.db.sealer) for e, o in new])
-        return refs
+        planned = ahead if ahead is not None and ahead.basis == latest else self._plan(latest, items, origin)
+        if planned.rows:
+            conn.execute(elixir_versions.insert(), planned.rows)
+        return planned.refs
 
     def save_elixir(self, elixir: Elixir, *, origin: Origin = "library", if_latest: int | None = None) -> ElixirRef:
         """Store new content as the next version; identical content is a no-op. With ``if_latest``, only
         while that version is still the latest (else :class:`StaleVersion`, nothing written)."""
         if if_latest is None:
-            return self.db.write(lambda conn: self._save_many(conn, [(elixir, elixir.id)], origin)[0])
+            items = [(elixir, elixir.id)]
+            ahead = self._planned_ahead(items, origin)
+            return self.db.write(lambda conn: self._save_many(conn, items, origin, ahead)[0])
         expected = if_latest
 
         def work(conn: Connection) -> ElixirRef:
@@ -246,7 +278,9 @@ class SQLStore:
 
     def save_elixirs(self, elixirs: Sequence[Elixir], *, origin: Origin = "library") -> list[ElixirRef]:
         """Save several elixirs all-or-nothing, in one transaction."""
-        return self.db.write(lambda conn: self._save_many(conn, [(e, e.id) for e in elixirs], origin))
+        items = [(e, e.id) for e in elixirs]
+        ahead = self._planned_ahead(items, origin)
+        return self.db.write(lambda conn: self._save_many(conn, items, origin, ahead))
 
     def get_elixir(self, id: str, version: int | None = None) -> Elixir:
         """One version (latest when ``version`` is None), verified; raises NotFound."""
@@ -366,20 +400,27 @@ class SQLStore:
         """Persist agents (each with its child elixir and lineage edges) in one transaction; per agent,
         False if it existed (kept as stored)."""
 
+        ahead: tuple[list[Agent], Planned, list[dict[str, Any]]] | None = None
+        if not self.db.in_transaction:  # rows made and sealed outside the write transaction (see _planned_ahead)
+            with self.db.connect() as conn:
+                new = self._new_agents(conn, agents)
+            if new:
+                planned = self._planned_ahead([(a.elixir, a.id) for a in new], "agent")
+                assert planned is not None
+                rows = [self._agent_row(a, r.version, r.content_hash) for a, r in zip(new, planned.refs, strict=True)]
+                ahead = (new, planned, rows)
+
         def work(conn: Connection) -> list[bool]:
-            ids = list(dict.fromkeys(a.id for a in agents))
-            seen: set[str] = set()
-            for part in chunks(ids):
-                seen.update(r[0] for r in conn.execute(select(agent_rows.c.id).where(agent_rows.c.id.in_(part))))
-            new: list[Agent] = []
-            for agent in agents:
-                if agent.id not in seen:
-                    seen.add(agent.id)
-                    new.append(agent)
+            new = self._new_agents(conn, agents)
             if not new:
                 return [False] * len(agents)
-            refs = self._save_many(conn, [(a.elixir, a.id) for a in new], "agent")
-            rows = [self._agent_row(agent, ref.version, ref.content_hash) for agent, ref in zip(new, refs, strict=True)]
+            same = ahead is not None and [a.id for a in ahead[0]] == [a.id for a in new]
+            items = [(a.elixir, a.id) for a in new]
+            refs = self._save_many(conn, items, "agent", ahead[1] if same and ahead else None)
+            if same and ahead and refs == ahead[1].refs:
+                rows = ahead[2]
+            else:
+                rows = [self._agent_row(a, ref.version, ref.content_hash) for a, ref in zip(new, refs, strict=True)]
             conn.execute(agent_rows.insert(), rows)
             edges = {
                 (p.id, a.id, a.lineage.operator, a.lineage.op_version or "", p.version or 0): None
@@ -400,6 +441,18 @@ class SQLStore:
             return out
 
         return self.db.write(work)
+
+    def _new_agents(self, conn: Connection, agents: Sequence[Agent]) -> list[Agent]:
+        """The agents not stored yet (the first of an id listed twice)."""
+        seen: set[str] = set()
+        for part in chunks(list(dict.fromkeys(a.id for a in agents))):
+            seen.update(r[0] for r in conn.execute(select(agent_rows.c.id).where(agent_rows.c.id.in_(part))))
+        new: list[Agent] = []
+        for agent in agents:
+            if agent.id not in seen:
+                seen.add(agent.id)
+                new.append(agent)
+        return new
 
     def _agent_row(self, agent: Agent, version: int, content_hash: str) -> dict[str, Any]:
         lineage = agent.lineage
