@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
 from furnace.domain.errors import LineageError
-from furnace.storage.sql.store import NOT_AGENT, SQLStore, VerifiedAgents
+from furnace.storage.sql.store import SQLStore, Verified, VerifiedAgents
 
 from .conftest import make_elixir
 from .test_contract import make_agent
@@ -151,18 +151,49 @@ def test_an_edited_edge_is_refused_even_when_the_change_stamp_misses_it(
         store.ancestors(ids[-1])
 
 
-def test_verified_agents_forget_a_read_older_than_the_last_change() -> None:
+def test_verified_agents_remember_only_reads_of_the_current_epoch() -> None:
     verified = VerifiedAgents(limit=3)
     edges = frozenset({("p", "crossover", "1", 1)})
-    verified.remember(0, {"a": edges})
-    assert verified.holds("a", edges)
-    assert not verified.holds("a", frozenset())  # other edges into it: verify again
-    assert not verified.holds("b", frozenset())  # never verified
-    verified.remember(0, {"b": NOT_AGENT})
-    assert verified.holds("b", {("x", "promote", "", 0)})  # no agent: nothing of it to verify
+    verified.remember(0, {"a": Verified(0, b"digest", edges, (("p", 1),))})
+    assert verified.holds("a", 0, edges)
+    assert not verified.holds("a", 0, frozenset())  # other edges into it: verify again
+    assert not verified.holds("a", 1, edges)  # confirmed in an older epoch: its bytes are read again
+    assert not verified.holds("b", 0, frozenset())  # never verified
+    verified.remember(0, {"b": Verified(0)})
+    assert verified.holds("b", 0, {("x", "promote", "", 0)})  # no agent: nothing of it to verify
     verified._epoch = 1  # a change seen by another read meanwhile
-    verified.remember(0, {"c": edges})  # verified in the older read: not remembered
-    assert not verified.holds("c", edges)
-    verified.remember(1, {"c": edges, "d": edges})  # past the limit: everything before is forgotten
-    assert not verified.holds("a", edges)
-    assert verified.holds("c", edges) and verified.holds("d", edges)
+    verified.remember(0, {"c": Verified(0, b"d", edges)})  # confirmed in the older read: not remembered
+    assert verified.get("c") is None
+    verified.remember(1, {"c": Verified(1, b"d", edges), "d": Verified(1, b"d", edges)})  # past the limit
+    assert verified.get("a") is None  # everything before is forgotten
+    assert verified.holds("c", 1, edges) and verified.holds("d", 1, edges)
+
+
+def test_after_a_commit_elsewhere_unchanged_agents_are_confirmed_by_their_bytes(
+    chain: tuple[SQLStore, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit that touches none of the walk's records (another process saving an elixir) costs a read of
+    the walk's rows, not a verification in full; a forged row among them still is verified, and refused."""
+    store, ids = chain
+    store.ancestors(ids[-1])
+    verified: list[str] = []
+    check = store._verified_row
+
+    def counted(conn: Any, row: Any, *args: Any) -> Any:
+        verified.append(row[0])
+        return check(conn, row, *args)
+
+    monkeypatch.setattr(store, "_verified_row", counted)
+    _elsewhere(
+        store,
+        (
+            "UPDATE elixir_versions SET name = 'Renamed' WHERE id = :id",  # not an agent the walk reaches
+            {"id": store.save_elixir(make_elixir("Bystander")).id},
+        ),
+    )
+    store.ancestors(ids[-1])
+    expected = [] if store.db.dialect == "sqlite" else ids  # PostgreSQL: every walk in full, its start too
+    assert sorted(verified) == sorted(expected)
+    _elsewhere(store, ("UPDATE agents SET system_prompt = 'You are EvilBot.' WHERE id = :id", {"id": ids[1]}))
+    with pytest.raises(LineageError, match="system prompt does not match"):
+        store.ancestors(ids[-1])

@@ -11,6 +11,7 @@ verified in full once and remembered while the database is unchanged (:class:`Ve
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Callable, Iterable, Sequence, Set
@@ -62,61 +63,94 @@ _AGENT_COLS = (
 )
 
 
-NOT_AGENT: frozenset[tuple[str, str, str, int]] | None = None  # remembered: this id is no agent
-_EdgesInto = dict[str, set[tuple[str, str, str, int]]] | dict[str, frozenset[tuple[str, str, str, int]]]
+_Edge = tuple[str, str, str, int]  # (parent, operator, op_version, parent_version) of an edge into an agent
+_EdgesInto = dict[str, set[_Edge]] | dict[str, frozenset[_Edge]]
 # SQLite's change stamp of one connection: rows this connection changed (committed or not), and the
 # commits of every other connection (other processes included) since it opened
 _SQLITE_STAMP = "SELECT total_changes(), data_version FROM pragma_data_version"
 
 
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """One id a walk verified: confirmed at ``epoch``; an agent's ``digest`` of the stored bytes its
+    verification read (its row, its persona's row, its parents' stored hashes, the edges into it), those
+    ``edges`` and its ``parents``; ``digest`` empty: the id is no agent."""
+
+    epoch: int
+    digest: bytes = b""
+    edges: frozenset[_Edge] = frozenset()
+    parents: tuple[tuple[str, int], ...] = ()
+
+
+def record_digest(
+    row: Sequence[Any], edges: Set[_Edge], elixirs: dict[tuple[str, int], Any], parents: Iterable[tuple[str, int]]
+) -> bytes:
+    """The digest of every stored value an agent's verification reads: its ``agents`` row, the edges into
+    it, its persona's ``elixir_versions`` row and each parent's stored content hash (values as plain
+    tuples: a SQLAlchemy row's ``repr`` shortens long values)."""
+    persona = elixirs.get((row[0], row[2]))
+    hashes = [None if (found := elixirs.get(p)) is None else found[2] for p in parents]
+    digest = hashlib.blake2b(digest_size=32)
+    for value in (*row, repr(sorted(edges)), *(persona if persona is not None else (None,)), repr(hashes)):
+        data = (value if isinstance(value, str) else repr(value)).encode()  # each value with its type and length
+        digest.update(b"%s %d:" % (type(value).__name__.encode(), len(data)))
+        digest.update(data)
+    return digest.digest()
+
+
 class VerifiedAgents:
     """The agents this process verified in full (seal, lineage, persona, parents' hashes and the lineage
-    edges into each), with those edges, so a lineage walk need not verify them again while nothing changed.
+    edges into each), so a lineage walk need not verify them again.
 
-    Remembered only while the database is unchanged since: before every use, the reading connection's
-    change stamp (SQLite: ``total_changes()``, its own writes, and ``PRAGMA data_version``, every other
-    connection's commits, another process's included) is compared with the stamp it showed last, and any
-    difference -- or a connection never seen -- forgets everything. An edited row, edge or seal is a
-    commit, so it is verified afresh; and the edges into each remembered agent are compared with the ones
-    the walk reads on every walk. Verified in an older read than the last forget, nothing is remembered
-    (``epoch``). PostgreSQL offers no such stamp: nothing is remembered there, every walk verifies in full.
-    Bounded: past ``limit`` agents everything is forgotten."""
+    Each is remembered with the digest of the stored bytes its verification read and is *confirmed* for
+    the database as a change stamp shows it (SQLite: ``total_changes()``, the reading connection's own
+    writes, and ``PRAGMA data_version``, every other connection's commits, another process's included).
+    Before every use the reading connection's stamp is compared with the one it showed last; a difference
+    (or a connection never seen) starts a new ``epoch``. A walk skips an agent confirmed in the current
+    epoch whose edges it read are the remembered ones; one confirmed earlier is read again and its digest
+    compared (a forged row, edge or seal changes it: verified in full then); anything else is verified in
+    full. Confirmed in a read older than the current epoch, nothing is remembered. PostgreSQL offers no
+    such stamp: nothing is remembered there, every walk verifies in full. Bounded: past ``limit`` ids
+    everything is forgotten."""
 
     def __init__(self, limit: int = 250_000) -> None:
         self.limit = limit
-        self._edges: dict[str, frozenset[tuple[str, str, str, int]] | None] = {}
+        self._known: dict[str, Verified] = {}
         self._epoch = 0
         self._lock = threading.Lock()
 
     def begin(self, conn: Connection, dialect: str) -> int | None:
-        """The epoch a read on ``conn`` (in its read transaction) may remember into, after forgetting
-        everything if the database may have changed since ``conn`` last looked; None: remember nothing."""
+        """The epoch a read on ``conn`` (in its read transaction) confirms in, a new one if the database may
+        have changed since ``conn`` last looked; None: remember nothing."""
         if dialect != "sqlite":
             return None
         stamp = tuple(conn.exec_driver_sql(_SQLITE_STAMP).one())
         with self._lock:
             if conn.info.get(self) != stamp:
-                self._edges.clear()
                 self._epoch += 1
                 conn.info[self] = stamp
             return self._epoch
 
-    def holds(self, id: str, edges_into: Set[tuple[str, str, str, int]]) -> bool:
-        """True when ``id`` was verified (or found to be no agent) with exactly ``edges_into`` into it."""
-        known = self._edges.get(id, ())
-        return known is NOT_AGENT or known == edges_into
+    def get(self, id: str) -> Verified | None:
+        """What is remembered of ``id``, confirmed in whichever epoch."""
+        return self._known.get(id)
 
-    def remember(self, epoch: int, verified: dict[str, frozenset[tuple[str, str, str, int]] | None]) -> None:
-        """Remember agents verified in a read that began at ``epoch`` (dropped if a forget came since)."""
+    def holds(self, id: str, epoch: int, edges_into: Set[_Edge]) -> bool:
+        """True when ``id`` was confirmed in ``epoch`` (an agent: with exactly ``edges_into`` into it)."""
+        known = self._known.get(id)
+        return known is not None and known.epoch == epoch and (not known.digest or known.edges == edges_into)
+
+    def remember(self, epoch: int, confirmed: dict[str, Verified]) -> None:
+        """Remember ids confirmed in a read in ``epoch`` (dropped if a newer epoch began since)."""
         with self._lock:
             if epoch != self._epoch:
                 return
-            if len(self._edges) + len(verified) > self.limit:
-                self._edges.clear()
-            self._edges.update(verified)
+            if len(self._known) + len(confirmed) > self.limit:
+                self._known.clear()
+            self._known.update(confirmed)
 
 
-def edges_into(agent: Agent) -> frozenset[tuple[str, str, str, int]]:
+def edges_into(agent: Agent) -> frozenset[_Edge]:
     """The lineage edges into a verified agent, ``(parent, operator, op_version, parent_version)``: exactly
     its parents (``verify_edges`` checked the stored ones equal these)."""
     lineage = agent.lineage
@@ -472,6 +506,14 @@ class SQLStore:
 
     def _load_agents(self, conn: Connection, ids: Sequence[str] | None, limit: int | None = None) -> list[Agent]:
         """The agents among ``ids`` (every agent when None), newest first, each verified in full."""
+        rows, edges, elixirs = self._agent_reads(conn, ids, limit)
+        return [self._verified_row(conn, row, edges[row[0]], elixirs) for row in rows]
+
+    def _agent_reads(
+        self, conn: Connection, ids: Sequence[str] | None, limit: int | None = None
+    ) -> tuple[list[Any], dict[str, set[_Edge]], dict[tuple[str, int], Any]]:
+        """The agent rows among ``ids`` (every agent when None; newest first), the edges into each and every
+        stored version they name (see :meth:`_elixirs_for`)."""
         rows: list[Any] = []
         order = (agent_rows.c.created_at.desc(), agent_rows.c.id)
         if ids is None:
@@ -482,31 +524,27 @@ class SQLStore:
                 rows += conn.execute(select(*_AGENT_COLS).where(agent_rows.c.id.in_(part)).order_by(*order)).all()
             rows.sort(key=lambda r: (-r[6].timestamp(), r[0]))
         if not rows:
-            return []
-        edges: dict[str, set[tuple[str, str, str, int]]] = {row[0]: set() for row in rows}
-        for part in chunks(list(edges)):
-            for parent, child, operator, op_version, parent_version in conn.execute(
-                select(lineage_edges).where(lineage_edges.c.child.in_(part))
-            ):
-                edges[child].add((parent, operator, op_version, parent_version))
-        elixirs = self._elixirs_for(conn, rows)
+            return [], {}, {}
+        edges: dict[str, set[_Edge]] = {row[0]: set() for row in rows}
+        edges.update(self._edges_into(conn, list(edges)))  # type: ignore[arg-type]
+        return rows, edges, self._elixirs_for(conn, rows)
+
+    def _verified_row(
+        self, conn: Connection, row: Sequence[Any], edges: Set[_Edge], elixirs: dict[tuple[str, int], Any]
+    ) -> Agent:
+        """The agent of a stored row, every check made (its persona and parents among ``elixirs``)."""
 
         def stored_hash(pid: str, version: int) -> str | None:
             found = elixirs.get((pid, version))
             return found[2] if found is not None else None
 
-        sealer = self.db.sealer
-
         def persona(id: str, version: int) -> Elixir:
-            row = elixirs.get((id, version))
-            return self._row_to_elixir(row) if row is not None else self._fetch(conn, id, version)
+            found = elixirs.get((id, version))
+            return self._row_to_elixir(found) if found is not None else self._fetch(conn, id, version)
 
-        return [
-            verified_agent(
-                row, sealer=sealer, stored_hash=stored_hash, edges=edges[row[0]], persona=persona, created_at=from_db
-            )
-            for row in rows
-        ]
+        return verified_agent(
+            row, sealer=self.db.sealer, stored_hash=stored_hash, edges=edges, persona=persona, created_at=from_db
+        )
 
     def _elixirs_for(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> dict[tuple[str, int], Any]:
         """Every stored version the agent ``rows`` name (their personas and their lineage's parents)."""
@@ -516,8 +554,12 @@ class SQLStore:
                 ids.update(p["id"] for p in json.loads(row[1])["parents"])
             except (ValueError, TypeError, KeyError, AttributeError):
                 continue  # unreadable: the per-agent checks say so
+        return self._versions_of(conn, ids)
+
+    def _versions_of(self, conn: Connection, ids: Iterable[Any]) -> dict[tuple[str, int], Any]:
+        """Every stored version of ``ids``, by ``(id, version)``."""
         found: dict[tuple[str, int], Any] = {}
-        for part in chunks(sorted(i for i in ids if isinstance(i, str))):
+        for part in chunks(sorted(i for i in set(ids) if isinstance(i, str))):
             for row in conn.execute(select(*_ELIXIR_COLS).where(_EV.id.in_(part))):
                 found[(row[0], row[1])] = row
         return found
@@ -533,8 +575,9 @@ class SQLStore:
                 self._verify_in(conn, ids, None)
 
     def _verify_in(self, conn: Connection, ids: Sequence[str], into: _EdgesInto | None) -> None:
-        """Verify the agents among ``ids`` in full, but for those :class:`VerifiedAgents` holds with the same
-        edges into them (``into``: read here when None, else every edge into each of ``ids``)."""
+        """Verify the agents among ``ids``: not those :class:`VerifiedAgents` confirmed in this epoch with the
+        same edges into them (``into``: read here when None, else every edge into each of ``ids``); those
+        remembered from an earlier epoch by the digest of their stored bytes; the others in full."""
         unique = list(dict.fromkeys(ids))
         epoch = self._verified.begin(conn, self.db.dialect)
         if epoch is None:
@@ -542,14 +585,43 @@ class SQLStore:
             return
         if into is None:
             into = self._edges_into(conn, unique)
-        pending = [i for i in unique if not self._verified.holds(i, into.get(i, frozenset()))]
-        if pending:
-            found = {agent.id: edges_into(agent) for agent in self._load_agents(conn, pending)}
-            self._verified.remember(epoch, {i: found.get(i, NOT_AGENT) for i in pending})
+        pending = [i for i in unique if not self._verified.holds(i, epoch, into.get(i, frozenset()))]
+        if not pending:
+            return
+        confirmed = self._confirmed_by_digest(conn, epoch, pending)
+        rest = [i for i in pending if i not in confirmed]
+        rows, edges, elixirs = self._agent_reads(conn, rest)
+        for row in rows:
+            agent = self._verified_row(conn, row, edges[row[0]], elixirs)
+            parents = tuple((p.id, p.version) for p in agent.lineage.parents if p.version is not None)
+            digest = record_digest(row, edges[row[0]], elixirs, parents)
+            confirmed[agent.id] = Verified(epoch, digest, edges_into(agent), parents)
+        for id in rest:
+            confirmed.setdefault(id, Verified(epoch))  # no agent row: nothing of it to verify
+        self._verified.remember(epoch, confirmed)
 
-    def _edges_into(self, conn: Connection, ids: Sequence[str]) -> _EdgesInto:
+    def _confirmed_by_digest(self, conn: Connection, epoch: int, ids: Sequence[str]) -> dict[str, Verified]:
+        """The agents among ``ids`` remembered from an earlier epoch whose stored bytes are still those their
+        verification read (one read of their rows, edges, personas and parents)."""
+        known = {i: k for i in ids if (k := self._verified.get(i)) is not None and k.digest}
+        if not known:
+            return {}
+        rows: list[Any] = []
+        for part in chunks(list(known)):
+            rows += conn.execute(select(*_AGENT_COLS).where(agent_rows.c.id.in_(part))).all()
+        edges = self._edges_into(conn, list(known))
+        elixirs = self._versions_of(conn, [*known, *(p for k in known.values() for p, _ in k.parents)])
+        confirmed: dict[str, Verified] = {}
+        for row in rows:
+            k = known[row[0]]
+            into = edges.get(row[0], frozenset())
+            if into == k.edges and record_digest(row, into, elixirs, k.parents) == k.digest:
+                confirmed[row[0]] = Verified(epoch, k.digest, k.edges, k.parents)
+        return confirmed
+
+    def _edges_into(self, conn: Connection, ids: Sequence[str]) -> dict[str, frozenset[_Edge]]:
         """``child -> {(parent, operator, op_version, parent_version)}`` of every edge into ``ids``."""
-        into: dict[str, set[tuple[str, str, str, int]]] = {}
+        into: dict[str, set[_Edge]] = {}
         for part in chunks(ids):
             for parent, child, operator, op_version, parent_version in conn.execute(
                 select(lineage_edges).where(lineage_edges.c.child.in_(part))
@@ -623,7 +695,7 @@ class SQLStore:
         with self.db.connect() as conn:  # one read: the edges walked are the edges verified
             edges = self._reach(conn, id, up=up)
             links: Adjacency = {}
-            found: dict[str, set[tuple[str, str, str, int]]] = {}  # up: every edge into each reached node
+            found: dict[str, set[_Edge]] = {}  # up: every edge into each reached node
             for near, far, operator, op_version, parent_version in edges:  # one pass over ~2 rows per node
                 links.setdefault(near, []).append((far, operator))
                 if up:
