@@ -1,6 +1,7 @@
-"""Lineage walks remember the agents they verified (``VerifiedAgents``) while the database is unchanged;
-a forged ancestor -- edited row, edited edge, swapped seal -- written by another process after warm
-walks is still refused on the next walk, on SQLite and on PostgreSQL."""
+"""Lineage walks remember the agents they verified and the walks themselves (``VerifiedAgents``) while
+SQLite's change stamp shows no commit; a forged ancestor -- edited row, edited edge, swapped seal --
+written by another process after warm walks (a commit: the stamp moves) is still refused on the next walk,
+on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 
@@ -133,22 +134,52 @@ def test_a_commit_of_this_process_forgets_too(chain: tuple[SQLStore, list[str]])
         store.ancestors(ids[-1])
 
 
-def test_an_edited_edge_is_refused_even_when_the_change_stamp_misses_it(
+def test_a_warm_walk_is_answered_from_memory_until_the_change_stamp_moves(
     chain: tuple[SQLStore, list[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The edges into each remembered agent are compared on every walk: a change the stamp would not show
-    (e.g. bytes edited in the file under SQLite) still does not pass."""
+    """What is remembered: the walk itself (its nodes), while the change stamp says nothing was committed
+    since it was verified. Forced to say "unchanged", the stamp hides an edge edited meanwhile -- the walk
+    is answered from memory, by design (an unchanged stamp means no commit); the real stamp moves with
+    that edit, and the walk reads and verifies again and refuses it."""
     store, ids = chain
-    store.ancestors(ids[-1])
-    current = store._verified._epoch  # the stamp's verdict from now on: "unchanged" (PostgreSQL: no stamp)
+    clean = store.ancestors(ids[-1])
+    reads: list[str] = []
+    reach = store._reach
+
+    def counted(conn: Any, id: str, *, up: bool) -> Any:
+        reads.append(id)
+        return reach(conn, id, up=up)
+
+    monkeypatch.setattr(store, "_reach", counted)
+    assert store.ancestors(ids[-1]) == clean
+    assert reads == ([] if store.db.dialect == "sqlite" else [ids[-1]])  # PostgreSQL: no stamp, every walk reads
+    real_begin = store._verified.begin
+    current = store._verified._epoch
     monkeypatch.setattr(store._verified, "begin", lambda conn, dialect: current if dialect == "sqlite" else None)
-    store.ancestors(ids[-1])
     _elsewhere(
         store,
         ("UPDATE lineage_edges SET parent = 'evil-twin' WHERE child = :c AND parent = :p", {"c": ids[1], "p": ids[0]}),
     )
+    if store.db.dialect == "sqlite":
+        assert store.ancestors(ids[-1]) == clean  # the stamp forced to lie: the remembered walk
+    monkeypatch.setattr(store._verified, "begin", real_begin)
     with pytest.raises(LineageError, match="lineage edges do not match"):
         store.ancestors(ids[-1])
+
+
+def test_a_walk_inside_a_write_transaction_is_not_remembered(chain: tuple[SQLStore, list[str]]) -> None:
+    """Rows a transaction wrote and then rolled back leave the change stamp where the writes moved it: a walk
+    that read them must not be answered again."""
+    store, ids = chain
+    assert store.ancestors("orphan") == []
+    assert store.ancestors("orphan") == []  # remembered on SQLite
+    with pytest.raises(RuntimeError), store.unit():
+        store.add_edge(ids[0], "orphan", operator="crossover", op_version="1", parent_version=1)
+        assert ids[0] in {n.id for n in store.ancestors("orphan")}
+        assert ids[0] in {n.id for n in store.ancestors("orphan")}
+        raise RuntimeError("roll back")
+    assert store.ancestors("orphan") == []
+    assert store.ancestors("orphan") == []
 
 
 def test_verified_agents_remember_only_reads_of_the_current_epoch() -> None:

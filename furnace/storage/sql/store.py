@@ -6,7 +6,7 @@ contiguous and no save is lost, across threads, processes and machines. Every re
 its keyed seal and recomputes its content hash; every read of an agent checks its seal, lineage, edges
 and persona (``docs/store.md``). Lineage walks fetch the reachable edges with one recursive query and
 walk them with the same BFS as :class:`~furnace.storage.memory.MemoryStore`; the agents they reach are
-verified in full once and remembered while the database is unchanged (:class:`VerifiedAgents`).
+verified in full once, and the walk is remembered while the database is unchanged (:class:`VerifiedAgents`).
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ _AGENT_COLS = (
 
 _Edge = tuple[str, str, str, int]  # (parent, operator, op_version, parent_version) of an edge into an agent
 _EdgesInto = dict[str, set[_Edge]] | dict[str, frozenset[_Edge]]
+_WalkKey = tuple[str, bool, int | None]  # (start, up, max_depth) of a lineage walk
 # SQLite's change stamp of one connection: rows this connection changed (committed or not), and the
 # commits of every other connection (other processes included) since it opened
 _SQLITE_STAMP = "SELECT total_changes(), data_version FROM pragma_data_version"
@@ -99,29 +100,42 @@ def record_digest(
 
 
 class VerifiedAgents:
-    """The agents this process verified in full (seal, lineage, persona, parents' hashes and the lineage
-    edges into each), so a lineage walk need not verify them again.
+    """What this process's lineage walks verified, and the walks themselves, so a walk need not read or
+    verify again what the database cannot have changed since.
 
-    Each is remembered with the digest of the stored bytes its verification read and is *confirmed* for
-    the database as a change stamp shows it (SQLite: ``total_changes()``, the reading connection's own
-    writes, and ``PRAGMA data_version``, every other connection's commits, another process's included).
-    Before every use the reading connection's stamp is compared with the one it showed last; a difference
-    (or a connection never seen) starts a new ``epoch``. A walk skips an agent confirmed in the current
-    epoch whose edges it read are the remembered ones; one confirmed earlier is read again and its digest
-    compared (a forged row, edge or seal changes it: verified in full then); anything else is verified in
-    full. Confirmed in a read older than the current epoch, nothing is remembered. PostgreSQL offers no
-    such stamp: nothing is remembered there, every walk verifies in full. Bounded: past ``limit`` ids
-    everything is forgotten."""
+    Two memories, both tied to a change stamp of the database (SQLite: ``total_changes()``, the reading
+    connection's own writes, and ``PRAGMA data_version``, every other connection's commits, another
+    process's included). Before every use the reading connection's stamp is compared with the one it
+    showed last; a difference (or a connection never seen) starts a new ``epoch``: the first look after
+    any commit, by whichever connection, starts one.
 
-    def __init__(self, limit: int = 250_000) -> None:
+    * The agents verified in full (seal, lineage, persona, parents' hashes and the lineage edges into
+      each), each with the digest of the stored bytes its verification read. A walk skips an agent
+      confirmed in the current epoch whose edges it read are the remembered ones; one confirmed earlier is
+      read again and its digest compared (a forged row, edge or seal changes it: verified in full then);
+      anything else is verified in full. Bounded: past ``limit`` ids everything is forgotten.
+    * The walks (start, direction, depth limit -> the nodes found) whose every reached agent was verified
+      in the current epoch, read outside any write transaction. In the same epoch such a walk is answered
+      from memory: no statement but the stamp's, nothing verified again (no commit since means the rows
+      read then are the rows the file holds now). A new epoch forgets every walk. Bounded: past
+      ``walk_limit`` nodes every walk is forgotten.
+
+    Reads confirmed in an epoch older than the current one are not remembered. PostgreSQL offers no such
+    stamp: nothing is remembered there, every walk reads and verifies in full."""
+
+    def __init__(self, limit: int = 250_000, walk_limit: int = 1_000_000) -> None:
         self.limit = limit
+        self.walk_limit = walk_limit
         self._known: dict[str, Verified] = {}
+        self._walks: dict[_WalkKey, tuple[LineageNode, ...]] = {}
+        self._walk_nodes = 0
         self._epoch = 0
         self._lock = threading.Lock()
 
     def begin(self, conn: Connection, dialect: str) -> int | None:
         """The epoch a read on ``conn`` (in its read transaction) confirms in, a new one if the database may
-        have changed since ``conn`` last looked; None: remember nothing."""
+        have changed since ``conn`` last looked (every walk remembered is forgotten then); None: remember
+        nothing."""
         if dialect != "sqlite":
             return None
         stamp = tuple(conn.exec_driver_sql(_SQLITE_STAMP).one())
@@ -129,6 +143,8 @@ class VerifiedAgents:
             if conn.info.get(self) != stamp:
                 self._epoch += 1
                 conn.info[self] = stamp
+                self._walks.clear()
+                self._walk_nodes = 0
             return self._epoch
 
     def get(self, id: str) -> Verified | None:
@@ -148,6 +164,25 @@ class VerifiedAgents:
             if len(self._known) + len(confirmed) > self.limit:
                 self._known.clear()
             self._known.update(confirmed)
+
+    def walk(self, epoch: int, key: _WalkKey) -> tuple[LineageNode, ...] | None:
+        """The nodes of the walk ``key`` remembered in ``epoch`` (None: not remembered, or ``epoch`` is not
+        the current one)."""
+        with self._lock:
+            return self._walks.get(key) if epoch == self._epoch else None
+
+    def remember_walk(self, epoch: int, key: _WalkKey, nodes: Sequence[LineageNode]) -> None:
+        """Remember the nodes a walk found in a read in ``epoch``, every agent it reached verified (dropped if
+        a newer epoch began since)."""
+        with self._lock:
+            if epoch != self._epoch:
+                return
+            if self._walk_nodes + len(nodes) > self.walk_limit:
+                self._walks.clear()
+                self._walk_nodes = 0
+            if key not in self._walks:
+                self._walk_nodes += len(nodes)
+            self._walks[key] = tuple(nodes)
 
 
 def edges_into(agent: Agent) -> frozenset[_Edge]:
@@ -692,7 +727,13 @@ class SQLStore:
             return [(a, b, op) for a, b, op, _, _ in self._reach(conn, id, up=up)]
 
     def _walk(self, id: str, *, up: bool, max_depth: int | None) -> list[LineageNode]:
+        key = (id, up, max_depth)
         with self.db.connect() as conn:  # one read: the edges walked are the edges verified
+            epoch = self._verified.begin(conn, self.db.dialect)
+            if conn.info.get("furnace_write"):  # uncommitted rows may be rolled back: never a walk to remember
+                epoch = None
+            if epoch is not None and (remembered := self._verified.walk(epoch, key)) is not None:
+                return list(remembered)  # no commit since it was verified: the file holds what it read
             edges = self._reach(conn, id, up=up)
             links: Adjacency = {}
             found: dict[str, set[_Edge]] = {}  # up: every edge into each reached node
@@ -707,6 +748,8 @@ class SQLStore:
                 leaves = {id, *(n.id for n in nodes if max_depth is None or n.depth < max_depth)}
                 reached += self._naming(leaves)
             self._verify_in(conn, reached, into)
+            if epoch is not None:
+                self._verified.remember_walk(epoch, key, nodes)
         return nodes
 
     def _naming(self, ids: set[str]) -> list[str]:
