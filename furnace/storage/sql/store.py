@@ -5,24 +5,29 @@ version that races another writer collides on ``(id, version)`` and is run again
 contiguous and no save is lost, across threads, processes and machines. Every read of one elixir checks
 its keyed seal and recomputes its content hash; every read of an agent checks its seal, lineage, edges
 and persona (``docs/store.md``). Lineage walks fetch the reachable edges with one recursive query and
-walk them with the same BFS as :class:`~furnace.storage.memory.MemoryStore`.
+walk them with the same BFS as :class:`~furnace.storage.memory.MemoryStore`; the agents they reach are
+verified in full once, and the walk is remembered while the database is unchanged (:class:`VerifiedAgents`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Sequence, Set
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, and_, func, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
+import furnace.domain.secrets  # noqa: F401  (the secret scan of every save: imported here, never inside a write transaction)
 from furnace.domain.agent import Agent, LineageNode, record_seal
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import NotFound
-from furnace.storage.memory import adjacency, bfs
+from furnace.storage.memory import Adjacency, adjacency, bfs
 from furnace.storage.seals import Sealer, agent_mac, elixir_seal
 from furnace.storage.sql.db import SQLDatabase
 from furnace.storage.sql.schema import agents as agent_rows
@@ -56,6 +61,145 @@ _AGENT_COLS = (
     agent_rows.c.created_at,
     agent_rows.c.seal,
 )
+
+
+_Edge = tuple[str, str, str, int]  # (parent, operator, op_version, parent_version) of an edge into an agent
+_EdgesInto = dict[str, set[_Edge]] | dict[str, frozenset[_Edge]]
+_WalkKey = tuple[str, bool, int | None]  # (start, up, max_depth) of a lineage walk
+# SQLite's change stamp of one connection: rows this connection changed (committed or not), and the
+# commits of every other connection (other processes included) since it opened
+_SQLITE_STAMP = "SELECT total_changes(), data_version FROM pragma_data_version"
+
+
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """One id a walk verified: confirmed at ``epoch``; an agent's ``digest`` of the stored bytes its
+    verification read (its row, its persona's row, its parents' stored hashes, the edges into it), those
+    ``edges`` and its ``parents``; ``digest`` empty: the id is no agent."""
+
+    epoch: int
+    digest: bytes = b""
+    edges: frozenset[_Edge] = frozenset()
+    parents: tuple[tuple[str, int], ...] = ()
+
+
+def record_digest(
+    row: Sequence[Any], edges: Set[_Edge], elixirs: dict[tuple[str, int], Any], parents: Iterable[tuple[str, int]]
+) -> bytes:
+    """The digest of every stored value an agent's verification reads: its ``agents`` row, the edges into
+    it, its persona's ``elixir_versions`` row and each parent's stored content hash (values as plain
+    tuples: a SQLAlchemy row's ``repr`` shortens long values)."""
+    persona = elixirs.get((row[0], row[2]))
+    hashes = [None if (found := elixirs.get(p)) is None else found[2] for p in parents]
+    digest = hashlib.blake2b(digest_size=32)
+    for value in (*row, repr(sorted(edges)), *(persona if persona is not None else (None,)), repr(hashes)):
+        data = (value if isinstance(value, str) else repr(value)).encode()  # each value with its type and length
+        digest.update(b"%s %d:" % (type(value).__name__.encode(), len(data)))
+        digest.update(data)
+    return digest.digest()
+
+
+class VerifiedAgents:
+    """What this process's lineage walks verified, and the walks themselves, so a walk need not read or
+    verify again what the database cannot have changed since.
+
+    Two memories, both tied to a change stamp of the database (SQLite: ``total_changes()``, the reading
+    connection's own writes, and ``PRAGMA data_version``, every other connection's commits, another
+    process's included). Before every use the reading connection's stamp is compared with the one it
+    showed last; a difference (or a connection never seen) starts a new ``epoch``: the first look after
+    any commit, by whichever connection, starts one.
+
+    * The agents verified in full (seal, lineage, persona, parents' hashes and the lineage edges into
+      each), each with the digest of the stored bytes its verification read. A walk skips an agent
+      confirmed in the current epoch whose edges it read are the remembered ones; one confirmed earlier is
+      read again and its digest compared (a forged row, edge or seal changes it: verified in full then);
+      anything else is verified in full. Bounded: past ``limit`` ids everything is forgotten.
+    * The walks (start, direction, depth limit -> the nodes found) whose every reached agent was verified
+      in the current epoch, read outside any write transaction. In the same epoch such a walk is answered
+      from memory: no statement but the stamp's, nothing verified again (no commit since means the rows
+      read then are the rows the file holds now). A new epoch forgets every walk. Bounded: past
+      ``walk_limit`` nodes every walk is forgotten.
+
+    Reads confirmed in an epoch older than the current one are not remembered. PostgreSQL offers no such
+    stamp: nothing is remembered there, every walk reads and verifies in full."""
+
+    def __init__(self, limit: int = 250_000, walk_limit: int = 1_000_000) -> None:
+        self.limit = limit
+        self.walk_limit = walk_limit
+        self._known: dict[str, Verified] = {}
+        self._walks: dict[_WalkKey, tuple[LineageNode, ...]] = {}
+        self._walk_nodes = 0
+        self._epoch = 0
+        self._lock = threading.Lock()
+
+    def begin(self, conn: Connection, dialect: str) -> int | None:
+        """The epoch a read on ``conn`` (in its read transaction) confirms in, a new one if the database may
+        have changed since ``conn`` last looked (every walk remembered is forgotten then); None: remember
+        nothing."""
+        if dialect != "sqlite":
+            return None
+        stamp = tuple(conn.exec_driver_sql(_SQLITE_STAMP).one())
+        with self._lock:
+            if conn.info.get(self) != stamp:
+                self._epoch += 1
+                conn.info[self] = stamp
+                self._walks.clear()
+                self._walk_nodes = 0
+            return self._epoch
+
+    def get(self, id: str) -> Verified | None:
+        """What is remembered of ``id``, confirmed in whichever epoch."""
+        return self._known.get(id)
+
+    def holds(self, id: str, epoch: int, edges_into: Set[_Edge]) -> bool:
+        """True when ``id`` was confirmed in ``epoch`` (an agent: with exactly ``edges_into`` into it)."""
+        known = self._known.get(id)
+        return known is not None and known.epoch == epoch and (not known.digest or known.edges == edges_into)
+
+    def remember(self, epoch: int, confirmed: dict[str, Verified]) -> None:
+        """Remember ids confirmed in a read in ``epoch`` (dropped if a newer epoch began since)."""
+        with self._lock:
+            if epoch != self._epoch:
+                return
+            if len(self._known) + len(confirmed) > self.limit:
+                self._known.clear()
+            self._known.update(confirmed)
+
+    def walk(self, epoch: int, key: _WalkKey) -> tuple[LineageNode, ...] | None:
+        """The nodes of the walk ``key`` remembered in ``epoch`` (None: not remembered, or ``epoch`` is not
+        the current one)."""
+        with self._lock:
+            return self._walks.get(key) if epoch == self._epoch else None
+
+    def remember_walk(self, epoch: int, key: _WalkKey, nodes: Sequence[LineageNode]) -> None:
+        """Remember the nodes a walk found in a read in ``epoch``, every agent it reached verified (dropped if
+        a newer epoch began since)."""
+        with self._lock:
+            if epoch != self._epoch:
+                return
+            if self._walk_nodes + len(nodes) > self.walk_limit:
+                self._walks.clear()
+                self._walk_nodes = 0
+            if key not in self._walks:
+                self._walk_nodes += len(nodes)
+            self._walks[key] = tuple(nodes)
+
+
+def edges_into(agent: Agent) -> frozenset[_Edge]:
+    """The lineage edges into a verified agent, ``(parent, operator, op_version, parent_version)``: exactly
+    its parents (``verify_edges`` checked the stored ones equal these)."""
+    lineage = agent.lineage
+    return frozenset((p.id, lineage.operator, lineage.op_version, p.version) for p in lineage.parents)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What a save of elixir versions writes, planned from the latest rows ``basis`` (``id -> (version,
+    content_hash, deleted_at, origin)``): the ref of each item and the rows to insert, sealed."""
+
+    basis: dict[str, tuple[int, str, Any, str]]
+    refs: list[ElixirRef]
+    rows: list[dict[str, Any]]
 
 
 def to_db(ts: datetime) -> datetime:
@@ -97,6 +241,7 @@ class SQLStore:
     def __init__(self, db: SQLDatabase, *, clock: Callable[[], datetime] = utc_now) -> None:
         self.db = db
         self._clock = clock
+        self._verified = VerifiedAgents()
 
     def unit(self, *, one_transaction: bool = True) -> AbstractContextManager[Any]:
         """One connection, and one transaction once it writes, for every call inside (see ``unit_of_work``)."""
@@ -140,8 +285,27 @@ class SQLStore:
                     latest[id] = (version, content_hash, deleted_at, origin)
         return latest
 
-    def _save_many(self, conn: Connection, items: Sequence[tuple[Elixir, str]], origin: Origin) -> list[ElixirRef]:
-        """Save ``(elixir, id)`` pairs: one read of the latest rows, one insert of every new version.
+    def _plan(
+        self, latest: dict[str, tuple[int, str, Any, str]], items: Sequence[tuple[Elixir, str]], origin: Origin
+    ) -> Planned:
+        """The versions saving ``items`` writes over the ``latest`` rows, their rows made and sealed."""
+        refs, new = plan_versions(items, dict(latest), origin, self._clock)
+        return Planned(latest, refs, [version_row(e, o, self.db.sealer) for e, o in new])
+
+    def _planned_ahead(self, items: Sequence[tuple[Elixir, str]], origin: Origin) -> Planned | None:
+        """The plan of a save made from a read before its write transaction (re-validating, hashing and
+        sealing outside SQLite's write lock); None inside a transaction already (nothing to gain)."""
+        if self.db.in_transaction:
+            return None
+        with self.db.connect() as conn:
+            latest = self._latest_rows(conn, list(dict.fromkeys(id for _, id in items)))
+        return self._plan(latest, items, origin)
+
+    def _save_many(
+        self, conn: Connection, items: Sequence[tuple[Elixir, str]], origin: Origin, ahead: Planned | None = None
+    ) -> list[ElixirRef]:
+        """Save ``(elixir, id)`` pairs: one read of the latest rows, one insert of every new version; the rows
+        planned ``ahead`` when the latest rows are still the ones it was planned from (else planned here).
 
         On PostgreSQL the ids are locked first (advisory, until the transaction ends), so concurrent saves
         of one id take turns instead of colliding on its next version (SQLite's writers take turns anyway)."""
@@ -150,16 +314,18 @@ class SQLStore:
             for id in sorted(ids):
                 conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:id))"), {"id": id})
         latest = self._latest_rows(conn, ids)
-        refs, new = plan_versions(items, latest, origin, self._clock)
-        if new:
-            conn.execute(elixir_versions.insert(), [version_row(e, o, self.db.sealer) for e, o in new])
-        return refs
+        planned = ahead if ahead is not None and ahead.basis == latest else self._plan(latest, items, origin)
+        if planned.rows:
+            conn.execute(elixir_versions.insert(), planned.rows)
+        return planned.refs
 
     def save_elixir(self, elixir: Elixir, *, origin: Origin = "library", if_latest: int | None = None) -> ElixirRef:
         """Store new content as the next version; identical content is a no-op. With ``if_latest``, only
         while that version is still the latest (else :class:`StaleVersion`, nothing written)."""
         if if_latest is None:
-            return self.db.write(lambda conn: self._save_many(conn, [(elixir, elixir.id)], origin)[0])
+            items = [(elixir, elixir.id)]
+            ahead = self._planned_ahead(items, origin)
+            return self.db.write(lambda conn: self._save_many(conn, items, origin, ahead)[0])
         expected = if_latest
 
         def work(conn: Connection) -> ElixirRef:
@@ -181,7 +347,9 @@ class SQLStore:
 
     def save_elixirs(self, elixirs: Sequence[Elixir], *, origin: Origin = "library") -> list[ElixirRef]:
         """Save several elixirs all-or-nothing, in one transaction."""
-        return self.db.write(lambda conn: self._save_many(conn, [(e, e.id) for e in elixirs], origin))
+        items = [(e, e.id) for e in elixirs]
+        ahead = self._planned_ahead(items, origin)
+        return self.db.write(lambda conn: self._save_many(conn, items, origin, ahead))
 
     def get_elixir(self, id: str, version: int | None = None) -> Elixir:
         """One version (latest when ``version`` is None), verified; raises NotFound."""
@@ -301,20 +469,27 @@ class SQLStore:
         """Persist agents (each with its child elixir and lineage edges) in one transaction; per agent,
         False if it existed (kept as stored)."""
 
+        ahead: tuple[list[Agent], Planned, list[dict[str, Any]]] | None = None
+        if not self.db.in_transaction:  # rows made and sealed outside the write transaction (see _planned_ahead)
+            with self.db.connect() as conn:
+                new = self._new_agents(conn, agents)
+            if new:
+                planned = self._planned_ahead([(a.elixir, a.id) for a in new], "agent")
+                assert planned is not None
+                rows = [self._agent_row(a, r.version, r.content_hash) for a, r in zip(new, planned.refs, strict=True)]
+                ahead = (new, planned, rows)
+
         def work(conn: Connection) -> list[bool]:
-            ids = list(dict.fromkeys(a.id for a in agents))
-            seen: set[str] = set()
-            for part in chunks(ids):
-                seen.update(r[0] for r in conn.execute(select(agent_rows.c.id).where(agent_rows.c.id.in_(part))))
-            new: list[Agent] = []
-            for agent in agents:
-                if agent.id not in seen:
-                    seen.add(agent.id)
-                    new.append(agent)
+            new = self._new_agents(conn, agents)
             if not new:
                 return [False] * len(agents)
-            refs = self._save_many(conn, [(a.elixir, a.id) for a in new], "agent")
-            rows = [self._agent_row(agent, ref.version, ref.content_hash) for agent, ref in zip(new, refs, strict=True)]
+            same = ahead is not None and [a.id for a in ahead[0]] == [a.id for a in new]
+            items = [(a.elixir, a.id) for a in new]
+            refs = self._save_many(conn, items, "agent", ahead[1] if same and ahead else None)
+            if same and ahead and refs == ahead[1].refs:
+                rows = ahead[2]
+            else:
+                rows = [self._agent_row(a, ref.version, ref.content_hash) for a, ref in zip(new, refs, strict=True)]
             conn.execute(agent_rows.insert(), rows)
             edges = {
                 (p.id, a.id, a.lineage.operator, a.lineage.op_version or "", p.version or 0): None
@@ -336,6 +511,18 @@ class SQLStore:
 
         return self.db.write(work)
 
+    def _new_agents(self, conn: Connection, agents: Sequence[Agent]) -> list[Agent]:
+        """The agents not stored yet (the first of an id listed twice)."""
+        seen: set[str] = set()
+        for part in chunks(list(dict.fromkeys(a.id for a in agents))):
+            seen.update(r[0] for r in conn.execute(select(agent_rows.c.id).where(agent_rows.c.id.in_(part))))
+        new: list[Agent] = []
+        for agent in agents:
+            if agent.id not in seen:
+                seen.add(agent.id)
+                new.append(agent)
+        return new
+
     def _agent_row(self, agent: Agent, version: int, content_hash: str) -> dict[str, Any]:
         lineage = agent.lineage
         seal = record_seal(lineage, content_hash, agent.system_prompt, agent.tools, agent.members)
@@ -354,6 +541,14 @@ class SQLStore:
 
     def _load_agents(self, conn: Connection, ids: Sequence[str] | None, limit: int | None = None) -> list[Agent]:
         """The agents among ``ids`` (every agent when None), newest first, each verified in full."""
+        rows, edges, elixirs = self._agent_reads(conn, ids, limit)
+        return [self._verified_row(conn, row, edges[row[0]], elixirs) for row in rows]
+
+    def _agent_reads(
+        self, conn: Connection, ids: Sequence[str] | None, limit: int | None = None
+    ) -> tuple[list[Any], dict[str, set[_Edge]], dict[tuple[str, int], Any]]:
+        """The agent rows among ``ids`` (every agent when None; newest first), the edges into each and every
+        stored version they name (see :meth:`_elixirs_for`)."""
         rows: list[Any] = []
         order = (agent_rows.c.created_at.desc(), agent_rows.c.id)
         if ids is None:
@@ -364,31 +559,27 @@ class SQLStore:
                 rows += conn.execute(select(*_AGENT_COLS).where(agent_rows.c.id.in_(part)).order_by(*order)).all()
             rows.sort(key=lambda r: (-r[6].timestamp(), r[0]))
         if not rows:
-            return []
-        edges: dict[str, set[tuple[str, str, str, int]]] = {row[0]: set() for row in rows}
-        for part in chunks(list(edges)):
-            for parent, child, operator, op_version, parent_version in conn.execute(
-                select(lineage_edges).where(lineage_edges.c.child.in_(part))
-            ):
-                edges[child].add((parent, operator, op_version, parent_version))
-        elixirs = self._elixirs_for(conn, rows)
+            return [], {}, {}
+        edges: dict[str, set[_Edge]] = {row[0]: set() for row in rows}
+        edges.update(self._edges_into(conn, list(edges)))  # type: ignore[arg-type]
+        return rows, edges, self._elixirs_for(conn, rows)
+
+    def _verified_row(
+        self, conn: Connection, row: Sequence[Any], edges: Set[_Edge], elixirs: dict[tuple[str, int], Any]
+    ) -> Agent:
+        """The agent of a stored row, every check made (its persona and parents among ``elixirs``)."""
 
         def stored_hash(pid: str, version: int) -> str | None:
             found = elixirs.get((pid, version))
             return found[2] if found is not None else None
 
-        sealer = self.db.sealer
-
         def persona(id: str, version: int) -> Elixir:
-            row = elixirs.get((id, version))
-            return self._row_to_elixir(row) if row is not None else self._fetch(conn, id, version)
+            found = elixirs.get((id, version))
+            return self._row_to_elixir(found) if found is not None else self._fetch(conn, id, version)
 
-        return [
-            verified_agent(
-                row, sealer=sealer, stored_hash=stored_hash, edges=edges[row[0]], persona=persona, created_at=from_db
-            )
-            for row in rows
-        ]
+        return verified_agent(
+            row, sealer=self.db.sealer, stored_hash=stored_hash, edges=edges, persona=persona, created_at=from_db
+        )
 
     def _elixirs_for(self, conn: Connection, rows: Sequence[Sequence[Any]]) -> dict[tuple[str, int], Any]:
         """Every stored version the agent ``rows`` name (their personas and their lineage's parents)."""
@@ -398,8 +589,12 @@ class SQLStore:
                 ids.update(p["id"] for p in json.loads(row[1])["parents"])
             except (ValueError, TypeError, KeyError, AttributeError):
                 continue  # unreadable: the per-agent checks say so
+        return self._versions_of(conn, ids)
+
+    def _versions_of(self, conn: Connection, ids: Iterable[Any]) -> dict[tuple[str, int], Any]:
+        """Every stored version of ``ids``, by ``(id, version)``."""
         found: dict[tuple[str, int], Any] = {}
-        for part in chunks(sorted(i for i in ids if isinstance(i, str))):
+        for part in chunks(sorted(i for i in set(ids) if isinstance(i, str))):
             for row in conn.execute(select(*_ELIXIR_COLS).where(_EV.id.in_(part))):
                 found[(row[0], row[1])] = row
         return found
@@ -412,7 +607,62 @@ class SQLStore:
     def _verify_agents_among(self, ids: Sequence[str]) -> None:
         if ids:
             with self.db.connect() as conn:
-                self._load_agents(conn, list(ids))
+                self._verify_in(conn, ids, None)
+
+    def _verify_in(self, conn: Connection, ids: Sequence[str], into: _EdgesInto | None) -> None:
+        """Verify the agents among ``ids``: not those :class:`VerifiedAgents` confirmed in this epoch with the
+        same edges into them (``into``: read here when None, else every edge into each of ``ids``); those
+        remembered from an earlier epoch by the digest of their stored bytes; the others in full."""
+        unique = list(dict.fromkeys(ids))
+        epoch = self._verified.begin(conn, self.db.dialect)
+        if epoch is None:
+            self._load_agents(conn, unique)
+            return
+        if into is None:
+            into = self._edges_into(conn, unique)
+        pending = [i for i in unique if not self._verified.holds(i, epoch, into.get(i, frozenset()))]
+        if not pending:
+            return
+        confirmed = self._confirmed_by_digest(conn, epoch, pending)
+        rest = [i for i in pending if i not in confirmed]
+        rows, edges, elixirs = self._agent_reads(conn, rest)
+        for row in rows:
+            agent = self._verified_row(conn, row, edges[row[0]], elixirs)
+            parents = tuple((p.id, p.version) for p in agent.lineage.parents if p.version is not None)
+            digest = record_digest(row, edges[row[0]], elixirs, parents)
+            confirmed[agent.id] = Verified(epoch, digest, edges_into(agent), parents)
+        for id in rest:
+            confirmed.setdefault(id, Verified(epoch))  # no agent row: nothing of it to verify
+        self._verified.remember(epoch, confirmed)
+
+    def _confirmed_by_digest(self, conn: Connection, epoch: int, ids: Sequence[str]) -> dict[str, Verified]:
+        """The agents among ``ids`` remembered from an earlier epoch whose stored bytes are still those their
+        verification read (one read of their rows, edges, personas and parents)."""
+        known = {i: k for i in ids if (k := self._verified.get(i)) is not None and k.digest}
+        if not known:
+            return {}
+        rows: list[Any] = []
+        for part in chunks(list(known)):
+            rows += conn.execute(select(*_AGENT_COLS).where(agent_rows.c.id.in_(part))).all()
+        edges = self._edges_into(conn, list(known))
+        elixirs = self._versions_of(conn, [*known, *(p for k in known.values() for p, _ in k.parents)])
+        confirmed: dict[str, Verified] = {}
+        for row in rows:
+            k = known[row[0]]
+            into = edges.get(row[0], frozenset())
+            if into == k.edges and record_digest(row, into, elixirs, k.parents) == k.digest:
+                confirmed[row[0]] = Verified(epoch, k.digest, k.edges, k.parents)
+        return confirmed
+
+    def _edges_into(self, conn: Connection, ids: Sequence[str]) -> dict[str, frozenset[_Edge]]:
+        """``child -> {(parent, operator, op_version, parent_version)}`` of every edge into ``ids``."""
+        into: dict[str, set[_Edge]] = {}
+        for part in chunks(ids):
+            for parent, child, operator, op_version, parent_version in conn.execute(
+                select(lineage_edges).where(lineage_edges.c.child.in_(part))
+            ):
+                into.setdefault(child, set()).add((parent, operator, op_version, parent_version))
+        return {child: frozenset(edges) for child, edges in into.items()}
 
     def child_ids(self, parents: Sequence[str]) -> dict[str, set[str]]:
         """The ids of each parent's children by the lineage edges, unverified: a filter for "might this
@@ -460,23 +710,46 @@ class SQLStore:
         }
         self.db.write(lambda conn: conn.execute(self.db.insert(lineage_edges).on_conflict_do_nothing(), row))
 
-    def _reachable(self, id: str, *, up: bool) -> list[tuple[str, str, str]]:
-        """``(from, to, operator)`` of every edge reachable from ``id`` (up: towards parents), one query."""
+    def _reach(self, conn: Connection, id: str, *, up: bool) -> list[tuple[str, str, str, str, int]]:
+        """``(from, to, operator, op_version, parent_version)`` of every edge reachable from ``id`` (up:
+        towards parents; every edge into each reached node then), one query."""
         near, far = ("child", "parent") if up else ("parent", "child")
         sql = text(
             f"WITH RECURSIVE reach(id) AS (SELECT CAST(:start AS VARCHAR) UNION SELECT e.{far} FROM lineage_edges e"
-            f" JOIN reach r ON e.{near} = r.id) SELECT e.{near}, e.{far}, e.operator FROM lineage_edges e"
-            f" WHERE e.{near} IN (SELECT id FROM reach)"
+            f" JOIN reach r ON e.{near} = r.id) SELECT e.{near}, e.{far}, e.operator, e.op_version, e.parent_version"
+            f" FROM lineage_edges e WHERE e.{near} IN (SELECT id FROM reach)"
         )
-        return [(a, b, op) for a, b, op in self.db.query(sql, {"start": id})]
+        return conn.execute(sql, {"start": id}).tuples().all()  # type: ignore[return-value]
+
+    def _reachable(self, id: str, *, up: bool) -> list[tuple[str, str, str]]:
+        """``(from, to, operator)`` of every edge reachable from ``id`` (up: towards parents), one query."""
+        with self.db.connect() as conn:
+            return [(a, b, op) for a, b, op, _, _ in self._reach(conn, id, up=up)]
 
     def _walk(self, id: str, *, up: bool, max_depth: int | None) -> list[LineageNode]:
-        nodes = bfs(id, adjacency(self._reachable(id, up=up)), max_depth)
-        reached = [id, *(n.id for n in nodes)]
-        if not up:  # a redirected edge must not hide a child: agents whose lineage names a reached node
-            leaves = {id, *(n.id for n in nodes if max_depth is None or n.depth < max_depth)}
-            reached += self._naming(leaves)
-        self._verify_agents_among(reached)
+        key = (id, up, max_depth)
+        with self.db.connect() as conn:  # one read: the edges walked are the edges verified
+            epoch = self._verified.begin(conn, self.db.dialect)
+            if conn.info.get("furnace_write"):  # uncommitted rows may be rolled back: never a walk to remember
+                epoch = None
+            if epoch is not None and (remembered := self._verified.walk(epoch, key)) is not None:
+                return list(remembered)  # no commit since it was verified: the file holds what it read
+            edges = self._reach(conn, id, up=up)
+            links: Adjacency = {}
+            found: dict[str, set[_Edge]] = {}  # up: every edge into each reached node
+            for near, far, operator, op_version, parent_version in edges:  # one pass over ~2 rows per node
+                links.setdefault(near, []).append((far, operator))
+                if up:
+                    found.setdefault(near, set()).add((far, operator, op_version, parent_version))
+            nodes = bfs(id, links, max_depth)
+            reached = [id, *(n.id for n in nodes)]
+            into: _EdgesInto | None = found if up else None
+            if not up:  # a redirected edge must not hide a child: agents whose lineage names a reached node
+                leaves = {id, *(n.id for n in nodes if max_depth is None or n.depth < max_depth)}
+                reached += self._naming(leaves)
+            self._verify_in(conn, reached, into)
+            if epoch is not None:
+                self._verified.remember_walk(epoch, key, nodes)
         return nodes
 
     def _naming(self, ids: set[str]) -> list[str]:
