@@ -34,12 +34,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from furnace.domain.agent import AGENT_PREFIX, Agent
 from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import FurnaceError, NotFound
+from furnace.domain.guarded import Guarded, serialized
 from furnace.evolution.breeding import FusionBreeder
 from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.engine import Embedder, Evolution
@@ -61,6 +62,8 @@ from furnace.llm.cache import (
 from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind
 from furnace.scoring.probes import ProbeSet
 from furnace.settings import FurnaceSettings
+
+T = TypeVar("T")
 
 # --- what travels -------------------------------------------------------------------------------
 
@@ -325,16 +328,19 @@ class _RecordingKV:
             self.added.append((key, value, ttl_s))
         return stored
 
+    def put_many_if_absent(self, items: Sequence[tuple[str, dict[str, Any], float | None]]) -> list[dict[str, Any]]:
+        return [self.put_if_absent(key, value, ttl_s) for key, value, ttl_s in items]
 
-class ParentStore:
+
+class ParentStore(Guarded):
     """The only store a worker has: the parents the driver loaded (read) and what the unit
-    breeds (kept, returned to the driver). Everything else is not there."""
+    breeds (kept, returned to the driver). Everything else is not there. Only ``fuse``'s store
+    calls are served (its agents under the view's one lock)."""
 
     def __init__(self, parents: Sequence[Elixir], agents: Sequence[Agent]) -> None:
         self._elixirs = {(e.id, e.version): e for e in parents}
         self._agents = {a.id: a for a in agents}
         self.saved: list[Agent] = []
-        self._lock = threading.Lock()
 
     def get_elixir(self, id: str, version: int | None = None) -> Elixir:
         found = [e for (i, v), e in self._elixirs.items() if i == id and (version is None or v == version)]
@@ -350,20 +356,27 @@ class ParentStore:
             raise FurnaceError(f"parent {ref_or_id} was shipped with another content hash")
         return elixir
 
+    @serialized
     def get_agent(self, id: str) -> Agent:
-        with self._lock:
-            agent = self._agents.get(id)
+        agent = self._agents.get(id)
         if agent is None:
             raise NotFound(f"no agent {id!r}", field="id")
         return agent
 
+    def stored_child(self, id: str, parents: Sequence[ElixirRef]) -> Agent:
+        return self.get_agent(id)
+
+    @serialized
     def save_agent(self, agent: Agent) -> bool:
-        with self._lock:
-            if agent.id in self._agents:
-                return False
-            self._agents[agent.id] = agent
-            self.saved.append(agent)
-            return True
+        if agent.id in self._agents:
+            return False
+        self._agents[agent.id] = agent
+        self.saved.append(agent)
+        return True
+
+    def atomically(self, work: Callable[[], T]) -> T:
+        """``work()``: what the unit keeps is returned to the driver, which writes it with the records."""
+        return work()
 
 
 def run_job(world: World, job: Job) -> Outcome:

@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
 from furnace.domain.vectors import cosine as cosine  # its home is the domain; fusion callers import it here
+from furnace.storage.protocols import VectorStore as VectorStore  # declared with every store protocol
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -35,14 +36,6 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per text, in order."""
         ...
-
-
-class VectorStore(Protocol):
-    """Vectors by (model, text hash), e.g. ``furnace.storage.sql.kv.SQLVectors``."""
-
-    def get_many(self, model: str, text_hashes: Sequence[str]) -> dict[str, list[float]]: ...
-
-    def put_many(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None: ...
 
 
 class MemoryVectors:

@@ -30,25 +30,14 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from furnace.domain.canonical import content_key
+from furnace.storage.protocols import KV as KV  # declared with every store protocol
 
 log = logging.getLogger("furnace.fusion.synthesis")
 
 DEFAULT_TTL_S = 30 * 24 * 3600
-
-
-class KV(Protocol):
-    """A JSON key-value store with insert-if-absent and expiry."""
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The live value under ``key`` (None when absent or expired)."""
-        ...
-
-    def put_if_absent(self, key: str, value: dict[str, Any], ttl_s: float | None = None) -> dict[str, Any]:
-        """Store ``value`` unless a live value exists; return the value that is stored."""
-        ...
 
 
 class MemoryKV:
@@ -80,6 +69,10 @@ class MemoryKV:
                 return item[0]
             self._data[key] = (value, None if ttl_s is None else now + ttl_s)
             return value
+
+    def put_many_if_absent(self, items: Sequence[tuple[str, dict[str, Any], float | None]]) -> list[dict[str, Any]]:
+        """``put_if_absent`` for each, in order: the stored values."""
+        return [self.put_if_absent(key, value, ttl_s) for key, value, ttl_s in items]
 
     def __len__(self) -> int:
         return len(self._data)
@@ -245,15 +238,6 @@ class SynthesisCache:
         return thread
 
 
-def put_many(kv: KV, items: Sequence[tuple[str, dict[str, Any], float | None]]) -> list[dict[str, Any]]:
-    """``kv.put_if_absent`` for each ``(key, value, ttl_s)`` (in one statement when the KV can); the
-    stored (winning) values, in order."""
-    many = getattr(kv, "put_many_if_absent", None)
-    if callable(many):
-        return list(many(items))
-    return [kv.put_if_absent(key, value, ttl_s) for key, value, ttl_s in items]
-
-
 class SubResultCache:
     """Intermediate results (identity sentences, rewrites) under their own content keys.
 
@@ -285,5 +269,5 @@ class SubResultCache:
         return self.kv.put_if_absent(key, value, self.ttl_s)["result"]
 
     def entries(self) -> list[tuple[str, dict[str, Any], float | None]]:
-        """The deferred results as ``(key, value, ttl_s)`` for :func:`put_many`."""
+        """The deferred results as ``(key, value, ttl_s)`` for ``KV.put_many_if_absent``."""
         return [(key, value, self.ttl_s) for key, value in self.pending.items()]
