@@ -48,7 +48,7 @@ class IndividualRecord:
     scores: tuple[ScoreRow, ...] = ()
     failures: int = 0
     failure_reasons: tuple[str, ...] = ()
-    calls: int = 0
+    calls: int = 0  # model calls (cache hits excluded), as ``calls`` means in every stored record
     tokens: int = 0
     cost_usd: float = 0.0
     # the content key of the plan that made it (operator, parents, seed, params: ``plans.plan_key``): a rerun
@@ -77,8 +77,8 @@ class GenerationRecord:
     best_fitness: float
     mean_fitness: float
     operator_weights: dict[str, float] = field(default_factory=dict)
-    calls: int = 0
-    cached_calls: int = 0
+    calls: int = 0  # model calls (cache hits excluded)
+    cached_calls: int = 0  # calls the response cache served
     tokens: int = 0
     cost_usd: float = 0.0
 
