@@ -224,7 +224,7 @@ class _Slotted:
             self.slots.release()
 
 
-class _Kit:
+class _Kit(Guarded):
     """One worker's collaborators for one run, built once (the model clients, the embedder with the
     vectors it computed, the caches shared by the units this worker runs, and the worker's model slots:
     ``slots`` calls in flight, handed out in the driver's order: see :meth:`serve`)."""
@@ -232,7 +232,6 @@ class _Kit:
     def __init__(self, world: World) -> None:
         self.slots = PrioritySlots(max(1, world.slots))
         self._phase = -1  # none yet: the first job sets it
-        self._lock = threading.Lock()
         self.model = world.model()
         self.judge = world.judge() if world.judge is not None else None
         self.judges = [make() for make in world.judges]
@@ -248,16 +247,16 @@ class _Kit:
         for key, value in world.synth:
             self.kv.put_if_absent(key, value, ttl)
 
+    @serialized
     def serve(self, order: str) -> None:
         """Serve the slots in ``order`` when the driver has moved on to it. The driver's phases only move
         forward (generation 0 first come first served, then the oldest units first, then the youngest
         once the last child is planned: ``furnace.evolution.metering``), and a job can start after a
         younger one: a job sent in an earlier phase never sets it back."""
         phase = _PHASES.index(order)
-        with self._lock:
-            if phase > self._phase:
-                self._phase = phase
-                self.slots.serve(order)
+        if phase > self._phase:
+            self._phase = phase
+            self.slots.serve(order)
 
 
 _PHASES = ("arrival", "priority", "reverse")  # the driver's serving orders, in the order a run goes through them
@@ -547,26 +546,28 @@ class Sink:
         return tuple(elixirs), tuple(agents)
 
 
-class _Applied:
+class _Applied(Guarded):
     """A worker's future as the loop sees it: ``result()`` applies the outcome (once, in the
     calling thread: the loop's main thread) and returns the record."""
 
     def __init__(self, future: Any, sink: Sink, unit: Unit) -> None:
         self.future, self.sink, self.unit = future, sink, unit
-        self._lock = threading.Lock()
         self._done = False
         self._record: IndividualRecord | None = None
         self._error: BaseException | None = None
 
+    @serialized
+    def _apply(self) -> None:
+        if not self._done:
+            try:
+                generation, plan = self.unit.args[0], self.unit.args[1]
+                self._record = self.sink.apply(self.future.result(), generation, plan.slot)
+            except BaseException as err:
+                self._error = err
+            self._done = True
+
     def result(self) -> IndividualRecord:
-        with self._lock:
-            if not self._done:
-                try:
-                    generation, plan = self.unit.args[0], self.unit.args[1]
-                    self._record = self.sink.apply(self.future.result(), generation, plan.slot)
-                except BaseException as err:
-                    self._error = err
-                self._done = True
+        self._apply()
         if self._error is not None:
             raise self._error
         assert self._record is not None
