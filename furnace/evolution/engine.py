@@ -34,7 +34,6 @@ Reproducible and resumable by construction:
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -231,7 +230,7 @@ class Embedder(Protocol):
 
 
 @dataclass
-class Evolution:
+class Evolution(Guarded):
     """One experiment run with its collaborators. Call :meth:`run`."""
 
     config: ExperimentConfig
@@ -286,8 +285,7 @@ class Evolution:
             self.llm.model_name, experiment_inputs(self.seeds, self.probes, judge_model=separate)
         )
         self.board = OperatorBoard(dict(self.config.operators), adapt=self.config.adapt_operators)
-        # the run's one lock: the embedder (one call at a time), the vectors it made, the units' meters
-        self._lock = threading.Lock()
+        # the run's one lock (Guarded): the embedder (one call at a time), the vectors it made, the units' meters
         self._embed_lock = self._lock  # the same lock, under the name furnace.evolution.scheduler still uses
         self._vectors: dict[str, list[float]] = {}
         self._unit_meters: dict[tuple[int, int], CallTotals] = {}  # (generation, slot) -> calls of units run here
@@ -327,12 +325,27 @@ class Evolution:
         if self.embedder is None:
             return None
         found = self._vectors.get(agent_id)
+        return found if found is not None else self._embed(agent_id, prompt)
+
+    @serialized
+    def _embed(self, agent_id: str, prompt: str) -> list[float]:
+        """(Under the run's lock.) A unit that waited here finds the vector another one made."""
+        assert self.embedder is not None
+        found = self._vectors.get(agent_id)
         if found is None:
-            with self._lock:  # a unit that waited here finds the vector another one made
-                found = self._vectors.get(agent_id)
-                if found is None:
-                    found = self._vectors[agent_id] = self.embedder.embed([prompt])[0]
+            found = self._vectors[agent_id] = self.embedder.embed([prompt])[0]
         return found
+
+    @serialized
+    def _keep_meter(self, where: tuple[int, int], spent: CallTotals, *, remote: bool = False) -> None:
+        self._unit_meters[where] = spent
+        if remote:
+            self._remote.add(where)
+
+    @serialized
+    def _made(self, where: tuple[int, int]) -> tuple[CallTotals, bool]:
+        """The calls the unit at ``where`` made, and whether it ran in another process."""
+        return self._unit_meters.get(where, CallTotals()), where in self._remote
 
     def _emit(self, **kwargs: Any) -> None:
         if self.progress is not None:
@@ -433,8 +446,7 @@ class Evolution:
                 root.end(error=f"{err.__class__.__name__}: {err}"[:300])
             raise
         finally:
-            with self._lock:
-                self._unit_meters[(generation, plan.slot)] = llm.meter
+            self._keep_meter((generation, plan.slot), llm.meter)
         if root is not None:
             root.assess(
                 individual_assessments(
@@ -972,31 +984,26 @@ class Evolution:
 
     def unit_meter(self, generation: int, slot: int) -> CallTotals:
         """The calls of the unit at ``(generation, slot)`` evaluated in this process (until its generation closes)."""
-        with self._lock:
-            return self._unit_meters.get((generation, slot), CallTotals())
+        return self._made((generation, slot))[0]
 
     def account_unit(self, generation: int, slot: int, spent: CallTotals) -> None:
         """Count the calls a unit made in another process (``furnace.evolution.isolated``): the run's
         meter (budget) and its generation's figures see them as if they were made here."""
         self.metered.account(spent)
-        with self._lock:
-            self._unit_meters[(generation, slot)] = spent
-            self._remote.add((generation, slot))
+        self._keep_meter((generation, slot), spent, remote=True)
 
     def credit_unit(self, generation: int, slot: int) -> CallTotals:
         """What the finished unit at ``(generation, slot)`` is credited with (called in plan order): the
         metered model's book (:class:`~furnace.evolution.metering.CallBook`), else (no book, or a unit run in
         another process) the calls it made. Its generation's figures count the same."""
         where = (generation, slot)
-        with self._lock:
-            made = self._unit_meters.get(where, CallTotals())
-            if where in self._remote:
-                return made
+        made, remote = self._made(where)
+        if remote:
+            return made
         spent = self.metered.credit(unit_label(generation, slot))
         if spent is None:
             return made
-        with self._lock:
-            self._unit_meters[where] = spent
+        self._keep_meter(where, spent)
         return spent
 
     def _untraced(self) -> list[dict[str, Any]]:
