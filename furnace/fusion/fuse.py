@@ -8,8 +8,8 @@ fixes the lineage params (everything that shapes the result), and only then
 looks in the synthesis cache under ``synth:{lineage_hash}``. A hit costs no
 model call; a miss runs the operator once (single-flight), renders the prompt,
 and stores the value (insert-if-absent), the sub-results the operator computed
-and the agent with its persona and edges in one transaction of the store when
-it offers one (``atomically``): all of it or nothing.
+and the agent with its persona and edges in one transaction of the store
+(``atomically``): all of it or nothing.
 """
 
 from __future__ import annotations
