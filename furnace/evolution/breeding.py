@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from furnace.domain.elixir import ElixirRef
 from furnace.domain.errors import FurnaceError, StoreError
+from furnace.domain.guarded import Guarded, serialized
 from furnace.evolution.engine import Bred
+from furnace.evolution.runstore import RunStore
 from furnace.evolution.writer import NewAgent
 from furnace.llm.seam import LLM
 from furnace.settings import FurnaceSettings
+from furnace.storage.protocols import KV
 
 
-class RunKV:
+class RunKV(Guarded):
     """The synthesis cache's key-value store as the units of one run read it: what it held before the run,
     never what another unit of the run stored since. A fusion sub-result two units need (a crossover's
     identity sentence for the same parents) is then asked of the model by each of them — the response
@@ -22,31 +24,28 @@ class RunKV:
     requests a unit makes, and what it is credited with (``metering.CallBook``), never depends on which
     unit ran first. Writes go through (a later run reads them)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: KV) -> None:
         self.inner = inner
         self._written: set[str] = set()
-        self._lock = threading.Lock()
+
+    @serialized
+    def _hidden(self, key: str) -> bool:
+        return key in self._written
+
+    @serialized
+    def _hide(self, keys: Sequence[str]) -> None:
+        self._written.update(keys)
 
     def get(self, key: str) -> dict[str, Any] | None:
-        with self._lock:
-            if key in self._written:
-                return None
-        value: dict[str, Any] | None = self.inner.get(key)
-        return value
+        return None if self._hidden(key) else self.inner.get(key)
 
     def put_if_absent(self, key: str, value: dict[str, Any], ttl_s: float | None = None) -> dict[str, Any]:
-        with self._lock:
-            self._written.add(key)
-        stored: dict[str, Any] = self.inner.put_if_absent(key, value, ttl_s)
-        return stored
+        self._hide([key])
+        return self.inner.put_if_absent(key, value, ttl_s)
 
     def put_many_if_absent(self, items: Sequence[tuple[str, dict[str, Any], float | None]]) -> list[dict[str, Any]]:
-        with self._lock:
-            self._written.update(key for key, _, _ in items)
-        many = getattr(self.inner, "put_many_if_absent", None)
-        if callable(many):
-            return list(many(items))
-        return [self.inner.put_if_absent(key, value, ttl_s) for key, value, ttl_s in items]
+        self._hide([key for key, _, _ in items])
+        return self.inner.put_many_if_absent(items)
 
 
 class FusionBreeder:
@@ -62,7 +61,6 @@ class FusionBreeder:
         """This breeder as one run uses it: parents read once, new agents handed to ``queue`` (the
         run's record writer) instead of written by the unit (``furnace.evolution.runstore``), and the
         synthesis cache as it was before the run (:class:`RunKV`)."""
-        from furnace.evolution.runstore import RunStore
         from furnace.fusion.synthesis import SynthesisCache
 
         cache = self.cache
@@ -71,10 +69,9 @@ class FusionBreeder:
         return FusionBreeder(RunStore(self.store, queue), embedder=self.embedder, cache=cache, settings=self.settings)
 
     def prefetch(self, refs: Sequence[ElixirRef]) -> None:
-        """Read ahead parents the run will use (its seeds), when the store view can (``RunStore``)."""
-        ahead = getattr(self.store, "prefetch", None)
-        if callable(ahead):
-            ahead(refs)
+        """Read ahead parents the run will use (its seeds), when the store is a run's view (``RunStore``)."""
+        if isinstance(self.store, RunStore):
+            self.store.prefetch(refs)
 
     def __call__(
         self, parents: Sequence[ElixirRef], operator: str, seed: int, params: dict[str, Any], llm: LLM

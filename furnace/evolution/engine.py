@@ -34,7 +34,6 @@ Reproducible and resumable by construction:
 from __future__ import annotations
 
 import random
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +46,7 @@ import numpy as np
 from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import BudgetExceeded, FurnaceError
+from furnace.domain.guarded import Guarded, serialized
 from furnace.domain.render import render_prompt
 from furnace.evolution.assessments import held_out_assessments, individual_assessments
 from furnace.evolution.config import ExperimentConfig
@@ -147,7 +147,7 @@ class Progress:
     message: str = ""
 
 
-class _CountingLLM:
+class _CountingLLM(Guarded):
     """Counts one unit's calls and tokens (per-individual accounting), names the unit on each request
     (``unit``: the call ledger keeps it, so a generation's figures can be read from the ledger) and,
     when the unit is traced, records each call as an LLM span under ``parent`` (task, input/output
@@ -162,19 +162,28 @@ class _CountingLLM:
         self.unit = unit
         self.limit = limit  # the model calls the unit reserved (``Evolution.unit_bound``): a guard, never reached
         self._asking = 0  # its calls under way
-        self._lock = threading.Lock()
+
+    @serialized
+    def _ask(self, n: int) -> None:
+        """One more call under way (``n`` = 1; -1 when it ended); refused past the unit's reservation."""
+        if n > 0 and self._tally.calls - self._tally.cached_calls + self._asking >= (self.limit or 0):
+            raise BudgetExceeded(f"unit {self.unit} would pass the {self.limit} model calls it reserved")
+        self._asking += n
+
+    @serialized
+    def _add(self, lost: CallTotals | None = None, completion: Completion | None = None) -> None:
+        if lost is not None:
+            self._tally.add(lost)
+        if completion is not None:
+            self._tally.add_completion(completion)
 
     def complete(self, request: LLMRequest) -> Completion:
         if self.limit is not None:
-            with self._lock:
-                if self._tally.calls - self._tally.cached_calls + self._asking >= self.limit:
-                    raise BudgetExceeded(f"unit {self.unit} would pass the {self.limit} model calls it reserved")
-                self._asking += 1
+            self._ask(1)
             try:
                 return self._complete(request)
             finally:
-                with self._lock:
-                    self._asking -= 1
+                self._ask(-1)
         return self._complete(request)
 
     def _complete(self, request: LLMRequest) -> Completion:
@@ -196,8 +205,7 @@ class _CountingLLM:
             lost = error_totals(err)
             if span is not None:
                 span.end(error=f"{err.__class__.__name__}: {err}"[:300], usage=lost, model=self.model_name)
-            with self._lock:
-                self._tally.add(lost)
+            self._add(lost=lost)
             raise
         if span is not None:
             span.end(
@@ -205,15 +213,14 @@ class _CountingLLM:
                 usage=completion_totals(c),
                 model=c.model,
             )
-        with self._lock:
-            self._tally.add_completion(c)
+        self._add(completion=c)
         return c
 
     @property
+    @serialized
     def meter(self) -> CallTotals:
         """This unit's calls so far."""
-        with self._lock:
-            return self._tally.totals()
+        return self._tally.totals()
 
     spent = meter
 
@@ -225,7 +232,7 @@ class Embedder(Protocol):
 
 
 @dataclass
-class Evolution:
+class Evolution(Guarded):
     """One experiment run with its collaborators. Call :meth:`run`."""
 
     config: ExperimentConfig
@@ -280,8 +287,8 @@ class Evolution:
             self.llm.model_name, experiment_inputs(self.seeds, self.probes, judge_model=separate)
         )
         self.board = OperatorBoard(dict(self.config.operators), adapt=self.config.adapt_operators)
-        self._embed_lock = threading.Lock()
-        self._embedder_lock = threading.Lock()
+        # the run's one lock (Guarded): the embedder (one call at a time), the vectors it made, the units' meters
+        self._embed_lock = self._lock  # the same lock, under the name furnace.evolution.scheduler still uses
         self._vectors: dict[str, np.ndarray] = {}
         self._unit_meters: dict[tuple[int, int], CallTotals] = {}  # (generation, slot) -> calls of units run here
         self._remote: set[tuple[int, int]] = set()  # units run in another process (their calls as they made them)
@@ -315,21 +322,32 @@ class Evolution:
     def _vector(self, agent_id: str, prompt: str) -> np.ndarray | None:
         """The agent's prompt embedding, computed once per run. A unit reads its peers' vectors (a
         population's worth) without waiting for another unit's embedding: the embedder runs one
-        call at a time (a tokenizer may not be shared by threads) under its own lock."""
+        call at a time (a tokenizer may not be shared by threads) under the run's lock, and a vector,
+        written once, is read without it."""
         if self.embedder is None:
             return None
-        with self._embed_lock:
-            found = self._vectors.get(agent_id)
-        if found is not None:
-            return found
-        with self._embedder_lock:
-            with self._embed_lock:
-                found = self._vectors.get(agent_id)
-            if found is None:
-                found = np.asarray(self.embedder.embed([prompt])[0], dtype=float)  # diversity stacks rows of these
-                with self._embed_lock:
-                    self._vectors[agent_id] = found
+        found = self._vectors.get(agent_id)
+        return found if found is not None else self._embed(agent_id, prompt)
+
+    @serialized
+    def _embed(self, agent_id: str, prompt: str) -> np.ndarray:
+        """(Under the run's lock.) A unit that waited here finds the vector another one made."""
+        assert self.embedder is not None
+        found = self._vectors.get(agent_id)
+        if found is None:  # diversity stacks rows of these
+            found = self._vectors[agent_id] = np.asarray(self.embedder.embed([prompt])[0], dtype=float)
         return found
+
+    @serialized
+    def _keep_meter(self, where: tuple[int, int], spent: CallTotals, *, remote: bool = False) -> None:
+        self._unit_meters[where] = spent
+        if remote:
+            self._remote.add(where)
+
+    @serialized
+    def _made(self, where: tuple[int, int]) -> tuple[CallTotals, bool]:
+        """The calls the unit at ``where`` made, and whether it ran in another process."""
+        return self._unit_meters.get(where, CallTotals()), where in self._remote
 
     def _emit(self, **kwargs: Any) -> None:
         if self.progress is not None:
@@ -430,8 +448,7 @@ class Evolution:
                 root.end(error=f"{err.__class__.__name__}: {err}"[:300])
             raise
         finally:
-            with self._embed_lock:
-                self._unit_meters[(generation, plan.slot)] = llm.meter
+            self._keep_meter((generation, plan.slot), llm.meter)
         if root is not None:
             root.assess(
                 individual_assessments(
@@ -969,31 +986,26 @@ class Evolution:
 
     def unit_meter(self, generation: int, slot: int) -> CallTotals:
         """The calls of the unit at ``(generation, slot)`` evaluated in this process (until its generation closes)."""
-        with self._embed_lock:
-            return self._unit_meters.get((generation, slot), CallTotals())
+        return self._made((generation, slot))[0]
 
     def account_unit(self, generation: int, slot: int, spent: CallTotals) -> None:
         """Count the calls a unit made in another process (``furnace.evolution.isolated``): the run's
         meter (budget) and its generation's figures see them as if they were made here."""
         self.metered.account(spent)
-        with self._embed_lock:
-            self._unit_meters[(generation, slot)] = spent
-            self._remote.add((generation, slot))
+        self._keep_meter((generation, slot), spent, remote=True)
 
     def credit_unit(self, generation: int, slot: int) -> CallTotals:
         """What the finished unit at ``(generation, slot)`` is credited with (called in plan order): the
         metered model's book (:class:`~furnace.evolution.metering.CallBook`), else (no book, or a unit run in
         another process) the calls it made. Its generation's figures count the same."""
         where = (generation, slot)
-        with self._embed_lock:
-            made = self._unit_meters.get(where, CallTotals())
-            if where in self._remote:
-                return made
+        made, remote = self._made(where)
+        if remote:
+            return made
         spent = self.metered.credit(unit_label(generation, slot))
         if spent is None:
             return made
-        with self._embed_lock:
-            self._unit_meters[where] = spent
+        self._keep_meter(where, spent)
         return spent
 
     def _untraced(self) -> list[dict[str, Any]]:

@@ -34,12 +34,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from furnace.domain.agent import AGENT_PREFIX, Agent
 from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import FurnaceError, NotFound
+from furnace.domain.guarded import Guarded, serialized
 from furnace.evolution.breeding import FusionBreeder
 from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.engine import Embedder, Evolution
@@ -61,6 +62,8 @@ from furnace.llm.cache import (
 from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind
 from furnace.scoring.probes import ProbeSet
 from furnace.settings import FurnaceSettings
+
+T = TypeVar("T")
 
 # --- what travels -------------------------------------------------------------------------------
 
@@ -221,7 +224,7 @@ class _Slotted:
             self.slots.release()
 
 
-class _Kit:
+class _Kit(Guarded):
     """One worker's collaborators for one run, built once (the model clients, the embedder with the
     vectors it computed, the caches shared by the units this worker runs, and the worker's model slots:
     ``slots`` calls in flight, handed out in the driver's order: see :meth:`serve`)."""
@@ -229,7 +232,6 @@ class _Kit:
     def __init__(self, world: World) -> None:
         self.slots = PrioritySlots(max(1, world.slots))
         self._phase = -1  # none yet: the first job sets it
-        self._lock = threading.Lock()
         self.model = world.model()
         self.judge = world.judge() if world.judge is not None else None
         self.judges = [make() for make in world.judges]
@@ -245,16 +247,16 @@ class _Kit:
         for key, value in world.synth:
             self.kv.put_if_absent(key, value, ttl)
 
+    @serialized
     def serve(self, order: str) -> None:
         """Serve the slots in ``order`` when the driver has moved on to it. The driver's phases only move
         forward (generation 0 first come first served, then the oldest units first, then the youngest
         once the last child is planned: ``furnace.evolution.metering``), and a job can start after a
         younger one: a job sent in an earlier phase never sets it back."""
         phase = _PHASES.index(order)
-        with self._lock:
-            if phase > self._phase:
-                self._phase = phase
-                self.slots.serve(order)
+        if phase > self._phase:
+            self._phase = phase
+            self.slots.serve(order)
 
 
 _PHASES = ("arrival", "priority", "reverse")  # the driver's serving orders, in the order a run goes through them
@@ -325,16 +327,19 @@ class _RecordingKV:
             self.added.append((key, value, ttl_s))
         return stored
 
+    def put_many_if_absent(self, items: Sequence[tuple[str, dict[str, Any], float | None]]) -> list[dict[str, Any]]:
+        return [self.put_if_absent(key, value, ttl_s) for key, value, ttl_s in items]
 
-class ParentStore:
+
+class ParentStore(Guarded):
     """The only store a worker has: the parents the driver loaded (read) and what the unit
-    breeds (kept, returned to the driver). Everything else is not there."""
+    breeds (kept, returned to the driver). Everything else is not there. Only ``fuse``'s store
+    calls are served (its agents under the view's one lock)."""
 
     def __init__(self, parents: Sequence[Elixir], agents: Sequence[Agent]) -> None:
         self._elixirs = {(e.id, e.version): e for e in parents}
         self._agents = {a.id: a for a in agents}
         self.saved: list[Agent] = []
-        self._lock = threading.Lock()
 
     def get_elixir(self, id: str, version: int | None = None) -> Elixir:
         found = [e for (i, v), e in self._elixirs.items() if i == id and (version is None or v == version)]
@@ -350,20 +355,27 @@ class ParentStore:
             raise FurnaceError(f"parent {ref_or_id} was shipped with another content hash")
         return elixir
 
+    @serialized
     def get_agent(self, id: str) -> Agent:
-        with self._lock:
-            agent = self._agents.get(id)
+        agent = self._agents.get(id)
         if agent is None:
             raise NotFound(f"no agent {id!r}", field="id")
         return agent
 
+    def stored_child(self, id: str, parents: Sequence[ElixirRef]) -> Agent:
+        return self.get_agent(id)
+
+    @serialized
     def save_agent(self, agent: Agent) -> bool:
-        with self._lock:
-            if agent.id in self._agents:
-                return False
-            self._agents[agent.id] = agent
-            self.saved.append(agent)
-            return True
+        if agent.id in self._agents:
+            return False
+        self._agents[agent.id] = agent
+        self.saved.append(agent)
+        return True
+
+    def atomically(self, work: Callable[[], T]) -> T:
+        """``work()``: what the unit keeps is returned to the driver, which writes it with the records."""
+        return work()
 
 
 def run_job(world: World, job: Job) -> Outcome:
@@ -534,26 +546,28 @@ class Sink:
         return tuple(elixirs), tuple(agents)
 
 
-class _Applied:
+class _Applied(Guarded):
     """A worker's future as the loop sees it: ``result()`` applies the outcome (once, in the
     calling thread: the loop's main thread) and returns the record."""
 
     def __init__(self, future: Any, sink: Sink, unit: Unit) -> None:
         self.future, self.sink, self.unit = future, sink, unit
-        self._lock = threading.Lock()
         self._done = False
         self._record: IndividualRecord | None = None
         self._error: BaseException | None = None
 
+    @serialized
+    def _apply(self) -> None:
+        if not self._done:
+            try:
+                generation, plan = self.unit.args[0], self.unit.args[1]
+                self._record = self.sink.apply(self.future.result(), generation, plan.slot)
+            except BaseException as err:
+                self._error = err
+            self._done = True
+
     def result(self) -> IndividualRecord:
-        with self._lock:
-            if not self._done:
-                try:
-                    generation, plan = self.unit.args[0], self.unit.args[1]
-                    self._record = self.sink.apply(self.future.result(), generation, plan.slot)
-                except BaseException as err:
-                    self._error = err
-                self._done = True
+        self._apply()
         if self._error is not None:
             raise self._error
         assert self._record is not None

@@ -8,12 +8,14 @@ idempotent by natural keys: experiment id; (experiment, generation);
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
+from furnace.domain.guarded import serialized
 from furnace.scoring.panel import split_scorer
+from furnace.storage.memory import InMemory
+from furnace.storage.protocols import ExperimentResults as ExperimentResults  # declared with every store protocol
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ class IndividualRecord:
     scores: tuple[ScoreRow, ...] = ()
     failures: int = 0
     failure_reasons: tuple[str, ...] = ()
-    calls: int = 0
+    calls: int = 0  # model calls (cache hits excluded), as ``calls`` means in every stored record
     tokens: int = 0
     cost_usd: float = 0.0
     # the content key of the plan that made it (operator, parents, seed, params: ``plans.plan_key``): a rerun
@@ -75,8 +77,8 @@ class GenerationRecord:
     best_fitness: float
     mean_fitness: float
     operator_weights: dict[str, float] = field(default_factory=dict)
-    calls: int = 0
-    cached_calls: int = 0
+    calls: int = 0  # model calls (cache hits excluded)
+    cached_calls: int = 0  # calls the response cache served
     tokens: int = 0
     cost_usd: float = 0.0
 
@@ -101,85 +103,55 @@ class ExperimentRecord:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-class ExperimentResults(Protocol):
-    """Where experiment facts are kept (the system of record is the live store)."""
-
-    def start_experiment(self, record: ExperimentRecord) -> None:
-        """Insert the experiment if new (a re-run keeps the existing row, status back to running)."""
-        ...
-
-    def finish_experiment(self, experiment_id: str, status: str, summary: dict[str, Any]) -> None:
-        """Set the final status and summary."""
-        ...
-
-    def get_experiment(self, experiment_id: str) -> ExperimentRecord | None: ...
-
-    def list_experiments(self) -> list[ExperimentRecord]: ...
-
-    def save_individual(self, record: IndividualRecord) -> None:
-        """Insert the individual and its scores (no-op for existing keys)."""
-        ...
-
-    def replace_individual(self, record: IndividualRecord) -> None:
-        """Replace whatever is recorded at the record's (experiment, generation, slot), and a stale row
-        of the same agent in that generation, scores included (a rerun's new evaluation), at once."""
-        ...
-
-    def individual_by_slot(self, experiment_id: str, generation: int, slot: int) -> IndividualRecord | None: ...
-
-    def individual(self, experiment_id: str, generation: int, agent_id: str) -> IndividualRecord | None: ...
-
-    def individuals(self, experiment_id: str, generation: int | None = None) -> list[IndividualRecord]: ...
-
-    def save_generation(self, record: GenerationRecord) -> None:
-        """Insert or replace (a rerun that rescored individuals recomputes the generation)."""
-        ...
-
-    def generations(self, experiment_id: str) -> list[GenerationRecord]: ...
-
-
-class MemoryResults:
+class MemoryResults(InMemory):
     """In-memory :class:`ExperimentResults` (same semantics, for tests)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self.experiments: dict[str, ExperimentRecord] = {}
         self._individuals: dict[tuple[str, int, str], IndividualRecord] = {}
         self._generations: dict[tuple[str, int], GenerationRecord] = {}
 
+    @serialized
     def start_experiment(self, record: ExperimentRecord) -> None:
-        with self._lock:
-            old = self.experiments.get(record.experiment_id)
-            self.experiments[record.experiment_id] = (
-                record if old is None else ExperimentRecord(**{**old.__dict__, "status": "running"})
-            )
+        old = self.experiments.get(record.experiment_id)
+        self.experiments[record.experiment_id] = (
+            record if old is None else ExperimentRecord(**{**old.__dict__, "status": "running"})
+        )
 
+    @serialized
     def finish_experiment(self, experiment_id: str, status: str, summary: dict[str, Any]) -> None:
-        with self._lock:
-            old = self.experiments[experiment_id]
-            self.experiments[experiment_id] = ExperimentRecord(**{**old.__dict__, "status": status, "summary": summary})
+        old = self.experiments[experiment_id]
+        self.experiments[experiment_id] = ExperimentRecord(**{**old.__dict__, "status": status, "summary": summary})
 
+    @serialized
     def get_experiment(self, experiment_id: str) -> ExperimentRecord | None:
         return self.experiments.get(experiment_id)
 
+    @serialized
     def list_experiments(self) -> list[ExperimentRecord]:
         return sorted(self.experiments.values(), key=lambda r: r.experiment_id)
 
+    @serialized
     def save_individual(self, record: IndividualRecord) -> None:
-        with self._lock:
-            self._individuals.setdefault((record.experiment_id, record.generation, record.agent_id), record)
+        self._individuals.setdefault((record.experiment_id, record.generation, record.agent_id), record)
 
+    @serialized
+    def save_individuals(self, records: Sequence[IndividualRecord]) -> None:
+        for record in records:
+            self.save_individual(record)
+
+    @serialized
     def replace_individual(self, record: IndividualRecord) -> None:
-        with self._lock:
-            for key in [
-                k
-                for k, r in self._individuals.items()
-                if k[:2] == (record.experiment_id, record.generation)
-                and (r.slot == record.slot or r.agent_id == record.agent_id)
-            ]:
-                del self._individuals[key]
-            self._individuals[(record.experiment_id, record.generation, record.agent_id)] = record
+        for key in [
+            k
+            for k, r in self._individuals.items()
+            if k[:2] == (record.experiment_id, record.generation)
+            and (r.slot == record.slot or r.agent_id == record.agent_id)
+        ]:
+            del self._individuals[key]
+        self._individuals[(record.experiment_id, record.generation, record.agent_id)] = record
 
+    @serialized
     def individual_by_slot(self, experiment_id: str, generation: int, slot: int) -> IndividualRecord | None:
         return next(
             (
@@ -190,9 +162,11 @@ class MemoryResults:
             None,
         )
 
+    @serialized
     def individual(self, experiment_id: str, generation: int, agent_id: str) -> IndividualRecord | None:
         return self._individuals.get((experiment_id, generation, agent_id))
 
+    @serialized
     def individuals(self, experiment_id: str, generation: int | None = None) -> list[IndividualRecord]:
         rows = [
             r
@@ -201,9 +175,10 @@ class MemoryResults:
         ]
         return sorted(rows, key=lambda r: (r.generation, r.slot, r.agent_id))
 
+    @serialized
     def save_generation(self, record: GenerationRecord) -> None:
-        with self._lock:
-            self._generations[(record.experiment_id, record.generation)] = record
+        self._generations[(record.experiment_id, record.generation)] = record
 
+    @serialized
     def generations(self, experiment_id: str) -> list[GenerationRecord]:
         return sorted((r for (e, _), r in self._generations.items() if e == experiment_id), key=lambda r: r.generation)

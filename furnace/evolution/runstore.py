@@ -25,134 +25,155 @@ Only ``fuse``'s store calls are served here; anything else goes to the store its
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from furnace.domain.agent import Agent
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import NotFound
+from furnace.domain.guarded import Guarded, serialized
 from furnace.evolution.writer import NewAgent
+from furnace.storage.protocols import ElixirStore
 
 T = TypeVar("T")
 
 
-class RunStore:
-    """A view of ``store`` for one run's breeder (see the module docstring)."""
+class RunStore(Guarded):
+    """A view of ``store`` for one run's breeder (see the module docstring). What it keeps is under its
+    one lock (:mod:`furnace.domain.guarded`): the serialized helpers below; the store is read outside it."""
 
-    def __init__(self, store: Any, queue: Callable[[NewAgent], None]) -> None:
+    def __init__(self, store: ElixirStore, queue: Callable[[NewAgent], None]) -> None:
         self.store = store
         self._queue = queue
-        self._lock = threading.Lock()
-        self._listing = threading.Lock()  # one listing of a parent's children even when two units ask at once
         self._agents: dict[str, Agent] = {}  # bred in this run, or read from the store
         self._absent: set[str] = set()  # ids the store did not hold when asked (and nobody bred since)
         self._elixirs: dict[tuple[str, int | None, str], Elixir] = {}  # parents loaded for fusion, by ref
         self._fresh: set[str] = set()  # bred here while absent from the store: no stored children
         self._children: dict[str, frozenset[str]] = {}  # a stored parent -> its children's ids (edges)
 
+    # --- what the view keeps (under its lock) ---------------------------------
+
+    @serialized
+    def _kept(self, ref: ElixirRef) -> Elixir | None:
+        """The parent ``ref`` as loaded before, or as bred in this run."""
+        found = self._elixirs.get((ref.id, ref.version, ref.content_hash))
+        bred = self._agents.get(ref.id)
+        if found is None and bred is not None and bred.elixir.ref == ref:
+            return bred.elixir
+        return found
+
+    @serialized
+    def _keep_elixirs(self, loaded: Sequence[Elixir]) -> None:
+        for elixir in loaded:
+            self._elixirs.setdefault((elixir.id, elixir.version, elixir.content_hash), elixir)
+
+    @serialized
+    def _keep_children(self, listed: dict[str, set[str]], parents: Sequence[str]) -> None:
+        for p in parents:
+            self._children.setdefault(p, frozenset(listed.get(p, ())))
+
+    @serialized
+    def _agent(self, id: str) -> Agent | None:
+        return self._agents.get(id)
+
+    @serialized
+    def _keep_agent(self, agent: Agent) -> Agent:
+        return self._agents.setdefault(agent.id, agent)
+
+    @serialized
+    def _mark_absent(self, id: str) -> None:
+        if id not in self._agents:
+            self._absent.add(id)
+
+    @serialized
+    def _not_stored(self, id: str, parents: Sequence[str]) -> bool:
+        """True when the store cannot hold ``id``, a child of ``parents``: one of them has no edge to it.
+        The parents not listed yet are listed here, under the lock: one listing of a parent's children
+        even when two units ask at once (a query per parent and run, most of them read ahead by
+        :meth:`prefetch`)."""
+        if not parents:
+            return False
+        if any(p in self._fresh for p in parents):
+            return True
+        unknown = [p for p in dict.fromkeys(parents) if p not in self._children]
+        if unknown:
+            self._keep_children(self.store.child_ids(unknown), unknown)
+        return any(id not in self._children[p] for p in parents)
+
+    @serialized
+    def _checked(self, id: str) -> bool | None:
+        """None when ``id`` is bred or read in this run already; else whether the store was asked for it."""
+        return None if id in self._agents else id in self._absent
+
+    @serialized
+    def _bred(self, agent: Agent) -> bool:
+        """Keep ``agent`` as bred here; False when another unit kept it meanwhile."""
+        if agent.id in self._agents:
+            return False
+        self._agents[agent.id] = agent
+        self._absent.discard(agent.id)
+        self._fresh.add(agent.id)
+        return True
+
+    # --- fuse's store calls ------------------------------------------------------
+
     def load_for_fusion(self, ref_or_id: ElixirRef | str) -> Elixir:
         if not isinstance(ref_or_id, ElixirRef):  # "the latest version": may change, ask the store
-            return self.store.load_for_fusion(ref_or_id)  # type: ignore[no-any-return]
-        key = (ref_or_id.id, ref_or_id.version, ref_or_id.content_hash)
-        with self._lock:
-            found = self._elixirs.get(key)
-            bred = self._agents.get(ref_or_id.id)
+            return self.store.load_for_fusion(ref_or_id)
+        found = self._kept(ref_or_id)
         if found is not None:
             return found
-        if bred is not None and bred.elixir.ref == ref_or_id:
-            return bred.elixir
-        loaded: Elixir = self.store.load_for_fusion(ref_or_id)  # verified (withdrawn, tampered) as always
-        with self._lock:
-            self._elixirs[key] = loaded
+        loaded = self.store.load_for_fusion(ref_or_id)  # verified (withdrawn, tampered) as always
+        self._keep_elixirs([loaded])
         return loaded
 
     def prefetch(self, refs: Sequence[ElixirRef]) -> None:
         """Read ahead the run's first parents (the seeds): their elixirs, verified as ``load_for_fusion``
         verifies (``load_many_for_fusion``), and their children's ids, a query for each instead of
-        two reads per parent and a listing per child. Never raises: what it leaves out is read where
-        it is used."""
-        many = getattr(self.store, "load_many_for_fusion", None)
-        loaded = list(many(list(refs))) if callable(many) else []
-        with self._lock:
-            for elixir in loaded:
-                self._elixirs.setdefault((elixir.id, elixir.version, elixir.content_hash), elixir)
-        child_ids = getattr(self.store, "child_ids", None)
+        two reads per parent and a listing per child. What it leaves out is read where it is used."""
+        loaded = self.store.load_many_for_fusion(list(refs))
+        self._keep_elixirs(loaded)
         ids = [e.id for e in loaded]
-        if ids and callable(child_ids):
-            listed = child_ids(ids)
-            with self._lock:
-                for p in ids:
-                    self._children.setdefault(p, frozenset(listed.get(p, ())))
+        if ids:
+            self._keep_children(self.store.child_ids(ids), ids)
 
     def get_elixir(self, id: str, version: int | None = None) -> Elixir:
-        return self.store.get_elixir(id, version)  # type: ignore[no-any-return]
+        return self.store.get_elixir(id, version)
 
     def get_agent(self, id: str) -> Agent:
-        with self._lock:
-            found = self._agents.get(id)
+        found = self._agent(id)
         if found is not None:
             return found
         try:
-            agent: Agent = self.store.get_agent(id)
+            agent = self.store.get_agent(id)
         except NotFound:
-            with self._lock:
-                if id not in self._agents:
-                    self._absent.add(id)
+            self._mark_absent(id)
             raise
-        with self._lock:
-            return self._agents.setdefault(id, agent)
+        return self._keep_agent(agent)
 
     def stored_child(self, id: str, parents: Sequence[ElixirRef]) -> Agent:
         """``get_agent(id)`` for a child of ``parents``: NotFound without a read when one of the parents
         has no lineage edge to it (see the module docstring)."""
-        with self._lock:
-            found = self._agents.get(id)
+        found = self._agent(id)
         if found is None and self._not_stored(id, [p.id for p in parents]):
-            with self._lock:
-                if id not in self._agents:
-                    self._absent.add(id)
+            self._mark_absent(id)
             raise NotFound(f"no agent {id!r}", field="id")
         return found if found is not None else self.get_agent(id)
-
-    def _not_stored(self, id: str, parents: Sequence[str]) -> bool:
-        """True when the store cannot hold ``id``, a child of ``parents``: one of them has no edge to it."""
-        child_ids = getattr(self.store, "child_ids", None)
-        if not parents or not callable(child_ids):
-            return False
-        with self._lock:
-            if any(p in self._fresh for p in parents):
-                return True
-        with self._listing:
-            with self._lock:
-                unknown = [p for p in dict.fromkeys(parents) if p not in self._children]
-            if unknown:
-                listed = child_ids(unknown)
-                with self._lock:
-                    for p in unknown:
-                        self._children.setdefault(p, frozenset(listed.get(p, ())))
-        with self._lock:
-            return any(id not in self._children[p] for p in parents)
 
     def save_agent(self, agent: Agent) -> bool:
         """Keep ``agent`` for the run and queue its write; False when it existed (in the store or
         bred in this run), like the store's own ``save_agent``."""
-        with self._lock:
-            if agent.id in self._agents:
-                return False
-            checked = agent.id in self._absent
+        checked = self._checked(agent.id)
+        if checked is None:
+            return False
         if not checked:  # the synthesis cache served it without asking the store: does the store hold it?
             try:
                 self.stored_child(agent.id, agent.lineage.parents)
                 return False
             except NotFound:
                 pass
-        with self._lock:
-            if agent.id in self._agents:  # bred by another unit meanwhile
-                return False
-            self._agents[agent.id] = agent
-            self._absent.discard(agent.id)
-            self._fresh.add(agent.id)
+        if not self._bred(agent):  # bred by another unit meanwhile
+            return False
         self._queue(NewAgent(self.store, agent))
         return True
 

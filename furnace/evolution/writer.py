@@ -16,7 +16,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from furnace.domain.agent import Agent
+    from furnace.storage.protocols import ElixirStore, ExperimentResults
 
 
 @dataclass(frozen=True)
@@ -39,11 +43,11 @@ class Deferred:
 @dataclass(frozen=True)
 class NewAgent:
     """An agent bred in this run (``furnace.evolution.runstore``), saved to ``store`` before the
-    records put after it. The agents of one batch are saved first, together (``save_agents`` when
-    the store offers it): they depend on nothing the batch writes."""
+    records put after it. The agents of one batch are saved first, together (``save_agents``):
+    they depend on nothing the batch writes."""
 
-    store: Any
-    agent: Any
+    store: ElixirStore
+    agent: Agent
 
 
 # How long a batch gathers finished units (a finished generation or flush() ends it early). On the
@@ -57,10 +61,10 @@ class RecordWriter:
     """Saves records (individuals and generations, in the order put) on one background thread.
     A batch is what is put within ``window_s`` of its first item, up to a generation record (see
     the module docstring): one unit of work (one transaction), its new agents saved together and
-    consecutive individuals in one ``save_individuals`` call when the stores offer them.
+    consecutive individuals in one ``save_individuals`` call.
     ``flush()`` waits until everything put so far is written and re-raises a write error."""
 
-    def __init__(self, results: Any, *, window_s: float = WINDOW_S) -> None:
+    def __init__(self, results: ExperimentResults, *, window_s: float = WINDOW_S) -> None:
         self.results = results
         self.window_s = window_s
         self._queue: queue.Queue[Any] = queue.Queue()
@@ -110,13 +114,7 @@ class RecordWriter:
         stores = list({id(a.store): a.store for a in agents}.values())
         with unit_of_work(self.results, *stores):
             for store in stores:
-                mine = [a.agent for a in agents if a.store is store]
-                many = getattr(store, "save_agents", None)
-                if callable(many):
-                    many(mine)
-                else:
-                    for agent in mine:
-                        store.save_agent(agent)
+                store.save_agents([a.agent for a in agents if a.store is store])
             self._save_in_unit([item for item in batch if not isinstance(item, NewAgent)])
         if any(type(item).__name__ == "GenerationRecord" for item in batch):
             snapshot_soon(self.results)
@@ -130,12 +128,7 @@ class RecordWriter:
                 item.write()
             elif item is None or isinstance(item, (GenerationRecord, Replacement)):
                 if run:
-                    many = getattr(self.results, "save_individuals", None)
-                    if callable(many):
-                        many(run)
-                    else:
-                        for record in run:
-                            self.results.save_individual(record)
+                    self.results.save_individuals(run)
                     run = []
                 if isinstance(item, Replacement):
                     self.results.replace_individual(item.record)

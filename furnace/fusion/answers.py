@@ -36,7 +36,9 @@ Speaker = Agent | Elixir
 
 @dataclass(frozen=True)
 class AgentAnswer:
-    """What a speaker said: the text, who led (committees), the calls it took and their usage."""
+    """What a speaker said: the text, who led (committees), the calls it took and their usage. ``calls``
+    are model calls (as everywhere in furnace's records); the calls the response cache served are
+    ``cached_calls``; ``usage`` sums both."""
 
     speaker: str  # the agent's id or the elixir's ref (id@version)
     text: str
@@ -47,6 +49,7 @@ class AgentAnswer:
     leader_name: str | None = None
     reason: str | None = None
     fallback: bool = False
+    cached_calls: int = 0
 
     def transcript(self) -> dict[str, Any]:
         """The record of the turn: who led (None for a single persona), why, and what was said."""
@@ -60,17 +63,21 @@ class AgentAnswer:
 
 
 class _Tally:
-    """Sums the usage of the calls made through it (one answer's calls run one after another)."""
+    """Sums the usage of the calls made through it (one answer's calls run one after another): model
+    calls and cache hits apart."""
 
     def __init__(self, inner: LLM) -> None:
         self.inner = inner  # wrappers are walked through ``inner`` (answer traits)
         self.model_name = inner.model_name
         self.model = inner.model_name
-        self.calls = self.prompt_tokens = self.completion_tokens = 0
+        self.calls = self.cached_calls = self.prompt_tokens = self.completion_tokens = 0
 
     def complete(self, request: LLMRequest) -> Completion:
         completion = self.inner.complete(request)
-        self.calls += 1
+        if completion.cached:
+            self.cached_calls += 1
+        else:
+            self.calls += 1
         self.prompt_tokens += completion.usage.prompt_tokens
         self.completion_tokens += completion.usage.completion_tokens
         self.model = completion.model
@@ -146,6 +153,7 @@ def answer_as(
             leader_name=out.leader_name,
             reason=out.reason,
             fallback=out.fallback,
+            cached_calls=tally.cached_calls,
         )
     if isinstance(speaker, Agent):
         prompt = cached_prompt(speaker, cache) if cache is not None else speaker.system_prompt
@@ -154,4 +162,6 @@ def answer_as(
         persona = persona_from_elixir(speaker)
     turns = _history(persona.member_id, history)
     text = speak(persona, message, llm=tally, history=turns, context=context, seed=seed).text
-    return AgentAnswer(speaker_name(speaker), text, tally.model, tally.usage(), tally.calls)
+    return AgentAnswer(
+        speaker_name(speaker), text, tally.model, tally.usage(), tally.calls, cached_calls=tally.cached_calls
+    )

@@ -14,13 +14,14 @@ import hashlib
 import math
 import operator
 import re
-import threading
 import unicodedata
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
+from furnace.domain.guarded import Guarded, serialized
 from furnace.domain.vectors import cosine as cosine  # its home is the domain; fusion callers import it here
+from furnace.storage.protocols import VectorStore as VectorStore  # declared with every store protocol
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -37,30 +38,21 @@ class Embedder(Protocol):
         ...
 
 
-class VectorStore(Protocol):
-    """Vectors by (model, text hash), e.g. ``furnace.storage.sql.kv.SQLVectors``."""
-
-    def get_many(self, model: str, text_hashes: Sequence[str]) -> dict[str, list[float]]: ...
-
-    def put_many(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None: ...
-
-
-class MemoryVectors:
-    """:class:`VectorStore` in this process's memory (thread-safe): e.g. a Dask worker's, which
+class MemoryVectors(Guarded):
+    """:class:`VectorStore` in this process's memory (one coarse lock): e.g. a Dask worker's, which
     never opens the store, so that the units it runs embed each text once."""
 
     def __init__(self) -> None:
         self._vectors: dict[tuple[str, str], list[float]] = {}
-        self._lock = threading.Lock()
 
+    @serialized
     def get_many(self, model: str, text_hashes: Sequence[str]) -> dict[str, list[float]]:
-        with self._lock:
-            return {h: v for h in text_hashes if (v := self._vectors.get((model, h))) is not None}
+        return {h: v for h in text_hashes if (v := self._vectors.get((model, h))) is not None}
 
+    @serialized
     def put_many(self, model: str, vectors: Mapping[str, Sequence[float]]) -> None:
-        with self._lock:
-            for h, v in vectors.items():
-                self._vectors.setdefault((model, h), list(v))
+        for h, v in vectors.items():
+            self._vectors.setdefault((model, h), list(v))
 
 
 def text_hash(text: str) -> str:

@@ -8,8 +8,8 @@ fixes the lineage params (everything that shapes the result), and only then
 looks in the synthesis cache under ``synth:{lineage_hash}``. A hit costs no
 model call; a miss runs the operator once (single-flight), renders the prompt,
 and stores the value (insert-if-absent), the sub-results the operator computed
-and the agent with its persona and edges in one transaction of the store when
-it offers one (``atomically``): all of it or nothing.
+and the agent with its persona and edges in one transaction of the store
+(``atomically``): all of it or nothing.
 """
 
 from __future__ import annotations
@@ -30,13 +30,14 @@ from typing import Any, Generic, TypeVar
 from furnace.domain.agent import Agent, agent_id_for
 from furnace.domain.elixir import Elixir, ElixirRef, parse_elixir, slugify
 from furnace.domain.errors import InputError, LineageError, NotFound
+from furnace.domain.guarded import Guarded
 from furnace.domain.lineage import Lineage
 from furnace.domain.render import render_prompt
 from furnace.fusion.embedding import Embedder
 from furnace.fusion.operators import OPERATORS, OperatorContext, OperatorResult, expertise_distance
 from furnace.fusion.operators.conflicts import check_hard_conflicts
 from furnace.fusion.operators.prompts import answer_versions
-from furnace.fusion.synthesis import Found, SubResultCache, SynthesisCache, put_many, synth_key
+from furnace.fusion.synthesis import Found, SubResultCache, SynthesisCache, synth_key
 from furnace.llm.seam import LLM
 from furnace.settings import FurnaceSettings
 from furnace.storage.store import ElixirStore
@@ -107,10 +108,11 @@ class _Beside(Generic[T]):
 
 
 def _beside(store: ElixirStore, fn: Callable[[], T]) -> _Beside[T]:
-    """``fn()`` beside the caller when ``store`` reads from a file (its class offers ``unit()``); at once on
-    the caller's thread otherwise: a store in memory, or a view that serves fusion's reads from memory
-    and forwards the rest (a run's ``RunStore``), where a hand-over costs more than the read."""
-    return _Beside(fn, here=not callable(getattr(type(store), "unit", None)))
+    """``fn()`` beside the caller when ``store`` reads from a database; at once on the caller's thread when
+    it serves its reads from this process's memory (a :class:`~furnace.domain.guarded.Guarded` object: a
+    store in memory, or a run's view that keeps fusion's reads, ``RunStore``), where a hand-over costs more
+    than the read."""
+    return _Beside(fn, here=isinstance(store, Guarded))
 
 
 def _load_one(store: ElixirStore, parent: str | ElixirRef) -> Elixir:
@@ -195,24 +197,8 @@ def _agent_from_value(value: dict[str, Any], lineage_hash: str) -> Agent | None:
     return agent
 
 
-def _stored_agent(store: ElixirStore, agent_id: str, parents: Sequence[ElixirRef]) -> Agent:
-    """The agent stored under ``agent_id`` (a child of ``parents``), else NotFound. A store that can tell
-    from the parents that it holds no such child answers without a read (a run's view of the store,
-    ``furnace.evolution.runstore``)."""
-    stored_child = getattr(store, "stored_child", None)
-    if callable(stored_child):
-        return stored_child(agent_id, parents)  # type: ignore[no-any-return]
-    return store.get_agent(agent_id)
-
-
 class _Stop(Exception):
     """Stops an operator run before its model call: the agent is cached or stored already."""
-
-
-def _atomically(store: ElixirStore, work: Callable[[], T]) -> T:
-    """``work()`` in one transaction of ``store`` when it offers one (``atomically``), else as it is."""
-    atomically = getattr(store, "atomically", None)
-    return atomically(work) if callable(atomically) else work()
 
 
 def plan_fusion(
@@ -274,7 +260,7 @@ def fuse(
 
     def stored_or_none() -> Agent | None:
         try:
-            return _stored_agent(store, agent_id, plan.parents)  # persisted earlier; the cache had expired
+            return store.stored_child(agent_id, plan.parents)  # persisted earlier; the cache had expired
         except NotFound:
             return None
 
@@ -339,14 +325,14 @@ def fuse(
         """A new build's writes, one transaction: sub-results, cache entry, agent (with persona and edges)."""
 
         def work() -> dict[str, Any]:  # run again on a write conflict: idempotent
-            winner = put_many(cache.kv, [*subcache.entries(), (key, value, cache.ttl_s)])[-1]
+            winner = cache.kv.put_many_if_absent([*subcache.entries(), (key, value, cache.ttl_s)])[-1]
             mine = made[0] if made else _agent_from_value(value, lineage_hash)
             agent = mine if winner is value else _agent_from_value(winner, lineage_hash) or mine
             assert agent is not None  # this build's own value is an agent
             saved[:] = [persist(agent)]
             return winner
 
-        winner = _atomically(store, work)
+        winner = store.atomically(work)
         cache.mark_persisted(store, lineage_hash)  # before the threads waiting on this build look
         return winner
 
@@ -363,10 +349,10 @@ def fuse(
         kept, entries = agent, subcache.entries()  # (sub-results: only when rebuilt here, after a corrupted entry)
 
         def work() -> Agent:
-            put_many(cache.kv, entries)
+            cache.kv.put_many_if_absent(entries)
             return persist(kept)
 
-        agent = stored_before[0] if stored_before and not entries else _atomically(store, work)
+        agent = stored_before[0] if stored_before and not entries else store.atomically(work)
         cache.mark_persisted(store, lineage_hash)
     return FusionResult(agent=agent, from_cache=from_cache, model_calls=calls[0])
 

@@ -23,6 +23,7 @@ The KV protocol is tiny: ``get(key) -> dict | None`` and
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -30,56 +31,50 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from furnace.domain.canonical import content_key
+from furnace.domain.guarded import Guarded, serialized
+from furnace.storage.protocols import KV as KV  # declared with every store protocol
 
 log = logging.getLogger("furnace.fusion.synthesis")
 
 DEFAULT_TTL_S = 30 * 24 * 3600
 
 
-class KV(Protocol):
-    """A JSON key-value store with insert-if-absent and expiry."""
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The live value under ``key`` (None when absent or expired)."""
-        ...
-
-    def put_if_absent(self, key: str, value: dict[str, Any], ttl_s: float | None = None) -> dict[str, Any]:
-        """Store ``value`` unless a live value exists; return the value that is stored."""
-        ...
-
-
-class MemoryKV:
-    """An in-process KV with TTL (``clock`` is injectable for tests)."""
+class MemoryKV(Guarded):
+    """An in-process KV with TTL (``clock`` is injectable for tests); one coarse lock."""
 
     def __init__(self, *, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._data: dict[str, tuple[dict[str, Any], float | None]] = {}
-        self._lock = threading.Lock()
 
+    @serialized
     def get(self, key: str) -> dict[str, Any] | None:
         """The live value under ``key``."""
-        with self._lock:
-            item = self._data.get(key)
-            if item is None:
-                return None
-            value, expires = item
-            if expires is not None and expires <= self._clock():
-                del self._data[key]
-                return None
-            return value
+        item = self._data.get(key)
+        if item is None:
+            return None
+        value, expires = item
+        if expires is not None and expires <= self._clock():
+            del self._data[key]
+            return None
+        return value
 
+    @serialized
     def put_if_absent(self, key: str, value: dict[str, Any], ttl_s: float | None = None) -> dict[str, Any]:
         """Insert unless a live value exists; return the stored value."""
-        with self._lock:
-            item = self._data.get(key)
-            now = self._clock()
-            if item is not None and (item[1] is None or item[1] > now):
-                return item[0]
-            self._data[key] = (value, None if ttl_s is None else now + ttl_s)
-            return value
+        item = self._data.get(key)
+        now = self._clock()
+        if item is not None and (item[1] is None or item[1] > now):
+            return item[0]
+        self._data[key] = (value, None if ttl_s is None else now + ttl_s)
+        return value
+
+    @serialized
+    def put_many_if_absent(self, items: Sequence[tuple[str, dict[str, Any], float | None]]) -> list[dict[str, Any]]:
+        """``put_if_absent`` for each, in order: the stored values."""
+        return [self.put_if_absent(key, value, ttl_s) for key, value, ttl_s in items]
 
     def __len__(self) -> int:
         return len(self._data)
@@ -105,8 +100,9 @@ class Found(Exception):
         self.value = value
 
 
-class SynthesisCache:
-    """Rendered agents by lineage hash, single-flight in process, insert-if-absent across."""
+class SynthesisCache(Guarded):
+    """Rendered agents by lineage hash, single-flight in process, insert-if-absent across. Its memo,
+    flights and counters are under its one lock (the serialized helpers); builds and the KV run outside."""
 
     def __init__(self, kv: KV | None = None, ttl_s: float | None = DEFAULT_TTL_S) -> None:
         self.kv: KV = kv if kv is not None else MemoryKV()
@@ -114,7 +110,6 @@ class SynthesisCache:
         self.builds = 0  # how many times a build function actually ran (tests, benchmarks)
         self._persisted: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
         self._flights: dict[str, _Flight] = {}
-        self._lock = threading.Lock()
         # Values are immutable per key, so a small in-process memo in front of the KV is
         # safe; entries leave it when their TTL (from built_at) runs out.
         self._memo: OrderedDict[str, tuple[dict[str, Any], float]] = OrderedDict()
@@ -127,20 +122,40 @@ class SynthesisCache:
                 expires = datetime.fromisoformat(value["built_at"]).timestamp() + self.ttl_s
             except (KeyError, TypeError, ValueError):
                 expires = time.time() + self.ttl_s
-        with self._lock:
-            self._memo[key] = (value, expires)
-            self._memo.move_to_end(key)
-            while len(self._memo) > self.memo_size:
-                self._memo.popitem(last=False)
+        self._memo_put(key, value, expires)
         return value
 
+    @serialized
+    def _memo_put(self, key: str, value: dict[str, Any], expires: float) -> None:
+        self._memo[key] = (value, expires)
+        self._memo.move_to_end(key)
+        while len(self._memo) > self.memo_size:
+            self._memo.popitem(last=False)
+
+    @serialized
     def _memo_hit(self, key: str) -> dict[str, Any] | None:
-        with self._lock:
-            item = self._memo.get(key)
-            if item is not None and item[1] > time.time():
-                return item[0]
-            self._memo.pop(key, None)
+        item = self._memo.get(key)
+        if item is not None and item[1] > time.time():
+            return item[0]
+        self._memo.pop(key, None)
         return None
+
+    @serialized
+    def _board(self, key: str) -> tuple[_Flight, bool]:
+        """The flight building ``key``, and whether this caller leads it (it was not under way)."""
+        flight = self._flights.get(key)
+        if flight is not None:
+            return flight, False
+        flight = self._flights[key] = _Flight()
+        return flight, True
+
+    @serialized
+    def _land(self, key: str) -> None:
+        self._flights.pop(key, None)
+
+    @serialized
+    def _count_build(self, n: int) -> None:
+        self.builds += n
 
     def _lookup(self, key: str) -> dict[str, Any] | None:
         found = self._memo_hit(key)
@@ -158,11 +173,12 @@ class SynthesisCache:
 
     def mark_persisted(self, store: Any, lineage_hash: str) -> None:
         """Remember that ``store`` holds the agent for ``lineage_hash``."""
-        try:
-            with self._lock:
-                self._persisted.setdefault(store, set()).add(lineage_hash)
-        except TypeError:
-            pass
+        with contextlib.suppress(TypeError):  # a store that cannot be weakly referenced: never remembered
+            self._persist(store, lineage_hash)
+
+    @serialized
+    def _persist(self, store: Any, lineage_hash: str) -> None:
+        self._persisted.setdefault(store, set()).add(lineage_hash)
 
     def get(self, lineage_hash: str) -> dict[str, Any] | None:
         """The cached value for ``lineage_hash``, if live."""
@@ -191,12 +207,7 @@ class SynthesisCache:
         hit = self._lookup(key) if read else self._memo_hit(key)
         if hit is not None:
             return hit, True
-        with self._lock:
-            flight = self._flights.get(key)
-            leader = flight is None
-            if leader:
-                flight = self._flights[key] = _Flight()
-        assert flight is not None
+        flight, leader = self._board(key)
         if not leader:
             flight.done.wait()
             if flight.error is not None:
@@ -204,18 +215,17 @@ class SynthesisCache:
             assert flight.value is not None
             return flight.value, True
         try:
-            with self._lock:  # another thread's flight may have finished just before ours began (no query:
-                done = self._memo.get(key)  # it remembered its value; another process's is met by the insert)
-            if done is not None and done[1] > time.time():
-                flight.value = done[0]
-                return done[0], True
-            with self._lock:
-                self.builds += 1
+            # another thread's flight may have finished just before ours began (no query: it remembered
+            # its value; another process's is met by the insert)
+            done = self._memo_hit(key)
+            if done is not None:
+                flight.value = done
+                return done, True
+            self._count_build(1)
             try:
                 value = build()
             except Found as found:  # not a build after all: the entry was there
-                with self._lock:
-                    self.builds -= 1
+                self._count_build(-1)
                 flight.value = self._remember(key, found.value)
                 return flight.value, True
             value.setdefault("built_at", datetime.now(UTC).isoformat())
@@ -227,8 +237,7 @@ class SynthesisCache:
             flight.error = err
             raise
         finally:
-            with self._lock:
-                self._flights.pop(key, None)
+            self._land(key)
             flight.done.set()
 
     def prewarm(self, lineage_hash: str, build: Callable[[], dict[str, Any]]) -> threading.Thread:
@@ -243,15 +252,6 @@ class SynthesisCache:
         thread = threading.Thread(target=work, name=f"prewarm-{lineage_hash[:8]}", daemon=True)
         thread.start()
         return thread
-
-
-def put_many(kv: KV, items: Sequence[tuple[str, dict[str, Any], float | None]]) -> list[dict[str, Any]]:
-    """``kv.put_if_absent`` for each ``(key, value, ttl_s)`` (in one statement when the KV can); the
-    stored (winning) values, in order."""
-    many = getattr(kv, "put_many_if_absent", None)
-    if callable(many):
-        return list(many(items))
-    return [kv.put_if_absent(key, value, ttl_s) for key, value, ttl_s in items]
 
 
 class SubResultCache:
@@ -285,5 +285,5 @@ class SubResultCache:
         return self.kv.put_if_absent(key, value, self.ttl_s)["result"]
 
     def entries(self) -> list[tuple[str, dict[str, Any], float | None]]:
-        """The deferred results as ``(key, value, ttl_s)`` for :func:`put_many`."""
+        """The deferred results as ``(key, value, ttl_s)`` for ``KV.put_many_if_absent``."""
         return [(key, value, self.ttl_s) for key, value in self.pending.items()]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import pickle
 import random
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -20,6 +19,7 @@ from os import PathLike
 from typing import Any
 
 from furnace.domain.errors import LLMError, LLMTimeout
+from furnace.domain.guarded import Guarded, serialized
 from furnace.llm.seam import LLM, Completion, LLMRequest, Usage
 
 
@@ -32,7 +32,7 @@ def _completion(model: str, text: str, parsed: Any = None) -> Completion:
     )
 
 
-class FakeLLM:
+class FakeLLM(Guarded):
     """Answers from a queue of strings, dicts (parsed JSON), exceptions or callables.
 
     ``FakeLLM(["a", {"x": 1}, LLMTimeout("slow")])``; ``enqueue(...)`` adds more;
@@ -54,17 +54,19 @@ class FakeLLM:
         self.engine_version = engine_version
         self._queue: deque[Any] = deque(responses)
         self._respond = respond
-        self._lock = threading.Lock()
         self.calls: list[LLMRequest] = []
 
+    @serialized
     def enqueue(self, *responses: Any) -> None:
-        with self._lock:
-            self._queue.extend(responses)
+        self._queue.extend(responses)
+
+    @serialized
+    def _take(self, request: LLMRequest) -> Any:
+        self.calls.append(request)
+        return self._queue.popleft() if self._queue else None
 
     def complete(self, request: LLMRequest) -> Completion:
-        with self._lock:
-            self.calls.append(request)
-            item = self._queue.popleft() if self._queue else None
+        item = self._take(request)
         if item is None:
             if self._respond is None:
                 raise LLMError("FakeLLM: no response queued for task " + request.task.value)
@@ -96,7 +98,7 @@ class EchoLLM:
         return _completion(self.model_name, text)
 
 
-class SlowLLM:
+class SlowLLM(Guarded):
     """Adds ``latency_s`` per call (sleeping, so threads overlap) to ``inner``."""
 
     def __init__(self, inner: LLM, latency_s: float = 0.05, *, per_token_s: float = 0.0) -> None:
@@ -105,18 +107,20 @@ class SlowLLM:
         self.per_token_s = per_token_s
         self.model_name = inner.model_name
         self.calls = 0
-        self._lock = threading.Lock()
+
+    @serialized
+    def _count(self) -> None:
+        self.calls += 1
 
     def complete(self, request: LLMRequest) -> Completion:
-        with self._lock:
-            self.calls += 1
+        self._count()
         started = time.perf_counter()
         result = self.inner.complete(request)
         time.sleep(self.latency_s + self.per_token_s * result.usage.completion_tokens)
         return result.model_copy(update={"latency_s": time.perf_counter() - started})
 
 
-class FlakyLLM:
+class FlakyLLM(Guarded):
     """Fails a seeded ``rate`` of calls with a transient :class:`LLMTimeout`.
 
     Whether a call fails depends only on its cache key and the seed, so a retried
@@ -131,16 +135,18 @@ class FlakyLLM:
         self.model_name = inner.model_name
         self.failures = 0
         self._attempts: dict[str, int] = {}
-        self._lock = threading.Lock()
+
+    @serialized
+    def _fails(self, key: str) -> bool:
+        """Whether this attempt at ``key`` fails (counted)."""
+        attempt = self._attempts.get(key, 0)
+        self._attempts[key] = attempt + 1
+        fails = random.Random(f"{self.seed}:{key}:{attempt}").random() < self.rate
+        self.failures += fails
+        return fails
 
     def complete(self, request: LLMRequest) -> Completion:
-        key = request.cache_key(self.model_name)
-        with self._lock:
-            attempt = self._attempts.get(key, 0)
-            self._attempts[key] = attempt + 1
-        if random.Random(f"{self.seed}:{key}:{attempt}").random() < self.rate:
-            with self._lock:
-                self.failures += 1
+        if self._fails(request.cache_key(self.model_name)):
             raise LLMTimeout(f"injected transient failure ({request.task.value})")
         return self.inner.complete(request)
 
@@ -156,7 +162,7 @@ class ReplayMiss(AssertionError):
 REPLAY_FORMAT = "furnace-replay/1"
 
 
-class ReplayLLM:
+class ReplayLLM(Guarded):
     """Record a real model's completions once; replay them by content key.
 
     - **Record**: ``ReplayLLM(path, inner=real_model)`` serves keys already in
@@ -193,7 +199,6 @@ class ReplayLLM:
         self.path = Path(path) if path is not None else None
         self.mode = "record" if inner is not None else "replay"
         self.inner = inner if inner is not None else fallback
-        self._lock = threading.Lock()
         self._entries: dict[str, dict[str, Any]] = {}
         self._completions: dict[str, Completion] = {}  # validated entries, by key
         # the key of each request seen, by its fields' values (run_id left out, see _identity): pickled in a few
@@ -221,40 +226,42 @@ class ReplayLLM:
     def replay(self, *, fallback: LLM | None = None) -> ReplayLLM:
         """A replaying double over the completions recorded so far (in memory; later recordings are not seen)."""
         replay = ReplayLLM(None, fallback=fallback, model_name=self.model_name)
-        with self._lock:
-            replay._entries = dict(self._entries)
-            replay._completions = dict(self._completions)
-            replay._keys = dict(self._keys)
+        replay._entries, replay._completions, replay._keys = self._copies()
         return replay
+
+    @serialized
+    def _copies(self) -> tuple[dict[str, dict[str, Any]], dict[str, Completion], dict[bytes, str]]:
+        return dict(self._entries), dict(self._completions), dict(self._keys)
 
     def _key(self, request: LLMRequest) -> str:
         raw = _identity(request)
-        with self._lock:
-            key = self._keys.get(raw) if raw is not None else None
+        key = self._keys.get(raw) if raw is not None else None  # a dict read: atomic
         if key is None:
             key = request.cache_key(self.model_name)  # raises for what has no key (a non-finite float, ...)
             if raw is not None:
-                with self._lock:
-                    self._keys[raw] = key
+                self._keys[raw] = key  # equal values, equal key: a race writes the same
         return key
+
+    @serialized
+    def _served(self, request: LLMRequest, key: str) -> Completion | None:
+        """The recorded completion for ``key`` (validated once), None when none was recorded; the
+        request is counted, and a miss listed when replaying."""
+        self.calls.append(request)
+        found = self._completions.get(key)
+        entry = self._entries.get(key) if found is None else None
+        if found is None and entry is not None:
+            found = self._completions[key] = Completion.model_validate(entry["completion"])
+        if found is None and self.mode == "replay":
+            self.misses.append(key)
+        return found
 
     def complete(self, request: LLMRequest) -> Completion:
         key = self._key(request)
-        with self._lock:
-            self.calls.append(request)
-            found = self._completions.get(key)
-            entry = self._entries.get(key) if found is None else None
+        found = self._served(request, key)
         if found is not None:
-            return found
-        if entry is not None:
-            found = Completion.model_validate(entry["completion"])
-            with self._lock:
-                self._completions[key] = found
             return found
         if self.mode == "replay":
             hint = _hint(request)
-            with self._lock:
-                self.misses.append(key)
             if self.inner is not None:
                 return self.inner.complete(request)
             raise ReplayMiss(
@@ -263,17 +270,20 @@ class ReplayLLM:
             )
         assert self.inner is not None
         completion = self.inner.complete(request).model_copy(update={"cached": False})
-        with self._lock:
-            self._entries[key] = {
-                "task": request.task.value,
-                "hint": _hint(request),
-                "completion": completion.model_dump(mode="json"),
-            }
-            self._completions[key] = completion
-            self.recorded += 1
-            if self.path is not None:
-                self._save()
+        self._record(request, key, completion)
         return completion
+
+    @serialized
+    def _record(self, request: LLMRequest, key: str, completion: Completion) -> None:
+        self._entries[key] = {
+            "task": request.task.value,
+            "hint": _hint(request),
+            "completion": completion.model_dump(mode="json"),
+        }
+        self._completions[key] = completion
+        self.recorded += 1
+        if self.path is not None:
+            self._save()
 
     def _save(self) -> None:
         import os

@@ -16,15 +16,16 @@ UTC) with a keyed seal of the pick and of its undo (:func:`pick_seal`,
 
 from __future__ import annotations
 
-import threading
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from furnace.domain.errors import InputError, NotFound
+from furnace.domain.guarded import Guarded, serialized
+from furnace.storage.protocols import PickStore as PickStore  # declared with every store protocol
 from furnace.storage.seals import Sealer, check
 
 Choice = Literal["A", "B", "tie"]
@@ -73,28 +74,6 @@ class Pick:
     def outcome(self) -> tuple[str, str, float]:
         """(agent shown as A, agent shown as B, 1 if A won, 0 if B won, 0.5 for a tie): a Bradley–Terry input."""
         return self.agent_a, self.agent_b, {"A": 1.0, "B": 0.0, "tie": 0.5}[self.choice]
-
-
-class PickStore(Protocol):
-    """Where people's picks are kept (the home's store: SQLite or PostgreSQL)."""
-
-    def add(self, pick: Pick) -> Pick:
-        """Store a new pick (its ``created_at`` set by the store); adding the same ``pick_id`` again
-        returns the stored pick unchanged."""
-        ...
-
-    def undo(self, pick_id: str, *, who: str) -> Pick:
-        """Mark a pick undone (kept, left out of every figure); only its author may. Undoing an undone
-        pick changes nothing. NotFound for an unknown id, InputError for someone else's pick."""
-        ...
-
-    def picks(self, experiment_id: str, *, include_undone: bool = False) -> list[Pick]:
-        """An experiment's picks, oldest first."""
-        ...
-
-    def last(self, experiment_id: str, who: str) -> Pick | None:
-        """The newest pick of ``who`` in the experiment that is not undone."""
-        ...
 
 
 def check_undo(pick: Pick | None, pick_id: str, who: str) -> Pick:
@@ -197,33 +176,33 @@ class SealedPicks(ABC):
         return stored
 
 
-class MemoryPicks:
+class MemoryPicks(Guarded):
     """In-memory :class:`PickStore` (same semantics, for tests)."""
 
     def __init__(self, *, clock: Callable[[], datetime] | None = None) -> None:
-        self._lock = threading.Lock()
         self._rows: dict[str, Pick] = {}
         self._clock = clock or (lambda: datetime.now(UTC))
 
+    @serialized
     def add(self, pick: Pick) -> Pick:
-        with self._lock:
-            if pick.pick_id not in self._rows:
-                self._rows[pick.pick_id] = replace(pick, created_at=self._clock(), undone_at=None)
-            return self._rows[pick.pick_id]
+        if pick.pick_id not in self._rows:
+            self._rows[pick.pick_id] = replace(pick, created_at=self._clock(), undone_at=None)
+        return self._rows[pick.pick_id]
 
+    @serialized
     def undo(self, pick_id: str, *, who: str) -> Pick:
-        with self._lock:
-            pick = check_undo(self._rows.get(pick_id), pick_id, who)
-            if not pick.undone:
-                pick = self._rows[pick_id] = replace(pick, undone_at=self._clock())
-            return pick
+        pick = check_undo(self._rows.get(pick_id), pick_id, who)
+        if not pick.undone:
+            pick = self._rows[pick_id] = replace(pick, undone_at=self._clock())
+        return pick
 
+    @serialized
     def picks(self, experiment_id: str, *, include_undone: bool = False) -> list[Pick]:
-        with self._lock:
-            rows = [p for p in self._rows.values() if p.experiment_id == experiment_id]
+        rows = [p for p in self._rows.values() if p.experiment_id == experiment_id]
         rows = [p for p in rows if include_undone or not p.undone]
         return sorted(rows, key=lambda p: (p.created_at or datetime.min.replace(tzinfo=UTC), p.pick_id))
 
+    @serialized
     def last(self, experiment_id: str, who: str) -> Pick | None:
         mine = [p for p in self.picks(experiment_id) if p.who == who]
         return mine[-1] if mine else None

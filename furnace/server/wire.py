@@ -140,7 +140,12 @@ def _usage(answer: AgentAnswer) -> dict[str, int]:
 
 def _furnace(answer: AgentAnswer) -> dict[str, Any]:
     """furnace's own fields on a response: who answered, who led, the model and the calls behind it."""
-    return {"speaker": answer.speaker, "model": answer.model, "calls": answer.calls} | answer.transcript()
+    return {
+        "speaker": answer.speaker,
+        "model": answer.model,
+        "calls": answer.calls,
+        "cached_calls": answer.cached_calls,
+    } | answer.transcript()
 
 
 def completion(cid: str, model: str, answer: AgentAnswer, *, created: int | None = None) -> dict[str, Any]:

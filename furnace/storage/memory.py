@@ -1,4 +1,5 @@
-"""An in-memory :class:`~furnace.storage.store.ElixirStore` for tests and notebooks.
+"""An in-memory :class:`~furnace.storage.store.ElixirStore` for tests and notebooks, and the base of
+every in-memory store (:class:`InMemory`).
 
 Behaves exactly like ``furnace.storage.sql.store.SQLStore``
 (both pass ``tests/storage/``), but keeps everything in dicts. Agent records
@@ -8,15 +9,16 @@ just as the stored rows are.
 
 from __future__ import annotations
 
-import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from typing import Any, TypeVar
 
 from furnace.domain.agent import Agent, LineageNode, record_seal, verify_edges, verify_seal
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import LineageError, NotFound
+from furnace.domain.guarded import Guarded, serialized
 from furnace.storage.store import (
     ElixirSummary,
     Origin,
@@ -34,12 +36,26 @@ T = TypeVar("T")
 Edge = tuple[str, str, str, str, int]  # parent, child, operator, op_version, parent_version (0 = unpinned)
 
 
-class MemoryStore:
-    """The elixir library, agents and lineage DAG, in process memory."""
+class InMemory(Guarded):
+    """The base of a store kept in process memory (this module's, ``MemoryResults``,
+    ``MemoryContentStore``, ``InMemoryArenaStore``): one coarse lock (:mod:`furnace.domain.guarded`),
+    and :class:`~furnace.storage.protocols.Transactional` with nothing to do: there is no connection
+    to hold, and no snapshot to refresh."""
+
+    def unit(self, *, one_transaction: bool = True) -> AbstractContextManager[Any]:
+        """Nothing to enter: every method is atomic under the store's lock (``atomically`` for more)."""
+        return nullcontext()
+
+    def snapshot_soon(self) -> None:
+        """Nothing: analysis does not read an in-memory store from snapshots."""
+
+
+class MemoryStore(InMemory):
+    """The elixir library, agents and lineage DAG, in process memory (every public method holds the
+    store's one lock: :mod:`furnace.domain.guarded`)."""
 
     def __init__(self, *, clock: Callable[[], datetime] = utc_now) -> None:
         self._clock = clock
-        self._lock = threading.RLock()
         self._versions: dict[str, list[Elixir]] = {}
         self._origin: dict[str, Origin] = {}
         self._agents: dict[str, dict[str, Any]] = {}
@@ -47,28 +63,28 @@ class MemoryStore:
 
     # --- elixirs ---------------------------------------------------------
 
+    @serialized
     def save_elixir(self, elixir: Elixir, *, origin: Origin = "library", if_latest: int | None = None) -> ElixirRef:
         """Store new content as the next version; identical content is a no-op. With ``if_latest``,
         only while that version is still the latest (else :class:`StaleVersion`, nothing written)."""
-        with self._lock:
-            if if_latest is not None:
-                versions = self._versions.get(elixir.id, [])
-                latest = versions[-1] if versions else None
-                if latest is None or latest.version != if_latest or latest.withdrawn:
-                    raise stale_version_error(
-                        elixir.id, if_latest, latest.version if latest else None, bool(latest and latest.withdrawn)
-                    )
-            return self._save_elixir(elixir, origin, elixir.id)
+        if if_latest is not None:
+            versions = self._versions.get(elixir.id, [])
+            latest = versions[-1] if versions else None
+            if latest is None or latest.version != if_latest or latest.withdrawn:
+                raise stale_version_error(
+                    elixir.id, if_latest, latest.version if latest else None, bool(latest and latest.withdrawn)
+                )
+        return self._save_elixir(elixir, origin, elixir.id)
 
+    @serialized
     def save_elixirs(self, elixirs: Sequence[Elixir], *, origin: Origin = "library") -> list[ElixirRef]:
         """Save several elixirs all-or-nothing (one transaction)."""
-        with self._lock:
-            backup = ({k: list(v) for k, v in self._versions.items()}, dict(self._origin))
-            try:
-                return [self._save_elixir(e, origin, e.id) for e in elixirs]
-            except BaseException:
-                self._versions, self._origin = backup
-                raise
+        backup = ({k: list(v) for k, v in self._versions.items()}, dict(self._origin))
+        try:
+            return [self._save_elixir(e, origin, e.id) for e in elixirs]
+        except BaseException:
+            self._versions, self._origin = backup
+            raise
 
     def _save_elixir(self, elixir: Elixir, origin: Origin, id: str) -> ElixirRef:
         versions = self._versions.get(id, [])
@@ -81,6 +97,7 @@ class MemoryStore:
         self._origin.setdefault(id, origin)
         return stored.ref
 
+    @serialized
     def get_elixir(self, id: str, version: int | None = None) -> Elixir:
         """One version (latest when ``version`` is None); raises NotFound."""
         versions = self._versions.get(id)
@@ -92,10 +109,12 @@ class MemoryStore:
             raise NotFound(f"elixir {id!r} has no version {version} (latest is {len(versions)})", field="version")
         return versions[version - 1]
 
+    @serialized
     def get_by_ref(self, ref: ElixirRef) -> Elixir:
         """The exact version; raises LineageError if its content hash differs."""
         return checked_ref(self.get_elixir(ref.id, ref.version), ref)
 
+    @serialized
     def load_for_fusion(self, ref_or_id: ElixirRef | str) -> Elixir:
         """Like get, but a withdrawn elixir raises LineageError."""
         elixir = self.get_by_ref(ref_or_id) if isinstance(ref_or_id, ElixirRef) else self.get_elixir(ref_or_id)
@@ -104,11 +123,13 @@ class MemoryStore:
         self._verify_agents_among([elixir.id])  # an agent as a parent: its whole record
         return elixir
 
+    @serialized
     def history(self, id: str) -> list[Elixir]:
         """Every version of ``id``, oldest first."""
         self.get_elixir(id)
         return list(self._versions[id])
 
+    @serialized
     def list_elixirs(
         self,
         *,
@@ -118,8 +139,7 @@ class MemoryStore:
         limit: int | None = None,
     ) -> list[Elixir]:
         """Latest versions, sorted by id; ``query`` matches name, id or expertise."""
-        with self._lock:
-            items = sorted(self._versions.items())
+        items = sorted(self._versions.items())
         found = [
             versions[-1]
             for id, versions in items
@@ -129,6 +149,7 @@ class MemoryStore:
         ]
         return found[:limit] if limit is not None else found
 
+    @serialized
     def list_summaries(
         self,
         *,
@@ -141,56 +162,58 @@ class MemoryStore:
         found = self.list_elixirs(query=query, origin=origin, include_deleted=include_deleted, limit=limit)
         return [ElixirSummary.of(e) for e in found]
 
+    @serialized
     def delete_elixir(self, id: str) -> None:
         """Soft-delete every version of ``id``; raises NotFound."""
-        with self._lock:
-            self.get_elixir(id)
-            versions = self._versions[id]
-            if versions[-1].withdrawn:
-                return
-            now = self._clock()
-            self._versions[id] = [v.model_copy(update={"deleted_at": now}) for v in versions]
+        self.get_elixir(id)
+        versions = self._versions[id]
+        if versions[-1].withdrawn:
+            return
+        now = self._clock()
+        self._versions[id] = [v.model_copy(update={"deleted_at": now}) for v in versions]
 
     # --- agents ----------------------------------------------------------
 
+    @serialized
     def save_agent(self, agent: Agent) -> bool:
         """Persist an agent, its child elixir and its lineage edges. Returns False if it existed."""
-        with self._lock:
-            if agent.id in self._agents:
-                return False
-            ref = self._save_elixir(agent.elixir, "agent", agent.id)
-            self._agents[agent.id] = {
-                "lineage": agent.lineage.model_dump(mode="json"),
-                "system_prompt": agent.system_prompt,
-                "tools": list(agent.tools),
-                "members": [m.model_dump(mode="json") for m in agent.members],
-                "elixir_version": ref.version,
-                "created_at": self._clock(),
-                "seal": record_seal(agent.lineage, ref.content_hash, agent.system_prompt, agent.tools, agent.members),
-            }
-            for parent in agent.lineage.parents:
-                self._add_edge(parent.id, agent.id, agent.lineage.operator, agent.lineage.op_version, parent.version)
-            return True
+        if agent.id in self._agents:
+            return False
+        ref = self._save_elixir(agent.elixir, "agent", agent.id)
+        self._agents[agent.id] = {
+            "lineage": agent.lineage.model_dump(mode="json"),
+            "system_prompt": agent.system_prompt,
+            "tools": list(agent.tools),
+            "members": [m.model_dump(mode="json") for m in agent.members],
+            "elixir_version": ref.version,
+            "created_at": self._clock(),
+            "seal": record_seal(agent.lineage, ref.content_hash, agent.system_prompt, agent.tools, agent.members),
+        }
+        for parent in agent.lineage.parents:
+            self._add_edge(parent.id, agent.id, agent.lineage.operator, agent.lineage.op_version, parent.version)
+        return True
 
+    @serialized
     def save_agents(self, agents: Sequence[Agent]) -> list[bool]:
         """Persist agents all-or-nothing; per agent, False if it existed."""
         return self.atomically(lambda: [self.save_agent(a) for a in agents])
 
+    @serialized
     def atomically(self, work: Callable[[], T]) -> T:
         """Run ``work`` with every write inside it kept together: all of it, or (on an error) none."""
-        with self._lock:
-            backup = (
-                {k: list(v) for k, v in self._versions.items()},
-                dict(self._origin),
-                dict(self._agents),
-                set(self._edges),
-            )
-            try:
-                return work()
-            except BaseException:
-                self._versions, self._origin, self._agents, self._edges = backup
-                raise
+        backup = (
+            {k: list(v) for k, v in self._versions.items()},
+            dict(self._origin),
+            dict(self._agents),
+            set(self._edges),
+        )
+        try:
+            return work()
+        except BaseException:
+            self._versions, self._origin, self._agents, self._edges = backup
+            raise
 
+    @serialized
     def load_many_for_fusion(self, refs: Sequence[ElixirRef]) -> list[Elixir]:
         """What ``load_for_fusion`` gives for each of ``refs``, leaving out a ref that would fail there."""
         loaded = []
@@ -201,10 +224,12 @@ class MemoryStore:
                 continue
         return loaded
 
+    @serialized
     def stored_child(self, id: str, parents: Sequence[ElixirRef]) -> Agent:
         """``get_agent(id)`` for a fusion's child of ``parents``."""
         return self.get_agent(id)
 
+    @serialized
     def get_agent(self, id: str) -> Agent:
         """Load and verify an agent; raises NotFound or LineageError."""
         record = self._agents.get(id)
@@ -226,6 +251,7 @@ class MemoryStore:
             raise LineageError(f"agent {id}: unreadable agent record ({err.__class__.__name__})") from None
         return verify_seal(agent, record.get("seal"))
 
+    @serialized
     def verify_agents(self, ids: Sequence[str]) -> None:
         """Raise LineageError if any agent among ``ids`` was altered; other ids are ignored."""
         self._verify_agents_among(ids)
@@ -240,41 +266,43 @@ class MemoryStore:
         versions = self._versions.get(id, [])
         return versions[version - 1].content_hash if 1 <= version <= len(versions) else None
 
+    @serialized
     def list_agents(self, *, limit: int | None = None) -> list[Agent]:
         """Agents, newest first."""
-        with self._lock:
-            ids = sorted(self._agents, key=lambda i: (-self._agents[i]["created_at"].timestamp(), i))
+        ids = sorted(self._agents, key=lambda i: (-self._agents[i]["created_at"].timestamp(), i))
         return [self.get_agent(i) for i in ids[:limit]]
 
     # --- lineage DAG -----------------------------------------------------
 
+    @serialized
     def add_edge(
         self, parent: str, child: str, *, operator: str, op_version: str = "", parent_version: int | None = None
     ) -> None:
         """A lineage edge (idempotent)."""
-        with self._lock:
-            self._add_edge(parent, child, operator, op_version, parent_version)
+        self._add_edge(parent, child, operator, op_version, parent_version)
 
     def _add_edge(self, parent: str, child: str, operator: str, op_version: str, parent_version: int | None) -> None:
         self._edges.add((parent, child, operator, op_version or "", parent_version or 0))
 
+    @serialized
     def ancestors(self, id: str, *, max_depth: int | None = None) -> list[LineageNode]:
         """Every ancestor of ``id`` with its shortest depth (recursive); agents on the way are verified."""
         nodes = bfs(id, adjacency((e[1], e[0], e[2]) for e in self._edge_list()), max_depth)
         self._verify_agents_among([id, *(n.id for n in nodes)])
         return nodes
 
+    @serialized
     def descendants(self, id: str, *, max_depth: int | None = None) -> list[LineageNode]:
         """Every descendant of ``id`` with its shortest depth (recursive); agents on the way are verified."""
         nodes = bfs(id, adjacency((e[0], e[1], e[2]) for e in self._edge_list()), max_depth)
         self._verify_agents_among([id, *(n.id for n in nodes)])
         # a redirected edge must not hide a child: agents whose lineage record names a reached node
         leaves = {id, *(n.id for n in nodes if max_depth is None or n.depth < max_depth)}
-        with self._lock:
-            named = [i for i, r in self._agents.items() if leaves & {p.get("id") for p in r["lineage"]["parents"]}]
+        named = [i for i, r in self._agents.items() if leaves & {p.get("id") for p in r["lineage"]["parents"]}]
         self._verify_agents_among(named)
         return nodes
 
+    @serialized
     def child_ids(self, parents: Sequence[str]) -> dict[str, set[str]]:
         """The ids of each parent's children by the lineage edges, unverified (see ``SQLStore.child_ids``)."""
         out: dict[str, set[str]] = {p: set() for p in parents}
@@ -284,13 +312,14 @@ class MemoryStore:
         return out
 
     def _edge_list(self) -> list[Edge]:
-        with self._lock:
-            return list(self._edges)
+        return list(self._edges)
 
+    @serialized
     def common_ancestors(self, a: str, b: str) -> list[str]:
         """Ids that are ancestors of both."""
         return sorted({n.id for n in self.ancestors(a)} & {n.id for n in self.ancestors(b)})
 
+    @serialized
     def same_blood(self, a: str, b: str) -> bool:
         """True when one descends from the other or they share an ancestor."""
         if a == b:

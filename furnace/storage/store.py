@@ -1,4 +1,7 @@
-"""Store protocols for the elixir library, agents and lineage.
+"""The elixir library, agents and lineage: the rules every store keeps, and helpers they share.
+
+The protocol, :class:`ElixirStore`, is declared with every other store protocol in
+:mod:`furnace.storage.protocols` (and re-exported here).
 
 Two implementations pass one contract suite (``tests/storage/``):
 ``furnace.storage.memory.MemoryStore`` and
@@ -28,12 +31,12 @@ Rules every implementation keeps:
   id, and sort by (depth, id); ``via``/``operator`` are those of the smallest
   neighbour id at the shortest depth. ``parent_version=None`` is stored as 0.
 
-**Units of work.** A store may offer ``unit()``: a context in which every call
-of that store (and of any other store on the same file) uses one connection
-and one transaction. :func:`unit_of_work` enters it for whichever stores have
-one (in-memory stores need none); flows wrap each unit -- a revision step, an
-arena speaker, an experiment individual, a page render -- in it, never a
-model call.
+**Units of work.** Every store offers ``unit()``
+(:class:`~furnace.storage.protocols.Transactional`): a context in which every call
+of that store (and of any other store on the same database) uses one connection
+and one transaction (in memory: nothing to do). :func:`unit_of_work` enters it
+for each store given; flows wrap each unit -- a revision step, an arena speaker,
+a page render -- in it, never a model call.
 """
 
 from __future__ import annotations
@@ -42,12 +45,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from furnace.domain.agent import AGENT_PREFIX, Agent, LineageNode, agent_id_for
+from furnace.domain.agent import AGENT_PREFIX, Agent, agent_id_for
 from furnace.domain.elixir import Elixir, ElixirRef, parse_elixir
 from furnace.domain.errors import InputError, LineageError, StaleVersion
 from furnace.domain.lineage import Lineage, verify_lineage
+from furnace.storage.protocols import ElixirStore as ElixirStore  # declared with every store protocol
+from furnace.storage.protocols import Transactional
 
 if TYPE_CHECKING:
     from furnace.storage.seals import Sealer
@@ -56,23 +61,19 @@ Origin = Literal["library", "agent"]
 
 
 @contextmanager
-def unit_of_work(*stores: object, one_transaction: bool = True) -> Iterator[None]:
-    """One connection for every call inside, on each store that has ``unit()``, and one transaction
-    for its writes (without ``one_transaction``, each write is atomic on its own)."""
+def unit_of_work(*stores: Transactional, one_transaction: bool = True) -> Iterator[None]:
+    """One connection for every call inside, on each store's ``unit()``, and one transaction for its
+    writes (without ``one_transaction``, each write is atomic on its own)."""
     with ExitStack() as stack:
         for store in stores:
-            unit = getattr(store, "unit", None)
-            if callable(unit):
-                stack.enter_context(unit(one_transaction=one_transaction))
+            stack.enter_context(store.unit(one_transaction=one_transaction))
         yield
 
 
-def snapshot_soon(*stores: object) -> None:
-    """Ask for a fresh analysis snapshot (in the background) from each store that keeps one."""
+def snapshot_soon(*stores: Transactional) -> None:
+    """Ask each store for a fresh analysis snapshot (in the background; in memory: nothing)."""
     for store in stores:
-        request = getattr(store, "snapshot_soon", None)
-        if callable(request):
-            request()
+        store.snapshot_soon()
 
 
 @dataclass(frozen=True)
@@ -103,135 +104,7 @@ class ElixirSummary:
         )
 
 
-class ElixirStore(Protocol):
-    """The elixir library, agents and the lineage DAG."""
-
-    def save_elixir(self, elixir: Elixir, *, origin: Origin = "library", if_latest: int | None = None) -> ElixirRef:
-        """Store new content as the next version; identical content is a no-op.
-
-        With ``if_latest`` (compare-and-set), save only while version ``if_latest`` is still the
-        latest and not deleted; otherwise raise :class:`StaleVersion` and write nothing (a
-        read-modify-write then re-reads and tries again, so no one's edit is lost)."""
-        ...
-
-    def save_elixirs(self, elixirs: Sequence[Elixir], *, origin: Origin = "library") -> list[ElixirRef]:
-        """Save several elixirs all-or-nothing (one transaction); each as ``save_elixir`` would."""
-        ...
-
-    def get_elixir(self, id: str, version: int | None = None) -> Elixir:
-        """One version (latest when ``version`` is None); raises NotFound."""
-        ...
-
-    def get_by_ref(self, ref: ElixirRef) -> Elixir:
-        """The exact version; raises LineageError if its content hash differs."""
-        ...
-
-    def load_for_fusion(self, ref_or_id: ElixirRef | str) -> Elixir:
-        """Like get, but a withdrawn elixir raises LineageError
-        ("agent depends on withdrawn elixir X v3")."""
-        ...
-
-    def history(self, id: str) -> list[Elixir]:
-        """Every version of ``id``, oldest first."""
-        ...
-
-    def list_elixirs(
-        self,
-        *,
-        query: str | None = None,
-        origin: Origin | None = "library",
-        include_deleted: bool = False,
-        limit: int | None = None,
-    ) -> list[Elixir]:
-        """Latest versions, sorted by id; ``query`` matches name, id or expertise (case-insensitive)."""
-        ...
-
-    def list_summaries(
-        self,
-        *,
-        query: str | None = None,
-        origin: Origin | None = "library",
-        include_deleted: bool = False,
-        limit: int | None = None,
-    ) -> list[ElixirSummary]:
-        """:meth:`list_elixirs` as summaries (same selection and order), without decoding bodies."""
-        ...
-
-    def delete_elixir(self, id: str) -> None:
-        """Soft-delete every version of ``id``; raises NotFound."""
-        ...
-
-    def save_agent(self, agent: Agent) -> bool:
-        """Persist an agent, its child elixir and its lineage edges. Returns False if it existed."""
-        ...
-
-    def get_agent(self, id: str) -> Agent:
-        """Load and verify an agent; raises NotFound or LineageError."""
-        ...
-
-    def verify_agents(self, ids: Sequence[str]) -> None:
-        """Raise LineageError if any agent among ``ids`` was altered since it was saved; ids that are
-        not agents are ignored (for readers that walk lineage on their own)."""
-        ...
-
-    def list_agents(self, *, limit: int | None = None) -> list[Agent]:
-        """Agents, newest first."""
-        ...
-
-    def add_edge(
-        self, parent: str, child: str, *, operator: str, op_version: str = "", parent_version: int | None = None
-    ) -> None:
-        """A lineage edge (idempotent)."""
-        ...
-
-    def ancestors(self, id: str, *, max_depth: int | None = None) -> list[LineageNode]:
-        """Every ancestor of ``id`` with its shortest depth (recursive)."""
-        ...
-
-    def descendants(self, id: str, *, max_depth: int | None = None) -> list[LineageNode]:
-        """Every descendant of ``id`` with its shortest depth (recursive)."""
-        ...
-
-    def common_ancestors(self, a: str, b: str) -> list[str]:
-        """Ids that are ancestors of both."""
-        ...
-
-    def same_blood(self, a: str, b: str) -> bool:
-        """True when one descends from the other or they share an ancestor."""
-        ...
-
-
 T = TypeVar("T")
-
-
-class BatchElixirStore(ElixirStore, Protocol):
-    """An :class:`ElixirStore` with the batch and transaction methods every stored implementation
-    (memory, SQLite/PostgreSQL) offers: what fusion and the evolution loop use to read and write
-    several records at once. Views that serve one run or one worker (``furnace.evolution``) may offer
-    only the base protocol."""
-
-    def save_agents(self, agents: Sequence[Agent]) -> list[bool]:
-        """Persist agents (each with its child elixir and lineage edges) all-or-nothing; per agent, False
-        if it existed (kept as stored; the first of an id listed twice is the one saved)."""
-        ...
-
-    def load_many_for_fusion(self, refs: Sequence[ElixirRef]) -> list[Elixir]:
-        """What ``load_for_fusion`` gives for each of ``refs`` (a run's parents read ahead); a ref that
-        would fail there is left out, so its own load raises where it is used."""
-        ...
-
-    def child_ids(self, parents: Sequence[str]) -> dict[str, set[str]]:
-        """The ids of each parent's children by the lineage edges, unverified: a filter for "might this
-        agent be stored?", never a read of an agent."""
-        ...
-
-    def stored_child(self, id: str, parents: Sequence[ElixirRef]) -> Agent:
-        """``get_agent(id)`` for a fusion's child of ``parents`` (NotFound when it is not stored)."""
-        ...
-
-    def atomically(self, work: Callable[[], T]) -> T:
-        """Run ``work`` in one transaction: every write inside it commits together or not at all."""
-        ...
 
 
 # --- helpers shared by every implementation (not part of the protocol) -------

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +28,7 @@ from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, LLMMalformedOutput
 from furnace.llm.seam import LLM, Completion, LLMRequest, Message, TaskKind
 from furnace.llm.structured import parse_reply, schema_of
+from furnace.storage.protocols import ContentStore as ContentStore  # declared with every store protocol
 from furnace.storage.store import ElixirStore, Origin
 
 Clock = Callable[[], datetime]
@@ -140,71 +141,6 @@ class ContentBatch(_Frozen):
     version: ContentVersion | None = None
     revision: RevisionRecord | None = None
     messages: tuple[ChatMessage, ...] = ()
-
-
-class ContentStore(Protocol):
-    """Contents, versions, chat sessions, messages (light) and revisions (heavy)."""
-
-    def commit(self, batch: ContentBatch) -> list[ChatMessage]:
-        """Write the batch in one transaction; returns the messages with ``seq``/``id``.
-
-        A new ``version`` must be exactly one above the stored latest (else
-        :class:`~furnace.domain.errors.StoreError`: someone else edited meanwhile).
-        Rows already stored under the same natural key are left as they are.
-        """
-        ...
-
-    def get_content(self, content_id: str) -> Content:
-        """The content item; raises NotFound."""
-        ...
-
-    def list_contents(self, *, persona_id: str | None = None) -> list[Content]:
-        """Content items, newest first."""
-        ...
-
-    def get_version(self, content_id: str, version: int | None = None) -> ContentVersion:
-        """One version (latest when None); raises NotFound."""
-        ...
-
-    def versions(self, content_id: str) -> list[ContentVersion]:
-        """Every version, oldest first."""
-        ...
-
-    def get_session(self, content_id: str) -> ChatSession | None:
-        """The content's chat session, if one was created."""
-        ...
-
-    def messages(self, session_id: str) -> list[ChatMessage]:
-        """The session's messages in order."""
-        ...
-
-    def get_revision(self, revision_id: str) -> RevisionRecord:
-        """One revision record (loaded on demand); raises NotFound."""
-        ...
-
-    def revisions(self, content_id: str) -> list[RevisionRecord]:
-        """The content's revision records, oldest first."""
-        ...
-
-    def unprocessed_revisions(self, *, limit: int | None = None) -> list[RevisionRecord]:
-        """Revisions whose preferences were not extracted yet, oldest first."""
-        ...
-
-    def mark_processed(
-        self,
-        revision_id: str,
-        *,
-        persona_id: str,
-        persona_version: int | None,
-        preferences: Sequence[dict[str, Any]],
-        status: str,
-    ) -> bool:
-        """Mark a revision as processed (idempotent); False when it already was."""
-        ...
-
-    def is_processed(self, revision_id: str) -> bool:
-        """Whether preference extraction already ran for this revision."""
-        ...
 
 
 # --- counting and ids -------------------------------------------------------

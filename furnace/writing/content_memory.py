@@ -7,11 +7,12 @@ rows with an existing natural key are left as they are.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 from furnace.domain.errors import NotFound, StoreError
+from furnace.domain.guarded import serialized
+from furnace.storage.memory import InMemory
 from furnace.writing.content import (
     ChatMessage,
     ChatSession,
@@ -22,11 +23,10 @@ from furnace.writing.content import (
 )
 
 
-class MemoryContentStore:
+class MemoryContentStore(InMemory):
     """Dict-backed content store; thread-safe."""
 
     def __init__(self) -> None:
-        self._lock = threading.RLock()
         self._contents: dict[str, Content] = {}
         self._versions: dict[str, list[ContentVersion]] = {}
         self._sessions: dict[str, ChatSession] = {}  # by content id
@@ -35,92 +35,93 @@ class MemoryContentStore:
         self._processed: dict[str, dict[str, Any]] = {}
         self.commits = 0  # observable for tests
 
+    @serialized
     def commit(self, batch: ContentBatch) -> list[ChatMessage]:
-        with self._lock:
-            if batch.version is not None:
-                existing = self._versions.get(batch.version.content_id, [])
-                if batch.content is None and batch.version.content_id not in self._contents:
-                    raise NotFound(f"no content {batch.version.content_id}")
-                if len(existing) >= batch.version.version:
-                    if existing[batch.version.version - 1].revision_id != batch.version.revision_id:
-                        raise StoreError(
-                            f"{batch.version.content_id} already has V{batch.version.version}: "
-                            "it was edited meanwhile, try again"
-                        )
-                elif batch.version.version != len(existing) + 1:
-                    raise StoreError(f"V{batch.version.version} does not follow V{len(existing)}")
-            # validated: apply
-            if batch.content is not None:
-                self._contents.setdefault(batch.content.id, batch.content)
-            if batch.session is not None:
-                self._sessions.setdefault(batch.session.content_id, batch.session)
-            if batch.version is not None:
-                versions = self._versions.setdefault(batch.version.content_id, [])
-                if len(versions) < batch.version.version:
-                    versions.append(batch.version)
-            if batch.revision is not None:
-                self._revisions.setdefault(batch.revision.id, batch.revision)
-            stored: list[ChatMessage] = []
-            for message in batch.messages:
-                log = self._messages.setdefault(message.session_id, [])
-                seq = len(log) + 1
-                message = message.model_copy(update={"seq": seq, "id": f"{message.session_id}-m{seq}"})
-                log.append(message)
-                stored.append(message)
-            self.commits += 1
-            return stored
+        if batch.version is not None:
+            existing = self._versions.get(batch.version.content_id, [])
+            if batch.content is None and batch.version.content_id not in self._contents:
+                raise NotFound(f"no content {batch.version.content_id}")
+            if len(existing) >= batch.version.version:
+                if existing[batch.version.version - 1].revision_id != batch.version.revision_id:
+                    raise StoreError(
+                        f"{batch.version.content_id} already has V{batch.version.version}: "
+                        "it was edited meanwhile, try again"
+                    )
+            elif batch.version.version != len(existing) + 1:
+                raise StoreError(f"V{batch.version.version} does not follow V{len(existing)}")
+        # validated: apply
+        if batch.content is not None:
+            self._contents.setdefault(batch.content.id, batch.content)
+        if batch.session is not None:
+            self._sessions.setdefault(batch.session.content_id, batch.session)
+        if batch.version is not None:
+            versions = self._versions.setdefault(batch.version.content_id, [])
+            if len(versions) < batch.version.version:
+                versions.append(batch.version)
+        if batch.revision is not None:
+            self._revisions.setdefault(batch.revision.id, batch.revision)
+        stored: list[ChatMessage] = []
+        for message in batch.messages:
+            log = self._messages.setdefault(message.session_id, [])
+            seq = len(log) + 1
+            message = message.model_copy(update={"seq": seq, "id": f"{message.session_id}-m{seq}"})
+            log.append(message)
+            stored.append(message)
+        self.commits += 1
+        return stored
 
+    @serialized
     def get_content(self, content_id: str) -> Content:
-        with self._lock:
-            if content_id not in self._contents:
-                raise NotFound(f"no content {content_id!r}")
-            return self._contents[content_id]
+        if content_id not in self._contents:
+            raise NotFound(f"no content {content_id!r}")
+        return self._contents[content_id]
 
+    @serialized
     def list_contents(self, *, persona_id: str | None = None) -> list[Content]:
-        with self._lock:
-            items = [c for c in self._contents.values() if persona_id is None or c.persona_id == persona_id]
+        items = [c for c in self._contents.values() if persona_id is None or c.persona_id == persona_id]
         return sorted(items, key=lambda c: (c.created_at, c.id), reverse=True)
 
+    @serialized
     def get_version(self, content_id: str, version: int | None = None) -> ContentVersion:
-        with self._lock:
-            versions = self._versions.get(content_id)
-            if not versions:
-                raise NotFound(f"no content {content_id!r}")
-            if version is None:
-                return versions[-1]
-            if not 1 <= version <= len(versions):
-                raise NotFound(f"{content_id} has no V{version} (latest is V{len(versions)})")
-            return versions[version - 1]
+        versions = self._versions.get(content_id)
+        if not versions:
+            raise NotFound(f"no content {content_id!r}")
+        if version is None:
+            return versions[-1]
+        if not 1 <= version <= len(versions):
+            raise NotFound(f"{content_id} has no V{version} (latest is V{len(versions)})")
+        return versions[version - 1]
 
+    @serialized
     def versions(self, content_id: str) -> list[ContentVersion]:
-        with self._lock:
-            return list(self._versions.get(content_id, []))
+        return list(self._versions.get(content_id, []))
 
+    @serialized
     def get_session(self, content_id: str) -> ChatSession | None:
-        with self._lock:
-            return self._sessions.get(content_id)
+        return self._sessions.get(content_id)
 
+    @serialized
     def messages(self, session_id: str) -> list[ChatMessage]:
-        with self._lock:
-            return list(self._messages.get(session_id, []))
+        return list(self._messages.get(session_id, []))
 
+    @serialized
     def get_revision(self, revision_id: str) -> RevisionRecord:
-        with self._lock:
-            if revision_id not in self._revisions:
-                raise NotFound(f"no revision {revision_id!r}")
-            return self._revisions[revision_id]
+        if revision_id not in self._revisions:
+            raise NotFound(f"no revision {revision_id!r}")
+        return self._revisions[revision_id]
 
+    @serialized
     def revisions(self, content_id: str) -> list[RevisionRecord]:
-        with self._lock:
-            items = [r for r in self._revisions.values() if r.content_id == content_id]
+        items = [r for r in self._revisions.values() if r.content_id == content_id]
         return sorted(items, key=lambda r: r.to_version)
 
+    @serialized
     def unprocessed_revisions(self, *, limit: int | None = None) -> list[RevisionRecord]:
-        with self._lock:
-            items = [r for r in self._revisions.values() if r.id not in self._processed]
+        items = [r for r in self._revisions.values() if r.id not in self._processed]
         items.sort(key=lambda r: (r.created_at, r.content_id, r.to_version))
         return items[:limit] if limit is not None else items
 
+    @serialized
     def mark_processed(
         self,
         revision_id: str,
@@ -130,17 +131,16 @@ class MemoryContentStore:
         preferences: Sequence[dict[str, Any]],
         status: str,
     ) -> bool:
-        with self._lock:
-            if revision_id in self._processed:
-                return False
-            self._processed[revision_id] = {
-                "persona_id": persona_id,
-                "persona_version": persona_version,
-                "preferences": list(preferences),
-                "status": status,
-            }
-            return True
+        if revision_id in self._processed:
+            return False
+        self._processed[revision_id] = {
+            "persona_id": persona_id,
+            "persona_version": persona_version,
+            "preferences": list(preferences),
+            "status": status,
+        }
+        return True
 
+    @serialized
     def is_processed(self, revision_id: str) -> bool:
-        with self._lock:
-            return revision_id in self._processed
+        return revision_id in self._processed

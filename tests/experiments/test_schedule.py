@@ -460,13 +460,13 @@ def test_a_runs_units_read_the_synthesis_cache_as_it_was_before_the_run():
     """A sub-result one unit stored is not read by another unit of the same run (it asks the model, and the
     response cache answers): which requests a unit makes never depends on which unit ran first."""
     from furnace.evolution.breeding import RunKV
-    from furnace.fusion.synthesis import MemoryKV, put_many
+    from furnace.fusion.synthesis import MemoryKV
 
     kv = MemoryKV()
     kv.put_if_absent("identity:before", {"result": "stored by an earlier run"})
     run = RunKV(kv)
     assert run.get("identity:before") == {"result": "stored by an earlier run"}
     run.put_if_absent("identity:a", {"result": "a"})
-    put_many(run, [("identity:b", {"result": "b"}, None)])
+    run.put_many_if_absent([("identity:b", {"result": "b"}, None)])
     assert run.get("identity:a") is None and run.get("identity:b") is None  # hidden from this run's units
     assert kv.get("identity:a") == {"result": "a"} and kv.get("identity:b") == {"result": "b"}  # a later run reads them

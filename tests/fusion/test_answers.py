@@ -63,3 +63,16 @@ def test_an_agent_prompt_comes_from_the_synthesis_cache(store, embedder, cache, 
     cache.kv._data[key] = ({**value, "prompt": "You are someone else."}, expires)  # as another process reads it
     with pytest.raises(LineageError, match="altered"):
         answer_as(agent, "hello", counting(), store=store, cache=SynthesisCache(cache.kv))
+
+
+def test_an_answer_counts_model_calls_and_cache_hits_apart(store) -> None:
+    """``calls`` are model calls, as in every stored record: an answer the response cache serves took none."""
+    from furnace.llm.cache import CachedLLM, MemoryCallLedger, MemoryResponseCache
+
+    inner = counting()
+    llm = CachedLLM(inner, MemoryResponseCache(), MemoryCallLedger())
+    first = answer_as(store.get_elixir("data-coach"), "Is a median robust?", llm, store=store, seed=1)
+    again = answer_as(store.get_elixir("data-coach"), "Is a median robust?", llm, store=store, seed=1)
+    assert (first.calls, first.cached_calls) == (1, 0) and len(inner.calls) == 1
+    assert (again.calls, again.cached_calls) == (0, 1) and again.text == first.text
+    assert again.usage.total_tokens == first.usage.total_tokens  # usage sums the served answer's tokens too

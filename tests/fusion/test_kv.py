@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from furnace.fusion.synthesis import MemoryKV, SubResultCache, SynthesisCache, put_many
+from furnace.fusion.synthesis import MemoryKV, SubResultCache, SynthesisCache
 from furnace.storage.sql.db import SQLDatabase, sqlite_url
 from furnace.storage.sql.kv import SQLKV
 
@@ -135,8 +135,7 @@ def test_put_many_inserts_new_keys_and_keeps_live_winners(kv_and_clock) -> None:
     kv.put_if_absent("live", {"v": "first"}, ttl_s=60)
     kv.put_if_absent("old", {"v": "expired"}, ttl_s=1)
     clock.now += 2
-    stored = put_many(
-        kv,
+    stored = kv.put_many_if_absent(
         [
             ("new", {"v": 1}, 60),
             ("live", {"v": "second"}, 60),
@@ -164,5 +163,5 @@ def test_deferred_sub_results_are_stored_only_when_asked(kv_and_clock) -> None:
     assert len(computed) == 1
     [(key, value, ttl)] = sub.entries()
     assert kv.get(key) is None and ttl == 60
-    put_many(kv, sub.entries())
+    kv.put_many_if_absent(sub.entries())
     assert kv.get(key) == value == {"result": "answer"}

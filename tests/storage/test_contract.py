@@ -425,28 +425,6 @@ def test_both_stores_agree_on_random_operation_sequences(tmp_path: Any, seed: in
     assert listed[0] == listed[1]
 
 
-def test_implementations_match_the_protocol_signatures() -> None:
-    import inspect
-
-    from furnace.storage.sql.store import SQLStore
-    from furnace.storage.store import BatchElixirStore, ElixirStore
-
-    methods = [n for n, v in vars(ElixirStore).items() if callable(v) and not n.startswith("_")]
-    assert len(methods) == 18
-    batch = [n for n, v in vars(BatchElixirStore).items() if callable(v) and not n.startswith("_")]
-    assert len(batch) == 5
-    for cls in (MemoryStore, SQLStore):
-        for name in batch:  # every stored implementation offers the batch methods (no probing for them)
-            want = inspect.signature(getattr(BatchElixirStore, name))
-            got = inspect.signature(getattr(cls, name))
-            assert list(got.parameters) == list(want.parameters), (cls.__name__, name)
-        for name in methods:
-            want = inspect.signature(getattr(ElixirStore, name))
-            got = inspect.signature(getattr(cls, name))
-            assert list(got.parameters) == list(want.parameters), (cls.__name__, name)
-            assert [p.default for p in got.parameters.values()] == [p.default for p in want.parameters.values()]
-
-
 def test_batch_methods_agree_with_their_one_at_a_time_twins(store: Any) -> None:
     a, b = store.save_elixir(make_elixir("Alpha")), store.save_elixir(make_elixir("Beta"))
     first, second = make_agent([a, b], seed=1), make_agent([a, b], seed=2)

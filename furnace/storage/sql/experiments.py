@@ -8,6 +8,7 @@ seal raises :class:`~furnace.domain.errors.SealError` naming the record.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -110,10 +111,10 @@ class SQLExperimentResults:
     def save_individual(self, record: IndividualRecord) -> None:
         self.save_individuals([record])
 
-    def save_individuals(self, records: list[IndividualRecord]) -> None:
+    def save_individuals(self, records: Sequence[IndividualRecord]) -> None:
         """Insert several individuals and their scores in one transaction (no-op for existing keys)."""
         if records:
-            self.db.write(lambda conn: self._insert(conn, records))
+            self.db.write(lambda conn: self._insert(conn, list(records)))
 
     def _insert(self, conn: Connection, records: list[IndividualRecord]) -> None:
         sealer = self.db.sealer

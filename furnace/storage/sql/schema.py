@@ -171,8 +171,8 @@ experiment_generations = Table(
     Column("best_fitness", Float, nullable=False),
     Column("mean_fitness", Float, nullable=False),
     Column("operator_weights", Text, nullable=False),
-    Column("calls", Integer, nullable=False, default=0),
-    Column("cached_calls", Integer, nullable=False, default=0),
+    Column("calls", Integer, nullable=False, default=0),  # model calls (cache hits excluded)
+    Column("cached_calls", Integer, nullable=False, default=0),  # served by the response cache
     Column("tokens", BigInteger, nullable=False, default=0),
     Column("cost_usd", Float, nullable=False, default=0.0),
     Column("finished_at", DateTime, nullable=False, default=utcnow),
@@ -196,7 +196,7 @@ experiment_individuals = Table(
     Column("objectives", Text, nullable=False),
     Column("failures", Integer, nullable=False, default=0),
     Column("failure_reasons", Text, nullable=False),
-    Column("calls", Integer, nullable=False, default=0),
+    Column("calls", Integer, nullable=False, default=0),  # model calls (cache hits excluded)
     Column("tokens", BigInteger, nullable=False, default=0),
     Column("cost_usd", Float, nullable=False, default=0.0),
     _created(),

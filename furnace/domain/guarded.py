@@ -1,0 +1,44 @@
+"""One coarse lock per object: for in-memory stores and test doubles that threads share.
+
+The in-memory stores (``MemoryStore``, ``MemoryContentStore``, ``MemoryResults`` …) and the fakes at
+the LLM seam are used by the threaded engine in tests (experiment units and their probe threads call
+them at once), so their state needs a guard; none of them is where a user's run spends its time, so
+the guard is the simplest there is: a :class:`Guarded` object has one re-entrant lock, and each
+method marked :func:`serialized` runs holding it (a serialized method may call another). A method
+that waits on something slow (a model's answer, a sleep) is not marked: it calls small serialized
+helpers for the state it touches instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+P = ParamSpec("P")
+R = TypeVar("R")
+G = TypeVar("G", bound="Guarded")
+
+
+class Guarded:
+    """Base of an object whose :func:`serialized` methods hold its one lock (set on creation,
+    whatever the subclass's ``__init__`` does)."""
+
+    _lock: Any
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        made = super().__new__(cls)
+        made._lock = threading.RLock()
+        return made
+
+
+def serialized(method: Callable[Concatenate[G, P], R]) -> Callable[Concatenate[G, P], R]:
+    """``method`` run holding its object's lock (re-entrant: it may call other serialized methods)."""
+
+    @functools.wraps(method)
+    def holding(self: G, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return holding
