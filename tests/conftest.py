@@ -90,6 +90,7 @@ ONE_WORKER_UNITS = {path: "prefect-harness" for path in PREFECT_HARNESS_FILES} |
         "tests/app/test_secrets.py",
         "tests/notebooks/test_notebooks.py",  # the analysis sample home and a kernelspec (session fixtures)
         "tests/experiments/test_search_bench.py",  # the search benchmark's CI run (module fixture)
+        "tests/experiments/test_dask.py",  # a cluster of 2 worker processes (module fixture)
         "tests/shipping/test_wheel.py",  # the wheel build (module fixture)
     )
 }

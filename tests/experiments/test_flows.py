@@ -11,19 +11,6 @@ CONFIG = Path(__file__).parent / "data" / "small.yaml"
 
 
 @pytest.fixture()
-def smaller(tmp_path) -> Path:
-    """CONFIG cut to 2 generations of 3 (a seed generation and one of children, so parent edges, caching
-    and per-generation artifacts still exist): what the flow tests check does not depend on its size."""
-    path = tmp_path / "smaller.yaml"
-    text = CONFIG.read_text(encoding="utf-8")
-    cut = text.replace("generations: 3", "generations: 2").replace("population: 4", "population: 3")
-    cut = cut.replace(", socratic-math-tutor]", "]")
-    assert cut.count("\n") == text.count("\n") and cut != text
-    path.write_text(cut, encoding="utf-8")
-    return path
-
-
-@pytest.fixture()
 def library_home(home, monkeypatch, mlflow_ready):
     monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
     from furnace.cli.elixir_cmd import LIBRARY_DIR
