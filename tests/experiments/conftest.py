@@ -11,7 +11,7 @@ CONFIG = Path(__file__).parent / "data" / "small.yaml"
 
 @pytest.fixture()
 def smaller(tmp_path) -> Path:
-    """CONFIG cut to 2 generations of 3 (a seed generation and one of children, so parent edges, caching
+    """CONFIG cut to a population of 3 and 2 generations of children after the seeds (so parent edges, caching
     and per-generation artifacts still exist): for the tests whose checks do not depend on its size."""
     path = tmp_path / "smaller.yaml"
     text = CONFIG.read_text(encoding="utf-8")
