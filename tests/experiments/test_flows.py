@@ -410,12 +410,22 @@ def test_prefect_deploy_all_registers_every_flow_of_prefect_yaml(prefect_harness
 
     flows = Path(__file__).resolve().parents[2] / "flows"
     declared = yaml.safe_load((flows / "prefect.yaml").read_text(encoding="utf-8"))["deployments"]
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.workers.process import ProcessWorker
+
+    with get_client(sync_client=True) as client:  # what `prefect work-pool create furnace --type process` makes
+        template = ProcessWorker.get_default_base_job_template()
+        client.create_work_pool(WorkPoolCreate(name="furnace", type="process", base_job_template=template))
     env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
-    for command in (["work-pool", "create", "furnace", "--type", "process"], ["--no-prompt", "deploy", "--all"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "prefect", *command], cwd=flows, env=env, capture_output=True, text=True, timeout=600
-        )
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    done = subprocess.run(
+        [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--all"],
+        cwd=flows,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     with get_client(sync_client=True) as client:
         deployed = {d.entrypoint: d for d in client.read_deployments()}
         flow_names = {e: client.read_flow(d.flow_id).name for e, d in deployed.items()}
