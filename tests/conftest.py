@@ -90,6 +90,7 @@ ONE_WORKER_UNITS = {path: "prefect-harness" for path in PREFECT_HARNESS_FILES} |
         "tests/app/test_secrets.py",
         "tests/notebooks/test_notebooks.py",  # the analysis sample home and a kernelspec (session fixtures)
         "tests/experiments/test_search_bench.py",  # the search benchmark's CI run (module fixture)
+        "tests/experiments/test_dask.py",  # a cluster of 2 worker processes (module fixture)
         "tests/shipping/test_wheel.py",  # the wheel build (module fixture)
     )
 }
@@ -106,27 +107,44 @@ def prefect_harness():
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``longest`` run first: spread over the workers from the start, they overlap the
-    rest of the suite instead of finishing it alone (the order of everything else is kept). A test that uses
-    ``prefect_harness`` outside PREFECT_HARNESS_FILES is an error: it would start a harness on another worker."""
+    """The longest work goes out first (xdist hands units out in this order, see pytest_xdist_make_scheduler):
+    spread over the workers from the start, it overlaps the rest of the suite instead of finishing it alone.
+    First the tests marked ``longest``, then the Prefect harness unit (the biggest), then the other units of
+    ONE_WORKER_UNITS and the tests marked ``slow``, then the rest (their order kept within each rank). A test
+    that uses ``prefect_harness`` outside PREFECT_HARNESS_FILES is an error: it would start a harness on
+    another worker."""
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         if "prefect_harness" in getattr(item, "fixturenames", ()) and path not in PREFECT_HARNESS_FILES:
             raise pytest.UsageError(
                 f"{path} uses prefect_harness: add it to PREFECT_HARNESS_FILES in tests/conftest.py"
             )
-    items.sort(key=lambda item: item.get_closest_marker("longest") is None)
+    items.sort(key=_rank)
+
+
+def _rank(item: pytest.Item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    if item.get_closest_marker("longest") is not None:
+        return 0
+    if path in PREFECT_HARNESS_FILES:
+        return 1
+    if path in ONE_WORKER_UNITS or item.get_closest_marker("slow") is not None:
+        return 2
+    return 3
 
 
 @pytest.hookimpl(optionalhook=True)  # xdist (a dev dependency) defines it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """With ``-n`` (xdist's default ``--dist load``): the same per-test load balancing, except for the units of
-    ONE_WORKER_UNITS, each sent to one worker whole; they go out first (xdist queues the biggest units first).
-    xdist's own ``--dist loadgroup`` would do this, but xdist 3.8 cannot group under pytest 9.2 (its node ids
-    became structured: pytest-dev/pytest-xdist#1386)."""
+    ONE_WORKER_UNITS, each sent to one worker whole. Units go out in collection order (the longest first, see
+    pytest_collection_modifyitems), not xdist's default of the units with the most tests first: a unit of many
+    quick tests is not the longest one. xdist's own ``--dist loadgroup`` would group units, but xdist 3.8
+    cannot group under pytest 9.2 (its node ids became structured: pytest-dev/pytest-xdist#1386)."""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False  # read by LoadScopeScheduling.schedule only
 
     class SharedFixturesOnOneWorker(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:

@@ -61,8 +61,11 @@ print(json.dumps({
 """
 
 
-def _run(home: Path, population: int, generations: int) -> tuple[dict, str]:
+def _run(home: Path, template: Path, population: int, generations: int) -> tuple[dict, str]:
+    import shutil
+
     home.mkdir()
+    shutil.copyfile(template, home / "mlflow.db")  # an initialised store: the child only runs and exports
     uri = f"sqlite:///{home / 'mlflow.db'}"
     env = {**os.environ, "PYTHONPATH": str(REPO), "MLFLOW_ASYNC_TRACE_LOGGING_MAX_QUEUE_SIZE": str(QUEUE)}
     out = subprocess.run(
@@ -78,8 +81,8 @@ def _run(home: Path, population: int, generations: int) -> tuple[dict, str]:
 
 
 @pytest.mark.slow
-def test_a_population_overflowing_the_export_queue_loses_no_trace(tmp_path: Path) -> None:
-    got, err = _run(tmp_path / "home", 8, 2)
+def test_a_population_overflowing_the_export_queue_loses_no_trace(tmp_path: Path, _mlflow_template: Path) -> None:
+    got, err = _run(tmp_path / "home", _mlflow_template, 8, 2)
     assert got["queued"] > QUEUE and got["waited"] > 0, got  # the queue was full: hand-overs waited
     assert "queue is full" not in err and "dropping" not in err.lower()
     # one trace per individual, and one for the evaluation after the search (held-out probes)

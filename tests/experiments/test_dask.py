@@ -1,7 +1,8 @@
 """``--runner dask``: units on 2 worker processes; each writes its paid calls' ledger rows and answers to
 the live store itself, the driver writes everything else (and those rows again, idempotently).
 
-Small on purpose (2 processes, the small experiment): CI has 2 cores.
+Small on purpose (2 processes, the small experiment cut to 2 generations of 3): CI has 2 cores. The tests
+that run an experiment share one cluster (``client``): starting 2 worker processes costs more than a run.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-CONFIG = Path(__file__).parent / "data" / "small.yaml"
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -44,22 +44,30 @@ def _generations(runtime, experiment_id: str) -> list[tuple]:
     ]
 
 
-def test_two_worker_processes_give_the_local_run(tmp_path):
-    from furnace.adapters.dask_cluster import dask_client, dask_runner
+@pytest.fixture(scope="module")
+def client():
+    """One local cluster of 2 worker processes for the experiment runs of this file."""
+    from furnace.adapters.dask_cluster import dask_client
+
+    with dask_client(workers=2, threads=2) as started:
+        yield started
+
+
+def test_two_worker_processes_give_the_local_run(tmp_path, client, smaller):
+    from furnace.adapters.dask_cluster import dask_runner
     from furnace.evolution.config import load_config
 
-    config = load_config(CONFIG)
+    config = load_config(smaller)
     local = _runtime(tmp_path / "local")
     plain = local.prepare_experiment(config, track=False).evolution.run()
 
     remote = _runtime(tmp_path / "dask")
     prepared = remote.prepare_experiment(config, track=False)
-    with dask_client(workers=2, threads=2) as client:
-        prepared.evolution.unit_runner = remote.isolated_runner(prepared, partial(dask_runner, client), slots=1)
-        report = prepared.evolution.run()
-        worker_pids = set(client.run(os.getpid).values())
-        # the workers wrote to the live store alone: no DuckDB module was even imported there
-        opened = client.run(lambda: any(m.startswith("furnace.storage.duckdb") for m in sys.modules))
+    prepared.evolution.unit_runner = remote.isolated_runner(prepared, partial(dask_runner, client), slots=1)
+    report = prepared.evolution.run()
+    worker_pids = set(client.run(os.getpid).values())
+    # the workers wrote to the live store alone: no DuckDB module was even imported there
+    opened = client.run(lambda: any(m.startswith("furnace.storage.duckdb") for m in sys.modules))
 
     assert len(worker_pids) == 2 and os.getpid() not in worker_pids
     assert not any(opened.values())
@@ -85,15 +93,15 @@ def test_two_worker_processes_give_the_local_run(tmp_path):
     assert again.leaderboard == report.leaderboard
 
 
-def test_the_workers_write_their_paid_calls_and_answers_without_the_driver(tmp_path, monkeypatch):
+def test_the_workers_write_their_paid_calls_and_answers_without_the_driver(tmp_path, monkeypatch, client, smaller):
     """A driver that dies before it applies outcomes loses no paid call: the workers put each call's ledger
     row, with its answer, in the store themselves (here the driver never writes one: its writes are dropped)."""
-    from furnace.adapters.dask_cluster import dask_client, dask_runner
+    from furnace.adapters.dask_cluster import dask_runner
     from furnace.evolution import isolated
     from furnace.evolution.config import load_config
     from furnace.llm.cache import MemoryCallLedger, MemoryResponseCache
 
-    config = load_config(CONFIG)
+    config = load_config(smaller)
     plain = _runtime(tmp_path / "local").prepare_experiment(config, track=False).evolution.run()
     setup = isolated.Sink.__post_init__
 
@@ -104,31 +112,33 @@ def test_the_workers_write_their_paid_calls_and_answers_without_the_driver(tmp_p
     monkeypatch.setattr(isolated.Sink, "__post_init__", driver_writes_nothing)
     remote = _runtime(tmp_path / "dask")
     prepared = remote.prepare_experiment(config, track=False)
-    with dask_client(workers=2, threads=2) as client:
-        prepared.evolution.unit_runner = remote.isolated_runner(prepared, partial(dask_runner, client), slots=1)
-        report = prepared.evolution.run()
+    prepared.evolution.unit_runner = remote.isolated_runner(prepared, partial(dask_runner, client), slots=1)
+    report = prepared.evolution.run()
     ledger = remote.llm.ledger
     assert ledger.totals(report.experiment_id).model_calls == plain.totals["model_calls"] > 0
     paid = [c for c in ledger.calls(report.experiment_id) if not c.cached]
     assert paid and all(remote.llm.cache.get(c.cache_key) is not None for c in paid)
 
 
-def test_a_retried_unit_is_served_from_the_calls_already_paid(tmp_path):
+def test_a_retried_unit_is_served_from_the_calls_already_paid(tmp_path, client, smaller):
     """A resumed run ships the completions its experiment paid for: re-evaluating on a worker costs no model call."""
-    from furnace.adapters.dask_cluster import dask_client, dask_runner
+    from furnace.adapters.dask_cluster import dask_runner
     from furnace.evolution.config import load_config
 
-    config = load_config(CONFIG)
+    config = load_config(smaller)
     runtime = _runtime(tmp_path / "home")
     first = runtime.prepare_experiment(config, track=False).evolution.run()
     paid = runtime.llm.ledger.totals(first.experiment_id)
+    last = runtime.results.generations(first.experiment_id)[-1].generation
+    assert last > 0  # a generation of children is the one forgotten
     # forget the records of the last generation (as if the run had died before writing them)
     for table in ("experiment_scores", "experiment_individuals", "experiment_generations"):
-        runtime.sql.execute(f"DELETE FROM {table} WHERE experiment_id = ? AND generation = 3", [first.experiment_id])
+        runtime.sql.execute(
+            f"DELETE FROM {table} WHERE experiment_id = ? AND generation = ?", [first.experiment_id, last]
+        )
     prepared = runtime.prepare_experiment(config, track=False)
-    with dask_client(workers=2, threads=2) as client:
-        prepared.evolution.unit_runner = runtime.isolated_runner(prepared, partial(dask_runner, client), slots=1)
-        again = prepared.evolution.run()
+    prepared.evolution.unit_runner = runtime.isolated_runner(prepared, partial(dask_runner, client), slots=1)
+    again = prepared.evolution.run()
     after = runtime.llm.ledger.totals(first.experiment_id)
     assert again.leaderboard == first.leaderboard
     assert after.model_calls == paid.model_calls and after.calls > paid.calls  # re-asked, all served by the cache

@@ -11,19 +11,6 @@ CONFIG = Path(__file__).parent / "data" / "small.yaml"
 
 
 @pytest.fixture()
-def smaller(tmp_path) -> Path:
-    """CONFIG cut to 2 generations of 3 (a seed generation and one of children, so parent edges, caching
-    and per-generation artifacts still exist): what the flow tests check does not depend on its size."""
-    path = tmp_path / "smaller.yaml"
-    text = CONFIG.read_text(encoding="utf-8")
-    cut = text.replace("generations: 3", "generations: 2").replace("population: 4", "population: 3")
-    cut = cut.replace(", socratic-math-tutor]", "]")
-    assert cut.count("\n") == text.count("\n") and cut != text
-    path.write_text(cut, encoding="utf-8")
-    return path
-
-
-@pytest.fixture()
 def library_home(home, monkeypatch, mlflow_ready):
     monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
     from furnace.cli.elixir_cmd import LIBRARY_DIR
@@ -423,12 +410,22 @@ def test_prefect_deploy_all_registers_every_flow_of_prefect_yaml(prefect_harness
 
     flows = Path(__file__).resolve().parents[2] / "flows"
     declared = yaml.safe_load((flows / "prefect.yaml").read_text(encoding="utf-8"))["deployments"]
+    from prefect.client.schemas.actions import WorkPoolCreate
+    from prefect.workers.process import ProcessWorker
+
+    with get_client(sync_client=True) as client:  # what `prefect work-pool create furnace --type process` makes
+        template = ProcessWorker.get_default_base_job_template()
+        client.create_work_pool(WorkPoolCreate(name="furnace", type="process", base_job_template=template))
     env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
-    for command in (["work-pool", "create", "furnace", "--type", "process"], ["--no-prompt", "deploy", "--all"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "prefect", *command], cwd=flows, env=env, capture_output=True, text=True, timeout=600
-        )
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    done = subprocess.run(
+        [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--all"],
+        cwd=flows,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     with get_client(sync_client=True) as client:
         deployed = {d.entrypoint: d for d in client.read_deployments()}
         flow_names = {e: client.read_flow(d.flow_id).name for e, d in deployed.items()}

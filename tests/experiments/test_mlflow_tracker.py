@@ -223,7 +223,7 @@ print(json.dumps({"listed": sorted(f["path"] for f in listed.get("files", [])), 
 """
 
 
-def test_a_moved_home_still_opens_runs_artifacts_and_traces(tmp_path):
+def test_a_moved_home_still_opens_runs_artifacts_and_traces(tmp_path, _mlflow_template):
     import shutil
     import subprocess
     import sys
@@ -235,6 +235,7 @@ def test_a_moved_home_still_opens_runs_artifacts_and_traces(tmp_path):
 
     old = FurnaceSettings(home=tmp_path / "old")
     old.home.mkdir()
+    shutil.copyfile(_mlflow_template, old.home / "mlflow.db")  # initialised (its creation is tested elsewhere)
     evo = make(MemoryResults(), generations=0)
     evo.tracker = MLflowTracker(old.tracking_uri)
     report = evo.run()

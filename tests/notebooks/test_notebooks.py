@@ -38,10 +38,16 @@ def jupyter_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def sample_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def sample_home(tmp_path_factory: pytest.TempPathFactory, _mlflow_template: Path) -> Path:
+    """The analysis sample, tracked into an initialised MLflow store (the session's template: creating its
+    tables is not what these notebooks test; the revision notebook's sample starts from nothing)."""
+    import shutil
+
     from furnace.runtime import sample_runtime
 
     home = tmp_path_factory.mktemp("analysis-sample") / "home"
+    home.mkdir()
+    shutil.copyfile(_mlflow_template, home / "mlflow.db")
     sample_runtime(home)
     return home
 
