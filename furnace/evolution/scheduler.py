@@ -410,8 +410,12 @@ class Schedule:
     def progress(self, generation: int, done: int, total: int, seeds: Iterable[IndividualRecord] | None = None) -> None:
         """Report progress; the best fitness is the population's, or (``seeds``: generation 0 under way)
         the best scored seed so far."""
-        members = self.population if seeds is None else [r for r in seeds if r.scored]
-        best = max((r.fitness for r in members), default=0.0)
+        if self.evo.progress is None:  # nobody listens: no scan of the population per child
+            return
+        if seeds is None:  # the population is ranked (survivors): its fittest member is the first
+            best = self.population[0].fitness if self.population else 0.0
+        else:
+            best = max((r.fitness for r in seeds if r.scored), default=0.0)
         self.evo._emit(
             generation=generation, generations=self.evo.config.generations, done=done, total=total, best=best
         )

@@ -90,23 +90,14 @@ class OperatorBoard:
 
 
 def survivors(old: Sequence[R], children: Sequence[R], size: int, elitism: int) -> list[R]:
-    """Elites of ``old``, then children (best first), then the rest of ``old`` to fill ``size``."""
-    chosen: list[R] = []
-    seen: set[str] = set()
-
-    def take(items: Sequence[R], limit: int) -> None:
-        for ind in items:
-            if len(chosen) >= limit:
-                return
-            if ind.agent_id not in seen:
-                seen.add(ind.agent_id)
-                chosen.append(ind)
-
+    """Elites of ``old``, then children (best first), then the rest of ``old`` to fill ``size``: the first
+    ``size`` distinct ids in that order, each as it first appears, ranked. Deduplicated with dict steps
+    (no Python loop over the population per child taken in)."""
     ranked_old = ranked(old)
-    take(ranked_old[:elitism], size)
-    take(ranked(children), size)
-    take(ranked_old, size)
-    return ranked(chosen)
+    order = [*ranked_old[:elitism], *ranked(children), *ranked_old]
+    ids = list(map(_ID, order))
+    first = dict(zip(reversed(ids), reversed(order), strict=True))  # each id's first appearance
+    return ranked([first[i] for i in list(dict.fromkeys(ids))[: max(size, 0)]])
 
 
 _ID, _FITNESS = attrgetter("agent_id"), attrgetter("fitness")

@@ -150,7 +150,7 @@ def test_pareto_front_equals_comparing_every_pair(points: list[tuple[float, floa
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from("abcdef"), _SCORE), max_size=20), st.integers(0, 3), st.integers(1, 12))
+@given(st.lists(st.tuples(st.sampled_from("abcdef"), _SCORE), max_size=20), st.integers(0, 3), st.integers(-1, 12))
 def test_survivors_rank_as_rank_key_orders(members: list[tuple[str, float]], elitism: int, size: int) -> None:
     from dataclasses import dataclass
 
@@ -166,3 +166,9 @@ def test_survivors_rank_as_rank_key_orders(members: list[tuple[str, float]], eli
     old, children = items[: len(items) // 2], items[len(items) // 2 :]
     chosen = survivors(old, children, size, elitism)
     assert chosen == sorted(chosen, key=rank_key) and len({m.agent_id for m in chosen}) == len(chosen)
+    # as first written: elites, children, the rest, each taken unless its id was, up to size
+    taken: list[M] = []
+    for m in [*sorted(old, key=rank_key)[:elitism], *sorted(children, key=rank_key), *sorted(old, key=rank_key)]:
+        if len(taken) < size and m.agent_id not in {t.agent_id for t in taken}:
+            taken.append(m)
+    assert chosen == sorted(taken, key=rank_key)
