@@ -40,7 +40,6 @@ from furnace.storage.seals import Sealer, sealer_for
 
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
-BUSY_POLL_S = 0.001  # a waiting writer asks for SQLite's write lock again this often
 CONFLICT_RETRIES = 5
 _MIGRATION_LOCK = 0x0F0A_CE  # PostgreSQL advisory lock id: one migration run at a time
 DAMAGED_HINT = " (if the file is damaged: truncated, or not a furnace database, restore a backup or move it aside)"
@@ -71,31 +70,7 @@ def _sqlite_pragmas(dbapi_con: Any, _record: Any) -> None:
 def _sqlite_begin(conn: Connection) -> None:
     if conn.info.get("furnace_single_read"):  # one SELECT is its own consistent read in SQLite (see query)
         return
-    if conn.info.get("furnace_write"):
-        _begin_immediate(conn)
-    else:
-        conn.exec_driver_sql("BEGIN")
-
-
-def _begin_immediate(conn: Connection) -> None:
-    """``BEGIN IMMEDIATE``, asked again every ``BUSY_POLL_S`` while another process holds the write lock (up
-    to the busy timeout) rather than through SQLite's busy handler, whose growing sleeps (1, 2, 5, 10, …,
-    100 ms) leave a waiter asleep through several other transactions after the lock is free."""
-    driver = conn.connection.driver_connection
-    assert driver is not None
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    driver.execute("PRAGMA busy_timeout=0")
-    try:
-        while True:
-            try:
-                conn.exec_driver_sql("BEGIN IMMEDIATE")
-                return
-            except OperationalError as err:
-                if not _retryable(err) or time.monotonic() >= deadline:
-                    raise
-            time.sleep(BUSY_POLL_S)
-    finally:
-        driver.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get("furnace_write") else "BEGIN")
 
 
 def _sqlite_damaged(context: ExceptionContext) -> None:
