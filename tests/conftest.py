@@ -79,7 +79,13 @@ def settings(home: Path):
 # would build it again) or that holds state one test leaves for the next. The files
 # that use ``prefect_harness`` (a temporary Prefect server, ~13 s of CPU) are one unit together; collection fails
 # if another file uses it.
-PREFECT_HARNESS_FILES = frozenset({"tests/experiments/test_flows.py", "tests/writing/test_flow.py"})
+PREFECT_HARNESS_FILES = frozenset(
+    {
+        "tests/experiments/test_flows.py",
+        "tests/writing/test_flow.py",
+        "tests/shipping/test_wheel.py",  # its serve test (the wheel build is a module fixture: the file stays whole)
+    }
+)
 ONE_WORKER_UNITS = {path: "prefect-harness" for path in PREFECT_HARNESS_FILES} | {
     path: path
     for path in (
@@ -91,7 +97,6 @@ ONE_WORKER_UNITS = {path: "prefect-harness" for path in PREFECT_HARNESS_FILES} |
         "tests/notebooks/test_notebooks.py",  # the analysis sample home and a kernelspec (session fixtures)
         "tests/experiments/test_search_bench.py",  # the search benchmark's CI run (module fixture)
         "tests/experiments/test_dask.py",  # a cluster of 2 worker processes (module fixture)
-        "tests/shipping/test_wheel.py",  # the wheel build (module fixture)
     )
 }
 

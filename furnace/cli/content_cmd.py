@@ -3,7 +3,7 @@ chat, and its accepted suggestions flowing back into the persona."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,8 +12,9 @@ from furnace.domain.elixir import Elixir
 from furnace.llm.seam import LLM
 from furnace.runtime import Runtime
 from furnace.storage.store import ElixirStore
-from furnace.writing.content import ContentStore, ContentVersion, generate_content
-from furnace.writing.revision import diff_versions, rollback
+
+if TYPE_CHECKING:  # furnace.writing loads when a command runs, not on every CLI start
+    from furnace.writing.content import ContentStore, ContentVersion
 
 
 def version_data(v: ContentVersion) -> dict[str, Any]:
@@ -51,6 +52,7 @@ def run_revision_demo(
     store: ElixirStore, content_store: ContentStore, llm: LLM, *, persona: str, topic: str, suggestions: list[str]
 ) -> dict[str, Any]:
     """The preference loop end to end: write, revise each suggestion, write again with what was learned."""
+    from furnace.writing.content import generate_content
     from furnace.writing.revision import revise
 
     content, first = generate_content(store, content_store, llm, persona_id=persona, topic=topic)
@@ -80,6 +82,8 @@ def content_group() -> None:
 @click.pass_obj
 def content_new(ctx: Runtime, persona_id: str, topic: str, seed: int, as_json: bool) -> None:
     """Write V1 of a new piece in the persona's voice (learned preferences included)."""
+    from furnace.writing.content import generate_content
+
     content, v1 = generate_content(ctx.store, ctx.content_store, ctx.llm, persona_id=persona_id, topic=topic, seed=seed)
     emit(
         {"content": content.model_dump(mode="json"), "version": version_data(v1)},
@@ -156,6 +160,8 @@ def content_history(ctx: Runtime, content_id: str, as_json: bool) -> None:
 @click.pass_obj
 def content_diff(ctx: Runtime, content_id: str, a: int, b: int, as_json: bool) -> None:
     """Word-level diff of two versions (zh: character-level)."""
+    from furnace.writing.revision import diff_versions
+
     cs = ctx.content_store
     content = cs.get_content(content_id)
     diff = diff_versions(cs.get_version(content_id, a), cs.get_version(content_id, b), content.language)
@@ -169,6 +175,8 @@ def content_diff(ctx: Runtime, content_id: str, a: int, b: int, as_json: bool) -
 @click.pass_obj
 def content_rollback(ctx: Runtime, content_id: str, version: int, as_json: bool) -> None:
     """Make an old version current again (as a new version; nothing is deleted)."""
+    from furnace.writing.revision import rollback
+
     v = rollback(ctx.content_store, content_id, version)
     emit(version_data(v), as_json=as_json, human=f"{content_id}: V{v.version} = V{version} (rollback)")
 

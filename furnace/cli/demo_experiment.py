@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from furnace import resources
-from furnace.evolution.report import ExperimentReport
 from furnace.runtime import Runtime
+
+if TYPE_CHECKING:
+    from furnace.evolution.report import ExperimentReport
 
 DEMO_FILE = resources.DEMO_EXPERIMENT
 CHAMPION = "demo-champion"

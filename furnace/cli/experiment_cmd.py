@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from furnace.cli.context import emit, json_option
 from furnace.domain.errors import InputError, NotFound
-from furnace.evolution.progress import ProgressBar
-from furnace.evolution.report import ExperimentReport
 from furnace.runtime import PreparedExperiment, Runtime
+
+if TYPE_CHECKING:  # furnace.evolution loads on a run (its import is ~0.2 s of every CLI start otherwise)
+    from furnace.evolution.report import ExperimentReport
 
 
 def check_budget(prepared: PreparedExperiment, *, yes: bool, as_json: bool) -> None:
@@ -43,6 +44,7 @@ def run_experiment_file(
     """Load, estimate, run and return the report of one experiment file (``runner="dask"``: its
     units on Dask worker processes, see :meth:`Runtime.on_dask`)."""
     from furnace.evolution.config import load_config
+    from furnace.evolution.progress import ProgressBar
 
     config = load_config(file)
     bar = ProgressBar(enabled=not quiet and not as_json, notices=not quiet)  # a notice on stderr even with --json

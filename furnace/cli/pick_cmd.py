@@ -6,17 +6,18 @@ from __future__ import annotations
 import getpass
 import random
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from furnace.cli.context import emit, json_option
 from furnace.domain.errors import InputError, NotFound
-from furnace.evolution.records import ExperimentRecord, IndividualRecord
 from furnace.runtime import Runtime
-from furnace.scoring.agreement import MIN_PICKS
-from furnace.scoring.fitness import SCORERS
-from furnace.scoring.picks import Choice, Pick
-from furnace.scoring.probes import Probe
+
+if TYPE_CHECKING:  # the core loads when a command runs, not on every CLI start
+    from furnace.evolution.records import ExperimentRecord, IndividualRecord
+    from furnace.scoring.picks import Choice, Pick
+    from furnace.scoring.probes import Probe
 
 _ANSWERS: dict[str, Choice | str] = {"a": "A", "b": "B", "t": "tie", "tie": "tie", "s": "skip", "q": "quit"}
 
@@ -61,6 +62,8 @@ def _undo(obj: Runtime, exp: ExperimentRecord, who: str, as_json: bool, track: b
 def _report(
     obj: Runtime, exp: ExperimentRecord, extra_judges: tuple[str, ...], probes_dir: Path | None, as_json: bool
 ) -> None:
+    from furnace.scoring.agreement import MIN_PICKS
+    from furnace.scoring.fitness import SCORERS
     from furnace.views.picking import (
         candidate_reply,
         experiment_calibration,

@@ -198,25 +198,30 @@ def test_furnace_app_starts_from_the_installed_wheel(installed, tmp_path: Path) 
     _started(cmd, env=env | home, cwd=run_dir, ready=health, log=tmp_path / "app.log")
 
 
-def test_furnace_serve_registers_its_deployment_from_the_installed_wheel(installed, tmp_path: Path) -> None:
-    """``furnace serve FILE`` from the install registers the evolution flow's deployment with a Prefect server."""
+def test_furnace_serve_registers_its_deployment_from_the_installed_wheel(
+    installed, prefect_harness, tmp_path: Path
+) -> None:
+    """``furnace serve FILE`` from the install registers the evolution flow's deployment with a Prefect server
+    (the session's test server: this file is in the Prefect harness unit, see tests/conftest.py)."""
     from prefect.client.orchestration import get_client
-
-    from furnace.adapters.prefect_server import prefect_api
+    from prefect.settings import PREFECT_API_URL
 
     site, run_dir, env = installed
     config = REPO / "tests" / "experiments" / "data" / "small.yaml"
     home = tmp_path / "home"
-    with prefect_api(tmp_path / "prefect-home") as url:
+    name = "furnace-wheel-serve-check"  # no other test registers this name on the shared server
+    url = str(PREFECT_API_URL.value())
+    assert url.startswith("http://127.0.0.1:")
 
-        def deployed() -> bool:
-            with get_client(sync_client=True) as client:
-                return any(d.name == "furnace-nightly-check" for d in client.read_deployments())
-
-        cmd = [sys.executable, "-c", DRIVER, str(site), "serve", str(config), "--name", "furnace-nightly-check"]
-        served = env | {"FURNACE_HOME": str(home), "PREFECT_API_URL": url}
-        _started(cmd, env=served, cwd=run_dir, ready=deployed, log=tmp_path / "serve.log")
+    def deployed() -> bool:
         with get_client(sync_client=True) as client:
-            [deployment] = [d for d in client.read_deployments() if d.name == "furnace-nightly-check"]
-            assert client.read_flow(deployment.flow_id).name == "furnace-evolution"
-            assert deployment.parameters["file"] == str(config.resolve())
+            return any(d.name == name for d in client.read_deployments())
+
+    assert not deployed()
+    cmd = [sys.executable, "-c", DRIVER, str(site), "serve", str(config), "--name", name]
+    served = env | {"FURNACE_HOME": str(home), "PREFECT_API_URL": url}
+    _started(cmd, env=served, cwd=run_dir, ready=deployed, log=tmp_path / "serve.log")
+    with get_client(sync_client=True) as client:
+        [deployment] = [d for d in client.read_deployments() if d.name == name]
+        assert client.read_flow(deployment.flow_id).name == "furnace-evolution"
+        assert deployment.parameters["file"] == str(config.resolve())
