@@ -58,22 +58,22 @@ class ThreadUnitRunner:
     def __init__(self, workers: int) -> None:
         self.workers = max(1, workers)
         self._pool: ThreadPoolExecutor | None = None
-        self._futures: list[Future[Any]] = []
+        self._pending: set[Future[Any]] = set()  # submitted and not done (each removes itself when done)
 
     def submit(self, unit: Unit) -> UnitFuture:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="furnace-unit")
         future = self._pool.submit(unit.run)
-        self._futures = [f for f in self._futures if not f.done()] + [future]
+        self._pending.add(future)
+        future.add_done_callback(self._pending.discard)  # O(1) per unit, whatever the population
         return future
 
     def close(self) -> None:
         """Drop the units not started and wait for the running ones; when every unit has finished
         (a run that ended normally) the idle threads exit on their own, without a join on the caller's wall."""
         if self._pool is not None:
-            running = any(not f.done() for f in self._futures)
-            self._pool.shutdown(wait=running, cancel_futures=True)
-            self._pool, self._futures = None, []
+            self._pool.shutdown(wait=bool(self._pending), cancel_futures=True)
+            self._pool, self._pending = None, set()
 
 
 class Finished:
