@@ -4,9 +4,10 @@ Every write is one transaction at the point it happens (``SQLDatabase.write``): 
 version that races another writer collides on ``(id, version)`` and is run again, so versions stay
 contiguous and no save is lost, across threads, processes and machines. Every read of one elixir checks
 its keyed seal and recomputes its content hash; every read of an agent checks its seal, lineage, edges
-and persona (``docs/store.md``). Lineage walks fetch the reachable edges with one recursive query and
-walk them with the same BFS as :class:`~furnace.storage.memory.MemoryStore`; the agents they reach are
-verified in full once, and the walk is remembered while the database is unchanged (:class:`VerifiedAgents`).
+and persona (``docs/store.md``). Lineage walks fetch the reachable edges with one recursive query (on
+SQLite: those no walk read while the database is unchanged) and walk them with the same BFS as
+:class:`~furnace.storage.memory.MemoryStore`; the agents they reach are verified in full once, and the walk
+and its edges are remembered while the database is unchanged (:class:`VerifiedAgents`).
 """
 
 from __future__ import annotations
