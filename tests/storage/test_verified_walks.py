@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.pool import NullPool
 
 from furnace.domain.errors import LineageError
@@ -228,3 +228,98 @@ def test_after_a_commit_elsewhere_unchanged_agents_are_confirmed_by_their_bytes(
     _elsewhere(store, ("UPDATE agents SET system_prompt = 'You are EvilBot.' WHERE id = :id", {"id": ids[1]}))
     with pytest.raises(LineageError, match="system prompt does not match"):
         store.ancestors(ids[-1])
+
+
+@pytest.fixture
+def branched(chain: tuple[SQLStore, list[str]]) -> tuple[SQLStore, list[str], str]:
+    """The line of five agents and a sibling of its last one (bred from the fourth), not walked yet."""
+    store, ids = chain
+    library = store.list_elixirs()[0].ref
+    fourth = store.get_agent(ids[-2])
+    sibling = make_agent([fourth.elixir.model_copy(update={"id": fourth.id}).ref, library], seed=9, name="Sibling")
+    store.save_agent(sibling)
+    return store, ids, sibling.id
+
+
+def _sql_of(store: SQLStore, walk: Callable[[], Any]) -> tuple[Any, list[str]]:
+    """What ``walk`` returns and the statements it ran."""
+    ran: list[str] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        ran.append(statement)
+
+    event.listen(store.db.engine, "before_cursor_execute", seen)
+    try:
+        return walk(), ran
+    finally:
+        event.remove(store.db.engine, "before_cursor_execute", seen)
+
+
+@pytest.mark.parametrize("up", [True, False])
+def test_a_walk_from_a_new_start_follows_the_edges_warm_walks_read(
+    branched: tuple[SQLStore, list[str], str], up: bool
+) -> None:
+    """After warm walks of other starts, a walk from a start not walked before reads only the edges at the
+    nodes no walk read (no recursive query on SQLite), and finds what a store with nothing remembered finds."""
+    store, ids, sibling = branched
+    walk = store.ancestors if up else store.descendants
+    warm, new = (ids[-1], sibling) if up else (ids[0], ids[1])
+    walk(warm)
+    walk(warm)
+    found, ran = _sql_of(store, lambda: walk(new))
+    fresh = SQLStore(store.db)  # nothing remembered: the recursive query and every agent verified in full
+    assert found == (fresh.ancestors(new) if up else fresh.descendants(new))
+    assert {n.id for n in found} >= ({ids[-2], ids[0]} if up else {ids[-1]})
+    recursive = [sql for sql in ran if "RECURSIVE" in sql.upper()]
+    if store.db.dialect == "sqlite":
+        assert recursive == []
+    else:
+        assert len(recursive) == 1  # PostgreSQL: no change stamp, every walk reads as a fresh one
+
+
+@pytest.mark.parametrize("start", ["walked", "new"])
+@pytest.mark.parametrize(
+    "forgery", ["edited row", "edited edge", "added edge", "swapped agent seal", "swapped persona seal"]
+)
+def test_a_forgery_committed_elsewhere_is_refused_on_a_walk_from_any_start(
+    branched: tuple[SQLStore, list[str], str], forgery: str, start: str
+) -> None:
+    """The edges remembered are forgotten with the change stamp: a walk from a start no walk began at,
+    after warm walks that read the forged ancestor's edges, reads and refuses it too."""
+    store, ids, sibling = branched
+    store.ancestors(ids[-1])
+    store.ancestors(ids[-1])
+    forge, refusal = _forgeries(ids)[forgery]
+    forge(store)
+    with pytest.raises(LineageError) as err:
+        store.ancestors(ids[-1] if start == "walked" else sibling)
+    assert refusal in str(err.value)
+
+
+def test_verified_agents_remember_the_edges_of_the_current_epoch_only() -> None:
+    verified = VerifiedAgents(walk_limit=4)
+    link = ("p", "crossover", "1", 1)
+    verified.remember_links(0, True, {"a": (link,)})
+    assert verified.links(0, True, ["a", "b"]) == {"a": (link,)}  # "b" never read
+    assert verified.links(0, False, ["a"]) == {}  # the other direction is its own memory
+    assert verified.links(1, True, ["a"]) == {}  # another epoch: nothing
+    verified.remember_links(0, True, {"b": (link, link), "c": ()})  # past the bound: forgotten first
+    assert verified.links(0, True, ["a", "b", "c"]) == {"b": (link, link), "c": ()}
+    verified._epoch = 1
+    verified.remember_links(0, True, {"d": ()})  # read in an older epoch: not remembered
+    assert verified.links(1, True, ["d"]) == {}
+
+
+def test_a_commit_forgets_the_edges_walks_read(chain: tuple[SQLStore, list[str]]) -> None:
+    """A child saved after warm walks (by this process or another) is found by the next walk down from any
+    of its ancestors: the children remembered are forgotten with the change stamp."""
+    store, ids = chain
+    for start in (ids[0], ids[1]):
+        store.descendants(start)
+        store.descendants(start)
+    library = store.list_elixirs()[0].ref
+    second = store.get_agent(ids[1])
+    late = make_agent([second.elixir.model_copy(update={"id": second.id}).ref, library], seed=7, name="Late")
+    store.save_agent(late)
+    assert late.id in {n.id for n in store.descendants(ids[0])}
+    assert late.id in {n.id for n in store.descendants(ids[1])}

@@ -4,9 +4,10 @@ Every write is one transaction at the point it happens (``SQLDatabase.write``): 
 version that races another writer collides on ``(id, version)`` and is run again, so versions stay
 contiguous and no save is lost, across threads, processes and machines. Every read of one elixir checks
 its keyed seal and recomputes its content hash; every read of an agent checks its seal, lineage, edges
-and persona (``docs/store.md``). Lineage walks fetch the reachable edges with one recursive query and
-walk them with the same BFS as :class:`~furnace.storage.memory.MemoryStore`; the agents they reach are
-verified in full once, and the walk is remembered while the database is unchanged (:class:`VerifiedAgents`).
+and persona (``docs/store.md``). Lineage walks fetch the reachable edges with one recursive query (on
+SQLite: those no walk read while the database is unchanged) and walk them with the same BFS as
+:class:`~furnace.storage.memory.MemoryStore`; the agents they reach are verified in full once, and the walk
+and its edges are remembered while the database is unchanged (:class:`VerifiedAgents`).
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ _AGENT_COLS = (
 _Edge = tuple[str, str, str, int]  # (parent, operator, op_version, parent_version) of an edge into an agent
 _EdgesInto = dict[str, set[_Edge]] | dict[str, frozenset[_Edge]]
 _WalkKey = tuple[str, bool, int | None]  # (start, up, max_depth) of a lineage walk
+_Link = tuple[str, str, str, int]  # (far end, operator, op_version, parent_version) of an edge from a node
+_LINK_LEVELS = 4  # levels of a walk read node by node before the rest is read by one recursive query
 # SQLite's change stamp of one connection: rows this connection changed (committed or not), and the
 # commits of every other connection (other processes included) since it opened
 _SQLITE_STAMP = "SELECT total_changes(), data_version FROM pragma_data_version"
@@ -119,6 +122,10 @@ class VerifiedAgents:
       from memory: no statement but the stamp's, nothing verified again (no commit since means the rows
       read then are the rows the file holds now). A new epoch forgets every walk. Bounded: past
       ``walk_limit`` nodes every walk is forgotten.
+    * The edges walks read, per direction: ``node -> every edge at it`` (up: into it, from its parents;
+      down: out of it, to its children), each list complete as read in the current epoch. A walk from a
+      start not walked before follows them in Python and reads only the nodes missing. A new epoch forgets
+      them. Bounded: past ``walk_limit`` edges they are forgotten.
 
     Reads confirmed in an epoch older than the current one are not remembered. PostgreSQL offers no such
     stamp: nothing is remembered there, every walk reads and verifies in full."""
@@ -129,6 +136,8 @@ class VerifiedAgents:
         self._known: dict[str, Verified] = {}
         self._walks: dict[_WalkKey, tuple[LineageNode, ...]] = {}
         self._walk_nodes = 0
+        self._links: dict[bool, dict[str, tuple[_Link, ...]]] = {True: {}, False: {}}
+        self._link_count = 0
         self._epoch = 0
         self._lock = threading.Lock()
 
@@ -145,7 +154,39 @@ class VerifiedAgents:
                 conn.info[self] = stamp
                 self._walks.clear()
                 self._walk_nodes = 0
+                self._forget_links()
             return self._epoch
+
+    def _forget_links(self) -> None:
+        self._links = {True: {}, False: {}}
+        self._link_count = 0
+
+    def links(self, epoch: int, up: bool, ids: Iterable[str]) -> dict[str, tuple[_Link, ...]]:
+        """The edges at each of ``ids`` (up: into it) read in ``epoch``; ids not read are left out."""
+        with self._lock:
+            if epoch != self._epoch:
+                return {}
+            known = self._links[up]
+            return {i: found for i in ids if (found := known.get(i)) is not None}
+
+    def has_links(self, epoch: int, up: bool) -> bool:
+        """True when edges in direction ``up`` are remembered in ``epoch``."""
+        with self._lock:
+            return epoch == self._epoch and bool(self._links[up])
+
+    def remember_links(self, epoch: int, up: bool, links: dict[str, tuple[_Link, ...]]) -> None:
+        """Remember every edge at each node of ``links`` read in ``epoch`` (dropped if a newer epoch began)."""
+        with self._lock:
+            if epoch != self._epoch:
+                return
+            added = sum(len(v) + 1 for v in links.values())
+            if self._link_count + added > self.walk_limit:
+                self._forget_links()
+            known = self._links[up]
+            for node, found in links.items():
+                if node not in known:
+                    self._link_count += len(found) + 1
+                known[node] = found
 
     def get(self, id: str) -> Verified | None:
         """What is remembered of ``id``, confirmed in whichever epoch."""
@@ -721,6 +762,50 @@ class SQLStore:
         )
         return conn.execute(sql, {"start": id}).tuples().all()  # type: ignore[return-value]
 
+    def _reached_links(self, conn: Connection, epoch: int, id: str, up: bool) -> dict[str, tuple[_Link, ...]]:
+        """Every edge at each node reachable from ``id`` (up: into it), complete: those remembered in
+        ``epoch`` and reads of the nodes missing, level by level for :data:`_LINK_LEVELS` levels, then of
+        everything reachable from the nodes still missing in one recursive query (SQLite only; at once when
+        nothing is remembered in ``epoch``)."""
+        found: dict[str, tuple[_Link, ...]] = {}
+        frontier = {id}
+        levels = 0 if self._verified.has_links(epoch, up) else _LINK_LEVELS
+        while frontier:
+            found.update(self._verified.links(epoch, up, frontier))
+            missing = sorted(n for n in frontier if n not in found)
+            if missing:
+                levels += 1
+                read = self._links_of(conn, missing, up, recursive=levels > _LINK_LEVELS)
+                self._verified.remember_links(epoch, up, read)
+                found.update(read)
+            frontier = {far for node in frontier for far, *_ in found[node] if far not in found}
+        return found
+
+    def _links_of(
+        self, conn: Connection, ids: Sequence[str], up: bool, *, recursive: bool
+    ) -> dict[str, tuple[_Link, ...]]:
+        """``node -> every edge at it`` (up: into it) of ``ids`` (recursive: and of everything reachable from
+        them); a node without such edges maps to ``()``."""
+        near, far = ("child", "parent") if up else ("parent", "child")
+        read: dict[str, list[_Link]] = {}
+        for part in chunks(ids):
+            seeds = json.dumps(list(part))
+            reach = (
+                f"WITH RECURSIVE reach(id) AS (SELECT value FROM json_each(:seeds) UNION SELECT e.{far}"
+                f" FROM lineage_edges e JOIN reach r ON e.{near} = r.id)"
+                if recursive
+                else "WITH reach(id) AS (SELECT value FROM json_each(:seeds))"
+            )
+            sql = text(
+                f"{reach} SELECT r.id, e.{far}, e.operator, e.op_version, e.parent_version FROM reach r"
+                f" LEFT JOIN lineage_edges e ON e.{near} = r.id"
+            )
+            for node, other, operator, op_version, parent_version in conn.execute(sql, {"seeds": seeds}):
+                out = read.setdefault(node, [])
+                if other is not None:
+                    out.append((other, operator, op_version, parent_version))
+        return {node: tuple(out) for node, out in read.items()}
+
     def _reachable(self, id: str, *, up: bool) -> list[tuple[str, str, str]]:
         """``(from, to, operator)`` of every edge reachable from ``id`` (up: towards parents), one query."""
         with self.db.connect() as conn:
@@ -734,16 +819,20 @@ class SQLStore:
                 epoch = None
             if epoch is not None and (remembered := self._verified.walk(epoch, key)) is not None:
                 return list(remembered)  # no commit since it was verified: the file holds what it read
-            edges = self._reach(conn, id, up=up)
             links: Adjacency = {}
-            found: dict[str, set[_Edge]] = {}  # up: every edge into each reached node
-            for near, far, operator, op_version, parent_version in edges:  # one pass over ~2 rows per node
-                links.setdefault(near, []).append((far, operator))
-                if up:
+            into: _EdgesInto | None = None  # up: every edge into each reached node
+            if epoch is None:
+                found: dict[str, set[_Edge]] = {}
+                for near, far, operator, op_version, parent_version in self._reach(conn, id, up=up):
+                    links.setdefault(near, []).append((far, operator))  # one pass over ~2 rows per node
                     found.setdefault(near, set()).add((far, operator, op_version, parent_version))
+                into = found if up else None
+            else:  # the edges remembered in this epoch, the nodes missing read
+                at = self._reached_links(conn, epoch, id, up)
+                links = {node: [(far, operator) for far, operator, _, _ in out] for node, out in at.items() if out}
+                into = {node: frozenset(out) for node, out in at.items()} if up else None
             nodes = bfs(id, links, max_depth)
             reached = [id, *(n.id for n in nodes)]
-            into: _EdgesInto | None = found if up else None
             if not up:  # a redirected edge must not hide a child: agents whose lineage names a reached node
                 leaves = {id, *(n.id for n in nodes if max_depth is None or n.depth < max_depth)}
                 reached += self._naming(leaves)
