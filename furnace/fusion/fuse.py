@@ -7,9 +7,10 @@ expertise Jaccard distance exceeds ``ensemble_threshold``; else crossover),
 fixes the lineage params (everything that shapes the result), and only then
 looks in the synthesis cache under ``synth:{lineage_hash}``. A hit costs no
 model call; a miss runs the operator once (single-flight), renders the prompt,
-and stores the value (insert-if-absent), the sub-results the operator computed
-and the agent with its persona and edges in one transaction of the store
-(``atomically``): all of it or nothing.
+and stores the agent with its persona and edges (its rows made before the
+write lock), the sub-results the operator computed and the value
+(insert-if-absent) in one transaction of the store (``atomically``): all of it
+or nothing.
 """
 
 from __future__ import annotations
