@@ -7,9 +7,10 @@ expertise Jaccard distance exceeds ``ensemble_threshold``; else crossover),
 fixes the lineage params (everything that shapes the result), and only then
 looks in the synthesis cache under ``synth:{lineage_hash}``. A hit costs no
 model call; a miss runs the operator once (single-flight), renders the prompt,
-and stores the value (insert-if-absent), the sub-results the operator computed
-and the agent with its persona and edges in one transaction of the store
-(``atomically``): all of it or nothing.
+and stores the agent with its persona and edges (its rows made before the
+write lock), the sub-results the operator computed and the value
+(insert-if-absent) in one transaction of the store (``atomically``): all of it
+or nothing.
 """
 
 from __future__ import annotations
@@ -232,6 +233,47 @@ def plan_fusion(
     return loaded, Lineage(parents=tuple(p.ref for p in loaded), operator=name, params=fixed, op_version=op.op_version)
 
 
+class _Raced(Exception):
+    """Another build's synthesis entry won while this transaction stored its own agent: rolled back."""
+
+    def __init__(self, winner: dict[str, Any]) -> None:
+        super().__init__("another build's entry won")
+        self.winner = winner
+
+
+def _persisted_with(
+    store: ElixirStore,
+    cache: SynthesisCache,
+    entries: list[tuple[str, dict[str, Any], float | None]],
+    value: dict[str, Any],
+    mine: Agent,
+    lineage_hash: str,
+    persist: Callable[[Agent], tuple[Agent, bool]],
+) -> tuple[dict[str, Any], list[Agent]]:
+    """Store a new build in one transaction: the agent first (on the live store its rows are planned before
+    the write lock, which its insert takes), then the sub-results and the entry ``value`` (insert-if-absent).
+    The stored entry and the stored agent agree: when another build's entry won the insert after this
+    transaction stored its own agent, it is rolled back and run again with the winner's agent (the build
+    that wrote the entry stored its agent with it, or this run stores the winner's). Returns the stored
+    entry and ``[the stored agent]``."""
+    expected: dict[str, Any] | None = None  # the entry taken as the one that wins (None: this build's)
+
+    def work() -> tuple[dict[str, Any], list[Agent]]:
+        theirs = None if expected is None else _agent_from_value(expected, lineage_hash)
+        agent, stored_here = persist(theirs or mine)
+        winner = cache.kv.put_many_if_absent(entries)[-1]
+        if stored_here and winner != (value if expected is None else expected):
+            raise _Raced(winner)
+        return winner, [agent]
+
+    for _ in range(3):  # each run again needs yet another entry to have won meanwhile (an expired one replaced)
+        try:
+            return store.atomically(work)
+        except _Raced as raced:
+            expected = raced.winner
+    raise RuntimeError(f"synth:{lineage_hash[:12]}: the cache entry changed under three stores in a row")
+
+
 def fuse(
     store: ElixirStore,
     parents: Sequence[str | ElixirRef],
@@ -313,26 +355,22 @@ def fuse(
         made[:] = [agent]
         return _value(agent)
 
-    def persist(agent: Agent) -> Agent:
-        """(In the transaction.) The agent as the store holds it once saved."""
+    def persist(agent: Agent) -> tuple[Agent, bool]:
+        """(In the transaction.) The agent as the store holds it once saved, and whether this call saved it.
+        On the live store its rows are built and sealed before the write lock is taken: ``atomically``
+        begins the transaction at its first write, and this save is the first (see :func:`_persisted_with`)."""
         if stored_before:
-            return stored_before[0]
+            return stored_before[0], False
         if store.save_agent(agent):
-            return agent
-        return store.get_agent(agent_id)  # it was there already: the stored (verified) one
+            return agent, True
+        return store.get_agent(agent_id), False  # it was there already: the stored (verified) one
 
     def put(key: str, value: dict[str, Any]) -> dict[str, Any]:
-        """A new build's writes, one transaction: sub-results, cache entry, agent (with persona and edges)."""
-
-        def work() -> dict[str, Any]:  # run again on a write conflict: idempotent
-            winner = cache.kv.put_many_if_absent([*subcache.entries(), (key, value, cache.ttl_s)])[-1]
-            mine = made[0] if made else _agent_from_value(value, lineage_hash)
-            agent = mine if winner is value else _agent_from_value(winner, lineage_hash) or mine
-            assert agent is not None  # this build's own value is an agent
-            saved[:] = [persist(agent)]
-            return winner
-
-        winner = store.atomically(work)
+        """A new build's writes, one transaction: agent (with persona and edges), sub-results, cache entry."""
+        mine = made[0] if made else _agent_from_value(value, lineage_hash)
+        assert mine is not None  # this build's own value is an agent
+        entries = [*subcache.entries(), (key, value, cache.ttl_s)]
+        winner, saved[:] = _persisted_with(store, cache, entries, value, mine, lineage_hash, persist)
         cache.mark_persisted(store, lineage_hash)  # before the threads waiting on this build look
         return winner
 
@@ -349,8 +387,9 @@ def fuse(
         kept, entries = agent, subcache.entries()  # (sub-results: only when rebuilt here, after a corrupted entry)
 
         def work() -> Agent:
+            stored = persist(kept)[0]  # first: its rows are planned before the write lock (see persist)
             cache.kv.put_many_if_absent(entries)
-            return persist(kept)
+            return stored
 
         agent = stored_before[0] if stored_before and not entries else store.atomically(work)
         cache.mark_persisted(store, lineage_hash)

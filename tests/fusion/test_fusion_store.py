@@ -111,13 +111,58 @@ def test_a_cold_fusion_reads_then_writes_everything_in_one_transaction(db, monke
     assert all(_reads_only(s) or s in ("BEGIN", "COMMIT") for s in sql[:begin])  # ... after reads only
     assert sql[-1] == "COMMIT" and "COMMIT" not in sql[begin:-1]
     tables = [s.split(" (")[0].split()[2] for s in sql[begin + 1 : -1] if s.startswith("INSERT")]
-    # the identity sub-result and the synthesis entry in one insert, then the persona, the agent, its edges
-    assert tables == ["kv", "elixir_versions", "agents", "lineage_edges"]
+    # the persona, the agent, its edges (their rows planned before BEGIN), then the identity sub-result and
+    # the synthesis entry in one insert
+    assert tables == ["elixir_versions", "agents", "lineage_edges", "kv"]
     assert _counts(db) == {"kv": 2, "agents": 1, "elixir_versions": 3, "lineage_edges": 2}
     stored = SQLStore(db).get_agent(result.agent.id)  # verified in full on read
     assert stored.system_prompt == result.agent.system_prompt
     again = _fuse(db, llm)  # a new process's repeat: served by the cache, no call
     assert again.from_cache and again.agent.id == result.agent.id and len(llm.calls) == 1
+
+
+def test_a_cold_fusion_plans_its_agent_rows_before_the_write_transaction(db, monkeypatch) -> None:
+    planned_in_transaction: list[bool] = []
+    plan = SQLStore._plan
+
+    def recorded(self: SQLStore, *args: Any) -> Any:
+        planned_in_transaction.append(self.db.in_transaction)
+        return plan(self, *args)
+
+    monkeypatch.setattr(SQLStore, "_plan", recorded)
+    result = _fuse(db)
+    assert not result.from_cache and planned_in_transaction == [False]  # planned once, before BEGIN IMMEDIATE
+    assert _store(db).get_agent(result.agent.id).system_prompt == result.agent.system_prompt
+
+
+class _EntryUnseen:
+    """A KV whose synthesis entries its reads do not see: an entry another process committed after the build
+    looked (the build runs, and meets it only at its insert)."""
+
+    def __init__(self, kv: Any) -> None:
+        self.kv = kv
+
+    def get(self, key: str) -> Any:
+        return None if key.startswith("synth:") else self.kv.get(key)
+
+    def put_if_absent(self, key: str, value: Any, ttl_s: Any = None) -> Any:
+        return self.kv.put_if_absent(key, value, ttl_s)
+
+    def put_many_if_absent(self, items: Any) -> Any:
+        return self.kv.put_many_if_absent(items)
+
+
+def test_an_entry_that_won_without_its_agent_is_the_agent_stored(db, tmp_path) -> None:
+    other = _seeded(SQLDatabase(sqlite_url(tmp_path / "other"), home=tmp_path / "other"))
+    theirs = _fuse(other, FakeLLM(respond=lambda r: {"identity": "You are theirs."}, model_name="offline")).agent
+    entry = _kv(other).get(f"synth:{theirs.lineage_hash}")
+    _kv(db).put_if_absent(f"synth:{theirs.lineage_hash}", entry)  # e.g. an experiment's, its agent still queued
+    mine = FakeLLM(respond=lambda r: {"identity": "You are mine."}, model_name="offline")
+    result = _fuse(db, mine, cache=SynthesisCache(_EntryUnseen(_kv(db))))
+    assert len(mine.calls) == 1  # built here, then the insert met the other entry: rolled back, stored theirs
+    assert result.agent.id == theirs.id and result.agent.system_prompt == theirs.system_prompt
+    assert _store(db).get_agent(theirs.id).system_prompt == theirs.system_prompt
+    assert _counts(db)["agents"] == 1
 
 
 def test_a_fusion_whose_save_fails_leaves_nothing_and_a_retry_builds_it(db, monkeypatch) -> None:

@@ -294,8 +294,14 @@ class SQLStore:
 
     def atomically(self, work: Callable[[], T]) -> T:
         """Run ``work`` in one transaction: every write inside it (of this store and of any other adapter on
-        the same database, e.g. the synthesis cache's KV) commits together or not at all."""
-        with self.db.unit(one_transaction=True), self.db.transaction():
+        the same database, e.g. the synthesis cache's KV) commits together or not at all. The transaction
+        begins at the first write, so what ``work`` reads and builds before it (a save's rows, planned and
+        sealed) takes no write lock; inside a unit whose writes are not one transaction, it begins at once."""
+        unit = self.db._unit()
+        if unit is not None and not unit.one_transaction:
+            with self.db.transaction():
+                return work()
+        with self.db.unit(one_transaction=True):
             return work()
 
     # --- elixirs -------------------------------------------------------------------------------------
