@@ -175,9 +175,17 @@ def test_a_50_node_lineage_is_readable_in_a_real_browser(seeded: Path) -> None:
         chart = page.locator('[data-testid="stVegaLiteChart"]').first
         chart.locator("canvas, svg.marks").first.wait_for()
         settle(page)
+        drawn = chart.evaluate(_LABEL_BOXES)
+        # the rerun for the typed id may start after settle() returned: the page's first chart (its default
+        # selection) can still be on screen, so wait (bounded) for the chart of the typed id
+        waited = 0
+        while (drawn is None or len(drawn["labels"]) != len(children) + 1) and waited < 240:
+            page.wait_for_timeout(250)
+            waited += 1
+            settle(page)
+            drawn = page.locator('[data-testid="stVegaLiteChart"]').first.evaluate(_LABEL_BOXES)
         assert page.locator('[data-testid="stException"]').count() == 0
         page.screenshot(path="/tmp/furnace-lineage-50.png", full_page=True)
-        drawn = chart.evaluate(_LABEL_BOXES)
 
     assert drawn is not None, "no Vega view behind the lineage chart"
     labels = drawn["labels"]

@@ -155,6 +155,9 @@ def test_the_move_leaves_the_old_file_byte_for_byte_at_its_release_schema(
 
     old, agent = previous_release_home(tmp_path, monkeypatch, upgrade=False)
     home = old.path.parent
+    scratch_dir = tmp_path / "tmp"  # this test's temporary folders (other tests move homes at the same time)
+    scratch_dir.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch_dir))
     before = (home / "furnace.duckdb").read_bytes()
     monkeypatch.setenv("FURNACE_HOME", str(home))
     monkeypatch.delenv("FURNACE_DATABASE_URL", raising=False)
@@ -165,4 +168,4 @@ def test_the_move_leaves_the_old_file_byte_for_byte_at_its_release_schema(
         assert kept.schema_version() == 15  # not upgraded in place
     moved = SQLStore(SQLDatabase(sqlite_url(home), home=home))
     assert [a.id for a in moved.list_agents()] == [agent.id]
-    assert not list(home.glob("furnace-move-*")) and not list(Path(tempfile.gettempdir()).glob("furnace-move-*"))
+    assert not list(home.glob("furnace-move-*")) and not list(scratch_dir.iterdir())  # the copy is removed
