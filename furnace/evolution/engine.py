@@ -288,7 +288,6 @@ class Evolution(Guarded):
         )
         self.board = OperatorBoard(dict(self.config.operators), adapt=self.config.adapt_operators)
         # the run's one lock (Guarded): the embedder (one call at a time), the vectors it made, the units' meters
-        self._embed_lock = self._lock  # the same lock, under the name furnace.evolution.scheduler still uses
         self._vectors: dict[str, np.ndarray] = {}
         self._unit_meters: dict[tuple[int, int], CallTotals] = {}  # (generation, slot) -> calls of units run here
         self._remote: set[tuple[int, int]] = set()  # units run in another process (their calls as they made them)
@@ -343,6 +342,13 @@ class Evolution(Guarded):
         self._unit_meters[where] = spent
         if remote:
             self._remote.add(where)
+
+    @serialized
+    def take_generation_meters(self, generation: int) -> list[CallTotals]:
+        """The calls of the units of ``generation`` run here, forgotten once taken."""
+        here = [m for (g, _), m in self._unit_meters.items() if g == generation]
+        self._unit_meters = {k: v for k, v in self._unit_meters.items() if k[0] != generation}
+        return here
 
     @serialized
     def _made(self, where: tuple[int, int]) -> tuple[CallTotals, bool]:

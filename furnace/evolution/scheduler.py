@@ -337,9 +337,7 @@ class Schedule:
         individuals when a run was killed before finishing it. A rerun that runs nothing leaves the
         figures as they were."""
         evo = self.evo
-        with evo._embed_lock:
-            here = [m for (g, _), m in evo._unit_meters.items() if g == generation]
-            evo._unit_meters = {k: v for k, v in evo._unit_meters.items() if k[0] != generation}
+        here = evo.take_generation_meters(generation)
         spent = evo._ledger_before.get(generation)
         if spent is None or (not here and generation in evo._spent_before):
             spent = evo._spent_before.get(generation)
