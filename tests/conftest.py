@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -16,6 +18,7 @@ settings.register_profile("furnace", deadline=None)
 settings.load_profile("furnace")
 
 _SESSION_DIR = Path(tempfile.mkdtemp(prefix="furnace-tests-"))
+atexit.register(shutil.rmtree, _SESSION_DIR, ignore_errors=True)  # each process's own, gone when it exits
 
 # Before anything imports litellm, mlflow or prefect (their settings freeze at import).
 os.environ.update(

@@ -732,7 +732,7 @@ class Evolution(Guarded):
                 self._close_threads(runner)
         except BaseException:
             self.metered.reserving = False
-            self._writer.flush()  # everything finished is on disk before the run dies
+            self._writer.close()  # everything finished is on disk before the run dies
             raise
         try:
             held_out = self._held_out(schedule.history)
@@ -759,7 +759,7 @@ class Evolution(Guarded):
         self._writer.put(
             Deferred(partial(self.results.finish_experiment, self.experiment_id, self.status, report.summary()))
         )
-        self._writer.flush()
+        self._writer.close()
         snapshot_soon(self.results)  # the status and held-out figures reach the snapshots analysis and ask read
         log_held_out(self.tracker, report.held_out_steps(), self._held_out_assessments(held_out))
         self.tracker.finish(

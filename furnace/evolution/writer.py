@@ -57,6 +57,7 @@ class NewAgent:
 # window saves batches but leaves more to write when the run ends (its last batch is on its wall).
 WINDOW_S = 0.25
 _FLUSH = object()  # ends the batch being gathered
+_STOP = object()  # ends the thread (put by close() once everything is written)
 
 
 class RecordWriter:
@@ -84,6 +85,9 @@ class RecordWriter:
 
         while True:
             taken = [self._queue.get()]
+            if taken[0] is _STOP:
+                self._queue.task_done()
+                return
             deadline = time.monotonic() + self.window_s
             closed = taken[0] is _FLUSH or isinstance(taken[0], GenerationRecord)
             while not closed and (wait := deadline - time.monotonic()) > 0:
@@ -138,6 +142,15 @@ class RecordWriter:
                     self.results.save_generation(item)
             else:
                 run.append(item)
+
+    def close(self) -> None:
+        """Flush, then end the thread (a long-lived process running many experiments keeps none behind;
+        a later ``put`` starts a new one)."""
+        self.flush()
+        if self._thread is not None:
+            self._queue.put(_STOP)
+            self._thread.join()
+            self._thread = None
 
     def flush(self) -> None:
         """Save what is queued now (without waiting for the window) and block until it is saved."""

@@ -74,6 +74,10 @@ class _Watched(SQLStore):
         return super().child_ids(parents)
 
 
+def _writer_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "furnace-writer"}
+
+
 def test_a_run_writes_its_agents_on_the_writer_thread_with_the_same_result(settings: Any) -> None:
     db = live_db(settings.home)
     store = _Watched(db)
@@ -83,9 +87,11 @@ def test_a_run_writes_its_agents_on_the_writer_thread_with_the_same_result(setti
     config = parse_config(CONFIG)
     results = SQLExperimentResults(db)
     llm = CachedLLM(OfflineEngine())
+    writers_before = _writer_threads()
     report = memory_evolution(config, seeds, llm=llm, store=store, results=results).run()
 
     assert store.saved_on and set(store.saved_on) == {"furnace-writer"}  # never on a unit's thread
+    assert _writer_threads() == writers_before  # the run's writer thread ended with the run
     assert store.unit_reads == []  # the seeds were read ahead; a new child's parents say it is not stored
     assert store.unit_transactions == 0  # a child's agent is written behind: no transaction on the unit
     bred = [r for r in results.individuals(report.experiment_id) if r.lineage_hash]

@@ -141,10 +141,25 @@ def test_single_flight_shares_the_error(storage):
     def boom(request):
         raise LLMError("down")
 
-    inner = SlowLLM(FakeLLM(respond=boom), latency_s=0.0)
-    gate = threading.Event()
-    inner.inner = FakeLLM(respond=lambda r: (gate.wait(2), boom(r)))
+    joined = threading.Semaphore(0)
+
+    def after_the_others_joined(request):
+        # the leader fails only once the 5 others wait on its flight (a fixed pause raced on a loaded machine)
+        for _ in range(5):
+            assert joined.acquire(timeout=30)
+        boom(request)
+
+    inner = SlowLLM(FakeLLM(respond=after_the_others_joined), latency_s=0.0)
     llm = CachedLLM(inner, *storage)
+    join = llm._flights.join
+
+    def counting_join(key):
+        flight, leader = join(key)
+        if not leader:
+            joined.release()
+        return flight, leader
+
+    llm._flights.join = counting_join  # type: ignore[method-assign]
     errors: list[BaseException] = []
 
     def go():
@@ -156,9 +171,8 @@ def test_single_flight_shares_the_error(storage):
     threads = [threading.Thread(target=go) for _ in range(6)]
     for t in threads:
         t.start()
-    gate.set()
     for t in threads:
-        t.join(5)
+        t.join(30)
     assert len(errors) == 6 and inner.calls == 1
     assert llm.totals().failed_calls == 6
     assert llm.cache.get(ask("same").cache_key("fake")) is None

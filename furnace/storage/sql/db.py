@@ -68,13 +68,20 @@ def _sqlite_pragmas(dbapi_con: Any, _record: Any) -> None:
     cur.close()
 
 
+_heap_settled = False
+
+
 def _settle_heap() -> None:
-    """Before this process's first write: move what it has allocated so far (its imports, mostly) out of
-    the garbage collector's reach (``gc.freeze``), so the first full collection, which a fresh CLI
-    command otherwise meets inside its one write transaction (50-140 ms while holding SQLite's write
-    lock, measured with ``python -m bench waits``), scans only what is new. Once per process."""
-    if not gc.get_freeze_count():
-        gc.freeze()
+    """Before this process's first write: one full garbage collection, so the first full collection
+    a fresh CLI command would otherwise meet inside its one write transaction (50-140 ms while holding
+    SQLite's write lock, measured with ``python -m bench waits``) runs before the lock is taken, and
+    the next one is as far away as the collector's thresholds put it. Once per process (a flag; racing
+    first writers may both collect, which is harmless). ``gc.freeze()`` did the same job and doubled the
+    CPU of a long-lived process (the test suite: 73 -> 130 s of CPU on one slice), so it is not used."""
+    global _heap_settled
+    if not _heap_settled:
+        _heap_settled = True
+        gc.collect()
 
 
 def _sqlite_begin(conn: Connection) -> None:
