@@ -34,9 +34,9 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_over_budget_estimate_refuses_unless_yes(library_home, tmp_path, capsys):
-    cfg = tmp_path / "tight.yaml"
-    cfg.write_text(CONFIG.read_text().replace("max_calls: 500", "max_calls: 60"))
+def test_over_budget_estimate_refuses_unless_yes(library_home, smaller, capsys):
+    cfg = smaller  # the budget's refusal and its stop do not depend on the experiment's size
+    cfg.write_text(cfg.read_text().replace("max_calls: 500", "max_calls: 40"))
     code, out, err = run(capsys, "experiment", "run", str(cfg), "--no-mlflow")
     assert code == 1 and "estimate exceeds the budget" in err and "--yes" in err
     code, out, err = run(capsys, "experiment", "run", str(cfg), "--no-mlflow", "--yes", "--json")
@@ -45,19 +45,19 @@ def test_over_budget_estimate_refuses_unless_yes(library_home, tmp_path, capsys)
     assert report["status"].startswith("stopped") and report["leaderboard"]
 
 
-def test_run_list_show(library_home, capsys):
-    code, out, err = run(capsys, "experiment", "run", str(CONFIG), "--no-mlflow")
+def test_run_list_show(library_home, smaller, capsys):
+    code, out, err = run(capsys, "experiment", "run", str(smaller), "--no-mlflow")
     assert code == 0, err
     assert (
         "leaderboard" in out and "champion's lineage" in out and "test [95% interval]" in out and "pareto front" in out
     )
-    assert "estimate: ~" in err and "generation 3/3" in err
+    assert "estimate: ~" in err and "generation 2/2" in err
     code, out, _ = run(capsys, "experiment", "list", "--json")
     rows = json.loads(out)
     assert len(rows) == 1 and rows[0]["status"] == "finished"
     code, out, _ = run(capsys, "experiment", "show", rows[0]["experiment_id"], "--json")
     shown = json.loads(out)
-    assert [g["generation"] for g in shown["generations"]] == [0, 1, 2, 3]
+    assert [g["generation"] for g in shown["generations"]] == [0, 1, 2]
     assert shown["leaderboard"][0]["fitness"] == pytest.approx(rows[0]["best_fitness"], abs=1e-6)
     best = shown["leaderboard"][0]["agent_id"]
     notes = shown["feedback"][best]  # the judge's per-probe feedback, read back from DuckDB
@@ -117,11 +117,11 @@ def test_show_prints_test_fitness_with_its_interval_and_the_gap_as_the_report_do
     assert f"test {interval_text({k: first[f'best_{k}'] for k in keys})}" in out
 
 
-def test_show_lists_unscored_individuals_apart_never_ranked(library_home, capsys):
+def test_show_lists_unscored_individuals_apart_never_ranked(library_home, smaller, capsys):
     from furnace.evolution.records import IndividualRecord, ScoreRow
     from furnace.runtime import Runtime
 
-    code, out, err = run(capsys, "experiment", "run", str(CONFIG), "--no-mlflow", "--json")
+    code, out, err = run(capsys, "experiment", "run", str(smaller), "--no-mlflow", "--json")
     exp_id = json.loads(out)["experiment_id"]
     failed = (ScoreRow("p", "fidelity", 0.0, "judge failed", failed=True), ScoreRow("p", "tone", 1.0, "ok"))
     reason = "fidelity: launch-note: judge call failed: LLMRateLimit"
@@ -227,37 +227,34 @@ def test_a_sweep_ranks_without_its_test_probes_and_shows_test_beside_it(library_
     assert all(g["best_test_fitness"] is not None for g in shown["generations"])
 
 
-def test_a_rerun_after_a_seed_was_edited_says_it_forks_and_pins_rerun_the_old_one(library_home, tmp_path, capsys):
+def test_a_rerun_after_a_seed_was_edited_says_it_forks_and_pins_rerun_the_old_one(
+    library_home, smaller, tmp_path, capsys
+):
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
 
-    code, out, err = run(capsys, "experiment", "run", str(CONFIG), "--no-mlflow", "--json")
+    code, out, err = run(capsys, "experiment", "run", str(smaller), "--no-mlflow", "--json")
     assert code == 0, err
     first = json.loads(out)
-    assert first["seeds"] == [
-        "viral-copywriter@1",
-        "data-science-mentor@1",
-        "empathetic-coach@1",
-        "socratic-math-tutor@1",
-    ]
+    assert first["seeds"] == ["viral-copywriter@1", "data-science-mentor@1", "empathetic-coach@1"]
     assert "seeds changed" not in err
     # a persona saved in between (the app's editor does this): seeds listed by id resolve to the new version
     store = Runtime(FurnaceSettings()).store
     coach = store.get_elixir("empathetic-coach")
     store.save_elixir(coach.model_copy(update={"identity": coach.identity + " Edited in the app."}))
 
-    code, out, err = run(capsys, "experiment", "run", str(CONFIG), "--no-mlflow", "--same")
+    code, out, err = run(capsys, "experiment", "run", str(smaller), "--no-mlflow", "--same")
     assert code == 1 and "empathetic-coach@1 -> empathetic-coach@2" in err and "--same" in err
     assert len(json.loads(run(capsys, "experiment", "list", "--json")[1])) == 1  # nothing started
 
-    code, out, err = run(capsys, "experiment", "run", str(CONFIG), "--no-mlflow")
+    code, out, err = run(capsys, "experiment", "run", str(smaller), "--no-mlflow")
     assert code == 0, err
     assert f"seeds changed since {first['experiment_id']} (empathetic-coach@1 -> empathetic-coach@2)" in err
-    assert "seeds: viral-copywriter@1, data-science-mentor@1, empathetic-coach@2, socratic-math-tutor@1" in out
+    assert "seeds: viral-copywriter@1, data-science-mentor@1, empathetic-coach@2" in out
 
     # pinning the old version is the first experiment again: same id, its records reused (0 new calls)
     pinned = tmp_path / "pinned.yaml"
-    pinned.write_text(CONFIG.read_text().replace("empathetic-coach,", "empathetic-coach@1,"))
+    pinned.write_text(smaller.read_text().replace("empathetic-coach]", "empathetic-coach@1]"))
     code, out, err = run(capsys, "experiment", "run", str(pinned), "--no-mlflow", "--json")
     assert code == 0, err
     again = json.loads(out)
