@@ -13,6 +13,11 @@ line. :func:`install` changes both:
 - the batch processor's buffer holds :data:`SPAN_BUFFER` spans, so the spans that end while the
   export queue waits are kept, not dropped.
 
+And its flush returns as soon as the queue is drained: MLflow's stops its consumer thread by setting an
+event the thread reads between waits of up to 1 s for a task, so every flush of an idle queue (a tracked
+run flushes several times) waited that second out; :class:`WaitingExportQueue` wakes the thread with an
+empty task when the event is set.
+
 Span batches keep MLflow's size (5 spans, ``MLFLOW_ASYNC_TRACE_LOGGING_MAX_SPAN_BATCH_SIZE``): a
 bigger batch is fewer writes and less CPU (the writer's CPU goes mostly to each write's fixed cost;
 bench/bench_tracing.py measures it), but a killed run then loses more of its last spans, which
@@ -24,7 +29,10 @@ it). Call :func:`install` before the first trace (the tracker does, at import).
 
 from __future__ import annotations
 
+import contextlib
+import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from furnace import offline_env
@@ -50,11 +58,37 @@ stats = ExportStats()
 _stats_lock = threading.Lock()
 
 
+def _nothing() -> None:
+    """The empty task that wakes the consumer thread."""
+
+
+class _WakingEvent(threading.Event):
+    """An event that calls ``wake`` once it is set."""
+
+    def __init__(self, wake: Callable[[], None]) -> None:
+        super().__init__()
+        self._wake = wake
+
+    def set(self) -> None:
+        super().set()
+        self._wake()
+
+
 class WaitingExportQueue(AsyncTraceExportQueue):  # type: ignore[misc]
     """MLflow's export queue whose ``put`` waits while the queue is full (MLflow's drops the task).
 
     The wait holds the queue's lock, as MLflow's ``put`` does, so a flush cannot stop the consumer
-    under a waiting producer: the consumer keeps draining until the task is in, then the flush runs."""
+    under a waiting producer: the consumer keeps draining until the task is in, then the flush runs.
+    Stopping the consumer (a flush) wakes it with an empty task instead of leaving it to its next
+    1 s timeout."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._stop_event = _WakingEvent(self._wake_consumer)
+
+    def _wake_consumer(self) -> None:
+        with contextlib.suppress(queue.Full):  # a full queue: the consumer is not waiting for a task
+            self._queue.put_nowait(Task(handler=_nothing, args=()))
 
     def put(self, task: Task) -> None:
         with self._lock:

@@ -47,6 +47,36 @@ def test_experiment_is_logged_once_and_resumes_its_run(settings, mlflow_ready):
     assert loaded.tags["lineage_hash"] == "abc"
 
 
+def test_a_flush_wakes_the_idle_trace_writer_instead_of_leaving_it_to_its_poll_timeout():
+    """The export queue's consumer waits for a task with a timeout (MLflow's: 1 s) and reads its stop event
+    in between; a flush stops it, so an idle consumer must be woken, not left to time out. Here its wait is
+    30 s: a wait that ran out shows as a timeout in ``waits``."""
+    from queue import Empty
+
+    from furnace.adapters.mlflow_export import Task, WaitingExportQueue
+
+    export = WaitingExportQueue()
+    real_get = export._queue.get
+    waits: list[str] = []
+
+    def get(block: bool = True, timeout: float | None = None):
+        try:
+            task = real_get(timeout=30)
+        except Empty:
+            waits.append("timeout")
+            raise
+        waits.append("task")
+        return task
+
+    export._queue.get = get
+    written: list[str] = []
+    export.put(Task(handler=written.append, args=("trace",)))
+    export.flush()  # the consumer restarts after it (a tracked run flushes several times)
+    export.flush(terminate=True)
+    assert written == ["trace"]
+    assert waits and set(waits) == {"task"}, waits
+
+
 class Priced:
     """Answers like ``inner`` with token usage and a cost per call; every JUDGE call about an answer of
     the persona named ``fail_judge_for`` fails (a judge outage for one individual)."""
