@@ -187,7 +187,7 @@ def test_held_out_figures_are_step_metrics_a_table_and_assessments_on_each_teste
     from furnace.adapters.mlflow_tracker import MLflowTracker, run_summary
     from furnace.evolution.engine import trace_name
 
-    evo = make(MemoryResults(), generations=2, probes={"set": "writing-en", "limit": 4})
+    evo = make(MemoryResults(), population=4, generations=2, probes={"set": "writing-en", "limit": 4})
     evo.tracker = MLflowTracker(settings.tracking_uri)
     report = evo.run()
     assert report.held_out["splits"]["test"]  # four probes: one of them held out
@@ -233,7 +233,9 @@ def test_held_out_figures_are_step_metrics_a_table_and_assessments_on_each_teste
         assert on_trace["train_test_gap"].value == pytest.approx(row["train"] - row["test"], abs=1e-6)
     untested = [name for name, items in shown.items() if not any(a.name == "test_fitness" for a in items)]
     assert untested  # the held-out trace, and individuals never among the tested
-    again = make(evo.results, generations=2, breeder=evo.breeder, probes={"set": "writing-en", "limit": 4})
+    again = make(
+        evo.results, population=4, generations=2, breeder=evo.breeder, probes={"set": "writing-en", "limit": 4}
+    )
     again.tracker = MLflowTracker(settings.tracking_uri)
     again.run()
     counts = [sum(a.name == "test_fitness" for a in items) for items in verdicts().values()]
