@@ -142,10 +142,13 @@ class _Outage:
 def test_under_prefect_a_rerun_retries_unscored_individuals_unless_keep_failures(
     library_home, prefect_harness, monkeypatch, smaller
 ):
-    """A unit whose judgement failed is not served from Prefect's task cache on a rerun: it runs again."""
+    """A unit whose judgement failed is not served from Prefect's task cache on a rerun: it runs again.
+    (One generation of children after the seeds: three runs of it, each unit's rule the same at any size.)"""
     import furnace.llm.offline as offline
     from furnace.runtime import Runtime
     from furnace_flows.evolution import evolution_flow
+
+    smaller.write_text(smaller.read_text().replace("generations: 2", "generations: 1"))
 
     real = offline.OfflineEngine
     monkeypatch.setattr(offline, "OfflineEngine", lambda: _Outage(real))  # what the runtime builds offline
