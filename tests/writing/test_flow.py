@@ -53,7 +53,7 @@ def test_flow_processes_pending_revisions_once_and_logs_to_mlflow(settings, pref
 
 
 @pytest.mark.slow
-def test_prefs_learn_pending_with_prefect_runs_the_flow(settings, prefect_harness):
+def test_prefs_learn_pending_with_prefect_runs_the_flow(settings, prefect_harness, mlflow_ready):
     from click.testing import CliRunner
 
     from furnace.cli import cli
@@ -79,7 +79,9 @@ def test_prefs_learn_pending_with_prefect_runs_the_flow(settings, prefect_harnes
 
 
 @pytest.mark.slow
-def test_flow_extraction_is_cached_by_prefect_and_the_writes_never_are(settings, prefect_harness, monkeypatch):
+def test_flow_extraction_is_cached_by_prefect_and_the_writes_never_are(
+    settings, prefect_harness, monkeypatch, mlflow_ready
+):
     """A batch whose writes failed leaves its revisions unprocessed; the rerun learns them from Cached
     extraction task runs (no model call), and writes the personas itself. A new seed asks the model again."""
     from prefect.client.orchestration import get_client
