@@ -178,7 +178,11 @@ def _trace_states(home: Path) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_sigkill_leaves_no_trace_in_progress_after_resume_and_one_metric_value_per_step(
-    tmp_path: Path, smaller: Path, _mlflow_template: Path
+    tmp_path: Path,
+    smaller: Path,
+    _mlflow_template: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """On the smaller experiment, in a home whose MLflow store is initialised (a copy of the session's
     template): what is checked holds at any size, and the store's creation has tests of its own."""
@@ -202,16 +206,10 @@ def test_sigkill_leaves_no_trace_in_progress_after_resume_and_one_metric_value_p
     killed = {t for t, s in _trace_states(home).items() if s == "IN_PROGRESS"}
     assert killed, "the kill came after every trace had ended"
 
-    out = subprocess.run(
-        [*FURNACE, "experiment", "run", str(smaller), "--json"],
-        env=_env(home),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    report = json.loads(out.stdout)
+    monkeypatch.setenv("FURNACE_EMBEDDER", "hash")  # the resume in this process (its process is not the point)
+    code, out, err = run_cli(capsys, "--home", str(home), "experiment", "run", str(smaller), "--json")
+    assert code == 0, err[-2000:]
+    report = json.loads(out)
     states = _trace_states(home)
     assert "IN_PROGRESS" not in states.values()
     assert {states[t] for t in killed} == {"ERROR"}
