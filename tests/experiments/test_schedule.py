@@ -216,6 +216,32 @@ def test_a_run_the_budget_stops_is_identical_at_any_concurrency_and_with_any_run
     assert other[4] != stored  # the stop follows the budget
 
 
+def test_a_unit_under_way_settles_its_reservation_never_below_what_it_is_credited(monkeypatch):
+    """Once its child is made, a unit tells the scheduler the most calls it can still ask in all (its fusion
+    may have asked fewer than the operator's bound): never less than the calls it is credited with, and the
+    run is the one it is when nobody listens."""
+    from furnace.evolution.units import Finished
+
+    told: list[tuple[int, int]] = []
+    settled = Finished.settled
+
+    def listen(self, order, calls):
+        told.append((order, calls))
+        settled(self, order, calls)
+
+    monkeypatch.setattr(Finished, "settled", listen)
+    outcome = _stopped_by_the_budget(8)
+    assert told
+    seeds, per_generation = 6, 5  # population 6, one elite
+    credited = {
+        (r.slot if r.generation == 0 else seeds + per_generation * (r.generation - 1) + r.slot): r.calls
+        for r in outcome[4]
+    }
+    assert all(calls >= credited[order] for order, calls in told if order in credited)
+    monkeypatch.setattr(Finished, "settled", lambda self, order, calls: None)
+    assert _stopped_by_the_budget(8) == outcome
+
+
 def test_a_freed_slot_goes_to_the_waiter_with_the_smallest_priority():
     slots = PrioritySlots(1)
     slots.acquire(0)
