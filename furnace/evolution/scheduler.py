@@ -38,12 +38,14 @@ class Schedule:
 
     The budget (``max_calls``) is reserved unit by unit, in plan order: a unit starts only when the
     calls credited to the units taken in so far, plus what the units under way reserved, plus its own
-    bound (:meth:`Evolution.unit_bound`) fit in the budget; otherwise it waits for the next unit to be
-    taken in (which settles that unit's reservation at its credited calls) and is tried again, and when
-    nothing is under way and it still does not fit, the run stops there. Whether a unit runs is so
-    decided at fixed points of the plan order, from figures that do not depend on thread timing (a
-    unit's credited calls: :class:`~furnace.evolution.metering.CallBook`), and the calls billed never
-    pass the budget (each unit under way makes at most what it reserved)."""
+    bound (:meth:`Evolution.unit_bound`) fit in the budget; otherwise it waits and is tried again each
+    time a reservation shrinks (:meth:`settle`: a unit under way tells what it can still ask once its
+    child is made, a finished unit what it asked; a unit taken in is credited), and when nothing is under
+    way and it still does not fit, the run stops there. When a unit starts so depends on thread timing,
+    whether it runs does not: a reservation is never below what its unit will be credited with, and the
+    stop is decided from credited figures (:class:`~furnace.evolution.metering.CallBook`), which do not
+    depend on timing. The calls billed never pass the budget (each unit under way makes at most what it
+    reserved)."""
 
     def __init__(self, evo: Evolution, rng: random.Random, runner: UnitRunner) -> None:
         self.evo, self.rng, self.runner = evo, rng, runner
