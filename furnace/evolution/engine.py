@@ -162,7 +162,7 @@ class _CountingLLM(Guarded):
         self.unit = unit
         self.limit = limit  # the model calls the unit reserved (``Evolution.unit_bound``): a guard, never reached
         self._asking = 0  # its calls under way
-        self.settled: Callable[[int], None] | None = None  # told the unit's lower reservation (``expect``)
+        self.settled: Callable[[int, int], None] | None = None  # told its lower reservation and what is left
 
     @serialized
     def _ask(self, n: int) -> None:
@@ -173,17 +173,18 @@ class _CountingLLM(Guarded):
 
     def expect(self, more: int) -> None:
         """The unit asks at most ``more`` model calls from here on (called between its steps, no call under
-        way): when what it asked so far plus ``more`` is below its reservation, that is its reservation now,
-        and ``settled`` is told (the scheduler may start a unit waiting for the budget)."""
-        lowered = self._lower(more)
-        if lowered is not None and self.settled is not None:
-            self.settled(lowered)
+        way): when what it asked so far plus ``more`` is below its reservation, that is its reservation now;
+        ``settled`` is told either way (the scheduler may lower it further from the call book and start a
+        unit waiting for the budget)."""
+        cap = self._lower(more)
+        if cap is not None and self.settled is not None:
+            self.settled(cap, more)
 
     @serialized
     def _lower(self, more: int) -> int | None:
-        if self.limit is None or self._tally.calls + more >= self.limit:
+        if self.limit is None:
             return None
-        self.limit = self._tally.calls + more
+        self.limit = min(self.limit, self._tally.calls + more)
         return self.limit
 
     @serialized
@@ -316,8 +317,9 @@ class Evolution(Guarded):
         asked = judge_calls(self.config.scorers, self.panel)
         self._threads_per_unit = max(self._probes_per_unit, min(self._probes_per_unit * asked, self.config.concurrency))
         self.status = "finished"
-        # while run() schedules: told (order, calls) when a unit under way will ask fewer calls than it reserved
-        self.settled: Callable[[int, int], None] | None = None
+        # while run() schedules: told (order, calls, more) when a unit under way will ask fewer calls than it
+        # reserved (``calls`` in all, ``more`` of them from then on)
+        self.settled: Callable[[int, int, int], None] | None = None
 
     def _panel(self) -> Panel | None:
         """The panel of ``judges`` (the config's, in its order), or None for one judge."""
@@ -1060,6 +1062,16 @@ class Evolution(Guarded):
             return made
         self._keep_meter(where, spent)
         return spent
+
+    def credit_bound(self, where: tuple[int, int], earlier: Sequence[tuple[int, int]]) -> int | None:
+        """At most how many model calls the unit at ``where`` (run here) will be credited with for what it
+        asked so far, the units ``earlier`` (before it in plan order, not credited yet) under way
+        (:meth:`~furnace.evolution.metering.CallBook.upper`); None without a book or for a unit run in
+        another process (its calls are not in this process's book)."""
+        book = self.metered.book
+        if book is None or self._made(where)[1]:
+            return None
+        return book.upper(unit_label(*where), [unit_label(*w) for w in earlier])
 
     def _untraced(self) -> list[dict[str, Any]]:
         """The units whose traces show fewer tokens than the call ledger holds for them (a resumed run:

@@ -200,7 +200,7 @@ class Schedule:
         (returned as None). None instead when a unit under way told of fewer calls (:meth:`settle`)."""
         got = self.finished.get()
         if isinstance(got, Settled):
-            self.settle(got.order, got.calls)
+            self.settle(got.order, got.calls, got.more)
             return None
         unit, fut = got
         try:
@@ -215,15 +215,27 @@ class Schedule:
         self.settle(unit.order, self.evo.unit_meter(generation, unit.slot).calls)
         return unit, record
 
-    def settle(self, order: int, calls: int) -> None:
+    def settle(self, order: int, calls: int, more: int = 0) -> None:
         """Lower the reservation of unit ``order`` to ``calls``: the calls it asked, once finished (answered,
-        cache hits included, and failed), or what it asked so far plus the most it can still ask (a unit
-        under way, told through ``Evolution.settled``). That is more than it pays and more than it will be
-        credited with once taken in (its credit counts each request it asked at most once), so the units
-        waiting for the budget may start before it is taken in; where the run stops is decided when nothing
-        is under way (:meth:`admit`), from credited figures, so it does not move."""
-        if self.reserved.get(order):
-            self.reserved[order] = min(self.reserved[order], calls)
+        cache hits included, and failed), or what it asked so far plus the most it can still ask (``more``: a
+        unit under way, told through ``Evolution.settled``); lower still to what its book says it can be
+        credited with for what it asked (:meth:`Evolution.credit_bound`: a request a unit before it asked is
+        not its to pay) plus ``more``. That is never less than it will be credited with once taken in, so the
+        units waiting for the budget may start before it is taken in, and where the run stops (decided when
+        nothing is under way, from credited figures: :meth:`admit`) does not move. Whatever the unit pays that
+        is credited to a unit before it stays covered by that unit's reservation (or credit)."""
+        if not self.reserved.get(order):
+            return
+        where = self.where(order)
+        bound = self.evo.credit_bound(where, [self.where(o) for o in self.reserved if o < order])
+        if bound is not None:
+            calls = min(calls, bound + more)
+        self.reserved[order] = min(self.reserved[order], calls)
+
+    def where(self, order: int) -> tuple[int, int]:
+        """(generation, slot) of the unit at ``order`` (seeds first, then children in plan order)."""
+        seeds = len(self.evo.seeds)
+        return (0, order) if order < seeds else self.generation_of(order - seeds)
 
     def drain(self) -> None:
         """Wait for the units still running, keep (write) every finished record, then raise the first error."""

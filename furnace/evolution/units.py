@@ -78,10 +78,12 @@ class ThreadUnitRunner:
 
 @dataclass(frozen=True)
 class Settled:
-    """A unit under way will ask at most ``calls`` model calls in all (fewer than it reserved)."""
+    """A unit under way will ask at most ``calls`` model calls in all (fewer than it reserved), of which
+    at most ``more`` from now on."""
 
     order: int
     calls: int
+    more: int
 
 
 class Finished:
@@ -96,9 +98,10 @@ class Finished:
         self.pending += 1
         future.add_done_callback(lambda fut: self._queue.put((unit, fut)))
 
-    def settled(self, order: int, calls: int) -> None:
-        """(From a unit's thread.) Unit ``order`` will ask at most ``calls`` model calls in all."""
-        self._queue.put(Settled(order, calls))
+    def settled(self, order: int, calls: int, more: int) -> None:
+        """(From a unit's thread.) Unit ``order`` will ask at most ``calls`` model calls in all, ``more`` of
+        them from now on."""
+        self._queue.put(Settled(order, calls, more))
 
     def get(self) -> tuple[Unit, UnitFuture] | Settled:
         item = self._queue.get()

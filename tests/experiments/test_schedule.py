@@ -216,29 +216,27 @@ def test_a_run_the_budget_stops_is_identical_at_any_concurrency_and_with_any_run
     assert other[4] != stored  # the stop follows the budget
 
 
-def test_a_unit_under_way_settles_its_reservation_never_below_what_it_is_credited(monkeypatch):
-    """Once its child is made, a unit tells the scheduler the most calls it can still ask in all (its fusion
-    may have asked fewer than the operator's bound): never less than the calls it is credited with, and the
-    run is the one it is when nobody listens."""
-    from furnace.evolution.units import Finished
+def test_reservations_settle_early_never_below_what_each_unit_is_credited(monkeypatch):
+    """A unit's reservation shrinks before it is taken in (once its child is made, once it finishes, by
+    what it asked and what the call book says it can be credited with): never below the calls it is
+    credited with in the end, and the run is the one it is when nothing settles early."""
+    from furnace.evolution.scheduler import Schedule
 
-    told: list[tuple[int, int]] = []
-    settled = Finished.settled
+    lowered: list[tuple[tuple[int, int], int]] = []
+    settle = Schedule.settle
 
-    def listen(self, order, calls):
-        told.append((order, calls))
-        settled(self, order, calls)
+    def watched(self, order, calls, more=0):
+        before = self.reserved.get(order)
+        settle(self, order, calls, more)
+        if before and self.reserved[order] < before:
+            lowered.append((self.where(order), self.reserved[order]))
 
-    monkeypatch.setattr(Finished, "settled", listen)
+    monkeypatch.setattr(Schedule, "settle", watched)
     outcome = _stopped_by_the_budget(8)
-    assert told
-    seeds, per_generation = 6, 5  # population 6, one elite
-    credited = {
-        (r.slot if r.generation == 0 else seeds + per_generation * (r.generation - 1) + r.slot): r.calls
-        for r in outcome[4]
-    }
-    assert all(calls >= credited[order] for order, calls in told if order in credited)
-    monkeypatch.setattr(Finished, "settled", lambda self, order, calls: None)
+    assert lowered  # fusions that asked less than their bound, units whose requests others asked first
+    credited = {(r.generation, r.slot): r.calls for r in outcome[4]}
+    assert all(reserved >= credited[where] for where, reserved in lowered if where in credited)
+    monkeypatch.setattr(Schedule, "settle", lambda self, order, calls, more=0: None)
     assert _stopped_by_the_budget(8) == outcome
 
 
