@@ -223,8 +223,9 @@ class Schedule:
         not its to pay) plus ``more``. That is never less than it will be credited with once taken in, so the
         units waiting for the budget may start before it is taken in, and where the run stops (decided when
         nothing is under way, from credited figures: :meth:`admit`) does not move. Whatever the unit pays that
-        is credited to a unit before it stays covered by that unit's reservation (or credit)."""
-        if not self.reserved.get(order):
+        is credited to a unit before it stays covered by that unit's reservation (or credit). Without
+        ``max_calls`` nothing waits for the budget: nothing to do."""
+        if self.evo.config.budget.max_calls is None or not self.reserved.get(order):
             return
         where = self.where(order)
         bound = self.evo.credit_bound(where, [self.where(o) for o in self.reserved if o < order])
