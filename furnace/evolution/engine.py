@@ -162,6 +162,7 @@ class _CountingLLM(Guarded):
         self.unit = unit
         self.limit = limit  # the model calls the unit reserved (``Evolution.unit_bound``): a guard, never reached
         self._asking = 0  # its calls under way
+        self.settled: Callable[[int, int], None] | None = None  # told its lower reservation and what is left
 
     @serialized
     def _ask(self, n: int) -> None:
@@ -169,6 +170,22 @@ class _CountingLLM(Guarded):
         if n > 0 and self._tally.calls - self._tally.cached_calls + self._asking >= (self.limit or 0):
             raise BudgetExceeded(f"unit {self.unit} would pass the {self.limit} model calls it reserved")
         self._asking += n
+
+    def expect(self, more: int) -> None:
+        """The unit asks at most ``more`` model calls from here on (called between its steps, no call under
+        way): when what it asked so far plus ``more`` is below its reservation, that is its reservation now;
+        ``settled`` is told either way (the scheduler may lower it further from the call book and start a
+        unit waiting for the budget)."""
+        cap = self._lower(more)
+        if cap is not None and self.settled is not None:
+            self.settled(cap, more)
+
+    @serialized
+    def _lower(self, more: int) -> int | None:
+        if self.limit is None:
+            return None
+        self.limit = min(self.limit, self._tally.calls + more)
+        return self.limit
 
     @serialized
     def _add(self, lost: CallTotals | None = None, completion: Completion | None = None) -> None:
@@ -300,6 +317,9 @@ class Evolution(Guarded):
         asked = judge_calls(self.config.scorers, self.panel)
         self._threads_per_unit = max(self._probes_per_unit, min(self._probes_per_unit * asked, self.config.concurrency))
         self.status = "finished"
+        # while run() schedules: told (order, calls, more) when a unit under way will ask fewer calls than it
+        # reserved (``calls`` in all, ``more`` of them from then on)
+        self.settled: Callable[[int, int, int], None] | None = None
 
     def _panel(self) -> Panel | None:
         """The panel of ``judges`` (the config's, in its order), or None for one judge."""
@@ -408,18 +428,29 @@ class Evolution(Guarded):
         """The most model calls the unit of ``plan`` can make: what it reserves of ``budget.max_calls``
         (:class:`~furnace.evolution.scheduler.Schedule`). Its evaluation on validation (each sample's reply
         and judge calls) and, for a child, its fusion (:func:`~furnace.evolution.estimate.fusion_calls`) and,
-        for a reflect plan, its parent's minibatch rows not recorded yet, the parent's answers its brief reads
-        and the child's minibatch. Cache hits among them cost nothing: the bound is what they would cost
-        without a cache."""
-        answer = (1 + judge_calls(self.config.scorers, self.panel)) * max(1, self.config.samples_per_probe)
-        calls = len(self.search_probes.probes) * answer
+        for a reflect plan, its parent's minibatch rows not recorded yet, the parent's answers its brief asks
+        for (those of the probes with recorded rows) and the child's minibatch. Cache hits among them cost
+        nothing: the bound is what they would cost without a cache."""
         if plan.elixir is not None:
-            return calls
+            return self._after_fusion(plan)
+        calls = self._after_fusion(plan)
         calls += fusion_calls(plan.operator, [Elixir.model_validate(p.elixir) for p in plan.parents], plan.params)
         if plan.operator == "reflect" and plan.parents:
-            batch = {p.id for p in self._minibatch_probes(plan).probes}
-            have = {r.probe for r in plan.parents[0].scores if r.probe in batch and not r.failed}
-            calls += (len(batch) - len(have)) * answer + len(batch) + len(batch) * answer
+            batch = self._minibatch_probes(plan)
+            missing = len(self._missing_rows(plan.parents[0], batch).probes)
+            calls += missing * self._answer_calls() + len(batch.probes) - missing
+        return calls
+
+    def _answer_calls(self) -> int:
+        """The model calls of one probe's answer: each sample's reply and judge calls."""
+        return (1 + judge_calls(self.config.scorers, self.panel)) * max(1, self.config.samples_per_probe)
+
+    def _after_fusion(self, plan: Plan) -> int:
+        """The most model calls the unit of ``plan`` asks once its child is made: its evaluation on
+        validation and, for a reflect plan, the child's minibatch first."""
+        calls = len(self.search_probes.probes) * self._answer_calls()
+        if plan.operator == "reflect" and plan.parents and plan.elixir is None:
+            calls += len(self._minibatch_probes(plan).probes) * self._answer_calls()
         return calls
 
     def evaluate_unit(
@@ -447,6 +478,9 @@ class Evolution(Guarded):
         )
         limit = self.unit_bound(plan) if self.config.budget.max_calls is not None else None
         llm = _CountingLLM(self.metered.at(order), unit=unit_label(generation, plan.slot), limit=limit)
+        settled = self.settled
+        if settled is not None:
+            llm.settled = partial(settled, order)
         try:
             record = self._evaluate_unit(generation, plan, population, known, root, llm)
         except BaseException as err:
@@ -501,6 +535,7 @@ class Evolution(Guarded):
                 )
             if step is not None:
                 step.end({"agent_id": bred.agent_id, "lineage_hash": bred.lineage_hash})
+            llm.expect(self._after_fusion(plan))  # the fusion's calls are known: what it did not ask is freed
             if bred.agent_id in known:  # same child already evaluated in this generation
                 return known[bred.agent_id]
             elixir, prompt, agent_id, lineage_hash = bred.elixir, bred.system_prompt, bred.agent_id, bred.lineage_hash
@@ -577,18 +612,22 @@ class Evolution(Guarded):
 
     def _reflect_params(self, plan: Plan, llm: LLM) -> tuple[dict[str, Any], tuple[ScoreRow, ...]]:
         """A reflect plan's params with its brief, and the parent's rows on the plan's minibatch. The brief
-        is the minibatch's traces (message, the parent's answer — its sample 0, the request its evaluation
-        made, so the response cache serves it — and the judge's feedback). The parent's minibatch rows are
-        its recorded ones where it has them, else it is scored on those probes now (billed to this unit;
-        a request made before is served by the response cache). Only train probes: the plan's minibatch
-        is drawn from them."""
+        is the minibatch's traces (message, the parent's answer — its sample 0 — and the judge's feedback).
+        The parent's minibatch rows are its recorded ones where it has them, else it is scored on those
+        probes now (billed to this unit; a request made before is served by the response cache), and the
+        brief shows the answers that scoring judged; a probe with recorded rows has its answer asked again
+        (the request its evaluation made, so the response cache serves it). Only train probes: the plan's
+        minibatch is drawn from them."""
         parent = plan.parents[0]
         batch = self._minibatch_probes(plan)
         elixir = Elixir.model_validate(parent.elixir)
-        rows = self._parent_rows(parent, elixir, batch, llm)
+        answers: dict[str, str] = {}
+        rows = self._parent_rows(parent, elixir, batch, llm, answers)
+        scored_now = {p.id for p in self._missing_rows(parent, batch).probes}
         seed = sample_seed(self.config.seed, 0)
-        answers = {}
         for probe in batch.probes:
+            if probe.id in scored_now:  # its reply is in ``answers`` (a failed one is not asked again)
+                continue
             try:
                 answers[probe.id] = reply(llm, elixir, parent.system_prompt, probe, seed=seed)
             except FurnaceError as err:
@@ -602,20 +641,29 @@ class Evolution(Guarded):
         ids = [str(i) for i in plan.params.get("minibatch", [])]
         return self.train.model_copy(update={"probes": [p for p in self.train.probes if p.id in ids]})
 
-    def _parent_rows(self, parent: IndividualRecord, elixir: Elixir, batch: ProbeSet, llm: LLM) -> tuple[ScoreRow, ...]:
+    @staticmethod
+    def _missing_rows(parent: IndividualRecord, batch: ProbeSet) -> ProbeSet:
+        """The probes of ``batch`` ``parent`` has no recorded (unfailed) rows on: scored by a reflect unit."""
+        have = {r.probe for r in parent.scores if not r.failed}
+        return batch.model_copy(update={"probes": [p for p in batch.probes if p.id not in have]})
+
+    def _parent_rows(
+        self, parent: IndividualRecord, elixir: Elixir, batch: ProbeSet, llm: LLM, answers: dict[str, str]
+    ) -> tuple[ScoreRow, ...]:
         """``parent``'s per-probe rows on ``batch``: recorded, else scored now (the same samples and seeds
-        as any evaluation of it, so a request made before is free)."""
-        ids = {p.id for p in batch.probes}
-        have = {r.probe for r in parent.scores if r.probe in ids and not r.failed}
-        missing = batch.model_copy(update={"probes": [p for p in batch.probes if p.id not in have]})
-        rows = tuple(r for r in parent.scores if r.probe in have)
+        as any evaluation of it, so a request made before is free; their sample-0 replies into ``answers``)."""
+        missing = self._missing_rows(parent, batch)
+        scored = {p.id for p in missing.probes}
+        rows = tuple(r for r in parent.scores if r.probe in {p.id for p in batch.probes} and r.probe not in scored)
         if not missing.probes:
             return rows
-        return (*rows, *self._score_on(llm, elixir, parent.system_prompt, missing))
+        return (*rows, *self._score_on(llm, elixir, parent.system_prompt, missing, answers))
 
-    def _score_on(self, llm: LLM, elixir: Elixir, prompt: str, batch: ProbeSet) -> tuple[ScoreRow, ...]:
+    def _score_on(
+        self, llm: LLM, elixir: Elixir, prompt: str, batch: ProbeSet, answers: dict[str, str] | None = None
+    ) -> tuple[ScoreRow, ...]:
         """The per-probe rows of ``elixir`` on ``batch`` (a minibatch of train probes): every sample, the
-        seeds every evaluation of it uses."""
+        seeds every evaluation of it uses (``answers``: filled with the sample-0 replies)."""
         scorers = {k: w for k, w in self.config.scorers.items() if SCORERS[k].per_probe}
         ev = evaluate_agent(
             llm,
@@ -628,6 +676,7 @@ class Evolution(Guarded):
             pool=self._probe_pool,
             samples=self.config.samples_per_probe,
             panel=self.panel,
+            answers=answers,
         )
         return ev.scores
 
@@ -1013,6 +1062,16 @@ class Evolution(Guarded):
             return made
         self._keep_meter(where, spent)
         return spent
+
+    def credit_bound(self, where: tuple[int, int], earlier: Sequence[tuple[int, int]]) -> int | None:
+        """At most how many model calls the unit at ``where`` (run here) will be credited with for what it
+        asked so far, the units ``earlier`` (before it in plan order, not credited yet) under way
+        (:meth:`~furnace.evolution.metering.CallBook.upper`); None without a book or for a unit run in
+        another process (its calls are not in this process's book)."""
+        book = self.metered.book
+        if book is None or self._made(where)[1]:
+            return None
+        return book.upper(unit_label(*where), [unit_label(*w) for w in earlier])
 
     def _untraced(self) -> list[dict[str, Any]]:
         """The units whose traces show fewer tokens than the call ledger holds for them (a resumed run:

@@ -104,10 +104,12 @@ def _score_probe(
     sample: int = 0,
     panel: Panel | None = None,
     pool: Executor | None = None,
+    answers: dict[str, str] | None = None,
 ) -> list[ScoreRow]:
     """One sample's rows on ``probe``: the reply, then its judge calls all at once (on ``pool`` beside
     the calling thread: :func:`_fan_out`; one after another without one), then the rows in scorer order
-    (each judge of a ``panel`` in panel order), whatever order the judges answered in."""
+    (each judge of a ``panel`` in panel order), whatever order the judges answered in. Sample 0's reply
+    goes into ``answers`` (by probe id) when given."""
     seed = sample_seed(seed, sample)
     needs_answer = any(SCORERS[s].kind in ("rule", "judge") for s, w in scorers.items() if w > 0)
     answer: str | None = None
@@ -117,6 +119,8 @@ def _score_probe(
             answer = reply(llm, elixir, system_prompt, probe, seed=seed, sample=sample)
         except LLMError as err:
             error = f"reply failed: {err}"
+    if answers is not None and answer is not None and sample == 0:
+        answers[probe.id] = answer  # one key per probe: the probes' threads never write the same one
     target = probes.target_for(probe)  # the judge's yardstick; never shown to the persona
     names = [n for n in sorted(scorers) if scorers[n] > 0 and SCORERS[n].per_probe]
     judges: tuple[str | None, ...] = panel.judges if panel is not None else (None,)
@@ -242,6 +246,7 @@ def evaluate_agent(
     first_sample: int = 0,
     over: Sequence[str] | None = None,
     panel: Panel | None = None,
+    answers: dict[str, str] | None = None,
 ) -> Evaluation:
     """Answer and score every probe (``parallel`` probes at once; the model's own concurrency
     bound still applies), add diversity, and compute the weighted fitness. Judge scorers ask
@@ -254,7 +259,8 @@ def evaluate_agent(
     the probes' model calls are under way (with ``pool``), so the calls never wait for the embedder.
     ``samples`` replies per probe, numbered from ``first_sample`` (fresh samples: a later number);
     ``over``: the probe ids the objectives and fitness are computed over (default: all of them);
-    ``panel``: the judges each judge scorer is asked of (their calls routed through ``llm``)."""
+    ``panel``: the judges each judge scorer is asked of (their calls routed through ``llm``);
+    ``answers``: filled with each probe's sample-0 reply (what a reflection brief shows beside its feedback)."""
     rows: list[ScoreRow] = []
     judge_llm = judge if judge is not None else llm
     wants_diversity = scorers.get("diversity", 0) > 0
@@ -273,7 +279,7 @@ def evaluate_agent(
     def one(item: tuple[Probe, int]) -> list[ScoreRow]:
         probe, sample = item
         return _score_probe(
-            llm, elixir, system_prompt, probe, probes, scorers, seed, judge_llm, span, sample, panel, fan
+            llm, elixir, system_prompt, probe, probes, scorers, seed, judge_llm, span, sample, panel, fan, answers
         )
 
     work = [(p, first_sample + i) for p in probes.probes for i in range(max(1, samples))]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import threading
+from collections.abc import Iterable
 
 from furnace.domain.errors import BudgetExceeded
 from furnace.evolution.config import Budget
@@ -200,6 +201,28 @@ class CallBook:
             else:
                 self._landing.pop(key, None)
                 self._cond.notify_all()
+
+    def upper(self, unit: str, earlier: Iterable[str]) -> int:
+        """At most how many model calls ``unit`` will be credited with for the calls it asked so far, while
+        the units ``earlier`` (every unit before it in plan order not credited yet) are under way: a request
+        credited already or asked by one of them is a cache hit for it (credited to the first unit in plan
+        order that asked it), one the cache held before the run is free, any other counts what its paid
+        call cost (one call while it is landing); its failed calls count as made."""
+        with self._cond:
+            seen = set(self._credited)
+            for other in earlier:
+                seen.update(self._asked.get(other, ()))
+            made = self._made.get(unit)
+            calls = made.calls - made.cached_calls if made is not None else 0
+            for key in dict.fromkeys(self._asked.get(unit, ())):
+                if key in seen:
+                    continue
+                paid = self._paid.get(key)
+                if paid is not None:
+                    calls += paid.model_calls
+                elif self._landing.get(key):
+                    calls += 1
+            return calls
 
     def credit(self, unit: str) -> CallTotals:
         """What ``unit`` is credited with (call once per unit, in plan order, after it finished): each

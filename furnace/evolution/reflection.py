@@ -22,7 +22,8 @@ of a 400-call run tried a failed move up to four times and missed that one in 30
 ``reflect`` reads traces, as GEPA's reflective proposer does: the loop draws a *minibatch* of
 train probes (seeded, in plan order; the plan's ``minibatch`` param), and the unit builds the
 reflection brief from them (:func:`trace_brief`): per probe the message, the parent's answer
-(its sample 0, read back from the response cache) and the judge's feedback, weakest first. Only
+(its sample 0: the reply the unit's scoring judged, or read back from the response cache for a
+recorded row) and the judge's feedback, weakest first. Only
 train probes ever reach it: validation and test probes never appear in an operator's request.
 The child is then scored on the minibatch and kept only if it beats its parent there
 (:func:`minibatch_score`; the engine records the decision).

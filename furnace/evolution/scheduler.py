@@ -25,7 +25,7 @@ from furnace.evolution.records import GenerationRecord, IndividualRecord
 from furnace.evolution.reflection import BreedingMemory
 from furnace.evolution.report import budget_stop, is_rejected
 from furnace.evolution.selection import rank_key, survivors
-from furnace.evolution.units import Finished, Unit, UnitRunner
+from furnace.evolution.units import Finished, Settled, Unit, UnitRunner
 from furnace.llm.cache import CallTotals
 
 if TYPE_CHECKING:
@@ -38,12 +38,14 @@ class Schedule:
 
     The budget (``max_calls``) is reserved unit by unit, in plan order: a unit starts only when the
     calls credited to the units taken in so far, plus what the units under way reserved, plus its own
-    bound (:meth:`Evolution.unit_bound`) fit in the budget; otherwise it waits for the next unit to be
-    taken in (which settles that unit's reservation at its credited calls) and is tried again, and when
-    nothing is under way and it still does not fit, the run stops there. Whether a unit runs is so
-    decided at fixed points of the plan order, from figures that do not depend on thread timing (a
-    unit's credited calls: :class:`~furnace.evolution.metering.CallBook`), and the calls billed never
-    pass the budget (each unit under way makes at most what it reserved)."""
+    bound (:meth:`Evolution.unit_bound`) fit in the budget; otherwise it waits and is tried again each
+    time a reservation shrinks (:meth:`settle`: a unit under way tells what it can still ask once its
+    child is made, a finished unit what it asked; a unit taken in is credited), and when nothing is under
+    way and it still does not fit, the run stops there. When a unit starts so depends on thread timing,
+    whether it runs does not: a reservation is never below what its unit will be credited with, and the
+    stop is decided from credited figures (:class:`~furnace.evolution.metering.CallBook`), which do not
+    depend on timing. The calls billed never pass the budget (each unit under way makes at most what it
+    reserved)."""
 
     def __init__(self, evo: Evolution, rng: random.Random, runner: UnitRunner) -> None:
         self.evo, self.rng, self.runner = evo, rng, runner
@@ -56,7 +58,9 @@ class Schedule:
         self.memory = BreedingMemory()  # founders and mutation moves tried: each once before any again
         self.history: list[GenerationRecord] = []
         self.finished = Finished()
-        self.plans: dict[int, tuple[Plan, dict[str, float]]] = {}  # child index -> plan, weights it saw
+        # child index -> its plan, the weights it saw and the population it was drawn from (its unit's peers)
+        self.plans: dict[int, tuple[Plan, dict[str, float], tuple[IndividualRecord, ...]]] = {}
+        self.over: dict[int, str] = {}  # child index -> the token or dollar limit reached when it was planned
         self.done: dict[int, IndividualRecord] = {}  # child index -> record, not yet taken in
         self.planned = self.taken = 0
         self.stop: str | None = None
@@ -87,12 +91,16 @@ class Schedule:
 
     def refused(self, bound: int) -> str | None:
         """Why a unit that may make ``bound`` model calls cannot start now (None: it can): the calls
-        credited so far, the reservations under way and ``bound`` pass ``max_calls``, or the tokens or
-        dollars credited so far reached their limit."""
+        credited so far, the reservations under way and ``bound`` pass ``max_calls``."""
         b, spent = self.evo.config.budget, self.charged
         if b.max_calls is not None and spent.model_calls + sum(self.reserved.values()) + bound > b.max_calls:
             left = b.max_calls - spent.model_calls - sum(self.reserved.values())
             return f"budget.max_calls {b.max_calls} reached (the next unit may make {bound} model calls, {left} left)"
+        return None
+
+    def spent_out(self) -> str | None:
+        """The token or dollar limit the figures credited so far reached, else None."""
+        b, spent = self.evo.config.budget, self.charged
         if b.max_tokens is not None and spent.total_tokens >= b.max_tokens:
             return f"budget.max_tokens {b.max_tokens} reached"
         if b.max_usd is not None and b.max_usd > 0 and spent.cost_usd >= b.max_usd:
@@ -115,17 +123,17 @@ class Schedule:
         seeds = len(self.evo.seeds)
         while self.waiting and self.stop is None and self.error is None:
             n = self.waiting[0]
-            plan, _ = self.plans[n]
+            plan, _, population = self.plans[n]
             generation, _ = self.generation_of(n)
             bound = self.bound(generation, plan)
-            why = self.refused(bound)
+            why = self.over.get(n) or self.refused(bound)
             if why is not None:
                 if not self.reserved:  # nothing under way: nothing will be freed
                     self.end(why, n)
                 return
             self.waiting.popleft()
             self.reserved[seeds + n] = bound
-            record = self.start(seeds + n, generation, plan)
+            record = self.start(seeds + n, generation, plan, population)
             if record is not None:
                 self.done[n] = record
 
@@ -135,6 +143,7 @@ class Schedule:
         self.waiting.clear()
         for k in [k for k in self.plans if k >= n]:
             del self.plans[k]
+            self.over.pop(k, None)
         self.planned = n
 
     def keep(self, order: int, generation: int, slot: int, record: IndividualRecord) -> IndividualRecord:
@@ -160,8 +169,11 @@ class Schedule:
 
     # --- units ------------------------------------------------------------
 
-    def start(self, order: int, generation: int, plan: Plan) -> IndividualRecord | None:
-        """Submit ``plan``'s unit, or return its record when a previous run finished it."""
+    def start(
+        self, order: int, generation: int, plan: Plan, population: tuple[IndividualRecord, ...] = ()
+    ) -> IndividualRecord | None:
+        """Submit ``plan``'s unit (scored against ``population``, the one it was drawn from), or return its
+        record when a previous run finished it."""
         evo = self.evo
         recorded = evo._recorded.get(generation, {})
         old = recorded.get(plan.slot)
@@ -171,22 +183,26 @@ class Schedule:
             # a runner with a result cache of its own (Prefect) is shown the finished unit too: it serves it
             # from that cache (a rerun reads as cached there), else the unit returns the stored record as is
             known = {r.agent_id: r for r in recorded.values() if r.scored or evo.keep_failures}
-            unit = replace(evo.unit(order, generation, plan, tuple(self.population), known), run=lambda: old)
+            unit = replace(evo.unit(order, generation, plan, population, known), run=lambda: old)
             self.replayed[order] = old
             self.finished.watch(unit, self.runner.submit(unit))
             return None
         if old is not None:  # unscored (retried) or made by another plan (an earlier slot was rescored)
             self.replacing.add(order)
         known = {r.agent_id: r for r in recorded.values() if r.scored or evo.keep_failures}
-        unit = self.evo.unit(order, generation, plan, tuple(self.population), known, retry=old is not None)
+        unit = self.evo.unit(order, generation, plan, population, known, retry=old is not None)
         self.ran.add(order)
         self.finished.watch(unit, self.runner.submit(unit))
         return None
 
-    def wait_one(self) -> tuple[Unit, IndividualRecord | None]:
+    def wait_one(self) -> tuple[Unit, IndividualRecord | None] | None:
         """The next unit to finish and its record (kept later, in plan order); an error stops planning
-        (returned as None)."""
-        unit, fut = self.finished.get()
+        (returned as None). None instead when a unit under way told of fewer calls (:meth:`settle`)."""
+        got = self.finished.get()
+        if isinstance(got, Settled):
+            self.settle(got.order, got.calls, got.more)
+            return None
+        unit, fut = got
         try:
             record = fut.result()
         except BaseException as err:
@@ -195,7 +211,32 @@ class Schedule:
             self.ran.discard(unit.order)
             return unit, None
         self.finished_records[unit.order] = (unit, record)
+        generation = unit.args[0] if unit.args else 0
+        self.settle(unit.order, self.evo.unit_meter(generation, unit.slot).calls)
         return unit, record
+
+    def settle(self, order: int, calls: int, more: int = 0) -> None:
+        """Lower the reservation of unit ``order`` to ``calls``: the calls it asked, once finished (answered,
+        cache hits included, and failed), or what it asked so far plus the most it can still ask (``more``: a
+        unit under way, told through ``Evolution.settled``); lower still to what its book says it can be
+        credited with for what it asked (:meth:`Evolution.credit_bound`: a request a unit before it asked is
+        not its to pay) plus ``more``. That is never less than it will be credited with once taken in, so the
+        units waiting for the budget may start before it is taken in, and where the run stops (decided when
+        nothing is under way, from credited figures: :meth:`admit`) does not move. Whatever the unit pays that
+        is credited to a unit before it stays covered by that unit's reservation (or credit). Without
+        ``max_calls`` nothing waits for the budget: nothing to do."""
+        if self.evo.config.budget.max_calls is None or not self.reserved.get(order):
+            return
+        where = self.where(order)
+        bound = self.evo.credit_bound(where, [self.where(o) for o in self.reserved if o < order])
+        if bound is not None:
+            calls = min(calls, bound + more)
+        self.reserved[order] = min(self.reserved[order], calls)
+
+    def where(self, order: int) -> tuple[int, int]:
+        """(generation, slot) of the unit at ``order`` (seeds first, then children in plan order)."""
+        seeds = len(self.evo.seeds)
+        return (0, order) if order < seeds else self.generation_of(order - seeds)
 
     def drain(self) -> None:
         """Wait for the units still running, keep (write) every finished record, then raise the first error."""
@@ -211,6 +252,13 @@ class Schedule:
     # --- the loop ---------------------------------------------------------
 
     def run(self) -> None:
+        self.evo.settled = self.finished.settled  # units under way tell of fewer calls than they reserved
+        try:
+            self._run()
+        finally:
+            self.evo.settled = None
+
+    def _run(self) -> None:
         metered = self.evo.metered
         metered.serve("arrival")  # generation 0: every plan waits for all of it
         if self.seed_generation():
@@ -224,9 +272,10 @@ class Schedule:
                     self.take(self.done.pop(self.taken))
                 if self.taken == self.planned:
                     break
-                unit, record = self.wait_one()
-                if record is not None:
-                    self.done[unit.order - len(self.evo.seeds)] = record
+                got = self.wait_one()
+                if got is not None and got[1] is not None:
+                    self.done[got[0].order - len(self.evo.seeds)] = got[1]
+                self.admit()  # a reservation settled: what waits for the budget may fit now
         if self.stop is not None:  # every unit started has been taken in: the meter is final
             self.evo.status = budget_stop(self.stop, self.evo.metered.meter.as_dict())
 
@@ -244,12 +293,12 @@ class Schedule:
             why = None
             while queued:
                 bound = self.bound(0, queued[0])
-                why = self.refused(bound)
+                why = self.refused(bound) or self.spent_out()
                 if why is not None:
                     break
                 plan = queued.popleft()
                 self.reserved[plan.slot] = bound
-                record = self.start(plan.slot, 0, plan)
+                record = self.start(plan.slot, 0, plan, tuple(self.population))
                 if record is not None:
                     records[plan.slot] = record
             if why is not None and not self.reserved:
@@ -261,9 +310,9 @@ class Schedule:
                 if callable(prefetch):
                     prefetch([e.ref for e in evo.seeds])
             while self.finished.pending:
-                unit, record = self.wait_one()
-                if record is not None:
-                    records[unit.slot] = record
+                got = self.wait_one()
+                if got is not None and got[1] is not None:
+                    records[got[0].slot] = got[1]
                     self.progress(0, len(records), len(plans), records.values())
             if self.error is not None:
                 self.drain()
@@ -288,7 +337,10 @@ class Schedule:
         generation, slot = self.generation_of(n)
         weights = self.evo.board.weights()
         plan = self.evo._plan_child(slot, self.population, self.rng, weights, self.founders, self.memory)
-        self.plans[n] = (plan, weights)
+        self.plans[n] = (plan, weights, tuple(self.population))
+        over = self.spent_out()  # checked here, at a fixed point of the plan order (when it starts depends on timing)
+        if over is not None:
+            self.over[n] = over
         self.generation_weights.setdefault(generation, weights)
         self.planned = n + 1
         if self.planned == self.total:  # the run ends when every unit has: the longest chains left first
@@ -303,7 +355,8 @@ class Schedule:
         n = self.taken
         generation, slot = self.generation_of(n)
         child = self.keep(len(evo.seeds) + n, generation, slot, child)
-        plan, _ = self.plans.pop(n)
+        plan, _, _ = self.plans.pop(n)
+        self.over.pop(n, None)
         if slot == 0:
             self.seen = set()
         child = with_human(child, self.ratings, cfg.scorers)

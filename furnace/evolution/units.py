@@ -76,18 +76,35 @@ class ThreadUnitRunner:
             self._pool, self._pending = None, set()
 
 
+@dataclass(frozen=True)
+class Settled:
+    """A unit under way will ask at most ``calls`` model calls in all (fewer than it reserved), of which
+    at most ``more`` from now on."""
+
+    order: int
+    calls: int
+    more: int
+
+
 class Finished:
-    """Collects units as they finish, from whatever thread finishes them; ``get()`` blocks for the next."""
+    """Collects units as they finish, from whatever thread finishes them, and what units under way tell
+    of their calls (:meth:`settled`); ``get()`` blocks for the next of either."""
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[tuple[Unit, UnitFuture]] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[Unit, UnitFuture] | Settled] = queue.SimpleQueue()
         self.pending = 0
 
     def watch(self, unit: Unit, future: UnitFuture) -> None:
         self.pending += 1
         future.add_done_callback(lambda fut: self._queue.put((unit, fut)))
 
-    def get(self) -> tuple[Unit, UnitFuture]:
-        unit, fut = self._queue.get()
-        self.pending -= 1
-        return unit, fut
+    def settled(self, order: int, calls: int, more: int) -> None:
+        """(From a unit's thread.) Unit ``order`` will ask at most ``calls`` model calls in all, ``more`` of
+        them from now on."""
+        self._queue.put(Settled(order, calls, more))
+
+    def get(self) -> tuple[Unit, UnitFuture] | Settled:
+        item = self._queue.get()
+        if not isinstance(item, Settled):
+            self.pending -= 1
+        return item

@@ -216,6 +216,30 @@ def test_a_run_the_budget_stops_is_identical_at_any_concurrency_and_with_any_run
     assert other[4] != stored  # the stop follows the budget
 
 
+def test_reservations_settle_early_never_below_what_each_unit_is_credited(monkeypatch):
+    """A unit's reservation shrinks before it is taken in (once its child is made, once it finishes, by
+    what it asked and what the call book says it can be credited with): never below the calls it is
+    credited with in the end, and the run is the one it is when nothing settles early."""
+    from furnace.evolution.scheduler import Schedule
+
+    lowered: list[tuple[tuple[int, int], int]] = []
+    settle = Schedule.settle
+
+    def watched(self, order, calls, more=0):
+        before = self.reserved.get(order)
+        settle(self, order, calls, more)
+        if before and self.reserved[order] < before:
+            lowered.append((self.where(order), self.reserved[order]))
+
+    monkeypatch.setattr(Schedule, "settle", watched)
+    outcome = _stopped_by_the_budget(8)
+    assert lowered  # fusions that asked less than their bound, units whose requests others asked first
+    credited = {(r.generation, r.slot): r.calls for r in outcome[4]}
+    assert all(reserved >= credited[where] for where, reserved in lowered if where in credited)
+    monkeypatch.setattr(Schedule, "settle", lambda self, order, calls, more=0: None)
+    assert _stopped_by_the_budget(8) == outcome
+
+
 def test_a_freed_slot_goes_to_the_waiter_with_the_smallest_priority():
     slots = PrioritySlots(1)
     slots.acquire(0)
