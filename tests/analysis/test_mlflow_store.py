@@ -77,3 +77,13 @@ def test_prepare_is_once_per_process_and_skips_servers(tmp_path: Path) -> None:
     (tmp_path / "home" / "mlflow.db.lock").unlink()
     mlflow_store.prepare(uri)  # already set up in this process: the lock is not taken again
     assert not (tmp_path / "home" / "mlflow.db.lock").exists()
+
+
+def test_a_run_summary_of_a_home_without_an_mlflow_database_makes_none(tmp_path: Path) -> None:
+    """The app's Compare page asks for an experiment's MLflow run: a home whose experiments ran ``--no-mlflow``
+    has no database, so there is no run (and the question does not create the database)."""
+    from furnace.adapters.mlflow_tracker import run_summary
+
+    uri = f"sqlite:///{tmp_path / 'home' / 'mlflow.db'}"
+    assert run_summary(uri, "exp-none") is None
+    assert not (tmp_path / "home").exists()
