@@ -11,9 +11,7 @@ line. :func:`install` changes both:
 - the export queue MLflow's exporter builds is :class:`WaitingExportQueue`, whose ``put`` waits for
   room instead of dropping (back-pressure on whoever hands it a batch);
 - the batch processor's buffer holds :data:`SPAN_BUFFER` spans, so the spans that end while the
-  export queue waits are kept, not dropped;
-- a flush wakes the queue's idle writer at once (:class:`WakingStop`) instead of waiting up to a
-  second for its next look.
+  export queue waits are kept, not dropped.
 
 Span batches keep MLflow's size (5 spans, ``MLFLOW_ASYNC_TRACE_LOGGING_MAX_SPAN_BATCH_SIZE``): a
 bigger batch is fewer writes and less CPU (the writer's CPU goes mostly to each write's fixed cost;
@@ -26,10 +24,8 @@ it). Call :func:`install` before the first trace (the tracker does, at import).
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from dataclasses import dataclass
-from queue import Full, Queue
 
 from furnace import offline_env
 
@@ -54,36 +50,11 @@ stats = ExportStats()
 _stats_lock = threading.Lock()
 
 
-def _nothing() -> None:
-    """The wake-up task: handled like any task, it does nothing."""
-
-
-class WakingStop(threading.Event):
-    """An export queue's stop signal that also wakes its consumer. MLflow's consumer waits up to 1 s for
-    a task before it looks at the signal again, so each flush of an idle queue (a tracked experiment
-    flushes ~6 times) waited about a second for nothing; setting the signal hands it a task that does
-    nothing instead."""
-
-    def __init__(self, tasks: Queue[Task]) -> None:
-        super().__init__()
-        self._tasks = tasks
-
-    def set(self) -> None:
-        super().set()
-        with contextlib.suppress(Full):  # a full queue: the consumer has tasks to take, it is not waiting
-            self._tasks.put_nowait(Task(handler=_nothing, args=()))
-
-
 class WaitingExportQueue(AsyncTraceExportQueue):  # type: ignore[misc]
-    """MLflow's export queue whose ``put`` waits while the queue is full (MLflow's drops the task), and
-    whose flush does not wait for an idle consumer's next look (:class:`WakingStop`).
+    """MLflow's export queue whose ``put`` waits while the queue is full (MLflow's drops the task).
 
     The wait holds the queue's lock, as MLflow's ``put`` does, so a flush cannot stop the consumer
     under a waiting producer: the consumer keeps draining until the task is in, then the flush runs."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._stop_event = WakingStop(self._queue)
 
     def put(self, task: Task) -> None:
         with self._lock:

@@ -91,25 +91,3 @@ def test_a_population_overflowing_the_export_queue_loses_no_trace(tmp_path: Path
     assert got["tag"] == f"{traced} of {traced} stored"
     assert got["report_traces"] == {"started": traced, "exported": traced, "missing": 0}  # the report counts them
     assert got["spans"] == got["expected_spans"] > got["units"]  # every span of every trace stored
-
-
-def test_a_flush_wakes_the_export_queues_idle_writer() -> None:
-    """MLflow's writer waits up to a second for a task before it looks at the stop signal again: the stop
-    signal of furnace's queue hands it a task that does nothing, so a flush of an idle queue ends at once
-    (~6 flushes per tracked experiment; how long a flush takes is not asserted here)."""
-    from furnace.adapters.mlflow_export import WaitingExportQueue, stats
-
-    queue = WaitingExportQueue()
-    queue._stop_event.set()
-    wake = queue._queue.get_nowait()  # what a waiting writer takes at once (Empty without it)
-    wake.handle()  # and it does nothing
-    queue._queue.task_done()
-    queue._stop_event.clear()
-
-    queued = stats.queued
-    queue.activate()
-    queue.flush()  # the writer stopped, the queue drained (the wake-up task too), a new writer started
-    assert queue.is_active() and queue._queue.empty() and queue._queue.unfinished_tasks == 0
-    assert stats.queued == queued  # the wake-up is no export task
-    queue.flush(terminate=True)
-    assert not queue.is_active()
