@@ -93,6 +93,7 @@ ONE_WORKER_UNITS = {path: "prefect-harness" for path in PREFECT_HARNESS_FILES} |
     path: path
     for path in (
         "tests/app/test_dashboards.py",  # two experiments and a 120-node family (module fixtures)
+        "tests/app/test_browser.py",  # one seeded home, app server and chromium (module fixtures)
         # the module's app home (tests/app/conftest.py): a test may read what an earlier one saved there
         "tests/app/test_pages.py",
         "tests/app/test_personas.py",

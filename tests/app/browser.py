@@ -83,18 +83,30 @@ def app_server(home: Path, *, timeout_s: float = 60.0) -> Iterator[str]:
 
 
 @contextmanager
-def browser_page(width: int = 1400, height: int = 1000) -> Iterator[Any]:
-    """A Playwright page in Debian chromium (never a downloaded browser)."""
+def chromium() -> Iterator[Any]:
+    """A Playwright browser: Debian chromium (never a downloaded browser)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            page = browser.new_page(viewport={"width": width, "height": height})
-            page.set_default_timeout(60_000)
-            yield page
+            yield browser
         finally:
             browser.close()
+
+
+def new_page(browser: Any, width: int = 1400, height: int = 1000) -> Any:
+    """A page in a new browser context of its own (no cookies or storage shared with another page)."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    page.set_default_timeout(60_000)
+    return page
+
+
+@contextmanager
+def browser_page(width: int = 1400, height: int = 1000) -> Iterator[Any]:
+    """A Playwright page in Debian chromium (never a downloaded browser)."""
+    with chromium() as browser:
+        yield new_page(browser, width, height)
 
 
 def settle(page: Any) -> None:

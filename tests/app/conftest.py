@@ -40,3 +40,12 @@ def app(app_home: Path):
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+@pytest.fixture()
+def app_unrun(app_home: Path):
+    """A fresh AppTest of the whole app on the module's home, not run yet: a test switches to its page and
+    runs that (Streamlit finds a page by its file name before the first run), one render instead of two."""
+    from streamlit.testing.v1 import AppTest
+
+    return AppTest.from_file(str(APP), default_timeout=60)

@@ -12,8 +12,8 @@ def experiments(app_home) -> list[str]:
     return run_small_experiments(app_home)
 
 
-def test_compare_the_top_two_opens_the_side_by_side_comparison(app, experiments):
-    at = app.switch_page("screens/compare.py").run()
+def test_compare_the_top_two_opens_the_side_by_side_comparison(app_unrun, experiments):
+    at = app_unrun.switch_page("screens/compare.py").run()
     no_errors(at)
     at.selectbox(key="compare_experiment").set_value(experiments[0]).run()
     at.button(key="compare_top").click().run()
@@ -22,14 +22,14 @@ def test_compare_the_top_two_opens_the_side_by_side_comparison(app, experiments)
     assert len(at.multiselect(key="compare_ids").value) == 2
 
 
-def test_an_error_on_a_page_is_a_message_not_a_traceback(app, experiments, monkeypatch):
+def test_an_error_on_a_page_is_a_message_not_a_traceback(app_unrun, experiments, monkeypatch):
     import furnace.views.experiments as views
 
     def broken(*_args, **_kwargs):
         raise RuntimeError("the generations table is unreadable")
 
     monkeypatch.setattr(views, "generation_rows", broken)
-    at = app.switch_page("screens/compare.py").run()
+    at = app_unrun.switch_page("screens/compare.py").run()
     assert not at.exception, [e.value for e in at.exception]
     assert any("the generations table is unreadable" in e.value for e in at.error), [e.value for e in at.error]
     monkeypatch.setenv("FURNACE_DEBUG", "1")
@@ -58,8 +58,8 @@ def _layers(spec: dict) -> list[dict]:
     return spec.get("layer", [spec])
 
 
-def test_two_experiments_overlaid_with_axes_scaled_to_the_data(app, app_home, experiments):
-    at = app.switch_page("screens/compare.py").run()
+def test_two_experiments_overlaid_with_axes_scaled_to_the_data(app_unrun, app_home, experiments):
+    at = app_unrun.switch_page("screens/compare.py").run()
     no_errors(at)
     assert set(at.multiselect(key="compare_experiments").value) == set(experiments)
     titles = {s.get("title"): s for s in _charts(at)}
@@ -89,14 +89,14 @@ def test_two_experiments_overlaid_with_axes_scaled_to_the_data(app, app_home, ex
     assert any("Operator success" in str(s.get("title")) for s in _charts(at))
 
 
-def test_fitness_charts_show_the_bests_test_fitness_with_its_interval_beside_train(app, experiments):
+def test_fitness_charts_show_the_bests_test_fitness_with_its_interval_beside_train(app_unrun, experiments):
     """Every generation's best, scored on the held-out test probes after the search: a test line beside
     the train line, each test point with its 95% interval drawn as a bar; the figures are the view's
     (the same rows as the report's generations)."""
     from furnace.runtime import Runtime
     from furnace.views.experiments import generation_rows
 
-    at = app.switch_page("screens/compare.py").run()
+    at = app_unrun.switch_page("screens/compare.py").run()
     no_errors(at)
     spec = next(s for s in _charts(at) if s.get("title") == "Fitness per generation")
     lines = next(layer for layer in _layers(spec) if layer["mark"]["type"] == "line")
@@ -127,8 +127,8 @@ def test_fitness_charts_show_the_bests_test_fitness_with_its_interval_beside_tra
         rt.close()
 
 
-def test_pareto_scatter_highlights_the_front_and_a_click_opens_the_agent(app, experiments):
-    at = app.switch_page("screens/compare.py").run()
+def test_pareto_scatter_highlights_the_front_and_a_click_opens_the_agent(app_unrun, experiments):
+    at = app_unrun.switch_page("screens/compare.py").run()
     at.selectbox(key="pareto_x").set_value("brief_fit").run()
     at.selectbox(key="pareto_y").set_value("tone").run()
     no_errors(at)
@@ -147,8 +147,8 @@ def test_pareto_scatter_highlights_the_front_and_a_click_opens_the_agent(app, ex
     assert any(best["agent_id"] in m.value for m in at.markdown), "the clicked agent is not shown"
 
 
-def test_leaderboard_has_objective_columns_and_the_judges_feedback(app, experiments):
-    at = app.switch_page("screens/compare.py").run()
+def test_leaderboard_has_objective_columns_and_the_judges_feedback(app_unrun, experiments):
+    at = app_unrun.switch_page("screens/compare.py").run()
     at.selectbox(key="compare_experiment").set_value(experiments[1]).run()
     no_errors(at)
     [board] = [d.value for d in at.dataframe if "judge_feedback" in d.value.columns]
@@ -181,10 +181,10 @@ def big_family(app_home) -> tuple[str, list[str]]:
     return seed_family(app_home, 120)
 
 
-def test_lineage_explorer_stays_readable_at_120_nodes(app, big_family):
+def test_lineage_explorer_stays_readable_at_120_nodes(app_unrun, big_family):
     root, children = big_family
-    app.session_state["lineage_pick"] = root
-    at = app.switch_page("screens/lineage.py").run()
+    app_unrun.session_state["lineage_pick"] = root
+    at = app_unrun.switch_page("screens/lineage.py").run()
     no_errors(at)
     [spec] = [s for s in _charts(at) if s.get("layer")]
     layers = _layers(spec)
@@ -226,24 +226,24 @@ def test_lineage_explorer_stays_readable_at_120_nodes(app, big_family):
     assert len(dots) == 121
 
 
-def test_links_out_to_mlflow_only_when_its_ui_is_configured(app, experiments, monkeypatch):
+def test_links_out_to_mlflow_only_when_its_ui_is_configured(app_unrun, experiments, monkeypatch):
     import furnace.adapters.mlflow_tracker as tracker
 
     summary = {"run_id": "r1", "mlflow_experiment_id": "4", "status": "FINISHED", "children": 2, "tags": {}}
     monkeypatch.setattr(
         tracker, "run_summary", lambda *_: {**summary, "best_fitness_steps": [], "params": {}, "artifacts": []}
     )
-    at = app.switch_page("screens/compare.py").run()
+    at = app_unrun.switch_page("screens/compare.py").run()
     no_errors(at)
     assert not at.get("link_button")  # no FURNACE_MLFLOW_UI_URL: hidden
     monkeypatch.setenv("FURNACE_MLFLOW_UI_URL", "http://127.0.0.1:5000")
-    at = app.switch_page("screens/compare.py").run()
+    at = app_unrun.switch_page("screens/compare.py").run()
     no_errors(at)
     [link] = at.get("link_button")
     assert link.proto.url == "http://127.0.0.1:5000/#/experiments/4/runs/r1"
 
 
-def test_an_unscored_individual_is_listed_apart_with_its_reason_never_ranked(app, app_home, experiments):
+def test_an_unscored_individual_is_listed_apart_with_its_reason_never_ranked(app_unrun, app_home, experiments):
     from furnace.evolution.records import IndividualRecord, ScoreRow
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
@@ -268,7 +268,7 @@ def test_an_unscored_individual_is_listed_apart_with_its_reason_never_ranked(app
             ("judge failed: 429 from the provider",),
         )
     )
-    at = app.switch_page("screens/compare.py").run()
+    at = app_unrun.switch_page("screens/compare.py").run()
     at.selectbox(key="compare_experiment").set_value(experiments[0]).run()
     no_errors(at)
     [board] = [d.value for d in at.dataframe if "judge_feedback" in d.value.columns]

@@ -34,8 +34,8 @@ def _texts(at) -> str:
     return " ".join([m.value for m in at.markdown] + [c.value for c in at.caption] + [s.value for s in at.subheader])
 
 
-def test_a_pick_is_stored_blind_then_revealed_and_undone(app, app_home, experiment):
-    at = _judge_page(app, experiment)
+def test_a_pick_is_stored_blind_then_revealed_and_undone(app_unrun, app_home, experiment):
+    at = _judge_page(app_unrun, experiment)
     waiting = [i.value for i in at.info if "pairs waiting" in i.value]
     assert waiting and waiting[0].startswith("**3 pairs waiting** of 3"), waiting  # asked after generation 0
     assert at.button(key="judge_a").disabled  # nobody named yet: no pick
@@ -72,8 +72,8 @@ def test_a_pick_is_stored_blind_then_revealed_and_undone(app, app_home, experime
     assert [i.value for i in at.info if "pairs waiting" in i.value][0].startswith("**3 pairs waiting**")
 
 
-def test_calibration_shows_each_judge_with_its_picks_and_says_when_not_yet_meaningful(app, app_home, experiment):
-    at = _judge_page(app, experiment)
+def test_calibration_shows_each_judge_with_its_picks_and_says_when_not_yet_meaningful(app_unrun, app_home, experiment):
+    at = _judge_page(app_unrun, experiment)
     at.text_input(key="judge_who").input("bo").run()
     for choice in ("judge_a", "judge_tie", "judge_a"):
         at.button(key=choice).click().run()
@@ -90,7 +90,7 @@ def test_calibration_shows_each_judge_with_its_picks_and_says_when_not_yet_meani
     assert "People's ranking" in " ".join(m.value for m in at.markdown)
 
 
-def test_the_self_judging_warning_shows_when_the_judge_is_the_agent_model(app, app_home, experiment):
+def test_the_self_judging_warning_shows_when_the_judge_is_the_agent_model(app_unrun, app_home, experiment):
     from furnace.evolution.records import ExperimentRecord
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
@@ -98,9 +98,9 @@ def test_the_self_judging_warning_shows_when_the_judge_is_the_agent_model(app, a
     results = Runtime(FurnaceSettings(home=app_home)).results
     config = {"probes": {"set": "writing-en", "limit": 2}, "scorers": {"fidelity": 1.0}}
     results.start_experiment(ExperimentRecord("exp-graded-0000000001", "graded", config, 0, "openai/gpt-4o-mini"))
-    at = _judge_page(app, "exp-graded-0000000001")
+    at = _judge_page(app_unrun, "exp-graded-0000000001")
     assert any("grading itself" in w.value for w in at.warning)
     at = at.switch_page("screens/compare.py").run()  # the experiment in detail says it too
     at.selectbox(key="compare_experiment").set_value("exp-graded-0000000001").run()
     assert any("grading itself" in w.value for w in at.warning)
-    assert not any("grading itself" in w.value for w in _judge_page(app, experiment).warning)  # rules judge: none
+    assert not any("grading itself" in w.value for w in _judge_page(app_unrun, experiment).warning)  # rules judge: none

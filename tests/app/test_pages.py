@@ -31,8 +31,8 @@ def fused(app_home):
     return result.agent
 
 
-def test_furnace_fuses_two_personas_and_shows_the_child(app, app_home):
-    at = app.switch_page("screens/furnace.py").run()
+def test_furnace_fuses_two_personas_and_shows_the_child(app_unrun, app_home):
+    at = app_unrun.switch_page("screens/furnace.py").run()
     no_errors(at)
     at.multiselect(key="fuse_parents").select(A).select("go-reviewer").run()
     at.selectbox(key="fuse_operator").set_value("crossover").run()
@@ -49,8 +49,8 @@ def test_furnace_fuses_two_personas_and_shows_the_child(app, app_home):
     assert {m.label: m.value for m in at.metric}["From cache"] == "yes"
 
 
-def test_revision_chat_grows_the_version_chain(app, app_home):
-    at = app.switch_page("screens/revision.py").run()
+def test_revision_chat_grows_the_version_chain(app_unrun, app_home):
+    at = app_unrun.switch_page("screens/revision.py").run()
     no_errors(at)
     at.selectbox(key="revision_persona").set_value("lifestyle-blogger-zh").run()
     at.text_input(key="revision_topic").input("夏日防晒").run()
@@ -78,12 +78,12 @@ def test_revision_chat_grows_the_version_chain(app, app_home):
     assert [v.source for v in contents.versions(content.id)] == ["generate", "revise", "rollback"]
 
 
-def test_a_refused_or_failed_edit_is_never_shown_as_done(app, app_home):
+def test_a_refused_or_failed_edit_is_never_shown_as_done(app_unrun, app_home):
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
 
     contents = Runtime(FurnaceSettings(home=app_home)).content_store
-    at = app.switch_page("screens/revision.py").run()
+    at = app_unrun.switch_page("screens/revision.py").run()
     at.selectbox(key="revision_select").set_value("+ New content").run()
     at.selectbox(key="revision_persona").set_value("lifestyle-blogger-zh").run()
     at.text_input(key="revision_topic").input("秋季补水").run()
@@ -99,13 +99,13 @@ def test_a_refused_or_failed_edit_is_never_shown_as_done(app, app_home):
     assert [v.version for v in contents.versions(content.id)] == [1]
 
 
-def test_revision_chat_sends_accepted_suggestions_to_reflect(app, app_home):
+def test_revision_chat_sends_accepted_suggestions_to_reflect(app_unrun, app_home):
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
 
     rt = Runtime(FurnaceSettings(home=app_home))
     persona = "lifestyle-blogger-zh"
-    at = app.switch_page("screens/revision.py").run()
+    at = app_unrun.switch_page("screens/revision.py").run()
     at.selectbox(key="revision_select").set_value("+ New content").run()
     at.selectbox(key="revision_persona").set_value(persona).run()
     at.text_input(key="revision_topic").input("防晒小贴士").run()
@@ -137,9 +137,9 @@ def _walk(node):
         yield from _walk(child)
 
 
-def test_lineage_page_renders_the_graph_for_an_agent(app, fused):
-    app.session_state["lineage_pick"] = fused.id
-    at = app.switch_page("screens/lineage.py").run()
+def test_lineage_page_renders_the_graph_for_an_agent(app_unrun, fused):
+    app_unrun.session_state["lineage_pick"] = fused.id
+    at = app_unrun.switch_page("screens/lineage.py").run()
     no_errors(at)
     [chart] = at.get("graphviz_chart")
     dot = chart.proto.spec
@@ -149,9 +149,9 @@ def test_lineage_page_renders_the_graph_for_an_agent(app, fused):
     assert len(at.dataframe[0].value) == 3
 
 
-def test_compare_two_agents_renders_both_columns(app, app_home, fused):
-    app.session_state["compare_pick"] = [fused.id, A]
-    at = app.switch_page("screens/compare.py").run()
+def test_compare_two_agents_renders_both_columns(app_unrun, app_home, fused):
+    app_unrun.session_state["compare_pick"] = [fused.id, A]
+    at = app_unrun.switch_page("screens/compare.py").run()
     no_errors(at)
     names = [h.value for h in at.subheader]
     assert names == [fused.elixir.name, store_for(app_home).get_elixir(A).name], names
@@ -160,8 +160,8 @@ def test_compare_two_agents_renders_both_columns(app, app_home, fused):
     assert {fused.id, A} <= set(table.columns) and "fitness (weighted)" in list(table["objective"])
 
 
-def test_arena_count_off_gives_four_replies(app):
-    at = app.switch_page("screens/arena.py").run()
+def test_arena_count_off_gives_four_replies(app_unrun):
+    at = app_unrun.switch_page("screens/arena.py").run()
     no_errors(at)
     members = ["academic-editor", "go-reviewer", "home-chef-zh", "security-auditor"]
     ms = at.multiselect(key="arena_members")
@@ -178,15 +178,15 @@ def test_arena_count_off_gives_four_replies(app):
     assert any(e.label.startswith("plan (directive") for e in at.expander)
 
 
-def test_assistant_question_renders_a_table(app, fused):
-    at = app.switch_page("screens/assistant.py").run()
+def test_assistant_question_renders_a_table(app_unrun, fused):
+    at = app_unrun.switch_page("screens/assistant.py").run()
     no_errors(at)
     at.chat_input[0].set_value("list the personas").run()
     no_errors(at)
     assert at.dataframe, "the assistant answered without a table"
 
 
-def test_arena_stop_and_continue_an_interrupted_turn(app, app_home):
+def test_arena_stop_and_continue_an_interrupted_turn(app_unrun, app_home):
     from furnace.arena.events import FinalReply
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
@@ -202,7 +202,7 @@ def test_arena_stop_and_continue_an_interrupted_turn(app, app_home):
         if replies == 2:
             break
     events.close()
-    at = app.switch_page("screens/arena.py").run()
+    at = app_unrun.switch_page("screens/arena.py").run()
     at.selectbox(key="arena_select").set_value(session.id).run()
     no_errors(at)
     assert len([m for m in at.chat_message if m.name == "assistant"]) == 2
@@ -215,8 +215,8 @@ def test_arena_stop_and_continue_an_interrupted_turn(app, app_home):
     assert [r.status for r in arena.store.list_runs(session.id)] == ["finished"]
 
 
-def test_promote_the_fused_child(app, app_home):
-    at = app.switch_page("screens/furnace.py").run()
+def test_promote_the_fused_child(app_unrun, app_home):
+    at = app_unrun.switch_page("screens/furnace.py").run()
     at.multiselect(key="fuse_parents").select("socratic-math-tutor").run()  # one parent: a mutation
     at.button(key="fuse_go").click().run()
     no_errors(at)
@@ -230,7 +230,7 @@ def test_promote_the_fused_child(app, app_home):
     assert [n.operator for n in store.ancestors("tutor-mutant")][:1] == ["promote"]
 
 
-def test_compare_experiments_tab_shows_the_judge_feedback(app, app_home):
+def test_compare_experiments_tab_shows_the_judge_feedback(app_unrun, app_home):
     from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord, ScoreRow
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
@@ -243,7 +243,7 @@ def test_compare_experiments_tab_shows_the_judge_feedback(app, app_home):
     )
     results.save_individual(IndividualRecord("exp-fb", 0, A, 0, "seed", (), None, {}, "p", 0.5, {}, scores=scores))
     results.save_generation(GenerationRecord("exp-fb", 0, (A,), 0.5, 0.5, {}))
-    at = app.switch_page("screens/compare.py").run()
+    at = app_unrun.switch_page("screens/compare.py").run()
     at.selectbox(key="compare_experiment").set_value("exp-fb").run()
     no_errors(at)
     shown = [d.value for d in at.dataframe if "feedback" in d.value.columns]
@@ -254,7 +254,7 @@ def test_compare_experiments_tab_shows_the_judge_feedback(app, app_home):
     )
 
 
-def test_compare_experiments_totals_refuse_a_thinned_ledger(app, app_home):
+def test_compare_experiments_totals_refuse_a_thinned_ledger(app_unrun, app_home):
     """The totals table is the call ledger's rows held to the totals sealed at the finish: ledger rows
     deleted outside furnace show as an error naming the experiment, never as numbers."""
     from datetime import UTC, datetime
@@ -280,12 +280,12 @@ def test_compare_experiments_totals_refuse_a_thinned_ledger(app, app_home):
         results.finish_experiment("exp-led", "finished", {"best_fitness": 0.5, **totals})
 
     finish()
-    app.session_state["compare_experiments"] = ["exp-led"]
-    at = app.switch_page("screens/compare.py").run()
+    app_unrun.session_state["compare_experiments"] = ["exp-led"]
+    at = app_unrun.switch_page("screens/compare.py").run()
     no_errors(at)
     runtime.sql.execute("DELETE FROM llm_calls WHERE id = 'led0'")  # the live store, behind furnace's back
     try:
-        at = app.switch_page("screens/compare.py").run()
+        at = app_unrun.switch_page("screens/compare.py").run()
         assert not at.exception, [e.value for e in at.exception]
         assert any("experiment exp-led: its call ledger holds 2 calls" in e.value for e in at.error)
         assert not any("model calls (+" in c.value for c in at.caption)  # no totals shown

@@ -15,7 +15,7 @@ from furnace.assistant.answer import Assistant, AssistantState, Done
 from furnace.llm.offline import OfflineEngine
 from furnace.storage.duckdb.assist import DuckDBAssistData
 from tests.app.helpers import run_experiment, small_demo
-from tests.assistant.dataset import HELD_OUT, NOW, build_live
+from tests.assistant.dataset import HELD_OUT, NOW
 from tests.assistant.test_ask_cli import _run as _ask
 from tests.conftest import seed_home
 
@@ -81,14 +81,9 @@ def test_the_best_agent_of_a_run_carries_its_stored_test_figures_and_a_forged_on
     assert f"the summary of experiment {exp}" in err and "seal" in err
 
 
-@pytest.fixture(scope="module")
-def data(tmp_path_factory: pytest.TempPathFactory) -> DuckDBAssistData:
-    return build_live(tmp_path_factory.mktemp("assist"))
-
-
-def test_best_agents_show_the_stored_test_figures_and_untested_agents_say_so(data: DuckDBAssistData) -> None:
+def test_best_agents_show_the_stored_test_figures_and_untested_agents_say_so(assist_data: DuckDBAssistData) -> None:
     tested = HELD_OUT["exp-tea"]["agents"]
-    done = _answer(data, "which agent is best in exp-tea?")
+    done = _answer(assist_data, "which agent is best in exp-tea?")
     columns = done.result.columns
     assert (
         columns.index("fitness")
@@ -107,24 +102,24 @@ def test_best_agents_show_the_stored_test_figures_and_untested_agents_say_so(dat
     assert f"the best is {best['agent_id']}" in done.lead and best["test"] in done.lead
 
 
-def test_untested_agents_say_not_tested_in_chinese_too(data: DuckDBAssistData) -> None:
-    done = _answer(data, "哪些智能体用了 ensemble？")
+def test_untested_agents_say_not_tested_in_chinese_too(assist_data: DuckDBAssistData) -> None:
+    done = _answer(assist_data, "哪些智能体用了 ensemble？")
     [row] = done.result.items
     assert row["agent_id"] not in HELD_OUT["exp-tea"]["agents"]
     assert row["test"] == "未测试" and row["train_test_gap"] is None
 
 
-def test_a_comparison_shows_each_agents_test_figures(data: DuckDBAssistData) -> None:
+def test_a_comparison_shows_each_agents_test_figures(assist_data: DuckDBAssistData) -> None:
     tested = HELD_OUT["exp-tea"]["agents"]
-    done = _answer(data, "compare agt-eee555 and agt-fff666")
+    done = _answer(assist_data, "compare agt-eee555 and agt-fff666")
     rows = {r["subject"]: r for r in done.result.items}
     assert {k: rows["agt-eee555"][k] for k in _stored(tested["agt-eee555"])} == _stored(tested["agt-eee555"])
     assert rows["agt-fff666"]["test"] == "not tested"
     assert rows["agt-eee555"]["test"] in done.lead
 
 
-def test_experiments_show_their_champions_test_figures(data: DuckDBAssistData) -> None:
-    done = _answer(data, "compare exp-tea and exp-night")
+def test_experiments_show_their_champions_test_figures(assist_data: DuckDBAssistData) -> None:
+    done = _answer(assist_data, "compare exp-tea and exp-night")
     rows = {r["experiment_id"]: r for r in done.result.items}
     champion = HELD_OUT["exp-tea"]["champion"]
     assert rows["exp-tea"]["champion"] == champion

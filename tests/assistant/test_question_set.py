@@ -10,16 +10,17 @@ import yaml
 from furnace.assistant.answer import Assistant
 from furnace.assistant.evaluation import accuracy, check
 from furnace.llm.offline import OfflineEngine
+from furnace.storage.duckdb.assist import DuckDBAssistData
 
-from .dataset import NOW, build_live
+from .dataset import NOW
 
 QUESTIONS = yaml.safe_load((Path(__file__).parent / "questions.yaml").read_text(encoding="utf-8"))
 TUNED = [(lang, item) for lang, items in QUESTIONS["tuned"].items() for item in items]
 
 
 @pytest.fixture(scope="module")
-def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
-    return Assistant(build_live(tmp_path_factory.mktemp("assist")), OfflineEngine(), now=lambda: NOW)
+def assistant(assist_data: DuckDBAssistData) -> Assistant:
+    return Assistant(assist_data, OfflineEngine(), now=lambda: NOW)
 
 
 def test_the_set_has_sixty_phrasings_per_language_and_covers_every_intent() -> None:

@@ -19,8 +19,9 @@ from furnace.assistant.evaluation import accuracy, check_dialog
 from furnace.assistant.intent import CLARIFY_BELOW, classify
 from furnace.llm.fakes import FakeLLM
 from furnace.llm.offline import OfflineEngine
+from furnace.storage.duckdb.assist import DuckDBAssistData
 
-from .dataset import AGENTS, EXPERIMENTS, NOW, PERSONAS, SEEDS, build_live
+from .dataset import AGENTS, EXPERIMENTS, NOW, PERSONAS, SEEDS
 
 SET = yaml.safe_load((Path(__file__).parent / "questions.yaml").read_text(encoding="utf-8"))["understanding"]
 BRIEF = [(lang, item) for lang, items in SET["brief"].items() for item in items]
@@ -66,8 +67,8 @@ def truth(fact: str, arg: Any) -> Any:
 
 
 @pytest.fixture(scope="module")
-def assistant(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
-    return Assistant(build_live(tmp_path_factory.mktemp("understand")), OfflineEngine(), now=lambda: NOW)
+def assistant(assist_data: DuckDBAssistData) -> Assistant:
+    return Assistant(assist_data, OfflineEngine(), now=lambda: NOW)
 
 
 def test_the_set_is_large_and_bilingual() -> None:
@@ -111,10 +112,9 @@ def test_rules_report_how_sure_they_are() -> None:
     assert nothing.intent is None and nothing.needs_clarification
 
 
-def test_a_contested_question_asks_the_model_and_takes_a_sure_answer(tmp_path: Path) -> None:
-    data = build_live(tmp_path)
+def test_a_contested_question_asks_the_model_and_takes_a_sure_answer(assist_data: DuckDBAssistData) -> None:
     llm = FakeLLM([{"intent": "experiments", "confidence": 0.9}])
-    done, meta = _ask(Assistant(data, llm, now=lambda: NOW), AssistantState(), "show me the runs history")
+    done, meta = _ask(Assistant(assist_data, llm, now=lambda: NOW), AssistantState(), "show me the runs history")
     assert llm.calls[0].inputs["mode"] == "classify" and not done.clarify
     assert meta is not None and (meta.intent, meta.intent_source, meta.confidence) == ("experiments", "model", 0.9)
     assert {r["experiment_id"] for r in done.result.items} == set(EXPERIMENTS)
@@ -128,11 +128,10 @@ def test_a_contested_question_asks_the_model_and_takes_a_sure_answer(tmp_path: P
     ],
 )
 def test_an_unsure_model_leaves_a_clarifying_question_in_the_users_language(
-    tmp_path: Path, question: str, readings: tuple[str, str]
+    assist_data: DuckDBAssistData, question: str, readings: tuple[str, str]
 ) -> None:
-    data = build_live(tmp_path)
     llm = FakeLLM([{"intent": "experiments", "confidence": CLARIFY_BELOW / 2}])
-    done, meta = _ask(Assistant(data, llm, now=lambda: NOW), AssistantState(), question)
+    done, meta = _ask(Assistant(assist_data, llm, now=lambda: NOW), AssistantState(), question)
     assert done.needs_clarification and done.result is None and meta is None
     assert all(r in done.lead for r in readings), done.lead
 
