@@ -622,8 +622,9 @@ class Evolution(Guarded):
         batch = self._minibatch_probes(plan)
         elixir = Elixir.model_validate(parent.elixir)
         answers: dict[str, str] = {}
-        rows = self._parent_rows(parent, elixir, batch, llm, answers)
-        scored_now = {p.id for p in self._missing_rows(parent, batch).probes}
+        missing = self._missing_rows(parent, batch)
+        rows = self._parent_rows(parent, elixir, batch, missing, llm, answers)
+        scored_now = {p.id for p in missing.probes}
         seed = sample_seed(self.config.seed, 0)
         for probe in batch.probes:
             if probe.id in scored_now:  # its reply is in ``answers`` (a failed one is not asked again)
@@ -648,13 +649,19 @@ class Evolution(Guarded):
         return batch.model_copy(update={"probes": [p for p in batch.probes if p.id not in have]})
 
     def _parent_rows(
-        self, parent: IndividualRecord, elixir: Elixir, batch: ProbeSet, llm: LLM, answers: dict[str, str]
+        self,
+        parent: IndividualRecord,
+        elixir: Elixir,
+        batch: ProbeSet,
+        missing: ProbeSet,
+        llm: LLM,
+        answers: dict[str, str],
     ) -> tuple[ScoreRow, ...]:
-        """``parent``'s per-probe rows on ``batch``: recorded, else scored now (the same samples and seeds
-        as any evaluation of it, so a request made before is free; their sample-0 replies into ``answers``)."""
-        missing = self._missing_rows(parent, batch)
-        scored = {p.id for p in missing.probes}
-        rows = tuple(r for r in parent.scores if r.probe in {p.id for p in batch.probes} and r.probe not in scored)
+        """``parent``'s per-probe rows on ``batch``: recorded, else (the probes of ``missing``,
+        :meth:`_missing_rows`) scored now (the same samples and seeds as any evaluation of it, so a request
+        made before is free; their sample-0 replies into ``answers``)."""
+        recorded = {p.id for p in batch.probes} - {p.id for p in missing.probes}
+        rows = tuple(r for r in parent.scores if r.probe in recorded)
         if not missing.probes:
             return rows
         return (*rows, *self._score_on(llm, elixir, parent.system_prompt, missing, answers))
