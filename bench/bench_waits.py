@@ -11,14 +11,18 @@ processes of their own, one process per command as a user runs them). The experi
 offline engine behind a 50 ms latency; the CLI commands use the offline engine (the default model).
 
 **What a wait is.** On SQLite, a process that wants to write asks for the database's write lock
-(``BEGIN IMMEDIATE``, issued by the store for every write transaction); when another process holds
+(``BEGIN IMMEDIATE``, issued by the store for every write transaction: through SQLAlchemy, or on the
+driver's own connection for the response cache's and the ledger's rows); when another process holds
 it, SQLite's busy handler sleeps and retries until it is free. The time ``BEGIN IMMEDIATE`` takes
 is therefore the time the process was blocked by another process: nothing else blocks there (this
 process's own threads queue earlier, on the store's in-process turn, and are not counted: that is
 not a wait for another process; reads never wait in WAL mode). Each process records, for every
 write transaction, three wall-clock instants (``time.time()``, one clock on one machine): asked
-for the lock, got it, committed (or rolled back). Measured by wrapping the store's ``BEGIN`` hook
-and the SQLite dialect's commit/rollback in each process (:func:`instrument`); nothing else changes.
+for the lock, got it, committed (or rolled back). Measured by wrapping the store's two ``BEGIN``
+hooks (``_sqlite_begin``, ``_driver_begin``), the SQLite dialect's commit/rollback and the end of a
+driver transaction in each process (:func:`instrument`); nothing else changes. Until 2026-12-06 the
+driver's transactions (most of an experiment's writes) were not recorded: neither their waits nor the
+lock they held while others waited.
 
 Judged: (1) the p95 of the per-transaction waits of each kind of process (app, experiment, each
 CLI command) is < 100 ms; (2) the number of waits that overlapped **more than one** transaction of
@@ -39,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,33 +89,52 @@ _open = threading.local()
 
 def instrument() -> None:
     """Record every write transaction's instants in this process (before any store is opened)."""
+    from contextlib import contextmanager
+
     from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
 
     from furnace.storage.sql import db
 
-    begin = db._sqlite_begin
+    begin, driver_begin = db._sqlite_begin, db._driver_begin
+    driver_transaction = db.SQLDatabase.driver_transaction
+
+    def timed(began: Callable[[Any], None], on: Any) -> None:
+        asked = time.time()
+        began(on)
+        _open.tx = (asked, time.time())
 
     def timed_begin(conn: Any) -> None:
-        if not conn.info.get("furnace_write"):
+        if conn.info.get("furnace_write"):
+            timed(begin, conn)
+        else:
             begin(conn)
-            return
-        asked = time.time()
-        begin(conn)
-        _open.tx = (asked, time.time())
+
+    def done() -> None:
+        tx = getattr(_open, "tx", None)
+        if tx is not None:
+            _open.tx = None
+            _WRITES.append((tx[0], tx[1], time.time()))
 
     def ended(method: Any) -> Any:
         def wrapper(self: Any, dbapi_connection: Any) -> None:
             try:
                 method(self, dbapi_connection)
             finally:
-                tx = getattr(_open, "tx", None)
-                if tx is not None:
-                    _open.tx = None
-                    _WRITES.append((tx[0], tx[1], time.time()))
+                done()
 
         return wrapper
 
+    @contextmanager
+    def timed_driver_transaction(self: Any) -> Iterator[Any]:
+        try:
+            with driver_transaction(self) as run:
+                yield run
+        finally:
+            done()  # committed or rolled back
+
     db._sqlite_begin = timed_begin  # the engines made from now on listen with it
+    db._driver_begin = lambda driver: timed(driver_begin, driver)
+    db.SQLDatabase.driver_transaction = timed_driver_transaction  # type: ignore[method-assign]
     SQLiteDialect_pysqlite.do_commit = ended(SQLiteDialect_pysqlite.do_commit)  # type: ignore[method-assign]
     SQLiteDialect_pysqlite.do_rollback = ended(SQLiteDialect_pysqlite.do_rollback)  # type: ignore[method-assign]
 
@@ -293,7 +317,12 @@ def run() -> bool:
             f"(median) against {alone[name]:.2f}s alone on the same home"
         )
     print(f"   waits spanning more than one other transaction, every process: {over} (target 0)")
-    record(cpu_ms_per_call=round(window.cpu_ms_per_call, 3), waits=figures, over_one=over, load=round(load, 1))
+    record(
+        cpu_ms_per_call=round(window.cpu_ms_per_call, 3),
+        waits=figures,
+        over_one=over,
+        load=round(load, 1),
+    )
     shutil.rmtree(folder, ignore_errors=True)
     return ok and over == 0
 

@@ -90,6 +90,10 @@ def _sqlite_begin(conn: Connection) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get("furnace_write") else "BEGIN")
 
 
+def _driver_begin(driver: Any) -> None:
+    driver.execute("BEGIN IMMEDIATE")  # a write transaction on the driver's connection (driver_transaction)
+
+
 def _sqlite_damaged(context: ExceptionContext) -> None:
     """A damaged, foreign or unreachable SQLite file is the user's to fix: one :class:`StoreError` naming the
     file, whether it shows when the file opens or at the first read of a missing page."""
@@ -408,7 +412,7 @@ class SQLDatabase:
                 return int(driver.execute(prepared.sql, prepared.params(values)).rowcount)
 
             try:
-                driver.execute("BEGIN IMMEDIATE")
+                _driver_begin(driver)
                 try:
                     yield run
                     driver.execute("COMMIT")
