@@ -10,7 +10,9 @@
 - **An address** (``--dask-address tcp://host:8786`` or ``FURNACE_DASK_ADDRESS``): furnace
   connects as a client and leaves the cluster running when it is done.
 
-Units run there through :mod:`furnace.evolution.isolated`: workers never open the store.
+Units run there through :mod:`furnace.evolution.isolated`: workers never open the store. This module
+imports it only when a unit is shipped: a worker process imports this module (for its plugin) at start, and
+the evolution stack only when it receives its first unit.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from furnace.adapters.processes import die_with_parent, watch_parent
-from furnace.evolution.isolated import IsolatedUnitRunner, Job, Sink, World, run_job
+
+if TYPE_CHECKING:
+    from furnace.evolution.isolated import IsolatedUnitRunner, Job, Sink, World
 
 log = logging.getLogger(__name__)
 CLOSE_S = 15.0  # how long stopping the local cluster may take (its workers die with furnace anyway)
@@ -177,6 +181,8 @@ class _Submitter:
         self._lock = threading.Lock()
 
     def __call__(self, job: Job, order: int) -> Future[Any]:
+        from furnace.evolution.isolated import run_job
+
         key = f"furnace-unit-{job.key[:16]}-{uuid.uuid4().hex[:8]}"
         where = self.placement.place(job)
         remote = self.client.submit(run_job, self.world, job, pure=False, priority=-order, key=key, **where)
@@ -206,5 +212,7 @@ class _Submitter:
 
 def dask_runner(client: Any, world: World, sink: Sink) -> IsolatedUnitRunner:
     """A unit runner that runs each unit on ``client``'s cluster (see :mod:`furnace.evolution.isolated`)."""
+    from furnace.evolution.isolated import IsolatedUnitRunner
+
     submitter = _Submitter(client, world)
     return IsolatedUnitRunner(submitter, sink, close=submitter.close)

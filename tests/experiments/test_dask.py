@@ -45,6 +45,21 @@ def _generations(runtime, experiment_id: str) -> list[tuple]:
 
 
 @pytest.fixture(scope="module")
+def plain_run(tmp_path_factory):
+    """The smaller experiment's config and its plain local run (its runtime, its report), made once: what a run
+    of the same config on the cluster must give."""
+    from furnace.evolution.config import load_config
+    from tests.experiments.conftest import write_smaller
+
+    folder = tmp_path_factory.mktemp("plain")
+    config = load_config(write_smaller(folder / "smaller.yaml"))
+    local = _runtime(folder / "local")
+    report = local.prepare_experiment(config, track=False).evolution.run()
+    yield config, local, report
+    local.close()
+
+
+@pytest.fixture(scope="module")
 def client():
     """One local cluster of 2 worker processes for the experiment runs of this file."""
     from furnace.adapters.dask_cluster import dask_client
@@ -53,14 +68,10 @@ def client():
         yield started
 
 
-def test_two_worker_processes_give_the_local_run(tmp_path, client, smaller):
+def test_two_worker_processes_give_the_local_run(tmp_path, client, plain_run):
     from furnace.adapters.dask_cluster import dask_runner
-    from furnace.evolution.config import load_config
 
-    config = load_config(smaller)
-    local = _runtime(tmp_path / "local")
-    plain = local.prepare_experiment(config, track=False).evolution.run()
-
+    config, local, plain = plain_run
     remote = _runtime(tmp_path / "dask")
     prepared = remote.prepare_experiment(config, track=False)
     prepared.evolution.unit_runner = remote.isolated_runner(prepared, partial(dask_runner, client), slots=1)
@@ -93,16 +104,14 @@ def test_two_worker_processes_give_the_local_run(tmp_path, client, smaller):
     assert again.leaderboard == report.leaderboard
 
 
-def test_the_workers_write_their_paid_calls_and_answers_without_the_driver(tmp_path, monkeypatch, client, smaller):
+def test_the_workers_write_their_paid_calls_and_answers_without_the_driver(tmp_path, monkeypatch, client, plain_run):
     """A driver that dies before it applies outcomes loses no paid call: the workers put each call's ledger
     row, with its answer, in the store themselves (here the driver never writes one: its writes are dropped)."""
     from furnace.adapters.dask_cluster import dask_runner
     from furnace.evolution import isolated
-    from furnace.evolution.config import load_config
     from furnace.llm.cache import MemoryCallLedger, MemoryResponseCache
 
-    config = load_config(smaller)
-    plain = _runtime(tmp_path / "local").prepare_experiment(config, track=False).evolution.run()
+    config, _, plain = plain_run
     setup = isolated.Sink.__post_init__
 
     def driver_writes_nothing(sink):  # the driver's own ledger and cache writes go nowhere

@@ -69,9 +69,19 @@ def test_evolution_flow_matches_the_plain_run_and_its_rerun_is_cached(library_ho
 
 
 def _task_runs(client, flow_run_id: str) -> list:
+    """The task runs of a flow run that has returned, once the API holds each one's final state: Prefect
+    reports task run states as events, which the server may write after the flow run has returned (a loaded
+    machine saw a Pending ``record-sweep``). Polled up to a generous limit; what is read then is returned."""
+    import time
+
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
-    return client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+    deadline = time.monotonic() + 60
+    while True:
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])))
+        if all(r.state is not None and r.state.is_final() for r in runs) or time.monotonic() > deadline:
+            return runs
+        time.sleep(0.1)
 
 
 def _assert_a_rerun_is_served_from_its_task_cache(config: str, home: str, first: dict) -> None:
@@ -400,16 +410,14 @@ def test_each_scheduled_slot_is_a_new_experiment_and_a_retry_resumes_it():
 
 
 @pytest.mark.slow
-def test_prefect_deploy_all_registers_every_flow_of_prefect_yaml(prefect_harness):
+def test_prefect_deploy_all_registers_every_flow_of_prefect_yaml(prefect_harness, monkeypatch):
     """``prefect deploy --all`` in flows/ registers the four deployments of flows/prefect.yaml against a local
-    server; each entrypoint loads its flow by path, as a worker would."""
-    import subprocess
-    import sys
-
+    server; each entrypoint loads its flow by path, as a worker would. The command runs in this process
+    (Prefect's own CLI test runner), on the session's API."""
     import yaml
     from prefect.client.orchestration import get_client
     from prefect.flows import load_flow_from_entrypoint
-    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.cli import invoke_and_assert
 
     flows = Path(__file__).resolve().parents[2] / "flows"
     declared = yaml.safe_load((flows / "prefect.yaml").read_text(encoding="utf-8"))["deployments"]
@@ -419,16 +427,8 @@ def test_prefect_deploy_all_registers_every_flow_of_prefect_yaml(prefect_harness
     with get_client(sync_client=True) as client:  # what `prefect work-pool create furnace --type process` makes
         template = ProcessWorker.get_default_base_job_template()
         client.create_work_pool(WorkPoolCreate(name="furnace", type="process", base_job_template=template))
-    env = {**os.environ, "PREFECT_API_URL": str(PREFECT_API_URL.value())}
-    done = subprocess.run(
-        [sys.executable, "-m", "prefect", "--no-prompt", "deploy", "--all"],
-        cwd=flows,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    monkeypatch.chdir(flows)
+    invoke_and_assert(["--no-prompt", "deploy", "--all"], expected_code=0, echo=False)
     with get_client(sync_client=True) as client:
         deployed = {d.entrypoint: d for d in client.read_deployments()}
         flow_names = {e: client.read_flow(d.flow_id).name for e, d in deployed.items()}

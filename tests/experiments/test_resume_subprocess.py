@@ -33,24 +33,11 @@ def _prepare(home: Path) -> None:
 
 
 def _run_here(capsys: pytest.CaptureFixture[str], home: Path) -> dict:
-    """The same command in this process: for the runs whose process is not what is tested (the reference and
-    the rerun after the resume), an interpreter start fewer each."""
+    """The same command in this process: for the runs whose process is not what is tested (the reference, the
+    resume after the kill and the rerun after it), an interpreter start fewer each."""
     code, out, err = run_cli(capsys, "--home", str(home), "experiment", "run", str(CONFIG), "--json", "--no-mlflow")
     assert code == 0, err[-2000:]
     return json.loads(out)
-
-
-def _run(home: Path) -> dict:
-    out = subprocess.run(
-        [*FURNACE, "experiment", "run", str(CONFIG), "--json", "--no-mlflow"],
-        env=_env(home),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    return json.loads(out.stdout)
 
 
 def _read(home: Path, read):
@@ -146,7 +133,7 @@ def test_sigkill_in_generation_2_then_rerun_equals_uninterrupted(
     in_the_window = paid_before_kill - finished_before_kill
 
     resume_started = time.time()
-    resumed = _run(killed)
+    resumed = _run_here(capsys, killed)  # the resume: a new run in another process than the killed one
     assert _signature(resumed) == _signature(reference)
     made_after = _model_calls_since(killed, resume_started)
     assert finished_before_kill + made_after == reference_calls  # no finished model call was repeated
