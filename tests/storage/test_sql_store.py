@@ -41,6 +41,16 @@ def test_the_schema_is_the_migrations_head(sql_db: Any) -> None:
     assert sql_db.revision() == "0003"
 
 
+def test_head_revision_is_the_newest_migration() -> None:
+    """The store tells an up-to-date database by HEAD_REVISION, without loading Alembic: a new migration must
+    move it (or every store already at the old head would skip the new migration)."""
+    from alembic.script import ScriptDirectory
+
+    from furnace.storage.sql.db import HEAD_REVISION, migrations_config
+
+    assert ScriptDirectory.from_config(migrations_config()).get_current_head() == HEAD_REVISION
+
+
 def test_a_paid_call_is_in_the_ledger_with_its_answer_and_a_rerun_pays_nothing(sql_db: Any) -> None:
     ledger = SQLCallLedger(sql_db)
     inner = FakeLLM(respond=lambda r: _priced("answer"))
