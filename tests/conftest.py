@@ -106,12 +106,35 @@ ONE_WORKER_UNITS = {path: "prefect-harness" for path in PREFECT_HARNESS_FILES} |
 
 
 @pytest.fixture(scope="session")
-def prefect_harness():
-    """One temporary Prefect API for the whole session (~13 s of CPU to start); use only in flow-level tests
-    (in a file listed in PREFECT_HARNESS_FILES)."""
-    from prefect.testing.utilities import prefect_test_harness
+def prefect_server_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This run's migrated Prefect server database: copy it where a test's Prefect server will start
+    (``tests/prefect_db.py``)."""
+    from tests.prefect_db import migrated_template
 
-    with prefect_test_harness(server_startup_timeout=120):
+    return migrated_template(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def prefect_harness(tmp_path_factory: pytest.TempPathFactory):
+    """One temporary Prefect API for the whole session (Prefect's ``prefect_test_harness``); its server starts on
+    a copy of the run's migrated database (~5 s of CPU), or migrates its own (~10 s) and keeps it as the run's
+    template. Use only in flow-level tests (in a file listed in PREFECT_HARNESS_FILES)."""
+    import contextlib
+    from unittest import mock
+
+    from prefect.settings import PREFECT_SERVER_DATABASE_CONNECTION_URL
+    from prefect.testing import utilities
+
+    from tests.prefect_db import server_database
+
+    where = tempfile.mkdtemp(prefix="prefect-harness-")  # the harness removes it at exit, as its own
+    database = Path(where) / "prefect-test.db"  # the harness's database in it
+    with server_database(tmp_path_factory, database) as migrated, contextlib.ExitStack() as harness:
+        with mock.patch.object(utilities, "mkdtemp", lambda: where):  # the directory the harness would make
+            harness.enter_context(utilities.prefect_test_harness(server_startup_timeout=120))
+        served = PREFECT_SERVER_DATABASE_CONNECTION_URL.value()
+        assert served == f"sqlite+aiosqlite:///{database}", f"the harness serves {served}, not {database}"
+        migrated()
         yield
 
 

@@ -114,14 +114,20 @@ def _up(url: str) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["TERM", "KILL"])
-def test_a_prefect_run_leaves_no_temporary_server_behind(sig: signal.Signals, tmp_path: Path) -> None:
+def test_a_prefect_run_leaves_no_temporary_server_behind(
+    sig: signal.Signals, tmp_path: Path, prefect_server_template: Path
+) -> None:
     import re
+
+    from tests.prefect_db import place_copy
 
     home = tmp_path / "home"
     env = {k: v for k, v in _env(home).items() if k != "PREFECT_API_URL"}
     env["FURNACE_EMBEDDER"] = "hash"
     furnace = [sys.executable, "-c", "from furnace.cli import main; main()"]
     seed_home(home)  # in this process: one interpreter start fewer per case
+    # the server furnace starts finds its database migrated (~5 s of CPU fewer; nothing of its stop changes)
+    database = place_copy(prefect_server_template, home / "prefect" / "server.db")
     demo = REPO / "furnace" / "resources" / "experiments" / "demo.yaml"
     run = subprocess.Popen(
         [*furnace, "experiment", "run", str(demo), "--prefect", "--no-mlflow", "--yes"],
@@ -145,6 +151,10 @@ def test_a_prefect_run_leaves_no_temporary_server_behind(sig: signal.Signals, tm
         while not _up(url) and time.monotonic() < deadline and _alive(server):
             time.sleep(0.2)
         assert _up(url), "the temporary Prefect server never came up"
+        served = Path(f"/proc/{server}/environ").read_bytes().split(b"\0")  # its database: under FURNACE_HOME
+        assert f"PREFECT_API_DATABASE_CONNECTION_URL=sqlite+aiosqlite:///{database}".encode() in served, (
+            "not the database placed"
+        )
         assert url.startswith("http://127.0.0.1:")
         run.send_signal(sig)
         run.wait(60)
