@@ -41,8 +41,6 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol
 
-import numpy as np
-
 from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import BudgetExceeded, FurnaceError
@@ -90,7 +88,8 @@ from furnace.evolution.writer import Deferred, NewAgent, RecordWriter, Replaceme
 from furnace.llm.cache import CallRecord, CallTotals, sum_calls
 from furnace.llm.routing import TaskRouter
 from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind
-from furnace.scoring.base import persona_inputs
+from furnace.scoring.base import Score, persona_inputs
+from furnace.scoring.diversity import Embeddings
 from furnace.scoring.fitness import SCORERS
 from furnace.scoring.panel import Panel, split_scorer
 from furnace.scoring.picks import PickStore
@@ -305,7 +304,7 @@ class Evolution(Guarded):
         )
         self.board = OperatorBoard(dict(self.config.operators), adapt=self.config.adapt_operators)
         # the run's one lock (Guarded): the embedder (one call at a time), the vectors it made, the units' meters
-        self._vectors: dict[str, np.ndarray] = {}
+        self._embeddings = Embeddings()
         self._unit_meters: dict[tuple[int, int], CallTotals] = {}  # (generation, slot) -> calls of units run here
         self._remote: set[tuple[int, int]] = set()  # units run in another process (their calls as they made them)
         self._breed: Breeder = self.breeder  # during run(): the run's view (new agents written with the records)
@@ -338,24 +337,15 @@ class Evolution(Guarded):
 
     # --- helpers ---------------------------------------------------------
 
-    def _vector(self, agent_id: str, prompt: str) -> np.ndarray | None:
-        """The agent's prompt embedding, computed once per run. A unit reads its peers' vectors (a
-        population's worth) without waiting for another unit's embedding: the embedder runs one
-        call at a time (a tokenizer may not be shared by threads) under the run's lock, and a vector,
-        written once, is read without it."""
-        if self.embedder is None:
-            return None
-        found = self._vectors.get(agent_id)
-        return found if found is not None else self._embed(agent_id, prompt)
-
     @serialized
-    def _embed(self, agent_id: str, prompt: str) -> np.ndarray:
-        """(Under the run's lock.) A unit that waited here finds the vector another one made."""
+    def _embed(self, agent_id: str, prompt: str) -> None:
+        """Add the agent's prompt embedding to the run's table (computed once per run). A unit reads its
+        peers' rows (a population's worth) without waiting for another unit's embedding: the embedder
+        runs one call at a time (a tokenizer may not be shared by threads) under the run's lock, and a
+        row, written once, is read without it. A unit that waited here finds the row another one added."""
         assert self.embedder is not None
-        found = self._vectors.get(agent_id)
-        if found is None:  # diversity stacks rows of these
-            found = self._vectors[agent_id] = np.asarray(self.embedder.embed([prompt])[0], dtype=float)
-        return found
+        if agent_id not in self._embeddings:
+            self._embeddings.add(agent_id, self.embedder.embed([prompt])[0])
 
     @serialized
     def _keep_meter(self, where: tuple[int, int], spent: CallTotals, *, remote: bool = False) -> None:
@@ -540,15 +530,17 @@ class Evolution(Guarded):
                 return known[bred.agent_id]
             elixir, prompt, agent_id, lineage_hash = bred.elixir, bred.system_prompt, bred.agent_id, bred.lineage_hash
 
-        def vectors() -> tuple[np.ndarray | None, list[np.ndarray]]:
-            """The agent's and its peers' embeddings (for diversity), computed while its probes run."""
-            peers = (
-                [(e.id, render_prompt(e)) for e in self.seeds]
-                if plan.elixir is not None
-                else [(p.agent_id, p.system_prompt) for p in population]
-            )
-            others = [v for pid, text in peers if pid != agent_id and (v := self._vector(pid, text)) is not None]
-            return self._vector(agent_id, prompt), others
+        def diversity_of() -> Callable[[], Score]:
+            """Embeds the agent and its peers (while its probes run); what scores its diversity to them."""
+            if self.embedder is None:
+                return lambda: Score.failure("no embedding")
+            table, seeds = self._embeddings, plan.elixir is not None  # generation 0 is scored against the seeds
+            peers = [e.id for e in self.seeds] if seeds else [p.agent_id for p in population]
+            for i in [i for i, pid in enumerate(peers) if pid != agent_id and pid not in table]:
+                self._embed(peers[i], render_prompt(self.seeds[i]) if seeds else population[i].system_prompt)
+            if agent_id not in table:
+                self._embed(agent_id, prompt)
+            return partial(table.diversity, agent_id, peers)
 
         decision = None
         if plan.operator == "reflect" and plan.parents:
@@ -589,7 +581,7 @@ class Evolution(Guarded):
                 self.search_probes,
                 self.config.scorers,
                 seed=self.config.seed,
-                vectors=vectors,
+                diversity_of=diversity_of,
                 parallel=self._probes_per_unit,
                 span=step,
                 pool=self._probe_pool,

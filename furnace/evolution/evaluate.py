@@ -38,7 +38,7 @@ from furnace.evolution.tracker import Span
 from furnace.llm.seam import LLM, TaskKind, system_user
 from furnace.scoring.base import Score, persona_inputs
 from furnace.scoring.brief import Brief, brief_fit
-from furnace.scoring.diversity import Vector, diversity
+from furnace.scoring.diversity import diversity
 from furnace.scoring.fitness import SCORERS, bootstrap_interval, weighted_fitness
 from furnace.scoring.judge import judge_answer
 from furnace.scoring.panel import Panel, RoutedJudge, judge_scorer, split_scorer
@@ -237,7 +237,7 @@ def evaluate_agent(
     seed: int,
     vector: Sequence[float] | None = None,
     population_vectors: Sequence[Sequence[float]] = (),
-    vectors: Callable[[], tuple[Vector | None, Sequence[Vector]]] | None = None,
+    diversity_of: Callable[[], Callable[[], Score]] | None = None,
     parallel: int = 1,
     judge: LLM | None = None,
     span: Span | None = None,
@@ -255,8 +255,9 @@ def evaluate_agent(
     judge calls (all of a probe's at once: the judges answer the same reply); without it a pool of this
     call's own when ``parallel``, else one call after another. Rows come in probe and scorer order
     whatever order the calls end in, so the result never depends on the threads.
-    ``vectors`` (instead of ``vector`` and ``population_vectors``): computes both for diversity while
-    the probes' model calls are under way (with ``pool``), so the calls never wait for the embedder.
+    ``diversity_of`` (instead of ``vector`` and ``population_vectors``): embeds the agent and its peers
+    while the probes' model calls are under way (with ``pool``), so the calls never wait for the
+    embedder, and returns what scores the agent's diversity once they are done.
     ``samples`` replies per probe, numbered from ``first_sample`` (fresh samples: a later number);
     ``over``: the probe ids the objectives and fitness are computed over (default: all of them);
     ``panel``: the judges each judge scorer is asked of (their calls routed through ``llm``);
@@ -264,13 +265,13 @@ def evaluate_agent(
     rows: list[ScoreRow] = []
     judge_llm = judge if judge is not None else llm
     wants_diversity = scorers.get("diversity", 0) > 0
-    embedded: list[tuple[Vector | None, Sequence[Vector]]] = []
+    embedded: list[Callable[[], Score]] = []
     failed: list[BaseException] = []
 
     def embed() -> None:
-        if wants_diversity and vectors is not None and not embedded and not failed:
+        if wants_diversity and diversity_of is not None and not embedded and not failed:
             try:
-                embedded.append(vectors())
+                embedded.append(diversity_of())
             except Exception as err:  # raised once the probes are done: no call is left running
                 failed.append(err)
 
@@ -297,12 +298,13 @@ def evaluate_agent(
     if failed:
         raise failed[0]
     if wants_diversity:
-        own_vector, peers = embedded[0] if embedded else (vector, population_vectors)
         score = _tool(
             span,
             "diversity",
             "*",
-            lambda: diversity(own_vector, peers) if own_vector is not None else Score.failure("no embedding"),
+            embedded[0]
+            if embedded
+            else lambda: diversity(vector, population_vectors) if vector is not None else Score.failure("no embedding"),
         )
         rows.append(ScoreRow("*", "diversity", score.value, score.reason, score.failed))
     return combine(rows, scorers, over=over)

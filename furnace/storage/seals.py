@@ -23,6 +23,7 @@ import secrets
 import stat
 from contextlib import suppress
 from dataclasses import asdict
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -141,7 +142,9 @@ def summary_seal(sealer: Sealer, experiment_id: str, summary: dict[str, Any]) ->
 
 def individual_seal(sealer: Sealer, r: IndividualRecord) -> str:
     """The keyed seal of one individual: every recorded field, its scores (in key order) included."""
-    fields = asdict(r)  # the DOUBLE and INTEGER columns as they read back (an int fitness is a float there)
+    # the fields as they are (json.dumps writes a tuple as a list, like asdict's copy of it); the scores
+    # replaced below, so never copied
+    fields = {f.name: getattr(r, f.name) for f in dataclass_fields(r)}
     if not fields["plan"]:  # a record written before the plan key was kept: its seal as it was made
         del fields["plan"]
     fields.update(fitness=float(r.fitness), cost_usd=float(r.cost_usd))

@@ -1,5 +1,6 @@
 """Faster scoring arithmetic gives the same figures: diversity to the score's 6 decimals (numpy's sums
-may differ from a left-to-right sum in the last bits), call totals to the last bit."""
+may differ from a left-to-right sum in the last bits) and a run's embedding table to the last bit of
+:func:`diversity`, call totals to the last bit."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from furnace.llm.cache import CallRecord, CallTotals, record_totals, sum_calls
-from furnace.scoring.diversity import diversity
+from furnace.scoring.diversity import Embeddings, diversity
 
 _FLOAT = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
 
@@ -48,6 +49,44 @@ def test_diversity_of_zero_and_unequal_vectors() -> None:
     assert (diversity([0.0, 0.0], [[1.0, 2.0]]).value, diversity([1.0], [[0.0]]).value) == (1.0, 1.0)
     assert diversity([1.0, 2.0, 3.0], [[1.0, 2.0]]).value == _reference_diversity([1.0, 2.0, 3.0], [[1.0, 2.0]])[0]
     assert diversity([1.0], []).value == 1.0
+
+
+_VECTORS = st.integers(1, 12).flatmap(
+    lambda n: st.lists(st.lists(_FLOAT, min_size=n, max_size=n), min_size=1, max_size=40)
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_VECTORS, st.data())
+def test_the_embedding_table_gives_diversity_to_the_last_bit(vectors: list[list[float]], data: st.DataObject) -> None:
+    """Rows added one by one (past the table's first growth at 16 rows), each norm computed once: a member's
+    score against any peers, in any order, is the score :func:`diversity` gives for their vectors."""
+    table = Embeddings()
+    for i, v in enumerate(vectors):
+        table.add(f"a{i}", v)
+    me = data.draw(st.integers(0, len(vectors) - 1))
+    peers = data.draw(st.lists(st.integers(0, len(vectors) - 1), unique=True))
+    others = [vectors[p] for p in peers if p != me]
+    assert table.diversity(f"a{me}", [f"a{p}" for p in peers]) == diversity(vectors[me], others)
+
+
+def test_the_embedding_table_leaves_out_the_member_itself_and_keys_never_added() -> None:
+    table = Embeddings()
+    for key, v in {"a": [1.0, 0.0], "b": [0.0, 1.0], "c": [1.0, 1.0]}.items():
+        table.add(key, v)
+    table.add("a", [0.0, 5.0])  # a key keeps its first row
+    assert table.diversity("a", ["a", "b", "c", "ghost"]) == diversity([1.0, 0.0], [[0.0, 1.0], [1.0, 1.0]])
+    assert table.diversity("a", ["a"]).value == 1.0  # alone
+    assert table.diversity("ghost", ["a", "b"]).failed
+    assert ("a" in table, "ghost" in table, len(table)) == (True, False, 3)
+
+
+def test_the_embedding_table_widens_for_a_longer_vector() -> None:
+    table = Embeddings()
+    table.add("short", [1.0, 2.0])
+    table.add("long", [1.0, 2.0, 3.0])
+    assert table.diversity("long", ["short"]) == diversity([1.0, 2.0, 3.0], [[1.0, 2.0]])
+    assert table.diversity("short", ["long"]) == diversity([1.0, 2.0], [[1.0, 2.0, 3.0]])
 
 
 _RECORD = st.builds(

@@ -165,3 +165,22 @@ def test_deferred_sub_results_are_stored_only_when_asked(kv_and_clock) -> None:
     assert kv.get(key) is None and ttl == 60
     kv.put_many_if_absent(sub.entries())
     assert kv.get(key) == value == {"result": "answer"}
+
+
+def test_put_many_beyond_one_chunk_replaces_expired_values_in_every_chunk(kv_and_clock) -> None:
+    """More keys than one statement binds (``chunks``): an expired value in the last chunk is replaced
+    and a live one kept, as in the first."""
+    from furnace.storage.sql.store import CHUNK
+
+    kv, clock = kv_and_clock
+    keys = [f"k{i}" for i in range(CHUNK + 3)]
+    kv.put_many_if_absent([(keys[0], {"v": "old"}, 1), (keys[-1], {"v": "old"}, 1), (keys[-2], {"v": "live"}, None)])
+    clock.now += 2
+    stored = kv.put_many_if_absent([(k, {"v": k}, None) for k in keys])
+    assert stored[0] == {"v": keys[0]} and stored[-1] == {"v": keys[-1]} and stored[-2] == {"v": "live"}
+    assert [kv.get(k) for k in (keys[0], keys[-1], keys[-2], keys[1])] == [
+        {"v": keys[0]},
+        {"v": keys[-1]},
+        {"v": "live"},
+        {"v": keys[1]},
+    ]

@@ -11,6 +11,7 @@ import json
 import os
 import stat
 import threading
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,7 +28,7 @@ from furnace.evolution.records import (
     IndividualRecord,
     ScoreRow,
 )
-from furnace.storage.seals import KEY_FILE, sealer_for
+from furnace.storage.seals import KEY_FILE, individual_seal, sealer_for
 from furnace.storage.sql.db import SQLDatabase, sqlite_url
 from furnace.storage.sql.experiments import SQLExperimentResults
 from furnace.storage.sql.store import SQLStore
@@ -303,3 +304,41 @@ def test_whole_numbers_in_double_columns_read_back_sealed(tmp_path: Path) -> Non
     results.save_generation(GenerationRecord("exp-1", 0, ("agt-1",), 1, 1, {}, 0, 0, 0, 0))
     assert results.individuals("exp-1")[0].fitness == 1.0
     assert results.generations("exp-1")[0].best_fitness == 1.0
+
+
+def _seal_as_first_made(sealer: Any, r: IndividualRecord) -> str:
+    """individual_seal as first written (every field deep-copied by ``dataclasses.asdict``): the seals
+    stored homes hold."""
+    fields = asdict(r)
+    if not fields["plan"]:
+        del fields["plan"]
+    fields.update(fitness=float(r.fitness), cost_usd=float(r.cost_usd))
+    fields.update({k: int(fields[k]) for k in ("generation", "slot", "failures", "calls", "tokens")})
+    fields["scores"] = sorted(
+        ([s.probe, s.scorer, float(s.value), s.reason, bool(s.failed), s.feedback or ""] for s in r.scores),
+        key=lambda s: (s[0], s[1]),
+    )
+    return str(sealer.mac("individual", fields))
+
+
+@pytest.mark.parametrize("plan", ["", "plan-key"])
+def test_an_individuals_seal_is_the_one_stored_homes_hold(tmp_path: Path, plan: str) -> None:
+    """The seal is made from the record's fields without copying them: the same seal as before for nested
+    elixirs, tuples, whole-number floats and non-ASCII text (a changed seal would refuse every stored record)."""
+    sealer = sealer_for(tmp_path, KEY)
+    elixir = {
+        "name": "Zoë",
+        "expertise": ["a", "b"],
+        "tone": {"warmth": 0.7, "formality": 1.0},
+        "examples": [{"q": "x", "a": ["y", {"z": 2}]}],
+        "extensions": {},
+    }
+    record = IndividualRecord(
+        "exp", 2, "agent", 3, "crossover", ("p1", "p2"), "lh", elixir, "prompt ✓", 1, {"tone": 0.25, "fit": 1.0},
+        (ScoreRow("q2", "tone", 0.5, "ok", False, "fb"), ScoreRow("*", "diversity", 1, "alone"),
+         ScoreRow("q1", "tone", 0.1, "bad", True)),
+        1, ("q1/tone: bad",), 9, 1200, 0.0015, plan,
+    )  # fmt: skip
+    assert individual_seal(sealer, record) == _seal_as_first_made(sealer, record)
+    changed = IndividualRecord(**{**record.__dict__, "elixir": {**elixir, "expertise": ["a", "c"]}})
+    assert individual_seal(sealer, changed) != individual_seal(sealer, record)

@@ -15,10 +15,15 @@ from furnace.storage.sql.db import SQLDatabase
 from furnace.storage.sql.schema import embeddings, kv
 from furnace.storage.sql.store import chunks
 
-# the synthesis cache's read, built once (SQLAlchemy memoizes its cache key on the object)
+# the synthesis cache's statements, built once (SQLAlchemy memoizes a statement's cache key on the object;
+# a list of keys is an expanding parameter)
 _GET = select(kv.c.value).where(
     kv.c.key == bindparam("key"), or_(kv.c.expires_at.is_(None), kv.c.expires_at > bindparam("now"))
 )
+_EXPIRED = delete(kv).where(
+    kv.c.key.in_(bindparam("keys", expanding=True)), kv.c.expires_at.is_not(None), kv.c.expires_at <= bindparam("now")
+)
+_STORED = select(kv.c.key, kv.c.value).where(kv.c.key.in_(bindparam("keys", expanding=True)))
 
 
 def _ts(epoch: float) -> datetime:
@@ -54,9 +59,8 @@ class SQLKV:
         now = self._clock()
 
         def work(conn: Connection) -> dict[str, dict[str, Any]]:
-            conn.execute(
-                delete(kv).where(kv.c.key.in_(list(first)), kv.c.expires_at.is_not(None), kv.c.expires_at <= _ts(now))
-            )
+            for part in chunks(list(first)):
+                conn.execute(_EXPIRED, {"keys": list(part), "now": _ts(now)})
             rows = [
                 {
                     "key": key,
@@ -69,7 +73,7 @@ class SQLKV:
             conn.execute(self.db.insert_if_absent(kv), rows)
             stored: dict[str, dict[str, Any]] = {}
             for part in chunks(list(first)):
-                for key, text in conn.execute(select(kv.c.key, kv.c.value).where(kv.c.key.in_(part))):
+                for key, text in conn.execute(_STORED, {"keys": list(part)}):
                     stored[key] = json.loads(text)
             return stored
 
