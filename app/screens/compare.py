@@ -31,7 +31,7 @@ from furnace.views.experiments import (
 )
 from furnace.views.judges import experiment_judges
 from furnace.views.picking import grading_judge
-from furnace_app.charts import PARETO_SELECTION, fitness_overlay, grouped_bars, pareto_scatter
+from furnace_app.charts import PARETO_SELECTION, chart_spec
 from furnace_app.services import UNKNOWN, for_table, known_sum, services, show_error, subject_labels
 
 
@@ -48,8 +48,8 @@ def pareto_section(svc: Any, experiment_ids: list[str]) -> None:
     if not points:
         st.info("No scored agents on these objectives.")
         return
-    event = st.altair_chart(
-        pareto_scatter(points, x, y),
+    event = st.vega_lite_chart(
+        spec=chart_spec("pareto_scatter", points, x, y),
         width="stretch",
         on_select="rerun",
         selection_mode=PARETO_SELECTION,
@@ -289,9 +289,12 @@ with experiments_tab:
             st.info("Pick an experiment with at least one finished generation.")
         else:
             gen_col, calls_col = st.columns(2)
-            gen_col.altair_chart(fitness_overlay(overlay, "generation", "Fitness per generation"), width="stretch")
-            calls_col.altair_chart(
-                fitness_overlay(overlay, "calls_spent", "Fitness vs model calls spent"), width="stretch"
+            gen_col.vega_lite_chart(
+                spec=chart_spec("fitness_overlay", overlay, "generation", "Fitness per generation"), width="stretch"
+            )
+            calls_col.vega_lite_chart(
+                spec=chart_spec("fitness_overlay", overlay, "calls_spent", "Fitness vs model calls spent"),
+                width="stretch",
             )
             st.caption(
                 "Lines by dash and point shape: best (validation, what selection used), mean, and the best's "
@@ -316,9 +319,14 @@ with experiments_tab:
                 )
             ops = operator_totals(svc.results, picked)
             if ops:
-                st.altair_chart(
-                    grouped_bars(
-                        ops, "operator", "success_rate", "experiment", "Operator success (children fitter than parents)"
+                st.vega_lite_chart(
+                    spec=chart_spec(
+                        "grouped_bars",
+                        ops,
+                        "operator",
+                        "success_rate",
+                        "experiment",
+                        "Operator success (children fitter than parents)",
                     ),
                     width="stretch",
                 )
