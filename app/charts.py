@@ -12,7 +12,7 @@ each string into its channel class through a lookup it rebuilds over its whole s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import altair as alt
@@ -171,7 +171,7 @@ def lineage_explorer(
     return alt.layer(links, rings, dots, labels).properties(height=max(240, ROW_PX * rows)).interactive()
 
 
-CHARTS = {
+CHARTS: dict[str, Callable[..., alt.LayerChart | alt.FacetChart | alt.Chart]] = {
     "fitness_overlay": fitness_overlay,
     "grouped_bars": grouped_bars,
     "pareto_scatter": pareto_scatter,
