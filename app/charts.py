@@ -1,20 +1,32 @@
 """Altair charts for the app's dashboards (Vega-Lite, rendered by Streamlit: pan/zoom and selection, no fetch).
 
 Each function takes view-model rows (furnace.views) and returns a chart; axes are scaled to
-the data (``axis_domain``), never pinned at 0, so 0.76 → 0.90 is not flattened.
+the data (``axis_domain``), never pinned at 0, so 0.76 → 0.90 is not flattened. Pages draw them
+with :func:`chart_spec`: the chart's Vega-Lite spec, cached on the chart's name and rows (Altair's
+encoding and validation were most of a dashboard render's CPU, ~0.1 s per chart).
+
+Fields are given as channel objects (``alt.Tooltip("x")``), never shorthand strings: Altair turns
+each string into its channel class through a lookup it rebuilds over its whole schema per string
+(~8 ms each, dozens per chart).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import altair as alt
 import pandas as pd
+import streamlit as st
+from streamlit.elements.vega_charts import _convert_altair_to_vega_lite_spec
 
 from furnace.views.experiments import axis_domain
 
-PARETO_SELECTION = "agent"  # the point selection's name (st.altair_chart on_select state key)
+PARETO_SELECTION = "agent"  # the point selection's name (st.vega_lite_chart on_select state key)
+
+
+def _tips(*fields: str) -> list[alt.Tooltip]:
+    return [alt.Tooltip(f) for f in fields]
 
 
 MEASURES = ["best", "mean", "train", "test"]  # validation best and mean; the best's train and test fitness
@@ -33,6 +45,7 @@ def fitness_overlay(rows: Sequence[dict[str, Any]], x: str, title: str) -> alt.L
     x_axis = alt.X(f"{x}:Q", scale=x_scale, title=x.replace("_", " "), axis=alt.Axis(tickMinStep=1))
     color = alt.Color("experiment:N", legend=alt.Legend(orient="bottom", columns=1))
     tooltip = ["experiment", "generation", "calls_spent", "cost_spent_usd", "measure", "fitness"]
+    tooltip += ["test_low", "test_high", "train_test_gap"]
     legend = alt.Legend(orient="bottom", columns=2, symbolStrokeColor="#495057", symbolFillColor="#495057")
     lines = (
         alt.Chart(data)
@@ -43,7 +56,7 @@ def fitness_overlay(rows: Sequence[dict[str, Any]], x: str, title: str) -> alt.L
             color=color,
             strokeDash=alt.StrokeDash("measure:N", scale=alt.Scale(domain=MEASURES, range=DASHES), legend=legend),
             shape=alt.Shape("measure:N", scale=alt.Scale(domain=MEASURES), legend=legend),  # one legend, both
-            tooltip=[*tooltip, "test_low", "test_high", "train_test_gap"],
+            tooltip=_tips(*tooltip),
         )
     )
     intervals = (
@@ -52,9 +65,9 @@ def fitness_overlay(rows: Sequence[dict[str, Any]], x: str, title: str) -> alt.L
         .encode(
             x=x_axis,
             y=alt.Y("test_low:Q", scale=y_scale, title="fitness"),
-            y2="test_high:Q",
+            y2=alt.Y2("test_high:Q"),
             color=color,
-            tooltip=[*tooltip, "test_low", "test_high", "train_test_gap"],
+            tooltip=_tips(*tooltip),
         )
     )
     return alt.layer(lines, intervals, title=title).interactive()
@@ -67,10 +80,10 @@ def grouped_bars(rows: Sequence[dict[str, Any]], x: str, y: str, group: str, tit
         .mark_bar()
         .encode(
             x=alt.X(f"{x}:N", title=x.replace("_", " ")),
-            xOffset=f"{group}:N",
+            xOffset=alt.XOffset(f"{group}:N"),
             y=alt.Y(f"{y}:Q", title=y.replace("_", " ")),
             color=alt.Color(f"{group}:N", legend=alt.Legend(orient="bottom", columns=1)),
-            tooltip=list(rows[0]) if rows else [],
+            tooltip=_tips(*rows[0]) if rows else [],
         )
     )
 
@@ -92,12 +105,12 @@ def pareto_scatter(points: Sequence[dict[str, Any]], x: str, y: str) -> alt.Laye
             color=alt.Color("experiment:N", legend=alt.Legend(orient="bottom", columns=1)),
             shape=alt.Shape("front:N", title="on the front", scale=alt.Scale(domain=[True, False])),
             opacity=alt.condition(pick, alt.value(1.0), alt.value(0.35)),
-            tooltip=tooltip,
+            tooltip=_tips(*tooltip),
         )
         .add_params(pick)
     )
     front = data[data["front"]].sort_values(["x", "y"])
-    line = alt.Chart(front).mark_line(color="#e8590c", strokeWidth=2).encode(x=x_axis, y=y_axis, order="x:Q")
+    line = alt.Chart(front).mark_line(color="#e8590c", strokeWidth=2).encode(x=x_axis, y=y_axis, order=alt.Order("x:Q"))
     rings = alt.Chart(front).mark_point(size=260, color="#e8590c", strokeWidth=2).encode(x=x_axis, y=y_axis)
     return alt.layer(line, rings, dots, title=f"{y} vs {x} — front in orange").interactive()
 
@@ -127,7 +140,7 @@ def lineage_explorer(
             y=alt.Y("y:Q", scale=y_scale, axis=None),
             x2=alt.X2("x2"),
             y2=alt.Y2("y2"),
-            tooltip=["parent:N", "child:N", "label:N"],
+            tooltip=_tips("parent:N", "child:N", "label:N"),
         )
     )
     dots = (
@@ -141,7 +154,7 @@ def lineage_explorer(
                 scale=alt.Scale(domain=["root", "agent", "elixir"], range=["#e8590c", "#1c7ed6", "#868e96"]),
                 legend=alt.Legend(orient="bottom"),
             ),
-            tooltip=["id", "name", "label", "depth"],
+            tooltip=_tips("id", "name", "label", "depth"),
         )
         .add_params(pick)
     )
@@ -153,6 +166,23 @@ def lineage_explorer(
     labels = (
         alt.Chart(data)
         .mark_text(align="left", dx=9, fontSize=11)
-        .encode(x=x, y=y, text="short:N", tooltip=["id", "label"])
+        .encode(x=x, y=y, text=alt.Text("short:N"), tooltip=_tips("id", "label"))
     )
     return alt.layer(links, rings, dots, labels).properties(height=max(240, ROW_PX * rows)).interactive()
+
+
+CHARTS: dict[str, Callable[..., alt.LayerChart | alt.FacetChart | alt.Chart]] = {
+    "fitness_overlay": fitness_overlay,
+    "grouped_bars": grouped_bars,
+    "pareto_scatter": pareto_scatter,
+    "lineage_explorer": lineage_explorer,
+}
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def chart_spec(chart: str, *args: Any) -> dict[str, Any]:
+    """The Vega-Lite spec of ``CHARTS[chart](*args)`` exactly as ``st.altair_chart`` would send it (its data as
+    Arrow datasets, Streamlit's theme), for ``st.vega_lite_chart``. Cached on the chart's name and its rows,
+    the data it is drawn from: a render whose rows changed draws a new spec, one whose rows did not reuses it
+    (a copy: Streamlit moves the datasets out of the spec it is given)."""
+    return _convert_altair_to_vega_lite_spec(CHARTS[chart](*args))

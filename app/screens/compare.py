@@ -31,25 +31,26 @@ from furnace.views.experiments import (
 )
 from furnace.views.judges import experiment_judges
 from furnace.views.picking import grading_judge
-from furnace_app.charts import PARETO_SELECTION, fitness_overlay, grouped_bars, pareto_scatter
+from furnace.views.reads import ReadsOnce
+from furnace_app.charts import PARETO_SELECTION, chart_spec
 from furnace_app.services import UNKNOWN, for_table, known_sum, services, show_error, subject_labels
 
 
 def pareto_section(svc: Any, experiment_ids: list[str]) -> None:
     """Agents on any two objectives with the front highlighted; a clicked point opens that agent."""
-    objectives = objective_names(svc.results, experiment_ids)
+    objectives = objective_names(reads, experiment_ids)
     if len(objectives) < 2:
         return
     st.markdown("**Pareto front**")
     x_col, y_col = st.columns(2)
     x = x_col.selectbox("x objective", objectives, key="pareto_x")
     y = y_col.selectbox("y objective", objectives, index=1, key="pareto_y")
-    points = pareto_points(svc.results, experiment_ids, x, y)
+    points = pareto_points(reads, experiment_ids, x, y)
     if not points:
         st.info("No scored agents on these objectives.")
         return
-    event = st.altair_chart(
-        pareto_scatter(points, x, y),
+    event = st.vega_lite_chart(
+        spec=chart_spec("pareto_scatter", points, x, y),
         width="stretch",
         on_select="rerun",
         selection_mode=PARETO_SELECTION,
@@ -91,8 +92,8 @@ def agent_panel(svc: Any, agent_id: str, points: list[dict[str, Any]]) -> None:
 def judges_section(svc: Any, exp_id: str) -> None:
     """A panel of judges (``judges: [a, b]``): how fitness reads them, their agreement in words and each
     ranked agent's fitness by judge. Nothing for a one-judge experiment."""
-    exp = svc.results.get_experiment(exp_id)
-    view = experiment_judges(exp, ranked(svc.results, exp_id)) if exp is not None else None
+    exp = reads.get_experiment(exp_id)
+    view = experiment_judges(exp, ranked(reads, exp_id)) if exp is not None else None
     if view is None:
         return
     st.markdown(f"**Judges**: {', '.join(view.judges)} (fitness: {view.agreement.get('fitness', UNKNOWN)})")
@@ -103,11 +104,11 @@ def judges_section(svc: Any, exp_id: str) -> None:
 
 def experiment_detail(svc: Any, exp_id: str) -> None:
     """One experiment: leaderboard with per-objective columns and the judge's feedback, generations, MLflow."""
-    exp = svc.results.get_experiment(exp_id)
+    exp = reads.get_experiment(exp_id)
     warning = self_judging_warning(exp.model, grading_judge(exp)) if exp is not None else None
     if warning:  # the agent model graded itself (a real model, no separate judge)
         st.warning(warning.removeprefix("warning: "), icon=":material/warning:")
-    gens = pd.DataFrame(generation_rows(svc.results, exp_id))
+    gens = pd.DataFrame(generation_rows(reads, exp_id))
     if gens.empty:
         st.info("This experiment has no finished generation yet.")
     else:
@@ -115,7 +116,7 @@ def experiment_detail(svc: Any, exp_id: str) -> None:
             "**Leaderboard** (fitness on validation; train and held-out test fitness with its 95% interval and "
             "the train–test gap; per-objective scores and the judge's feedback)"
         )
-        board = leaderboard_rows(svc.results, exp_id)
+        board = leaderboard_rows(reads, exp_id)
         st.dataframe(
             board,
             width="stretch",
@@ -137,7 +138,7 @@ def experiment_detail(svc: Any, exp_id: str) -> None:
             args=([r["agent_id"] for r in board[:2]],),
         )
         judges_section(svc, exp_id)
-        unscored = unscored_rows(svc.results, exp_id)
+        unscored = unscored_rows(reads, exp_id)
         if unscored:
             st.markdown(
                 f"**Unscored** ({len(unscored)}): a failure, not a score — not ranked, kept out of selection; "
@@ -149,12 +150,12 @@ def experiment_detail(svc: Any, exp_id: str) -> None:
                 agent = st.selectbox(
                     "Agent", [r["agent_id"] for r in board], key="feedback_agent", label_visibility="collapsed"
                 )
-                notes = agent_feedback(svc.results, exp_id, agent)
+                notes = agent_feedback(reads, exp_id, agent)
                 if notes:
                     st.dataframe(notes, width="stretch", hide_index=True)
                 else:
                     st.caption("No judge feedback recorded for this agent (its judges found nothing to fix).")
-        ops = pd.DataFrame(operator_rows(svc.results, exp_id))
+        ops = pd.DataFrame(operator_rows(reads, exp_id))
         if not ops.empty:
             with st.expander("Operator success per generation"):
                 st.dataframe(ops, width="stretch", hide_index=True)
@@ -187,6 +188,7 @@ def experiment_detail(svc: Any, exp_id: str) -> None:
 
 st.title("Compare")
 svc = services()
+reads = ReadsOnce(svc.results)  # this render's reads of the experiments, each made once
 AGENTS_TAB, EXPERIMENTS_TAB = "Agents side by side", "Experiments"
 agents_tab, experiments_tab = st.tabs([AGENTS_TAB, EXPERIMENTS_TAB], key="compare_tab", on_change="rerun")
 
@@ -260,7 +262,7 @@ with agents_tab:
 
 with experiments_tab:
     try:
-        experiments = svc.results.list_experiments()
+        experiments = reads.list_experiments()
     except FurnaceError as err:
         show_error(err)
         experiments = []
@@ -284,14 +286,17 @@ with experiments_tab:
             format_func=label,
             key="compare_experiments",
         )
-        overlay = overlay_rows(svc.results, picked)
+        overlay = overlay_rows(reads, picked)
         if not overlay:
             st.info("Pick an experiment with at least one finished generation.")
         else:
             gen_col, calls_col = st.columns(2)
-            gen_col.altair_chart(fitness_overlay(overlay, "generation", "Fitness per generation"), width="stretch")
-            calls_col.altair_chart(
-                fitness_overlay(overlay, "calls_spent", "Fitness vs model calls spent"), width="stretch"
+            gen_col.vega_lite_chart(
+                spec=chart_spec("fitness_overlay", overlay, "generation", "Fitness per generation"), width="stretch"
+            )
+            calls_col.vega_lite_chart(
+                spec=chart_spec("fitness_overlay", overlay, "calls_spent", "Fitness vs model calls spent"),
+                width="stretch",
             )
             st.caption(
                 "Lines by dash and point shape: best (validation, what selection used), mean, and the best's "
@@ -302,7 +307,7 @@ with experiments_tab:
             st.markdown("**Calls and cost** (a finished run: from the call ledger, as in its report)")
             totals: list[dict[str, Any]] | None
             try:  # a finished run's totals are its ledger's rows, held to the totals sealed at its finish
-                totals = totals_rows(svc.results, picked, lambda e: svc.llm.ledger.totals(e, family=True))
+                totals = totals_rows(reads, picked, lambda e: svc.llm.ledger.totals(e, family=True))
             except FurnaceError as err:
                 show_error(err)  # a thinned or edited ledger: said, never shown as numbers
                 totals = None
@@ -314,11 +319,16 @@ with experiments_tab:
                     f"(+{known_sum(totals, 'cached_calls')} served from the cache), "
                     f"{known_sum(totals, 'tokens')} tokens, " + (f"${sum(cost):.4f}" if cost else UNKNOWN)
                 )
-            ops = operator_totals(svc.results, picked)
+            ops = operator_totals(reads, picked)
             if ops:
-                st.altair_chart(
-                    grouped_bars(
-                        ops, "operator", "success_rate", "experiment", "Operator success (children fitter than parents)"
+                st.vega_lite_chart(
+                    spec=chart_spec(
+                        "grouped_bars",
+                        ops,
+                        "operator",
+                        "success_rate",
+                        "experiment",
+                        "Operator success (children fitter than parents)",
                     ),
                     width="stretch",
                 )

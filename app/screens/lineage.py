@@ -6,7 +6,7 @@ import streamlit as st
 
 from furnace.domain.errors import FurnaceError
 from furnace.views.lineage import MAX_NODES, collapsible, explorer_layout, graph_rows, lineage_graph, to_dot
-from furnace_app.charts import LINEAGE_SELECTION, lineage_explorer
+from furnace_app.charts import LINEAGE_SELECTION, chart_spec
 from furnace_app.services import RECENT_AGENTS, services, show_error
 
 
@@ -91,8 +91,8 @@ nodes, edges = explorer_layout(graph, depths=shown, search=search, collapsed=set
 matches = [n for n in nodes if n["match"]]
 if search:
     search_col.caption(f"{len(matches)} match(es), ringed in orange" if matches else "no match in the shown depths")
-event = st.altair_chart(
-    lineage_explorer(nodes, edges),
+event = st.vega_lite_chart(
+    spec=chart_spec("lineage_explorer", nodes, edges),
     width="stretch",
     on_select="rerun",
     selection_mode=LINEAGE_SELECTION,

@@ -1,6 +1,7 @@
 """Experiments over generations: fitness, cost, operator success and judge feedback, as table rows.
 
-Reads :class:`furnace.evolution.records.ExperimentResults` (the live store in the app);
+Reads :class:`furnace.evolution.records.ExperimentResults` (the live store in the app; a page passes
+:class:`furnace.views.reads.ReadsOnce` over it, so each read is made once per render);
 MLflow figures are merged in by the page when a run exists.
 """
 
@@ -11,13 +12,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from furnace.domain.errors import SealError
-from furnace.evolution.records import ExperimentRecord, ExperimentResults, IndividualRecord
+from furnace.evolution.records import ExperimentRecord, IndividualRecord
 from furnace.evolution.report import HELD_OUT_FIELDS, held_out_columns, is_rejected
 from furnace.llm.cache import CallTotals
 from furnace.scoring.fitness import SCORERS, pareto_front
+from furnace.views.reads import ResultReads
 
 
-def held_out(results: ExperimentResults, experiment_id: str) -> dict[str, Any]:
+def held_out(results: ResultReads, experiment_id: str) -> dict[str, Any]:
     """The experiment's held-out figures as its summary keeps them (empty before it finished)."""
     exp = results.get_experiment(experiment_id)
     return dict((exp.summary or {}).get("held_out") or {}) if exp is not None else {}
@@ -30,7 +32,7 @@ def held_out_fields(figures: dict[str, Any], agent_id: str) -> dict[str, Any]:
     return {k: (round(row[k], 4) if row.get(k) is not None else None) for k in HELD_OUT_FIELDS}
 
 
-def generation_rows(results: ExperimentResults, experiment_id: str) -> list[dict[str, Any]]:
+def generation_rows(results: ResultReads, experiment_id: str) -> list[dict[str, Any]]:
     """One row per finished generation: best (validation) and mean fitness, the best's train and test
     fitness (with its interval), calls, cached calls, tokens, cost."""
     figures = held_out(results, experiment_id)
@@ -50,7 +52,7 @@ def generation_rows(results: ExperimentResults, experiment_id: str) -> list[dict
     ]
 
 
-def operator_rows(results: ExperimentResults, experiment_id: str) -> list[dict[str, Any]]:
+def operator_rows(results: ResultReads, experiment_id: str) -> list[dict[str, Any]]:
     """Per operator and generation: children made and how many beat their fittest parent."""
     everyone = results.individuals(experiment_id)
     fitness: dict[str, float] = {}
@@ -78,7 +80,7 @@ def operator_rows(results: ExperimentResults, experiment_id: str) -> list[dict[s
     ]
 
 
-def _best_scored(results: ExperimentResults, experiment_id: str) -> tuple[dict[str, IndividualRecord], list[Any]]:
+def _best_scored(results: ResultReads, experiment_id: str) -> tuple[dict[str, IndividualRecord], list[Any]]:
     """Each agent's fittest scored record, and the records of agents that were never scored."""
     best: dict[str, IndividualRecord] = {}
     failed: dict[str, IndividualRecord] = {}
@@ -92,14 +94,14 @@ def _best_scored(results: ExperimentResults, experiment_id: str) -> tuple[dict[s
     return best, [r for a, r in sorted(failed.items()) if a not in best]
 
 
-def ranked(results: ExperimentResults, experiment_id: str, limit: int = 10) -> list[IndividualRecord]:
+def ranked(results: ResultReads, experiment_id: str, limit: int = 10) -> list[IndividualRecord]:
     """The fittest distinct agents of an experiment (each one's best record), scored ones only:
     an agent a failure left unscored is never ranked (see :func:`unscored_rows`)."""
     best, _ = _best_scored(results, experiment_id)
     return sorted(best.values(), key=lambda r: (-r.fitness, r.agent_id))[:limit]
 
 
-def leaderboard_rows(results: ExperimentResults, experiment_id: str, limit: int = 10) -> list[dict[str, Any]]:
+def leaderboard_rows(results: ResultReads, experiment_id: str, limit: int = 10) -> list[dict[str, Any]]:
     """:func:`ranked` as table rows: fitness (validation), train fitness, test fitness with its 95%
     interval and the train-test gap, one column per objective and the judge's feedback."""
     figures = held_out(results, experiment_id)
@@ -117,7 +119,7 @@ def leaderboard_rows(results: ExperimentResults, experiment_id: str, limit: int 
     ]
 
 
-def unscored_rows(results: ExperimentResults, experiment_id: str, limit: int = 50) -> list[dict[str, Any]]:
+def unscored_rows(results: ResultReads, experiment_id: str, limit: int = 50) -> list[dict[str, Any]]:
     """Agents a failure left unscored (a failed fusion, answer or judgement): the objectives that are
     unknown and why. Never ranked, kept out of selection; a rerun evaluates them again."""
     _, failed = _best_scored(results, experiment_id)
@@ -143,7 +145,7 @@ def feedback_rows(record: IndividualRecord) -> list[dict[str, Any]]:
     ]
 
 
-def agent_feedback(results: ExperimentResults, experiment_id: str, agent_id: str) -> list[dict[str, Any]]:
+def agent_feedback(results: ResultReads, experiment_id: str, agent_id: str) -> list[dict[str, Any]]:
     """:func:`feedback_rows` of ``agent_id``'s first scoring in the experiment (a survivor is not judged again)."""
     mine = sorted((r for r in results.individuals(experiment_id) if r.agent_id == agent_id), key=lambda r: r.generation)
     return feedback_rows(mine[0]) if mine else []
@@ -152,7 +154,7 @@ def agent_feedback(results: ExperimentResults, experiment_id: str, agent_id: str
 MAX_OVERLAY = 5  # experiments overlaid at once
 
 
-def overlay_rows(results: ExperimentResults, experiment_ids: Sequence[str]) -> list[dict[str, Any]]:
+def overlay_rows(results: ResultReads, experiment_ids: Sequence[str]) -> list[dict[str, Any]]:
     """Long-format rows for overlaying experiments: per experiment and generation, best (validation) and
     mean fitness, and once the run has finished, the best's ``train`` and ``test`` fitness (a test row
     carries its 95% interval, ``test_low``/``test_high``, and the ``train_test_gap``), against the
@@ -212,7 +214,7 @@ def check_ledger(exp: ExperimentRecord, ledger: CallTotals) -> None:
 
 
 def totals_rows(
-    results: ExperimentResults, experiment_ids: Sequence[str], ledger: Callable[[str], CallTotals]
+    results: ResultReads, experiment_ids: Sequence[str], ledger: Callable[[str], CallTotals]
 ) -> list[dict[str, Any]]:
     """One row per experiment: generations, best fitness and the run's totals. A finished run's totals
     are the call ledger's (every process that worked on it, failed attempts included), as in its report:
@@ -248,7 +250,7 @@ def totals_rows(
     return rows
 
 
-def operator_totals(results: ExperimentResults, experiment_ids: Sequence[str]) -> list[dict[str, Any]]:
+def operator_totals(results: ResultReads, experiment_ids: Sequence[str]) -> list[dict[str, Any]]:
     """Per experiment and operator over all generations: children made and the share fitter than their parents."""
     rows = []
     for exp_id in list(dict.fromkeys(experiment_ids))[:MAX_OVERLAY]:
@@ -280,12 +282,12 @@ def axis_domain(values: Sequence[float], *, pad: float = 0.1, min_span: float = 
     return (round(lo - pad * span, 4), round(hi + pad * span, 4))
 
 
-def objective_names(results: ExperimentResults, experiment_ids: Sequence[str]) -> list[str]:
+def objective_names(results: ResultReads, experiment_ids: Sequence[str]) -> list[str]:
     """The objectives scored in these experiments, sorted."""
     return sorted({k for exp_id in experiment_ids for r in results.individuals(exp_id) for k in r.objectives})
 
 
-def pareto_points(results: ExperimentResults, experiment_ids: Sequence[str], x: str, y: str) -> list[dict[str, Any]]:
+def pareto_points(results: ResultReads, experiment_ids: Sequence[str], x: str, y: str) -> list[dict[str, Any]]:
     """Each distinct scored agent of the experiments (its best record) on objectives ``x`` and ``y``, with
     its fitness and, when it was scored on test, its train and test fitness (interval, gap); ``front``
     marks the agents no other agent beats on both (the Pareto front of these two)."""

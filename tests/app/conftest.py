@@ -21,6 +21,22 @@ def _main_module_restored() -> Iterator[None]:
     sys.modules["__main__"] = main
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _scripts_compiled_once() -> Iterator[None]:
+    """AppTest gives each run a new ScriptCache (for the entry script and for the pages), so every ``at.run()``
+    compiled the entry and the page again (with Streamlit's magic: ~30 ms a render); a server compiles each
+    once and keeps it. The app tests share one cache, as the server's sessions do (the scripts do not change
+    during a test run)."""
+    from streamlit.runtime.scriptrunner.script_cache import ScriptCache
+    from streamlit.testing.v1 import app_test, local_script_runner
+
+    shared = ScriptCache()
+    with pytest.MonkeyPatch.context() as mp:
+        for module in (app_test, local_script_runner):
+            mp.setattr(module, "ScriptCache", lambda: shared)
+        yield
+
+
 @pytest.fixture(scope="module")
 def app_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A seeded home shared by one test module (FURNACE_HOME points at it; hash embedder for speed)."""

@@ -284,3 +284,42 @@ def test_an_unscored_individual_is_listed_apart_with_its_reason_never_ranked(app
         }
     ]
     assert any("**Unscored** (1)" in m.value for m in at.markdown)
+
+
+def test_a_chart_drawn_again_after_another_process_writes_shows_the_write(app_unrun, app_home):
+    """Charts are cached on their rows (furnace_app.charts.chart_spec): a child bred by another process (its own
+    store) between two renders of the same session is on the next render's chart, never the cached one."""
+    from furnace.domain.agent import Agent, agent_id_for
+    from furnace.domain.elixir import edit
+    from furnace.domain.lineage import Lineage
+
+    from .helpers import store_for
+
+    def drawn(at) -> list[str]:
+        [spec] = [s for s in _charts(at) if s.get("layer")]
+        return [
+            n["id"]
+            for n in spec["datasets"][next(x for x in _layers(spec) if x["mark"]["type"] == "circle")["data"]["name"]]
+        ]
+
+    app_unrun.session_state["lineage_pick"] = "data-science-mentor"
+    at = app_unrun.switch_page("screens/lineage.py").run()
+    no_errors(at)
+    before = drawn(at)
+    at.run()  # the same rows: the cached spec, the same chart
+    assert drawn(at) == before
+    store = store_for(app_home)
+    parent = store.get_elixir("data-science-mentor")
+    lineage = Lineage(parents=(parent.ref,), operator="mutation", params={"seed": 99}, op_version="1")
+    child = Agent(
+        id=agent_id_for(lineage.lineage_hash),
+        elixir=edit(parent, identity="A mentor, bred between two renders."),
+        lineage=lineage,
+        system_prompt="between renders",
+    )
+    assert child.id not in before
+    store.save_agent(child)
+    at.run()
+    no_errors(at)
+    after = drawn(at)
+    assert child.id in after and len(after) == len(before) + 1

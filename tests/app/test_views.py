@@ -333,3 +333,38 @@ def test_fifty_nodes_keep_short_distinct_labels() -> None:
     assert len(set(shorts)) == len(shorts) and max(map(len, shorts)) <= LABEL_CHARS
     shared = [n for n in nodes if str(n["label"]).startswith("Ann the Very Long-Named Statistical Analyst × Bo")]
     assert len(shared) >= 30  # most children carry the one long name (the rest are shown by id)
+
+
+def test_reads_once_reads_each_thing_once_per_render_and_the_next_render_afresh() -> None:
+    """The Compare page wraps the store in ReadsOnce per render: the views' many reads of one experiment go
+    to the store once, and the next render (a new ReadsOnce) sees what was written since."""
+    from furnace.views.reads import ReadsOnce
+
+    results = MemoryResults()
+    counted: list[tuple[str, tuple]] = []
+
+    class Counting:
+        def __getattr__(self, name: str):
+            read = getattr(results, name)
+
+            def counted_read(*args):
+                counted.append((name, args))
+                return read(*args)
+
+            counted_read.__name__ = name
+            return counted_read
+
+    results.save_individual(_ind(0, "p", 0.5))
+    results.save_individual(_ind(0, "q", 0.6))
+    results.save_generation(GenerationRecord("x", 0, ("p", "q"), 0.6, 0.55, {}, calls=10))
+    render = ReadsOnce(Counting())
+    first = leaderboard_rows(render, "x")
+    assert first == leaderboard_rows(results, "x")  # the same rows as straight from the store
+    assert operator_rows(render, "x") == operator_rows(results, "x")
+    assert unscored_rows(render, "x") == [] and generation_rows(render, "x") == generation_rows(results, "x")
+    assert counted.count(("individuals", ("x", None))) == 1 and counted.count(("generations", ("x",))) == 1
+    render.individuals("x").clear()  # a caller's list is its own copy
+    assert len(render.individuals("x")) == 2
+    results.save_individual(_ind(1, "r", 0.9, ("p",), "mutation"))  # written after this render read
+    assert [r["agent_id"] for r in leaderboard_rows(ReadsOnce(Counting()), "x")] == ["r", "q", "p"]
+    assert counted.count(("individuals", ("x", None))) == 2  # the next render read the store again
