@@ -77,6 +77,37 @@ def test_a_flush_wakes_the_idle_trace_writer_instead_of_leaving_it_to_its_poll_t
     assert waits and set(waits) == {"task"}, waits
 
 
+def test_spans_reach_the_store_in_batches_of_up_to_25_and_all_of_them_arrive(settings, mlflow_ready, monkeypatch):
+    """The writer is handed span batches of up to ``SPAN_BATCH`` spans (MLflow's own are 5, and each write
+    costs about the same whatever its size), and a trace's spans all reach the store."""
+    import mlflow
+    from mlflow.tracing.export import mlflow_v3
+
+    from furnace.adapters.mlflow_export import SPAN_BATCH
+    from furnace.adapters.mlflow_tracker import MLflowTracker
+
+    sizes: list[int] = []
+    write = mlflow_v3.MlflowV3SpanExporter._log_spans
+
+    def counted(self, experiment_id, spans, workspace=None):
+        sizes.append(len(spans))
+        return write(self, experiment_id, spans, workspace)
+
+    monkeypatch.setattr(mlflow_v3.MlflowV3SpanExporter, "_log_spans", counted)
+    tracker = MLflowTracker(settings.tracking_uri)
+    tracker.start_experiment("exp-batches", {}, {})
+    root = tracker.trace("batched", {"n": 60})
+    assert root is not None
+    for i in range(60):
+        root.child(f"step {i}", {"i": i}, "tool").end({"ok": i})
+    root.end({"done": True})
+    mlflow.flush_trace_async_logging()
+    assert sum(sizes) == 61 and max(sizes) <= SPAN_BATCH
+    assert len(sizes) < 61 / 5  # fewer writes than MLflow's 5-span batches would take
+    stored = tracker.client.get_trace(root.trace_id)
+    assert len(stored.data.spans) == 61
+
+
 class Priced:
     """Answers like ``inner`` with token usage and a cost per call; every JUDGE call about an answer of
     the persona named ``fail_judge_for`` fails (a judge outage for one individual)."""
