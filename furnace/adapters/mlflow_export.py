@@ -1,7 +1,7 @@
 """MLflow's background trace export, made to wait instead of dropping a trace.
 
 Ended spans pass two bounded buffers on their way to the store: OpenTelemetry's batch processor
-(2048 spans; a full one drops the span) hands batches of up to 5 spans to MLflow's export queue
+(2048 spans; a full one drops the span) hands batches of spans (MLflow: up to 5) to MLflow's export queue
 (``MLFLOW_ASYNC_TRACE_LOGGING_MAX_QUEUE_SIZE``, 1000 tasks: a span batch or a finished trace each),
 which one writer empties into the store. A full export queue drops the task and logs "Trace export
 queue is full, trace will be discarded" at most once every 30 s, so a run whose units end spans faster
@@ -18,10 +18,18 @@ event the thread reads between waits of up to 1 s for a task, so every flush of 
 run flushes several times) waited that second out; :class:`WaitingExportQueue` wakes the thread with an
 empty task when the event is set.
 
-Span batches keep MLflow's size (5 spans, ``MLFLOW_ASYNC_TRACE_LOGGING_MAX_SPAN_BATCH_SIZE``): a
-bigger batch is fewer writes and less CPU (the writer's CPU goes mostly to each write's fixed cost;
-bench/bench_tracing.py measures it), but a killed run then loses more of its last spans, which
-resuming relies on (the spans of the traces it left open).
+Span batches are bigger than MLflow's 5 spans: the batch processor hands on :data:`SPAN_BATCH` spans
+as one batch, one write (or, as MLflow does, what ended in the last 5 s if fewer did). The writer's CPU
+goes mostly to each write's fixed cost (~12 ms on a SQLite home; a span adds ~1 ms: ``log_spans`` reads
+and locks the batch's traces, queues rollups, recomputes token usage and cost, commits), so MLflow's
+batches of 5 made span writes most of a tracked run's CPU (the demo experiment: ~260 writes, now ~53;
+docs/benchmarks.md has the figures). Never more writes than MLflow's: at any rate of spans a batch is
+at least as big as MLflow's would be. A killed run loses at most the last batch's spans (besides those
+still in the export queue): 24, or the last 5 s's, where MLflow's lost 4 or the last 5 s's. A resume
+ends the traces a killed run left open from the spans that reached the store; spans still flow while
+traces are open (25 spans are a fraction of a second of a busy run), so an open trace's first spans are
+in the store long before it ends. MLflow's environment variable sets another size
+(``MLFLOW_ASYNC_TRACE_LOGGING_MAX_SPAN_BATCH_SIZE``), and furnace keeps it.
 
 :data:`stats` counts the tasks queued and the hand-overs that had to wait (the bench and tests read
 it). Call :func:`install` before the first trace (the tracker does, at import).
@@ -30,6 +38,7 @@ it). Call :func:`install` before the first trace (the tracker does, at import).
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import threading
 from collections.abc import Callable
@@ -54,6 +63,7 @@ class ExportStats:
 
 
 SPAN_BUFFER = 100_000  # ended spans the batch processor may hold while the export queue waits
+SPAN_BATCH = 25  # spans a batch (one write) carries at most
 stats = ExportStats()
 _stats_lock = threading.Lock()
 
@@ -113,10 +123,12 @@ _install_lock = threading.Lock()
 def install() -> None:
     """Make MLflow's trace exporter (built on the first trace, and again when the tracking URI
     changes) use :class:`WaitingExportQueue`, behind a batch processor holding :data:`SPAN_BUFFER`
-    spans. Idempotent."""
+    spans and handing on batches of :data:`SPAN_BATCH` spans unless the environment sets MLflow's
+    own size. Idempotent."""
     global _installed
     with _install_lock:
         if not _installed:
+            os.environ.setdefault("MLFLOW_ASYNC_TRACE_LOGGING_MAX_SPAN_BATCH_SIZE", str(SPAN_BATCH))
             mlflow_v3.AsyncTraceExportQueue = WaitingExportQueue  # type: ignore[misc]
             base_mlflow._DEFAULT_OTEL_MAX_QUEUE_SIZE = SPAN_BUFFER
             _installed = True

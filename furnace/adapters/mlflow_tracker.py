@@ -241,7 +241,13 @@ class MLflowTracker:
         self.mlflow_experiment_id = self._experiment(mlflow_experiment)
         self.run_id: str | None = None
         self.run_name = ""  # the experiment's name (its generations' child runs add the generation)
+        self.experiment_id = ""  # furnace's experiment id (the runs' tag furnace.experiment_id)
         self._logged: set[int] = set()
+        # metric key -> the steps the experiment's run holds: read from the store once per key when the
+        # run was reused (a killed process wrote some), empty for a run this tracker made, and kept
+        # up to date with what this tracker writes (no re-read before each write)
+        self._steps: dict[str, set[int]] = {}
+        self._reused = False
         self._unfinished: dict[int, str] = {}  # generation -> child run a killed run left open
         self.ended_stale: list[str] = []  # traces of a killed run this tracker ended as errors
         self._traced: list[str] = []  # the traces this tracker started (appends are atomic across threads)
@@ -268,6 +274,8 @@ class MLflowTracker:
         tags are updated, and the traces a killed run left in progress are ended as errors."""
         owner = f"{socket.gethostname()}:{os.getpid()}"
         self.run_name = run_name_of(experiment_id, params, tags)
+        self.experiment_id = experiment_id
+        self._steps = {}
         if self.tracing:
             # MLflow exports traces to the global tracking URI and rebuilds its exporter when that
             # changes: set it here, in one thread, before any unit traces (worker threads racing
@@ -280,6 +288,7 @@ class MLflowTracker:
         if parents:
             parent = parents[0]
             self.run_id = parent.info.run_id
+            self._reused = True
             children = [r for r in runs if _TAG_GEN in r.data.tags]
             self._logged = {int(r.data.tags[_TAG_GEN]) for r in children if r.info.status == "FINISHED"}
             self._unfinished = {
@@ -297,6 +306,7 @@ class MLflowTracker:
             self.mlflow_experiment_id, run_name=self.run_name, tags={**tags, _TAG_ID: experiment_id, _TAG_OWNER: owner}
         )
         self.run_id = run.info.run_id
+        self._reused = False
         self.client.log_batch(self.run_id, params=[Param(k, str(v)[:6000]) for k, v in sorted(params.items())])
 
     def end_stale_traces(self, note: str) -> list[str]:
@@ -428,11 +438,10 @@ class MLflowTracker:
         now = int(time.time() * 1000)
         # a kill after the parent's metrics but before the child run leaves the step logged; a
         # resumed run then only adds the child, never a second value at that step
-        logged = {m.step for m in self.client.get_metric_history(self.run_id, "best_fitness")}
-        if generation not in logged:
-            batch = [Metric(k, float(v), now, generation) for k, v in sorted(metrics.items())]
-            self.client.log_batch(self.run_id, metrics=batch)
+        if generation not in self._logged_steps("best_fitness"):
+            self._log_metrics([Metric(k, float(v), now, generation) for k, v in sorted(metrics.items())])
         child_id = self._unfinished.pop(generation, None)  # a killed run's child of this generation
+        fresh = child_id is None
         if child_id is None:
             child_id = self.client.create_run(
                 self.mlflow_experiment_id,
@@ -440,14 +449,29 @@ class MLflowTracker:
                 tags={
                     "mlflow.parentRunId": self.run_id,
                     _TAG_GEN: str(generation),
-                    _TAG_ID: self.client.get_run(self.run_id).data.tags.get(_TAG_ID, ""),
+                    _TAG_ID: self.experiment_id,
                     **tags,
                 },
             ).info.run_id
-        if not self.client.get_metric_history(child_id, "best_fitness"):
+        if fresh or not self.client.get_metric_history(child_id, "best_fitness"):  # a new child holds none
             self.client.log_batch(child_id, metrics=[Metric(k, float(v), now, 0) for k, v in sorted(metrics.items())])
         self.client.set_terminated(child_id)
         self._logged.add(generation)
+
+    def _logged_steps(self, key: str) -> set[int]:
+        """The steps at which the experiment's run holds metric ``key`` (see ``_steps``)."""
+        if key not in self._steps:
+            history = self.client.get_metric_history(self.run_id, key) if self._reused else []
+            self._steps[key] = {m.step for m in history}
+        return self._steps[key]
+
+    def _log_metrics(self, metrics: list[Metric]) -> None:
+        """``metrics`` on the experiment's run (batches of 1000, MLflow's most), remembered as logged."""
+        for start in range(0, len(metrics), 1000):
+            self.client.log_batch(self.run_id, metrics=metrics[start : start + 1000])
+        for m in metrics:
+            if m.key in self._steps or not self._reused:  # a reused run's other keys are read when asked for
+                self._steps.setdefault(m.key, set()).add(m.step)
 
     def log_held_out(self, steps: dict[int, dict[str, float]], assessments: dict[str, list[Assessment]]) -> None:
         """What was scored after the search: each generation's best's train and test fitness, its interval
@@ -457,16 +481,16 @@ class MLflowTracker:
         if self.run_id is None:
             return
         names = sorted({k for metrics in steps.values() for k in metrics})
-        logged = {k: {m.step for m in self.client.get_metric_history(self.run_id, k)} for k in names}
+        logged = {k: set(self._logged_steps(k)) for k in names}
         now = int(time.time() * 1000)
-        batch = [
-            Metric(k, float(v), now, generation)
-            for generation, metrics in sorted(steps.items())
-            for k, v in sorted(metrics.items())
-            if generation not in logged[k]
-        ]
-        for start in range(0, len(batch), 1000):  # MLflow takes at most 1000 metrics per batch
-            self.client.log_batch(self.run_id, metrics=batch[start : start + 1000])
+        self._log_metrics(
+            [
+                Metric(k, float(v), now, generation)
+                for generation, metrics in sorted(steps.items())
+                for k, v in sorted(metrics.items())
+                if generation not in logged[k]
+            ]
+        )
         if not (self.tracing and assessments):
             return
         mlflow.flush_trace_async_logging()  # the individuals' traces are in the store
@@ -491,11 +515,9 @@ class MLflowTracker:
         if self.run_id is None:
             return
         if totals:
-            step = len(self.client.get_metric_history(self.run_id, "calls"))
+            step = len(self._logged_steps("calls"))  # one value per step: the steps so far
             now = int(time.time() * 1000)
-            self.client.log_batch(
-                self.run_id, metrics=[Metric(k, float(v), now, step) for k, v in sorted(totals.items())]
-            )
+            self._log_metrics([Metric(k, float(v), now, step) for k, v in sorted(totals.items())])
         if self.tracing and self._traced:
             started, stored = self.trace_counts()
             self.traces_missing = started - stored

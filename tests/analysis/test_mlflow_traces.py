@@ -16,8 +16,9 @@ from tests.conftest import REPO
 # The run in its own process (one trace destination per process, a fresh export queue). The writer
 # is held until the export queue is full once, so the run's units end spans into a full queue: MLflow's
 # own queue drops those ("Trace export queue is full, trace will be discarded"), furnace's waits. The
-# queue holds QUEUE tasks (MLflow's default is 1000: span batches of up to 5 spans and finished traces),
-# so that a population of 8 overflows it as populations of 16 and 64 overflowed the default under load.
+# queue holds QUEUE tasks (MLflow's default is 1000: span batches, furnace's of up to 25 spans, and
+# finished traces), so that a population of 8 overflows it as populations of 16 and 64 overflowed the
+# default under load.
 QUEUE = 20
 CHILD = """
 import json, os, sys, threading, time

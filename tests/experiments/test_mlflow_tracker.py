@@ -77,6 +77,37 @@ def test_a_flush_wakes_the_idle_trace_writer_instead_of_leaving_it_to_its_poll_t
     assert waits and set(waits) == {"task"}, waits
 
 
+def test_spans_reach_the_store_in_batches_of_up_to_25_and_all_of_them_arrive(settings, mlflow_ready, monkeypatch):
+    """The writer is handed span batches of up to ``SPAN_BATCH`` spans (MLflow's own are 5, and each write
+    costs about the same whatever its size), and a trace's spans all reach the store."""
+    import mlflow
+    from mlflow.tracing.export import mlflow_v3
+
+    from furnace.adapters.mlflow_export import SPAN_BATCH
+    from furnace.adapters.mlflow_tracker import MLflowTracker
+
+    sizes: list[int] = []
+    write = mlflow_v3.MlflowV3SpanExporter._log_spans
+
+    def counted(self, experiment_id, spans, workspace=None):
+        sizes.append(len(spans))
+        return write(self, experiment_id, spans, workspace)
+
+    monkeypatch.setattr(mlflow_v3.MlflowV3SpanExporter, "_log_spans", counted)
+    tracker = MLflowTracker(settings.tracking_uri)
+    tracker.start_experiment("exp-batches", {}, {})
+    root = tracker.trace("batched", {"n": 60})
+    assert root is not None
+    for i in range(60):
+        root.child(f"step {i}", {"i": i}, "tool").end({"ok": i})
+    root.end({"done": True})
+    mlflow.flush_trace_async_logging()
+    assert sum(sizes) == 61 and max(sizes) <= SPAN_BATCH
+    assert len(sizes) < 61 / 5  # fewer writes than MLflow's 5-span batches would take
+    stored = tracker.client.get_trace(root.trace_id)
+    assert len(stored.data.spans) == 61
+
+
 class Priced:
     """Answers like ``inner`` with token usage and a cost per call; every JUDGE call about an answer of
     the persona named ``fail_judge_for`` fails (a judge outage for one individual)."""
@@ -360,3 +391,74 @@ def test_a_kill_while_logging_never_leaves_two_values_at_a_step(settings, monkey
     assert {r.info.status for r in children} == {"FINISHED"}
     for child in children:
         assert [m.step for m in client.get_metric_history(child.info.run_id, "best_fitness")] == [0]
+
+
+def test_metric_steps_are_read_once_per_resumed_run_and_a_kill_before_the_child_run_adds_no_second_value(
+    settings, monkeypatch, mlflow_ready
+):
+    """The tracker remembers the steps it wrote instead of re-reading the run's metric history before
+    each write: a run it made is never read back, a reused run once per metric; and a kill between a
+    generation's metrics and its child run still leaves one value per step after the resume."""
+    from furnace.adapters.mlflow_tracker import MLflowTracker
+
+    uri = settings.tracking_uri
+    reads: list[tuple[str, str]] = []
+
+    def counting(tracker: MLflowTracker) -> MLflowTracker:
+        history = tracker.client.get_metric_history
+        monkeypatch.setattr(
+            tracker.client,
+            "get_metric_history",
+            lambda run_id, key: reads.append((run_id, key)) or history(run_id, key),
+        )
+        return tracker
+
+    first = counting(MLflowTracker(uri, tracing=False))
+    first.start_experiment("exp-steps", {"population": 4}, {})
+    for generation in range(3):
+        first.log_generation(generation, {"best_fitness": 0.1 * generation, "mean_fitness": 0.05}, {})
+    first.log_held_out({0: {"best_test_fitness": 0.4}, 2: {"best_test_fitness": 0.5}}, {})
+    first.finish("finished", {}, {}, {"calls": 10.0})
+    assert reads == []  # a run this tracker made: what it holds is what the tracker wrote
+
+    second = counting(MLflowTracker(uri, tracing=False))
+    create_run = second.client.create_run
+    monkeypatch.setattr(second.client, "create_run", lambda *a, **k: (_ for _ in ()).throw(Killed()))
+    second.start_experiment("exp-steps", {"population": 4}, {})
+    with pytest.raises(Killed):  # after generation 3's metrics on the run, before its child run
+        second.log_generation(3, {"best_fitness": 0.3, "mean_fitness": 0.06}, {})
+    monkeypatch.setattr(second.client, "create_run", create_run)
+
+    reads.clear()
+    third = counting(MLflowTracker(uri, tracing=False))
+    third.start_experiment("exp-steps", {"population": 4}, {})
+    for generation in range(5):
+        third.log_generation(generation, {"best_fitness": 0.2 + 0.1 * generation, "mean_fitness": 0.07}, {})
+    third.log_held_out({3: {"best_test_fitness": 0.6}, 2: {"best_test_fitness": 0.9}}, {})
+    third.finish("finished", {}, {}, {"calls": 20.0})
+    run_id = third.run_id
+    on_run = [key for run, key in reads if run == run_id]
+    assert sorted(on_run) == ["best_fitness", "best_test_fitness", "calls"]  # each once
+
+    client = third.client
+    for name in ("best_fitness", "mean_fitness", "best_test_fitness", "calls"):
+        history = client.get_metric_history(run_id, name)
+        assert len({m.step for m in history}) == len(history), name  # never two values at a step
+    assert sorted((m.step, m.value) for m in client.get_metric_history(run_id, "best_fitness")) == [
+        (0, 0.0),
+        (1, 0.1),
+        (2, 0.2),
+        (3, 0.3),
+        (4, pytest.approx(0.6)),
+    ]  # the killed process's step 3 kept, the resume's later step added
+    assert sorted((m.step, m.value) for m in client.get_metric_history(run_id, "best_test_fitness")) == [
+        (0, 0.4),
+        (2, 0.5),
+        (3, 0.6),
+    ]
+    assert [(m.step, m.value) for m in client.get_metric_history(run_id, "calls")] == [(0, 10.0), (1, 20.0)]
+    children = client.search_runs([third.mlflow_experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{run_id}'")
+    assert sorted(int(r.data.tags["furnace.generation"]) for r in children) == [0, 1, 2, 3, 4]
+    assert {r.data.tags["furnace.experiment_id"] for r in children} == {"exp-steps"}
+    for child in children:
+        assert len(client.get_metric_history(child.info.run_id, "best_fitness")) == 1
