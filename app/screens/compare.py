@@ -162,9 +162,13 @@ def experiment_detail(svc: Any, exp_id: str) -> None:
         with st.expander("Generations table"):
             st.dataframe(gens, width="stretch", hide_index=True)
     try:
-        from furnace.adapters.mlflow_tracker import run_summary
+        from furnace.adapters.mlflow_store import holds_runs
 
-        summary, unavailable = run_summary(svc.settings.tracking_uri, exp_id), ""
+        summary, unavailable = None, ""
+        if holds_runs(svc.settings.tracking_uri):  # else MLflow is not even imported (seconds of CPU)
+            from furnace.adapters.mlflow_tracker import run_summary
+
+            summary = run_summary(svc.settings.tracking_uri, exp_id)
     except Exception as err:  # MLflow is for comparison only; the live store above is the record
         summary, unavailable = None, f"MLflow unavailable: {err.__class__.__name__}"
     ui = FurnaceSettings()  # read per render: a UI configured later shows up without restarting the app

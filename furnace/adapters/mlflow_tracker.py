@@ -599,8 +599,7 @@ def run_summary(tracking_uri: str, experiment_id: str) -> dict[str, Any] | None:
     """The MLflow run of a furnace experiment as plain data (for ``experiment show`` and tests); None when
     there is none, without creating a home's MLflow database that does not exist yet (making its tables
     costs seconds, and an experiment run ``--no-mlflow`` never made one)."""
-    db = mlflow_store.database_of(tracking_uri)
-    if db is not None and not db.exists():
+    if not mlflow_store.holds_runs(tracking_uri):
         return None
     mlflow_store.prepare(tracking_uri)
     client = MlflowClient(tracking_uri=tracking_uri)

@@ -109,3 +109,26 @@ def test_a_run_summary_of_a_home_without_an_mlflow_database_makes_none(tmp_path:
     uri = f"sqlite:///{tmp_path / 'home' / 'mlflow.db'}"
     assert run_summary(uri, "exp-none") is None
     assert not (tmp_path / "home").exists()
+
+
+def test_a_home_that_never_tracked_is_known_without_importing_mlflow(tmp_path: Path) -> None:
+    """The Compare page asks ``holds_runs`` before importing the tracker: a home run ``--no-mlflow`` costs no
+    MLflow import (seconds of CPU) and no ``mlflow.db``."""
+    probe = (
+        "import sys; from furnace.adapters.mlflow_store import holds_runs; "
+        "print(holds_runs(sys.argv[1]), holds_runs(sys.argv[2]), holds_runs('http://mlflow:5000'), "
+        "'mlflow' in sys.modules)"
+    )
+    made = tmp_path / "made" / "mlflow.db"
+    made.parent.mkdir()
+    made.write_bytes(b"")
+    never = tmp_path / "never" / "mlflow.db"
+    out = subprocess.run(
+        [sys.executable, "-c", probe, f"sqlite:///{made}", f"sqlite:///{never}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert out.stdout.split() == ["True", "False", "True", "False"], out.stderr[-2000:]
+    assert not never.exists()

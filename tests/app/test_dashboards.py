@@ -227,9 +227,11 @@ def test_lineage_explorer_stays_readable_at_120_nodes(app_unrun, big_family):
 
 
 def test_links_out_to_mlflow_only_when_its_ui_is_configured(app_unrun, experiments, monkeypatch):
+    import furnace.adapters.mlflow_store as store
     import furnace.adapters.mlflow_tracker as tracker
 
     summary = {"run_id": "r1", "mlflow_experiment_id": "4", "status": "FINISHED", "children": 2, "tags": {}}
+    monkeypatch.setattr(store, "holds_runs", lambda _uri: True)  # the fake run below is in a tracked home
     monkeypatch.setattr(
         tracker, "run_summary", lambda *_: {**summary, "best_fitness_steps": [], "params": {}, "artifacts": []}
     )
