@@ -44,8 +44,8 @@ def fitness_overlay(rows: Sequence[dict[str, Any]], x: str, title: str) -> alt.L
     x_scale = alt.Scale(domain=list(axis_domain(data[x].tolist(), pad=0.02, min_span=1)), zero=False, nice=False)
     x_axis = alt.X(f"{x}:Q", scale=x_scale, title=x.replace("_", " "), axis=alt.Axis(tickMinStep=1))
     color = alt.Color("experiment:N", legend=alt.Legend(orient="bottom", columns=1))
-    tooltip = ["experiment", "generation", "calls_spent", "cost_spent_usd", "measure", "fitness"]
-    tooltip += ["test_low", "test_high", "train_test_gap"]
+    tooltip = ["experiment:N", "generation:Q", "calls_spent:Q", "cost_spent_usd:Q", "measure:N", "fitness:Q"]
+    tooltip += ["test_low:Q", "test_high:Q", "train_test_gap:Q"]  # typed: a train row has none of these
     legend = alt.Legend(orient="bottom", columns=2, symbolStrokeColor="#495057", symbolFillColor="#495057")
     lines = (
         alt.Chart(data)
@@ -94,8 +94,8 @@ def pareto_scatter(points: Sequence[dict[str, Any]], x: str, y: str) -> alt.Laye
     pick = alt.selection_point(name=PARETO_SELECTION, fields=["agent_id"], on="click")
     x_axis = alt.X("x:Q", title=x, scale=alt.Scale(domain=list(axis_domain(data["x"].tolist())), zero=False))
     y_axis = alt.Y("y:Q", title=y, scale=alt.Scale(domain=list(axis_domain(data["y"].tolist())), zero=False))
-    tooltip = ["agent_id", "experiment", "generation", "operator", "fitness", "train_fitness", "test_fitness"]
-    tooltip += ["test_low", "test_high", "train_test_gap", "x", "y", "front"]
+    tooltip = ["agent_id:N", "experiment:N", "generation:Q", "operator:N", "fitness:Q", "train_fitness:Q"]
+    tooltip += ["test_fitness:Q", "test_low:Q", "test_high:Q", "train_test_gap:Q", "x:Q", "y:Q", "front:N"]
     dots = (
         alt.Chart(data)
         .mark_point(filled=True, size=90)
@@ -138,8 +138,8 @@ def lineage_explorer(
         .encode(
             x=alt.X("x:Q", scale=x_scale, axis=x_axis),
             y=alt.Y("y:Q", scale=y_scale, axis=None),
-            x2=alt.X2("x2"),
-            y2=alt.Y2("y2"),
+            x2=alt.X2("x2:Q"),
+            y2=alt.Y2("y2:Q"),
             tooltip=_tips("parent:N", "child:N", "label:N"),
         )
     )
@@ -154,7 +154,7 @@ def lineage_explorer(
                 scale=alt.Scale(domain=["root", "agent", "elixir"], range=["#e8590c", "#1c7ed6", "#868e96"]),
                 legend=alt.Legend(orient="bottom"),
             ),
-            tooltip=_tips("id", "name", "label", "depth"),
+            tooltip=_tips("id:N", "name:N", "label:N", "depth:Q"),
         )
         .add_params(pick)
     )
@@ -166,7 +166,7 @@ def lineage_explorer(
     labels = (
         alt.Chart(data)
         .mark_text(align="left", dx=9, fontSize=11)
-        .encode(x=x, y=y, text=alt.Text("short:N"), tooltip=_tips("id", "label"))
+        .encode(x=x, y=y, text=alt.Text("short:N"), tooltip=_tips("id:N", "label:N"))
     )
     return alt.layer(links, rings, dots, labels).properties(height=max(240, ROW_PX * rows)).interactive()
 
