@@ -259,35 +259,33 @@ def _search_quality(seed: int) -> tuple[float, float, int]:
 
 def _population_cost(population: int) -> tuple[CpuWindow, CpuWindow]:
     """Furnace's CPU per model call of the population-scaling shape at ``population`` (cold): the whole run,
-    and its search (the window closed where the held-out evaluation starts)."""
+    and its search (the whole run less the held-out evaluation, timed where ``Evolution._held_out`` runs)."""
     config = parse_config({**BASE, "population": population, "generations": 2, "concurrency": 8})
     replay = _replayed_model(config)
     with stack(lambda name: SlowLLM(replay, LATENCY)) as built:
         evo = _prepared(built, config)
-        search = CpuWindow()
-        held_out = evo._held_out
-        start = {"cpu": time.process_time(), "calls": built.model_calls(), "client": built.client_cpu_s()}
+        held_out, scored = CpuWindow(), evo._held_out
 
-        def searched_then_held_out(history: Any) -> Any:
-            search.cpu_s = time.process_time() - start["cpu"]
-            search.model_calls = built.model_calls() - start["calls"]
-            search.client_cpu_s = built.client_cpu_s() - start["client"]
-            return held_out(history)
+        def timed_held_out(history: Any) -> Any:
+            with built.measure() as window:
+                found = scored(history)
+            held_out.add(window)
+            return found
 
-        evo._held_out = searched_then_held_out
-        gc.collect()
-        load, before = os.getloadavg()[0], _statements(built)
-        start.update(cpu=time.process_time(), calls=built.model_calls(), client=built.client_cpu_s())
-        with built.measure() as window:
-            evo.run()
-        statements = _statements(built) - before
+        evo._held_out = timed_held_out
+        _, whole, statements, load = _timed_run(built, evo)
+        search = CpuWindow(
+            cpu_s=whole.cpu_s - held_out.cpu_s,
+            client_cpu_s=whole.client_cpu_s - held_out.client_cpu_s,
+            model_calls=whole.model_calls - held_out.model_calls,
+        )
         print(f"   population {population}, 2 generations:")
-        print(_costs(evo, window, statements, load))
+        print(_costs(evo, whole, statements, load))
         print(
             f"   its search alone: {search.cpu_ms_per_call:.2f} ms per model call ({search.model_calls} of "
-            f"{window.model_calls} model calls; the rest is the held-out evaluation)"
+            f"{whole.model_calls} model calls; the rest is the held-out evaluation)"
         )
-    return window, search
+    return whole, search
 
 
 def _populations() -> bool:
