@@ -155,8 +155,10 @@ class VerifiedAgents:
             return None
         try:
             found = conn.exec_driver_sql(_SQLITE_STAMP).first()
-        except OperationalError:  # no stamp table: a schema altered past furnace's migrations
-            return None
+        except OperationalError as err:
+            if "no such table" not in str(err.orig):
+                raise
+            return None  # no stamp table: a schema altered past furnace's migrations
         if found is None:  # no stamp row
             return None
         stamp = tuple(found)
