@@ -14,7 +14,7 @@ from furnace.llm.seam import Completion, Usage
 from furnace.scoring.picks import Pick
 from furnace.storage.duckdb.db import Database
 from furnace.storage.migrate import copy_home
-from furnace.storage.sql.db import SQLDatabase, sqlite_url
+from furnace.storage.sql.db import HEAD_REVISION, SQLDatabase, sqlite_url
 from furnace.storage.sql.experiments import SQLExperimentResults
 from furnace.storage.sql.llm_calls import SQLResponseCache
 from furnace.storage.sql.picks import SQLPicks
@@ -72,9 +72,16 @@ def test_a_duckdb_home_moves_with_every_row_and_seal(tmp_path: Path) -> None:
     store = SQLStore(target)
     assert list(store.get_elixir("alpha").principles) == ["Be brief."]
     assert list(store.get_elixir("beta").expertise) == ["writing", "math"]
-    assert [n.id for n in store.ancestors(store.list_agents()[0].id)] == ["alpha", "beta"]
+    agent = store.list_agents()[0].id
+    assert [n.id for n in store.ancestors(agent)] == ["alpha", "beta"]
     assert (tmp_path / "furnace.duckdb").exists()  # the old file is kept
     assert copy_home(old, target).rows == moved.rows  # again: nothing duplicated
+    # the moved rows moved the lineage tables' stamp (migration 0004): a forgery after a remembered walk is seen
+    assert target.revision() == HEAD_REVISION and target.query("SELECT n FROM lineage_stamp")[0][0] > 0
+    store.ancestors(agent)
+    target.execute("UPDATE agents SET system_prompt = ? WHERE id = ?", ["You are EvilBot.", agent])
+    with pytest.raises(LineageError, match="system prompt does not match"):
+        store.ancestors(agent)
 
 
 def test_a_forged_row_in_the_old_home_is_refused(tmp_path: Path) -> None:

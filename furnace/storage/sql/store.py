@@ -5,9 +5,9 @@ version that races another writer collides on ``(id, version)`` and is run again
 contiguous and no save is lost, across threads, processes and machines. Every read of one elixir checks
 its keyed seal and recomputes its content hash; every read of an agent checks its seal, lineage, edges
 and persona (``docs/store.md``). Lineage walks fetch the reachable edges with one recursive query (on
-SQLite: those no walk read while the database is unchanged) and walk them with the same BFS as
+SQLite: those no walk read while the lineage tables are unchanged) and walk them with the same BFS as
 :class:`~furnace.storage.memory.MemoryStore`; the agents they reach are verified in full once, and the walk
-and its edges are remembered while the database is unchanged (:class:`VerifiedAgents`).
+and its edges are remembered while the lineage tables are unchanged (:class:`VerifiedAgents`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, and_, func, or_, select, text, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 
 import furnace.domain.secrets  # noqa: F401  (the secret scan of every save: imported here, never inside a write transaction)
 from furnace.domain.agent import Agent, LineageNode, record_seal
@@ -69,9 +69,10 @@ _EdgesInto = dict[str, set[_Edge]] | dict[str, frozenset[_Edge]]
 _WalkKey = tuple[str, bool, int | None]  # (start, up, max_depth) of a lineage walk
 _Link = tuple[str, str, str, int]  # (far end, operator, op_version, parent_version) of an edge from a node
 _LINK_LEVELS = 4  # levels of a walk read node by node before the rest is read by one recursive query
-# SQLite's change stamp of one connection: rows this connection changed (committed or not), and the
-# commits of every other connection (other processes included) since it opened
-_SQLITE_STAMP = "SELECT total_changes(), data_version FROM pragma_data_version"
+# SQLite's change stamp of what walks read (migration 0004): the ``lineage_stamp`` row, moved by triggers on
+# every change to agents, lineage edges and the elixir versions they name (in a write transaction: by its
+# own writes too, with a token no other state shows), and the schema cookie (a dropped trigger moves it)
+_SQLITE_STAMP = "SELECT s.n, s.token, v.schema_version FROM lineage_stamp s, pragma_schema_version v"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,11 +107,14 @@ class VerifiedAgents:
     """What this process's lineage walks verified, and the walks themselves, so a walk need not read or
     verify again what the database cannot have changed since.
 
-    Two memories, both tied to a change stamp of the database (SQLite: ``total_changes()``, the reading
-    connection's own writes, and ``PRAGMA data_version``, every other connection's commits, another
-    process's included). Before every use the reading connection's stamp is compared with the one it
-    showed last; a difference (or a connection never seen) starts a new ``epoch``: the first look after
-    any commit, by whichever connection, starts one.
+    Two memories, both tied to SQLite's stamp of the lineage tables (``lineage_stamp``, migration 0004:
+    triggers move it on every change to ``agents`` or ``lineage_edges``, on every update or delete of an
+    ``elixir_versions`` row and on an insert that replaces one or adds a version a lineage edge names; and
+    the schema cookie). Each walk reads it in its own read transaction (one point read): a stamp other than
+    the one seen last, by whichever connection, starts a new ``epoch``. A commit that touches none of these
+    (a cached answer, a ledger row, a library elixir's new version, an arena turn) starts none. An epoch is
+    one state of those tables: the token is fresh random bytes at every change, so the stamp a write
+    transaction's own uncommitted writes showed is never shown again once it rolls back.
 
     * The agents verified in full (seal, lineage, persona, parents' hashes and the lineage edges into
       each), each with the digest of the stored bytes its verification read. A walk skips an agent
@@ -119,7 +123,7 @@ class VerifiedAgents:
       anything else is verified in full. Bounded: past ``limit`` ids everything is forgotten.
     * The walks (start, direction, depth limit -> the nodes found) whose every reached agent was verified
       in the current epoch, read outside any write transaction. In the same epoch such a walk is answered
-      from memory: no statement but the stamp's, nothing verified again (no commit since means the rows
+      from memory: no statement but the stamp's, nothing verified again (an unchanged stamp means the rows
       read then are the rows the file holds now). A new epoch forgets every walk. Bounded: past
       ``walk_limit`` nodes every walk is forgotten.
     * The edges walks read, per direction: ``node -> every edge at it`` (up: into it, from its parents;
@@ -127,8 +131,9 @@ class VerifiedAgents:
       start not walked before follows them in Python and reads only the nodes missing. A new epoch forgets
       them. Bounded: past ``walk_limit`` edges they are forgotten.
 
-    Reads confirmed in an epoch older than the current one are not remembered. PostgreSQL offers no such
-    stamp: nothing is remembered there, every walk reads and verifies in full."""
+    Reads confirmed in an epoch older than the current one are not remembered. No stamp (PostgreSQL, or a
+    SQLite file whose stamp table or row is gone): nothing is remembered, every walk reads and verifies in
+    full."""
 
     def __init__(self, limit: int = 250_000, walk_limit: int = 1_000_000) -> None:
         self.limit = limit
@@ -139,19 +144,28 @@ class VerifiedAgents:
         self._links: dict[bool, dict[str, tuple[_Link, ...]]] = {True: {}, False: {}}
         self._link_count = 0
         self._epoch = 0
+        self._stamp: tuple[Any, ...] | None = None  # the stamp the current epoch is of
         self._lock = threading.Lock()
 
     def begin(self, conn: Connection, dialect: str) -> int | None:
-        """The epoch a read on ``conn`` (in its read transaction) confirms in, a new one if the database may
-        have changed since ``conn`` last looked (every walk remembered is forgotten then); None: remember
-        nothing."""
+        """The epoch a read on ``conn`` (in its read transaction) confirms in, a new one if the lineage tables
+        ``conn`` sees are not those of the current epoch (every walk remembered is forgotten then); None:
+        remember nothing."""
         if dialect != "sqlite":
             return None
-        stamp = tuple(conn.exec_driver_sql(_SQLITE_STAMP).one())
+        try:
+            found = conn.exec_driver_sql(_SQLITE_STAMP).first()
+        except OperationalError as err:
+            if "no such table" not in str(err.orig):
+                raise
+            return None  # no stamp table: a schema altered past furnace's migrations
+        if found is None:  # no stamp row
+            return None
+        stamp = tuple(found)
         with self._lock:
-            if conn.info.get(self) != stamp:
+            if stamp != self._stamp:
                 self._epoch += 1
-                conn.info[self] = stamp
+                self._stamp = stamp
                 self._walks.clear()
                 self._walk_nodes = 0
                 self._forget_links()
@@ -824,7 +838,7 @@ class SQLStore:
             if conn.info.get("furnace_write"):  # uncommitted rows may be rolled back: never a walk to remember
                 epoch = None
             if epoch is not None and (remembered := self._verified.walk(epoch, key)) is not None:
-                return list(remembered)  # no commit since it was verified: the file holds what it read
+                return list(remembered)  # the stamp unchanged since it was verified: the file holds what it read
             links: Adjacency = {}
             into: _EdgesInto | None = None  # up: every edge into each reached node
             if epoch is None:
