@@ -241,3 +241,24 @@ def test_a_writer_killed_mid_snapshot_leaves_the_previous_snapshot_whole(tmp_pat
     assert snapshot.current(root) == newer and not list(root.glob(".tmp-*"))
     con = snapshot.connect(path)
     assert sorted(r[0] for r in con.execute("SELECT id FROM elixir_versions").fetchall()) == ["new", "old"]
+
+
+def test_a_refresh_waits_for_a_quiet_writer_but_not_past_the_maximum_delay() -> None:
+    first = 100.0
+    # quiet since 100: due half a second later (the last refresh long ago, and cheap)
+    assert snapshot.refresh_due(first, first, last=0.0, cost=0.01) == first + snapshot.QUIET_S
+    # a writer that never pauses: at the latest MAX_DELAY_S after the request
+    busy = snapshot.refresh_due(first + 60.0, first, last=0.0, cost=0.01)
+    assert busy == first + snapshot.MAX_DELAY_S
+
+
+def test_a_refresh_is_spaced_by_its_own_cost_so_a_large_home_takes_a_bounded_share_of_the_cpu() -> None:
+    first, last = 100.0, 99.0
+    cheap = snapshot.refresh_due(first + 60.0, first, last, cost=0.01)
+    assert cheap == first + snapshot.MAX_DELAY_S  # a small home: the fixed bounds decide
+    for cost in (0.5, 2.0, 8.0):  # the refresh of a larger home takes longer
+        due = snapshot.refresh_due(first + 60.0, first, last, cost)
+        assert due == max(first + snapshot.MAX_DELAY_S, last + snapshot.DUTY * cost)
+        assert cost / (due - last) <= 1 / snapshot.DUTY  # its share of the time between refreshes
+    quiet = snapshot.refresh_due(first, first, last, cost=2.0)  # a pause does not bring it forward
+    assert quiet == last + snapshot.DUTY * 2.0

@@ -53,6 +53,7 @@ KEEP = 2  # complete snapshots kept besides any a live reader holds
 QUIET_S = 0.5  # a refresh waits until no unit ran and no request came for this long (a pause) ...
 MAX_DELAY_S = 10.0  # ... but a snapshot is never older than this behind a request while requests keep coming
 MIN_INTERVAL_S = 2.0  # background refreshes at most this often (the last request is always served)
+DUTY = 20.0  # ... and never sooner than this many times the last refresh's own duration after it
 _counter = itertools.count()
 
 
@@ -251,6 +252,18 @@ class _Views:
 _views = _Views()
 
 
+def refresh_due(quiet_since: float, first: float, last: float, cost: float) -> float:
+    """When a background refresh asked for at ``first`` runs (``time.monotonic()`` values): once the writer
+    has been quiet for ``QUIET_S`` since ``quiet_since``, or at the latest ``MAX_DELAY_S`` after ``first``
+    while it stays busy; never sooner than ``MIN_INTERVAL_S`` after the last refresh ended (``last``), nor
+    than ``DUTY`` times that refresh's duration (``cost``). A refresh copies every table, so its cost grows
+    with the home: the last bound keeps a busy run's background refreshes under 1/``DUTY`` of one core's
+    time however large the home is (a home whose refresh takes 0.5 s is refreshed at most every 10 s),
+    where a fixed interval let them take most of it. ``wait_pending`` (a command's end) does not wait."""
+    soon = min(max(quiet_since + QUIET_S, last + MIN_INTERVAL_S), first + MAX_DELAY_S)
+    return max(soon, last + DUTY * cost)
+
+
 class _Refresher:
     """Background refreshes of one file's snapshot: requests are coalesced, never block the caller."""
 
@@ -263,6 +276,7 @@ class _Refresher:
         self.lock = threading.Lock()
         self.thread: threading.Thread | None = None
         self.last = 0.0
+        self.cost = 0.0  # how long the last refresh took (wall)
         self.requested_at = 0.0
         self.refreshes = 0
 
@@ -288,19 +302,21 @@ class _Refresher:
             first = time.monotonic()
             while not self.hurry.is_set():
                 quiet_since = max(self.requested_at, time.monotonic() - self.db.idle_s)
-                due = min(max(quiet_since + QUIET_S, self.last + MIN_INTERVAL_S), first + MAX_DELAY_S)
+                due = refresh_due(quiet_since, first, self.last, self.cost)
                 if time.monotonic() >= due:
                     break
                 self.hurry.wait(due - time.monotonic())
             self.wanted.clear()
             if not self.db.exists():  # the home went away (a temporary folder): nothing to keep fresh
                 continue
+            started = time.monotonic()
             try:
                 refresh(self.db)
                 self.refreshes += 1
             except Exception as err:  # noqa: BLE001 - a failed refresh keeps the previous snapshot; say so
                 log.warning("snapshot of %s not refreshed: %s", self.db.path.name, err)
             self.last = time.monotonic()
+            self.cost = self.last - started
 
     def wait(self, timeout: float) -> bool:
         self.hurry.set()
