@@ -30,7 +30,8 @@ compared; its agents verified already), a walk after a commit of something
 else (an elixir saved: the stamp unchanged, answered from memory), a walk after
 a lineage commit elsewhere in the DAG (an edge off the walk: the stamp moves, its
 change log names the edge, which touches nothing the walk read: answered from
-memory) and the recursive query
+memory), a walk after a lineage commit on it (a new parent of a library elixir
+it reached: walked again from the remembered edges) and the recursive query
 alone (no checks). The store is the runtime's
 live store on a temporary home (:mod:`bench.stack`: ``furnace.sqlite``, or the
 database ``FURNACE_DATABASE_URL`` names).
@@ -243,6 +244,13 @@ def run() -> bool:
         for n in range(3):
             store.add_edge("lib-0", f"bench-late-{n}", operator="mutation")
             after_lineage.append(_timed(lambda: store.ancestors(deep))[0])
+        # a walk after a lineage commit on it (a new parent of a library elixir the walk reached): the walk is
+        # forgotten and walked again from the remembered edges, its agents still confirmed (none is touched)
+        on_walk = next(n.id for n in found if n.id.startswith("lib-"))
+        touching = []
+        for n in range(3):
+            store.add_edge(f"bench-ancient-{n}", on_walk, operator="promote")
+            touching.append(_timed(lambda: store.ancestors(deep))[0])
 
     parents_of = adjacency((c, p, op) for p, c, op, _, _ in tables["lineage_edges"])
     py_times, expected = [], []
@@ -273,6 +281,10 @@ def run() -> bool:
         "   a walk after a lineage commit elsewhere (an edge off the walk; the change log says the walk is"
         f" untouched): median {lineage_committed:.1f} ms"
     )
+    print(
+        "   a walk after a lineage commit on it (a new parent of a library elixir it reached; walked again, no"
+        f" agent touched): median {statistics.median(touching):.1f} ms"
+    )
     print(f"   the recursive query alone, no checks (reference): median {statistics.median(warm_times):.1f} ms")
     print(f"   Python BFS over in-memory edges:                          median {py_ms:.1f} ms")
     print(
@@ -286,6 +298,7 @@ def run() -> bool:
         unremembered_ms=round(statistics.median(unremembered), 1),
         after_commit_ms=round(committed, 2),
         after_lineage_commit_ms=round(lineage_committed, 2),
+        after_touching_commit_ms=round(statistics.median(touching), 1),
         agents=agents,
         nodes=len(found),
     )
