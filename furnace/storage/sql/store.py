@@ -7,7 +7,8 @@ its keyed seal and recomputes its content hash; every read of an agent checks it
 and persona (``docs/store.md``). Lineage walks fetch the reachable edges with one recursive query (on
 SQLite: those no walk read while the lineage tables are unchanged) and walk them with the same BFS as
 :class:`~furnace.storage.memory.MemoryStore`; the agents they reach are verified in full once, and the walk
-and its edges are remembered while the lineage tables are unchanged (:class:`VerifiedAgents`).
+and its edges are remembered while the lineage tables are unchanged, or changed only where their change log
+says the walk is not touched (:class:`VerifiedAgents`).
 """
 
 from __future__ import annotations
