@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Set
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,8 @@ import pytest
 from furnace.domain.agent import Agent
 from furnace.domain.errors import LineageError, SealError
 from furnace.storage.sql.db import HEAD_REVISION, SQLDatabase, migrations_config, sqlite_url
-from furnace.storage.sql.store import SQLStore
+from furnace.storage.sql.lineage_log import Changes
+from furnace.storage.sql.store import RememberedWalk, SQLStore
 
 from .test_contract import make_agent
 from .test_lineage_stamp import _FORGERIES, _raw
@@ -359,3 +360,44 @@ def test_a_home_at_0004_is_upgraded_to_the_log(tmp_path: Path) -> None:
             store.ancestors(ids[-1])
     finally:
         db.close()
+
+
+def _changes(
+    agents: Set[str] = frozenset(),
+    edges: Set[tuple[str, str]] = frozenset(),  # (child, parent)
+    elixirs: Set[tuple[str, int]] = frozenset(),
+    naming: Set[str] | None = frozenset(),
+) -> Changes:
+    """What a run of stamp moves touched, as the log reads it."""
+    return Changes(
+        frozenset(agents),
+        frozenset(c for c, _ in edges),
+        frozenset(p for _, p in edges),
+        frozenset(elixirs),
+        None if naming is None else frozenset(naming),
+    )
+
+
+# a walk up from "c" that reached "b" and "a" (whose parent "lib" is past its depth limit), and a walk down
+# from "a" that reached "b" and found "c" naming "b"
+_UP = RememberedWalk((), frozenset({"c", "b", "a", "lib"}))
+_DOWN = RememberedWalk((), frozenset({"a", "b", "c", "lib"}), frozenset({"a", "b"}))
+
+
+@pytest.mark.parametrize(
+    ("changes", "up", "down"),
+    [
+        (_changes(edges={("new", "a")}), False, True),  # a new child of a walked node
+        (_changes(edges={("b", "intruder")}), True, True),  # a new parent of a walked node
+        (_changes(edges={("new", "elsewhere")}), False, False),
+        (_changes(agents={"new"}, naming={"elsewhere"}), False, False),  # a new agent bred off both walks
+        (_changes(agents={"new"}, naming={"b"}), False, True),  # an agent naming a walked node (edges or not)
+        (_changes(agents={"new"}, naming=None), False, True),  # its lineage unreadable, or not read
+        (_changes(agents={"lib"}), True, True),  # an id met as no agent becomes one
+        (_changes(elixirs={("lib", 1)}), True, True),  # a parent's stored hash, past the depth limit too
+        (_changes(elixirs={("other", 1)}), False, False),
+    ],
+)
+def test_a_remembered_walk_is_touched_by_what_it_read(changes: Changes, up: bool, down: bool) -> None:
+    assert _UP.touched_by(True, changes) is up
+    assert _DOWN.touched_by(False, changes) is down

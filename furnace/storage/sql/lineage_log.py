@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection
@@ -34,12 +34,12 @@ class Changes:
     parents: frozenset[str]
     elixirs: frozenset[tuple[str, int]]
     naming: frozenset[Any] | None
+    records: frozenset[str] = field(init=False)
+    """Ids whose verification may read another value now: the agents, the edges' children (the edges into
+    them) and the elixirs' ids (a persona, or a parent's stored hash)."""
 
-    @property
-    def records(self) -> frozenset[str]:
-        """Ids whose verification may read another value now: the agents, the edges' children (the edges
-        into them) and the elixirs (a persona, or a parent's stored hash)."""
-        return self.agents | self.children | {id for id, _ in self.elixirs}
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "records", self.agents | self.children | {id for id, _ in self.elixirs})
 
 
 def named_parents(lineage_json: Any) -> set[Any] | None:
