@@ -35,19 +35,20 @@ def test_the_schema_is_the_migrations_head(sql_db: Any) -> None:
 
     from furnace.storage.sql.schema import metadata
 
-    def data(name: Any, kind: str, *_: Any) -> bool:  # the lineage tables' change stamp is no data table
-        return not (kind == "table" and name == "lineage_stamp")
+    def data(name: Any, kind: str, *_: Any) -> bool:  # the lineage tables' change stamp and log are no data
+        return not (kind == "table" and name in ("lineage_stamp", "lineage_changes"))
 
     with sql_db.engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn, opts={"include_name": data}), metadata)
     assert diff == []
-    assert sql_db.revision() == "0004"
-    stamp = sql_db.query(
-        "SELECT count(*) FROM information_schema.tables WHERE table_name = 'lineage_stamp'"
-        if sql_db.dialect == "postgresql"
-        else "SELECT count(*) FROM lineage_stamp"
-    )
-    assert stamp == [(0,)] if sql_db.dialect == "postgresql" else stamp == [(1,)]  # SQLite only: one row
+    assert sql_db.revision() == "0005"
+    for table in ("lineage_stamp", "lineage_changes"):
+        rows = sql_db.query(
+            f"SELECT count(*) FROM information_schema.tables WHERE table_name = '{table}'"
+            if sql_db.dialect == "postgresql"
+            else f"SELECT count(*) FROM {table}"
+        )
+        assert rows == [(0,)] if sql_db.dialect == "postgresql" else rows == [(1,)]  # SQLite only: one row
 
 
 def test_head_revision_is_the_newest_migration() -> None:

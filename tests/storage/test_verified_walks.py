@@ -188,7 +188,7 @@ def test_verified_agents_remember_only_reads_of_the_current_epoch() -> None:
     verified.remember(0, {"a": Verified(0, b"digest", edges, (("p", 1),))})
     assert verified.holds("a", 0, edges)
     assert not verified.holds("a", 0, frozenset())  # other edges into it: verify again
-    assert not verified.holds("a", 1, edges)  # confirmed in an older epoch: its bytes are read again
+    assert not verified.holds("a", 1, edges)  # a read of another epoch than the current one: read again
     assert not verified.holds("b", 0, frozenset())  # never verified
     verified.remember(0, {"b": Verified(0)})
     assert verified.holds("b", 0, {("x", "promote", "", 0)})  # no agent: nothing of it to verify

@@ -47,7 +47,7 @@ DAMAGED_HINT = " (if the file is damaged: truncated, or not a furnace database, 
 _SQLITE_DAMAGE = {11, 26}  # SQLITE_CORRUPT ("database disk image is malformed"), SQLITE_NOTADB
 _SQLITE_CANTOPEN = 14  # "unable to open database file"
 _CANTOPEN_HINT = " (a folder in its place, or no permission to read and write it and its folder)"
-HEAD_REVISION = "0004"  # the newest migration's revision (migrations/versions/; a test holds them equal)
+HEAD_REVISION = "0005"  # the newest migration's revision (migrations/versions/; a test holds them equal)
 _migrated: set[str] = set()
 _migrate_lock = threading.Lock()
 

@@ -4,9 +4,9 @@ The tables and columns are those of ``furnace.duckdb`` (so a home moves with ``f
 row and the Parquet snapshots keep their columns), in portable types: JSON documents are TEXT (parsed by
 the adapters), lists (an elixir's expertise, an embedding vector) are JSON TEXT, timestamps are naive UTC
 set by furnace (never the server's clock or zone). ``tests/storage/test_sql_store.py`` checks that the
-migrations produce exactly this metadata, and on SQLite one table more: ``lineage_stamp`` (migration 0004,
-the change stamp of the lineage tables that walks are remembered by; no data, so neither snapshotted nor
-moved, and not listed here).
+migrations produce exactly this metadata, and on SQLite two tables more: ``lineage_stamp`` (migration 0004,
+the change stamp of the lineage tables that walks are remembered by) and ``lineage_changes`` (migration 0005,
+its change log); no data, so neither snapshotted nor moved, and not listed here.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ its keyed seal and recomputes its content hash; every read of an agent checks it
 and persona (``docs/store.md``). Lineage walks fetch the reachable edges with one recursive query (on
 SQLite: those no walk read while the lineage tables are unchanged) and walk them with the same BFS as
 :class:`~furnace.storage.memory.MemoryStore`; the agents they reach are verified in full once, and the walk
-and its edges are remembered while the lineage tables are unchanged (:class:`VerifiedAgents`).
+and its edges are remembered while the lineage tables are unchanged, or changed only where their change log
+says the walk is not touched (:class:`VerifiedAgents`).
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Iterable, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -31,6 +32,7 @@ from furnace.domain.errors import NotFound
 from furnace.storage.memory import Adjacency, adjacency, bfs
 from furnace.storage.seals import Sealer, agent_mac, elixir_seal
 from furnace.storage.sql.db import SQLDatabase
+from furnace.storage.sql.lineage_log import Changes, named_parents, read_changes
 from furnace.storage.sql.schema import agents as agent_rows
 from furnace.storage.sql.schema import elixir_versions, lineage_edges
 from furnace.storage.store import (
@@ -103,35 +105,68 @@ def record_digest(
     return digest.digest()
 
 
+@dataclass(frozen=True, slots=True)
+class RememberedWalk:
+    """A walk's nodes and what a change must touch to alter it: ``touch``, the ids whose records its
+    verification read or whose edges in its direction it followed (every node reached, the agents a walk down
+    found naming one, the parents of each); ``ends`` (a walk down only): its nodes, whose edges out and whose
+    naming agents a walk down reads."""
+
+    nodes: tuple[LineageNode, ...]
+    touch: frozenset[str]
+    ends: frozenset[str] = frozenset()
+
+    @property
+    def size(self) -> int:
+        return len(self.nodes) + len(self.touch) + len(self.ends)
+
+    def touched_by(self, up: bool, changes: Changes) -> bool:
+        """True when one of ``changes`` may alter this walk (in direction ``up``)."""
+        if not self.touch.isdisjoint(changes.records):
+            return True  # an agent, an edge into a node or an elixir it read
+        if up:
+            return False  # a walk up follows and verifies the edges into its nodes only
+        return changes.naming is None or not (
+            self.ends.isdisjoint(changes.parents) and self.ends.isdisjoint(changes.naming)
+        )
+
+
 class VerifiedAgents:
     """What this process's lineage walks verified, and the walks themselves, so a walk need not read or
     verify again what the database cannot have changed since.
 
-    Two memories, both tied to SQLite's stamp of the lineage tables (``lineage_stamp``, migration 0004:
-    triggers move it on every change to ``agents`` or ``lineage_edges``, on every update or delete of an
-    ``elixir_versions`` row and on an insert that replaces one or adds a version a lineage edge names; and
-    the schema cookie). Each walk reads it in its own read transaction (one point read): a stamp other than
-    the one seen last, by whichever connection, starts a new ``epoch``. A commit that touches none of these
-    (a cached answer, a ledger row, a library elixir's new version, an arena turn) starts none. An epoch is
-    one state of those tables: the token is fresh random bytes at every change, so the stamp a write
-    transaction's own uncommitted writes showed is never shown again once it rolls back.
+    Tied to SQLite's stamp of the lineage tables (``lineage_stamp``, migration 0004: triggers move it on
+    every change to ``agents`` or ``lineage_edges``, on every update or delete of an ``elixir_versions`` row
+    and on an insert that replaces one or adds a version a lineage edge names; and the schema cookie) and to
+    its change log (``lineage_changes``, migration 0005: one row per move naming the keys it touched). Each
+    walk reads the stamp in its own read transaction (one point read): a stamp other than the one seen
+    last, by whichever connection, starts a new ``epoch``. The log rows between the two stamps, read in the
+    same read transaction (:func:`~furnace.storage.sql.lineage_log.read_changes`), say what changed: what
+    they touch is forgotten and the rest is kept into the new epoch; when the log cannot tell (another
+    schema, rows pruned, a stamp a rolled-back transaction showed, more than ``READ_LIMIT`` moves),
+    everything is. A commit that touches none of these tables (a cached answer, a ledger row, a library
+    elixir's new version, an arena turn) moves nothing. An epoch is one state of those tables: the token is
+    fresh random bytes at every change, so the stamp a write transaction's own uncommitted writes showed is
+    never shown -- nor confirmed by a log row -- again once it rolls back.
 
     * The agents verified in full (seal, lineage, persona, parents' hashes and the lineage edges into
       each), each with the digest of the stored bytes its verification read. A walk skips an agent
-      confirmed in the current epoch whose edges it read are the remembered ones; one confirmed earlier is
-      read again and its digest compared (a forged row, edge or seal changes it: verified in full then);
-      anything else is verified in full. Bounded: past ``limit`` ids everything is forgotten.
-    * The walks (start, direction, depth limit -> the nodes found) whose every reached agent was verified
-      in the current epoch, read outside any write transaction. In the same epoch such a walk is answered
-      from memory: no statement but the stamp's, nothing verified again (an unchanged stamp means the rows
-      read then are the rows the file holds now). A new epoch forgets every walk. Bounded: past
-      ``walk_limit`` nodes every walk is forgotten.
+      confirmed since everything was last forgotten and not touched by a change since (its row, an edge
+      into it, its persona or a parent's version logged), whose edges it read are the remembered ones; one
+      confirmed earlier or touched is read again and its digest compared (a forged row, edge or seal changes
+      it: verified in full then); anything else is verified in full. Bounded: past ``limit`` ids everything
+      is forgotten.
+    * The walks (start, direction, depth limit -> the nodes found, :class:`RememberedWalk`) whose every
+      reached agent was verified, read outside any write transaction. In the same epoch, or a later one
+      whose logged changes do not touch it, such a walk is answered from memory: no statement but the
+      stamp's (and the log's, once per move), nothing verified again. Bounded: past ``walk_limit`` entries
+      (nodes and touched ids) every walk is forgotten.
     * The edges walks read, per direction: ``node -> every edge at it`` (up: into it, from its parents;
-      down: out of it, to its children), each list complete as read in the current epoch. A walk from a
-      start not walked before follows them in Python and reads only the nodes missing. A new epoch forgets
-      them. Bounded: past ``walk_limit`` edges they are forgotten.
+      down: out of it, to its children), each list complete as read. A walk from a start not walked before
+      follows them in Python and reads only the nodes missing. A logged edge forgets its child's list (up)
+      and its parent's (down). Bounded: past ``walk_limit`` edges they are forgotten.
 
-    Reads confirmed in an epoch older than the current one are not remembered. No stamp (PostgreSQL, or a
+    Reads confirmed in an epoch other than the current one are not remembered. No stamp (PostgreSQL, or a
     SQLite file whose stamp table or row is gone): nothing is remembered, every walk reads and verifies in
     full."""
 
@@ -139,18 +174,19 @@ class VerifiedAgents:
         self.limit = limit
         self.walk_limit = walk_limit
         self._known: dict[str, Verified] = {}
-        self._walks: dict[_WalkKey, tuple[LineageNode, ...]] = {}
+        self._walks: dict[_WalkKey, RememberedWalk] = {}
         self._walk_nodes = 0
         self._links: dict[bool, dict[str, tuple[_Link, ...]]] = {True: {}, False: {}}
         self._link_count = 0
         self._epoch = 0
+        self._valid_from = 0  # agents confirmed in an epoch before it are confirmed again by their bytes
         self._stamp: tuple[Any, ...] | None = None  # the stamp the current epoch is of
         self._lock = threading.Lock()
 
     def begin(self, conn: Connection, dialect: str) -> int | None:
         """The epoch a read on ``conn`` (in its read transaction) confirms in, a new one if the lineage tables
-        ``conn`` sees are not those of the current epoch (every walk remembered is forgotten then); None:
-        remember nothing."""
+        ``conn`` sees are not those of the current epoch (what changed in between is forgotten then: what
+        the change log names, or everything); None: remember nothing."""
         if dialect != "sqlite":
             return None
         try:
@@ -163,13 +199,44 @@ class VerifiedAgents:
             return None
         stamp = tuple(found)
         with self._lock:
+            seen = self._stamp
+            if stamp == seen:
+                return self._epoch
+            down = any(not up for _, up, _ in self._walks)  # the agents a change logged are read for those
+        changes = read_changes(conn, seen, stamp, naming=down) if seen is not None else None  # a read: unlocked
+        with self._lock:
             if stamp != self._stamp:
+                if changes is not None and self._stamp == seen:
+                    self._forget_touched(changes)
+                else:
+                    self._forget_all()
                 self._epoch += 1
                 self._stamp = stamp
-                self._walks.clear()
-                self._walk_nodes = 0
-                self._forget_links()
             return self._epoch
+
+    def _forget_all(self) -> None:
+        self._valid_from = self._epoch + 1
+        self._walks.clear()
+        self._walk_nodes = 0
+        self._forget_links()
+
+    def _forget_touched(self, changes: Changes) -> None:
+        """Forget what ``changes`` may have altered: the walks they touch, the edges at the ends of a logged
+        edge, the agents whose verification read a logged key (kept, to be confirmed by their bytes)."""
+        for key, walk in list(self._walks.items()):
+            if walk.touched_by(key[1], changes):
+                del self._walks[key]
+                self._walk_nodes -= walk.size
+        for up, ends in ((True, changes.children), (False, changes.parents)):
+            for node in ends:
+                dropped = self._links[up].pop(node, None)
+                if dropped is not None:
+                    self._link_count -= len(dropped) + 1
+        stale = changes.records & self._known.keys()
+        if changes.elixirs:  # a parent's stored hash: read by each agent naming that version
+            stale |= {id for id, k in self._known.items() if not changes.elixirs.isdisjoint(k.parents)}
+        for id in stale:
+            self._known[id] = replace(self._known[id], epoch=-1)
 
     def _forget_links(self) -> None:
         self._links = {True: {}, False: {}}
@@ -207,9 +274,26 @@ class VerifiedAgents:
         return self._known.get(id)
 
     def holds(self, id: str, epoch: int, edges_into: Set[_Edge]) -> bool:
-        """True when ``id`` was confirmed in ``epoch`` (an agent: with exactly ``edges_into`` into it)."""
-        known = self._known.get(id)
-        return known is not None and known.epoch == epoch and (not known.digest or known.edges == edges_into)
+        """True when ``id`` is confirmed for a read in ``epoch`` (an agent: with exactly ``edges_into`` into it)."""
+        return not self.pending(epoch, [id], {id: edges_into})
+
+    def pending(self, epoch: int, ids: Iterable[str], into: Mapping[str, Set[_Edge]]) -> list[str]:
+        """The ids among ``ids`` not confirmed for a read in ``epoch``: all of them unless ``epoch`` is the
+        current one; else those never confirmed, confirmed before everything was last forgotten, touched by
+        a logged change since, or (an agent) confirmed with other edges into it than ``into`` gives."""
+        with self._lock:
+            if epoch != self._epoch:
+                return list(ids)
+            out = []
+            for id in ids:
+                known = self._known.get(id)
+                if (
+                    known is None
+                    or known.epoch < self._valid_from
+                    or (known.digest and known.edges != into.get(id, frozenset()))
+                ):
+                    out.append(id)
+            return out
 
     def remember(self, epoch: int, confirmed: dict[str, Verified]) -> None:
         """Remember ids confirmed in a read in ``epoch`` (dropped if a newer epoch began since)."""
@@ -221,23 +305,24 @@ class VerifiedAgents:
             self._known.update(confirmed)
 
     def walk(self, epoch: int, key: _WalkKey) -> tuple[LineageNode, ...] | None:
-        """The nodes of the walk ``key`` remembered in ``epoch`` (None: not remembered, or ``epoch`` is not
-        the current one)."""
+        """The nodes of the walk ``key`` remembered for a read in ``epoch`` (None: not remembered, or
+        ``epoch`` is not the current one)."""
         with self._lock:
-            return self._walks.get(key) if epoch == self._epoch else None
+            found = self._walks.get(key) if epoch == self._epoch else None
+            return None if found is None else found.nodes
 
-    def remember_walk(self, epoch: int, key: _WalkKey, nodes: Sequence[LineageNode]) -> None:
-        """Remember the nodes a walk found in a read in ``epoch``, every agent it reached verified (dropped if
-        a newer epoch began since)."""
+    def remember_walk(self, epoch: int, key: _WalkKey, walk: RememberedWalk) -> None:
+        """Remember a walk read in ``epoch``, every agent it reached verified (dropped if a newer epoch began
+        since)."""
         with self._lock:
             if epoch != self._epoch:
                 return
-            if self._walk_nodes + len(nodes) > self.walk_limit:
+            if self._walk_nodes + walk.size > self.walk_limit:
                 self._walks.clear()
                 self._walk_nodes = 0
-            if key not in self._walks:
-                self._walk_nodes += len(nodes)
-            self._walks[key] = tuple(nodes)
+            replaced = self._walks.get(key)
+            self._walk_nodes += walk.size - (replaced.size if replaced is not None else 0)
+            self._walks[key] = walk
 
 
 def edges_into(agent: Agent) -> frozenset[_Edge]:
@@ -670,20 +755,21 @@ class SQLStore:
             with self.db.connect() as conn:
                 self._verify_in(conn, ids, None)
 
-    def _verify_in(self, conn: Connection, ids: Sequence[str], into: _EdgesInto | None) -> None:
-        """Verify the agents among ``ids``: not those :class:`VerifiedAgents` confirmed in this epoch with the
-        same edges into them (``into``: read here when None, else every edge into each of ``ids``); those
-        remembered from an earlier epoch by the digest of their stored bytes; the others in full."""
+    def _verify_in(self, conn: Connection, ids: Sequence[str], into: _EdgesInto | None) -> _EdgesInto:
+        """Verify the agents among ``ids``: not those :class:`VerifiedAgents` holds confirmed for this epoch
+        with the same edges into them (``into``: read here when None, else every edge into each of ``ids``);
+        those remembered from before by the digest of their stored bytes; the others in full. Returns the
+        edges into each of ``ids`` (empty when nothing is remembered)."""
         unique = list(dict.fromkeys(ids))
         epoch = self._verified.begin(conn, self.db.dialect)
         if epoch is None:
             self._load_agents(conn, unique)
-            return
+            return {}
         if into is None:
             into = self._edges_into(conn, unique)
-        pending = [i for i in unique if not self._verified.holds(i, epoch, into.get(i, frozenset()))]
+        pending = self._verified.pending(epoch, unique, into)
         if not pending:
-            return
+            return into
         confirmed = self._confirmed_by_digest(conn, epoch, pending)
         rest = [i for i in pending if i not in confirmed]
         rows, edges, elixirs = self._agent_reads(conn, rest)
@@ -695,6 +781,7 @@ class SQLStore:
         for id in rest:
             confirmed.setdefault(id, Verified(epoch))  # no agent row: nothing of it to verify
         self._verified.remember(epoch, confirmed)
+        return into
 
     def _confirmed_by_digest(self, conn: Connection, epoch: int, ids: Sequence[str]) -> dict[str, Verified]:
         """The agents among ``ids`` remembered from an earlier epoch whose stored bytes are still those their
@@ -853,28 +940,25 @@ class SQLStore:
                 into = {node: frozenset(out) for node, out in at.items()} if up else None
             nodes = bfs(id, links, max_depth)
             reached = [id, *(n.id for n in nodes)]
+            ends = frozenset(reached) if not up else frozenset()
             if not up:  # a redirected edge must not hide a child: agents whose lineage names a reached node
                 leaves = {id, *(n.id for n in nodes if max_depth is None or n.depth < max_depth)}
-                reached += self._naming(leaves)
-            self._verify_in(conn, reached, into)
-            if epoch is not None:
-                self._verified.remember_walk(epoch, key, nodes)
+                reached += self._naming(conn, leaves)
+            verified_into = self._verify_in(conn, reached, into)
+            if epoch is not None:  # what a change must touch to alter it: the nodes reached and their parents
+                touch = frozenset({*reached, *(far for node in reached for far, *_ in verified_into.get(node, ()))})
+                self._verified.remember_walk(epoch, key, RememberedWalk(tuple(nodes), touch, ends))
         return nodes
 
-    def _naming(self, ids: set[str]) -> list[str]:
+    def _naming(self, conn: Connection, ids: set[str]) -> list[str]:
         """Agents whose lineage record names one of ``ids`` as a parent (a text match narrowed in Python)."""
         named: list[str] = []
-        with self.db.connect() as conn:
-            for part in chunks(sorted(ids), 50):
-                clause = or_(*(agent_rows.c.lineage.contains(json.dumps(i), autoescape=True) for i in part))
-                for agent_id, lineage_json in conn.execute(select(agent_rows.c.id, agent_rows.c.lineage).where(clause)):
-                    try:
-                        parents = {p.get("id") for p in json.loads(lineage_json)["parents"]}
-                    except (ValueError, TypeError, KeyError, AttributeError):
-                        named.append(agent_id)  # unreadable: verified (and refused) with the others
-                        continue
-                    if parents & ids:
-                        named.append(agent_id)
+        for part in chunks(sorted(ids), 50):
+            clause = or_(*(agent_rows.c.lineage.contains(json.dumps(i), autoescape=True) for i in part))
+            for agent_id, lineage_json in conn.execute(select(agent_rows.c.id, agent_rows.c.lineage).where(clause)):
+                parents = named_parents(lineage_json)
+                if parents is None or parents & ids:  # unreadable: verified (and refused) with the others
+                    named.append(agent_id)
         return named
 
     def ancestors(self, id: str, *, max_depth: int | None = None) -> list[LineageNode]:
