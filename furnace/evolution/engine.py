@@ -879,15 +879,23 @@ class Evolution(Guarded):
         llm = _CountingLLM(self.metered, parent=root, unit=HELD_OUT)
         try:
             top = ranked[: cfg.reevaluate_top]
-            self._step_fits(len(top), self.validation)
-            fresh = dict(
-                zip(
-                    [r.agent_id for r in top],
-                    self._each(top, lambda r: self._extra(llm, r, self.validation, cfg.samples_per_probe)),
-                    strict=True,
-                )
+            board = list(dict.fromkeys([*(r.agent_id for r in ranked[:LEADERBOARD]), *bests]))
+            test, train = self.test, self.train
+            found: dict[tuple[str, str], Evaluation] = {}  # (split, agent) -> its evaluation there
+            at_once = {r.agent_id for r in top} <= set(board) and self._steps_fit(
+                (len(top), self.validation), (len(board), test), (len(board), train)
             )
-            reevaluated = {a: round(ev.fitness, 6) for a, ev in fresh.items() if not ev.failure_reasons}
+            if at_once:  # the champion is on the board: the three steps as one, a single drain at the end
+                members = [everyone[a] for a in board if a in everyone]
+                found = self._held_out_steps(llm, [("validation", top), ("test", members), ("train", members)])
+            else:
+                self._step_fits((len(top), self.validation))
+                found = self._held_out_steps(llm, [("validation", top)])
+            reevaluated = {
+                r.agent_id: round(again.fitness, 6)
+                for r in top
+                if not (again := found[("validation", r.agent_id)]).failure_reasons
+            }
             order = {r.agent_id: i for i, r in enumerate(ranked)}
             champion = min(
                 (r for r in top if r.agent_id in reevaluated),
@@ -905,18 +913,17 @@ class Evolution(Guarded):
                     "drop": round(winner.fitness - reevaluated[winner.agent_id], 6),
                     "top": {a: reevaluated[a] for a in reevaluated},
                 }
-            wanted = list(dict.fromkeys([champion.agent_id, *(r.agent_id for r in ranked[:LEADERBOARD]), *bests]))
+            wanted = list(dict.fromkeys([champion.agent_id, *board]))
             members = [everyone[a] for a in wanted if a in everyone]
-            test = self.test
-            self._step_fits(len(members), test)
-            tested: list[Evaluation | None] = (
-                list(self._each(members, lambda r: self._extra(llm, r, test, 0))) if test is not None else []
-            )
-            tested += [None] * (len(members) - len(tested))
-            # train fitness, for the report: the search scored each member on validation (and a reflected
-            # child on its minibatch), so the train probes are answered here (a request made before is free)
-            self._step_fits(len(members), self.train)
-            trained = self._each(members, lambda r: self._extra(llm, r, self.train, 0))
+            if not at_once:
+                self._step_fits((len(members), test))
+                found |= self._held_out_steps(llm, [("test", members)])
+                # train fitness, for the report: the search scored each member on validation (and a reflected
+                # child on its minibatch), so the train probes are answered here (a request made before is free)
+                self._step_fits((len(members), train))
+                found |= self._held_out_steps(llm, [("train", members)])
+            tested = [found.get(("test", r.agent_id)) for r in members]
+            trained = [found[("train", r.agent_id)] for r in members]
             for r, ev, on_train in zip(members, tested, trained, strict=True):
                 row: dict[str, Any] = {"validation": round(r.fitness, 6), "train": round(on_train.fitness, 6)}
                 if r.agent_id in reevaluated:
@@ -940,28 +947,48 @@ class Evolution(Guarded):
             root.end({"champion": out.get("champion"), "tested": len(out["agents"])}, error=out.get("stopped"))
         return out
 
-    def _step_fits(self, members: int, probes: ProbeSet | None) -> None:
-        """Raise :class:`BudgetExceeded` unless a step of the held-out evaluation (``members`` scored on
-        ``probes``) fits in what ``max_calls`` leaves: checked before the step, when no call is under way,
-        so a step runs whole or not at all, whatever the threads do."""
+    def _step_fits(self, *steps: tuple[int, ProbeSet | None]) -> None:
+        """Raise :class:`BudgetExceeded` unless the held-out ``steps`` (``members`` scored on ``probes``
+        each) fit in what ``max_calls`` leaves, all of them together: checked before they run, when no call
+        is under way, so a step runs whole or not at all, whatever the threads do."""
         limit = self.config.budget.max_calls
-        if limit is None or probes is None:
+        if limit is None:
             return
         answer = (1 + judge_calls(self.config.scorers, self.panel)) * max(1, self.config.samples_per_probe)
-        need, spent = members * len(probes.probes) * answer, self.metered.meter.model_calls
-        if spent + need > limit:
+        need = answer * sum(members * len(probes.probes) for members, probes in steps if probes is not None)
+        spent = self.metered.meter.model_calls
+        if need and spent + need > limit:
             raise BudgetExceeded(
                 f"budget.max_calls {limit} reached (the next step may make {need} model calls, {limit - spent} left)"
             )
 
-    def _each(
-        self, members: Sequence[IndividualRecord], fn: Callable[[IndividualRecord], Evaluation]
-    ) -> list[Evaluation]:
-        """``fn`` over ``members`` a few at once (the metered model bounds the calls), results in order."""
-        if not members:
-            return []
-        with ThreadPoolExecutor(min(len(members), self.config.concurrency), thread_name_prefix="furnace-held") as pool:
-            return list(pool.map(fn, members))
+    def _steps_fit(self, *steps: tuple[int, ProbeSet | None]) -> bool:
+        """Whether the held-out ``steps`` fit in the budget together (:meth:`_step_fits`)."""
+        try:
+            self._step_fits(*steps)
+        except BudgetExceeded:
+            return False
+        return True
+
+    def _held_out_steps(
+        self, llm: LLM, steps: Sequence[tuple[str, Sequence[IndividualRecord]]]
+    ) -> dict[tuple[str, str], Evaluation]:
+        """Each step's members scored on its split (``validation``: with fresh samples, numbered after the
+        search's; ``test`` and ``train``: from sample 0), every member of every step a few at once (the
+        metered model bounds the calls); a split the experiment lacks (no test probes) is skipped."""
+        samples = {"validation": self.config.samples_per_probe, "test": 0, "train": 0}
+        probes = {"validation": self.validation, "test": self.test, "train": self.train}
+        jobs = [(split, r) for split, members in steps if probes[split] is not None for r in members]
+        if not jobs:
+            return {}
+
+        def score(job: tuple[str, IndividualRecord]) -> Evaluation:
+            split, record = job
+            return self._extra(llm, record, probes[split], samples[split])  # type: ignore[arg-type]
+
+        workers = min(len(jobs), self.config.concurrency)
+        with ThreadPoolExecutor(workers, thread_name_prefix="furnace-held") as pool:
+            return {(split, r.agent_id): ev for (split, r), ev in zip(jobs, pool.map(score, jobs), strict=True)}
 
     def _extra(self, llm: LLM, record: IndividualRecord, probes: ProbeSet, first_sample: int) -> Evaluation:
         """``record`` scored on ``probes`` (samples numbered from ``first_sample``), its per-agent rows

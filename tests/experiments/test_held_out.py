@@ -235,6 +235,75 @@ def test_the_report_says_how_much_the_winner_fell_on_re_evaluation():
     assert "train - test gap" in text and "test [95% interval]" in text
 
 
+class _HoldsTheFirstReevaluation(Recorder):
+    """Holds the held-out evaluation's first re-evaluation reply until a held-out reply to a test probe
+    arrives (or 30 s pass): ``overlapped`` tells whether the test scoring started while it was held."""
+
+    def __init__(self, inner: Any, test: list[str], samples: int) -> None:
+        super().__init__(inner)
+        self.test, self.samples = test, samples
+        self.test_asked = threading.Event()
+        self.held = threading.Lock()
+        self.overlapped: bool | None = None
+
+    def complete(self, request: LLMRequest) -> Any:
+        held_out = request.unit == "held-out" and request.task == TaskKind.REPLY
+        if held_out and any(message in _text(request) for message in self.test):
+            self.test_asked.set()
+        elif held_out and request.sample_index >= self.samples and self.held.acquire(blocking=False):
+            self.overlapped = self.test_asked.wait(30)
+        return super().complete(request)
+
+
+def test_the_held_out_steps_run_as_one_and_give_what_they_give_one_after_another(monkeypatch):
+    """Re-evaluating the top, and scoring the members on test and on train, run at once when the champion
+    can only be one of the members and the three fit in the budget together: the test probes are asked
+    while the re-evaluation is still under way, and the figures are those of the steps one after another."""
+    cfg = parse_config(SAMPLED)
+    seeds = [e for e in library() if e.language == "en"][: cfg.population]
+    probe = memory_evolution(cfg, seeds)
+    test = [p.message for p in probe.probes.splits()["test"]]
+    model = _HoldsTheFirstReevaluation(OfflineEngine(), test, cfg.samples_per_probe)
+    at_once = memory_evolution(cfg, seeds, llm=CachedLLM(model)).run()
+    assert model.overlapped is True
+    monkeypatch.setattr(Evolution, "_steps_fit", lambda self, *steps: False)  # one step after another
+    stepwise_model = _HoldsTheFirstReevaluation(OfflineEngine(), test, cfg.samples_per_probe)
+    monkeypatch.setattr(stepwise_model.test_asked, "wait", lambda timeout=None: stepwise_model.test_asked.is_set())
+    stepwise = memory_evolution(cfg, seeds, llm=CachedLLM(stepwise_model)).run()
+    assert stepwise_model.overlapped is False  # the test probes waited for the re-evaluation's end
+    assert at_once.held_out == stepwise.held_out and at_once.held_out["agents"]
+    assert at_once.result_signature() == stepwise.result_signature()
+    assert sorted(map(_key, model.requests)) == sorted(map(_key, stepwise_model.requests))
+
+
+def test_held_out_steps_that_do_not_fit_together_run_one_after_another_and_stop_where_they_did():
+    """What the search left of the budget covers the re-evaluation but not the test scoring too: the steps
+    are checked one by one (the re-evaluation runs, the test scoring does not start), as before they could
+    run at once."""
+    cfg = parse_config(SAMPLED)
+    seeds = [e for e in library() if e.language == "en"][: cfg.population]
+    unlimited = memory_evolution(cfg, seeds).run()
+    assert unlimited.held_out["agents"]
+    evo = memory_evolution(cfg, seeds)
+    scored = evo._held_out
+
+    def held_out_with_little_left(history: Any) -> Any:
+        top = cfg.reevaluate_top * len(evo.validation.probes) * 3 * cfg.samples_per_probe  # reply + 2 judges
+        left = cfg.budget.model_copy(update={"max_calls": evo.metered.meter.model_calls + top + 1})
+        evo.config = cfg.model_copy(update={"budget": left})
+        return scored(history)
+
+    evo._held_out = held_out_with_little_left  # type: ignore[method-assign]
+    stopped = evo.run()
+    assert stopped.held_out["reevaluation"] == unlimited.held_out["reevaluation"]
+    assert "held-out evaluation stopped" in stopped.held_out["stopped"]
+    assert stopped.held_out["agents"] == {}
+
+
+def _key(request: LLMRequest) -> str:
+    return request.cache_key("offline")
+
+
 def test_the_estimate_counts_every_sample():
     from furnace.evolution.estimate import estimate
 
