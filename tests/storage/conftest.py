@@ -60,3 +60,18 @@ def make_elixir(name: str, **fields: Any) -> Elixir:
     }
     data.update(fields)
     return parse_elixir(data)
+
+
+@pytest.fixture
+def line(tmp_path: Path) -> Iterator[Any]:
+    """A SQLite store holding a line of five agents, each bred from the previous one and the library
+    elixir ``root``: ``(store, their ids)`` (the lineage stamp's and change log's tests)."""
+    from furnace.storage.sql.db import SQLDatabase, sqlite_url
+    from furnace.storage.sql.store import SQLStore
+
+    from .test_lineage_verification import _chain
+
+    db = SQLDatabase(sqlite_url(tmp_path), home=tmp_path)
+    store = SQLStore(db)
+    yield store, _chain(store, 5)
+    db.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
-from collections.abc import Callable, Iterator, Set
+from collections.abc import Callable, Set
 from pathlib import Path
 from typing import Any
 
@@ -18,26 +18,16 @@ import pytest
 
 from furnace.domain.agent import Agent
 from furnace.domain.errors import LineageError, SealError
-from furnace.storage.sql.db import HEAD_REVISION, SQLDatabase, migrations_config, sqlite_url
+from furnace.storage.sql.db import HEAD_REVISION, SQLDatabase, sqlite_url
 from furnace.storage.sql.lineage_log import Changes
 from furnace.storage.sql.store import RememberedWalk, SQLStore
 
 from .test_contract import make_agent
-from .test_lineage_stamp import _FORGERIES, _raw
+from .test_lineage_stamp import _FORGERIES, _raw, home_at
 from .test_lineage_verification import _chain
-from .test_verified_walks import _sql_of
+from .test_verified_walks import _sql_of, count_verified
 
 KEEP = 10_000  # the moves the log keeps at least (migration 0005)
-
-
-@pytest.fixture
-def line(tmp_path: Path) -> Iterator[tuple[SQLStore, list[str]]]:
-    """A SQLite store holding a line of five agents, each bred from the previous one and the library
-    elixir ``root``."""
-    db = SQLDatabase(sqlite_url(tmp_path), home=tmp_path)
-    store = SQLStore(db)
-    yield store, _chain(store, 5)
-    db.close()
 
 
 def _bred(store: SQLStore, parent: str, seed: int) -> Agent:
@@ -62,14 +52,8 @@ def _watched(
     store: SQLStore, walk: Callable[[], Any], monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Any, list[str], list[str]]:
     """What ``walk`` returns, the statements it ran and the agents it verified in full."""
-    verified: list[str] = []
     check = store._verified_row
-
-    def counted(conn: Any, row: Any, *args: Any) -> Any:
-        verified.append(row[0])
-        return check(conn, row, *args)
-
-    monkeypatch.setattr(store, "_verified_row", counted)
+    verified = count_verified(store, monkeypatch)
     try:
         found, ran = _sql_of(store, walk)
     finally:
@@ -332,15 +316,7 @@ def test_a_rolled_back_writes_log_is_never_taken_for_a_committed_one(
 def test_a_home_at_0004_is_upgraded_to_the_log(tmp_path: Path) -> None:
     """A SQLite home made at revision 0004 (the stamp without its log) is brought to the head on its first
     open: its rows kept, a walk remembered through a lineage commit off it, a forgery refused."""
-    from alembic import command
-
-    url = sqlite_url(tmp_path)
-    old = SQLDatabase(url, home=tmp_path, migrate=False)
-    config = migrations_config()
-    with old.engine.begin() as conn:
-        config.attributes["connection"] = conn
-        command.upgrade(config, "0004")
-    assert old.revision() == "0004"
+    url, old = home_at(tmp_path, "0004")
     ids = _chain(SQLStore(old), 3)
     found = SQLStore(old).ancestors(ids[-1])
     old.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +29,6 @@ from .test_lineage_verification import _chain
 from .test_verified_walks import _sql_of
 
 _TABLES = ("agents", "lineage_edges", "elixir_versions")
-
-
-@pytest.fixture
-def line(tmp_path: Path) -> Iterator[tuple[SQLStore, list[str]]]:
-    """A SQLite store holding a line of five agents, each bred from the previous one and the library
-    elixir ``root``."""
-    db = SQLDatabase(sqlite_url(tmp_path), home=tmp_path)
-    store = SQLStore(db)
-    yield store, _chain(store, 5)
-    db.close()
 
 
 def _raw(store: SQLStore, *statements: str | tuple[str, list[Any]]) -> None:
@@ -254,9 +244,9 @@ def test_without_its_stamp_a_walk_remembers_nothing(line: tuple[SQLStore, list[s
     assert _reads_lineage(_sql_of(store, lambda: store.ancestors(ids[-1]))[1])  # read and verified again
 
 
-def test_an_existing_home_is_upgraded_to_the_stamp_on_first_open(tmp_path: Path) -> None:
-    """A SQLite home made at revision 0003 (walks remembered nothing there: no stamp) is brought to the head
-    on its first open: its rows are kept, walks are remembered, a forgery is refused."""
+def home_at(tmp_path: Path, revision: str) -> tuple[str, SQLDatabase]:
+    """A SQLite home in ``tmp_path`` migrated up to ``revision`` only (as an older furnace left it): its
+    URL and the database, open without migrating further."""
     from alembic import command
 
     url = sqlite_url(tmp_path)
@@ -264,8 +254,15 @@ def test_an_existing_home_is_upgraded_to_the_stamp_on_first_open(tmp_path: Path)
     config = migrations_config()
     with old.engine.begin() as conn:
         config.attributes["connection"] = conn
-        command.upgrade(config, "0003")
-    assert old.revision() == "0003"
+        command.upgrade(config, revision)
+    assert old.revision() == revision
+    return url, old
+
+
+def test_an_existing_home_is_upgraded_to_the_stamp_on_first_open(tmp_path: Path) -> None:
+    """A SQLite home made at revision 0003 (walks remembered nothing there: no stamp) is brought to the head
+    on its first open: its rows are kept, walks are remembered, a forgery is refused."""
+    url, old = home_at(tmp_path, "0003")
     ids = _chain(SQLStore(old), 3)
     found = SQLStore(old).ancestors(ids[-1])
     old.close()

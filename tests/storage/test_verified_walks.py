@@ -200,13 +200,8 @@ def test_verified_agents_remember_only_reads_of_the_current_epoch() -> None:
     assert verified.holds("c", 1, edges) and verified.holds("d", 1, edges)
 
 
-def test_after_a_commit_elsewhere_unchanged_agents_are_confirmed_by_their_bytes(
-    chain: tuple[SQLStore, list[str]], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A commit that touches none of the walk's records (another process saving an elixir) costs a read of
-    the walk's rows, not a verification in full; a forged row among them still is verified, and refused."""
-    store, ids = chain
-    store.ancestors(ids[-1])
+def count_verified(store: SQLStore, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """From now on, the ids of the agents ``store`` verifies in full, in order (appended as they are)."""
     verified: list[str] = []
     check = store._verified_row
 
@@ -215,6 +210,17 @@ def test_after_a_commit_elsewhere_unchanged_agents_are_confirmed_by_their_bytes(
         return check(conn, row, *args)
 
     monkeypatch.setattr(store, "_verified_row", counted)
+    return verified
+
+
+def test_after_a_commit_elsewhere_unchanged_agents_are_confirmed_by_their_bytes(
+    chain: tuple[SQLStore, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit that touches none of the walk's records (another process saving an elixir) costs a read of
+    the walk's rows, not a verification in full; a forged row among them still is verified, and refused."""
+    store, ids = chain
+    store.ancestors(ids[-1])
+    verified = count_verified(store, monkeypatch)
     _elsewhere(
         store,
         (
