@@ -43,11 +43,10 @@ def write_tables(conn: Connection, folder: Path) -> dict[str, int]:
     counts: dict[str, int] = {}
     for table in metadata.sorted_tables:
         rows = conn.execute(select(table)).all()
-        columns: dict[str, list[Any]] = {c.name: [] for c in table.columns}
-        names = list(columns)
-        for row in rows:
-            for name, value in zip(names, row, strict=True):
-                columns[name].append(value)
+        names = [c.name for c in table.columns]
+        # rows to columns in one C-level transpose (a Python append per value was ~40 % of a refresh)
+        values = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+        columns: dict[str, list[Any]] = {name: list(column) for name, column in zip(names, values, strict=True)}
         for (name_of_table, column), _ in _LISTS.items():
             if name_of_table == table.name:
                 columns[column] = [None if v is None else json.loads(v) for v in columns[column]]
