@@ -881,10 +881,10 @@ class Evolution(Guarded):
             top = ranked[: cfg.reevaluate_top]
             board = list(dict.fromkeys([*(r.agent_id for r in ranked[:LEADERBOARD]), *bests]))
             test, train = self.test, self.train
-            found: dict[tuple[str, str], Evaluation] = {}  # (split, agent) -> its evaluation there
             at_once = {r.agent_id for r in top} <= set(board) and self._steps_fit(
                 (len(top), self.validation), (len(board), test), (len(board), train)
             )
+            found: dict[tuple[str, str], Evaluation]  # (split, agent) -> its evaluation there
             if at_once:  # the champion is on the board: the three steps as one, a single drain at the end
                 members = [everyone[a] for a in board if a in everyone]
                 found = self._held_out_steps(llm, [("validation", top), ("test", members), ("train", members)])
@@ -976,19 +976,19 @@ class Evolution(Guarded):
         """Each step's members scored on its split (``validation``: with fresh samples, numbered after the
         search's; ``test`` and ``train``: from sample 0), every member of every step a few at once (the
         metered model bounds the calls); a split the experiment lacks (no test probes) is skipped."""
-        samples = {"validation": self.config.samples_per_probe, "test": 0, "train": 0}
-        probes = {"validation": self.validation, "test": self.test, "train": self.train}
-        jobs = [(split, r) for split, members in steps if probes[split] is not None for r in members]
+        first = {"validation": self.config.samples_per_probe, "test": 0, "train": 0}
+        splits = {"validation": self.validation, "test": self.test, "train": self.train}
+        jobs = [(split, r, on) for split, members in steps if (on := splits[split]) is not None for r in members]
         if not jobs:
             return {}
 
-        def score(job: tuple[str, IndividualRecord]) -> Evaluation:
-            split, record = job
-            return self._extra(llm, record, probes[split], samples[split])  # type: ignore[arg-type]
+        def score(job: tuple[str, IndividualRecord, ProbeSet]) -> Evaluation:
+            split, record, probes = job
+            return self._extra(llm, record, probes, first[split])
 
         workers = min(len(jobs), self.config.concurrency)
         with ThreadPoolExecutor(workers, thread_name_prefix="furnace-held") as pool:
-            return {(split, r.agent_id): ev for (split, r), ev in zip(jobs, pool.map(score, jobs), strict=True)}
+            return {(split, r.agent_id): ev for (split, r, _), ev in zip(jobs, pool.map(score, jobs), strict=True)}
 
     def _extra(self, llm: LLM, record: IndividualRecord, probes: ProbeSet, first_sample: int) -> Evaluation:
         """``record`` scored on ``probes`` (samples numbered from ``first_sample``), its per-agent rows
