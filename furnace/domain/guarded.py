@@ -7,6 +7,10 @@ the guard is the simplest there is: a :class:`Guarded` object has one re-entrant
 method marked :func:`serialized` runs holding it (a serialized method may call another). A method
 that waits on something slow (a model's answer, a sleep) is not marked: it calls small serialized
 helpers for the state it touches instead.
+
+A serialized method that must wait for another thread's change (a call landing, a request arriving)
+waits with :meth:`Guarded._wait_until`, which lets go of the lock while it waits; the method that makes
+the change calls :meth:`Guarded._changed`.
 """
 
 from __future__ import annotations
@@ -26,11 +30,25 @@ class Guarded:
     whatever the subclass's ``__init__`` does)."""
 
     _lock: Any
+    _condition: Any
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Any:
         made = super().__new__(cls)
         made._lock = threading.RLock()
+        made._condition = None  # made on the first wait
         return made
+
+    def _wait_until(self, predicate: Callable[[], bool], timeout: float | None = None) -> bool:
+        """Inside a serialized method: wait until ``predicate()`` is true (checked now, then after each
+        :meth:`_changed`), letting go of the lock meanwhile; False when ``timeout`` ran out first."""
+        if self._condition is None:
+            self._condition = threading.Condition(self._lock)
+        return bool(self._condition.wait_for(predicate, timeout))
+
+    def _changed(self) -> None:
+        """Inside a serialized method: wake every :meth:`_wait_until` to check its predicate again."""
+        if self._condition is not None:
+            self._condition.notify_all()
 
 
 def serialized(method: Callable[Concatenate[G, P], R]) -> Callable[Concatenate[G, P], R]:
