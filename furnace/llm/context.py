@@ -12,19 +12,13 @@ When the history does not fit, the older turns are compressed by the model
 stay verbatim. The summary is carried in a :class:`MemoryState` so the next
 turn only compresses what is new. Whatever the model returns, the summary is
 cut to its share: the context never exceeds the budget.
-
-Write-back happens after a turn without blocking it: :class:`MemoryWriter`
-runs writes in the background, serialised per session (in submission order).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
-from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
@@ -288,76 +282,3 @@ def _fit_verbatim(turns: list[Message], sizes: list[int], room: int, count: Toke
         total += size - sizes[0]
         sizes[0] = size
     return turns, total
-
-
-# --- write-back ---------------------------------------------------------------
-
-
-class MemoryWriter:
-    """Background writes, serialised per key (session) in submission order; never blocks a turn."""
-
-    def __init__(self, *, max_workers: int = 2) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="furnace-memory")
-        self._lock = threading.Lock()
-        self._queues: dict[str, deque[tuple[Callable[[], object], Future[object]]]] = {}
-        self._draining: set[str] = set()
-        self._pending: set[Future[object]] = set()
-
-    def submit(self, key: str, write: Callable[[], object]) -> Future[object]:
-        """Queue ``write`` for ``key``; returns at once with a Future of its result."""
-        future: Future[object] = Future()
-        with self._lock:
-            self._queues.setdefault(key, deque()).append((write, future))
-            self._pending.add(future)
-            start = key not in self._draining
-            if start:
-                self._draining.add(key)
-        if start:
-            self._pool.submit(self._drain, key)
-        return future
-
-    def _drain(self, key: str) -> None:
-        while True:
-            with self._lock:
-                queue = self._queues.get(key)
-                if not queue:
-                    self._draining.discard(key)
-                    self._queues.pop(key, None)
-                    return
-                write, future = queue.popleft()
-            try:
-                future.set_result(write())
-            except Exception as err:  # a failed write-back is logged; the chat already moved on
-                log.warning("memory write-back for %s failed: %s", key, err)
-                future.set_exception(err)
-            finally:
-                with self._lock:
-                    self._pending.discard(future)
-
-    def flush(self, timeout: float | None = None) -> None:
-        """Wait until every queued write has run."""
-        from concurrent.futures import wait
-
-        with self._lock:
-            pending = set(self._pending)
-        wait(pending, timeout=timeout)
-
-    def close(self) -> None:
-        """Finish queued writes and stop the workers."""
-        self.flush()
-        self._pool.shutdown(wait=True)
-
-
-@dataclass
-class InMemoryBank:
-    """Profile memory (per persona/user), session memory and summary state, in memory."""
-
-    profiles: dict[str, str] = field(default_factory=dict)
-    sessions: dict[str, str] = field(default_factory=dict)
-    states: dict[str, MemoryState] = field(default_factory=dict)
-
-    def remember(self, session_id: str, state: MemoryState, note: str | None = None) -> None:
-        """Write back after a turn: the summary state and an optional session note."""
-        self.states[session_id] = state
-        if note:
-            self.sessions[session_id] = (self.sessions.get(session_id, "") + "\n" + note).strip()

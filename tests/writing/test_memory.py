@@ -1,9 +1,6 @@
-"""Token-aware memory: exact budget arithmetic, long chats, compression, write-back."""
+"""Token-aware memory: exact budget arithmetic, long chats, compression."""
 
 from __future__ import annotations
-
-import threading
-import time
 
 import pytest
 
@@ -11,9 +8,7 @@ from furnace.adapters.tokens import counter_for
 from furnace.domain.errors import LLMTimeout
 from furnace.llm.context import (
     ContextBudget,
-    InMemoryBank,
     MemoryState,
-    MemoryWriter,
     build_context,
     fit_tokens,
 )
@@ -161,45 +156,3 @@ def test_a_runaway_summary_is_cut_to_its_share():
 def test_fit_tokens_keeps_start_or_end():
     assert fit_tokens("abcdef", 3, chars) == "abc" and fit_tokens("abcdef", 3, chars, keep="end") == "def"
     assert fit_tokens("abc", 0, chars) == ""
-
-
-def test_writer_runs_in_background_serialised_per_session():
-    writer = MemoryWriter(max_workers=2)
-    bank = InMemoryBank()
-    order: dict[str, list[int]] = {"a": [], "b": []}
-    gate = threading.Event()
-    running = {"a": 0}
-    overlap = []
-
-    def write(key, i):
-        def run():
-            if key == "a":
-                running["a"] += 1
-                overlap.append(running["a"])
-            gate.wait(2)
-            time.sleep(0.001)
-            order[key].append(i)
-            if key == "a":
-                running["a"] -= 1
-
-        return run
-
-    for i in range(10):
-        writer.submit("a", write("a", i))
-        writer.submit("b", write("b", i))
-    assert order == {"a": [], "b": []}  # submitting never waits for the writes: all are still held at the gate
-    gate.set()
-    writer.submit("a", lambda: bank.remember("a", MemoryState("s", 3), "note"))
-    writer.close()
-    assert order == {"a": list(range(10)), "b": list(range(10))}
-    assert max(overlap) == 1  # never two writes of one session at once
-    assert bank.states["a"] == MemoryState("s", 3) and bank.sessions["a"] == "note"
-
-
-def test_a_failing_write_back_is_logged_not_raised(caplog):
-    writer = MemoryWriter()
-    fut = writer.submit("s", lambda: 1 / 0)
-    ok = writer.submit("s", lambda: "fine")
-    writer.close()
-    assert ok.result() == "fine" and isinstance(fut.exception(), ZeroDivisionError)
-    assert "write-back" in caplog.text
