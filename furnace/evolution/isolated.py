@@ -41,6 +41,7 @@ from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import FurnaceError, NotFound
 from furnace.domain.guarded import Guarded, serialized
+from furnace.domain.threads import Flights
 from furnace.evolution.breeding import FusionBreeder
 from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.engine import Embedder, Evolution
@@ -57,7 +58,6 @@ from furnace.llm.cache import (
     CallTotals,
     MemoryCallLedger,
     MemoryResponseCache,
-    _Flights,
 )
 from furnace.llm.seam import LLM, Completion, LLMRequest, TaskKind
 from furnace.scoring.probes import ProbeSet
@@ -240,7 +240,7 @@ class _Kit(Guarded):
         self.responses = MemoryResponseCache()
         for key, completion in world.responses:
             self.responses.put(key, completion)
-        self.flights = _Flights()
+        self.flights: Flights[Completion] = Flights()
         self.store = world.store() if world.store is not None else None
         self.kv = MemoryKV()
         ttl = world.settings.synth_ttl_s if world.settings is not None else None

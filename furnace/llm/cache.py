@@ -26,16 +26,15 @@ messages, a key or a header: the cache holds completions, the ledger numbers.
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from furnace.domain.threads import Flights
 from furnace.llm.seam import LLM, Completion, LLMRequest, answer_key
 
 
@@ -263,31 +262,6 @@ class MemoryCallLedger:
         return sum_calls([r for r in rows if r.run_id == run_id or (r.run_id or "").startswith(run_id + "/")])
 
 
-@dataclass
-class _Flight:
-    done: threading.Event = field(default_factory=threading.Event)
-    result: Completion | None = None
-    error: BaseException | None = None
-
-
-class _Flights:
-    """In-process single-flight table shared by a CachedLLM and its ``for_run`` views. A dict's
-    ``setdefault`` and ``pop`` on a string key are each one atomic step, so joining (the first caller of a
-    key leads, the others wait on its flight) needs no lock of its own."""
-
-    def __init__(self) -> None:
-        self._flights: dict[str, _Flight] = {}
-
-    def join(self, key: str) -> tuple[_Flight, bool]:
-        mine = _Flight()
-        flight = self._flights.setdefault(key, mine)
-        return flight, flight is mine
-
-    def land(self, key: str, flight: _Flight) -> None:
-        self._flights.pop(key, None)
-        flight.done.set()
-
-
 class CachedLLM:
     """An LLM that serves repeats from a response cache and accounts every call."""
 
@@ -298,14 +272,15 @@ class CachedLLM:
         ledger: CallLedger | None = None,
         *,
         run_id: str | None = None,
-        _flights: _Flights | None = None,
+        _flights: Flights[Completion] | None = None,
     ) -> None:
         self.inner = inner
         self.cache: ResponseCache = cache if cache is not None else MemoryResponseCache()
         self.ledger: CallLedger = ledger if ledger is not None else MemoryCallLedger()
         self.run_id = run_id
         self.model_name = inner.model_name
-        self._flights = _flights or _Flights()
+        # in-process single-flight table, shared with the for_run views
+        self._flights: Flights[Completion] = _flights if _flights is not None else Flights()
 
     def __repr__(self) -> str:
         return f"CachedLLM({self.inner!r}, run_id={self.run_id!r})"
@@ -340,16 +315,16 @@ class CachedLLM:
         started = time.perf_counter()
         flight, leader = self._flights.join(key)
         if not leader:
-            flight.done.wait()
-            if flight.error is not None:
-                self._record(request, key, started, cached=True, error=flight.error)
-                raise flight.error
-            assert flight.result is not None
-            return self._served(request, key, flight.result, started)
+            try:
+                shared = flight.wait()
+            except BaseException as err:
+                self._record(request, key, started, cached=True, error=err)
+                raise
+            return self._served(request, key, shared, started)
         try:
             hit = self.cache.get(key)
             if hit is not None:
-                flight.result = hit
+                flight.value = hit
                 return self._served(request, key, hit, started)
             try:
                 fresh = self.inner.complete(request)
@@ -361,10 +336,10 @@ class CachedLLM:
             # write-ahead: the paid call is in the ledger before its answer is stored or used
             self._record(request, key, started, cached=False, completion=result)
             self.cache.put(key, result, task=request.task.value)
-            flight.result = result
+            flight.value = result
             return result
         except BaseException as err:
-            if flight.result is None and flight.error is None:
+            if flight.value is None and flight.error is None:
                 flight.error = err  # e.g. the cache itself failed: followers see the same error
             raise
         finally:

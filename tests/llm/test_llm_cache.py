@@ -178,6 +178,34 @@ def test_single_flight_shares_the_error(storage):
     assert llm.cache.get(ask("same").cache_key("fake")) is None
 
 
+def test_a_run_view_joins_the_flight_of_its_parent():
+    # the view is made while no call is in flight: an empty table is still the one it shares
+    joined = threading.Semaphore(0)
+
+    def after_the_view_joined(request):
+        assert joined.acquire(timeout=30)
+        return "shared"
+
+    inner = SlowLLM(FakeLLM(respond=after_the_view_joined), latency_s=0.0)
+    llm = CachedLLM(inner)
+    view = llm.for_run("run-v")
+    join = llm._flights.join
+
+    def counting_join(key):
+        flight, leader = join(key)
+        if not leader:
+            joined.release()
+        return flight, leader
+
+    llm._flights.join = counting_join  # type: ignore[method-assign]
+    with ThreadPoolExecutor(2) as pool:
+        lead = pool.submit(llm.complete, ask("same"))
+        follow = pool.submit(view.complete, ask("same"))
+        results = [lead.result(60), follow.result(60)]
+    assert inner.calls == 1 and sorted(r.cached for r in results) == [False, True]  # either may lead
+    assert sorted(str(r.run_id) for r in llm.ledger.calls()) == ["None", "run-v"]
+
+
 def test_the_stored_cache_survives_a_new_process_view(stored):
     first_inner = FakeLLM(respond=lambda r: {"score": 0.5})
     llm = CachedLLM(first_inner, *stored.open()[1:])
