@@ -24,8 +24,6 @@ The KV protocol is tiny: ``get(key) -> dict | None`` and
 from __future__ import annotations
 
 import contextlib
-import logging
-import threading
 import time
 import weakref
 from collections import OrderedDict
@@ -35,9 +33,8 @@ from typing import Any
 
 from furnace.domain.canonical import content_key
 from furnace.domain.guarded import Guarded, serialized
+from furnace.domain.threads import Flights
 from furnace.storage.protocols import KV as KV  # declared with every store protocol
-
-log = logging.getLogger("furnace.fusion.synthesis")
 
 DEFAULT_TTL_S = 30 * 24 * 3600
 
@@ -85,13 +82,6 @@ def synth_key(lineage_hash: str) -> str:
     return f"synth:{lineage_hash}"
 
 
-class _Flight:
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.value: dict[str, Any] | None = None
-        self.error: BaseException | None = None
-
-
 class Found(Exception):
     """Raised by a build that found the cache entry itself (``get_or_build(..., read=False)``)."""
 
@@ -101,15 +91,16 @@ class Found(Exception):
 
 
 class SynthesisCache(Guarded):
-    """Rendered agents by lineage hash, single-flight in process, insert-if-absent across. Its memo,
-    flights and counters are under its one lock (the serialized helpers); builds and the KV run outside."""
+    """Rendered agents by lineage hash, single-flight in process (a :class:`Flights` table),
+    insert-if-absent across. Its memo and counters are under its one lock (the serialized helpers);
+    builds and the KV run outside."""
 
     def __init__(self, kv: KV | None = None, ttl_s: float | None = DEFAULT_TTL_S) -> None:
         self.kv: KV = kv if kv is not None else MemoryKV()
         self.ttl_s = ttl_s
         self.builds = 0  # how many times a build function actually ran (tests, benchmarks)
         self._persisted: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
-        self._flights: dict[str, _Flight] = {}
+        self._flights: Flights[dict[str, Any]] = Flights()
         # Values are immutable per key, so a small in-process memo in front of the KV is
         # safe; entries leave it when their TTL (from built_at) runs out.
         self._memo: OrderedDict[str, tuple[dict[str, Any], float]] = OrderedDict()
@@ -139,19 +130,6 @@ class SynthesisCache(Guarded):
             return item[0]
         self._memo.pop(key, None)
         return None
-
-    @serialized
-    def _board(self, key: str) -> tuple[_Flight, bool]:
-        """The flight building ``key``, and whether this caller leads it (it was not under way)."""
-        flight = self._flights.get(key)
-        if flight is not None:
-            return flight, False
-        flight = self._flights[key] = _Flight()
-        return flight, True
-
-    @serialized
-    def _land(self, key: str) -> None:
-        self._flights.pop(key, None)
 
     @serialized
     def _count_build(self, n: int) -> None:
@@ -207,13 +185,9 @@ class SynthesisCache(Guarded):
         hit = self._lookup(key) if read else self._memo_hit(key)
         if hit is not None:
             return hit, True
-        flight, leader = self._board(key)
+        flight, leader = self._flights.join(key)
         if not leader:
-            flight.done.wait()
-            if flight.error is not None:
-                raise flight.error
-            assert flight.value is not None
-            return flight.value, True
+            return flight.wait(), True
         try:
             # another thread's flight may have finished just before ours began (no query: it remembered
             # its value; another process's is met by the insert)
@@ -237,21 +211,7 @@ class SynthesisCache(Guarded):
             flight.error = err
             raise
         finally:
-            self._land(key)
-            flight.done.set()
-
-    def prewarm(self, lineage_hash: str, build: Callable[[], dict[str, Any]]) -> threading.Thread:
-        """Build in a background daemon thread; failures are logged, never raised."""
-
-        def work() -> None:
-            try:
-                self.get_or_build(lineage_hash, build)
-            except Exception as err:  # a failed pre-warm must never hurt anyone
-                log.warning("pre-warm of synth:%s failed: %s: %s", lineage_hash[:12], err.__class__.__name__, err)
-
-        thread = threading.Thread(target=work, name=f"prewarm-{lineage_hash[:8]}", daemon=True)
-        thread.start()
-        return thread
+            self._flights.land(key, flight)
 
 
 class SubResultCache:

@@ -153,17 +153,6 @@ def test_prewarm_never_raises_and_fills_the_cache(store, fsettings, caplog) -> N
     assert "agt-missing" in caplog.text
 
 
-def test_synthesis_cache_prewarm_failure_is_logged(caplog) -> None:
-    cache = SynthesisCache(MemoryKV())
-
-    def boom():
-        raise RuntimeError("model down")
-
-    with caplog.at_level(logging.WARNING):
-        cache.prewarm("abc", boom).join(5)
-    assert "model down" in caplog.text and cache.get("abc") is None
-
-
 def test_an_agent_can_be_a_parent_and_lineage_spans_generations(store, cache, fsettings) -> None:
     child = run(store, cache, operator="crossover", settings=fsettings).agent
     grandchild = run(store, cache, parents=[child.id], seed=1, settings=fsettings).agent
