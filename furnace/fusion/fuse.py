@@ -21,7 +21,6 @@ import os
 import random
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -34,6 +33,7 @@ from furnace.domain.errors import InputError, LineageError, NotFound
 from furnace.domain.guarded import Guarded
 from furnace.domain.lineage import Lineage
 from furnace.domain.render import render_prompt
+from furnace.domain.threads import Executor, Future, PerKey, background, pool, wait
 from furnace.fusion.embedding import Embedder
 from furnace.fusion.operators import OPERATORS, OperatorContext, OperatorResult, expertise_distance
 from furnace.fusion.operators.conflicts import check_hard_conflicts
@@ -60,16 +60,8 @@ class FusionResult:
     model_calls: int = 0
 
 
-_POOLS: dict[int, ThreadPoolExecutor] = {}  # per process id: a forked child starts its own
-_POOLS_LOCK = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    with _POOLS_LOCK:
-        pool = _POOLS.get(os.getpid())
-        if pool is None:
-            pool = _POOLS[os.getpid()] = ThreadPoolExecutor(max_workers=4, thread_name_prefix="furnace-fuse-read")
-        return pool
+# the read workers, per process id: a forked child starts its own
+_POOLS: PerKey[int, Executor] = PerKey(lambda _pid: pool(4, name="furnace-fuse-read"))
 
 
 class _Beside(Generic[T]):
@@ -86,7 +78,7 @@ class _Beside(Generic[T]):
             self._future: Future[T] = Future()
             self._run_here()
         else:
-            self._future = _pool().submit(contextvars.copy_context().run, fn)
+            self._future = _POOLS.get(os.getpid()).submit(contextvars.copy_context().run, fn)
 
     def _run_here(self) -> None:
         try:
@@ -432,9 +424,7 @@ def prewarm(store: ElixirStore, agent_ids: Iterable[str], cache: SynthesisCache)
             except Exception as err:
                 log.warning("pre-warm of %s failed: %s: %s", agent_id, err.__class__.__name__, err)
 
-    thread = threading.Thread(target=work, name="furnace-prewarm", daemon=True)
-    thread.start()
-    return thread
+    return background(work, name="furnace-prewarm")
 
 
 def cached_prompt(agent: Agent, cache: SynthesisCache) -> str:
