@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import threading
 from functools import lru_cache
 from pathlib import Path
+
+from furnace.domain.threads import Once
 
 SENSES = 2
 MAX_WORD = 8
@@ -44,9 +45,6 @@ _SKIP = (
     "abbr. for",
     "Taiwan pr.",
 )
-
-_table: dict[str, str] | None = None
-_lock = threading.Lock()
 
 
 def dictionary_path() -> Path | None:
@@ -100,13 +98,12 @@ def parse(lines: list[str] | tuple[str, ...]) -> dict[str, str]:
     return {word: gloss for word, (_, gloss) in best.items()}
 
 
-def _dictionary() -> dict[str, str]:
-    global _table
-    with _lock:
-        if _table is None:
-            path = dictionary_path()
-            _table = parse(path.read_text(encoding="utf-8").splitlines()) if path else {}
-        return _table
+def _load() -> dict[str, str]:
+    path = dictionary_path()
+    return parse(path.read_text(encoding="utf-8").splitlines()) if path else {}
+
+
+_dictionary: Once[dict[str, str]] = Once(_load)  # read on first use, once per process
 
 
 def segment_gloss(run: str, table: dict[str, str]) -> list[str]:
@@ -130,7 +127,7 @@ def to_english(text: str) -> str:
     """``text`` with every run of Chinese characters glossed into English (unchanged without Chinese)."""
     if not _CJK.search(text):
         return text
-    table = _dictionary()
+    table = _dictionary.get()
     if not table:
         return text
     glossed = _CJK_RUN.sub(lambda m: " " + " ".join(segment_gloss(m.group(0), table)) + " ", text)

@@ -13,6 +13,7 @@ from furnace.domain.agent import Agent
 from furnace.domain.elixir import Elixir, parse_elixir
 from furnace.domain.lineage import Lineage
 from furnace.domain.render import render_prompt
+from furnace.domain.threads import Once
 from furnace.fusion import gloss
 from furnace.fusion.embedding import HashEmbedder
 from furnace.fusion.operators import OPERATORS
@@ -175,7 +176,7 @@ def test_a_chinese_question_reaches_a_member_described_in_english():
 
 
 def test_without_the_dictionary_routing_reads_the_text_as_written(monkeypatch):
-    monkeypatch.setattr(gloss, "_table", {})
+    monkeypatch.setattr(gloss, "_dictionary", Once(dict))
     gloss.to_english.cache_clear()
     try:
         assert gloss.to_english("燕子什么时候迁徙？") == "燕子什么时候迁徙？"
