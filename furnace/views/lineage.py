@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from furnace.domain.agent import AGENT_PREFIX
 from furnace.domain.errors import FurnaceError
+from furnace.domain.threads import parallel_map
 from furnace.storage.store import ElixirStore
 
 MAX_NODES = 150  # beyond this the graph is unreadable; the table still lists everyone
@@ -89,8 +89,9 @@ def lineage_graph(
         parent, child = (n.id, n.via) if depth < 0 else (n.via, n.id)
         edges[(parent, child)] = GraphEdge(parent, child, n.operator or "?")
     detailed = [node_id] + [n.id for n, _ in kept[:max_details]]
-    with ThreadPoolExecutor(max_workers=DETAIL_THREADS) as pool:  # each read is one short-lived connection
-        found = dict(zip(detailed, pool.map(lambda i: _detail(store, i, ids), detailed), strict=False))
+    # each read is one short-lived connection
+    details = parallel_map(lambda i: _detail(store, i, ids), detailed, workers=DETAIL_THREADS, name="furnace-lineage")
+    found = dict(zip(detailed, details, strict=True))
     for _name, _version, pinned in found.values():
         edges.update({(e.parent, e.child): e for e in pinned})
     if edge_versions is not None:
