@@ -3,16 +3,16 @@ keyed seal when it is read, and the figures ``furnace cache stats`` shows."""
 
 from __future__ import annotations
 
-import threading
 from collections import OrderedDict
 from datetime import datetime
 from typing import Any
 
+from furnace.domain.guarded import Guarded, serialized
 from furnace.llm.seam import Completion
 from furnace.storage.seals import Sealer, response_seal, sealed
 
 
-class ResponseMemory:
+class ResponseMemory(Guarded):
     """Completions by content key kept in memory (content-addressed, hence immutable), and the count of
     stored rows refused for a bad seal."""
 
@@ -20,7 +20,6 @@ class ResponseMemory:
         self.memory_items = memory_items
         self.ttl_s = ttl_s
         self._memory: OrderedDict[str, Completion] = OrderedDict()
-        self._lock = threading.Lock()
         self.refused = 0  # stored responses this cache would not serve: their seal did not verify
 
     def _recall(self, key: str) -> Completion | None:
@@ -29,24 +28,27 @@ class ResponseMemory:
     def _served(self, sealer: Sealer, key: str, text: str, seal: Any) -> Completion | None:
         """The completion of a stored row when its seal verifies (remembered), else None (counted)."""
         if not sealed(seal, response_seal(sealer, key, text)):
-            with self._lock:
-                self.refused += 1
+            self._refuse()
             return None
         found = Completion.model_validate_json(text)
         self._remember(key, found)
         return found
 
-    def _remember(self, key: str, completion: Completion) -> None:
-        with self._lock:
-            self._memory[key] = completion
-            self._memory.move_to_end(key)
-            while len(self._memory) > self.memory_items:
-                self._memory.popitem(last=False)
+    @serialized
+    def _refuse(self) -> None:
+        self.refused += 1
 
+    @serialized
+    def _remember(self, key: str, completion: Completion) -> None:
+        self._memory[key] = completion
+        self._memory.move_to_end(key)
+        while len(self._memory) > self.memory_items:
+            self._memory.popitem(last=False)
+
+    @serialized
     def _forget(self, keys: list[str]) -> None:
-        with self._lock:
-            for key in keys:
-                self._memory.pop(key, None)
+        for key in keys:
+            self._memory.pop(key, None)
 
     def _stats(
         self,

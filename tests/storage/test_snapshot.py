@@ -15,6 +15,7 @@ import pytest
 
 from furnace.domain.elixir import parse_elixir
 from furnace.storage.duckdb import snapshot
+from furnace.storage.seals import sealer_for
 from furnace.storage.sql.db import SQLDatabase, sqlite_url
 from furnace.storage.sql.store import SQLStore
 
@@ -262,3 +263,96 @@ def test_a_refresh_is_spaced_by_its_own_cost_so_a_large_home_takes_a_bounded_sha
         assert cost / (due - last) <= 1 / snapshot.DUTY  # its share of the time between refreshes
     quiet = snapshot.refresh_due(first, first, last, cost=2.0)  # a pause does not bring it forward
     assert quiet == last + snapshot.DUTY * 2.0
+
+
+class _Copies:
+    """A live store for the background refresher: counts its copies (of no tables); with ``again``, a
+    write asks for another refresh while the first one copies."""
+
+    def __init__(self, home: Path, *, again: bool = False) -> None:
+        self.path = home / "furnace.sqlite"
+        self.sealer = sealer_for(home, "k" * 32)
+        self.idle_s = 0.0  # a writer that never pauses
+        self.copies = 0
+        self.again = again
+
+    def exists(self) -> bool:
+        return True
+
+    def write_parquet(self, folder: Path) -> tuple[dict[str, int], int]:
+        self.copies += 1
+        if self.again and self.copies == 1:
+            snapshot.request(self)
+        return {}, 5
+
+
+@pytest.fixture
+def never_due(monkeypatch) -> None:
+    """Background refreshes an hour from due (a busy writer, the maximum delay an hour): only
+    ``wait_pending`` brings one on."""
+    monkeypatch.setattr(snapshot, "QUIET_S", 3600.0)
+    monkeypatch.setattr(snapshot, "MAX_DELAY_S", 3600.0)
+
+
+def test_requests_are_coalesced_into_one_refresh_that_wait_pending_hurries(tmp_path: Path, never_due) -> None:
+    source = _Copies(tmp_path)
+    for _ in range(5):
+        snapshot.request(source)
+    snapshot.wait_pending(timeout=60)
+    assert source.copies == 1  # five requests, one refresh, done now rather than an hour from now
+    assert snapshot.current(snapshot.snapshot_root(source.path)) is not None
+    snapshot.request(source)  # the refresher went idle: a later request has a refresh of its own
+    snapshot.wait_pending(timeout=60)
+    assert source.copies == 2
+
+
+def test_a_request_while_a_refresh_copies_gets_a_refresh_of_its_own(tmp_path: Path, never_due) -> None:
+    source = _Copies(tmp_path, again=True)
+    snapshot.request(source)
+    snapshot.wait_pending(timeout=60)
+    assert source.copies == 2  # the write during the first copy may be missing from it: copied again
+
+
+_FORKED = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    from pathlib import Path
+    from furnace.domain.elixir import parse_elixir
+    from furnace.storage.duckdb import snapshot
+    from furnace.storage.sql.db import SQLDatabase, sqlite_url
+    from furnace.storage.sql.store import SQLStore
+
+    def elixir(id):
+        return parse_elixir({"id": id, "name": id, "identity": "x", "expertise": ["a"], "principles": ["p"]})
+
+    home = Path(sys.argv[1])
+    store = SQLStore(SQLDatabase(sqlite_url(home), home=home))
+    store.save_elixir(elixir("a"))
+    snapshot.QUIET_S = snapshot.MAX_DELAY_S = 3600.0
+    parent = snapshot.connect(store.db.path, source=store.db)  # this process's views
+    snapshot.request(store.db)  # its refresher thread waits an hour
+    time.sleep(0.5)  # (settled into its wait)
+    pid = os.fork()
+    if pid == 0:  # the child: its own views, and a refresher thread of its own
+        signal.alarm(60)
+        store.db.engine.dispose(close=False)  # the parent's pooled connections stay the parent's
+        store.save_elixir(elixir("b"))
+        snapshot.request(store.db)
+        snapshot.wait_pending(timeout=30)
+        child = snapshot.connect(store.db.path)
+        n = child.execute("SELECT count(*) FROM elixir_versions").fetchone()[0]
+        os._exit(0 if n == 2 else 3)
+    _, status = os.waitpid(pid, 0)
+    print(os.waitstatus_to_exitcode(status), parent.execute("SELECT count(*) FROM elixir_versions").fetchone()[0])
+    snapshot.wait_pending(timeout=30)
+    """
+)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_gets_its_own_views_and_refresher(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", _FORKED, str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["0", "1"]  # the child read its own refresh; the parent's views are intact

@@ -31,7 +31,6 @@ import json
 import logging
 import os
 import shutil
-import threading
 import time
 from collections.abc import Callable
 from contextlib import suppress
@@ -42,7 +41,9 @@ from typing import Any, Protocol
 import duckdb
 
 from furnace.domain.errors import SealError, StoreError
+from furnace.domain.guarded import Guarded, serialized
 from furnace.domain.liveness import pid_alive
+from furnace.domain.threads import PerKey, background
 from furnace.storage.seals import Sealer, check, sealer_for
 
 log = logging.getLogger(__name__)
@@ -124,7 +125,7 @@ def refresh(source: Source) -> Path:
         (tmp / "manifest.json").write_text(json.dumps(written, indent=1), encoding="utf-8")
         folder = root / sid
         os.replace(tmp, folder)
-        pointer = root / f"{POINTER}.tmp-{os.getpid()}-{threading.get_ident()}"
+        pointer = root / f"{POINTER}.tmp-{sid}"
         pointer.write_text(sid, encoding="utf-8")
         os.replace(pointer, root / POINTER)  # the atomic step: readers now open the new snapshot
     except BaseException:
@@ -216,35 +217,45 @@ def connect(db_path: Path, *, source: Source | None = None, seal_key: str | None
     return _views.open(folder, lambda: sealer_for(root.parent, seal_key))
 
 
-class _Views:
+class _Views(Guarded):
     """This process's in-memory DuckDB database: one schema of views per snapshot folder."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
         self.base: duckdb.DuckDBPyConnection | None = None
         self.pid = 0
         self.schemas: dict[Path, str] = {}
 
     def open(self, folder: Path, sealer: Callable[[], Sealer]) -> duckdb.DuckDBPyConnection:
-        with self.lock:
-            if self.base is None or self.pid != os.getpid():  # a forked child gets its own database
-                self.base, self.pid, self.schemas = duckdb.connect(":memory:"), os.getpid(), {}
-            schema = self.schemas.get(folder)
-            if schema is None:
-                verify(folder, sealer())  # once per snapshot and process: its files are read-only from here
-                schema = f"snapshot_{len(self.schemas) + 1}"
-                con = self.base.cursor()
-                try:
-                    con.execute("BEGIN")
-                    con.execute(f'CREATE SCHEMA "{schema}"')
-                    for table in manifest(folder)["tables"]:
-                        path = (folder / f"{table}.parquet").as_posix().replace("'", "''")
-                        con.execute(f'CREATE VIEW "{schema}"."{table}" AS SELECT * FROM read_parquet(\'{path}\')')
-                    con.execute("COMMIT")
-                finally:
-                    con.close()
-                self.schemas[folder] = schema
+        con = self._cursor(folder)
+        if con is None:  # a snapshot not opened yet: its files are checked (read in full) outside the lock
+            verify(folder, sealer())  # once per snapshot and process: its files are read-only from here
+            con = self._cursor(folder, verified=True)
+        assert con is not None
+        return con
+
+    @serialized
+    def _cursor(self, folder: Path, *, verified: bool = False) -> duckdb.DuckDBPyConnection | None:
+        """A cursor on the base database using ``folder``'s schema, made now once ``verified``; None: the
+        snapshot's seal is not checked yet in this process."""
+        if self.base is None or self.pid != os.getpid():  # a forked child gets its own database
+            self.base, self.pid, self.schemas = duckdb.connect(":memory:"), os.getpid(), {}
+        schema = self.schemas.get(folder)
+        if schema is None:
+            if not verified:
+                return None
+            schema = f"snapshot_{len(self.schemas) + 1}"
             con = self.base.cursor()
+            try:
+                con.execute("BEGIN")
+                con.execute(f'CREATE SCHEMA "{schema}"')
+                for table in manifest(folder)["tables"]:
+                    path = (folder / f"{table}.parquet").as_posix().replace("'", "''")
+                    con.execute(f'CREATE VIEW "{schema}"."{table}" AS SELECT * FROM read_parquet(\'{path}\')')
+                con.execute("COMMIT")
+            finally:
+                con.close()
+            self.schemas[folder] = schema
+        con = self.base.cursor()
         con.execute(f'USE "{schema}"')
         return con
 
@@ -264,66 +275,93 @@ def refresh_due(quiet_since: float, first: float, last: float, cost: float) -> f
     return max(soon, last + DUTY * cost)
 
 
-class _Refresher:
-    """Background refreshes of one file's snapshot: requests are coalesced, never block the caller."""
+class _Refresher(Guarded):
+    """Background refreshes of one file's snapshot: requests are coalesced, never block the caller. One
+    thread of this process refreshes at a time (started by a request when none runs, ending when no
+    request is left); :meth:`wait` hurries it past the spacing of :func:`refresh_due`."""
 
-    def __init__(self, db: Source) -> None:
-        self.db = db
-        self.wanted = threading.Event()
-        self.hurry = threading.Event()  # set by wait_pending: no more spacing, refresh now
-        self.idle = threading.Event()
-        self.idle.set()
-        self.lock = threading.Lock()
-        self.thread: threading.Thread | None = None
+    def __init__(self) -> None:
+        self.db: Source | None = None  # the store of the first request
+        self.wanted = False  # a request not served yet
+        self.hurried = 0  # callers of wait(): no more spacing, refresh now
+        self.runner = 0  # the process whose thread refreshes (0: none; another pid: a forked child's parent)
         self.last = 0.0
         self.cost = 0.0  # how long the last refresh took (wall)
         self.requested_at = 0.0
         self.refreshes = 0
 
-    def request(self) -> None:
-        with self.lock:
-            self.requested_at = time.monotonic()
-            self.idle.clear()
-            self.wanted.set()
-            if self.thread is None or not self.thread.is_alive():
-                self.thread = threading.Thread(target=self._run, name="furnace-snapshot", daemon=True)
-                self.thread.start()
+    @property
+    def idle(self) -> bool:
+        """No thread of this process refreshes, or waits to."""
+        return self.runner != os.getpid()
+
+    @serialized
+    def request(self, source: Source) -> None:
+        if self.db is None:
+            self.db = source
+        self.requested_at = time.monotonic()
+        self.wanted = True
+        if self.idle:
+            background(self._run, name="furnace-snapshot")  # its first step waits for this lock
+            self.runner = os.getpid()
 
     def _run(self) -> None:
-        while True:
-            with self.lock:
-                if not self.wanted.is_set():
-                    self.thread = None
-                    self.idle.set()
-                    return
-            # A refresh copies every table (~80 statements, ~40 ms of CPU): it runs when the writer is
-            # quiet (between a user's turns), not between back-to-back units, where it would compete
-            # with them for the CPU; a busy writer still gets one every MAX_DELAY_S.
-            first = time.monotonic()
-            while not self.hurry.is_set():
-                quiet_since = max(self.requested_at, time.monotonic() - self.db.idle_s)
-                due = refresh_due(quiet_since, first, self.last, self.cost)
-                if time.monotonic() >= due:
-                    break
-                self.hurry.wait(due - time.monotonic())
-            self.wanted.clear()
-            if not self.db.exists():  # the home went away (a temporary folder): nothing to keep fresh
-                continue
-            started = time.monotonic()
-            try:
-                refresh(self.db)
-                self.refreshes += 1
-            except Exception as err:  # noqa: BLE001 - a failed refresh keeps the previous snapshot; say so
-                log.warning("snapshot of %s not refreshed: %s", self.db.path.name, err)
-            self.last = time.monotonic()
-            self.cost = self.last - started
-
-    def wait(self, timeout: float) -> bool:
-        self.hurry.set()
         try:
-            return self.idle.wait(timeout)
+            while self._next():
+                # A refresh copies every table (~80 statements, ~40 ms of CPU): it runs when the writer is
+                # quiet (between a user's turns), not between back-to-back units, where it would compete
+                # with them for the CPU; a busy writer still gets one every MAX_DELAY_S.
+                db = self._spaced(first=time.monotonic())
+                if not db.exists():  # the home went away (a temporary folder): nothing to keep fresh
+                    continue
+                started = time.monotonic()
+                try:
+                    refresh(db)
+                    self.refreshes += 1
+                except Exception as err:  # noqa: BLE001 - a failed refresh keeps the previous snapshot; say so
+                    log.warning("snapshot of %s not refreshed: %s", db.path.name, err)
+                self.last = time.monotonic()
+                self.cost = self.last - started
+        except BaseException:
+            self._stopped()  # the next request starts a new thread
+            raise
+
+    @serialized
+    def _next(self) -> bool:
+        """Whether a request is waiting for a refresh; if not, this thread ends (the refresher is idle)."""
+        if not self.wanted:
+            self._stopped()
+        return self.wanted
+
+    @serialized
+    def _stopped(self) -> None:
+        self.runner = 0
+        self._changed()
+
+    @serialized
+    def _spaced(self, first: float) -> Source:
+        """Wait (letting requests in) until the refresh asked for at ``first`` is due, or :meth:`wait`
+        hurries it; the requests so far are served by it. Returns the store to refresh."""
+        assert self.db is not None
+        while not self.hurried:
+            quiet_since = max(self.requested_at, time.monotonic() - self.db.idle_s)
+            due = refresh_due(quiet_since, first, self.last, self.cost)
+            if time.monotonic() >= due:
+                break
+            self._wait_until(lambda: self.hurried > 0, due - time.monotonic())
+        self.wanted = False
+        return self.db
+
+    @serialized
+    def wait(self, timeout: float) -> bool:
+        """Hurry the refresh under way (if any) and wait for it, up to ``timeout`` seconds; False if it is
+        still running then."""
+        self.hurried += 1
+        self._changed()
+        try:
+            return self._wait_until(lambda: self.idle, timeout)
         finally:
-            self.hurry.clear()
+            self.hurried -= 1
 
 
 class SnapshotReader:
@@ -359,22 +397,17 @@ class SnapshotReader:
             con.close()
 
 
-_refreshers: dict[str, _Refresher] = {}
-_refreshers_lock = threading.Lock()
+_refreshers: PerKey[str, _Refresher] = PerKey(lambda _: _Refresher())  # by the store's file
 
 
 def request(source: Source) -> None:
     """Refresh the snapshot of ``source`` soon, on a background thread (coalescing close requests)."""
-    with _refreshers_lock:
-        refresher = _refreshers.get(str(source.path))
-        if refresher is None:
-            refresher = _refreshers[str(source.path)] = _Refresher(source)
-    refresher.request()
+    _refreshers.get(str(source.path)).request(source)
 
 
 def wait_pending(timeout: float = 60.0) -> None:
     """Finish every requested refresh of this process (at command end and at exit)."""
-    for refresher in list(_refreshers.values()):
+    for refresher in _refreshers.values():
         refresher.wait(timeout)
 
 

@@ -36,6 +36,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.pool import NullPool
 
 from furnace.domain.errors import InputError, StoreError
+from furnace.domain.guarded import Guarded, serialized
+from furnace.domain.threads import PerKey
 from furnace.settings import SQLITE_FILE as SQLITE_FILE
 from furnace.storage.seals import Sealer, sealer_for
 
@@ -48,8 +50,6 @@ _SQLITE_DAMAGE = {11, 26}  # SQLITE_CORRUPT ("database disk image is malformed")
 _SQLITE_CANTOPEN = 14  # "unable to open database file"
 _CANTOPEN_HINT = " (a folder in its place, or no permission to read and write it and its folder)"
 HEAD_REVISION = "0005"  # the newest migration's revision (migrations/versions/; a test holds them equal)
-_migrated: set[str] = set()
-_migrate_lock = threading.Lock()
 
 
 def sqlite_url(home: Path) -> str:
@@ -150,25 +150,15 @@ class _Unit:
     writing: bool = False  # it holds this process's turn to write (SQLite), until it ends
 
 
-_UNITS: dict[str, threading.local] = {}
-_WRITERS: dict[str, threading.RLock] = {}
-_UNITS_LOCK = threading.Lock()
-
-
-def _units_of(url: str) -> threading.local:
-    """This process's open units of work on one database, per thread, shared by every
-    :class:`SQLDatabase` on it: a write through one object inside a unit opened through another
-    joins that unit (on SQLite, a second connection of the same thread would wait for its own lock)."""
-    with _UNITS_LOCK:
-        return _UNITS.setdefault(url, threading.local())
-
-
-def _writer_of(url: str) -> threading.RLock:
-    """This process's turn to write one SQLite database: its threads queue here and each is woken as the
-    previous write commits, instead of polling SQLite's lock with the busy handler's growing sleeps
-    (other processes still wait on the lock itself, up to the busy timeout)."""
-    with _UNITS_LOCK:
-        return _WRITERS.setdefault(url, threading.RLock())
+# This process's open units of work on one database (by its URL's digest), per thread, shared by every
+# SQLDatabase on it: a write through one object inside a unit opened through another joins that unit (on
+# SQLite, a second connection of the same thread would wait for its own lock).
+_UNITS: PerKey[str, threading.local] = PerKey(lambda _: threading.local())
+# This process's turn to write one SQLite database: its threads queue here and each is woken as the previous
+# write commits, instead of polling SQLite's lock with the busy handler's growing sleeps (other processes
+# still wait on the lock itself, up to the busy timeout). Re-entrant: a unit holds it from its first write
+# to its end, and the writes inside it take it again.
+_WRITERS: PerKey[str, threading.RLock] = PerKey(lambda _: threading.RLock())
 
 
 class SQLDatabase:
@@ -187,8 +177,8 @@ class SQLDatabase:
         self.home = home
         self._seal_key = seal_key
         digest = hashlib.sha256(url.encode()).hexdigest()  # keyed without the password in clear
-        self._local = _units_of(digest)
-        self._writer = _writer_of(digest)
+        self._local = _UNITS.get(digest)
+        self._writer = _WRITERS.get(digest)
         self._last_used = time.monotonic()
         self.on_change: Callable[[], None] | None = None
         """Called by :meth:`snapshot_soon` (the runtime sets it to a background snapshot refresh)."""
@@ -491,30 +481,29 @@ class SQLDatabase:
 
     def migrate(self) -> None:
         """Bring the schema to the newest Alembic revision (once per process and database)."""
-        key = self.url.render_as_string(hide_password=False)
-        with _migrate_lock:
-            if key in _migrated and self.exists():  # (a SQLite file removed since is made again)
-                return
-            # an up-to-date store (every open but the first) is recognised by a plain read, without Alembic
-            # (importing it and loading the scripts cost each command ~0.2 s of CPU at its start; loading
-            # them inside the write transaction held every other process's writes for it)
-            if self.revision() == HEAD_REVISION:
-                _migrated.add(key)
-                return
-            from alembic import command
+        _migrations.run(self)
 
-            config = migrations_config()
-            with self.engine.connect() as conn:
-                conn.info["furnace_write"] = True
-                try:
-                    with conn.begin():
-                        if self.dialect == "postgresql":
-                            conn.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": _MIGRATION_LOCK})
-                        config.attributes["connection"] = conn
-                        command.upgrade(config, "head")
-                except DBAPIError as err:
-                    raise StoreError(f"could not migrate the store at {self.where}: {_first_line(err)}") from None
-            _migrated.add(key)
+    def _migrate_now(self) -> None:
+        """Bring the schema to the newest Alembic revision: one migration run at a time per database
+        (SQLite: inside ``BEGIN IMMEDIATE``; PostgreSQL: under an advisory lock)."""
+        # an up-to-date store (every open but the first) is recognised by a plain read, without Alembic
+        # (importing it and loading the scripts cost each command ~0.2 s of CPU at its start; loading
+        # them inside the write transaction held every other process's writes for it)
+        if self.revision() == HEAD_REVISION:
+            return
+        from alembic import command
+
+        config = migrations_config()
+        with self.engine.connect() as conn:
+            conn.info["furnace_write"] = True
+            try:
+                with conn.begin():
+                    if self.dialect == "postgresql":
+                        conn.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": _MIGRATION_LOCK})
+                    config.attributes["connection"] = conn
+                    command.upgrade(config, "head")
+            except DBAPIError as err:
+                raise StoreError(f"could not migrate the store at {self.where}: {_first_line(err)}") from None
 
     def revision(self) -> str | None:
         """The Alembic revision the database is at (None before the first migration)."""
@@ -523,6 +512,27 @@ class SQLDatabase:
         except DBAPIError:
             return None
         return str(rows[0][0]) if rows else None
+
+
+class _Migrations(Guarded):
+    """The databases this process brought to the newest schema (by URL): one migration run at a time in
+    the process (Alembic's ``context`` is one per process), each database once."""
+
+    def __init__(self) -> None:
+        self.done: set[str] = set()
+
+    @serialized
+    def run(self, db: SQLDatabase) -> None:
+        """Migrate ``db`` unless it was migrated already (and, SQLite, its file is still there: a file
+        removed since is made again); a thread that comes meanwhile waits for the migration under way."""
+        key = db.url.render_as_string(hide_password=False)
+        if key in self.done and db.exists():
+            return
+        db._migrate_now()
+        self.done.add(key)
+
+
+_migrations = _Migrations()
 
 
 def migrations_config() -> Any:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
@@ -29,6 +28,7 @@ import furnace.domain.secrets  # noqa: F401  (the secret scan of every save: imp
 from furnace.domain.agent import Agent, LineageNode, record_seal
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import NotFound
+from furnace.domain.guarded import Guarded, serialized
 from furnace.storage.memory import Adjacency, adjacency, bfs
 from furnace.storage.seals import Sealer, agent_mac, elixir_seal
 from furnace.storage.sql.db import SQLDatabase
@@ -131,7 +131,7 @@ class RememberedWalk:
         )
 
 
-class VerifiedAgents:
+class VerifiedAgents(Guarded):
     """What this process's lineage walks verified, and the walks themselves, so a walk need not read or
     verify again what the database cannot have changed since.
 
@@ -181,7 +181,6 @@ class VerifiedAgents:
         self._epoch = 0
         self._valid_from = 0  # agents confirmed in an epoch before it are confirmed again by their bytes
         self._stamp: tuple[Any, ...] | None = None  # the stamp the current epoch is of
-        self._lock = threading.Lock()
 
     def begin(self, conn: Connection, dialect: str) -> int | None:
         """The epoch a read on ``conn`` (in its read transaction) confirms in, a new one if the lineage tables
@@ -198,21 +197,34 @@ class VerifiedAgents:
         if found is None:  # no stamp row
             return None
         stamp = tuple(found)
-        with self._lock:
-            seen = self._stamp
-            if stamp == seen:
-                return self._epoch
-            down = any(not up for _, up, _ in self._walks)  # the agents a change logged are read for those
+        epoch, seen, down = self._epoch_of(stamp)
+        if epoch is not None:
+            return epoch
         changes = read_changes(conn, seen, stamp, naming=down) if seen is not None else None  # a read: unlocked
-        with self._lock:
-            if stamp != self._stamp:
-                if changes is not None and self._stamp == seen:
-                    self._forget_touched(changes)
-                else:
-                    self._forget_all()
-                self._epoch += 1
-                self._stamp = stamp
-            return self._epoch
+        return self._move_to(stamp, seen, changes)
+
+    @serialized
+    def _epoch_of(self, stamp: tuple[Any, ...]) -> tuple[int | None, tuple[Any, ...] | None, bool]:
+        """The current epoch if ``stamp`` is its stamp (else None), the stamp it is of, and whether a walk
+        down is remembered (the agents a logged change names are read for those)."""
+        seen = self._stamp
+        if stamp == seen:
+            return self._epoch, seen, False
+        return None, seen, any(not up for _, up, _ in self._walks)
+
+    @serialized
+    def _move_to(self, stamp: tuple[Any, ...], seen: tuple[Any, ...] | None, changes: Changes | None) -> int:
+        """The epoch of ``stamp``, a new one unless another thread began it meanwhile: forgetting what
+        ``changes`` (logged between ``seen`` and ``stamp``) touched, or everything when the epoch moved
+        past ``seen`` since or nothing was logged."""
+        if stamp != self._stamp:
+            if changes is not None and self._stamp == seen:
+                self._forget_touched(changes)
+            else:
+                self._forget_all()
+            self._epoch += 1
+            self._stamp = stamp
+        return self._epoch
 
     def _forget_all(self) -> None:
         self._valid_from = self._epoch + 1
@@ -242,32 +254,32 @@ class VerifiedAgents:
         self._links = {True: {}, False: {}}
         self._link_count = 0
 
+    @serialized
     def links(self, epoch: int, up: bool, ids: Iterable[str]) -> dict[str, tuple[_Link, ...]]:
         """The edges at each of ``ids`` (up: into it) read in ``epoch``; ids not read are left out."""
-        with self._lock:
-            if epoch != self._epoch:
-                return {}
-            known = self._links[up]
-            return {i: found for i in ids if (found := known.get(i)) is not None}
+        if epoch != self._epoch:
+            return {}
+        known = self._links[up]
+        return {i: found for i in ids if (found := known.get(i)) is not None}
 
+    @serialized
     def has_links(self, epoch: int, up: bool) -> bool:
         """True when edges in direction ``up`` are remembered in ``epoch``."""
-        with self._lock:
-            return epoch == self._epoch and bool(self._links[up])
+        return epoch == self._epoch and bool(self._links[up])
 
+    @serialized
     def remember_links(self, epoch: int, up: bool, links: dict[str, tuple[_Link, ...]]) -> None:
         """Remember every edge at each node of ``links`` read in ``epoch`` (dropped if a newer epoch began)."""
-        with self._lock:
-            if epoch != self._epoch:
-                return
-            added = sum(len(v) + 1 for v in links.values())
-            if self._link_count + added > self.walk_limit:
-                self._forget_links()
-            known = self._links[up]
-            for node, found in links.items():
-                if node not in known:
-                    self._link_count += len(found) + 1
-                known[node] = found
+        if epoch != self._epoch:
+            return
+        added = sum(len(v) + 1 for v in links.values())
+        if self._link_count + added > self.walk_limit:
+            self._forget_links()
+        known = self._links[up]
+        for node, found in links.items():
+            if node not in known:
+                self._link_count += len(found) + 1
+            known[node] = found
 
     def get(self, id: str) -> Verified | None:
         """What is remembered of ``id``, confirmed in whichever epoch."""
@@ -277,52 +289,52 @@ class VerifiedAgents:
         """True when ``id`` is confirmed for a read in ``epoch`` (an agent: with exactly ``edges_into`` into it)."""
         return not self.pending(epoch, [id], {id: edges_into})
 
+    @serialized
     def pending(self, epoch: int, ids: Iterable[str], into: Mapping[str, Set[_Edge]]) -> list[str]:
         """The ids among ``ids`` not confirmed for a read in ``epoch``: all of them unless ``epoch`` is the
         current one; else those never confirmed, confirmed before everything was last forgotten, touched by
         a logged change since, or (an agent) confirmed with other edges into it than ``into`` gives."""
-        with self._lock:
-            if epoch != self._epoch:
-                return list(ids)
-            out = []
-            for id in ids:
-                known = self._known.get(id)
-                if (
-                    known is None
-                    or known.epoch < self._valid_from
-                    or (known.digest and known.edges != into.get(id, frozenset()))
-                ):
-                    out.append(id)
-            return out
+        if epoch != self._epoch:
+            return list(ids)
+        out = []
+        for id in ids:
+            known = self._known.get(id)
+            if (
+                known is None
+                or known.epoch < self._valid_from
+                or (known.digest and known.edges != into.get(id, frozenset()))
+            ):
+                out.append(id)
+        return out
 
+    @serialized
     def remember(self, epoch: int, confirmed: dict[str, Verified]) -> None:
         """Remember ids confirmed in a read in ``epoch`` (dropped if a newer epoch began since)."""
-        with self._lock:
-            if epoch != self._epoch:
-                return
-            if len(self._known) + len(confirmed) > self.limit:
-                self._known.clear()
-            self._known.update(confirmed)
+        if epoch != self._epoch:
+            return
+        if len(self._known) + len(confirmed) > self.limit:
+            self._known.clear()
+        self._known.update(confirmed)
 
+    @serialized
     def walk(self, epoch: int, key: _WalkKey) -> tuple[LineageNode, ...] | None:
         """The nodes of the walk ``key`` remembered for a read in ``epoch`` (None: not remembered, or
         ``epoch`` is not the current one)."""
-        with self._lock:
-            found = self._walks.get(key) if epoch == self._epoch else None
-            return None if found is None else found.nodes
+        found = self._walks.get(key) if epoch == self._epoch else None
+        return None if found is None else found.nodes
 
+    @serialized
     def remember_walk(self, epoch: int, key: _WalkKey, walk: RememberedWalk) -> None:
         """Remember a walk read in ``epoch``, every agent it reached verified (dropped if a newer epoch began
         since)."""
-        with self._lock:
-            if epoch != self._epoch:
-                return
-            if self._walk_nodes + walk.size > self.walk_limit:
-                self._walks.clear()
-                self._walk_nodes = 0
-            replaced = self._walks.get(key)
-            self._walk_nodes += walk.size - (replaced.size if replaced is not None else 0)
-            self._walks[key] = walk
+        if epoch != self._epoch:
+            return
+        if self._walk_nodes + walk.size > self.walk_limit:
+            self._walks.clear()
+            self._walk_nodes = 0
+        replaced = self._walks.get(key)
+        self._walk_nodes += walk.size - (replaced.size if replaced is not None else 0)
+        self._walks[key] = walk
 
 
 def edges_into(agent: Agent) -> frozenset[_Edge]:
