@@ -36,7 +36,6 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol
@@ -46,6 +45,7 @@ from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import BudgetExceeded, FurnaceError
 from furnace.domain.guarded import Guarded, serialized
 from furnace.domain.render import render_prompt
+from furnace.domain.threads import Executor, parallel_map, pool
 from furnace.evolution.assessments import held_out_assessments, individual_assessments
 from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.estimate import fusion_calls
@@ -270,7 +270,7 @@ class Evolution(Guarded):
     score_held_out: bool = True
     # called with each finished generation and its population, fittest first (the Prefect flow publishes artifacts)
     on_generation: Callable[[GenerationRecord, Sequence[IndividualRecord]], None] | None = None
-    probe_pool: ThreadPoolExecutor | None = None  # threads for the probes of units evaluated outside run() (a worker's)
+    probe_pool: Executor | None = None  # threads for the probes of units evaluated outside run() (a worker's)
     # people's picks, read when the ``human`` objective is weighted (furnace.evolution.human); the clock and
     # sleep the run waits for them on (injected by tests)
     picks: PickStore | None = None
@@ -309,7 +309,7 @@ class Evolution(Guarded):
         self._remote: set[tuple[int, int]] = set()  # units run in another process (their calls as they made them)
         self._breed: Breeder = self.breeder  # during run(): the run's view (new agents written with the records)
         # threads for the units' probes: during run() a pool of its own, else the one given (a worker's)
-        self._probe_pool: ThreadPoolExecutor | None = self.probe_pool
+        self._probe_pool: Executor | None = self.probe_pool
         self._probe_threads = 0
         self._probes_per_unit = min(4, self.config.concurrency)  # a unit's probes answered at once
         # a unit's threads: its probes', and beside each its judge calls (all at once), at most the slots
@@ -763,7 +763,7 @@ class Evolution(Guarded):
         runner = self.unit_runner or ThreadUnitRunner(workers)
         # one set of threads for every unit's probes (a unit's own pool would start and join threads per individual)
         self._probe_threads = workers * self._threads_per_unit
-        self._probe_pool = ThreadPoolExecutor(self._probe_threads, thread_name_prefix="furnace-probe")
+        self._probe_pool = pool(self._probe_threads, name="furnace-probe")
         try:
             self._open(cfg)
         except BaseException:
@@ -987,8 +987,8 @@ class Evolution(Guarded):
             return self._extra(llm, record, probes, first[split])
 
         workers = min(len(jobs), self.config.concurrency)
-        with ThreadPoolExecutor(workers, thread_name_prefix="furnace-held") as pool:
-            return {(split, r.agent_id): ev for (split, r, _), ev in zip(jobs, pool.map(score, jobs), strict=True)}
+        scored = parallel_map(score, jobs, workers=workers, name="furnace-held")
+        return {(split, r.agent_id): ev for (split, r, _), ev in zip(jobs, scored, strict=True)}
 
     def _extra(self, llm: LLM, record: IndividualRecord, probes: ProbeSet, first_sample: int) -> Evaluation:
         """``record`` scored on ``probes`` (samples numbered from ``first_sample``), its per-agent rows
@@ -1015,9 +1015,9 @@ class Evolution(Guarded):
         try:
             runner.close()
         finally:
-            pool, self._probe_pool = self._probe_pool, self.probe_pool
-            if pool is not None and pool is not self.probe_pool:
-                pool.shutdown(wait=False)
+            own, self._probe_pool = self._probe_pool, self.probe_pool
+            if own is not None and own is not self.probe_pool:
+                own.shutdown(wait=False)
 
     def _open(self, cfg: ExperimentConfig) -> None:
         """Mark the experiment running (tracker too), and read what earlier runs of it recorded."""

@@ -25,14 +25,15 @@ from __future__ import annotations
 import hashlib
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
+from furnace.domain import threads
 from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import LLMError
+from furnace.domain.threads import Executor, Future, wait
 from furnace.evolution.records import ScoreRow
 from furnace.evolution.tracker import Span
 from furnace.llm.seam import LLM, TaskKind, system_user
@@ -288,7 +289,7 @@ def evaluate_agent(
     if parallel > 1 and len(work) > 1 and pool is not None:
         parts = _bounded_map(pool, one, work, parallel, meanwhile=embed)
     elif parallel > 1 and len(work) > 1:
-        with ThreadPoolExecutor(max_workers=min(parallel, len(work))) as own:
+        with threads.pool(min(parallel, len(work)), name="furnace-eval") as own:
             fan = own
             parts = list(own.map(one, work))  # results in work order
     else:

@@ -27,11 +27,9 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple, TypeVar
@@ -41,11 +39,10 @@ from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir, ElixirRef
 from furnace.domain.errors import FurnaceError, NotFound
 from furnace.domain.guarded import Guarded, serialized
-from furnace.domain.threads import Flights
+from furnace.domain.threads import Flights, PerKey, PrioritySlots, pool
 from furnace.evolution.breeding import FusionBreeder
 from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.engine import Embedder, Evolution
-from furnace.evolution.metering import PrioritySlots
 from furnace.evolution.records import IndividualRecord, MemoryResults
 from furnace.evolution.tracker import NullTracker
 from furnace.evolution.units import Unit, UnitFuture
@@ -217,11 +214,8 @@ class _Slotted:
         self.inner, self.slots, self.priority, self.model_name = inner, slots, priority, inner.model_name
 
     def complete(self, request: LLMRequest) -> Completion:
-        self.slots.acquire(self.priority)
-        try:
+        with self.slots.held(self.priority):
             return self.inner.complete(request)
-        finally:
-            self.slots.release()
 
 
 class _Kit(Guarded):
@@ -230,6 +224,7 @@ class _Kit(Guarded):
     ``slots`` calls in flight, handed out in the driver's order: see :meth:`serve`)."""
 
     def __init__(self, world: World) -> None:
+        self.token = world.token
         self.slots = PrioritySlots(max(1, world.slots))
         self._phase = -1  # none yet: the first job sets it
         self.model = world.model()
@@ -262,21 +257,42 @@ class _Kit(Guarded):
 _PHASES = ("arrival", "priority", "reverse")  # the driver's serving orders, in the order a run goes through them
 
 
-_KITS: dict[str, _Kit] = {}
-_KITS_LOCK = threading.Lock()
+class _Run:
+    """A run as the key of its worker's kit: equal by the run's token, carrying its world until the kit
+    is made from it (then dropped: the kit holds what it needs)."""
+
+    __slots__ = ("token", "world")
+
+    def __init__(self, token: str, world: World | None = None) -> None:
+        self.token, self.world = token, world
+
+    def __hash__(self) -> int:
+        return hash(self.token)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Run) and other.token == self.token
+
+
+def _make_kit(run: _Run) -> _Kit:
+    assert run.world is not None
+    kit = _Kit(run.world)
+    run.world = None  # the key kept beside the kit keeps no world
+    return kit
+
+
+_KITS: PerKey[_Run, _Kit] = PerKey(_make_kit)
 # the probes' threads of every unit this process runs (started as needed, then reused: a unit's own
 # pool would start, and join, its threads in every unit)
-_PROBES = ThreadPoolExecutor(64, thread_name_prefix="furnace-worker-probe")
+_PROBES = pool(64, name="furnace-worker-probe")
 
 
 def _kit(world: World) -> _Kit:
-    with _KITS_LOCK:
-        kit = _KITS.get(world.token)
-        if kit is None:
-            if len(_KITS) >= 4:  # a long-lived worker serves many runs: keep the newest few
-                _KITS.pop(next(iter(_KITS)))
-            kit = _KITS[world.token] = _Kit(world)
-        return kit
+    run = _Run(world.token, world)
+    if run not in _KITS:
+        kits = _KITS.values()
+        if len(kits) >= 4:  # a long-lived worker serves many runs: keep the newest few
+            _KITS.forget(_Run(kits[0].token))
+    return _KITS.get(run)
 
 
 class _RecordingCache:

@@ -21,12 +21,11 @@ evolution loop reserves ``max_calls`` unit by unit (``reserving``), no call is r
 
 from __future__ import annotations
 
-import heapq
-import itertools
-import threading
 from collections.abc import Iterable
 
 from furnace.domain.errors import BudgetExceeded
+from furnace.domain.guarded import Guarded, serialized
+from furnace.domain.threads import PrioritySlots
 from furnace.evolution.config import Budget
 from furnace.llm.cache import CallTotals
 from furnace.llm.seam import LLM, Completion, LLMRequest
@@ -105,58 +104,10 @@ class Tally:
         return CallTotals(**{name: getattr(self, name) for name in self.__slots__})
 
 
-class PrioritySlots:
-    """At most ``size`` holders; a freed slot goes straight to the waiter served first: by default the
-    smallest priority (ties: first come, first served); see :meth:`serve` for the other orders."""
-
-    ORDERS = ("priority", "arrival", "reverse")
-
-    def __init__(self, size: int) -> None:
-        self._free = max(1, size)
-        self._lock = threading.Lock()
-        self._waiters: list[tuple[float, int, float, threading.Event]] = []  # (key, arrival, priority, turn)
-        self._order = itertools.count()
-        self._serve = "priority"
-
-    def serve(self, order: str) -> None:
-        """``"priority"``: smallest priority first; ``"arrival"``: first come, first served; ``"reverse"``:
-        largest priority first. Applies to the calls already waiting too."""
-        if order not in self.ORDERS:
-            raise ValueError(f"unknown order {order!r}; one of {', '.join(self.ORDERS)}")
-        with self._lock:
-            self._serve = order
-            self._waiters = [(self._key(p), seq, p, turn) for _, seq, p, turn in self._waiters]
-            heapq.heapify(self._waiters)
-
-    @property
-    def serving(self) -> str:
-        """The order waiters are served in now (one of :attr:`ORDERS`)."""
-        return self._serve
-
-    def _key(self, priority: float) -> float:
-        return priority if self._serve == "priority" else 0.0 if self._serve == "arrival" else -priority
-
-    def acquire(self, priority: float = 0.0) -> None:
-        with self._lock:
-            if self._free > 0 and not self._waiters:
-                self._free -= 1
-                return
-            turn = threading.Event()
-            heapq.heappush(self._waiters, (self._key(priority), next(self._order), priority, turn))
-        turn.wait()  # the releasing thread handed its slot to this waiter
-
-    def release(self) -> None:
-        with self._lock:
-            if self._waiters:
-                heapq.heappop(self._waiters)[3].set()
-            else:
-                self._free += 1
-
-
 _HIT = CallTotals(calls=1, cached_calls=1)  # a call served by the cache: free
 
 
-class CallBook:
+class CallBook(Guarded):
     """Credits the calls of a run's units deterministically. Which unit of a run pays for a request two
     units ask (a reflection's parent answer, a judgement of the same reply) depends on which asked first,
     in wall time; the book credits it instead to the first unit *in plan order* that asked it
@@ -168,78 +119,78 @@ class CallBook:
     credited already is counted in both: never less)."""
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
         self._asked: dict[str, list[str]] = {}  # unit -> keys of its answered calls, in order
         self._made: dict[str, Tally] = {}  # unit -> its calls credited as made: failed ones, ones with no key
         self._paid: dict[str, CallTotals] = {}  # key -> what its paid call in this run spent
         self._landing: dict[str, int] = {}  # key -> its calls under way (started at the model, not landed)
         self._credited: set[str] = set()
 
+    @serialized
     def start(self, key: str) -> None:
         """A call of ``key`` goes to the model (before it could be answered, so a credit waits for it)."""
-        with self._cond:
-            self._landing[key] = self._landing.get(key, 0) + 1
+        self._landing[key] = self._landing.get(key, 0) + 1
 
+    @serialized
     def made(self, unit: str, totals: CallTotals) -> None:
         """A call of ``unit`` credited as it was made (a model with no cache keys below the router: each
         unit pays its own calls there)."""
-        with self._cond:
-            self._made.setdefault(unit, Tally()).add(totals)
+        self._made.setdefault(unit, Tally()).add(totals)
 
+    @serialized
     def land(self, key: str, unit: str, completion: Completion | None, failed: CallTotals | None = None) -> None:
         """The call of ``key`` made for ``unit`` landed: answered (``completion``) or failed."""
-        with self._cond:
-            if completion is not None:
-                if not completion.cached:
-                    self._paid.setdefault(key, completion_totals(completion))
-                self._asked.setdefault(unit, []).append(key)
-            elif failed is not None:
-                self._made.setdefault(unit, Tally()).add(failed)
-            left = self._landing.get(key, 1) - 1
-            if left:
-                self._landing[key] = left
-            else:
-                self._landing.pop(key, None)
-                self._cond.notify_all()
+        if completion is not None:
+            if not completion.cached:
+                self._paid.setdefault(key, completion_totals(completion))
+            self._asked.setdefault(unit, []).append(key)
+        elif failed is not None:
+            self._made.setdefault(unit, Tally()).add(failed)
+        left = self._landing.get(key, 1) - 1
+        if left:
+            self._landing[key] = left
+        else:
+            self._landing.pop(key, None)
+            self._changed()
 
+    @serialized
     def upper(self, unit: str, earlier: Iterable[str]) -> int:
         """At most how many model calls ``unit`` will be credited with for the calls it asked so far, while
         the units ``earlier`` (every unit before it in plan order not credited yet) are under way: a request
         credited already or asked by one of them is a cache hit for it (credited to the first unit in plan
         order that asked it), one the cache held before the run is free, any other counts what its paid
         call cost (one call while it is landing); its failed calls count as made."""
-        with self._cond:
-            seen = set(self._credited)
-            for other in earlier:
-                seen.update(self._asked.get(other, ()))
-            made = self._made.get(unit)
-            calls = made.calls - made.cached_calls if made is not None else 0
-            for key in dict.fromkeys(self._asked.get(unit, ())):
-                if key in seen:
-                    continue
-                paid = self._paid.get(key)
-                if paid is not None:
-                    calls += paid.model_calls
-                elif self._landing.get(key):
-                    calls += 1
-            return calls
+        seen = set(self._credited)
+        for other in earlier:
+            seen.update(self._asked.get(other, ()))
+        made = self._made.get(unit)
+        calls = made.calls - made.cached_calls if made is not None else 0
+        for key in dict.fromkeys(self._asked.get(unit, ())):
+            if key in seen:
+                continue
+            paid = self._paid.get(key)
+            if paid is not None:
+                calls += paid.model_calls
+            elif self._landing.get(key):
+                calls += 1
+        return calls
 
+    @serialized
     def credit(self, unit: str) -> CallTotals:
         """What ``unit`` is credited with (call once per unit, in plan order, after it finished): each
         request it asked that no unit credited before it asked, at what it cost in this run (free when
         the cache had it before the run), every other ask a cache hit, and its failed calls (and any
         call with no cache key) as made."""
-        with self._cond:
-            tally = self._made.pop(unit, None) or Tally()
-            for key in self._asked.pop(unit, []):
-                while self._landing.get(key):  # its paid call lands in a moment (this unit has its answer)
-                    self._cond.wait()
-                if key in self._credited:
-                    tally.add(_HIT)
-                else:
-                    self._credited.add(key)
-                    tally.add(self._paid.get(key, _HIT))
-            return tally.totals()
+        tally = self._made.pop(unit, None) or Tally()
+        asked = self._asked.pop(unit, [])
+        # a paid call of a request it asked lands in a moment (this unit has its answer): wait for it
+        self._wait_until(lambda: not any(self._landing.get(key) for key in asked))
+        for key in asked:
+            if key in self._credited:
+                tally.add(_HIT)
+            else:
+                self._credited.add(key)
+                tally.add(self._paid.get(key, _HIT))
+        return tally.totals()
 
 
 class _AtPriority:
@@ -252,7 +203,7 @@ class _AtPriority:
         return self.metered.complete(request, priority=self.priority)
 
 
-class MeteredLLM:
+class MeteredLLM(Guarded):
     """Wraps an LLM (usually the cached one): at most ``concurrency`` calls in flight,
     every call metered, and :class:`BudgetExceeded` raised *before* a call once the
     budget is spent (so a generation stops between calls, never inside a write)."""
@@ -262,7 +213,6 @@ class MeteredLLM:
         self.model_name = inner.model_name
         self.budget = budget or Budget()
         self._slots = PrioritySlots(concurrency)
-        self._lock = threading.Lock()
         self._tally = Tally()
         self._in_flight = 0
         # the calls of named units, credited by plan order (when the model below has cache keys)
@@ -276,16 +226,16 @@ class MeteredLLM:
         self.reserving = False
 
     @property
+    @serialized
     def meter(self) -> CallTotals:
-        with self._lock:
-            return self._tally.totals()
+        return self._tally.totals()
 
+    @serialized
     def exhausted(self, extra_calls: int = 0) -> str | None:
         """The budget limit that is (or would be, after ``extra_calls``) reached (``budget.max_calls 60
         reached``), else None. Calls in flight count against ``max_calls``; the counts are left to
         :func:`furnace.evolution.report.spent_text` once they have landed."""
-        with self._lock:
-            return self._exhausted(extra_calls)
+        return self._exhausted(extra_calls)
 
     def _exhausted(self, extra_calls: int) -> str | None:
         m, b = self._tally, self.budget
@@ -300,10 +250,10 @@ class MeteredLLM:
             return f"budget.max_usd {b.max_usd} reached"
         return None
 
+    @serialized
     def account(self, spent: CallTotals) -> None:
         """Add calls made elsewhere (a unit in another process) to the meter the budget reads."""
-        with self._lock:
-            self._tally.add(spent)
+        self._tally.add(spent)
 
     def serve(self, order: str) -> None:
         """The order waiting calls get slots in (:meth:`PrioritySlots.serve`): ``"priority"`` (smallest
@@ -321,26 +271,36 @@ class MeteredLLM:
 
     def complete(self, request: LLMRequest, *, priority: float = 0.0) -> Completion:
         key = self._key(request) if self._key is not None and request.unit else None
-        with self._lock:  # calls in flight count against max_calls, so it is never overshot
-            reason = self._exhausted(1)
-            if reason:
-                raise BudgetExceeded(reason)
-            self._in_flight += 1
+        self._take_off()
         try:
-            self._slots.acquire(priority)
-            try:
+            with self._slots.held(priority):
                 completion = self._answer(request, key)
-            finally:
-                self._slots.release()
         except Exception as err:
-            with self._lock:
-                self._in_flight -= 1
-                self._tally.add(error_totals(err))
+            self._failed(error_totals(err))
             raise
-        with self._lock:
-            self._in_flight -= 1
-            self._tally.add_completion(completion)
+        self._answered(completion)
         return completion
+
+    @serialized
+    def _take_off(self) -> None:
+        """A call is about to wait for a slot: refused if the budget is spent, else counted in flight
+        (calls in flight count against ``max_calls``, so it is never overshot)."""
+        reason = self._exhausted(1)
+        if reason:
+            raise BudgetExceeded(reason)
+        self._in_flight += 1
+
+    @serialized
+    def _answered(self, completion: Completion) -> None:
+        """A call in flight landed with ``completion``."""
+        self._in_flight -= 1
+        self._tally.add_completion(completion)
+
+    @serialized
+    def _failed(self, spent: CallTotals) -> None:
+        """A call in flight failed, having spent ``spent`` (its :func:`error_totals`)."""
+        self._in_flight -= 1
+        self._tally.add(spent)
 
     def _answer(self, request: LLMRequest, key: str | None) -> Completion:
         """The inner model's answer, noted in the book under ``key`` for the request's unit."""

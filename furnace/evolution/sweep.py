@@ -18,7 +18,6 @@ and the app show them as an experiment's).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +25,7 @@ from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import BudgetExceeded, FurnaceError
 from furnace.domain.render import render_prompt
+from furnace.domain.threads import parallel_map
 from furnace.evolution.engine import Breeder
 from furnace.evolution.evaluate import Evaluation, combine, evaluate_agent, failed_evaluation, split_held_out
 from furnace.evolution.records import ExperimentRecord, ExperimentResults, GenerationRecord, IndividualRecord
@@ -279,6 +279,7 @@ def run_sweep(
     if cell_runner is not None:
         records = cell_runner(indexes)
     else:
-        with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-            records = list(pool.map(lambda i: sweep_cell(plan, i, breeder=breeder, llm=llm), indexes))
+        records = parallel_map(
+            lambda i: sweep_cell(plan, i, breeder=breeder, llm=llm), indexes, workers=concurrency, name="furnace-sweep"
+        )
     return record_sweep(plan, records, results, llm=llm, tracker=tracker)

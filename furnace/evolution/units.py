@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import queue
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from furnace.domain.threads import Executor, Future, pool
 
 
 @dataclass(frozen=True)
@@ -57,12 +58,12 @@ class ThreadUnitRunner:
 
     def __init__(self, workers: int) -> None:
         self.workers = max(1, workers)
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: Executor | None = None
         self._pending: set[Future[Any]] = set()  # submitted and not done (each removes itself when done)
 
     def submit(self, unit: Unit) -> UnitFuture:
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="furnace-unit")
+            self._pool = pool(self.workers, name="furnace-unit")
         future = self._pool.submit(unit.run)
         self._pending.add(future)
         future.add_done_callback(self._pending.discard)  # O(1) per unit, whatever the population

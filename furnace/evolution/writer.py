@@ -14,11 +14,12 @@ the next run makes again (their model calls served by the response cache).
 from __future__ import annotations
 
 import queue
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from furnace.domain.threads import background
 
 if TYPE_CHECKING:
     from furnace.domain.agent import Agent
@@ -72,12 +73,11 @@ class RecordWriter:
         self.window_s = window_s
         self._queue: queue.Queue[Any] = queue.Queue()
         self._error: BaseException | None = None
-        self._thread: threading.Thread | None = None
+        self._join: Callable[[], None] | None = None  # joins the writer thread, while there is one
 
     def put(self, record: Any) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="furnace-writer", daemon=True)
-            self._thread.start()
+        if self._join is None:
+            self._join = background(self._loop, name="furnace-writer").join
         self._queue.put(record)
 
     def _loop(self) -> None:
@@ -147,14 +147,14 @@ class RecordWriter:
         """Flush, then end the thread (a long-lived process running many experiments keeps none behind;
         a later ``put`` starts a new one)."""
         self.flush()
-        if self._thread is not None:
+        if self._join is not None:
             self._queue.put(_STOP)
-            self._thread.join()
-            self._thread = None
+            self._join()
+            self._join = None
 
     def flush(self) -> None:
         """Save what is queued now (without waiting for the window) and block until it is saved."""
-        if self._thread is not None:
+        if self._join is not None:
             self._queue.put(_FLUSH)
         self._queue.join()
         if self._error is not None:

@@ -10,6 +10,7 @@ import pickle
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from furnace.evolution.config import parse_config
@@ -19,6 +20,7 @@ from furnace.evolution.isolated import (
     Sink,
     SpanRecorder,
     _Kit,
+    _kit,
     _Slotted,
     build_world,
     replay,
@@ -290,19 +292,28 @@ def test_a_workers_model_slots_serve_the_oldest_unit_first_and_its_phase_only_mo
             return request
 
     inner = Recording()
-    kit.slots.acquire()  # the only slot is busy: the calls below wait for it
-    calls = [_Slotted(inner, kit.slots, order) for order in (9, 7, 8)]
-    callers = [threading.Thread(target=call.complete, args=(call.priority,)) for call in calls]
-    for t in callers:
-        t.start()
-    while len(kit.slots._waiters) < len(callers):
-        time.sleep(0.001)
-    kit.slots.release()
+    with kit.slots.held():  # the only slot is busy: the calls below wait for it
+        calls = [_Slotted(inner, kit.slots, order) for order in (9, 7, 8)]
+        callers = [threading.Thread(target=call.complete, args=(call.priority,)) for call in calls]
+        for t in callers:
+            t.start()
+        while len(kit.slots._waiters) < len(callers):
+            time.sleep(0.001)
     for t in callers:
         t.join()
     assert inner.served == [7, 8, 9]
     kit.serve("reverse")  # the last child is planned: the youngest unit has the longest chain left
     assert kit.slots.serving == "reverse"
+
+
+def test_a_worker_builds_one_kit_per_run_and_keeps_the_newest_four() -> None:
+    world = build_world(_evolution(), model=_offline, slots=1)
+    first = _kit(world)
+    assert _kit(pickle.loads(pickle.dumps(world))) is first  # the same run (token), sent again
+    later = [_kit(replace(world, token=f"later-{i}")) for i in range(4)]
+    assert len(set(map(id, later))) == 4 and first not in later
+    assert _kit(replace(world, token="later-3")) is later[3]
+    assert _kit(world) is not first  # the oldest was dropped: a new run of its token builds a new kit
 
 
 def test_no_secret_travels_to_the_workers(tmp_path: Any) -> None:

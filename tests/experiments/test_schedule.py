@@ -16,7 +16,7 @@ import pytest
 from experiments.helpers import library, scripted_llm
 from experiments.test_evolution import make
 from furnace.domain.render import render_prompt
-from furnace.evolution.metering import PrioritySlots
+from furnace.domain.threads import PrioritySlots
 from furnace.evolution.plans import Plan
 from furnace.evolution.records import MemoryResults
 from furnace.evolution.units import Unit
@@ -240,41 +240,14 @@ def test_reservations_settle_early_never_below_what_each_unit_is_credited(monkey
     assert _stopped_by_the_budget(8) == outcome
 
 
-def test_a_freed_slot_goes_to_the_waiter_with_the_smallest_priority():
-    slots = PrioritySlots(1)
-    slots.acquire(0)
-    served: list[int] = []
-    threads = []
-    for priority in (5, 1, 3):
-        queued = threading.Event()
-
-        def wait(p: int = priority, q: threading.Event = queued) -> None:
-            q.set()
-            slots.acquire(p)
-            served.append(p)
-            slots.release()
-
-        t = threading.Thread(target=wait)
-        t.start()
-        queued.wait()
-        while len(slots._waiters) < len(threads) + 1:  # the waiter is queued
-            threading.Event().wait(0.001)
-        threads.append(t)
-    slots.release()
-    for t in threads:
-        t.join(5)
-    assert served == [1, 3, 5]
-
-
 def _queue(slots: PrioritySlots, priorities: tuple[int, ...], served: list[int]) -> list[threading.Thread]:
     """One thread per priority, each queued on ``slots`` (in this order) before the next starts."""
     threads: list[threading.Thread] = []
     for priority in priorities:
 
         def wait(p: int = priority) -> None:
-            slots.acquire(p)
-            served.append(p)
-            slots.release()
+            with slots.held(p):
+                served.append(p)
 
         t = threading.Thread(target=wait, daemon=True)  # a failing test never hangs the session
         t.start()
@@ -286,31 +259,28 @@ def _queue(slots: PrioritySlots, priorities: tuple[int, ...], served: list[int])
 
 def test_slots_served_by_arrival_or_in_reverse_then_by_priority_again():
     slots = PrioritySlots(1)
-    slots.acquire(0)
     served: list[int] = []
-    threads = _queue(slots, (5, 1), served)
-    slots.serve("arrival")  # the waiters already queued are served as they came too
-    threads += _queue(slots, (0, 3), served)
-    slots.release()
+    with slots.held():  # the only slot is busy: the calls below wait for it
+        threads = _queue(slots, (5, 1), served)
+        slots.serve("arrival")  # the waiters already queued are served as they came too
+        threads += _queue(slots, (0, 3), served)
     for t in threads:
         t.join(5)
     assert served == [5, 1, 0, 3]
 
-    slots.acquire(0)
     served.clear()
-    threads = _queue(slots, (5, 1, 3), served)
-    slots.serve("reverse")
-    threads += _queue(slots, (4,), served)
-    slots.release()
+    with slots.held():
+        threads = _queue(slots, (5, 1, 3), served)
+        slots.serve("reverse")
+        threads += _queue(slots, (4,), served)
     for t in threads:
         t.join(5)
     assert served == [5, 4, 3, 1]
 
-    slots.acquire(0)
-    slots.serve("priority")
     served.clear()
-    threads = _queue(slots, (5, 1, 3), served)
-    slots.release()
+    with slots.held():
+        slots.serve("priority")
+        threads = _queue(slots, (5, 1, 3), served)
     for t in threads:
         t.join(5)
     assert served == [1, 3, 5]
