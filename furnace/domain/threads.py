@@ -5,7 +5,8 @@ background refresh, a watchdog); each does it through one of these, so the threa
 has to reason about is here and in :mod:`furnace.domain.guarded` (one lock per object), not spread
 over the modules that use it:
 
-- :func:`background` and :func:`later` start a daemon thread now, or after a delay;
+- :func:`background` and :func:`later` start a daemon thread now, or after a delay (a :class:`Thread`
+  to join, a :class:`Timer` to cancel);
 - :func:`pool` makes a thread pool, :func:`parallel_map` maps a function over items on a short-lived
   one (in the caller's thread when there is nothing to share out); :class:`Future` and :func:`wait`
   are what a pool's ``submit`` hands back and how to wait for several;
@@ -34,6 +35,8 @@ __all__ = [
     "Once",
     "PerKey",
     "PrioritySlots",
+    "Thread",
+    "Timer",
     "background",
     "later",
     "parallel_map",
@@ -41,21 +44,24 @@ __all__ = [
     "wait",
 ]
 
+Thread = threading.Thread  # what background() returns
+Timer = threading.Timer  # what later() returns
+
 K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
 V = TypeVar("V")
 
 
-def background(target: Callable[..., Any], *args: Any, name: str) -> threading.Thread:
+def background(target: Callable[..., Any], *args: Any, name: str) -> Thread:
     """Run ``target(*args)`` on a new daemon thread named ``name``, started; returns the thread (to join)."""
-    thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+    thread = Thread(target=target, args=args, name=name, daemon=True)
     thread.start()
     return thread
 
 
-def later(delay_s: float, target: Callable[..., Any], *args: Any, name: str) -> threading.Timer:
+def later(delay_s: float, target: Callable[..., Any], *args: Any, name: str) -> Timer:
     """Run ``target(*args)`` on a daemon thread after ``delay_s`` seconds, unless cancelled (``.cancel()``)."""
-    timer = threading.Timer(delay_s, target, args=args)
+    timer = Timer(delay_s, target, args=args)
     timer.name, timer.daemon = name, True
     timer.start()
     return timer

@@ -19,7 +19,6 @@ import contextvars
 import logging
 import os
 import random
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from furnace.domain.errors import InputError, LineageError, NotFound
 from furnace.domain.guarded import Guarded
 from furnace.domain.lineage import Lineage
 from furnace.domain.render import render_prompt
-from furnace.domain.threads import Executor, Future, PerKey, background, pool, wait
+from furnace.domain.threads import Executor, Future, PerKey, Thread, background, pool, wait
 from furnace.fusion.embedding import Embedder
 from furnace.fusion.operators import OPERATORS, OperatorContext, OperatorResult, expertise_distance
 from furnace.fusion.operators.conflicts import check_hard_conflicts
@@ -409,7 +408,7 @@ def promote(store: ElixirStore, agent_id: str, name: str | None = None) -> Elixi
     return ref
 
 
-def prewarm(store: ElixirStore, agent_ids: Iterable[str], cache: SynthesisCache) -> threading.Thread:
+def prewarm(store: ElixirStore, agent_ids: Iterable[str], cache: SynthesisCache) -> Thread:
     """Fill the synthesis cache for stored agents in a background thread.
 
     Never blocks the caller and never raises: each failure is logged and skipped.
