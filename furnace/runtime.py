@@ -20,7 +20,6 @@ import logging
 import os
 import sys
 import tempfile
-import threading
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -30,6 +29,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from furnace.domain.guarded import Guarded, serialized
 from furnace.settings import FurnaceSettings
 
 if TYPE_CHECKING:
@@ -233,8 +233,9 @@ class PreparedExperiment:
 
 
 @dataclass(eq=False)
-class Runtime:
-    """Settings plus every adapter built from them, each once and on first use."""
+class Runtime(Guarded):
+    """Settings plus every adapter built from them, each once and on first use (the models by name and
+    the warnings shown are kept under the runtime's lock: faces use it from several threads)."""
 
     settings: FurnaceSettings
     before_open: Callable[[Path], object] | None = None
@@ -248,7 +249,6 @@ class Runtime:
     Dask workers build their own client (:func:`worker_model`); this one is not shipped to them."""
     _models: dict[str, CachedLLM] = field(default_factory=dict, repr=False)
     _warned: set[str] = field(default_factory=set, repr=False)
-    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     @classmethod
     def from_env(cls, *, home: str | Path | None = None) -> Runtime:
@@ -440,23 +440,29 @@ class Runtime:
         store."""
         client = self.client(self.settings.model_name) if self.client is not None else None
         model = build_llm(self.settings, db=self.sql, client=client)
-        with self._lock:
-            self._models.setdefault(model.model_name, model)
+        self._register(model)
         return model
+
+    @serialized
+    def _register(self, model: CachedLLM) -> None:
+        self._models.setdefault(model.model_name, model)
 
     def llm_for(self, model: str | None) -> CachedLLM:
         """The model client for ``model`` (None or the offline name: the offline engine), built once,
         sharing this runtime's cache and ledger; the configured model is :attr:`llm` itself."""
+        self.llm  # noqa: B018  (registers the configured model under its name)
+        return self._model_for(model)
+
+    @serialized
+    def _model_for(self, model: str | None) -> CachedLLM:
         from furnace.llm.seam import OFFLINE_MODEL_NAME
 
-        self.llm  # noqa: B018  (registers the configured model under its name)
         name = model or OFFLINE_MODEL_NAME
-        with self._lock:
-            if name not in self._models:
-                other = self.settings.model_copy(update={"model": None if name == OFFLINE_MODEL_NAME else name})
-                client = self.client(name) if self.client is not None else None
-                self._models[name] = build_llm(other, db=self.sql, client=client)
-            return self._models[name]
+        if name not in self._models:
+            other = self.settings.model_copy(update={"model": None if name == OFFLINE_MODEL_NAME else name})
+            client = self.client(name) if self.client is not None else None
+            self._models[name] = build_llm(other, db=self.sql, client=client)
+        return self._models[name]
 
     @cached_property
     def token_counter(self) -> TokenCounter:
@@ -486,11 +492,15 @@ class Runtime:
         runtime: a later call for the same model returns None (a face shows it once)."""
         model = model or self.settings.model
         text = self_judging_warning(model, judge_model or self.settings.judge_model)
-        with self._lock:
-            if text is None or str(model) in self._warned:
-                return None
-            self._warned.add(str(model))
-        return text
+        return text if text is not None and self._first_warning(str(model)) else None
+
+    @serialized
+    def _first_warning(self, model: str) -> bool:
+        """True the first time it is asked about ``model`` (the warning is shown then)."""
+        if model in self._warned:
+            return False
+        self._warned.add(model)
+        return True
 
     # -- assembled sub-systems ------------------------------------------------------------------------
 

@@ -27,12 +27,13 @@ import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
 from furnace.adapters.processes import die_with_parent, watch_parent
+from furnace.domain.guarded import Guarded, serialized
+from furnace.domain.threads import Future
 
 if TYPE_CHECKING:
     from furnace.evolution.isolated import IsolatedUnitRunner, Job, Sink, World
@@ -125,7 +126,7 @@ def slots_per_worker(concurrency: int, workers: int) -> int:
     return max(1, math.ceil(concurrency / max(1, workers)))
 
 
-class Placement:
+class Placement(Guarded):
     """Where a unit runs: on the worker with the fewest units in flight, so every worker's model slots
     have calls waiting; but a unit with the same affinity as a unit in flight (``Job.affinity``: they
     can ask the same questions) goes to that unit's worker, where its caches and single-flight serve the
@@ -139,32 +140,31 @@ class Placement:
         self.strict = getattr(client, "cluster", None) is not None
         self._load = dict.fromkeys(self.workers, 0)  # units in flight per worker
         self._held: dict[str, tuple[Any, int]] = {}  # affinity -> (worker, its units in flight)
-        self._lock = threading.Lock()
 
+    @serialized
     def place(self, job: Job) -> dict[str, Any]:
         """``workers`` and ``allow_other_workers`` for ``job`` (``client.submit`` / ``dask.annotate``),
         counted in flight until :meth:`done`."""
         if not self.workers:
             return {}
-        with self._lock:
-            held = self._held.get(job.affinity)
-            worker = held[0] if held else min(self.workers, key=self._load.__getitem__)
-            self._held[job.affinity] = (worker, (held[1] if held else 0) + 1)
-            self._load[worker] += 1
+        held = self._held.get(job.affinity)
+        worker = held[0] if held else min(self.workers, key=self._load.__getitem__)
+        self._held[job.affinity] = (worker, (held[1] if held else 0) + 1)
+        self._load[worker] += 1
         return {"workers": [worker], "allow_other_workers": not self.strict}
 
+    @serialized
     def done(self, job: Job, worker: Any) -> None:
         """``job``, placed on ``worker``, is no longer in flight."""
-        with self._lock:
-            self._load[worker] -= 1
-            _, count = self._held[job.affinity]
-            if count > 1:
-                self._held[job.affinity] = (worker, count - 1)
-            else:
-                del self._held[job.affinity]
+        self._load[worker] -= 1
+        _, count = self._held[job.affinity]
+        if count > 1:
+            self._held[job.affinity] = (worker, count - 1)
+        else:
+            del self._held[job.affinity]
 
 
-class _Submitter:
+class _Submitter(Guarded):
     """Ships jobs to the cluster: the world once to every worker, then one task per unit (older
     units first, placed by :class:`Placement`). A unit's outcome is fetched as soon as it is done,
     by Dask's callback thread, so the driver's loop finds it here when it gets to it (not a round
@@ -178,7 +178,6 @@ class _Submitter:
         # cluster given by address may have workers this process cannot reach
         self.direct = getattr(client, "cluster", None) is not None
         self.running: set[Any] = set()
-        self._lock = threading.Lock()
 
     def __call__(self, job: Job, order: int) -> Future[Any]:
         from furnace.evolution.isolated import run_job
@@ -187,12 +186,10 @@ class _Submitter:
         where = self.placement.place(job)
         remote = self.client.submit(run_job, self.world, job, pure=False, priority=-order, key=key, **where)
         fetched: Future[Any] = Future()
-        with self._lock:
-            self.running.add(remote)
+        self._track(remote)
 
         def fetch(done: Any) -> None:
-            with self._lock:
-                self.running.discard(done)
+            self._untrack(done)
             if where:
                 self.placement.done(job, where["workers"][0])
             try:
@@ -203,9 +200,21 @@ class _Submitter:
         remote.add_done_callback(fetch)
         return fetched
 
+    @serialized
+    def _track(self, remote: Any) -> None:
+        self.running.add(remote)
+
+    @serialized
+    def _untrack(self, remote: Any) -> None:
+        self.running.discard(remote)
+
+    @serialized
+    def _take_running(self) -> list[Any]:
+        pending, self.running = list(self.running), set()
+        return pending
+
     def close(self) -> None:
-        with self._lock:
-            pending, self.running = list(self.running), set()
+        pending = self._take_running()
         if pending:
             self.client.cancel(pending)
 

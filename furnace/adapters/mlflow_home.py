@@ -16,12 +16,12 @@ which name no directory:
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from furnace import offline_env
+from furnace.domain.threads import Once
 
 offline_env.apply()
 
@@ -35,8 +35,6 @@ ARTIFACTS_DIR = "mlartifacts"  # next to mlflow.db; also `mlflow ui`'s default -
 # default install has mlflow-skinny (tracking, Prompt Registry, tracing) and this extra adds the UI
 UI_EXTRA = "furnace[mlflow-ui]"
 SCHEME = "mlflow-artifacts"
-_lock = threading.Lock()
-_installed = False
 
 
 def home_of(tracking_uri: str) -> Path | None:
@@ -71,13 +69,12 @@ def _repository(artifact_uri: str, tracking_uri: str | None = None, registry_uri
     return LocalArtifactRepository(path.as_uri(), tracking_uri=effective, registry_uri=registry_uri)
 
 
+_registered = Once(lambda: _artifact_repository_registry.register(SCHEME, _repository))
+
+
 def install() -> None:
     """Resolve ``mlflow-artifacts:/`` locations of sqlite homes in this process (idempotent)."""
-    global _installed
-    with _lock:
-        if not _installed:
-            _artifact_repository_registry.register(SCHEME, _repository)
-            _installed = True
+    _registered.get()
 
 
 def ui_installed() -> bool:

@@ -11,16 +11,14 @@ later client of that URI in the process reuses it. A tracking server (``http(s):
 from __future__ import annotations
 
 import fcntl
-import threading
 from pathlib import Path
 
 from furnace import offline_env
+from furnace.domain.threads import PerKey
 
 offline_env.apply()
 
 LOCK_NAME = "mlflow.db.lock"
-_ready: set[str] = set()
-_lock = threading.Lock()
 
 
 def database_of(tracking_uri: str) -> Path | None:
@@ -40,22 +38,24 @@ def holds_runs(tracking_uri: str) -> bool:
 def prepare(tracking_uri: str) -> None:
     """Open ``tracking_uri``'s tracking and registry stores once in this process, a sqlite one behind
     the home's setup lock (creating or migrating the database happens at most once at a time)."""
-    with _lock:
-        if tracking_uri in _ready:
-            return
-        db = database_of(tracking_uri)
-        if db is None:
-            _ready.add(tracking_uri)
-            return
-        db.parent.mkdir(parents=True, exist_ok=True)
-        with open(db.parent / LOCK_NAME, "a+b") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                from mlflow import MlflowClient
+    _prepared.get(tracking_uri)
 
-                client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
-                client.search_experiments(max_results=1)  # the tracking store: tables made or migrated
-                client.search_registered_models(max_results=1)  # the registry store on the same file
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
-        _ready.add(tracking_uri)
+
+def _open_stores(tracking_uri: str) -> None:
+    db = database_of(tracking_uri)
+    if db is None:
+        return
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.parent / LOCK_NAME, "a+b") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            from mlflow import MlflowClient
+
+            client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+            client.search_experiments(max_results=1)  # the tracking store: tables made or migrated
+            client.search_registered_models(max_results=1)  # the registry store on the same file
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+_prepared: PerKey[str, None] = PerKey(_open_stores)  # the URIs whose stores this process opened

@@ -21,11 +21,12 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from types import FrameType
 from typing import Any
+
+from furnace.domain.threads import background, later
 
 STOP_GRACE_S = 10.0
 WATCH_S = 0.5  # how often a child's parent watcher looks (where no parent-death signal exists)
@@ -47,7 +48,7 @@ def die_with_parent(parent: int, signum: int = signal.SIGTERM) -> bool:
     return bound
 
 
-def watch_parent(parent: int, every_s: float = WATCH_S) -> threading.Thread:
+def watch_parent(parent: int, every_s: float = WATCH_S) -> None:
     """In a Python child: a daemon thread that exits the process (``os._exit``) once ``parent`` is gone,
     where the kernel cannot be asked to (not Linux). It needs the interpreter: a parent-death signal
     (:func:`die_with_parent`) is the stronger binding."""
@@ -57,9 +58,7 @@ def watch_parent(parent: int, every_s: float = WATCH_S) -> threading.Thread:
             time.sleep(every_s)
         os._exit(1)
 
-    thread = threading.Thread(target=watch, name="furnace-parent-watch", daemon=True)
-    thread.start()
-    return thread
+    background(watch, name="furnace-parent-watch")
 
 
 def stop(child: subprocess.Popen[bytes], grace_s: float = STOP_GRACE_S) -> int:
@@ -97,9 +96,7 @@ def run_child(command: Sequence[str], *, env: dict[str, str] | None = None) -> i
         if child.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 child.send_signal(signal.SIGTERM)
-            killer = threading.Timer(STOP_GRACE_S, _kill_if_running, args=(child,))
-            killer.daemon = True
-            killer.start()
+            later(STOP_GRACE_S, _kill_if_running, child, name="furnace-child-kill")
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:

@@ -14,13 +14,13 @@ shows it.
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from furnace.domain.errors import FurnaceError, InputError, NotFound
+from furnace.domain.guarded import Guarded, serialized
 from furnace.fusion.answers import Speaker, load_speaker
 from furnace.fusion.fuse import prewarm
 from furnace.runtime import Runtime
@@ -43,29 +43,35 @@ def _created(when: datetime | None) -> int:
     return int(when.timestamp()) if when is not None else 0
 
 
-class Catalogue:
+class Catalogue(Guarded):
     """Lists and resolves model ids on one runtime, and pre-warms the agents it has seen."""
 
     def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
-        self.warming: list[threading.Thread] = []  # the pre-warm threads started (tests join them)
         self._warmed: set[str] = set()
-        self._lock = threading.Lock()
+        self._warming: list[Callable[[float | None], None]] = []  # each pre-warm started: its thread's join
 
-    def warm(self, agent_ids: Iterable[str]) -> threading.Thread | None:
+    def warm(self, agent_ids: Iterable[str]) -> None:
         """Pre-warm the agents among ``agent_ids`` not pre-warmed yet (in the background; never raises)."""
-        with self._lock:
-            new = [a for a in agent_ids if a not in self._warmed]
-            self._warmed.update(new)
-        if not new:
-            return None
-        thread = prewarm(self.runtime.store, new, self.runtime.synthesis_cache)
-        self.warming.append(thread)
-        return thread
+        new = self._claim(agent_ids)
+        if new:
+            self._warming.append(prewarm(self.runtime.store, new, self.runtime.synthesis_cache).join)
 
-    def warm_all(self) -> threading.Thread | None:
+    @serialized
+    def _claim(self, agent_ids: Iterable[str]) -> list[str]:
+        """The agents among ``agent_ids`` not pre-warmed yet, marked as pre-warmed."""
+        new = [a for a in agent_ids if a not in self._warmed]
+        self._warmed.update(new)
+        return new
+
+    def warm_all(self) -> None:
         """Pre-warm every stored agent (the server's start)."""
-        return self.warm(a.id for a in self.runtime.store.list_agents())
+        self.warm(a.id for a in self.runtime.store.list_agents())
+
+    def settle(self, timeout_s: float | None = None) -> None:
+        """Wait for the pre-warms started so far (up to ``timeout_s`` each)."""
+        for join in list(self._warming):
+            join(timeout_s)
 
     def models(self) -> list[dict[str, Any]]:
         """The OpenAI ``model`` objects: agents (newest first), library elixirs, then registry aliases."""

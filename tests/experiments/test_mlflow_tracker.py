@@ -77,6 +77,23 @@ def test_a_flush_wakes_the_idle_trace_writer_instead_of_leaving_it_to_its_poll_t
     assert waits and set(waits) == {"task"}, waits
 
 
+def test_the_export_queue_counts_the_tasks_it_queued_and_those_written_in_the_caller(monkeypatch):
+    """``stats`` counts a task handed to the writer as queued, and one written at once because the queue
+    was stopped as inline (threads of every queue share the counts)."""
+    from furnace.adapters import mlflow_export
+    from furnace.adapters.mlflow_export import ExportStats, Task, WaitingExportQueue
+
+    monkeypatch.setattr(mlflow_export, "stats", ExportStats())
+    export = WaitingExportQueue()
+    written: list[str] = []
+    export.put(Task(handler=written.append, args=("queued",)))
+    export.flush(terminate=True)
+    export.put(Task(handler=written.append, args=("inline",)))  # stopped: written in the caller
+    assert written == ["queued", "inline"]
+    counted = mlflow_export.stats
+    assert (counted.queued, counted.waited, counted.inline) == (1, 0, 1)
+
+
 def test_spans_reach_the_store_in_batches_of_up_to_25_and_all_of_them_arrive(settings, mlflow_ready, monkeypatch):
     """The writer is handed span batches of up to ``SPAN_BATCH`` spans (MLflow's own are 5, and each write
     costs about the same whatever its size), and a trace's spans all reach the store."""

@@ -88,3 +88,56 @@ def test_crossover_with_minilm_merges_same_meaning_principles() -> None:
     result = OPERATORS["crossover"].apply([a, b], ctx)
     assert result.child.principles == ("Answer briefly.", "Cite sources.", "Use examples.")
     assert any("means the same" in n.reason for n in result.notes)
+
+
+class _GatedModel:
+    """A stand-in for the MiniLM model: ``encode`` notes its texts, and the texts in ``gated`` wait for
+    ``gate`` (another thread's move) before they are encoded."""
+
+    def __init__(self, gated: set[str]) -> None:
+        import threading
+
+        self.gated, self.gate, self.entered = gated, threading.Event(), threading.Event()
+        self.encoded: list[list[str]] = []
+
+    def encode(self, texts: list[str]) -> list[list[float]]:
+        self.encoded.append(list(texts))
+        if self.gated & set(texts):
+            self.entered.set()
+            assert self.gate.wait(30), "nobody opened the gate"
+        return [[float(len(t)), 1.0] for t in texts]
+
+
+def test_minilm_embedder_serves_its_cache_while_the_model_encodes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An embed whose texts are cached returns while another thread's embed waits on the model: the
+    embedder's lock is never held across an encode."""
+    from furnace.domain.threads import Once, background
+
+    model = _GatedModel({"slow"})
+    monkeypatch.setattr(minilm_embedder, "_model", Once(lambda: model))
+    embedder = minilm_embedder.MiniLMEmbedder()
+    assert embedder.embed(["cached"]) == [[6.0, 1.0]]
+    out: list[list[list[float]]] = []
+    slow = background(lambda: out.append(embedder.embed(["slow", "cached"])), name="test-slow-embed")
+    assert model.entered.wait(30)  # the slow embed is inside the model now
+    served: list[list[list[float]]] = []
+    fast = background(lambda: served.append(embedder.embed(["cached"])), name="test-cached-embed")
+    fast.join(30)
+    model.gate.set()
+    slow.join(30)
+    assert served == [[[6.0, 1.0]]]  # answered while the model was still busy
+    assert out == [[[4.0, 1.0], [6.0, 1.0]]]
+    assert model.encoded == [["cached"], ["slow"]]  # each text encoded once
+
+
+def test_minilm_embedder_keeps_the_most_recently_used_vectors(monkeypatch: pytest.MonkeyPatch) -> None:
+    from furnace.domain.threads import Once
+
+    model = _GatedModel(set())
+    monkeypatch.setattr(minilm_embedder, "_model", Once(lambda: model))
+    embedder = minilm_embedder.MiniLMEmbedder(cache_size=2)
+    embedder.embed(["a", "bb", "a"])  # one encode of the two distinct texts
+    embedder.embed(["a"])  # "a" used last: "bb" is the least recently used
+    embedder.embed(["ccc"])  # over the size: "bb" goes
+    embedder.embed(["a", "bb"])
+    assert model.encoded == [["a", "bb"], ["ccc"], ["bb"]]

@@ -59,9 +59,9 @@ def test_schema_request_sends_json_schema_and_parses(stub, fake_key):
 
 def test_rate_limit_then_success_makes_two_http_calls(stub, fake_key):
     stub.push(Reply(status=429, body=error_body("slow down", "rate_limit_exceeded")), Reply(body=chat_body("ok")))
-    llm = client(stub, fake_key)
-    assert llm.complete(ask()).text == "ok"
-    assert stub.calls == 2 and llm.attempts == 2
+    done = client(stub, fake_key).complete(ask())
+    assert done.text == "ok"
+    assert stub.calls == 2 and done.attempts == 2
 
 
 def test_three_server_errors_raise_after_exactly_three_attempts(stub, fake_key):

@@ -61,8 +61,7 @@ def test_agents_are_prewarmed_at_start_and_when_one_is_created(rt, lab, monkeypa
     monkeypatch.setattr(rt, "synthesis_cache", cache)
     with TestClient(create_app(rt)) as client:
         catalogue = client.app.state.catalogue
-        for thread in catalogue.warming:
-            thread.join(30)
+        catalogue.settle(30)
         assert cache.get(lab.agent.lineage_hash) and cache.get(lab.committee.lineage_hash)
         assert cache.builds == 2
         # an agent created while the server runs (its own cache: as by `furnace fuse` in another process)
@@ -78,8 +77,7 @@ def test_agents_are_prewarmed_at_start_and_when_one_is_created(rt, lab, monkeypa
         ).agent
         assert cache.get(new.lineage_hash) is None
         assert new.id in {m["id"] for m in client.get("/v1/models").json()["data"]}
-        for thread in catalogue.warming:
-            thread.join(30)
+        catalogue.settle(30)
         assert cache.get(new.lineage_hash)["prompt"] == new.system_prompt and cache.builds == 3
 
 
