@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -79,23 +80,17 @@ def _nothing() -> None:
     """The empty task that wakes the consumer thread."""
 
 
-class _WakingStop:
-    """The export queue's stop flag (MLflow's is an event that it only sets, clears and reads: nothing
-    waits on it), calling ``wake`` once it is set."""
+class _WakingEvent(threading.Event):
+    """MLflow's stop event for its export queue, calling ``wake`` once it is set (a subclass, not a
+    look-alike: whatever MLflow does with its event keeps working)."""
 
     def __init__(self, wake: Callable[[], None]) -> None:
+        super().__init__()
         self._wake = wake
-        self._stopped = False
 
     def set(self) -> None:
-        self._stopped = True
+        super().set()
         self._wake()
-
-    def clear(self) -> None:
-        self._stopped = False
-
-    def is_set(self) -> bool:
-        return self._stopped
 
 
 class WaitingExportQueue(AsyncTraceExportQueue):  # type: ignore[misc]
@@ -108,7 +103,7 @@ class WaitingExportQueue(AsyncTraceExportQueue):  # type: ignore[misc]
 
     def __init__(self) -> None:
         super().__init__()
-        self._stop_event = _WakingStop(self._wake_consumer)
+        self._stop_event = _WakingEvent(self._wake_consumer)
 
     def _wake_consumer(self) -> None:
         with contextlib.suppress(queue.Full):  # a full queue: the consumer is not waiting for a task
