@@ -133,7 +133,7 @@ def instrument() -> None:
             done()  # committed or rolled back
 
     db._sqlite_begin = timed_begin  # the engines made from now on listen with it
-    db._driver_begin = lambda driver: timed(driver_begin, driver)
+    db._driver_begin = lambda driver, turns: timed(lambda d: driver_begin(d, turns), driver)
     db.SQLDatabase.driver_transaction = timed_driver_transaction  # type: ignore[method-assign]
     SQLiteDialect_pysqlite.do_commit = ended(SQLiteDialect_pysqlite.do_commit)  # type: ignore[method-assign]
     SQLiteDialect_pysqlite.do_rollback = ended(SQLiteDialect_pysqlite.do_rollback)  # type: ignore[method-assign]

@@ -40,6 +40,7 @@ from furnace.domain.guarded import Guarded, serialized
 from furnace.domain.threads import PerKey
 from furnace.settings import SQLITE_FILE as SQLITE_FILE
 from furnace.storage.seals import Sealer, sealer_for
+from furnace.storage.sql.turns import WriteTurns, turns_for
 
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
@@ -88,11 +89,32 @@ def _settle_heap() -> None:
 def _sqlite_begin(conn: Connection) -> None:
     if conn.info.get("furnace_single_read"):  # one SELECT is its own consistent read in SQLite (see query)
         return
-    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get("furnace_write") else "BEGIN")
+    if not conn.info.get("furnace_write"):
+        conn.exec_driver_sql("BEGIN")
+        return
+    # a migration (once, at a store's first open) may run beside this process's writing threads, outside
+    # its turn to write: it never joins the turns, whose flocks assume one asker per process at a time
+    turns = None if conn.info.get("furnace_migrate") else _turns(conn.engine)
+    if turns is None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    else:
+        turns.begin(conn.connection.driver_connection, conn.exec_driver_sql)
 
 
-def _driver_begin(driver: Any) -> None:
-    driver.execute("BEGIN IMMEDIATE")  # a write transaction on the driver's connection (driver_transaction)
+def _driver_begin(driver: Any, turns: WriteTurns | None) -> None:
+    """A write transaction on the driver's connection (driver_transaction), in the waiters-first turns."""
+    if turns is None:
+        driver.execute("BEGIN IMMEDIATE")
+    else:
+        turns.begin(driver)
+
+
+def _turns(engine: Engine) -> WriteTurns | None:
+    """The waiters-first turns of a SQLite file (:mod:`furnace.storage.sql.turns`); None in memory."""
+    database = engine.url.database
+    if not database or database == ":memory:" or engine.dialect.name != "sqlite":
+        return None
+    return turns_for(database, BUSY_TIMEOUT_MS)
 
 
 def _sqlite_damaged(context: ExceptionContext) -> None:
@@ -403,7 +425,7 @@ class SQLDatabase:
                 return int(driver.execute(prepared.sql, prepared.params(values)).rowcount)
 
             try:
-                _driver_begin(driver)
+                _driver_begin(driver, _turns(self.engine))
                 try:
                     yield run
                     driver.execute("COMMIT")
@@ -496,6 +518,7 @@ class SQLDatabase:
         config = migrations_config()
         with self.engine.connect() as conn:
             conn.info["furnace_write"] = True
+            conn.info["furnace_migrate"] = True  # SQLite's own busy handler, outside the turns (see _sqlite_begin)
             try:
                 with conn.begin():
                     if self.dialect == "postgresql":
@@ -504,6 +527,8 @@ class SQLDatabase:
                     command.upgrade(config, "head")
             except DBAPIError as err:
                 raise StoreError(f"could not migrate the store at {self.where}: {_first_line(err)}") from None
+            finally:
+                conn.info.pop("furnace_migrate", None)  # the pooled connection's next writes join the turns
 
     def revision(self) -> str | None:
         """The Alembic revision the database is at (None before the first migration)."""
