@@ -137,6 +137,19 @@ def test_single_flight_calls_inner_once(storage):
     assert llm.totals().calls == 16 and llm.totals().cached_calls == 15
 
 
+def _count_joiners(llm: CachedLLM, joined: threading.Semaphore) -> None:
+    """Release ``joined`` each time a caller joins a flight another leads (on ``llm`` and its views)."""
+    join = llm._flights.join
+
+    def counting_join(key):
+        flight, leader = join(key)
+        if not leader:
+            joined.release()
+        return flight, leader
+
+    llm._flights.join = counting_join  # type: ignore[method-assign]
+
+
 def test_single_flight_shares_the_error(storage):
     def boom(request):
         raise LLMError("down")
@@ -151,15 +164,7 @@ def test_single_flight_shares_the_error(storage):
 
     inner = SlowLLM(FakeLLM(respond=after_the_others_joined), latency_s=0.0)
     llm = CachedLLM(inner, *storage)
-    join = llm._flights.join
-
-    def counting_join(key):
-        flight, leader = join(key)
-        if not leader:
-            joined.release()
-        return flight, leader
-
-    llm._flights.join = counting_join  # type: ignore[method-assign]
+    _count_joiners(llm, joined)
     errors: list[BaseException] = []
 
     def go():
@@ -189,15 +194,7 @@ def test_a_run_view_joins_the_flight_of_its_parent():
     inner = SlowLLM(FakeLLM(respond=after_the_view_joined), latency_s=0.0)
     llm = CachedLLM(inner)
     view = llm.for_run("run-v")
-    join = llm._flights.join
-
-    def counting_join(key):
-        flight, leader = join(key)
-        if not leader:
-            joined.release()
-        return flight, leader
-
-    llm._flights.join = counting_join  # type: ignore[method-assign]
+    _count_joiners(llm, joined)
     with ThreadPoolExecutor(2) as pool:
         lead = pool.submit(llm.complete, ask("same"))
         follow = pool.submit(view.complete, ask("same"))
