@@ -13,8 +13,9 @@ offline engine behind a 50 ms latency; the CLI commands use the offline engine (
 **What a wait is.** On SQLite, a process that wants to write asks for the database's write lock
 (``BEGIN IMMEDIATE``, issued by the store for every write transaction: through SQLAlchemy, or on the
 driver's own connection for the response cache's and the ledger's rows); when another process holds
-it, SQLite's busy handler sleeps and retries until it is free. The time ``BEGIN IMMEDIATE`` takes
-is therefore the time the process was blocked by another process: nothing else blocks there (this
+it, or is asking for it, the store waits (``furnace/storage/sql/turns.py``: waiters first) until it is
+its turn. The time that begin takes is therefore the time the process was blocked by another process:
+nothing else blocks there (this
 process's own threads queue earlier, on the store's in-process turn, and are not counted: that is
 not a wait for another process; reads never wait in WAL mode). Each process records, for every
 write transaction, three wall-clock instants (``time.time()``, one clock on one machine): asked
