@@ -15,15 +15,16 @@ offline engine behind a 50 ms latency; the CLI commands use the offline engine (
 driver's own connection for the response cache's and the ledger's rows); when another process holds
 it, or is asking for it, the store waits (``furnace/storage/sql/turns.py``: waiters first) until it is
 its turn. The time that begin takes is therefore the time the process was blocked by another process:
-nothing else blocks there (this
-process's own threads queue earlier, on the store's in-process turn, and are not counted: that is
-not a wait for another process; reads never wait in WAL mode). Each process records, for every
-write transaction, three wall-clock instants (``time.time()``, one clock on one machine): asked
-for the lock, got it, committed (or rolled back). Measured by wrapping the store's two ``BEGIN``
-hooks (``_sqlite_begin``, ``_driver_begin``), the SQLite dialect's commit/rollback and the end of a
-driver transaction in each process (:func:`instrument`); nothing else changes. Until 2026-12-06 the
+nothing else blocks there (this process's own threads queue earlier, on the store's in-process turn,
+and are not counted: that is not a wait for another process; reads never wait in WAL mode). Each
+process records, for every write transaction, three wall-clock instants (``time.time()``, one clock on
+one machine): asked for the lock, got it, committed (or rolled back). Measured by wrapping the store's two ``BEGIN``
+hooks (``_sqlite_begin``, ``_driver_begin``), the SQLite dialect's commit/rollback and the driver's
+(``_driver_end``) in each process (:func:`instrument`); nothing else changes. Until 2026-12-06 the
 driver's transactions (most of an experiment's writes) were not recorded: neither their waits nor the
-lock they held while others waited.
+lock they held while others waited; until 2026-12-07 a driver transaction's end was taken once the
+connection was back in the pool and the next of the process's threads let in (a few ms late when that
+thread waited for the GIL), so it seemed to hold the lock past its ``COMMIT``.
 
 Judged: (1) the p95 of the per-transaction waits of each kind of process (app, experiment, each
 CLI command) is < 100 ms; (2) the number of waits that overlapped **more than one** transaction of
@@ -44,7 +45,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,14 +91,12 @@ _open = threading.local()
 
 def instrument() -> None:
     """Record every write transaction's instants in this process (before any store is opened)."""
-    from contextlib import contextmanager
 
     from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
 
     from furnace.storage.sql import db
 
-    begin, driver_begin = db._sqlite_begin, db._driver_begin
-    driver_transaction = db.SQLDatabase.driver_transaction
+    begin, driver_begin, driver_end = db._sqlite_begin, db._driver_begin, db._driver_end
 
     def timed(began: Callable[[Any], None], on: Any) -> None:
         asked = time.time()
@@ -125,17 +124,15 @@ def instrument() -> None:
 
         return wrapper
 
-    @contextmanager
-    def timed_driver_transaction(self: Any) -> Iterator[Any]:
+    def timed_driver_end(driver: Any, statement: str) -> None:
         try:
-            with driver_transaction(self) as run:
-                yield run
+            driver_end(driver, statement)
         finally:
-            done()  # committed or rolled back
+            done()  # committed or rolled back: the lock is free from here
 
     db._sqlite_begin = timed_begin  # the engines made from now on listen with it
     db._driver_begin = lambda driver, turns: timed(lambda d: driver_begin(d, turns), driver)
-    db.SQLDatabase.driver_transaction = timed_driver_transaction  # type: ignore[method-assign]
+    db._driver_end = timed_driver_end
     SQLiteDialect_pysqlite.do_commit = ended(SQLiteDialect_pysqlite.do_commit)  # type: ignore[method-assign]
     SQLiteDialect_pysqlite.do_rollback = ended(SQLiteDialect_pysqlite.do_rollback)  # type: ignore[method-assign]
 

@@ -109,6 +109,12 @@ def _driver_begin(driver: Any, turns: WriteTurns | None) -> None:
         turns.begin(driver)
 
 
+def _driver_end(driver: Any, statement: str) -> None:
+    """``COMMIT`` or ``ROLLBACK`` of a driver transaction: SQLite's write lock is free once it returns (a
+    hook of its own, as ``_driver_begin``, so ``python -m bench waits`` times the lock held to here)."""
+    driver.execute(statement)
+
+
 def _turns(engine: Engine) -> WriteTurns | None:
     """The waiters-first turns of a SQLite file (:mod:`furnace.storage.sql.turns`); None in memory."""
     database = engine.url.database
@@ -428,10 +434,10 @@ class SQLDatabase:
                 _driver_begin(driver, _turns(self.engine))
                 try:
                     yield run
-                    driver.execute("COMMIT")
+                    _driver_end(driver, "COMMIT")
                 except BaseException:
                     if driver.in_transaction:
-                        driver.execute("ROLLBACK")
+                        _driver_end(driver, "ROLLBACK")
                     raise
             finally:
                 raw.close()
