@@ -24,7 +24,9 @@ hooks (``_sqlite_begin``, ``_driver_begin``), the SQLite dialect's commit/rollba
 driver's transactions (most of an experiment's writes) were not recorded: neither their waits nor the
 lock they held while others waited; until 2026-12-07 a driver transaction's end was taken once the
 connection was back in the pool and the next of the process's threads let in (a few ms late when that
-thread waited for the GIL), so it seemed to hold the lock past its ``COMMIT``.
+thread waited for the GIL), so it seemed to hold the lock past its ``COMMIT``; and a single read on a
+pooled connection last used for a write was timed as a write transaction, ending at that thread's next
+commit.
 
 Judged: (1) the p95 of the per-transaction waits of each kind of process (app, experiment, each
 CLI command) is < 100 ms; (2) the number of waits that overlapped **more than one** transaction of
@@ -104,7 +106,8 @@ def instrument() -> None:
         _open.tx = (asked, time.time())
 
     def timed_begin(conn: Any) -> None:
-        if conn.info.get("furnace_write"):
+        # a pooled connection keeps its last furnace_write; a single read (no BEGIN at all) is not a write
+        if conn.info.get("furnace_write") and not conn.info.get("furnace_single_read"):
             timed(begin, conn)
         else:
             begin(conn)
