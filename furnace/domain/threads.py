@@ -85,23 +85,30 @@ def parallel_map(fn: Callable[[T], V], items: Iterable[T], *, workers: int, name
 
 
 class PerKey(Generic[K, V]):
-    """One value per key, made by ``make(key)`` once in this process: the first caller of a key makes it
-    while later callers of that key wait, then everyone gets the same value. A ``make`` that raises
-    leaves the key unmade (the next caller tries again)."""
+    """One value per key, made once in this process by ``make(key)`` (or by the ``make()`` a caller of
+    :meth:`get` passes): the first caller of a key makes it while later callers of that key wait, then
+    everyone gets the same value. A ``make`` that raises leaves the key unmade (the next caller tries
+    again)."""
 
-    def __init__(self, make: Callable[[K], V]) -> None:
+    def __init__(self, make: Callable[[K], V] | None = None) -> None:
         self._make = make
         self._made: dict[K, V] = {}
         self._lock = threading.Lock()
 
-    def get(self, key: K) -> V:
+    def get(self, key: K, make: Callable[[], V] | None = None) -> V:
+        """``key``'s value, made now by ``make()`` (or the table's ``make(key)``) when it is not yet."""
         try:
             return self._made[key]  # a dict read is one atomic step: no lock once made
         except KeyError:
             pass
         with self._lock:
             if key not in self._made:
-                self._made[key] = self._make(key)
+                if make is not None:
+                    self._made[key] = make()
+                elif self._make is not None:
+                    self._made[key] = self._make(key)
+                else:
+                    raise KeyError(key)  # nothing to make it with
             return self._made[key]
 
     def made(self, key: K) -> V | None:

@@ -257,42 +257,18 @@ class _Kit(Guarded):
 _PHASES = ("arrival", "priority", "reverse")  # the driver's serving orders, in the order a run goes through them
 
 
-class _Run:
-    """A run as the key of its worker's kit: equal by the run's token, carrying its world until the kit
-    is made from it (then dropped: the kit holds what it needs)."""
-
-    __slots__ = ("token", "world")
-
-    def __init__(self, token: str, world: World | None = None) -> None:
-        self.token, self.world = token, world
-
-    def __hash__(self) -> int:
-        return hash(self.token)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Run) and other.token == self.token
-
-
-def _make_kit(run: _Run) -> _Kit:
-    assert run.world is not None
-    kit = _Kit(run.world)
-    run.world = None  # the key kept beside the kit keeps no world
-    return kit
-
-
-_KITS: PerKey[_Run, _Kit] = PerKey(_make_kit)
+_KITS: PerKey[str, _Kit] = PerKey()  # by run token
 # the probes' threads of every unit this process runs (started as needed, then reused: a unit's own
 # pool would start, and join, its threads in every unit)
 _PROBES = pool(64, name="furnace-worker-probe")
 
 
 def _kit(world: World) -> _Kit:
-    run = _Run(world.token, world)
-    if run not in _KITS:
+    if world.token not in _KITS:
         kits = _KITS.values()
         if len(kits) >= 4:  # a long-lived worker serves many runs: keep the newest few
-            _KITS.forget(_Run(kits[0].token))
-    return _KITS.get(run)
+            _KITS.forget(kits[0].token)
+    return _KITS.get(world.token, partial(_Kit, world))
 
 
 class _RecordingCache:

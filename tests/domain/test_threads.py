@@ -54,6 +54,15 @@ def test_per_key_leaves_a_failed_key_unmade() -> None:
     assert values.values() == [6]
 
 
+def test_per_key_takes_the_callers_make_when_it_has_none_of_its_own() -> None:
+    values: PerKey[str, list[str]] = PerKey()
+    with pytest.raises(KeyError):
+        values.get("a")
+    made = values.get("a", lambda: ["made by the caller"])
+    assert values.get("a", lambda: ["never made"]) is made  # made once: a later make is not called
+    assert values.get("a") is made
+
+
 def test_once_makes_on_first_get() -> None:
     calls = []
     once = Once(lambda: calls.append(1) or "v")
