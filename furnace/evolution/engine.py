@@ -948,27 +948,29 @@ class Evolution(Guarded):
         return out
 
     def _step_fits(self, *steps: tuple[int, ProbeSet | None]) -> None:
-        """Raise :class:`BudgetExceeded` unless the held-out ``steps`` (``members`` scored on ``probes``
-        each) fit in what ``max_calls`` leaves, all of them together: checked before they run, when no call
-        is under way, so a step runs whole or not at all, whatever the threads do."""
+        """Raise :class:`BudgetExceeded` unless the held-out ``steps`` fit in the budget together
+        (:meth:`_over_budget`)."""
+        why = self._over_budget(*steps)
+        if why is not None:
+            raise BudgetExceeded(why)
+
+    def _steps_fit(self, *steps: tuple[int, ProbeSet | None]) -> bool:
+        """Whether the held-out ``steps`` fit in the budget together (:meth:`_over_budget`)."""
+        return self._over_budget(*steps) is None
+
+    def _over_budget(self, *steps: tuple[int, ProbeSet | None]) -> str | None:
+        """Why the held-out ``steps`` (``members`` scored on ``probes`` each) do not fit in what ``max_calls``
+        leaves, all of them together (None: they fit): checked before they run, when no call is under way,
+        so a step runs whole or not at all, whatever the threads do."""
         limit = self.config.budget.max_calls
         if limit is None:
-            return
+            return None
         answer = (1 + judge_calls(self.config.scorers, self.panel)) * max(1, self.config.samples_per_probe)
         need = answer * sum(members * len(probes.probes) for members, probes in steps if probes is not None)
         spent = self.metered.meter.model_calls
         if need and spent + need > limit:
-            raise BudgetExceeded(
-                f"budget.max_calls {limit} reached (the next step may make {need} model calls, {limit - spent} left)"
-            )
-
-    def _steps_fit(self, *steps: tuple[int, ProbeSet | None]) -> bool:
-        """Whether the held-out ``steps`` fit in the budget together (:meth:`_step_fits`)."""
-        try:
-            self._step_fits(*steps)
-        except BudgetExceeded:
-            return False
-        return True
+            return f"budget.max_calls {limit} reached (the next step may make {need} model calls, {limit - spent} left)"
+        return None
 
     def _held_out_steps(
         self, llm: LLM, steps: Sequence[tuple[str, Sequence[IndividualRecord]]]
