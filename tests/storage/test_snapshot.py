@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,6 +18,7 @@ from furnace.domain.elixir import parse_elixir
 from furnace.storage.duckdb import snapshot
 from furnace.storage.seals import sealer_for
 from furnace.storage.sql.db import SQLDatabase, sqlite_url
+from furnace.storage.sql.parquet import Written
 from furnace.storage.sql.store import SQLStore
 
 REPO = Path(__file__).resolve().parents[2]
@@ -279,11 +281,11 @@ class _Copies:
     def exists(self) -> bool:
         return True
 
-    def write_parquet(self, folder: Path) -> tuple[dict[str, int], int]:
+    def write_parquet(self, folder: Path, base: Any = None) -> tuple[Written, int]:
         self.copies += 1
         if self.again and self.copies == 1:
             snapshot.request(self)
-        return {}, 5
+        return Written(), 5
 
 
 @pytest.fixture

@@ -35,20 +35,28 @@ def test_the_schema_is_the_migrations_head(sql_db: Any) -> None:
 
     from furnace.storage.sql.schema import metadata
 
-    def data(name: Any, kind: str, *_: Any) -> bool:  # the lineage tables' change stamp and log are no data
-        return not (kind == "table" and name in ("lineage_stamp", "lineage_changes"))
+    stamps = ("lineage_stamp", "lineage_changes", "snapshot_stamps")
+
+    def data(name: Any, kind: str, *_: Any) -> bool:  # the change stamps (and the lineage log) are no data
+        return not (kind == "table" and name in stamps)
 
     with sql_db.engine.connect() as conn:
         diff = compare_metadata(MigrationContext.configure(conn, opts={"include_name": data}), metadata)
     assert diff == []
-    assert sql_db.revision() == "0005"
-    for table in ("lineage_stamp", "lineage_changes"):
+    assert sql_db.revision() == "0006"
+    for table in stamps[:2]:
         rows = sql_db.query(
             f"SELECT count(*) FROM information_schema.tables WHERE table_name = '{table}'"
             if sql_db.dialect == "postgresql"
             else f"SELECT count(*) FROM {table}"
         )
         assert rows == [(0,)] if sql_db.dialect == "postgresql" else rows == [(1,)]  # SQLite only: one row
+    if sql_db.dialect == "sqlite":  # every data table has its snapshot stamp (else it is always copied in full)
+        named = {row[0] for row in sql_db.query("SELECT name FROM snapshot_stamps")}
+        assert named == set(metadata.tables)
+    else:
+        absent = "SELECT count(*) FROM information_schema.tables WHERE table_name = 'snapshot_stamps'"
+        assert sql_db.query(absent) == [(0,)]
 
 
 def test_head_revision_is_the_newest_migration() -> None:

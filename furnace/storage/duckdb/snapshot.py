@@ -3,8 +3,10 @@
 Layout under ``<home>/snapshots/``::
 
     CURRENT                 the id of the newest complete snapshot (replaced atomically)
-    <id>/<table>.parquet    every table, copied inside one read transaction
-    <id>/manifest.json      tables, row counts, schema version, time, each file's sha256, the keyed seal
+    <id>/<table>.parquet    every table, copied inside one read transaction ...
+    <id>/<table>.<k>.parquet  ... or the rows added since the snapshot before, beside its files hard-linked
+    <id>/manifest.json      tables, their files, row counts, schema version, time, each file's sha256,
+                            the marks the next refresh extends from, the keyed seal
     <id>/.reader-<pid>      a lease: a live reader process keeps this snapshot from removal
 
 A refresh writes a new folder ``.tmp-<id>``, renames it to ``<id>`` and only
@@ -36,7 +38,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import duckdb
 
@@ -45,6 +47,9 @@ from furnace.domain.guarded import Guarded, serialized
 from furnace.domain.liveness import pid_alive
 from furnace.domain.threads import PerKey, background
 from furnace.storage.seals import Sealer, check, sealer_for
+
+if TYPE_CHECKING:
+    from furnace.storage.sql.parquet import Base, Written
 
 log = logging.getLogger(__name__)
 
@@ -79,9 +84,9 @@ class Source(Protocol):
         """Whether there is anything to snapshot (a temporary home may be gone)."""
         ...
 
-    def write_parquet(self, folder: Path) -> tuple[dict[str, int], int]:
-        """Every table as ``folder/<table>.parquet``, in one read transaction: the row counts and the
-        schema version."""
+    def write_parquet(self, folder: Path, base: Base | None = None) -> tuple[Written, int]:
+        """Every table into ``folder``, in one read transaction, extending ``base`` where only rows were
+        added since: what was written and the schema version."""
         ...
 
 
@@ -107,7 +112,9 @@ def manifest(folder: Path) -> dict[str, Any]:
 
 
 def refresh(source: Source) -> Path:
-    """Copy every table of the live store into a new snapshot and make it current; returns its folder."""
+    """Take a new snapshot of the live store and make it current; returns its folder. It extends the
+    current snapshot where only rows were added since (its files hard-linked, one more file with the new
+    rows: ``furnace.storage.sql.parquet``); every other table is copied in full."""
     if not source.exists():  # e.g. a temporary home already removed: never recreate an empty file
         raise StoreError(f"no {source.path.name} at {source.path.parent}: nothing to snapshot")
     root = snapshot_root(source.path)
@@ -117,10 +124,17 @@ def refresh(source: Source) -> Path:
     tmp = root / f".tmp-{sid}"
     tmp.mkdir()
     try:
-        counts, version = source.write_parquet(tmp)
-        tables = sorted(counts)
-        written: dict[str, Any] = {"id": sid, "tables": counts, "schema_version": version, "taken_at": stamp}
-        written["files"] = {table: _digest(tmp / f"{table}.parquet") for table in tables}
+        base, digests = _base(root, source.sealer)
+        done, version = source.write_parquet(tmp, base)
+        written: dict[str, Any] = {"id": sid, "tables": done.rows, "schema_version": version, "taken_at": stamp}
+        written["parts"] = done.parts
+        written["files"] = {
+            name: digests[name] if name in done.linked else _digest(tmp / name)
+            for table in sorted(done.parts)
+            for name in done.parts[table]
+        }
+        written["marks"] = done.marks
+        written["stats"] = {name: _stat(tmp / name) for name in written["files"]}
         written["seal"] = _manifest_seal(source.sealer, written)
         (tmp / "manifest.json").write_text(json.dumps(written, indent=1), encoding="utf-8")
         folder = root / sid
@@ -133,6 +147,40 @@ def refresh(source: Source) -> Path:
         raise
     _collect(root, keep=folder)
     return folder
+
+
+def _base(root: Path, sealer: Sealer) -> tuple[Base | None, dict[str, str]]:
+    """The current snapshot as a refresh's base, with its files' digests; None when there is none, it
+    predates extending (no marks), or its manifest's seal does not check (a full copy replaces it)."""
+    folder = current(root)
+    if folder is None:
+        return None, {}
+    try:
+        data = manifest(folder)
+        check(data.get("seal"), _manifest_seal(sealer, data), f"the manifest of snapshot {folder.name}")
+    except (OSError, ValueError, SealError):
+        return None, {}
+    if "marks" not in data or "stats" not in data:
+        return None, {}
+    from furnace.storage.sql.parquet import Base
+
+    base = Base(folder, int(data["schema_version"]), data["parts"], data["tables"], data["marks"], data["stats"])
+    return base, data["files"]
+
+
+def parts(data: dict[str, Any]) -> dict[str, list[tuple[str, str | None]]]:
+    """Each table's files in a snapshot's manifest, with their sha256 (a manifest written before a table
+    could span files lists ``<table>.parquet`` under the table's name)."""
+    files = data.get("files") or {}
+    if "parts" not in data:
+        return {table: [(f"{table}.parquet", files.get(table))] for table in data["tables"]}
+    return {table: [(name, files.get(name)) for name in data["parts"].get(table, [])] for table in data["tables"]}
+
+
+def _stat(path: Path) -> list[int]:
+    """A file's size and modification time (ns): what a later refresh checks before it keeps the file."""
+    stat = path.stat()
+    return [stat.st_size, stat.st_mtime_ns]
 
 
 def _digest(path: Path) -> str:
@@ -155,14 +203,14 @@ def verify(folder: Path, sealer: Sealer) -> None:
     data = manifest(folder)
     what = f"snapshot {folder.name}"
     check(data.get("seal"), _manifest_seal(sealer, data), f"the manifest of {what}")
-    files = data.get("files") or {}
-    for table in data["tables"]:
-        path = folder / f"{table}.parquet"
-        if table not in files or not path.exists() or _digest(path) != files[table]:
-            raise SealError(
-                f"{table}.parquet of {what} does not match its sealed manifest: the snapshot was rewritten"
-                " outside furnace (docs/reliability.md)"
-            )
+    for table, listed in parts(data).items():
+        for name, digest in listed or [(f"{table}.parquet", None)]:
+            path = folder / name
+            if digest is None or not path.exists() or _digest(path) != digest:
+                raise SealError(
+                    f"{name} of {what} does not match its sealed manifest: the snapshot was rewritten"
+                    " outside furnace (docs/reliability.md)"
+                )
 
 
 def _pid_of(name: str, prefix: str) -> int | None:
@@ -248,9 +296,9 @@ class _Views(Guarded):
             try:
                 con.execute("BEGIN")
                 con.execute(f'CREATE SCHEMA "{schema}"')
-                for table in manifest(folder)["tables"]:
-                    path = (folder / f"{table}.parquet").as_posix().replace("'", "''")
-                    con.execute(f'CREATE VIEW "{schema}"."{table}" AS SELECT * FROM read_parquet(\'{path}\')')
+                for table, listed in parts(manifest(folder)).items():
+                    files = ", ".join("'" + (folder / name).as_posix().replace("'", "''") + "'" for name, _ in listed)
+                    con.execute(f'CREATE VIEW "{schema}"."{table}" AS SELECT * FROM read_parquet([{files}])')
                 con.execute("COMMIT")
             finally:
                 con.close()
@@ -267,10 +315,12 @@ def refresh_due(quiet_since: float, first: float, last: float, cost: float) -> f
     """When a background refresh asked for at ``first`` runs (``time.monotonic()`` values): once the writer
     has been quiet for ``QUIET_S`` since ``quiet_since``, or at the latest ``MAX_DELAY_S`` after ``first``
     while it stays busy; never sooner than ``MIN_INTERVAL_S`` after the last refresh ended (``last``), nor
-    than ``DUTY`` times that refresh's duration (``cost``). A refresh copies every table, so its cost grows
-    with the home: the last bound keeps a busy run's background refreshes under 1/``DUTY`` of one core's
-    time however large the home is (a home whose refresh takes 0.5 s is refreshed at most every 10 s),
-    where a fixed interval let them take most of it. ``wait_pending`` (a command's end) does not wait."""
+    than ``DUTY`` times that refresh's duration (``cost``). A refresh copies what was added since the last
+    one, and in full every table changed in place (and, every :data:`~furnace.storage.sql.parquet.MAX_PARTS`
+    refreshes, a growing table), so its cost can grow with the home: the last bound keeps a busy run's
+    background refreshes under 1/``DUTY`` of one core's time however large the home is (a home whose
+    refresh takes 0.5 s is refreshed at most every 10 s), where a fixed interval let them take most of it.
+    ``wait_pending`` (a command's end) does not wait."""
     soon = min(max(quiet_since + QUIET_S, last + MIN_INTERVAL_S), first + MAX_DELAY_S)
     return max(soon, last + DUTY * cost)
 
@@ -308,7 +358,7 @@ class _Refresher(Guarded):
     def _run(self) -> None:
         try:
             while self._next():
-                # A refresh copies every table (~80 statements, ~40 ms of CPU): it runs when the writer is
+                # A refresh reads every table (~80 statements, ~10-100 ms of CPU): it runs when the writer is
                 # quiet (between a user's turns), not between back-to-back units, where it would compete
                 # with them for the CPU; a busy writer still gets one every MAX_DELAY_S.
                 db = self._spaced(first=time.monotonic())

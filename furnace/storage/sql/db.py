@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, Engine, Table, create_engine, event, text
 from sqlalchemy.dialects import postgresql, sqlite
@@ -42,6 +42,9 @@ from furnace.settings import SQLITE_FILE as SQLITE_FILE
 from furnace.storage.seals import Sealer, sealer_for
 from furnace.storage.sql.turns import WriteTurns, turns_for
 
+if TYPE_CHECKING:
+    from furnace.storage.sql.parquet import Base, Written
+
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000
 CONFLICT_RETRIES = 5
@@ -50,7 +53,7 @@ DAMAGED_HINT = " (if the file is damaged: truncated, or not a furnace database, 
 _SQLITE_DAMAGE = {11, 26}  # SQLITE_CORRUPT ("database disk image is malformed"), SQLITE_NOTADB
 _SQLITE_CANTOPEN = 14  # "unable to open database file"
 _CANTOPEN_HINT = " (a folder in its place, or no permission to read and write it and its folder)"
-HEAD_REVISION = "0005"  # the newest migration's revision (migrations/versions/; a test holds them equal)
+HEAD_REVISION = "0006"  # the newest migration's revision (migrations/versions/; a test holds them equal)
 
 
 def sqlite_url(home: Path) -> str:
@@ -281,13 +284,16 @@ class SQLDatabase:
         """Whether the store is there (a temporary home's SQLite file may be gone)."""
         return self.dialect != "sqlite" or self.path.exists()
 
-    def write_parquet(self, folder: Path) -> tuple[dict[str, int], int]:
-        """Every table as ``folder/<table>.parquet`` in one read transaction; row counts and schema revision."""
+    def write_parquet(self, folder: Path, base: Base | None = None) -> tuple[Written, int]:
+        """Every table into ``folder`` in one read transaction, extending ``base`` (a snapshot of this
+        store at the same schema revision) where only rows were added since; what was written and the
+        schema revision."""
         from furnace.storage.sql.parquet import write_tables
 
         with self.connect() as conn:
-            counts = write_tables(conn, folder)
-        return counts, int(self.revision() or 0)
+            revision = int(conn.execute(text("SELECT version_num FROM alembic_version")).scalar() or 0)
+            extended = base if base is not None and base.revision == revision else None
+            return write_tables(conn, folder, extended), revision
 
     def snapshot_soon(self) -> None:
         """Ask for a fresh analysis snapshot (in the background, when the runtime set one up)."""

@@ -3,21 +3,79 @@
 Written with pyarrow (no DuckDB extension is needed), in one read transaction, with the column types the
 DuckDB snapshots have: lists (an elixir's expertise, an embedding vector) as Parquet lists, JSON
 documents as strings, timestamps as naive UTC microseconds.
+
+**Only what was added.** On SQLite a table's rows are added with a growing ``rowid``, and migration 0006's
+stamps move whenever a row is changed or removed in place. A refresh given the snapshot before it (its
+*base*) keeps the base's files of a table -- hard-linked, not copied -- and writes one more file with the
+rows past the base's highest ``rowid``, when the table's stamp and the schema cookie are the base's and
+the base's rows are all still there (their count up to that ``rowid``). Anything else, a table reaching
+:data:`MAX_PARTS` files, or PostgreSQL (no ``rowid``), writes the table in full as ``<table>.parquet``.
+A long experiment's refreshes then cost what it added since the last one, not everything it holds.
 """
 
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from sqlalchemy import BigInteger, Boolean, Connection, DateTime, Float, Integer, Table, select
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Connection,
+    DateTime,
+    Float,
+    Integer,
+    Table,
+    func,
+    literal_column,
+    select,
+    text,
+)
+from sqlalchemy.sql.expression import ColumnClause
 
 from furnace.storage.sql.schema import metadata
 
 _LISTS = {("elixir_versions", "expertise"): pa.list_(pa.string()), ("embeddings", "vector"): pa.list_(pa.float64())}
+MAX_PARTS = 8  # a table's files in one snapshot; the refresh that would add one more rewrites it in one
+_rowid: ColumnClause[Any] = literal_column("rowid")
+_STAMPS = text("SELECT s.name, s.n, hex(s.token), v.schema_version FROM snapshot_stamps s, pragma_schema_version v")
+
+
+@dataclass(frozen=True)
+class Base:
+    """The snapshot a refresh may extend (its manifest's seal checked): where its files are, each table's
+    files and rows, and the marks it recorded (:attr:`Written.marks`)."""
+
+    folder: Path
+    revision: int
+    """The schema revision it was written at (a base at another is not extended)."""
+    parts: dict[str, list[str]]
+    rows: dict[str, int]
+    marks: dict[str, list[Any]]
+    stats: dict[str, list[int]]
+    """Each file's ``[size, mtime_ns]`` as written: a file changed since (outside furnace) is not kept, so
+    the next refresh heals a snapshot whose seal no longer checks."""
+
+
+@dataclass
+class Written:
+    """What a refresh wrote into its folder."""
+
+    rows: dict[str, int] = field(default_factory=dict)
+    """Each table's rows."""
+    parts: dict[str, list[str]] = field(default_factory=dict)
+    """Each table's files in the folder, in order (``<table>.parquet``, then ``<table>.<k>.parquet``)."""
+    marks: dict[str, list[Any]] = field(default_factory=dict)
+    """SQLite: each stamped table's ``[highest rowid, stamp n, stamp token, schema cookie]`` (what the next
+    refresh checks before it extends this snapshot)."""
+    linked: set[str] = field(default_factory=set)
+    """The files hard-linked from the base (their content is the base's)."""
 
 
 def _arrow_type(table: Table, column: Any) -> pa.DataType:
@@ -38,19 +96,78 @@ def _arrow_type(table: Table, column: Any) -> pa.DataType:
     return pa.string()
 
 
-def write_tables(conn: Connection, folder: Path) -> dict[str, int]:
-    """Every table of the store as ``folder/<table>.parquet`` (on ``conn``, one read transaction); row counts."""
-    counts: dict[str, int] = {}
+def _write(table: Table, rows: Sequence[Any], path: Path) -> None:
+    names = [c.name for c in table.columns]
+    # rows to columns in one C-level transpose (a Python append per value was ~40 % of a refresh)
+    values = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+    columns: dict[str, list[Any]] = {name: list(column) for name, column in zip(names, values, strict=True)}
+    for (name_of_table, column), _ in _LISTS.items():
+        if name_of_table == table.name:
+            columns[column] = [None if v is None else json.loads(v) for v in columns[column]]
+    schema = pa.schema([pa.field(c.name, _arrow_type(table, c)) for c in table.columns])
+    pq.write_table(pa.table(columns, schema=schema), path)
+
+
+def _stamps(conn: Connection) -> dict[str, list[Any]]:
+    """SQLite: each stamped table's ``[stamp n, stamp token, schema cookie]``; {} elsewhere."""
+    if conn.dialect.name != "sqlite":
+        return {}
+    return {name: [n, token, cookie] for name, n, token, cookie in conn.execute(_STAMPS)}
+
+
+def _kept(conn: Connection, table: Table, base: Base | None, mark: list[Any] | None) -> list[str] | None:
+    """The base's files of ``table`` this snapshot may keep (then only rows past the base's highest rowid
+    are new), or None: write the table in full."""
+    if base is None or mark is None:
+        return None
+    then, parts = base.marks.get(table.name), base.parts.get(table.name)
+    if not then or not parts or len(parts) >= MAX_PARTS or then[1:] != mark[1:] or mark[0] < then[0]:
+        return None
+    kept = conn.execute(select(func.count()).select_from(table).where(_rowid <= then[0])).scalar()
+    return list(parts) if kept == base.rows.get(table.name) else None
+
+
+def _link(base: Base, parts: list[str], folder: Path) -> bool:
+    """Hard-link the base's ``parts`` into ``folder``; False (and none left) if one is gone, was changed
+    since it was written, or cannot be linked."""
+    done: list[Path] = []
+    try:
+        for name in parts:
+            stat = os.stat(base.folder / name)
+            if [stat.st_size, stat.st_mtime_ns] != base.stats.get(name):
+                raise FileExistsError(name)  # rewritten since: not kept
+            os.link(base.folder / name, folder / name)
+            done.append(folder / name)
+    except OSError:  # removed meanwhile, rewritten, or another filesystem: the table is written in full
+        for path in done:
+            path.unlink(missing_ok=True)
+        return False
+    return True
+
+
+def write_tables(conn: Connection, folder: Path, base: Base | None = None) -> Written:
+    """Every table of the store into ``folder`` (on ``conn``, one read transaction), extending ``base``
+    where only rows were added since (module docstring)."""
+    written, stamps = Written(), _stamps(conn)
     for table in metadata.sorted_tables:
+        name = table.name
+        mark = None
+        if name in stamps:
+            top = conn.execute(select(func.max(_rowid)).select_from(table)).scalar() or 0
+            mark = [top, *stamps[name]]
+            written.marks[name] = mark
+        kept = _kept(conn, table, base, mark)
+        if kept is not None and base is not None and _link(base, kept, folder):
+            written.linked.update(kept)
+            rows = conn.execute(select(table).where(_rowid > base.marks[name][0])).all()
+            if rows:
+                kept.append(f"{name}.{len(kept)}.parquet")
+                _write(table, rows, folder / kept[-1])
+            written.parts[name] = kept
+            written.rows[name] = base.rows[name] + len(rows)
+            continue
         rows = conn.execute(select(table)).all()
-        names = [c.name for c in table.columns]
-        # rows to columns in one C-level transpose (a Python append per value was ~40 % of a refresh)
-        values = list(zip(*rows, strict=True)) if rows else [() for _ in names]
-        columns: dict[str, list[Any]] = {name: list(column) for name, column in zip(names, values, strict=True)}
-        for (name_of_table, column), _ in _LISTS.items():
-            if name_of_table == table.name:
-                columns[column] = [None if v is None else json.loads(v) for v in columns[column]]
-        schema = pa.schema([pa.field(c.name, _arrow_type(table, c)) for c in table.columns])
-        pq.write_table(pa.table(columns, schema=schema), folder / f"{table.name}.parquet")
-        counts[table.name] = len(rows)
-    return counts
+        _write(table, rows, folder / f"{name}.parquet")
+        written.parts[name] = [f"{name}.parquet"]
+        written.rows[name] = len(rows)
+    return written
