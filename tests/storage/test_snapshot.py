@@ -17,8 +17,8 @@ import pytest
 from furnace.domain.elixir import parse_elixir
 from furnace.storage.duckdb import snapshot
 from furnace.storage.seals import sealer_for
+from furnace.storage.snapshot_files import Written
 from furnace.storage.sql.db import SQLDatabase, sqlite_url
-from furnace.storage.sql.parquet import Written
 from furnace.storage.sql.store import SQLStore
 
 REPO = Path(__file__).resolve().parents[2]

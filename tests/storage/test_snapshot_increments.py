@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 from furnace.storage.duckdb import snapshot
+from furnace.storage.snapshot_files import Base
 from furnace.storage.sql import parquet
 from furnace.storage.sql.db import SQLDatabase, sqlite_url
 from furnace.storage.sql.kv import SQLKV
@@ -133,7 +134,7 @@ def test_a_snapshot_at_another_schema_revision_is_not_extended(tmp_path: Path) -
     first = snapshot.refresh(db)
     base, _ = snapshot._base(first.parent, db.sealer)
     assert base is not None and base.revision == 6
-    older = parquet.Base(base.folder, base.revision - 1, base.parts, base.rows, base.marks, base.stats)
+    older = Base(base.folder, base.revision - 1, base.parts, base.rows, base.marks, base.stats)
     folder = tmp_path / "next"
     folder.mkdir()
     written, revision = db.write_parquet(folder, older)

@@ -38,7 +38,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import duckdb
 
@@ -47,9 +47,7 @@ from furnace.domain.guarded import Guarded, serialized
 from furnace.domain.liveness import pid_alive
 from furnace.domain.threads import PerKey, background
 from furnace.storage.seals import Sealer, check, sealer_for
-
-if TYPE_CHECKING:
-    from furnace.storage.sql.parquet import Base, Written
+from furnace.storage.snapshot_files import Base, Written
 
 log = logging.getLogger(__name__)
 
@@ -162,8 +160,6 @@ def _base(root: Path, sealer: Sealer) -> tuple[Base | None, dict[str, str]]:
         return None, {}
     if "marks" not in data or "stats" not in data:
         return None, {}
-    from furnace.storage.sql.parquet import Base
-
     base = Base(folder, int(data["schema_version"]), data["parts"], data["tables"], data["marks"], data["stats"])
     return base, data["files"]
 

@@ -43,7 +43,7 @@ from furnace.storage.seals import Sealer, sealer_for
 from furnace.storage.sql.turns import WriteTurns, turns_for
 
 if TYPE_CHECKING:
-    from furnace.storage.sql.parquet import Base, Written
+    from furnace.storage.snapshot_files import Base, Written
 
 T = TypeVar("T")
 BUSY_TIMEOUT_MS = 30_000

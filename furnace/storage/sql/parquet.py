@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,43 +38,13 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.expression import ColumnClause
 
+from furnace.storage.snapshot_files import Base, Written
 from furnace.storage.sql.schema import metadata
 
 _LISTS = {("elixir_versions", "expertise"): pa.list_(pa.string()), ("embeddings", "vector"): pa.list_(pa.float64())}
 MAX_PARTS = 8  # a table's files in one snapshot; the refresh that would add one more rewrites it in one
 _rowid: ColumnClause[Any] = literal_column("rowid")
 _STAMPS = text("SELECT s.name, s.n, hex(s.token), v.schema_version FROM snapshot_stamps s, pragma_schema_version v")
-
-
-@dataclass(frozen=True)
-class Base:
-    """The snapshot a refresh may extend (its manifest's seal checked): where its files are, each table's
-    files and rows, and the marks it recorded (:attr:`Written.marks`)."""
-
-    folder: Path
-    revision: int
-    """The schema revision it was written at (a base at another is not extended)."""
-    parts: dict[str, list[str]]
-    rows: dict[str, int]
-    marks: dict[str, list[Any]]
-    stats: dict[str, list[int]]
-    """Each file's ``[size, mtime_ns]`` as written: a file changed since (outside furnace) is not kept, so
-    the next refresh heals a snapshot whose seal no longer checks."""
-
-
-@dataclass
-class Written:
-    """What a refresh wrote into its folder."""
-
-    rows: dict[str, int] = field(default_factory=dict)
-    """Each table's rows."""
-    parts: dict[str, list[str]] = field(default_factory=dict)
-    """Each table's files in the folder, in order (``<table>.parquet``, then ``<table>.<k>.parquet``)."""
-    marks: dict[str, list[Any]] = field(default_factory=dict)
-    """SQLite: each stamped table's ``[highest rowid, stamp n, stamp token, schema cookie]`` (what the next
-    refresh checks before it extends this snapshot)."""
-    linked: set[str] = field(default_factory=set)
-    """The files hard-linked from the base (their content is the base's)."""
 
 
 def _arrow_type(table: Table, column: Any) -> pa.DataType:
