@@ -3,6 +3,7 @@ what analysis reads is always what a full copy would read, whatever changed in b
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -151,3 +152,25 @@ def test_postgresql_snapshots_are_full_copies(sql_db: Any, tmp_path: Path) -> No
     data = snapshot.manifest(snapshot.refresh(sql_db))
     assert data["marks"] == {} and data["parts"]["elixir_versions"] == ["elixir_versions.parquet"]
     assert data["tables"]["elixir_versions"] == 2
+
+
+def test_a_snapshot_written_before_increments_is_read_and_then_replaced_in_full(tmp_path: Path) -> None:
+    db, store = _store(tmp_path)
+    a = store.save_elixir(make_elixir("Alpha"))
+    b = store.save_elixir(make_elixir("Beta"))
+    store.save_agent(make_agent([a, b], seed=1))
+    folder = snapshot.refresh(db)
+    data = snapshot.manifest(folder)  # as the release before wrote it: one file per table, keyed by table
+    old = {k: v for k, v in data.items() if k not in ("parts", "marks", "stats", "seal")}
+    old["files"] = {table: data["files"][f"{table}.parquet"] for table in data["tables"]}
+    old["seal"] = snapshot._manifest_seal(db.sealer, old)
+    (folder / "manifest.json").write_text(json.dumps(old), encoding="utf-8")
+    snapshot._views.schemas.pop(folder, None)
+    views = snapshot.connect(db.path)
+    assert views.sql("SELECT count(*) FROM agents").fetchall() == [(1,)]
+    views.close()
+
+    store.save_agent(make_agent([a, b], seed=2))
+    second = snapshot.refresh(db)
+    assert snapshot.manifest(second)["parts"]["agents"] == ["agents.parquet"]  # nothing to extend from
+    _same_as_a_full_copy(db, second, tmp_path)

@@ -433,14 +433,17 @@ class SQLStore:
         raise NotFound(f"elixir {id!r} has no version {version} (latest is {newest})", field="version")
 
     def _latest_rows(self, conn: Connection, ids: Sequence[str]) -> dict[str, tuple[int, str, Any, str]]:
-        """``id -> (version, content_hash, deleted_at, origin)`` of each id's latest version."""
+        """``id -> (version, content_hash, deleted_at, origin)`` of each id's latest version: one row per id
+        (the newest version found on the primary key's index), however many versions it has."""
         latest: dict[str, tuple[int, str, Any, str]] = {}
         for part in chunks(list(ids)):
-            for id, version, content_hash, deleted_at, origin in conn.execute(
-                select(_EV.id, _EV.version, _EV.content_hash, _EV.deleted_at, _EV.origin).where(_EV.id.in_(part))
-            ):
-                if id not in latest or version > latest[id][0]:
-                    latest[id] = (version, content_hash, deleted_at, origin)
+            top = select(_EV.id, func.max(_EV.version).label("version")).where(_EV.id.in_(part)).group_by(_EV.id)
+            newest = top.subquery()
+            query = select(_EV.id, _EV.version, _EV.content_hash, _EV.deleted_at, _EV.origin).join(
+                newest, and_(_EV.id == newest.c.id, _EV.version == newest.c.version)
+            )
+            for id, version, content_hash, deleted_at, origin in conn.execute(query):
+                latest[id] = (version, content_hash, deleted_at, origin)
         return latest
 
     def _plan(
