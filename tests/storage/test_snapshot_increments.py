@@ -174,3 +174,20 @@ def test_a_snapshot_written_before_increments_is_read_and_then_replaced_in_full(
     second = snapshot.refresh(db)
     assert snapshot.manifest(second)["parts"]["agents"] == ["agents.parquet"]  # nothing to extend from
     _same_as_a_full_copy(db, second, tmp_path)
+
+
+def test_a_row_put_back_under_the_highest_rowid_is_caught_by_the_count(tmp_path: Path) -> None:
+    db, store = _store(tmp_path)
+    for name in ("Alpha", "Beta", "Gamma"):
+        store.save_elixir(make_elixir(name))
+    with db.engine.begin() as conn:  # a gap under the highest rowid (the DELETE moves the stamp)
+        conn.exec_driver_sql("DELETE FROM elixir_versions WHERE id = 'beta'")
+    snapshot.refresh(db)
+    with db.engine.begin() as conn:  # outside furnace: an explicit rowid into the gap (no trigger, same max)
+        conn.exec_driver_sql(
+            "INSERT INTO elixir_versions (rowid, id, version, origin, name, content_hash, body, created_at)"
+            " VALUES (2, 'ghost', 1, 'library', 'Ghost', 'h', '{}', '2026-01-01 00:00:00.000000')"
+        )
+    second = snapshot.refresh(db)
+    assert snapshot.manifest(second)["parts"]["elixir_versions"] == ["elixir_versions.parquet"]
+    _same_as_a_full_copy(db, second, tmp_path)
