@@ -48,15 +48,21 @@ def _store(tmp_path: Path) -> tuple[SQLDatabase, SQLStore]:
     return db, SQLStore(db)
 
 
+def _with_an_agent(tmp_path: Path) -> tuple[SQLDatabase, SQLStore, Any, Any]:
+    """A store holding two elixirs and one agent bred from them: the store and both elixirs' refs."""
+    db, store = _store(tmp_path)
+    a = store.save_elixir(make_elixir("Alpha"))
+    b = store.save_elixir(make_elixir("Beta"))
+    store.save_agent(make_agent([a, b], seed=1))
+    return db, store, a, b
+
+
 def _inode(folder: Path, name: str) -> int:
     return os.stat(folder / name).st_ino
 
 
 def test_added_rows_extend_the_snapshot_before(tmp_path: Path) -> None:
-    db, store = _store(tmp_path)
-    a = store.save_elixir(make_elixir("Alpha"))
-    b = store.save_elixir(make_elixir("Beta"))
-    store.save_agent(make_agent([a, b], seed=1))
+    db, store, a, b = _with_an_agent(tmp_path)
     first = snapshot.refresh(db)
     assert snapshot.manifest(first)["parts"]["agents"] == ["agents.parquet"]
 
@@ -115,10 +121,7 @@ def test_a_table_is_rewritten_in_one_file_once_it_has_max_parts(tmp_path: Path, 
 
 
 def test_a_file_rewritten_since_is_not_kept_so_the_next_refresh_heals_the_snapshot(tmp_path: Path) -> None:
-    db, store = _store(tmp_path)
-    a = store.save_elixir(make_elixir("Alpha"))
-    b = store.save_elixir(make_elixir("Beta"))
-    store.save_agent(make_agent([a, b], seed=1))
+    db, store, a, b = _with_an_agent(tmp_path)
     first = snapshot.refresh(db)
     bogus = (first / "lineage_edges.parquet").read_bytes()
     (first / "agents.parquet").write_bytes(bogus)  # outside furnace (the seal no longer checks)
@@ -155,10 +158,7 @@ def test_postgresql_snapshots_are_full_copies(sql_db: Any, tmp_path: Path) -> No
 
 
 def test_a_snapshot_written_before_increments_is_read_and_then_replaced_in_full(tmp_path: Path) -> None:
-    db, store = _store(tmp_path)
-    a = store.save_elixir(make_elixir("Alpha"))
-    b = store.save_elixir(make_elixir("Beta"))
-    store.save_agent(make_agent([a, b], seed=1))
+    db, store, a, b = _with_an_agent(tmp_path)
     folder = snapshot.refresh(db)
     data = snapshot.manifest(folder)  # as the release before wrote it: one file per table, keyed by table
     old = {k: v for k, v in data.items() if k not in ("parts", "marks", "stats", "seal")}
