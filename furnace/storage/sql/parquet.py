@@ -7,9 +7,11 @@ documents as strings, timestamps as naive UTC microseconds.
 **Only what was added.** On SQLite a table's rows are added with a growing ``rowid``, and migration 0006's
 stamps move whenever a row is changed or removed in place. A refresh given the snapshot before it (its
 *base*) keeps the base's files of a table -- hard-linked, not copied -- and writes one more file with the
-rows past the base's highest ``rowid``, when the table's stamp and the schema cookie are the base's and
-the base's rows are all still there (their count up to that ``rowid``). Anything else, a table reaching
-:data:`MAX_PARTS` files, or PostgreSQL (no ``rowid``), writes the table in full as ``<table>.parquet``.
+rows past the base's highest ``rowid``, when the table's stamp and the schema cookie are the base's, the
+base's rows are all still there (the table's row count is the base's plus the rows past that ``rowid``:
+an ``INSERT OR REPLACE`` or a row put under it fires no trigger) and each kept file is as it was written.
+Anything else, a table reaching :data:`MAX_PARTS` files, or PostgreSQL (no ``rowid``), writes the table
+in full as ``<table>.parquet``.
 A long experiment's refreshes then cost what it added since the last one, not everything it holds.
 """
 
