@@ -114,9 +114,11 @@ class SQLExperimentResults:
     def save_individuals(self, records: Sequence[IndividualRecord]) -> None:
         """Insert several individuals and their scores in one transaction (no-op for existing keys)."""
         if records:
-            self.db.write(lambda conn: self._insert(conn, list(records)))
+            rows = self._rows(list(records))  # made and sealed before the write lock: it holds the SQL only
+            self.db.write(lambda conn: self._insert(conn, rows))
 
-    def _insert(self, conn: Connection, records: list[IndividualRecord]) -> None:
+    def _rows(self, records: list[IndividualRecord]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The rows of ``records`` and of their scores, sealed."""
         sealer = self.db.sealer
         now = utcnow()
         rows = [
@@ -143,7 +145,6 @@ class SQLExperimentResults:
             }
             for r in records
         ]
-        conn.execute(self.db.insert(experiment_individuals).on_conflict_do_nothing(), rows)
         scores = [
             {
                 "experiment_id": r.experiment_id,
@@ -159,6 +160,11 @@ class SQLExperimentResults:
             for r in records
             for s in r.scores
         ]
+        return rows, scores
+
+    def _insert(self, conn: Connection, made: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> None:
+        rows, scores = made
+        conn.execute(self.db.insert(experiment_individuals).on_conflict_do_nothing(), rows)
         if scores:
             conn.execute(self.db.insert(experiment_scores).on_conflict_do_nothing(), scores)
 
@@ -168,6 +174,7 @@ class SQLExperimentResults:
         r = record
         here = and_(_I.experiment_id == r.experiment_id, _I.generation == r.generation)
         stale = and_(here, or_(_I.slot == r.slot, _I.agent_id == r.agent_id))
+        made = self._rows([record])
 
         def work(conn: Connection) -> None:
             agents = [row[0] for row in conn.execute(select(_I.agent_id).where(stale))]
@@ -178,7 +185,7 @@ class SQLExperimentResults:
                     )
                 )
             conn.execute(delete(experiment_individuals).where(stale))
-            self._insert(conn, [record])
+            self._insert(conn, made)
 
         self.db.write(work)
 
