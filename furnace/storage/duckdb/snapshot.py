@@ -354,9 +354,9 @@ class _Refresher(Guarded):
     def _run(self) -> None:
         try:
             while self._next():
-                # A refresh reads every table (~80 statements, ~10-100 ms of CPU): it runs when the writer is
-                # quiet (between a user's turns), not between back-to-back units, where it would compete
-                # with them for the CPU; a busy writer still gets one every MAX_DELAY_S.
+                # A refresh costs a few ms of CPU, tens with much added (furnace.storage.sql.parquet): it runs
+                # when the writer is quiet (between a user's turns), not between back-to-back units, where it
+                # would compete with them for the CPU; a busy writer still gets one every MAX_DELAY_S.
                 db = self._spaced(first=time.monotonic())
                 if not db.exists():  # the home went away (a temporary folder): nothing to keep fresh
                     continue

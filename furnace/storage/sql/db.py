@@ -53,6 +53,7 @@ DAMAGED_HINT = " (if the file is damaged: truncated, or not a furnace database, 
 _SQLITE_DAMAGE = {11, 26}  # SQLITE_CORRUPT ("database disk image is malformed"), SQLITE_NOTADB
 _SQLITE_CANTOPEN = 14  # "unable to open database file"
 _CANTOPEN_HINT = " (a folder in its place, or no permission to read and write it and its folder)"
+_REVISION = text("SELECT version_num FROM alembic_version")
 HEAD_REVISION = "0006"  # the newest migration's revision (migrations/versions/; a test holds them equal)
 
 
@@ -291,7 +292,7 @@ class SQLDatabase:
         from furnace.storage.sql.parquet import write_tables
 
         with self.connect() as conn:
-            revision = int(conn.execute(text("SELECT version_num FROM alembic_version")).scalar() or 0)
+            revision = int(conn.execute(_REVISION).scalar() or 0)
             extended = base if base is not None and base.revision == revision else None
             return write_tables(conn, folder, extended), revision
 
@@ -545,7 +546,7 @@ class SQLDatabase:
     def revision(self) -> str | None:
         """The Alembic revision the database is at (None before the first migration)."""
         try:
-            rows = self.query(text("SELECT version_num FROM alembic_version"))
+            rows = self.query(_REVISION)
         except DBAPIError:
             return None
         return str(rows[0][0]) if rows else None
