@@ -88,10 +88,11 @@ class PerKey(Generic[K, V]):
     """One value per key, made once in this process by ``make(key)`` (or by the ``make()`` a caller of
     :meth:`get` passes): the first caller of a key makes it while later callers of that key wait, then
     everyone gets the same value. A ``make`` that raises leaves the key unmade (the next caller tries
-    again)."""
+    again). With ``keep``, at most that many values are kept: making one more drops the oldest."""
 
-    def __init__(self, make: Callable[[K], V] | None = None) -> None:
+    def __init__(self, make: Callable[[K], V] | None = None, *, keep: int | None = None) -> None:
         self._make = make
+        self._keep = keep
         self._made: dict[K, V] = {}
         self._lock = threading.Lock()
 
@@ -104,16 +105,15 @@ class PerKey(Generic[K, V]):
         with self._lock:
             if key not in self._made:
                 if make is not None:
-                    self._made[key] = make()
+                    value = make()
                 elif self._make is not None:
-                    self._made[key] = self._make(key)
+                    value = self._make(key)
                 else:
                     raise KeyError(key)  # nothing to make it with
+                if self._keep is not None and len(self._made) >= self._keep:
+                    del self._made[next(iter(self._made))]  # the oldest
+                self._made[key] = value
             return self._made[key]
-
-    def made(self, key: K) -> V | None:
-        """The value made for ``key``, if any (never makes one)."""
-        return self._made.get(key)
 
     def __contains__(self, key: object) -> bool:
         return key in self._made
@@ -180,8 +180,7 @@ class Flights(Generic[V]):
     def land(self, key: Hashable, flight: Flight[V]) -> None:
         """The leader is done (:attr:`Flight.value` or :attr:`Flight.error` set): release the waiters;
         the next :meth:`join` of ``key`` starts a new flight."""
-        if self._flights.get(key) is flight:
-            self._flights.pop(key, None)
+        self._flights.pop(key, None)
         flight._done.set()
 
     def __len__(self) -> int:

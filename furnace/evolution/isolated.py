@@ -224,7 +224,6 @@ class _Kit(Guarded):
     ``slots`` calls in flight, handed out in the driver's order: see :meth:`serve`)."""
 
     def __init__(self, world: World) -> None:
-        self.token = world.token
         self.slots = PrioritySlots(max(1, world.slots))
         self._phase = -1  # none yet: the first job sets it
         self.model = world.model()
@@ -257,17 +256,13 @@ class _Kit(Guarded):
 _PHASES = ("arrival", "priority", "reverse")  # the driver's serving orders, in the order a run goes through them
 
 
-_KITS: PerKey[str, _Kit] = PerKey()  # by run token
+_KITS: PerKey[str, _Kit] = PerKey(keep=4)  # by run token; a long-lived worker serves many runs: the newest few
 # the probes' threads of every unit this process runs (started as needed, then reused: a unit's own
 # pool would start, and join, its threads in every unit)
 _PROBES = pool(64, name="furnace-worker-probe")
 
 
 def _kit(world: World) -> _Kit:
-    if world.token not in _KITS:
-        kits = _KITS.values()
-        if len(kits) >= 4:  # a long-lived worker serves many runs: keep the newest few
-            _KITS.forget(kits[0].token)
     return _KITS.get(world.token, partial(_Kit, world))
 
 
