@@ -1,10 +1,11 @@
-"""One coarse lock per object: for in-memory stores and test doubles that threads share.
+"""One coarse lock per object: how furnace guards the state that threads share.
 
 The in-memory stores (``MemoryStore``, ``MemoryContentStore``, ``MemoryResults`` …) and the fakes at
-the LLM seam are used by the threaded engine in tests (experiment units and their probe threads call
-them at once), so their state needs a guard; none of them is where a user's run spends its time, so
-the guard is the simplest there is: a :class:`Guarded` object has one re-entrant lock, and each
-method marked :func:`serialized` runs holding it (a serialized method may call another). A method
+the LLM seam, used by the threaded engine in tests, and the objects a user's run shares between its
+threads (the metered model and its call book, the runtime, the verified lineage walks, the snapshot
+refresher …) all use the simplest guard there is: a :class:`Guarded` object has one re-entrant lock,
+and each method marked :func:`serialized` runs holding it (a serialized method may call another; the
+wrapper and the lock cost about a microsecond a call). A method
 that waits on something slow (a model's answer, a sleep) is not marked: it calls small serialized
 helpers for the state it touches instead.
 

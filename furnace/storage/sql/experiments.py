@@ -115,7 +115,7 @@ class SQLExperimentResults:
         """Insert several individuals and their scores in one transaction (no-op for existing keys)."""
         if records:
             rows = self._rows(list(records))  # made and sealed before the write lock: it holds the SQL only
-            self.db.write(lambda conn: self._insert(conn, rows))
+            self.db.write(lambda conn: self._insert(conn, *rows))
 
     def _rows(self, records: list[IndividualRecord]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The rows of ``records`` and of their scores, sealed."""
@@ -162,8 +162,7 @@ class SQLExperimentResults:
         ]
         return rows, scores
 
-    def _insert(self, conn: Connection, made: tuple[list[dict[str, Any]], list[dict[str, Any]]]) -> None:
-        rows, scores = made
+    def _insert(self, conn: Connection, rows: list[dict[str, Any]], scores: list[dict[str, Any]]) -> None:
         conn.execute(self.db.insert(experiment_individuals).on_conflict_do_nothing(), rows)
         if scores:
             conn.execute(self.db.insert(experiment_scores).on_conflict_do_nothing(), scores)
@@ -185,7 +184,7 @@ class SQLExperimentResults:
                     )
                 )
             conn.execute(delete(experiment_individuals).where(stale))
-            self._insert(conn, made)
+            self._insert(conn, *made)
 
         self.db.write(work)
 

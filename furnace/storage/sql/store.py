@@ -387,6 +387,16 @@ def version_row(stored: Elixir, origin: str, sealer: Sealer) -> dict[str, Any]:
     }
 
 
+def _newest_versions(*cols: Any, ids: Sequence[str] | None = None) -> Any:
+    """SELECT ``cols`` of each id's newest version (of ``ids``, or every id): the newest version per id
+    found on the primary key's index, joined back to its row."""
+    newest = select(_EV.id.label("id"), func.max(_EV.version).label("version"))
+    if ids is not None:
+        newest = newest.where(_EV.id.in_(ids))
+    top = newest.group_by(_EV.id).subquery("newest")
+    return select(*cols).join_from(elixir_versions, top, and_(top.c.id == _EV.id, top.c.version == _EV.version))
+
+
 class SQLStore:
     """:class:`~furnace.storage.store.ElixirStore` on a :class:`SQLDatabase`."""
 
@@ -437,11 +447,7 @@ class SQLStore:
         (the newest version found on the primary key's index), however many versions it has."""
         latest: dict[str, tuple[int, str, Any, str]] = {}
         for part in chunks(list(ids)):
-            top = select(_EV.id, func.max(_EV.version).label("version")).where(_EV.id.in_(part)).group_by(_EV.id)
-            newest = top.subquery()
-            query = select(_EV.id, _EV.version, _EV.content_hash, _EV.deleted_at, _EV.origin).join(
-                newest, and_(_EV.id == newest.c.id, _EV.version == newest.c.version)
-            )
+            query = _newest_versions(_EV.id, _EV.version, _EV.content_hash, _EV.deleted_at, _EV.origin, ids=part)
             for id, version, content_hash, deleted_at, origin in conn.execute(query):
                 latest[id] = (version, content_hash, deleted_at, origin)
         return latest
@@ -552,10 +558,7 @@ class SQLStore:
     def _latest_selection(
         self, cols: Sequence[Any], *, query: str | None, origin: Origin | None, include_deleted: bool
     ) -> Any:
-        newest = select(_EV.id.label("id"), func.max(_EV.version).label("version")).group_by(_EV.id).subquery("newest")
-        sel = select(*cols).join_from(
-            elixir_versions, newest, and_(newest.c.id == _EV.id, newest.c.version == _EV.version)
-        )
+        sel = _newest_versions(*cols)
         if origin is not None:
             sel = sel.where(_EV.origin == origin)
         if not include_deleted:
