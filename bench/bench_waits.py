@@ -18,8 +18,8 @@ its turn. The time that begin takes is therefore the time the process was blocke
 nothing else blocks there (this process's own threads queue earlier, on the store's in-process turn,
 and are not counted: that is not a wait for another process; reads never wait in WAL mode). Each
 process records, for every write transaction, three wall-clock instants (``time.time()``, one clock on
-one machine): asked for the lock, got it, committed (or rolled back). Measured by wrapping the store's two ``BEGIN``
-hooks (``_sqlite_begin``, ``_driver_begin``), the SQLite dialect's commit/rollback and the driver's
+one machine): asked for the lock, got it, committed (or rolled back). Measured by wrapping the store's ``BEGIN``
+hook every write transaction begins in (``_driver_begin``), the SQLite dialect's commit/rollback and the driver's
 (``_driver_end``) in each process (:func:`instrument`); nothing else changes. Until 2026-12-06 the
 driver's transactions (most of an experiment's writes) were not recorded: neither their waits nor the
 lock they held while others waited; until 2026-12-07 a driver transaction's end was taken once the
@@ -47,7 +47,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,19 +97,12 @@ def instrument() -> None:
 
     from furnace.storage.sql import db
 
-    begin, driver_begin, driver_end = db._sqlite_begin, db._driver_begin, db._driver_end
+    driver_begin, driver_end = db._driver_begin, db._driver_end
 
-    def timed(began: Callable[[Any], None], on: Any) -> None:
+    def timed_begin(driver: Any, turns: Any, run: Any = None) -> None:  # every write transaction begins here
         asked = time.time()
-        began(on)
+        driver_begin(driver, turns, run)
         _open.tx = (asked, time.time())
-
-    def timed_begin(conn: Any) -> None:
-        # a pooled connection keeps its last furnace_write; a single read (no BEGIN at all) is not a write
-        if conn.info.get("furnace_write") and not conn.info.get("furnace_single_read"):
-            timed(begin, conn)
-        else:
-            begin(conn)
 
     def done() -> None:
         tx = getattr(_open, "tx", None)
@@ -133,8 +125,7 @@ def instrument() -> None:
         finally:
             done()  # committed or rolled back: the lock is free from here
 
-    db._sqlite_begin = timed_begin  # the engines made from now on listen with it
-    db._driver_begin = lambda driver, turns: timed(lambda d: driver_begin(d, turns), driver)
+    db._driver_begin = timed_begin
     db._driver_end = timed_driver_end
     SQLiteDialect_pysqlite.do_commit = ended(SQLiteDialect_pysqlite.do_commit)  # type: ignore[method-assign]
     SQLiteDialect_pysqlite.do_rollback = ended(SQLiteDialect_pysqlite.do_rollback)  # type: ignore[method-assign]

@@ -99,18 +99,18 @@ def _sqlite_begin(conn: Connection) -> None:
     # a migration (once, at a store's first open) may run beside this process's writing threads, outside
     # its turn to write: it never joins the turns, whose flocks assume one asker per process at a time
     turns = None if conn.info.get("furnace_migrate") else _turns(conn.engine)
-    if turns is None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
-    else:
-        turns.begin(conn.connection.driver_connection, conn.exec_driver_sql)
+    _driver_begin(conn.connection.driver_connection, turns, conn.exec_driver_sql)
 
 
-def _driver_begin(driver: Any, turns: WriteTurns | None) -> None:
-    """A write transaction on the driver's connection (driver_transaction), in the waiters-first turns."""
+def _driver_begin(driver: Any, turns: WriteTurns | None, run: Callable[[str], Any] | None = None) -> None:
+    """A write transaction on ``driver`` (SQLite's ``sqlite3`` connection), in the waiters-first turns
+    unless ``turns`` is None; ``run`` issues the ``BEGIN`` (SQLAlchemy's connection passes its own, so the
+    statement is seen and counted; the driver's own by default). Every write transaction begins here:
+    ``python -m bench waits`` times it."""
     if turns is None:
-        driver.execute("BEGIN IMMEDIATE")
+        (run or driver.execute)("BEGIN IMMEDIATE")
     else:
-        turns.begin(driver)
+        turns.begin(driver, run)
 
 
 def _driver_end(driver: Any, statement: str) -> None:
@@ -122,7 +122,7 @@ def _driver_end(driver: Any, statement: str) -> None:
 def _turns(engine: Engine) -> WriteTurns | None:
     """The waiters-first turns of a SQLite file (:mod:`furnace.storage.sql.turns`); None in memory."""
     database = engine.url.database
-    if not database or database == ":memory:" or engine.dialect.name != "sqlite":
+    if not database or database == ":memory:":
         return None
     return turns_for(database, BUSY_TIMEOUT_MS)
 
