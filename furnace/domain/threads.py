@@ -177,6 +177,19 @@ class Flights(Generic[V]):
         flight = self._flights.setdefault(key, mine)
         return flight, flight is mine
 
+    @contextmanager
+    def lead(self, key: Hashable, flight: Flight[V]) -> Iterator[None]:
+        """The leader's block: an error leaving it is the flight's (unless the leader set one already),
+        and the flight lands when it ends, however it ends."""
+        try:
+            yield
+        except BaseException as err:
+            if flight.value is None and flight.error is None:
+                flight.error = err
+            raise
+        finally:
+            self.land(key, flight)
+
     def land(self, key: Hashable, flight: Flight[V]) -> None:
         """The leader is done (:attr:`Flight.value` or :attr:`Flight.error` set): release the waiters;
         the next :meth:`join` of ``key`` starts a new flight."""

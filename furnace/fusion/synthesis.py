@@ -188,7 +188,7 @@ class SynthesisCache(Guarded):
         flight, leader = self._flights.join(key)
         if not leader:
             return flight.wait(), True
-        try:
+        with self._flights.lead(key, flight):
             # another thread's flight may have finished just before ours began (no query: it remembered
             # its value; another process's is met by the insert)
             done = self._memo_hit(key)
@@ -207,11 +207,6 @@ class SynthesisCache(Guarded):
             stored = put(key, value) if put is not None else self.kv.put_if_absent(key, value, self.ttl_s)
             flight.value = self._remember(key, stored)
             return flight.value, flight.value != value  # another process's build won the insert
-        except BaseException as err:
-            flight.error = err
-            raise
-        finally:
-            self._flights.land(key, flight)
 
 
 class SubResultCache:

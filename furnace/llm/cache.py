@@ -321,7 +321,7 @@ class CachedLLM:
                 self._record(request, key, started, cached=True, error=err)
                 raise
             return self._served(request, key, shared, started)
-        try:
+        with self._flights.lead(key, flight):  # followers see the leader's error (e.g. the cache's own)
             hit = self.cache.get(key)
             if hit is not None:
                 flight.value = hit
@@ -329,7 +329,6 @@ class CachedLLM:
             try:
                 fresh = self.inner.complete(request)
             except BaseException as err:
-                flight.error = err
                 self._record(request, key, started, cached=False, error=err)
                 raise
             result = fresh.model_copy(update={"cached": False})
@@ -338,12 +337,6 @@ class CachedLLM:
             self.cache.put(key, result, task=request.task.value)
             flight.value = result
             return result
-        except BaseException as err:
-            if flight.value is None and flight.error is None:
-                flight.error = err  # e.g. the cache itself failed: followers see the same error
-            raise
-        finally:
-            self._flights.land(key, flight)
 
     # --- internals ---------------------------------------------------------
 
