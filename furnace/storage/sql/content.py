@@ -41,6 +41,53 @@ def _naive(value: Any) -> Any:
     return value.replace(tzinfo=None) if getattr(value, "tzinfo", None) is not None else value
 
 
+def _content_row(c: Content) -> dict[str, Any]:
+    return {name: _naive(getattr(c, name)) for name in _CONTENT_COLS}
+
+
+def _session_row(s: ChatSession) -> dict[str, Any]:
+    return {"id": s.id, "content_id": s.content_id, "persona_id": s.persona_id, "created_at": _naive(s.created_at)}
+
+
+def _version_row(v: ContentVersion) -> dict[str, Any]:
+    return {name: _naive(getattr(v, name)) for name in _VERSION_COLS}
+
+
+def _revision_row(r: RevisionRecord) -> dict[str, Any]:
+    row = {name: _naive(getattr(r, name)) for name in _REVISION_COLS}
+    row["suggestions"] = json.dumps(list(r.suggestions), ensure_ascii=False)
+    return row
+
+
+def _message_row(m: ChatMessage) -> dict[str, Any]:
+    return {name: _naive(getattr(m, name)) for name in _MESSAGE_COLS}
+
+
+def _by_session(messages: Sequence[ChatMessage]) -> dict[str, list[ChatMessage]]:
+    """``messages`` by session, in the order each session first appears."""
+    out: dict[str, list[ChatMessage]] = {}
+    for m in messages:
+        out.setdefault(m.session_id, []).append(m)
+    return out
+
+
+# the statements a batch reads inside its transaction (built per call; SQLAlchemy caches their compiled form)
+def _session_of(s: ChatSession) -> Any:
+    return select(chat_sessions.c.id).where((chat_sessions.c.id == s.id) | (chat_sessions.c.content_id == s.content_id))
+
+
+def _content_of(content_id: str) -> Any:
+    return select(contents.c.id).where(contents.c.id == content_id)
+
+
+def _latest_of(content_id: str) -> Any:
+    return select(func.coalesce(func.max(_V.version), 0)).where(_V.content_id == content_id)
+
+
+def _last_seq(session_id: str) -> Any:
+    return select(func.coalesce(func.max(_M.seq), 0)).where(_M.session_id == session_id)
+
+
 def _revision(row: Any) -> RevisionRecord:
     data = dict(row._mapping)
     data["suggestions"] = tuple(json.loads(data["suggestions"]))
@@ -65,40 +112,45 @@ class SQLContentStore:
 
     def commit(self, batch: ContentBatch) -> list[ChatMessage]:
         """Write the batch in one transaction; returns the messages with ``seq``/``id``."""
+        if self.db.dialect == "sqlite" and not self.db.in_transaction:
+            self._compile_ahead(batch)
         return self.db.write(lambda conn: self._commit(conn, batch))
+
+    def _compile_ahead(self, batch: ContentBatch) -> None:
+        """Compile the statements ``_commit`` runs for ``batch`` before its transaction takes SQLite's write
+        lock (:meth:`SQLDatabase.compile_ahead`)."""
+        db = self.db
+        if batch.content is not None:
+            db.compile_ahead(db.insert_if_absent(contents), _content_row(batch.content))
+        if batch.session is not None:
+            db.compile_ahead(_session_of(batch.session))
+            db.compile_ahead(chat_sessions.insert(), _session_row(batch.session))
+        if batch.version is not None:
+            v = batch.version
+            if batch.content is None:
+                db.compile_ahead(_content_of(v.content_id))
+            db.compile_ahead(_latest_of(v.content_id))
+            db.compile_ahead(content_versions.insert(), _version_row(v))
+        if batch.revision is not None:
+            db.compile_ahead(db.insert_if_absent(revisions), _revision_row(batch.revision))
+        for session_id, messages in _by_session(batch.messages).items():
+            db.compile_ahead(_last_seq(session_id))
+            db.compile_ahead(chat_messages.insert(), [_message_row(m) for m in messages])
 
     def _commit(self, conn: Connection, batch: ContentBatch) -> list[ChatMessage]:
         if batch.content is not None:
-            c = batch.content
-            row = {name: _naive(getattr(c, name)) for name in _CONTENT_COLS}
-            conn.execute(self.db.insert(contents).on_conflict_do_nothing(), row)
+            conn.execute(self.db.insert_if_absent(contents), _content_row(batch.content))
         if batch.session is not None:
             s = batch.session
-            exists = conn.execute(
-                select(chat_sessions.c.id).where(
-                    (chat_sessions.c.id == s.id) | (chat_sessions.c.content_id == s.content_id)
-                )
-            ).first()
-            if exists is None:
-                conn.execute(
-                    chat_sessions.insert(),
-                    {
-                        "id": s.id,
-                        "content_id": s.content_id,
-                        "persona_id": s.persona_id,
-                        "created_at": _naive(s.created_at),
-                    },
-                )
+            if conn.execute(_session_of(s)).first() is None:
+                conn.execute(chat_sessions.insert(), _session_row(s))
         if batch.version is not None:
             self._insert_version(conn, batch.version, has_content=batch.content is not None)
         if batch.revision is not None:
-            r = batch.revision
-            row = {name: _naive(getattr(r, name)) for name in _REVISION_COLS}
-            row["suggestions"] = json.dumps(list(r.suggestions), ensure_ascii=False)
-            conn.execute(self.db.insert(revisions).on_conflict_do_nothing(), row)
+            conn.execute(self.db.insert_if_absent(revisions), _revision_row(batch.revision))
         stored: list[ChatMessage] = []
-        for session_id in dict.fromkeys(m.session_id for m in batch.messages):
-            stored += self._insert_messages(conn, [m for m in batch.messages if m.session_id == session_id])
+        for messages in _by_session(batch.messages).values():
+            stored += self._insert_messages(conn, messages)
         return stored
 
     @staticmethod
@@ -106,23 +158,19 @@ class SQLContentStore:
         """Append messages of one session: ``seq`` continues the session's last one."""
         if not messages:
             return []
-        session_id = messages[0].session_id
-        base = conn.execute(select(func.coalesce(func.max(_M.seq), 0)).where(_M.session_id == session_id)).scalar()
+        base = conn.execute(_last_seq(messages[0].session_id)).scalar()
         out = [
-            m.model_copy(update={"seq": int(base or 0) + i, "id": f"{session_id}-m{int(base or 0) + i}"})
+            m.model_copy(update={"seq": int(base or 0) + i, "id": f"{m.session_id}-m{int(base or 0) + i}"})
             for i, m in enumerate(messages, 1)
         ]
-        conn.execute(chat_messages.insert(), [{name: _naive(getattr(m, name)) for name in _MESSAGE_COLS} for m in out])
+        conn.execute(chat_messages.insert(), [_message_row(m) for m in out])
         return out
 
     @staticmethod
     def _insert_version(conn: Connection, v: ContentVersion, *, has_content: bool) -> None:
-        if not has_content and conn.execute(select(contents.c.id).where(contents.c.id == v.content_id)).first() is None:
+        if not has_content and conn.execute(_content_of(v.content_id)).first() is None:
             raise NotFound(f"no content {v.content_id!r}")
-        latest = int(
-            conn.execute(select(func.coalesce(func.max(_V.version), 0)).where(_V.content_id == v.content_id)).scalar()
-            or 0
-        )
+        latest = int(conn.execute(_latest_of(v.content_id)).scalar() or 0)
         if latest >= v.version:
             rev = conn.execute(
                 select(_V.revision_id).where(_V.content_id == v.content_id, _V.version == v.version)
@@ -132,7 +180,7 @@ class SQLContentStore:
             return  # the same write again: idempotent
         if v.version != latest + 1:
             raise StoreError(f"V{v.version} does not follow V{latest} of {v.content_id}")
-        conn.execute(content_versions.insert(), {name: _naive(getattr(v, name)) for name in _VERSION_COLS})
+        conn.execute(content_versions.insert(), _version_row(v))
 
     def mark_processed(
         self,

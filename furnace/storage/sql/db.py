@@ -34,6 +34,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.pool import NullPool
+from sqlalchemy.sql.compiler import WARN_LINTING
 
 from furnace.domain.errors import InputError, StoreError
 from furnace.domain.guarded import Guarded, serialized
@@ -318,6 +319,32 @@ class SQLDatabase:
         if statement is None:
             statement = self._inserts[table.name] = self.insert(table).on_conflict_do_nothing()
         return statement
+
+    def compile_ahead(self, statement: Any, params: dict[str, Any] | Sequence[dict[str, Any]] = ()) -> None:
+        """Compile ``statement`` into the engine's statement cache as executing it with ``params`` (one
+        dict, or the rows of an ``executemany``) would, so the write transaction that runs it next finds
+        it compiled. On SQLite that compile would otherwise happen inside the write lock: in a fresh
+        process (a CLI command) it is about half of the lock's hold, which every other process asking for
+        the lock waits through. Call it before the transaction opens; nothing is executed.
+
+        SQLAlchemy has no public call that fills its statement cache: this makes the call that
+        ``Connection.execute`` makes (``_compile_w_cache`` with the same cache key: the sorted parameter
+        names and whether it is an ``executemany``; SQLAlchemy is pinned in ``constraints.txt``).
+        ``tests/storage/test_sql_compile_ahead.py`` fails when a statement compiled ahead is compiled
+        again inside the transaction."""
+        cache = self.engine._compiled_cache
+        if cache is None:  # statement caching switched off: every execution compiles
+            return
+        rows = [params] if isinstance(params, dict) else list(params)
+        dialect = self.engine.dialect
+        statement._compile_w_cache(
+            dialect=dialect,
+            compiled_cache=cache,
+            column_keys=sorted(rows[0]) if rows else [],
+            for_executemany=len(rows) > 1,
+            schema_translate_map=None,
+            linting=dialect.compiler_linting | WARN_LINTING,
+        )
 
     # --- connections and transactions ------------------------------------------------------------
 

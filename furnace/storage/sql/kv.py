@@ -36,6 +36,15 @@ class SQLKV:
     def __init__(self, db: SQLDatabase, *, clock: Callable[[], float] = time.time) -> None:
         self.db = db
         self._clock = clock
+        if db.dialect == "sqlite":  # a build's entries are written inside its agent's transaction: compiled now
+            row = dict.fromkeys(("key", "value", "created_at", "expires_at"))
+            for statement, params in (
+                (_EXPIRED, [{"keys": [], "now": None}]),
+                (db.insert_if_absent(kv), [row]),
+                (db.insert_if_absent(kv), [row, row]),
+                (_STORED, [{"keys": []}]),
+            ):
+                db.compile_ahead(statement, params)
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The live value under ``key``."""

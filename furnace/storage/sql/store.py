@@ -354,6 +354,17 @@ class Planned:
     rows: list[dict[str, Any]]
 
 
+def _edge_rows(agents: Sequence[Agent]) -> list[dict[str, Any]]:
+    """The ``lineage_edges`` rows of ``agents`` (one per parent, each edge once)."""
+    edges = {
+        (p.id, a.id, a.lineage.operator, a.lineage.op_version or "", p.version or 0): None
+        for a in agents
+        for p in a.lineage.parents
+    }
+    keys = ("parent", "child", "operator", "op_version", "parent_version")
+    return [dict(zip(keys, edge, strict=True)) for edge in edges]
+
+
 def to_db(ts: datetime) -> datetime:
     """A timestamp as stored: naive UTC."""
     return ts.astimezone(UTC).replace(tzinfo=None)
@@ -466,7 +477,10 @@ class SQLStore:
             return None
         with self.db.connect() as conn:
             latest = self._latest_rows(conn, list(dict.fromkeys(id for _, id in items)))
-        return self._plan(latest, items, origin)
+        planned = self._plan(latest, items, origin)
+        if planned.rows:
+            self.db.compile_ahead(elixir_versions.insert(), planned.rows)
+        return planned
 
     def _save_many(
         self, conn: Connection, items: Sequence[tuple[Elixir, str]], origin: Origin, ahead: Planned | None = None
@@ -642,6 +656,10 @@ class SQLStore:
                 assert planned is not None
                 rows = [self._agent_row(a, r.version, r.content_hash) for a, r in zip(new, planned.refs, strict=True)]
                 ahead = (new, planned, rows)
+                self.db.compile_ahead(agent_rows.insert(), rows)
+                edges = _edge_rows(new)
+                if edges:
+                    self.db.compile_ahead(self.db.insert_if_absent(lineage_edges), edges)
 
         def work(conn: Connection) -> list[bool]:
             new = self._new_agents(conn, agents)
@@ -655,17 +673,9 @@ class SQLStore:
             else:
                 rows = [self._agent_row(a, ref.version, ref.content_hash) for a, ref in zip(new, refs, strict=True)]
             conn.execute(agent_rows.insert(), rows)
-            edges = {
-                (p.id, a.id, a.lineage.operator, a.lineage.op_version or "", p.version or 0): None
-                for a in new
-                for p in a.lineage.parents
-            }
+            edges = _edge_rows(new)
             if edges:
-                keys = ("parent", "child", "operator", "op_version", "parent_version")
-                conn.execute(
-                    self.db.insert(lineage_edges).on_conflict_do_nothing(),
-                    [dict(zip(keys, edge, strict=True)) for edge in edges],
-                )
+                conn.execute(self.db.insert_if_absent(lineage_edges), edges)
             saved = {a.id for a in new}
             out = []
             for agent in agents:  # the first of an id listed twice is the one saved
@@ -874,7 +884,7 @@ class SQLStore:
             "op_version": op_version or "",
             "parent_version": parent_version or 0,
         }
-        self.db.write(lambda conn: conn.execute(self.db.insert(lineage_edges).on_conflict_do_nothing(), row))
+        self.db.write(lambda conn: conn.execute(self.db.insert_if_absent(lineage_edges), row))
 
     def _reach(self, conn: Connection, id: str, *, up: bool) -> list[tuple[str, str, str, str, int]]:
         """``(from, to, operator, op_version, parent_version)`` of every edge reachable from ``id`` (up:
