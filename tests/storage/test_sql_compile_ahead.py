@@ -7,8 +7,8 @@ compiles while this thread is inside a write transaction."""
 from __future__ import annotations
 
 import threading
-from datetime import datetime
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
