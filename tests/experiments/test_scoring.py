@@ -16,12 +16,12 @@ from furnace.scoring import (
     Score,
     brief_fit,
     constraint_compliance,
-    diversity,
     judge_answer,
     load_probe_set,
     pareto_front,
     weighted_fitness,
 )
+from furnace.scoring.diversity import diversity
 from furnace.scoring.judge import build_judge_request, parse_verdict
 from furnace.scoring.probes import parse_probe_set
 

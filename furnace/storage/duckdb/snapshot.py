@@ -38,9 +38,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
-
-import duckdb
+from typing import TYPE_CHECKING, Any, Protocol
 
 from furnace.domain.errors import SealError, StoreError
 from furnace.domain.guarded import Guarded, serialized
@@ -48,6 +46,9 @@ from furnace.domain.liveness import pid_alive
 from furnace.domain.threads import PerKey, background
 from furnace.storage.seals import Sealer, check, sealer_for
 from furnace.storage.snapshot_files import Base, Written
+
+if TYPE_CHECKING:  # DuckDB is imported when a snapshot is read: a command that only writes never loads it
+    import duckdb
 
 log = logging.getLogger(__name__)
 
@@ -282,6 +283,8 @@ class _Views(Guarded):
         """A cursor on the base database using ``folder``'s schema, made now once ``verified``; None: the
         snapshot's seal is not checked yet in this process."""
         if self.base is None or self.pid != os.getpid():  # a forked child gets its own database
+            import duckdb
+
             self.base, self.pid, self.schemas = duckdb.connect(":memory:"), os.getpid(), {}
         schema = self.schemas.get(folder)
         if schema is None:
