@@ -1,6 +1,6 @@
-"""Waiters first (furnace.storage.sql.turns): a process asking for SQLite's write lock is seen by the others,
-which let it go first. Two WriteTurns on one file in one process hold two open files, whose flocks meet
-as two processes' do; the SQLite lock is held by a plain sqlite3 connection."""
+"""Arrival order (furnace.storage.sql.turns): the processes asking for SQLite's write lock go in the order
+they asked. Two WriteTurns on one file in one process hold two open files, whose locks meet as two
+processes' do; the SQLite lock is held by a plain sqlite3 connection."""
 
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def test_asking_gives_up_after_the_busy_timeout_with_nothing_left_held(db: Path)
 def test_a_writer_lets_a_stuck_asker_go_first_only_for_a_while(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(turns_module, "DEFER_MAX_S", 0.01)
     stuck = os.open(str(db) + turns_module.SUFFIX, os.O_RDWR | os.O_CREAT)
-    fcntl.flock(stuck, fcntl.LOCK_SH)  # an asker stopped with Ctrl-Z: announced, never in
+    assert turns_module._lock(stuck, fcntl.F_WRLCK, 1, 1)  # an asker stopped with Ctrl-Z: the earliest ticket
     try:
         conn = _connect(db)
         WriteTurns(str(db), 30_000).begin(conn)
@@ -125,6 +125,53 @@ def test_a_writer_lets_a_stuck_asker_go_first_only_for_a_while(db: Path, monkeyp
         conn.execute("COMMIT")
     finally:
         os.close(stuck)
+
+
+def test_a_ticket_holds_back_the_later_ones_only(db: Path) -> None:
+    mine, other = WriteTurns(str(db), 30_000), WriteTurns(str(db), 30_000)
+    ticket = other._take_ticket()
+    assert other.someone_waits() is False  # its own ticket is not someone else's
+    assert mine.someone_waits()
+    assert not mine._free_before(ticket + 1)  # asked after it: waits for it
+    assert mine._free_before(ticket)  # asked before it: does not
+    assert mine._take_ticket() > ticket and other.someone_waits()  # each sees the other's, not its own
+    turns_module._lock(other._fd, fcntl.F_UNLCK, ticket, 1)
+    assert not mine.someone_waits()
+
+
+def test_a_waiter_is_not_overtaken_by_one_that_asked_after_it(db: Path) -> None:
+    # the one it found asking gets in; the next to ask (here while that one holds the lock, as an
+    # experiment's next thread does) goes after it, not before
+    holder, conns = _connect(db), {name: _connect(db) for name in ("first", "waiter", "later")}
+    observer = WriteTurns(str(db), 30_000)
+    order: list[str] = []
+    asked: dict[str, threading.Event] = {name: threading.Event() for name in conns}
+
+    def asking(name: str) -> threading.Thread:
+        def run(sql: str) -> object:
+            asked[name].set()
+            done = conns[name].execute(sql)  # raises while another holds the lock
+            order.append(name)
+            return done
+
+        return background(WriteTurns(str(db), 30_000).begin, conns[name], run, name=name)
+
+    holder.execute("BEGIN IMMEDIATE")
+    first = asking("first")
+    _until(asked["first"].is_set)
+    waiter = asking("waiter")
+    _until(lambda: observer.someone_waits() and len(order) == 0)
+    holder.execute("COMMIT")
+    first.join(GUARD_S)
+    assert order == ["first"]
+    later = asking("later")
+    _until(asked["waiter"].is_set)  # the waiter asks SQLite now (its turn), while the first holds the lock
+    conns["first"].execute("COMMIT")
+    waiter.join(GUARD_S)
+    conns["waiter"].execute("COMMIT")
+    later.join(GUARD_S)
+    conns["later"].execute("COMMIT")
+    assert order == ["first", "waiter", "later"]
 
 
 def test_one_turns_object_per_file_and_process(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:

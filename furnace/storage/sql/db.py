@@ -104,7 +104,7 @@ def _sqlite_begin(conn: Connection) -> None:
 
 
 def _driver_begin(driver: Any, turns: WriteTurns | None, run: Callable[[str], Any] | None = None) -> None:
-    """A write transaction on ``driver`` (SQLite's ``sqlite3`` connection), in the waiters-first turns
+    """A write transaction on ``driver`` (SQLite's ``sqlite3`` connection), in the arrival-order turns
     unless ``turns`` is None; ``run`` issues the ``BEGIN`` (SQLAlchemy's connection passes its own, so the
     statement is seen and counted; the driver's own by default). Every write transaction begins here:
     ``python -m bench waits`` times it."""
@@ -121,7 +121,7 @@ def _driver_end(driver: Any, statement: str) -> None:
 
 
 def _turns(engine: Engine) -> WriteTurns | None:
-    """The waiters-first turns of a SQLite file (:mod:`furnace.storage.sql.turns`); None in memory."""
+    """The arrival-order turns of a SQLite file (:mod:`furnace.storage.sql.turns`); None in memory."""
     database = engine.url.database
     if not database or database == ":memory:":
         return None
