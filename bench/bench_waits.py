@@ -205,16 +205,39 @@ def _cli_stream(name: str, folder: Path, env: dict[str, str], results: dict[str,
 # -- the bench --------------------------------------------------------------------------------------
 
 
-def _waits(records: dict[str, list[tuple[float, float, float]]]) -> dict[str, list[tuple[float, int]]]:
-    """Per process: each write transaction's (wait, other processes' transactions held during the wait)."""
+Writes = dict[str, list[tuple[float, float, float]]]  # process -> its write transactions (asked, got, done)
+
+
+def _behind(records: Writes) -> dict[str, list[tuple[float, float, list[tuple[float, str, float]]]]]:
+    """Per process: each write transaction's (asked, got, the other processes' transactions that held the
+    lock during its wait as (got, who, done), in the order they got it)."""
     holds = [(label, got, done) for label, writes in records.items() for _, got, done in writes]
-    out: dict[str, list[tuple[float, int]]] = {}
-    for label, writes in records.items():
-        out[label] = [
-            (got - asked, sum(1 for who, g, d in holds if who != label and g < got and d > asked))
+    return {
+        label: [
+            (asked, got, sorted((g, who, d) for who, g, d in holds if who != label and g < got and d > asked))
             for asked, got, _ in writes
         ]
-    return out
+        for label, writes in records.items()
+    }
+
+
+def _waits(records: Writes) -> dict[str, list[tuple[float, int]]]:
+    """Per process: each write transaction's (wait, other processes' transactions held during the wait)."""
+    return {label: [(got - asked, len(held)) for asked, got, held in rows] for label, rows in _behind(records).items()}
+
+
+def _spans(records: Writes) -> list[str]:
+    """Each wait spanning more than one other transaction: who waited, how long, and behind whose
+    transactions (how long each held the lock, and when it got it from the wait's start)."""
+    told = []
+    for label, rows in _behind(records).items():
+        for asked, got, held in rows:
+            if len(held) > 1:
+                each = ", ".join(
+                    f"{who} {(d - g) * 1000:.1f} ms (in at {(g - asked) * 1000:+.1f})" for g, who, d in held
+                )
+                told.append(f"{label} waited {(got - asked) * 1000:.1f} ms behind {each}")
+    return told
 
 
 def _p95(values: list[float]) -> float:
@@ -308,6 +331,8 @@ def run() -> bool:
             f"p95 {_p95([w for w, _ in rows]) * 1000:.1f} ms) of a wall {statistics.median(t for _, t in rows):.2f}s "
             f"(median) against {alone[name]:.2f}s alone on the same home"
         )
+    for told in _spans(records):
+        print(f"   spanning: {told}")
     print(f"   waits spanning more than one other transaction, every process: {over} (target 0)")
     record(
         cpu_ms_per_call=round(window.cpu_ms_per_call, 3),
