@@ -118,8 +118,8 @@ class WriteTurns:
         timeout, as SQLite's own busy handler does."""
         run = run or driver.execute
         ticket = self._take_ticket()
-        driver.execute("PRAGMA busy_timeout=0")
         try:
+            driver.execute("PRAGMA busy_timeout=0")
             now = time.monotonic()
             deadline, queued_until, pause = now + self.busy_timeout_ms / 1000, now + DEFER_MAX_S, 0.0001
             while True:
