@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, bindparam, func, select
 
 from furnace.domain.errors import NotFound, StoreError
 from furnace.storage.sql.db import SQLDatabase
@@ -71,21 +71,17 @@ def _by_session(messages: Sequence[ChatMessage]) -> dict[str, list[ChatMessage]]
     return out
 
 
-# the statements a batch reads inside its transaction (built per call; SQLAlchemy caches their compiled form)
-def _session_of(s: ChatSession) -> Any:
-    return select(chat_sessions.c.id).where((chat_sessions.c.id == s.id) | (chat_sessions.c.content_id == s.content_id))
-
-
-def _content_of(content_id: str) -> Any:
-    return select(contents.c.id).where(contents.c.id == content_id)
-
-
-def _latest_of(content_id: str) -> Any:
-    return select(func.coalesce(func.max(_V.version), 0)).where(_V.content_id == content_id)
-
-
-def _last_seq(session_id: str) -> Any:
-    return select(func.coalesce(func.max(_M.seq), 0)).where(_M.session_id == session_id)
+# the statements of a batch, built once (SQLAlchemy memoizes a statement's cache key on the object: compiled
+# ahead of the transaction and run in it, the key is made once)
+_SESSION_OF = select(chat_sessions.c.id).where(
+    (chat_sessions.c.id == bindparam("id")) | (chat_sessions.c.content_id == bindparam("content_id"))
+)
+_CONTENT_OF = select(contents.c.id).where(contents.c.id == bindparam("content_id"))
+_LATEST_OF = select(func.coalesce(func.max(_V.version), 0)).where(_V.content_id == bindparam("content_id"))
+_LAST_SEQ = select(func.coalesce(func.max(_M.seq), 0)).where(_M.session_id == bindparam("session_id"))
+_INSERT_SESSION = chat_sessions.insert()
+_INSERT_VERSION = content_versions.insert()
+_INSERT_MESSAGES = chat_messages.insert()
 
 
 def _revision(row: Any) -> RevisionRecord:
@@ -123,27 +119,28 @@ class SQLContentStore:
         if batch.content is not None:
             db.compile_ahead(db.insert_if_absent(contents), _content_row(batch.content))
         if batch.session is not None:
-            db.compile_ahead(_session_of(batch.session))
-            db.compile_ahead(chat_sessions.insert(), _session_row(batch.session))
+            s = batch.session
+            db.compile_ahead(_SESSION_OF, {"id": s.id, "content_id": s.content_id})
+            db.compile_ahead(_INSERT_SESSION, _session_row(s))
         if batch.version is not None:
             v = batch.version
             if batch.content is None:
-                db.compile_ahead(_content_of(v.content_id))
-            db.compile_ahead(_latest_of(v.content_id))
-            db.compile_ahead(content_versions.insert(), _version_row(v))
+                db.compile_ahead(_CONTENT_OF, {"content_id": v.content_id})
+            db.compile_ahead(_LATEST_OF, {"content_id": v.content_id})
+            db.compile_ahead(_INSERT_VERSION, _version_row(v))
         if batch.revision is not None:
             db.compile_ahead(db.insert_if_absent(revisions), _revision_row(batch.revision))
         for session_id, messages in _by_session(batch.messages).items():
-            db.compile_ahead(_last_seq(session_id))
-            db.compile_ahead(chat_messages.insert(), [_message_row(m) for m in messages])
+            db.compile_ahead(_LAST_SEQ, {"session_id": session_id})
+            db.compile_ahead(_INSERT_MESSAGES, [_message_row(m) for m in messages])
 
     def _commit(self, conn: Connection, batch: ContentBatch) -> list[ChatMessage]:
         if batch.content is not None:
             conn.execute(self.db.insert_if_absent(contents), _content_row(batch.content))
         if batch.session is not None:
             s = batch.session
-            if conn.execute(_session_of(s)).first() is None:
-                conn.execute(chat_sessions.insert(), _session_row(s))
+            if conn.execute(_SESSION_OF, {"id": s.id, "content_id": s.content_id}).first() is None:
+                conn.execute(_INSERT_SESSION, _session_row(s))
         if batch.version is not None:
             self._insert_version(conn, batch.version, has_content=batch.content is not None)
         if batch.revision is not None:
@@ -158,19 +155,19 @@ class SQLContentStore:
         """Append messages of one session: ``seq`` continues the session's last one."""
         if not messages:
             return []
-        base = conn.execute(_last_seq(messages[0].session_id)).scalar()
+        base = conn.execute(_LAST_SEQ, {"session_id": messages[0].session_id}).scalar()
         out = [
             m.model_copy(update={"seq": int(base or 0) + i, "id": f"{m.session_id}-m{int(base or 0) + i}"})
             for i, m in enumerate(messages, 1)
         ]
-        conn.execute(chat_messages.insert(), [_message_row(m) for m in out])
+        conn.execute(_INSERT_MESSAGES, [_message_row(m) for m in out])
         return out
 
     @staticmethod
     def _insert_version(conn: Connection, v: ContentVersion, *, has_content: bool) -> None:
-        if not has_content and conn.execute(_content_of(v.content_id)).first() is None:
+        if not has_content and conn.execute(_CONTENT_OF, {"content_id": v.content_id}).first() is None:
             raise NotFound(f"no content {v.content_id!r}")
-        latest = int(conn.execute(_latest_of(v.content_id)).scalar() or 0)
+        latest = int(conn.execute(_LATEST_OF, {"content_id": v.content_id}).scalar() or 0)
         if latest >= v.version:
             rev = conn.execute(
                 select(_V.revision_id).where(_V.content_id == v.content_id, _V.version == v.version)
@@ -180,7 +177,7 @@ class SQLContentStore:
             return  # the same write again: idempotent
         if v.version != latest + 1:
             raise StoreError(f"V{v.version} does not follow V{latest} of {v.content_id}")
-        conn.execute(content_versions.insert(), _version_row(v))
+        conn.execute(_INSERT_VERSION, _version_row(v))
 
     def mark_processed(
         self,

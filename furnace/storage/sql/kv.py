@@ -37,7 +37,7 @@ class SQLKV:
         self.db = db
         self._clock = clock
         if db.dialect == "sqlite":  # a build's entries are written inside its agent's transaction: compiled now
-            row = dict.fromkeys(("key", "value", "created_at", "expires_at"))
+            row = dict.fromkeys(c.name for c in kv.columns)  # an entry's row names every column
             for statement, params in (
                 (_EXPIRED, [{"keys": [], "now": None}]),
                 (db.insert_if_absent(kv), [row]),

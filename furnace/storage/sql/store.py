@@ -354,6 +354,12 @@ class Planned:
     rows: list[dict[str, Any]]
 
 
+# the inserts a save runs, built once (SQLAlchemy memoizes a statement's cache key on the object: compiled
+# ahead of the transaction and run in it, the key is made once)
+_INSERT_VERSIONS = elixir_versions.insert()
+_INSERT_AGENTS = agent_rows.insert()
+
+
 def _edge_rows(agents: Sequence[Agent]) -> list[dict[str, Any]]:
     """The ``lineage_edges`` rows of ``agents`` (one per parent, each edge once)."""
     edges = {
@@ -479,7 +485,7 @@ class SQLStore:
             latest = self._latest_rows(conn, list(dict.fromkeys(id for _, id in items)))
         planned = self._plan(latest, items, origin)
         if planned.rows:
-            self.db.compile_ahead(elixir_versions.insert(), planned.rows)
+            self.db.compile_ahead(_INSERT_VERSIONS, planned.rows)
         return planned
 
     def _save_many(
@@ -497,7 +503,7 @@ class SQLStore:
         latest = self._latest_rows(conn, ids)
         planned = ahead if ahead is not None and ahead.basis == latest else self._plan(latest, items, origin)
         if planned.rows:
-            conn.execute(elixir_versions.insert(), planned.rows)
+            conn.execute(_INSERT_VERSIONS, planned.rows)
         return planned.refs
 
     def save_elixir(self, elixir: Elixir, *, origin: Origin = "library", if_latest: int | None = None) -> ElixirRef:
@@ -647,7 +653,7 @@ class SQLStore:
         """Persist agents (each with its child elixir and lineage edges) in one transaction; per agent,
         False if it existed (kept as stored)."""
 
-        ahead: tuple[list[Agent], Planned, list[dict[str, Any]]] | None = None
+        ahead: tuple[list[Agent], Planned, list[dict[str, Any]], list[dict[str, Any]]] | None = None
         if not self.db.in_transaction:  # rows made and sealed outside the write transaction (see _planned_ahead)
             with self.db.connect() as conn:
                 new = self._new_agents(conn, agents)
@@ -655,11 +661,10 @@ class SQLStore:
                 planned = self._planned_ahead([(a.elixir, a.id) for a in new], "agent")
                 assert planned is not None
                 rows = [self._agent_row(a, r.version, r.content_hash) for a, r in zip(new, planned.refs, strict=True)]
-                ahead = (new, planned, rows)
-                self.db.compile_ahead(agent_rows.insert(), rows)
-                edges = _edge_rows(new)
-                if edges:
-                    self.db.compile_ahead(self.db.insert_if_absent(lineage_edges), edges)
+                ahead = (new, planned, rows, _edge_rows(new))
+                self.db.compile_ahead(_INSERT_AGENTS, rows)
+                if ahead[3]:
+                    self.db.compile_ahead(self.db.insert_if_absent(lineage_edges), ahead[3])
 
         def work(conn: Connection) -> list[bool]:
             new = self._new_agents(conn, agents)
@@ -672,8 +677,8 @@ class SQLStore:
                 rows = ahead[2]
             else:
                 rows = [self._agent_row(a, ref.version, ref.content_hash) for a, ref in zip(new, refs, strict=True)]
-            conn.execute(agent_rows.insert(), rows)
-            edges = _edge_rows(new)
+            conn.execute(_INSERT_AGENTS, rows)
+            edges = ahead[3] if same and ahead else _edge_rows(new)  # the same agents: the same edges
             if edges:
                 conn.execute(self.db.insert_if_absent(lineage_edges), edges)
             saved = {a.id for a in new}

@@ -123,16 +123,14 @@ class WriteTurns:
             now = time.monotonic()
             deadline, queued_until, pause = now + self.busy_timeout_ms / 1000, now + DEFER_MAX_S, 0.0001
             while True:
-                if self._free_before(ticket) or time.monotonic() >= queued_until:
+                now = time.monotonic()
+                if now >= queued_until or now >= deadline or self._free_before(ticket):
                     try:
                         run("BEGIN IMMEDIATE")
                         return
                     except Exception as err:
-                        if not _busy(err) or time.monotonic() >= deadline:
+                        if not _busy(err) or time.monotonic() >= deadline:  # past the busy timeout: SQLite's answer
                             raise
-                elif time.monotonic() >= deadline:
-                    run("BEGIN IMMEDIATE")  # the busy timeout: SQLite's own answer, "database is locked" or in
-                    return
                 time.sleep(pause)
                 pause = min(pause * 2, 0.001)
         finally:
