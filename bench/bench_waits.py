@@ -38,11 +38,12 @@ waits that overlapped more than one transaction of **one** other process (that p
 waiting on another process for more than one transaction"): the stream of one process's transactions a
 waiter used to sit behind. Printed beside it, not judged: the waits that overlapped more than one
 transaction of other processes taken together (a waiter behind one transaction of each of two others),
-and the transactions that got the lock before a waiter although they asked after it (by the turns'
-tickets, ``furnace/storage/sql/turns.py``): 0 when the turns keep arrival order. Also printed: each
-CLI invocation's total wait and wall time, and the same command's wall time alone on the same home
-before the contended part (end-to-end latency, for reference: it includes the command's own work, which
-contention on two loaded cores slows too).
+and the transactions that got the lock before a waiter although they began asking once it was in line
+(by the turns' clock, ``furnace/storage/sql/turns.py``: a ticket is the clock read before its byte is
+locked, so one read between a waiter's read and its lock is not known to be later): 0 when the turns
+keep arrival order. Also printed: each CLI invocation's total wait and wall time, and the same
+command's wall time alone on the same home before the contended part (end-to-end latency, for reference:
+it includes the command's own work, which contention on two loaded cores slows too).
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ def _commands(folder: Path, n: int) -> dict[str, list[str]]:
 
 # -- in each process: the write transactions' instants ------------------------------------------------
 
-_WRITES: list[tuple[float, float, float, int]] = []  # (asked for the lock, got it, committed, its ticket)
+# (asked for the lock, got it, committed, its ticket, the turns' clock once the ticket was held)
+_WRITES: list[tuple[float, float, float, int, int]] = []
 _open = threading.local()
 
 
@@ -115,23 +117,23 @@ def instrument() -> None:
     take = turns_module.WriteTurns._take_ticket
 
     def taken(self: Any) -> int:  # the transaction's place in line (the turns' own clock, one per machine)
-        ticket = take(self)
-        _open.ticket = (ticket, time.time())
+        ticket = take(self)  # the clock read before its byte was locked: it was in line by ``time.monotonic_ns()``
+        _open.ticket = (ticket, time.time(), time.monotonic_ns())
         return ticket
 
     turns_module.WriteTurns._take_ticket = taken  # type: ignore[method-assign]
 
     def timed_begin(driver: Any, turns: Any, run: Any = None) -> None:  # every write transaction begins here
-        _open.ticket = (0, time.time())  # none yet: a migration's stays so, outside the turns
+        _open.ticket = (0, time.time(), 0)  # none yet: a migration's stays so, outside the turns
         driver_begin(driver, turns, run)
-        ticket, asked = _open.ticket  # asked: when it took its place in line (before: this thread's own delay)
-        _open.tx = (asked, time.time(), ticket)
+        ticket, asked, in_line = _open.ticket  # asked: once in line (before: this thread's own delay)
+        _open.tx = (asked, time.time(), ticket, in_line)
 
     def done() -> None:
         tx = getattr(_open, "tx", None)
         if tx is not None:
             _open.tx = None
-            _WRITES.append((tx[0], tx[1], time.time(), tx[2]))
+            _WRITES.append((tx[0], tx[1], time.time(), tx[2], tx[3]))
 
     def ended(method: Any) -> Any:
         def wrapper(self: Any, dbapi_connection: Any) -> None:
@@ -228,26 +230,28 @@ def _cli_stream(name: str, folder: Path, env: dict[str, str], results: dict[str,
 # -- the bench --------------------------------------------------------------------------------------
 
 
-# process -> its write transactions (asked, got, done, ticket: 0 for one outside the turns)
-Writes = dict[str, list[tuple[float, float, float, int]]]
+# process -> its write transactions (asked, got, done, ticket, in line: the turns' clock, ns, when it began
+# asking and once its ticket was held; 0 for one outside the turns)
+Writes = dict[str, list[tuple[float, float, float, int, int]]]
 
 
 Held = list[tuple[float, str, float, int]]  # the transactions held during a wait: (got, who, done, ticket)
 
 
-def _behind(records: Writes) -> dict[str, list[tuple[float, float, int, Held]]]:
-    """Per process: each write transaction's (asked, got, its ticket, the other processes' transactions that
-    held the lock during its wait as (got, who, done, ticket), in the order they got it)."""
-    holds = [(label, got, done, ticket) for label, writes in records.items() for _, got, done, ticket in writes]
+def _behind(records: Writes) -> dict[str, list[tuple[float, float, int, int, Held]]]:
+    """Per process: each write transaction's (asked, got, its ticket, when it was in line, the other processes'
+    transactions that held the lock during its wait as (got, who, done, ticket), in the order they got it)."""
+    holds = [(label, got, done, ticket) for label, writes in records.items() for _, got, done, ticket, _ in writes]
     return {
         label: [
             (
                 asked,
                 got,
                 ticket,
+                in_line,
                 sorted((g, who, d, t) for who, g, d, t in holds if who != label and g < got and d > asked),
             )
-            for asked, got, _, ticket in writes
+            for asked, got, _, ticket, in_line in writes
         ]
         for label, writes in records.items()
     }
@@ -260,7 +264,7 @@ class Wait:
     seconds: float
     behind: int  # transactions of other processes held during it
     most_of_one: int  # the most of them by any one process
-    passed_by: int  # those that asked after it (a later ticket) and got the lock first
+    passed_by: int  # those that began asking once it was in line (ticket after it) and got the lock first
 
 
 def _waits(records: Writes) -> dict[str, list[Wait]]:
@@ -271,23 +275,25 @@ def _waits(records: Writes) -> dict[str, list[Wait]]:
                 got - asked,
                 len(held),
                 max(Counter(who for _, who, _, _ in held).values(), default=0),
-                sum(1 for *_, t in held if ticket and t > ticket),
+                sum(1 for *_, t in held if in_line and t > in_line),
             )
-            for asked, got, ticket, held in rows
+            for asked, got, _, in_line, held in rows
         ]
         for label, rows in _behind(records).items()
     }
 
 
 def _passes(records: Writes) -> list[str]:
-    """Each transaction that got the lock during a wait although it asked after the waiter (by ticket)."""
+    """Each transaction that got the lock during a wait although it began asking once the waiter was in line
+    (its ticket read after the waiter's byte was locked: a ticket read between the waiter's clock read and
+    its lock is not known to be later)."""
     return [
-        f"{who} (asked {(t - ticket) / 1e6:+.2f} ms from it, in at {(g - asked) * 1000:+.1f}, held "
-        f"{(d - g) * 1000:.1f} ms) got in before {label}, which waited {(got - asked) * 1000:.1f} ms"
+        f"{who} (began asking {(t - in_line) / 1e6:+.2f} ms after it was in line, in at {(g - asked) * 1000:+.1f}, "
+        f"held {(d - g) * 1000:.1f} ms) got in before {label}, which waited {(got - asked) * 1000:.1f} ms"
         for label, rows in _behind(records).items()
-        for asked, got, ticket, held in rows
+        for asked, got, _, in_line, held in rows
         for g, who, d, t in held
-        if ticket and t > ticket
+        if in_line and t > in_line
     ]
 
 
@@ -296,7 +302,7 @@ def _spans(records: Writes) -> list[str]:
     transactions (how long each held the lock, and when it got it from the wait's start)."""
     told = []
     for label, rows in _behind(records).items():
-        for asked, got, ticket, held in rows:
+        for asked, got, ticket, _, held in rows:
             if len(held) > 1:
                 each = ", ".join(
                     f"{who} {(d - g) * 1000:.1f} ms (in at {(g - asked) * 1000:+.1f}"
@@ -384,7 +390,7 @@ def run() -> bool:
         p95 = _p95(times)
         met = p95 < P95_TARGET_S
         ok = ok and met
-        held = [done - got for label in labels for _, got, done, _ in records[label]]
+        held = [done - got for label in labels for _, got, done, *_ in records[label]]
         figures[kind] = {
             "transactions": len(each),
             "p95_wait_ms": round(p95 * 1000, 2),
@@ -411,7 +417,7 @@ def run() -> bool:
     print(f"   waits on one other process for more than one transaction, every process: {over} (target 0)")
     print(
         f"   beside it: waits spanning more than one other transaction (of several processes): {spanning_all}; "
-        f"transactions that got the lock before a waiter that asked before them: {passed}"
+        f"transactions that began asking once a waiter was in line and got the lock before it: {passed}"
     )
     record(
         cpu_ms_per_call=round(window.cpu_ms_per_call, 3),
