@@ -18,9 +18,10 @@ its turn. The time that begin takes is therefore the time the process was blocke
 nothing else blocks there (this process's own threads queue earlier, on the store's in-process turn,
 and are not counted: that is not a wait for another process; reads never wait in WAL mode). Each
 process records, for every write transaction, three wall-clock instants (``time.time()``, one clock on
-one machine): asked for the lock (when it took its ticket, its place in line: until 2026-12-07 when it
-entered the store's ``BEGIN`` hook, which counted a process's own delay before it asked -- a thread
-waiting for the CPU on two loaded cores -- as a wait for others), got it, committed (or rolled back).
+one machine): asked for the lock (the instant of its ticket, the turns' clock read just before the
+process took its place in line: until 2026-12-07 the instant it entered the store's ``BEGIN`` hook,
+which counted a process's own delay before it asked -- a thread waiting for the CPU on two loaded cores
+-- as a wait for others), got it, committed (or rolled back).
 Measured by wrapping the turns' ticket (``WriteTurns._take_ticket``), the store's ``BEGIN`` hook every
 write transaction begins in (``_driver_begin``), the SQLite dialect's commit/rollback and the driver's
 (``_driver_end``) in each process (:func:`instrument`); nothing else changes. Until 2026-12-06 the
@@ -117,8 +118,9 @@ def instrument() -> None:
     take = turns_module.WriteTurns._take_ticket
 
     def taken(self: Any) -> int:  # the transaction's place in line (the turns' own clock, one per machine)
-        ticket = take(self)  # the clock read before its byte was locked: it was in line by ``time.monotonic_ns()``
-        _open.ticket = (ticket, time.time(), time.monotonic_ns())
+        ticket = take(self)  # the clock read just before its byte was locked
+        in_line, now = time.monotonic_ns(), time.time()  # its byte locked by then
+        _open.ticket = (ticket, now - (in_line - ticket) / 1e9, in_line)  # asked: the ticket's instant
         return ticket
 
     turns_module.WriteTurns._take_ticket = taken  # type: ignore[method-assign]
@@ -126,7 +128,7 @@ def instrument() -> None:
     def timed_begin(driver: Any, turns: Any, run: Any = None) -> None:  # every write transaction begins here
         _open.ticket = (0, time.time(), 0)  # none yet: a migration's stays so, outside the turns
         driver_begin(driver, turns, run)
-        ticket, asked, in_line = _open.ticket  # asked: once in line (before: this thread's own delay)
+        ticket, asked, in_line = _open.ticket  # asked: at its ticket (before it: this thread's own delay)
         _open.tx = (asked, time.time(), ticket, in_line)
 
     def done() -> None:
@@ -299,7 +301,8 @@ def _passes(records: Writes) -> list[str]:
 
 def _spans(records: Writes) -> list[str]:
     """Each wait spanning more than one other transaction: who waited, how long, and behind whose
-    transactions (how long each held the lock, and when it got it from the wait's start)."""
+    transactions (how long each held the lock, when it got it from the wait's start, and when it asked
+    from the waiter's ticket)."""
     told = []
     for label, rows in _behind(records).items():
         for asked, got, ticket, _, held in rows:
