@@ -259,6 +259,13 @@ def _behind(records: Writes) -> dict[str, list[tuple[float, float, int, int, Hel
     }
 
 
+def _passed(in_line: int, held: Held) -> Held:
+    """The transactions in ``held`` that got the lock although they began asking once the waiter was in line
+    (a ticket read after the waiter's byte was locked: one read between the waiter's clock read and its lock
+    is not known to be later)."""
+    return [h for h in held if in_line and h[3] > in_line]
+
+
 @dataclass(frozen=True)
 class Wait:
     """One write transaction's wait for the lock, and the other processes' transactions held during it."""
@@ -277,7 +284,7 @@ def _waits(records: Writes) -> dict[str, list[Wait]]:
                 got - asked,
                 len(held),
                 max(Counter(who for _, who, _, _ in held).values(), default=0),
-                sum(1 for *_, t in held if in_line and t > in_line),
+                len(_passed(in_line, held)),
             )
             for asked, got, _, in_line, held in rows
         ]
@@ -287,15 +294,13 @@ def _waits(records: Writes) -> dict[str, list[Wait]]:
 
 def _passes(records: Writes) -> list[str]:
     """Each transaction that got the lock during a wait although it began asking once the waiter was in line
-    (its ticket read after the waiter's byte was locked: a ticket read between the waiter's clock read and
-    its lock is not known to be later)."""
+    (:func:`_passed`), told."""
     return [
         f"{who} (began asking {(t - in_line) / 1e6:+.2f} ms after it was in line, in at {(g - asked) * 1000:+.1f}, "
         f"held {(d - g) * 1000:.1f} ms) got in before {label}, which waited {(got - asked) * 1000:.1f} ms"
         for label, rows in _behind(records).items()
         for asked, got, _, in_line, held in rows
-        for g, who, d, t in held
-        if in_line and t > in_line
+        for g, who, d, t in _passed(in_line, held)
     ]
 
 

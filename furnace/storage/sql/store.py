@@ -354,6 +354,17 @@ class Planned:
     rows: list[dict[str, Any]]
 
 
+@dataclass(frozen=True)
+class _AgentsAhead:
+    """What :meth:`SQLStore.save_agents` makes before its transaction: the agents not stored yet, their
+    elixirs' versions planned, their rows and their lineage edges' rows."""
+
+    new: list[Agent]
+    planned: Planned
+    rows: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+
+
 # the inserts a save runs, built once (SQLAlchemy memoizes a statement's cache key on the object: compiled
 # ahead of the transaction and run in it, the key is made once)
 _INSERT_VERSIONS = elixir_versions.insert()
@@ -653,7 +664,7 @@ class SQLStore:
         """Persist agents (each with its child elixir and lineage edges) in one transaction; per agent,
         False if it existed (kept as stored)."""
 
-        ahead: tuple[list[Agent], Planned, list[dict[str, Any]], list[dict[str, Any]]] | None = None
+        ahead: _AgentsAhead | None = None
         if not self.db.in_transaction:  # rows made and sealed outside the write transaction (see _planned_ahead)
             with self.db.connect() as conn:
                 new = self._new_agents(conn, agents)
@@ -661,24 +672,25 @@ class SQLStore:
                 planned = self._planned_ahead([(a.elixir, a.id) for a in new], "agent")
                 assert planned is not None
                 rows = [self._agent_row(a, r.version, r.content_hash) for a, r in zip(new, planned.refs, strict=True)]
-                ahead = (new, planned, rows, _edge_rows(new))
+                ahead = _AgentsAhead(new, planned, rows, _edge_rows(new))
                 self.db.compile_ahead(_INSERT_AGENTS, rows)
-                if ahead[3]:
-                    self.db.compile_ahead(self.db.insert_if_absent(lineage_edges), ahead[3])
+                if ahead.edges:
+                    self.db.compile_ahead(self.db.insert_if_absent(lineage_edges), ahead.edges)
 
         def work(conn: Connection) -> list[bool]:
             new = self._new_agents(conn, agents)
             if not new:
                 return [False] * len(agents)
-            same = ahead is not None and [a.id for a in ahead[0]] == [a.id for a in new]
+            # what was made ahead holds while the same agents are new
+            same = ahead if ahead is not None and [a.id for a in ahead.new] == [a.id for a in new] else None
             items = [(a.elixir, a.id) for a in new]
-            refs = self._save_many(conn, items, "agent", ahead[1] if same and ahead else None)
-            if same and ahead and refs == ahead[1].refs:
-                rows = ahead[2]
+            refs = self._save_many(conn, items, "agent", same.planned if same else None)
+            if same is not None and refs == same.planned.refs:
+                rows = same.rows
             else:
                 rows = [self._agent_row(a, ref.version, ref.content_hash) for a, ref in zip(new, refs, strict=True)]
             conn.execute(_INSERT_AGENTS, rows)
-            edges = ahead[3] if same and ahead else _edge_rows(new)  # the same agents: the same edges
+            edges = same.edges if same is not None else _edge_rows(new)
             if edges:
                 conn.execute(self.db.insert_if_absent(lineage_edges), edges)
             saved = {a.id for a in new}
