@@ -45,11 +45,14 @@ class SQLKV:
                 (_STORED, [{"keys": []}]),
             ):
                 db.compile_ahead(statement, params)
+        # the common cases on SQLite's driver (SQLDatabase.read, .insert_on_driver): a read, new keys' inserts
+        self._driver_get = db.prepare(_GET)
+        self._driver_put = db.prepare(db.insert_if_absent(kv))
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The live value under ``key``."""
         now = _ts(self._clock())
-        rows = self.db.query(_GET, {"key": key, "now": now})
+        rows = self.db.read(self._driver_get, _GET, {"key": key, "now": now})
         value: dict[str, Any] | None = json.loads(rows[0][0]) if rows else None
         return value
 
@@ -66,19 +69,22 @@ class SQLKV:
         if not first:
             return []
         now = self._clock()
+        texts = {key: json.dumps(value, ensure_ascii=False, sort_keys=True) for key, (value, _) in first.items()}
+        rows = [
+            {
+                "key": key,
+                "value": texts[key],
+                "created_at": _ts(now),
+                "expires_at": None if ttl_s is None else _ts(now + ttl_s),
+            }
+            for key, (_, ttl_s) in first.items()
+        ]
+        if self.db.insert_on_driver([(self._driver_put, row, True) for row in rows]):  # every key new: all stored
+            return [json.loads(texts[key]) for key, _, _ in items]
 
         def work(conn: Connection) -> dict[str, dict[str, Any]]:
             for part in chunks(list(first)):
                 conn.execute(_EXPIRED, {"keys": list(part), "now": _ts(now)})
-            rows = [
-                {
-                    "key": key,
-                    "value": json.dumps(value, ensure_ascii=False, sort_keys=True),
-                    "created_at": _ts(now),
-                    "expires_at": None if ttl_s is None else _ts(now + ttl_s),
-                }
-                for key, (value, ttl_s) in first.items()
-            ]
             conn.execute(self.db.insert_if_absent(kv), rows)
             stored: dict[str, dict[str, Any]] = {}
             for part in chunks(list(first)):

@@ -37,10 +37,6 @@ _CALL_FIELDS = tuple(col.name for col in llm_calls.columns)
 _GET = select(_R.completion, _R.created_at, _R.seal).where(_R.cache_key == bindparam("key"))
 
 
-class _Present(Exception):
-    """The answer's key is in the cache already (the driver path's insert changed no row)."""
-
-
 def _call_row(call: CallRecord) -> dict[str, Any]:
     row = {name: getattr(call, name) for name in _CALL_FIELDS}
     row["created_at"] = call.created_at.astimezone(UTC).replace(tzinfo=None)
@@ -53,8 +49,8 @@ class SQLCallLedger:
     def __init__(self, db: SQLDatabase) -> None:
         self.db = db
         self._held = threading.local()  # a fresh paid call's row, until its answer is stored with it
-        # a row's insert on SQLite's driver (a model call's hot path, see SQLDatabase.driver_transaction)
-        self.driver_insert = db.prepare(db.insert_if_absent(llm_calls)) if db.dialect == "sqlite" else None
+        # a row's insert on SQLite's driver (a model call's hot path, see SQLDatabase.insert_on_driver)
+        self.driver_insert = db.prepare(db.insert_if_absent(llm_calls))
 
     def record(self, call: CallRecord) -> None:
         """Append one call. A fresh, successful call waits on this thread for its cache entry
@@ -83,15 +79,8 @@ class SQLCallLedger:
         return 1
 
     def _insert(self, db: SQLDatabase, rows: list[dict[str, Any]]) -> None:
-        if self.driver_insert is not None and db.driver_path:
-            try:
-                with db.driver_transaction() as run:
-                    for row in rows:
-                        run(self.driver_insert, row)
-                return
-            except Exception:  # noqa: BLE001 - rolled back; the full path below retries a busy store and says what failed
-                pass
-        db.write(lambda conn: self.insert_rows(conn, rows))
+        if not db.insert_on_driver([(self.driver_insert, row, False) for row in rows]):
+            db.write(lambda conn: self.insert_rows(conn, rows))
 
     def insert_rows(self, conn: Connection, rows: list[dict[str, Any]]) -> None:
         """Insert ledger rows on ``conn`` (idempotent by row id)."""
@@ -169,9 +158,9 @@ class SQLResponseCache(ResponseMemory):
         self.db = db
         self.ledger = ledger
         self._insert_returning = db.insert_if_absent(llm_responses).returning(_R.cache_key)  # built once
-        # a model call's cache read and its answer's insert on SQLite's driver (SQLDatabase.driver_query)
-        self._driver_get = db.prepare(_GET) if db.dialect == "sqlite" else None
-        self._driver_put = db.prepare(db.insert_if_absent(llm_responses)) if db.dialect == "sqlite" else None
+        # a model call's cache read and its answer's insert on SQLite's driver (SQLDatabase.read, .insert_on_driver)
+        self._driver_get = db.prepare(_GET)
+        self._driver_put = db.prepare(db.insert_if_absent(llm_responses))
 
     def _cutoff(self, ttl_s: float | None = None) -> datetime:
         ttl = self.ttl_s if ttl_s is None else ttl_s
@@ -182,14 +171,7 @@ class SQLResponseCache(ResponseMemory):
         known = self._recall(key)
         if known is not None:
             return known
-        rows = None
-        if self._driver_get is not None and self.db.driver_path:
-            try:
-                rows = self.db.driver_query(self._driver_get, {"key": key})
-            except Exception:  # noqa: BLE001 - the full path below says what is wrong with the store
-                rows = None
-        if rows is None:
-            rows = self.db.query(_GET, {"key": key})
+        rows = self.db.read(self._driver_get, _GET, {"key": key})
         if not rows or rows[0][1] < self._cutoff():
             return None
         return self._served(self.db.sealer, key, rows[0][0], rows[0][2])
@@ -243,9 +225,6 @@ class SQLResponseCache(ResponseMemory):
         one transaction. False (nothing written) when the key is present (the full path decides between
         that row and this answer), elsewhere than SQLite outside a unit, or on an error (the full path
         retries a busy store and says what failed)."""
-        ledger = self.ledger.driver_insert if self.ledger is not None else None
-        if self._driver_put is None or not self.db.driver_path or (held is not None and ledger is None):
-            return False
         row = {
             "cache_key": key,
             "model": completion.model,
@@ -254,15 +233,9 @@ class SQLResponseCache(ResponseMemory):
             "seal": seal,
             "created_at": utcnow(),
         }
-        try:
-            with self.db.driver_transaction() as run:
-                if held is not None and ledger is not None:
-                    run(ledger, held)
-                if not run(self._driver_put, row):
-                    raise _Present
-        except Exception:  # noqa: BLE001 - rolled back (_Present included): the full path takes it
-            return False
-        return True
+        ledger = self.ledger.driver_insert if self.ledger is not None else None
+        inserts = [(ledger, held, False)] if held is not None else []
+        return self.db.insert_on_driver([*inserts, (self._driver_put, row, True)])
 
     def prune(self, ttl_s: float | None = None) -> int:
         """Delete responses older than ``ttl_s`` (default: this cache's TTL); returns how many."""
