@@ -15,7 +15,10 @@ the offline engine computing in this process (~0.3-0.5 ms of CPU a call, on furn
 model-side work. A request missing from the recording is answered by the engine here, and counted
 and printed. The old figure (the engine computing in-process) is printed for reference, not judged.
 Beside each ratio: furnace's CPU per model call (:class:`bench.stack.CpuWindow`; target <=
-:data:`bench.stack.CPU_TARGET_MS` ms). The baselines (the sequential loop, the re-run) are measured in
+:data:`bench.stack.CPU_TARGET_MS` ms). At concurrency 8 the experiment is timed three times, each on a
+fresh stack, and every run is printed: the median run's wall ratio and the median CPU per call are
+judged (one run's CPU per call moved by up to a quarter between runs minutes apart on the shared
+machine, with no steal time). The baselines (the sequential loop, the re-run) are measured in
 the same run. Each timed run starts with the bench's own garbage collected (``_timed_run``).
 
 Population 256 costs no more CPU per call than population 16 (issue #31): the same experiment (2
@@ -56,6 +59,7 @@ IDEAL_TARGETS = {8: 1.10, 32: 1.15}  # wall / ideal at each concurrency
 POPULATIONS = (16, 256)  # CPU per model call compared (same shape otherwise)
 POPULATION_TOLERANCE = 1.10  # population 256's CPU per call <= this x population 16's
 POPULATION_ROUNDS = 2  # runs of each population, interleaved; their calls and CPU added up
+JUDGED_RUNS = 3  # timed runs at concurrency 8: the median run's wall and the median CPU per call are judged
 BASE = {
     "name": "bench",
     "seed": 5,
@@ -131,30 +135,42 @@ class _Run:
         return ideal, self.window.wall_s / ideal
 
 
-def _judged(config: Any, label: str, *, rerun: bool = False) -> tuple[_Run, bool, dict[str, Any]]:
+def _judged(config: Any, label: str, *, repeats: int = 1, rerun: bool = False) -> tuple[_Run, bool, dict[str, Any]]:
     """Wall vs ideal at ``config.concurrency`` against the replayed model (judged), then against the
-    engine computing in this process (for reference, not judged); with ``rerun``, the finished
-    experiment run again on the same home (its figures in the dict returned)."""
+    engine computing in this process (for reference, not judged); with ``rerun``, the first run's
+    finished experiment run again on its home (its figures in the dict returned). ``repeats`` timed
+    runs, each on a fresh stack, each printed: the run judged is the median one by wall ratio, and the
+    CPU per model call judged (``extra["cpu_ms_per_call"]``) the median of theirs."""
     concurrency = config.concurrency
     latency = LATENCIES[concurrency]
     replay = _replayed_model(config)
     extra: dict[str, Any] = {}
-    with stack(lambda name: SlowLLM(replay, latency)) as built:
-        evo = _prepared(built, config)
-        report, window, statements, load = _timed_run(built, evo)
-        run = _Run(report, window, list(built.client.requests), replay)
-        print(_costs(evo, window, statements, load))
-        if rerun:
-            again = built.runtime.prepare_experiment(config, track=False).evolution
-            gc.collect()  # as for the timed runs (see _timed_run)
-            with built.measure() as second:
-                rerun_report = again.run()
-            extra = {"report": rerun_report, "window": second}
+    runs: list[_Run] = []
+    loads: list[float] = []
+    for _ in range(repeats):
+        with stack(lambda name: SlowLLM(replay, latency)) as built:
+            evo = _prepared(built, config)
+            report, window, statements, load = _timed_run(built, evo)
+            runs.append(_Run(report, window, list(built.client.requests), replay))
+            loads.append(round(load, 1))
+            print(_costs(evo, window, statements, load))
+            if rerun and not extra:
+                again = built.runtime.prepare_experiment(config, track=False).evolution
+                gc.collect()  # as for the timed runs (see _timed_run)
+                with built.measure() as second:
+                    rerun_report = again.run()
+                extra = {"report": rerun_report, "window": second, "first": runs[0]}
+    run = sorted(runs, key=lambda r: r.ratio(concurrency, latency)[1])[len(runs) // 2]
+    extra["cpu_ms_per_call"] = statistics.median(r.window.cpu_ms_per_call for r in runs)
     ideal, ratio = run.ratio(concurrency, latency)
     target = IDEAL_TARGETS[concurrency]
+    walls = ", ".join(f"{r.window.wall_s:.2f}" for r in runs)
     print(
-        f"   {label}: {len(run.requests)} model calls, wall {window.wall_s:.2f}s, ideal {ideal:.2f}s "
+        f"   {label}: {len(run.requests)} model calls, wall {run.window.wall_s:.2f}s"
+        f"{f' (median of {len(runs)} runs: {walls}s)' if len(runs) > 1 else ''}, ideal {ideal:.2f}s "
         f"(calls x {latency * 1000:.0f}ms / {concurrency}) -> {ratio:.2f}x ideal (target <= {target:.2f}x); "
+        f"furnace CPU {extra['cpu_ms_per_call']:.2f} ms per model call"
+        f"{f' (median of {len(runs)})' if len(runs) > 1 else ''}; "
         f"model replayed from a warm-up run, {len(replay.misses)} requests not in the recording "
         "(answered by the engine in this process)"
     )
@@ -171,11 +187,13 @@ def _judged(config: Any, label: str, *, rerun: bool = False) -> tuple[_Run, bool
         **{
             f"concurrency_{concurrency}": {
                 "wall_ratio": round(ratio, 3),
+                "wall_ratios": [round(r.ratio(concurrency, latency)[1], 3) for r in runs],
                 "latency_s": latency,
-                "load": round(load, 1),
+                "load": loads,
                 "target": target,
-                "cpu_ms_per_call": round(window.cpu_ms_per_call, 3),
-                "model_calls": window.model_calls,
+                "cpu_ms_per_call": round(extra["cpu_ms_per_call"], 3),
+                "cpu_ms_per_call_runs": [round(r.window.cpu_ms_per_call, 3) for r in runs],
+                "model_calls": run.window.model_calls,
             }
         }
     )
@@ -185,8 +203,9 @@ def _judged(config: Any, label: str, *, rerun: bool = False) -> tuple[_Run, bool
 def _concurrency_and_rerun() -> tuple[bool, float]:
     """The judged runs; (every target met, furnace's CPU per model call at concurrency 8)."""
     config = parse_config(BASE)
-    run, met, again = _judged(config, f"evolution at concurrency {config.concurrency}", rerun=True)
+    run, met, again = _judged(config, f"evolution at concurrency {config.concurrency}", repeats=JUDGED_RUNS, rerun=True)
     wall = run.window.wall_s
+    cpu_ms = again["cpu_ms_per_call"]
 
     slow = SlowLLM(run.model, LATENCY)
     started = time.perf_counter()
@@ -197,19 +216,27 @@ def _concurrency_and_rerun() -> tuple[bool, float]:
         f"   sequential loop of the same calls: {sequential:.2f}s -> evolution {sequential / wall:.1f}x faster "
         "(target >= 5x)"
     )
+    first = again["first"]
     rerun_wall, rerun_calls = again["window"].wall_s, again["window"].model_calls
-    same = again["report"].result_signature() == run.report.result_signature()
+    same = again["report"].result_signature() == first.report.result_signature()
     print(
         f"   re-run of the finished experiment (records read back from the store): {rerun_calls} model calls, "
         f"wall {rerun_wall:.2f}s = "
-        f"{rerun_wall / wall:.0%} of the first (target 0 calls, <= 15%); same result: {same}"
+        f"{rerun_wall / first.window.wall_s:.0%} of the first (target 0 calls, <= 15%); same result: {same}"
     )
     # a population of 32, so every slot could be busy
     wide = parse_config({**BASE, "concurrency": 32, "population": 32, "generations": 3})
     _, wide_met, _ = _judged(wide, "evolution at concurrency 32")
-    cpu_met = run.window.cpu_ms_per_call <= CPU_TARGET_MS
-    ok = met and wide_met and sequential / wall >= 5 and rerun_calls == 0 and rerun_wall <= 0.15 * wall and same
-    return ok and cpu_met, run.window.cpu_ms_per_call
+    cpu_met = cpu_ms <= CPU_TARGET_MS
+    ok = (
+        met
+        and wide_met
+        and sequential / wall >= 5
+        and rerun_calls == 0
+        and rerun_wall <= 0.15 * first.window.wall_s
+        and same
+    )
+    return ok and cpu_met, cpu_ms
 
 
 def _search_quality(seed: int) -> tuple[float, float, int]:
