@@ -83,13 +83,10 @@ _KILLED = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
-def test_a_process_killed_inside_a_transaction_leaves_the_store_consistent(sql_db: Any, tmp_path: Path) -> None:
-    store = SQLStore(sql_db)
-    store.save_elixir(make_elixir("Shared", principles=["before"]))
-    url = sql_db.url.render_as_string(hide_password=False)
+def _kill_when(script: str, url: str, home: Path, line: str) -> None:
+    """Run ``script`` (argv: the store's URL, a home) in a process and SIGKILL it once it prints ``line``."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", _KILLED, url, str(tmp_path)],
+        [sys.executable, "-c", script, url, str(home)],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -97,13 +94,21 @@ def test_a_process_killed_inside_a_transaction_leaves_the_store_consistent(sql_d
     )
     try:
         assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "in the transaction", proc.stderr.read() if proc.stderr else ""
+        assert proc.stdout.readline().strip() == line, proc.stderr.read() if proc.stderr else ""
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == -signal.SIGKILL
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+def test_a_process_killed_inside_a_transaction_leaves_the_store_consistent(sql_db: Any, tmp_path: Path) -> None:
+    store = SQLStore(sql_db)
+    store.save_elixir(make_elixir("Shared", principles=["before"]))
+    url = sql_db.url.render_as_string(hide_password=False)
+    _kill_when(_KILLED, url, tmp_path, "in the transaction")
     fresh = SQLStore(type(sql_db)(url, home=tmp_path))  # another process's view
     assert [e.principles for e in fresh.history("shared")] == [("before",)]  # nothing of the killed work
     assert not any(e.id.startswith("lost") for e in fresh.list_elixirs())
@@ -135,22 +140,7 @@ _COMMITTED = textwrap.dedent(
 def test_a_process_killed_after_its_commits_loses_none_of_them(sql_db: Any, tmp_path: Path) -> None:
     """What ``synchronous=NORMAL`` (SQLite) keeps: every committed transaction survives the writer's crash."""
     url = sql_db.url.render_as_string(hide_password=False)
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _COMMITTED, url, str(tmp_path)],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "committed", proc.stderr.read() if proc.stderr else ""
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == -signal.SIGKILL
+    _kill_when(_COMMITTED, url, tmp_path, "committed")
     fresh = SQLStore(type(sql_db)(url, home=tmp_path))
     assert [e.principles for e in fresh.history("kept")] == [(f"v{i}",) for i in range(20)]
     fresh.db.close()
