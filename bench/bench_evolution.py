@@ -128,6 +128,7 @@ class _Run:
     window: CpuWindow
     requests: list[LLMRequest]
     model: Any  # what answered behind the latency
+    load: float  # the load average at its start
 
     def ratio(self, concurrency: int, latency: float) -> tuple[float, float]:
         """``(ideal, wall / ideal)``: the ideal is calls x latency / concurrency."""
@@ -135,33 +136,42 @@ class _Run:
         return ideal, self.window.wall_s / ideal
 
 
-def _judged(config: Any, label: str, *, repeats: int = 1, rerun: bool = False) -> tuple[_Run, bool, dict[str, Any]]:
+@dataclass
+class _Judged:
+    """The timed runs of one shape: the median one by wall ratio (judged), whether it met its target, the
+    median CPU per model call (judged), and the first run's experiment run again (``rerun``), if asked."""
+
+    runs: list[_Run]
+    median: _Run
+    met: bool
+    cpu_ms_per_call: float
+    rerun: tuple[Any, CpuWindow] | None  # (its report, its window)
+
+
+def _judged(config: Any, label: str, *, repeats: int = 1, rerun: bool = False) -> _Judged:
     """Wall vs ideal at ``config.concurrency`` against the replayed model (judged), then against the
     engine computing in this process (for reference, not judged); with ``rerun``, the first run's
-    finished experiment run again on its home (its figures in the dict returned). ``repeats`` timed
-    runs, each on a fresh stack, each printed: the run judged is the median one by wall ratio, and the
-    CPU per model call judged (``extra["cpu_ms_per_call"]``) the median of theirs."""
+    finished experiment run again on its home. ``repeats`` timed runs, each on a fresh stack, each
+    printed: the run judged is the median one by wall ratio, and the CPU per model call judged the
+    median of theirs."""
     concurrency = config.concurrency
     latency = LATENCIES[concurrency]
     replay = _replayed_model(config)
-    extra: dict[str, Any] = {}
+    again: tuple[Any, CpuWindow] | None = None
     runs: list[_Run] = []
-    loads: list[float] = []
     for _ in range(repeats):
         with stack(lambda name: SlowLLM(replay, latency)) as built:
             evo = _prepared(built, config)
             report, window, statements, load = _timed_run(built, evo)
-            runs.append(_Run(report, window, list(built.client.requests), replay))
-            loads.append(round(load, 1))
+            runs.append(_Run(report, window, list(built.client.requests), replay, load))
             print(_costs(evo, window, statements, load))
-            if rerun and not extra:
-                again = built.runtime.prepare_experiment(config, track=False).evolution
+            if rerun and again is None:
+                experiment = built.runtime.prepare_experiment(config, track=False).evolution
                 gc.collect()  # as for the timed runs (see _timed_run)
                 with built.measure() as second:
-                    rerun_report = again.run()
-                extra = {"report": rerun_report, "window": second, "first": runs[0]}
+                    again = (experiment.run(), second)
     run = sorted(runs, key=lambda r: r.ratio(concurrency, latency)[1])[len(runs) // 2]
-    extra["cpu_ms_per_call"] = statistics.median(r.window.cpu_ms_per_call for r in runs)
+    cpu_ms = statistics.median(r.window.cpu_ms_per_call for r in runs)
     ideal, ratio = run.ratio(concurrency, latency)
     target = IDEAL_TARGETS[concurrency]
     walls = ", ".join(f"{r.window.wall_s:.2f}" for r in runs)
@@ -169,7 +179,7 @@ def _judged(config: Any, label: str, *, repeats: int = 1, rerun: bool = False) -
         f"   {label}: {len(run.requests)} model calls, wall {run.window.wall_s:.2f}s"
         f"{f' (median of {len(runs)} runs: {walls}s)' if len(runs) > 1 else ''}, ideal {ideal:.2f}s "
         f"(calls x {latency * 1000:.0f}ms / {concurrency}) -> {ratio:.2f}x ideal (target <= {target:.2f}x); "
-        f"furnace CPU {extra['cpu_ms_per_call']:.2f} ms per model call"
+        f"furnace CPU {cpu_ms:.2f} ms per model call"
         f"{f' (median of {len(runs)})' if len(runs) > 1 else ''}; "
         f"model replayed from a warm-up run, {len(replay.misses)} requests not in the recording "
         "(answered by the engine in this process)"
@@ -189,23 +199,25 @@ def _judged(config: Any, label: str, *, repeats: int = 1, rerun: bool = False) -
                 "wall_ratio": round(ratio, 3),
                 "wall_ratios": [round(r.ratio(concurrency, latency)[1], 3) for r in runs],
                 "latency_s": latency,
-                "load": loads,
+                "load": [round(r.load, 1) for r in runs],
                 "target": target,
-                "cpu_ms_per_call": round(extra["cpu_ms_per_call"], 3),
+                "cpu_ms_per_call": round(cpu_ms, 3),
                 "cpu_ms_per_call_runs": [round(r.window.cpu_ms_per_call, 3) for r in runs],
                 "model_calls": run.window.model_calls,
             }
         }
     )
-    return run, ratio <= target, extra
+    return _Judged(runs, run, ratio <= target, cpu_ms, again)
 
 
 def _concurrency_and_rerun() -> tuple[bool, float]:
     """The judged runs; (every target met, furnace's CPU per model call at concurrency 8)."""
     config = parse_config(BASE)
-    run, met, again = _judged(config, f"evolution at concurrency {config.concurrency}", repeats=JUDGED_RUNS, rerun=True)
+    judged = _judged(config, f"evolution at concurrency {config.concurrency}", repeats=JUDGED_RUNS, rerun=True)
+    run, first = judged.median, judged.runs[0]
     wall = run.window.wall_s
-    cpu_ms = again["cpu_ms_per_call"]
+    assert judged.rerun is not None
+    rerun_report, rerun_window = judged.rerun
 
     slow = SlowLLM(run.model, LATENCY)
     started = time.perf_counter()
@@ -216,9 +228,8 @@ def _concurrency_and_rerun() -> tuple[bool, float]:
         f"   sequential loop of the same calls: {sequential:.2f}s -> evolution {sequential / wall:.1f}x faster "
         "(target >= 5x)"
     )
-    first = again["first"]
-    rerun_wall, rerun_calls = again["window"].wall_s, again["window"].model_calls
-    same = again["report"].result_signature() == first.report.result_signature()
+    rerun_wall, rerun_calls = rerun_window.wall_s, rerun_window.model_calls
+    same = rerun_report.result_signature() == first.report.result_signature()
     print(
         f"   re-run of the finished experiment (records read back from the store): {rerun_calls} model calls, "
         f"wall {rerun_wall:.2f}s = "
@@ -226,17 +237,17 @@ def _concurrency_and_rerun() -> tuple[bool, float]:
     )
     # a population of 32, so every slot could be busy
     wide = parse_config({**BASE, "concurrency": 32, "population": 32, "generations": 3})
-    _, wide_met, _ = _judged(wide, "evolution at concurrency 32")
-    cpu_met = cpu_ms <= CPU_TARGET_MS
+    wide_met = _judged(wide, "evolution at concurrency 32").met
+    cpu_met = judged.cpu_ms_per_call <= CPU_TARGET_MS
     ok = (
-        met
+        judged.met
         and wide_met
         and sequential / wall >= 5
         and rerun_calls == 0
         and rerun_wall <= 0.15 * first.window.wall_s
         and same
     )
-    return ok and cpu_met, cpu_ms
+    return ok and cpu_met, judged.cpu_ms_per_call
 
 
 def _search_quality(seed: int) -> tuple[float, float, int]:
