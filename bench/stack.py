@@ -104,6 +104,15 @@ class CpuWindow:
         """The window's ``--json`` figures: CPU per model call and its target."""
         return {"cpu_ms_per_call": round(self.cpu_ms_per_call, 3), "cpu_target_ms": CPU_TARGET_MS}
 
+    def since(self, earlier: CpuWindow) -> CpuWindow:
+        """The part between two marks (:meth:`Stack.mark`): ``earlier``'s figures taken from these."""
+        return CpuWindow(
+            self.cpu_s - earlier.cpu_s,
+            self.client_cpu_s - earlier.client_cpu_s,
+            self.model_calls - earlier.model_calls,
+            self.wall_s - earlier.wall_s,
+        )
+
     def add(self, other: CpuWindow) -> None:
         self.cpu_s += other.cpu_s
         self.client_cpu_s += other.client_cpu_s
@@ -133,17 +142,18 @@ class Stack:
         """Model calls in the call ledger (every run; cache hits excluded)."""
         return self.runtime.llm.ledger.totals().model_calls
 
+    def mark(self) -> CpuWindow:
+        """The figures so far (the ledger's model calls and the clients' CPU read first, then the process's
+        CPU and the clock): the part between two marks is the later one's :meth:`CpuWindow.since`."""
+        calls, client = self.model_calls(), self.client_cpu_s()
+        return CpuWindow(time.process_time(), client, calls, time.perf_counter())
+
     @contextmanager
     def measure(self) -> Iterator[CpuWindow]:
         """Time the block: the window's figures are set when it ends (the ledger read inside it)."""
-        window = CpuWindow()
-        calls, client = self.model_calls(), self.client_cpu_s()
-        cpu, wall = time.process_time(), time.perf_counter()
+        window, start = CpuWindow(), self.mark()
         yield window
-        window.model_calls = self.model_calls() - calls
-        window.wall_s = time.perf_counter() - wall
-        window.cpu_s = time.process_time() - cpu
-        window.client_cpu_s = self.client_cpu_s() - client
+        window.add(self.mark().since(start))
 
 
 @contextmanager
