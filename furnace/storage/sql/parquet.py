@@ -4,6 +4,17 @@ Written with pyarrow (no DuckDB extension is needed), in one read transaction, w
 DuckDB snapshots have: lists (an elixir's expertise, an embedding vector) as Parquet lists, JSON
 documents as strings, timestamps as naive UTC microseconds.
 
+**Small writes without pandas.** pyarrow's own constructors (``pa.array``, ``pa.table``) import pandas the
+first time a process uses them: ~0.3 s of CPU and wall at the end of a CLI command whose refresh writes a
+few rows (``furnace revise`` on a fresh home: a median of 1.36 s before, 0.93 s after). While pandas is
+not loaded, a table of at most :data:`JSON_ROWS` rows is parsed by Arrow's JSON reader instead, one JSON
+document per row, which does not import it. The reader costs ~10-25 us a row against ~1-2 us for the
+constructors, and ~0.35 against ~0.15 ms for a table of a few rows: a larger table, and any table once
+pandas is loaded (the app, a notebook, an earlier large write), goes through the constructors; so does a
+row the reader cannot take (a number beyond a double in a stored list). A long-lived process that never
+loads pandas pays the difference on each small table it writes (the revision bench's 24 rounds in one
+process: ~0.2 ms a table, ~1.5 ms a round).
+
 **Only what was added.** On SQLite a table's rows are added with a growing ``rowid``, and migration 0006's
 stamps move whenever a row is changed or removed in place. A refresh given the snapshot before it (its
 *base*) keeps the base's files of a table -- hard-linked, not copied -- and writes one more file with the
@@ -19,11 +30,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pyarrow as pa
+import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 from sqlalchemy import (
     BigInteger,
@@ -43,6 +57,7 @@ from furnace.storage.snapshot_files import Base, Written
 from furnace.storage.sql.schema import metadata
 
 _LISTS = {("elixir_versions", "expertise"): pa.list_(pa.string()), ("embeddings", "vector"): pa.list_(pa.float64())}
+JSON_ROWS = 256  # the most rows of a table parsed as JSON while pandas is not loaded (module docstring)
 MAX_PARTS = 8  # a table's files in one snapshot; the refresh that would add one more rewrites it in one
 _rowid: ColumnClause[Any] = literal_column("rowid")
 _STAMPS = text("SELECT s.name, s.n, hex(s.token), v.schema_version FROM snapshot_stamps s, pragma_schema_version v")
@@ -66,16 +81,56 @@ def _arrow_type(table: Table, column: Any) -> pa.DataType:
     return pa.string()
 
 
-def _write(table: Table, rows: Sequence[Any], path: Path) -> None:
-    names = [c.name for c in table.columns]
-    # rows to columns in one C-level transpose (a Python append per value was ~40 % of a refresh)
-    values = list(zip(*rows, strict=True)) if rows else [() for _ in names]
-    columns: dict[str, list[Any]] = {name: list(column) for name, column in zip(names, values, strict=True)}
+def _read_as_json(table: Table, rows: Sequence[Any], schema: pa.Schema) -> pa.Table:
+    """``rows`` parsed by Arrow's JSON reader, one JSON document per row (a list column's stored JSON goes in
+    as it is): no pandas import (module docstring)."""
+    names = schema.names
+    lists = [i for i, c in enumerate(table.columns) if (table.name, c.name) in _LISTS]
+
+    def document(row: Any) -> bytes:
+        values = list(row)
+        for i in lists:
+            if values[i] is not None:
+                values[i] = orjson.Fragment(values[i])
+        return orjson.dumps(dict(zip(names, values, strict=True)), option=orjson.OPT_APPEND_NEWLINE)
+
+    data = b"".join(document(row) for row in rows)
+    return pa_json.read_json(
+        pa.BufferReader(data),
+        read_options=pa_json.ReadOptions(use_threads=False, block_size=len(data) + 1),
+        parse_options=pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error"),
+    )
+
+
+def _built(table: Table, rows: Sequence[Any], schema: pa.Schema) -> pa.Table:
+    """``rows`` through pyarrow's constructors."""
+    values = list(zip(*rows, strict=True))  # rows to columns in one C-level transpose
+    columns: dict[str, list[Any]] = {c.name: list(column) for c, column in zip(table.columns, values, strict=True)}
     for (name_of_table, column), _ in _LISTS.items():
         if name_of_table == table.name:
             columns[column] = [None if v is None else json.loads(v) for v in columns[column]]
+    return pa.table(columns, schema=schema)
+
+
+def _pandas_loaded() -> bool:
+    return "pandas" in sys.modules
+
+
+def arrow_table(table: Table, rows: Sequence[Any]) -> pa.Table:
+    """``rows`` of ``table`` as an Arrow table with the snapshot's column types (module docstring)."""
     schema = pa.schema([pa.field(c.name, _arrow_type(table, c)) for c in table.columns])
-    pq.write_table(pa.table(columns, schema=schema), path)
+    if not rows:
+        return pa.Table.from_batches([], schema=schema)  # (schema.empty_table() imports pandas)
+    if len(rows) <= JSON_ROWS and not _pandas_loaded():
+        try:
+            return _read_as_json(table, rows, schema)
+        except (orjson.JSONEncodeError, pa.ArrowInvalid):
+            pass  # a number beyond a double in a stored list: the constructors take it
+    return _built(table, rows, schema)
+
+
+def _write(table: Table, rows: Sequence[Any], path: Path) -> None:
+    pq.write_table(arrow_table(table, rows), path)
 
 
 def _stamps(conn: Connection) -> dict[str, list[Any]]:
