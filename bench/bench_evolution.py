@@ -23,24 +23,25 @@ the same run. Each timed run starts with the bench's own garbage collected (``_t
 
 Population 256 costs no more CPU per call than population 16 (issue #31): the same experiment (2
 generations, concurrency 8, the replayed model behind 50 ms) at population 16 and at 256, each on a
-fresh stack, in two interleaved rounds (16 three times, then 256; again), each population's calls and
-CPU added up (population 16's children's generations are ~0.5 s of CPU, whose figure moves by up to a
-third from one run to the next; population 256's ~9 s, by a few percent), judged <= 1.10x on the furnace
-CPU per model call of the **children's generations** (from generation 0's end to the held-out
-evaluation's start): there every call is the same work at any population (a child's fusion, its
-evaluation, taking it in), so a per-call cost that grows with the population (an O(population) scan per
-call) shows as far more than 10 % at 16x the population. The two other phases are the same size at both
-populations and cheaper per call: generation 0 scores the library's 8 seeds (48 calls: 20 % of
-population 16's search, 1.5 % of 256's) and the held-out evaluation a fixed number of agents (45 % of
-population 16's calls, 6 % of 256's), so any window that holds them compares two mixes. Printed beside:
-the search with generation 0, the search with the snapshot refresh after the run (a refresh runs when
-the writer is quiet or at most every ``MAX_DELAY_S`` while it is busy, so a ~20 s population-256 run
-holds two or three of them and a ~3 s population-16 run none: its refreshes come after it, and the
-command waits for them at its end), and the whole runs. The judged window charges population 256 its
-in-run refreshes and 16 none. Each run is on a new runtime, as a user's ``furnace experiment run`` pays
-it ("cold"): the one-off warm-up of a runtime (the store's statements compiled on first use, first
-queries) is spread over ~16x more calls at 256, which favours 256 by that one-off divided by population
-16's calls (docs/benchmarks.md gives its size); the figure is not corrected for it.
+fresh stack, in three rounds of 16, 256, 16 (a drift of the machine's speed within a round hits both
+alike), each population's calls and CPU added up (population 16's children's generations are ~0.5 s of
+CPU, whose figure moves by up to a third from one run to the next; population 256's ~9 s, by a few
+percent), judged <= 1.10x on the furnace CPU per model call of the **children's generations** (from
+generation 0's end to the held-out evaluation's start): there every call is the same work at any
+population (a child's fusion, its evaluation, taking it in), so a per-call cost that grows with the
+population (an O(population) scan per call) shows as far more than 10 % at 16x the population. The two
+other phases are the same size at both populations and cheaper per call: generation 0 scores the
+library's 8 seeds (48 calls: 20 % of population 16's search, 1.5 % of 256's) and the held-out evaluation
+a fixed number of agents (45 % of population 16's calls, 6 % of 256's), so any window that holds them
+compares two mixes. Printed beside: the search with generation 0, the search with the snapshot refresh
+after the run (a refresh runs when the writer is quiet or at most every ``MAX_DELAY_S`` while it is
+busy, so a ~20 s population-256 run holds two or three of them and a ~3 s population-16 run none: its
+refreshes come after it, and the command waits for them at its end), and the whole runs. The judged
+window charges population 256 its in-run refreshes and 16 none. Each run is on a new runtime, as a
+user's ``furnace experiment run`` pays it ("cold"): the one-off warm-up of a runtime (the store's
+statements compiled on first use, first queries) is spread over ~16x more calls at 256, which favours
+256 by that one-off divided by population 16's calls (docs/benchmarks.md gives its size); the figure is
+not corrected for it.
 """
 
 from __future__ import annotations
@@ -67,9 +68,10 @@ LATENCIES = {8: 0.05, 32: 0.5}  # the model's latency at each judged concurrency
 IDEAL_TARGETS = {8: 1.10, 32: 1.15}  # wall / ideal at each concurrency
 POPULATIONS = (16, 256)  # CPU per model call compared (same shape otherwise)
 POPULATION_TOLERANCE = 1.10  # population 256's CPU per call <= this x population 16's
-POPULATION_ROUNDS = 2  # rounds of runs, interleaved; each population's calls and CPU added up
-POPULATION_RUNS = {16: 3, 256: 1}  # runs per round: population 16's 193 children's calls (~0.5 s of CPU) move
-# by up to a third from run to run, population 256's 3,230 (~9 s) by a few percent
+POPULATION_ROUNDS = 3  # rounds of runs; each population's calls and CPU added up over them
+POPULATION_ORDER = (16, 256, 16)  # a round: population 256's run between two of 16, so that a drift of the
+# machine's speed during the round hits both alike; population 16's 193 children's calls (~0.5 s of CPU)
+# move by up to a third from run to run, population 256's 3,230 (~9 s) by a few percent
 JUDGED_RUNS = 3  # timed runs at concurrency 8: the median run's wall and the median CPU per call are judged
 BASE = {
     "name": "bench",
@@ -375,12 +377,11 @@ def _populations() -> bool:
     """Population 256's CPU per model call against population 16's (same shape otherwise), judged on the
     children's generations (see the module docstring); the other windows' ratios are printed beside."""
     totals = {p: _PopulationRun(CpuWindow(), CpuWindow(), CpuWindow(), CpuWindow()) for p in POPULATIONS}
-    for _ in range(POPULATION_ROUNDS):  # interleaved, so that a change in the machine's load hits both
-        for population in POPULATIONS:
-            for _ in range(POPULATION_RUNS[population]):
-                run = _population_cost(population)
-                for name in ("whole", "search", "refreshed", "children"):
-                    getattr(totals[population], name).add(getattr(run, name))
+    for _ in range(POPULATION_ROUNDS):
+        for population in POPULATION_ORDER:
+            run = _population_cost(population)
+            for name in ("whole", "search", "refreshed", "children"):
+                getattr(totals[population], name).add(getattr(run, name))
     small, large = (totals[p] for p in POPULATIONS)
     ratios = {
         name: getattr(large, name).cpu_ms_per_call / getattr(small, name).cpu_ms_per_call
