@@ -51,7 +51,7 @@ import os
 import random
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from bench.stack import CPU_TARGET_MS, CpuWindow, Stack, library, main_for, record, stack
@@ -327,6 +327,9 @@ class _PopulationRun:
     children: CpuWindow  # the children's generations: from generation 0's end to the held-out evaluation (judged)
 
 
+_WINDOWS = tuple(f.name for f in fields(_PopulationRun))
+
+
 def _population_cost(population: int) -> _PopulationRun:
     """Furnace's CPU per model call of the population-scaling shape at ``population`` (cold), in the windows
     of :class:`_PopulationRun`: generation 0 ends where ``Evolution._finish_generation`` records it, the
@@ -376,17 +379,14 @@ def _population_cost(population: int) -> _PopulationRun:
 def _populations() -> bool:
     """Population 256's CPU per model call against population 16's (same shape otherwise), judged on the
     children's generations (see the module docstring); the other windows' ratios are printed beside."""
-    totals = {p: _PopulationRun(CpuWindow(), CpuWindow(), CpuWindow(), CpuWindow()) for p in POPULATIONS}
+    totals = {p: _PopulationRun(*(CpuWindow() for _ in _WINDOWS)) for p in POPULATIONS}
     for _ in range(POPULATION_ROUNDS):
         for population in POPULATION_ORDER:
             run = _population_cost(population)
-            for name in ("whole", "search", "refreshed", "children"):
+            for name in _WINDOWS:
                 getattr(totals[population], name).add(getattr(run, name))
     small, large = (totals[p] for p in POPULATIONS)
-    ratios = {
-        name: getattr(large, name).cpu_ms_per_call / getattr(small, name).cpu_ms_per_call
-        for name in ("whole", "search", "refreshed", "children")
-    }
+    ratios = {name: getattr(large, name).cpu_ms_per_call / getattr(small, name).cpu_ms_per_call for name in _WINDOWS}
     met = ratios["children"] <= POPULATION_TOLERANCE
 
     def figure(name: str) -> str:

@@ -81,11 +81,16 @@ def _arrow_type(table: Table, column: Any) -> pa.DataType:
     return pa.string()
 
 
+def _list_columns(table: Table) -> list[str]:
+    """The columns of ``table`` stored as JSON text and written as Arrow lists (:data:`_LISTS`)."""
+    return [c.name for c in table.columns if (table.name, c.name) in _LISTS]
+
+
 def _read_as_json(table: Table, rows: Sequence[Any], schema: pa.Schema) -> pa.Table:
     """``rows`` parsed by Arrow's JSON reader, one JSON document per row (a list column's stored JSON goes in
     as it is): no pandas import (module docstring)."""
     names = schema.names
-    lists = [i for i, c in enumerate(table.columns) if (table.name, c.name) in _LISTS]
+    lists = [names.index(name) for name in _list_columns(table)]
 
     def document(row: Any) -> bytes:
         values = list(row)
@@ -106,9 +111,8 @@ def _built(table: Table, rows: Sequence[Any], schema: pa.Schema) -> pa.Table:
     """``rows`` through pyarrow's constructors."""
     values = list(zip(*rows, strict=True))  # rows to columns in one C-level transpose
     columns: dict[str, list[Any]] = {c.name: list(column) for c, column in zip(table.columns, values, strict=True)}
-    for (name_of_table, column), _ in _LISTS.items():
-        if name_of_table == table.name:
-            columns[column] = [None if v is None else json.loads(v) for v in columns[column]]
+    for name in _list_columns(table):
+        columns[name] = [None if v is None else json.loads(v) for v in columns[name]]
     return pa.table(columns, schema=schema)
 
 
