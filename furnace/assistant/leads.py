@@ -49,8 +49,18 @@ def template_lead(result: StructuredResult, zh: bool) -> str:
         return f"共 {n} 个人设。" if zh else f"{n} persona(s)."
     if intent == "compare":
         scored = [r for r in result.items if r.get("fitness") is not None]
-        if len(scored) < 2:
+        if not scored:
             return f"并排对比 {n} 项。" if zh else f"{n} subjects side by side."
+        if len(scored) == 1:  # the others have no score: a failed step, or rejected on their minibatch
+            one, others = scored[0], [r["subject"] for r in result.items if r.get("fitness") is None]
+            return (
+                f"并排对比 {n} 项；只有 {one['subject']} 有得分（{_num(one['fitness'])}；{_tested(one, zh)}），"
+                f"{'、'.join(others)} 没有得分（有一步失败，或反思子代在小批次上落败）。"
+                if zh
+                else f"{n} subjects side by side; only {one['subject']} has a score ({_num(one['fitness'])}; "
+                f"{_tested(one, zh)}): {', '.join(others)} {'has' if len(others) == 1 else 'have'} none (a step "
+                "failed, or a reflected child lost on its minibatch)."
+            )
         top = max(scored, key=lambda r: r["fitness"])
         rest = ", ".join(f"{r['subject']} {_num(r['fitness'])}" for r in scored if r is not top)
         return (

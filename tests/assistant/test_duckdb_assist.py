@@ -85,3 +85,57 @@ def test_end_to_end_with_sessions(data: DuckDBAssistData) -> None:
     done = list(assistant.ask("which agents scored best?", again))[-1]
     assert len(done.result.items) == 30 and done.result.items[0]["agent_id"] == "agt-29"
     assert data.load_state("other") == AssistantState(session_id="other")
+
+
+def test_a_failed_or_rejected_individual_has_no_score_in_any_answer(tmp_path) -> None:
+    """A reflected child rejected on its minibatch (stored fitness 0, never evaluated on validation) and an
+    individual a failure left unscored (a partial fitness) rank nowhere and show no fitness, as the report
+    and the app have it; an accepted reflected child ranks by its score."""
+    db = Database(tmp_path / "rows.duckdb")
+    made = NOW - timedelta(hours=2)
+    rows = [  # agent, generation, operator, parents, fitness, failures
+        ("seed-a", 0, "seed", [], 0.5, 0),
+        ("seed-b", 0, "seed", [], 0.95, 1),  # a failed seed's partial score
+        ("agt-good", 1, "crossover", ["seed-a", "seed-b"], 0.6, 0),
+        ("agt-failed", 1, "mutation", ["seed-a"], 0.99, 1),  # would top every ranking if its partial counted
+        ("agt-rejected", 1, "reflect", ["seed-a"], 0.0, 0),
+        ("agt-accepted", 1, "reflect", ["seed-a"], 0.7, 0),
+    ]
+    with db.transaction() as con:
+        con.execute(
+            "INSERT INTO experiments (experiment_id, name, config, seed, model, created_at) "
+            "VALUES ('exp-r', 'r', '{}', 1, 'offline', ?)",
+            [made],
+        )
+        for slot, (agent, gen, op, parents, fitness, failures) in enumerate(rows):
+            con.execute(
+                "INSERT INTO experiment_individuals (experiment_id, generation, agent_id, slot, operator, parents,"
+                " elixir, system_prompt, fitness, objectives, failures, failure_reasons, created_at)"
+                " VALUES ('exp-r', ?, ?, ?, ?, ?, '{}', '', ?, '{}', ?, '[]', ?)",
+                [gen, agent, slot, op, json.dumps(parents), fitness, failures, made],
+            )
+        for agent, won in (("agt-rejected", 0.0), ("agt-accepted", 1.0)):  # the minibatch decisions
+            con.execute(
+                "INSERT INTO experiment_scores (experiment_id, generation, agent_id, probe, scorer, value, reason)"
+                " VALUES ('exp-r', 1, ?, '*', 'minibatch', ?, 'child vs parent on the minibatch')",
+                [agent, won],
+            )
+        for agent in ("agt-good", "agt-failed", "agt-rejected", "agt-accepted"):
+            con.execute(
+                "INSERT INTO agents (id, lineage, lineage_hash, elixir_version, system_prompt, tools, members,"
+                " created_at) VALUES (?, '{}', ?, 1, '', '[]', '[]', ?)",
+                [agent, f"lh-{agent}", made],
+            )
+    data = live_data(db, tmp_path)
+    scope = Query(scope=Scope(experiment="exp-r"), limit=10)
+    assert [r["agent_id"] for r in data.top_agents(scope)] == ["agt-accepted", "agt-good"]
+    fitness = {r["agent_id"]: r["fitness"] for r in data.agents(scope)}
+    assert fitness == {"agt-good": 0.6, "agt-failed": None, "agt-rejected": None, "agt-accepted": 0.7}
+    assert [(r["persona_id"], r["fitness"]) for r in data.seeds(scope)] == [("seed-a", 0.5), ("seed-b", None)]
+    operators = {r["operator"]: r for r in data.operators(scope)}
+    assert operators["reflect"]["children"] == 2 and operators["reflect"]["improved"] == 1  # accepted 0.7 > 0.5
+    assert operators["reflect"]["mean_fitness"] == 0.7  # the rejected child's 0 is no score
+    assert operators["mutation"]["improved"] == 0 and operators["mutation"]["mean_fitness"] is None
+    assert operators["crossover"]["improved"] == 1  # 0.6 > seed-a's 0.5 (seed-b has no score to beat)
+    done = list(Assistant(data, None, now=lambda: NOW).ask("compare agt-accepted and agt-rejected", AssistantState()))
+    assert "only agt-accepted has a score" in done[-1].lead and "agt-rejected has none" in done[-1].lead

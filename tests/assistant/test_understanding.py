@@ -51,6 +51,10 @@ def truth(fact: str, arg: Any) -> Any:
         "agents": lambda: set(AGENTS),
         "agents_in_experiment": lambda: {a for a, spec in AGENTS.items() if spec[0] == arg},
         "agents_by_operator": lambda: {a for a, spec in AGENTS.items() if spec[2] == arg},
+        # the agents a ranking lists: those a failure left unscored rank nowhere
+        "scored_agents": lambda: {a for a, spec in AGENTS.items() if spec[5] == 0},
+        "scored_agents_in_experiment": lambda: {a for a, spec in AGENTS.items() if spec[0] == arg and spec[5] == 0},
+        "scored_agents_by_operator": lambda: {a for a, spec in AGENTS.items() if spec[2] == arg and spec[5] == 0},
         "agents_since_hours": lambda: {a for a in AGENTS if _created(a) >= NOW - timedelta(hours=arg)},
         "personas": lambda: set(PERSONAS),
         "personas_in_language": lambda: {p for p, spec in PERSONAS.items() if spec[1] == arg},
@@ -149,7 +153,7 @@ def test_a_locked_operator_filters_every_answer_that_can_apply_it_and_names_the_
     _ask(assistant, state, "接下来都看 mutation")
     done, meta = _ask(assistant, state, "top agents")
     assert meta is not None and meta.locked and meta.scope.operator == "mutation"
-    assert {r["agent_id"] for r in done.result.items} == truth("agents_by_operator", "mutation")
+    assert {r["agent_id"] for r in done.result.items} == truth("scored_agents_by_operator", "mutation")
     done, _ = _ask(assistant, state, "which operator worked best?")
     assert [r["operator"] for r in done.result.items] == ["mutation"]
     done, _ = _ask(assistant, state, "show the revisions")

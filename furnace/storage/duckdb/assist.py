@@ -17,7 +17,7 @@ from furnace.assistant.results import Query
 from furnace.assistant.scope import Catalogue, Scope
 from furnace.domain.elixir import Elixir
 from furnace.evolution.records import ExperimentResults
-from furnace.evolution.report import interval_text
+from furnace.evolution.report import MINIBATCH, interval_text
 from furnace.views.experiments import held_out_fields
 
 # The latest, not withdrawn, version of every library elixir.
@@ -28,6 +28,17 @@ _LATEST_LIBRARY = (
 # An optional equality filter: binds the value twice (NULL = no filter).
 _EQ = "(CAST(? AS VARCHAR) IS NULL OR {col} = ?)"
 _TIME = "(CAST(? AS TIMESTAMP) IS NULL OR {col} >= ?) AND (CAST(? AS TIMESTAMP) IS NULL OR {col} < ?)"
+
+
+def _ranked(row: str) -> str:
+    """SQL true for an individual (``row``: its alias in ``experiment_individuals``) whose fitness is a score:
+    nothing failed, and a reflected child won on its minibatch (a rejected one was never evaluated on
+    validation: its stored 0 is no score). The rule the report and the app rank by (``furnace.views``)."""
+    return (
+        f"({row}.failures = 0 AND NOT EXISTS (SELECT 1 FROM experiment_scores m WHERE m.experiment_id = "
+        f"{row}.experiment_id AND m.generation = {row}.generation AND m.agent_id = {row}.agent_id AND m.probe = '*' "
+        f"AND m.scorer = '{MINIBATCH}' AND m.value <> 1))"
+    )
 
 
 def _naive(value: datetime | None) -> datetime | None:
@@ -196,11 +207,14 @@ class DuckDBAssistData:
     # --- agents and operators ---------------------------------------------
 
     def top_agents(self, q: Query) -> list[dict[str, Any]]:
+        """Bred agents by their best score (:func:`_ranked`: a failed or rejected record ranks nowhere)."""
         s = q.scope
         sql = (
             "SELECT agent_id, experiment_id, max(fitness) AS fitness, min(generation) AS generation, "
             "any_value(operator) AS operator, min(created_at) AS created_at "
             "FROM experiment_individuals i WHERE operator <> 'seed' AND "
+            + _ranked("i")
+            + " AND "
             + _EQ.format(col="experiment_id")
             + " AND "
             + _BRED_FROM.format(col="agent_id")
@@ -213,7 +227,8 @@ class DuckDBAssistData:
 
     def agents(self, q: Query) -> list[dict[str, Any]]:
         """Every bred agent (the agents table), with the operator and parents that made it and its best
-        fitness in an experiment (None for an agent fused outside one), oldest first."""
+        score in an experiment (None for an agent fused outside one, or never scored there: see :func:`_ranked`),
+        oldest first."""
         s = q.scope
         sql = (
             "SELECT a.id AS agent_id, e.operator, e.parents, i.experiment_id, i.generation, i.fitness, a.created_at "
@@ -222,7 +237,9 @@ class DuckDBAssistData:
             " string_agg(parent, ', ' ORDER BY parent) AS parents FROM lineage_edges GROUP BY child) e "
             " ON e.child = a.id "
             "LEFT JOIN (SELECT agent_id, min(experiment_id) AS experiment_id, min(generation) AS generation, "
-            " max(fitness) AS fitness FROM experiment_individuals WHERE operator <> 'seed' AND "
+            " max(x.fitness) FILTER (WHERE "
+            + _ranked("x")
+            + ") AS fitness FROM experiment_individuals x WHERE operator <> 'seed' AND "
             + _EQ.format(col="experiment_id")
             + " GROUP BY agent_id) i ON i.agent_id = a.id WHERE "
             "(CAST(? AS VARCHAR) IS NULL OR i.agent_id IS NOT NULL) AND "
@@ -237,11 +254,12 @@ class DuckDBAssistData:
         return self._tested(self._results(sql, [*params, s.persona, s.persona, *self._t(s), q.limit]))
 
     def seeds(self, q: Query) -> list[dict[str, Any]]:
-        """The seed personas of experiments (generation 0, operator ``seed``), fittest first."""
+        """The seed personas of experiments (generation 0, operator ``seed``), fittest first (a seed a failure
+        left unscored has no fitness, and comes last)."""
         s = q.scope
         sql = (
-            "SELECT agent_id AS persona_id, experiment_id, fitness, failures, created_at "
-            "FROM experiment_individuals WHERE operator = 'seed' AND "
+            "SELECT agent_id AS persona_id, experiment_id, CASE WHEN failures = 0 THEN fitness END AS fitness, "
+            "failures, created_at FROM experiment_individuals WHERE operator = 'seed' AND "
             + _EQ.format(col="experiment_id")
             + " AND "
             + _EQ.format(col="agent_id")
@@ -255,13 +273,15 @@ class DuckDBAssistData:
     def operators(self, q: Query) -> list[dict[str, Any]]:
         s = q.scope
         sql = (
-            "SELECT experiment_id, agent_id, operator, parents, fitness, failures FROM experiment_individuals WHERE "
+            "SELECT experiment_id, agent_id, operator, parents, fitness, failures, "
+            + _ranked("i")
+            + " AS ranked FROM experiment_individuals i WHERE "
             + _EQ.format(col="experiment_id")
             + " AND "
             + _TIME.format(col="created_at")
         )
         rows = self._results(sql, [s.experiment, s.experiment, *self._t(s)])
-        fitness = {(r["experiment_id"], r["agent_id"]): r["fitness"] for r in rows}
+        fitness = {(r["experiment_id"], r["agent_id"]): r["fitness"] for r in rows if r["ranked"]}
         bred = self._bred_from(s.persona)
         stats: dict[str, dict[str, Any]] = {}
         for r in rows:
@@ -271,24 +291,25 @@ class DuckDBAssistData:
             known = [f for f in parents if f is not None]
             st = stats.setdefault(r["operator"], {"children": 0, "improved": 0, "compared": 0, "fit": [], "fails": 0})
             st["children"] += 1
-            st["fit"].append(r["fitness"])
+            if r["ranked"]:  # a failed or rejected child has no score: it counts as no improvement
+                st["fit"].append(r["fitness"])
             st["fails"] += int(r["failures"] or 0)
             if known:
                 st["compared"] += 1
-                st["improved"] += int(r["fitness"] > max(known))
+                st["improved"] += int(bool(r["ranked"]) and r["fitness"] > max(known))
         out = [
             {
                 "operator": op,
                 "children": st["children"],
                 "improved": st["improved"],
                 "success_rate": round(st["improved"] / st["compared"], 4) if st["compared"] else None,
-                "mean_fitness": round(sum(st["fit"]) / len(st["fit"]), 4),
-                "best_fitness": round(max(st["fit"]), 4),
+                "mean_fitness": round(sum(st["fit"]) / len(st["fit"]), 4) if st["fit"] else None,
+                "best_fitness": round(max(st["fit"]), 4) if st["fit"] else None,
                 "failures": st["fails"],
             }
             for op, st in stats.items()
         ]
-        out.sort(key=lambda r: (-(r["success_rate"] or 0), -r["mean_fitness"], r["operator"]))
+        out.sort(key=lambda r: (-(r["success_rate"] or 0), -(r["mean_fitness"] or 0), r["operator"]))
         return out[: q.limit]
 
     def _bred_from(self, persona: str | None) -> set[str] | None:
