@@ -25,6 +25,7 @@ from furnace.analysis.lineage import (
     held_out_by_generation,
     lineage_layout,
     operator_success,
+    scored,
     with_parent_fitness,
 )
 from furnace.analysis.revisions import (
@@ -92,6 +93,7 @@ __all__ = [
     "held_out_by_generation",
     "lineage_layout",
     "operator_success",
+    "scored",
     "pick_champion",
     "preference_summary",
     "revision_chains",

@@ -58,6 +58,18 @@ def ancestor_pairs(edges: pd.DataFrame, nodes: Iterable[str] | None = None) -> p
     return pd.concat(frames, ignore_index=True)
 
 
+def scored(individuals: pd.DataFrame) -> pd.Series:
+    """Per row, whether its fitness is a score: nothing failed (``failures`` 0) and not a reflected child that
+    lost on its minibatch (``rejected``: never evaluated on validation, its stored 0 is no score). The rule the
+    report, the app and the assistant rank by. A frame without those columns (hand-built) is all scored."""
+    keep = pd.Series(True, index=individuals.index)
+    if "failures" in individuals.columns:
+        keep &= individuals["failures"].fillna(0).astype(int) == 0
+    if "rejected" in individuals.columns:
+        keep &= ~individuals["rejected"].fillna(False).astype(bool)
+    return keep
+
+
 def first_records(individuals: pd.DataFrame) -> pd.DataFrame:
     """One row per (experiment, agent): its earliest evaluation (a child bred again later is the same agent)."""
     ordered = individuals.sort_values(["experiment_id", "generation", "agent_id"], kind="stable")
@@ -65,29 +77,32 @@ def first_records(individuals: pd.DataFrame) -> pd.DataFrame:
 
 
 def best_agent(individuals: pd.DataFrame, experiment_id: str | None = None, *, bred_only: bool = False) -> pd.Series:
-    """The fittest individual (ties: earlier generation, then smaller agent id); ``bred_only``
+    """The fittest :func:`scored` individual (ties: earlier generation, then smaller agent id); ``bred_only``
     leaves out the seeds (library elixirs), e.g. to pick an agent for the prompt registry."""
     frame = individuals if experiment_id is None else individuals[individuals["experiment_id"] == experiment_id]
     if bred_only:
         frame = frame[frame["operator"] != SEED_OPERATOR]
+    frame = frame[scored(frame)]
     if frame.empty:
-        raise InputError("no individuals to rank" + (f" in {experiment_id}" if experiment_id else ""))
+        raise InputError("no scored individuals to rank" + (f" in {experiment_id}" if experiment_id else ""))
     ranked = frame.sort_values(["fitness", "generation", "agent_id"], ascending=[False, True, True], kind="stable")
     return ranked.iloc[0]
 
 
 def with_parent_fitness(individuals: pd.DataFrame) -> pd.DataFrame:
-    """Bred individuals (not seeds) with ``parent_best`` (the fittest parent's fitness),
-    ``gain`` (child minus that) and ``success`` (child strictly fitter than every parent)."""
+    """Bred individuals (not seeds) with ``parent_best`` (the fittest :func:`scored` parent's fitness),
+    ``gain`` (child minus that; none for a child without a score) and ``success`` (a scored child strictly
+    fitter than every parent: a failed or rejected child is no success)."""
     firsts = first_records(individuals)
-    fitness = {(e, a): f for e, a, f in firsts[["experiment_id", "agent_id", "fitness"]].itertuples(index=False)}
+    ranked = firsts[scored(firsts)]
+    fitness = {(e, a): f for e, a, f in ranked[["experiment_id", "agent_id", "fitness"]].itertuples(index=False)}
     bred = firsts[firsts["operator"] != SEED_OPERATOR].copy()
     bred["parent_best"] = [
         max((fitness.get((exp, p), 0.0) for p in parents), default=0.0)
         for exp, parents in bred[["experiment_id", "parents"]].itertuples(index=False)
     ]
-    bred["gain"] = bred["fitness"] - bred["parent_best"]
-    bred["success"] = bred["gain"] > 0
+    bred["gain"] = (bred["fitness"] - bred["parent_best"]).where(scored(bred))
+    bred["success"] = bred["gain"] > 0  # NaN (no score) is no success
     return bred.reset_index(drop=True)
 
 
@@ -150,14 +165,16 @@ def fitness_by_generation(
     """Per experiment and generation: the population's best and mean fitness (survivors included, as the
     store, the report, MLflow and the app show them: ``generations`` is the ``experiment_generations``
     table) beside the individuals *evaluated* in that generation (survivors carried over unevaluated are
-    not among them): their count, best and worst. With ``experiments``, the best's held-out figures too
-    (:func:`held_out_by_generation`)."""
+    not among them): their count, best and worst (of the :func:`scored` ones). With ``experiments``, the best's
+    held-out figures too (:func:`held_out_by_generation`)."""
     keys = ["experiment_id", "generation"]
     population = generations[keys + ["best_fitness", "mean_fitness"]].rename(
         columns={"best_fitness": "best", "mean_fitness": "mean"}
     )
-    evaluated = individuals.groupby(keys, sort=True)["fitness"].agg(
-        evaluated="size", evaluated_best="max", evaluated_worst="min"
+    evaluated = (
+        individuals.assign(fitness=individuals["fitness"].where(scored(individuals)))  # no score: out of best/worst
+        .groupby(keys, sort=True)["fitness"]
+        .agg(evaluated="size", evaluated_best="max", evaluated_worst="min")
     )
     out = population.merge(evaluated.reset_index(), on=keys, how="left")
     out["evaluated"] = out["evaluated"].fillna(0).astype(int)
@@ -167,9 +184,13 @@ def fitness_by_generation(
 
 
 def fitness_by_operator(individuals: pd.DataFrame) -> pd.DataFrame:
-    """Per operator (``seed`` = the initial population): count, mean and best fitness of first evaluations."""
+    """Per operator (``seed`` = the initial population): count, mean and best fitness of first evaluations (the
+    mean and best over :func:`scored` ones: a failed or rejected child is counted, its figure is no score)."""
+    firsts = first_records(individuals)
     out = (
-        first_records(individuals).groupby("operator", sort=True)["fitness"].agg(count="size", mean="mean", best="max")
+        firsts.assign(fitness=firsts["fitness"].where(scored(firsts)))
+        .groupby("operator", sort=True)["fitness"]
+        .agg(count="size", mean="mean", best="max")
     )
     return out.reset_index()
 

@@ -186,3 +186,34 @@ def test_all_lists_every_public_analysis_function() -> None:
         if inspect.isfunction(obj) and obj.__module__ == module.__name__ and not name.startswith("_")
     }
     assert public - {"as_elixir"} == set(fa.__all__)
+
+
+def test_a_failed_or_rejected_individual_has_no_score_to_rank() -> None:
+    """A child a failure left unscored (its partial figure) and a reflected child rejected on its minibatch
+    (stored 0, never evaluated on validation) are never the best agent, never a success, never a parent to
+    beat, and stay out of the best and worst and the means; they are still counted."""
+    frame = individuals().assign(failures=0, rejected=False)
+    extra = pd.DataFrame(
+        [
+            ("exp", 2, "g", "mutation", ["a"], 0.99, 1, False),  # failed: its partial would top every ranking
+            ("exp", 2, "h", "reflect", ["g"], 0.0, 0, True),  # rejected on its minibatch
+            ("exp", 2, "i", "reflect", ["g"], 0.6, 0, False),  # its parent g has no score: 0.6 is a gain
+        ],
+        columns=[*frame.columns],
+    )
+    frame = pd.concat([frame, extra], ignore_index=True)
+    assert list(fa.scored(frame)) == [True] * 7 + [False, False, True]
+    assert fa.best_agent(frame)["agent_id"] == "f"
+    bred = fa.with_parent_fitness(frame).set_index("agent_id")
+    assert not bred.loc["g", "success"] and not bred.loc["h", "success"] and pd.isna(bred.loc["h", "gain"])
+    assert bred.loc["i", "parent_best"] == 0.0 and bred.loc["i", "success"]
+    ops = fa.fitness_by_operator(frame).set_index("operator")
+    assert ops.loc["reflect", "count"] == 2 and ops.loc["reflect", "mean"] == 0.6 and ops.loc["reflect", "best"] == 0.6
+    assert ops.loc["mutation", "best"] == 0.9  # not g's 0.99
+    generations = pd.DataFrame(
+        {"experiment_id": "exp", "generation": [2], "best_fitness": [0.9], "mean_fitness": [0.8]}
+    )
+    gen = fa.fitness_by_generation(generations, frame).iloc[0]
+    assert (gen["evaluated"], gen["evaluated_best"], gen["evaluated_worst"]) == (6, 0.9, 0.6)
+    with pytest.raises(InputError, match="no scored individuals"):
+        fa.best_agent(frame[frame["agent_id"].isin(["g", "h"])])

@@ -8,9 +8,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
+import furnace.analysis as fa
 from furnace.assistant.answer import Assistant, AssistantState
 from furnace.assistant.results import Query
 from furnace.assistant.scope import Scope
+from furnace.storage.duckdb.analysis import individuals
 from furnace.storage.duckdb.assist import DuckDBAssistData
 from furnace.storage.duckdb.db import Database
 
@@ -87,7 +89,7 @@ def test_end_to_end_with_sessions(data: DuckDBAssistData) -> None:
     assert data.load_state("other") == AssistantState(session_id="other")
 
 
-def test_a_failed_or_rejected_individual_has_no_score_in_any_answer(tmp_path) -> None:
+def test_a_failed_or_rejected_individual_has_no_score_in_any_answer_or_analysis(tmp_path) -> None:
     """A reflected child rejected on its minibatch (stored fitness 0, never evaluated on validation) and an
     individual a failure left unscored (a partial fitness) rank nowhere and show no fitness, as the report
     and the app have it; an accepted reflected child ranks by its score."""
@@ -139,3 +141,8 @@ def test_a_failed_or_rejected_individual_has_no_score_in_any_answer(tmp_path) ->
     assert operators["crossover"]["improved"] == 1  # 0.6 > seed-a's 0.5 (seed-b has no score to beat)
     done = list(Assistant(data, None, now=lambda: NOW).ask("compare agt-accepted and agt-rejected", AssistantState()))
     assert "only agt-accepted has a score" in done[-1].lead and "agt-rejected has none" in done[-1].lead
+    # the notebooks' frame of the same snapshot marks the rejected child, and ranks by the same rule
+    frame = individuals(data.db, "exp-r")
+    assert dict(zip(frame["agent_id"], frame["rejected"], strict=True)) == {a: a == "agt-rejected" for a, *_ in rows}
+    assert fa.best_agent(frame, bred_only=True)["agent_id"] == "agt-accepted"
+    assert fa.best_agent(frame)["agent_id"] == "agt-accepted"  # not seed-b's partial 0.95

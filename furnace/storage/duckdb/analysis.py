@@ -18,6 +18,8 @@ from typing import Any, Protocol
 import duckdb
 import pandas as pd
 
+from furnace.evolution.report import MINIBATCH
+
 
 class Queryable(Protocol):
     def query(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]: ...
@@ -165,14 +167,27 @@ def experiments(db: Source) -> pd.DataFrame:
     )
 
 
+def rejected_sql(row: str) -> str:
+    """SQL true for a reflected child (``row``: its alias over ``experiment_individuals``) that lost to its parent
+    on its minibatch: never evaluated on validation, so its stored fitness (0) is no score."""
+    return (
+        f"EXISTS (SELECT 1 FROM experiment_scores m WHERE m.experiment_id = {row}.experiment_id AND m.generation = "
+        f"{row}.generation AND m.agent_id = {row}.agent_id AND m.probe = '*' AND m.scorer = '{MINIBATCH}' "
+        "AND m.value <> 1)"
+    )
+
+
 def individuals(db: Source, experiment_id: str | None = None) -> pd.DataFrame:
-    """Evaluated individuals (one row per generation and agent); ``parents`` a list, ``objectives`` a dict."""
+    """Evaluated individuals (one row per generation and agent); ``parents`` a list, ``objectives`` a dict;
+    ``rejected``: a reflected child that lost on its minibatch (:func:`rejected_sql`). A row whose fitness is a
+    score has ``failures`` 0 and is not ``rejected`` (:func:`furnace.analysis.scored`)."""
     where, params = _where({"experiment_id": experiment_id})
     sql = (
-        f"SELECT {', '.join(INDIVIDUAL_COLUMNS)} FROM experiment_individuals{where}"
+        f"SELECT {', '.join(INDIVIDUAL_COLUMNS)}, {rejected_sql('i')} AS rejected FROM experiment_individuals i{where}"
         " ORDER BY experiment_id, generation, slot"
     )
-    return _frame(db, sql, params, INDIVIDUAL_COLUMNS, json_cols=["parents", "objectives", "elixir"])
+    columns = [*INDIVIDUAL_COLUMNS, "rejected"]
+    return _frame(db, sql, params, columns, json_cols=["parents", "objectives", "elixir"])
 
 
 def generations(db: Source, experiment_id: str | None = None) -> pd.DataFrame:

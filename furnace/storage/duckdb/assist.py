@@ -17,7 +17,8 @@ from furnace.assistant.results import Query
 from furnace.assistant.scope import Catalogue, Scope
 from furnace.domain.elixir import Elixir
 from furnace.evolution.records import ExperimentResults
-from furnace.evolution.report import MINIBATCH, interval_text
+from furnace.evolution.report import interval_text
+from furnace.storage.duckdb.analysis import rejected_sql
 from furnace.views.experiments import held_out_fields
 
 # The latest, not withdrawn, version of every library elixir.
@@ -34,11 +35,7 @@ def _ranked(row: str) -> str:
     """SQL true for an individual (``row``: its alias in ``experiment_individuals``) whose fitness is a score:
     nothing failed, and a reflected child won on its minibatch (a rejected one was never evaluated on
     validation: its stored 0 is no score). The rule the report and the app rank by (``furnace.views``)."""
-    return (
-        f"({row}.failures = 0 AND NOT EXISTS (SELECT 1 FROM experiment_scores m WHERE m.experiment_id = "
-        f"{row}.experiment_id AND m.generation = {row}.generation AND m.agent_id = {row}.agent_id AND m.probe = '*' "
-        f"AND m.scorer = '{MINIBATCH}' AND m.value <> 1))"
-    )
+    return f"({row}.failures = 0 AND NOT {rejected_sql(row)})"
 
 
 def _naive(value: datetime | None) -> datetime | None:
