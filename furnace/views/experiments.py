@@ -53,11 +53,14 @@ def generation_rows(results: ResultReads, experiment_id: str) -> list[dict[str, 
 
 
 def operator_rows(results: ResultReads, experiment_id: str) -> list[dict[str, Any]]:
-    """Per operator and generation: children made and how many beat their fittest parent."""
+    """Per operator and generation: children made and how many beat their fittest parent (by scores only: a
+    child a failure left unscored, or a reflected child rejected on its minibatch, beats no one, and a parent
+    without a score is no bar)."""
     everyone = results.individuals(experiment_id)
     fitness: dict[str, float] = {}
     for r in sorted(everyone, key=lambda r: r.generation):
-        fitness.setdefault(r.agent_id, r.fitness)
+        if _ranked(r):
+            fitness.setdefault(r.agent_id, r.fitness)
     stats: dict[tuple[int, str], list[int]] = defaultdict(lambda: [0, 0])
     seen: set[str] = set()
     for r in sorted(everyone, key=lambda r: (r.generation, r.slot)):
@@ -67,7 +70,7 @@ def operator_rows(results: ResultReads, experiment_id: str) -> list[dict[str, An
         best_parent = max((fitness.get(p, 0.0) for p in r.parents), default=0.0)
         cell = stats[(r.generation, r.operator)]
         cell[0] += 1
-        cell[1] += int(r.fitness > best_parent)
+        cell[1] += int(_ranked(r) and r.fitness > best_parent)
     return [
         {
             "generation": gen,
@@ -78,6 +81,12 @@ def operator_rows(results: ResultReads, experiment_id: str) -> list[dict[str, An
         }
         for (gen, op), (made, won) in sorted(stats.items())
     ]
+
+
+def _ranked(record: IndividualRecord) -> bool:
+    """Whether ``record``'s fitness is a score: nothing failed, and not a reflected child that lost on its
+    minibatch (never evaluated on validation)."""
+    return record.scored and not is_rejected(record)
 
 
 def _best_scored(results: ResultReads, experiment_id: str) -> tuple[dict[str, IndividualRecord], list[Any]]:

@@ -166,6 +166,10 @@ def test_experiment_rows() -> None:
         )
     )
     assert "t" not in [r["agent_id"] for r in leaderboard_rows(results, "x")]
+    ops = {
+        (r["operator"], r["generation"]): (r["children"], r["fitter_than_parents"]) for r in operator_rows(results, "x")
+    }
+    assert ops[("mutation", 1)] == (2, 0)  # t's partial 0.9 beats p's 0.5, but it is no score
     assert unscored_rows(results, "x") == [
         {
             "agent_id": "t",
