@@ -21,11 +21,11 @@ from furnace.analysis.lineage import (
     first_records,
     fitness_by_generation,
     fitness_by_operator,
+    has_score,
     held_out_agents,
     held_out_by_generation,
     lineage_layout,
     operator_success,
-    scored,
     with_parent_fitness,
 )
 from furnace.analysis.revisions import (
@@ -93,7 +93,7 @@ __all__ = [
     "held_out_by_generation",
     "lineage_layout",
     "operator_success",
-    "scored",
+    "has_score",
     "pick_champion",
     "preference_summary",
     "revision_chains",

@@ -58,7 +58,7 @@ def ancestor_pairs(edges: pd.DataFrame, nodes: Iterable[str] | None = None) -> p
     return pd.concat(frames, ignore_index=True)
 
 
-def scored(individuals: pd.DataFrame) -> pd.Series:
+def has_score(individuals: pd.DataFrame) -> pd.Series:
     """Per row, whether its fitness is a score: nothing failed (``failures`` 0) and not a reflected child that
     lost on its minibatch (``rejected``: never evaluated on validation, its stored 0 is no score). The rule the
     report, the app and the assistant rank by. A frame without those columns (hand-built) is all scored."""
@@ -77,12 +77,12 @@ def first_records(individuals: pd.DataFrame) -> pd.DataFrame:
 
 
 def best_agent(individuals: pd.DataFrame, experiment_id: str | None = None, *, bred_only: bool = False) -> pd.Series:
-    """The fittest :func:`scored` individual (ties: earlier generation, then smaller agent id); ``bred_only``
+    """The fittest :func:`has_score` individual (ties: earlier generation, then smaller agent id); ``bred_only``
     leaves out the seeds (library elixirs), e.g. to pick an agent for the prompt registry."""
     frame = individuals if experiment_id is None else individuals[individuals["experiment_id"] == experiment_id]
     if bred_only:
         frame = frame[frame["operator"] != SEED_OPERATOR]
-    frame = frame[scored(frame)]
+    frame = frame[has_score(frame)]
     if frame.empty:
         raise InputError("no scored individuals to rank" + (f" in {experiment_id}" if experiment_id else ""))
     ranked = frame.sort_values(["fitness", "generation", "agent_id"], ascending=[False, True, True], kind="stable")
@@ -90,18 +90,18 @@ def best_agent(individuals: pd.DataFrame, experiment_id: str | None = None, *, b
 
 
 def with_parent_fitness(individuals: pd.DataFrame) -> pd.DataFrame:
-    """Bred individuals (not seeds) with ``parent_best`` (the fittest :func:`scored` parent's fitness),
+    """Bred individuals (not seeds) with ``parent_best`` (the fittest :func:`has_score` parent's fitness),
     ``gain`` (child minus that; none for a child without a score) and ``success`` (a scored child strictly
     fitter than every parent: a failed or rejected child is no success)."""
     firsts = first_records(individuals)
-    ranked = firsts[scored(firsts)]
+    ranked = firsts[has_score(firsts)]
     fitness = {(e, a): f for e, a, f in ranked[["experiment_id", "agent_id", "fitness"]].itertuples(index=False)}
     bred = firsts[firsts["operator"] != SEED_OPERATOR].copy()
     bred["parent_best"] = [
         max((fitness.get((exp, p), 0.0) for p in parents), default=0.0)
         for exp, parents in bred[["experiment_id", "parents"]].itertuples(index=False)
     ]
-    bred["gain"] = (bred["fitness"] - bred["parent_best"]).where(scored(bred))
+    bred["gain"] = (bred["fitness"] - bred["parent_best"]).where(has_score(bred))
     bred["success"] = bred["gain"] > 0  # NaN (no score) is no success
     return bred.reset_index(drop=True)
 
@@ -165,14 +165,14 @@ def fitness_by_generation(
     """Per experiment and generation: the population's best and mean fitness (survivors included, as the
     store, the report, MLflow and the app show them: ``generations`` is the ``experiment_generations``
     table) beside the individuals *evaluated* in that generation (survivors carried over unevaluated are
-    not among them): their count, best and worst (of the :func:`scored` ones). With ``experiments``, the best's
+    not among them): their count, best and worst (of the :func:`has_score` ones). With ``experiments``, the best's
     held-out figures too (:func:`held_out_by_generation`)."""
     keys = ["experiment_id", "generation"]
     population = generations[keys + ["best_fitness", "mean_fitness"]].rename(
         columns={"best_fitness": "best", "mean_fitness": "mean"}
     )
     evaluated = (
-        individuals.assign(fitness=individuals["fitness"].where(scored(individuals)))  # no score: out of best/worst
+        individuals.assign(fitness=individuals["fitness"].where(has_score(individuals)))  # no score: out of best/worst
         .groupby(keys, sort=True)["fitness"]
         .agg(evaluated="size", evaluated_best="max", evaluated_worst="min")
     )
@@ -185,10 +185,10 @@ def fitness_by_generation(
 
 def fitness_by_operator(individuals: pd.DataFrame) -> pd.DataFrame:
     """Per operator (``seed`` = the initial population): count, mean and best fitness of first evaluations (the
-    mean and best over :func:`scored` ones: a failed or rejected child is counted, its figure is no score)."""
+    mean and best over :func:`has_score` ones: a failed or rejected child is counted, its figure is no score)."""
     firsts = first_records(individuals)
     out = (
-        firsts.assign(fitness=firsts["fitness"].where(scored(firsts)))
+        firsts.assign(fitness=firsts["fitness"].where(has_score(firsts)))
         .groupby("operator", sort=True)["fitness"]
         .agg(count="size", mean="mean", best="max")
     )

@@ -202,7 +202,7 @@ def test_a_failed_or_rejected_individual_has_no_score_to_rank() -> None:
         columns=[*frame.columns],
     )
     frame = pd.concat([frame, extra], ignore_index=True)
-    assert list(fa.scored(frame)) == [True] * 7 + [False, False, True]
+    assert list(fa.has_score(frame)) == [True] * 7 + [False, False, True]
     assert fa.best_agent(frame)["agent_id"] == "f"
     bred = fa.with_parent_fitness(frame).set_index("agent_id")
     assert not bred.loc["g", "success"] and not bred.loc["h", "success"] and pd.isna(bred.loc["h", "gain"])

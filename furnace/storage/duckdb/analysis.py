@@ -180,7 +180,7 @@ def rejected_sql(row: str) -> str:
 def individuals(db: Source, experiment_id: str | None = None) -> pd.DataFrame:
     """Evaluated individuals (one row per generation and agent); ``parents`` a list, ``objectives`` a dict;
     ``rejected``: a reflected child that lost on its minibatch (:func:`rejected_sql`). A row whose fitness is a
-    score has ``failures`` 0 and is not ``rejected`` (:func:`furnace.analysis.scored`)."""
+    score has ``failures`` 0 and is not ``rejected`` (:func:`furnace.analysis.has_score`)."""
     where, params = _where({"experiment_id": experiment_id})
     sql = (
         f"SELECT {', '.join(INDIVIDUAL_COLUMNS)}, {rejected_sql('i')} AS rejected FROM experiment_individuals i{where}"
