@@ -151,17 +151,24 @@ def held_out_row(plan: SweepPlan, record: IndividualRecord) -> dict[str, Any]:
     return {"validation": round(record.fitness, 6), **row}
 
 
+def _fittest_first(row: dict[str, Any]) -> tuple[bool, float, float, int]:
+    """The sweep's order: scored cells fittest first, then the unscored ones; ties by rate and seed."""
+    return (row["fitness"] is None, -(row["fitness"] or 0.0), row["rate"], row["seed"])
+
+
 def cell_row(plan: SweepPlan, record: IndividualRecord) -> dict[str, Any]:
-    """One line of the sweep's table: its fitness (outside the test split) and held-out figures."""
+    """One line of the sweep's table: its fitness (outside the test split) and held-out figures; None for a
+    cell a failure left unscored (its partial figures are no score)."""
     rate, seed = plan.cells()[record.slot]
+    held = held_out_columns(held_out_row(plan, record)) if record.scored else {}
     return {
         "sweep_id": plan.sweep_id,
         "rate": rate,
         "seed": seed,
         "agent_id": record.agent_id,
         "lineage_hash": record.lineage_hash,
-        "fitness": record.fitness,
-        **{k: held_out_columns(held_out_row(plan, record)).get(k) for k in HELD_OUT_FIELDS},
+        "fitness": record.fitness if record.scored else None,
+        **{k: held.get(k) for k in HELD_OUT_FIELDS},
         "objectives": record.objectives,
         "failures": record.failures,
         "reasons": list(record.failure_reasons[:3]),
@@ -231,7 +238,7 @@ def record_sweep(
         for g, a in bests.items()
     }
     log_held_out(tracker, {g: m for g, m in steps.items() if m}, {})
-    rows = sorted((cell_row(plan, r) for r in records), key=lambda r: (-r["fitness"], r["rate"], r["seed"]))
+    rows = sorted((cell_row(plan, r) for r in records), key=_fittest_first)
     fittest = next((r for r in sorted(scored, key=lambda r: (-r.fitness, r.agent_id))), None)
     best_agent = fittest.agent_id if fittest else None
     summary = {

@@ -187,6 +187,54 @@ def test_sweep_scores_a_grid_and_stores_it_like_an_experiment(library_home, caps
     assert code == 1 and "--rates" in err
 
 
+class _JudgeOutage:
+    """The offline engine whose judge fails (a rate limit) for a seeded share of its judgements."""
+
+    share = 0.05  # a cell asks ~10 judgements: some cells keep every one, some lose one
+
+    def __init__(self, engine: type) -> None:
+        self.inner = engine()
+        self.model_name = self.inner.model_name
+
+    def complete(self, request):
+        import random
+
+        from furnace.domain.canonical import content_key
+        from furnace.domain.errors import LLMRateLimit
+        from furnace.llm.seam import TaskKind
+
+        key = content_key([m.content for m in request.messages])
+        if request.task == TaskKind.JUDGE and random.Random(key).random() < self.share:
+            raise LLMRateLimit("429 from the provider")
+        return self.inner.complete(request)
+
+
+def test_a_sweep_cell_a_failure_left_unscored_has_no_fitness_and_ranks_last(library_home, capsys, monkeypatch):
+    """Its partial figures are no score: fitness and held-out figures null in --json, listed after every
+    scored cell (which stay fittest first), `unscored: <reason>` in the table, never the sweep's best."""
+    import furnace.llm.offline as offline
+    from furnace.runtime import Runtime
+
+    real = offline.OfflineEngine
+    monkeypatch.setattr(offline, "OfflineEngine", lambda: _JudgeOutage(real))  # what the runtime builds offline
+    args = ("sweep", "viral-copywriter", "--rates", "0.1,0.3,0.5", "--seeds", "1,2,3", "--limit", "2", "--no-mlflow")
+    code, out, err = run(capsys, *args, "--json")
+    assert code == 0, err
+    rows = json.loads(out)
+    failed = [r for r in rows if r["failures"]]
+    scored = [r for r in rows if not r["failures"]]
+    assert failed and scored, "the outage should leave some cells unscored and some scored"
+    assert rows == scored + failed  # every scored cell first
+    assert [r["fitness"] for r in scored] == sorted((r["fitness"] for r in scored), reverse=True)
+    assert all(r["fitness"] is None and r["test_fitness"] is None and r["train_fitness"] is None for r in failed)
+    sweep_id = rows[0]["sweep_id"]
+    summary = Runtime.from_env(home=str(library_home)).results.get_experiment(sweep_id).summary
+    best = scored[0]["fitness"]
+    assert summary["best_agent"] in {r["agent_id"] for r in scored if r["fitness"] == best}  # ties: by agent id
+    code, out, _ = run(capsys, *args)  # the table, answered from the cache: the same cells
+    assert out.count("unscored: ") == len(failed)
+
+
 def test_a_sweep_ranks_without_its_test_probes_and_shows_test_beside_it(library_home, capsys):
     """Four probes, one held out: each cell's fitness is over the other three (the ranking never reads the
     test probe), its test fitness with its 95% interval and the gap stand beside it, in the rows, the
