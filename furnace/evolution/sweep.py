@@ -151,9 +151,10 @@ def held_out_row(plan: SweepPlan, record: IndividualRecord) -> dict[str, Any]:
     return {"validation": round(record.fitness, 6), **row}
 
 
-def _fittest_first(row: dict[str, Any]) -> tuple[bool, float, float, int]:
-    """The sweep's order: scored cells fittest first, then the unscored ones; ties by rate and seed."""
-    return (row["fitness"] is None, -(row["fitness"] or 0.0), row["rate"], row["seed"])
+def _fittest_first(row: dict[str, Any]) -> tuple[bool, float, str]:
+    """The sweep's order: scored cells fittest first (ties by agent id, as its best and every leaderboard
+    break them), then the unscored ones."""
+    return (row["fitness"] is None, -(row["fitness"] or 0.0), row["agent_id"])
 
 
 def cell_row(plan: SweepPlan, record: IndividualRecord) -> dict[str, Any]:
