@@ -2,7 +2,9 @@
 search, its held-out figures beside them (test fitness with its interval, train fitness, the gap).
 
 An objective a failure left unscored (a failed answer or judgement, a failed fusion) is an
-assessment with an error and no value, never a 0 (the same rule as the records). A judge's
+assessment with an error and no value, never a 0 (the same rule as the records); so are the objectives
+and the fitness of a reflected child rejected on its minibatch (never evaluated on validation: its
+stored 0 is no score), the error saying so. A judge's
 objective names the judge model as its source and carries the judge's feedback per probe.
 
 With a panel of judges (``judges: [a, b]``) a judge objective is one assessment per judge (the same
@@ -18,6 +20,7 @@ from typing import Any
 from furnace.evolution.evaluate import combine
 from furnace.evolution.judging import judge_rows
 from furnace.evolution.records import IndividualRecord, ScoreRow
+from furnace.evolution.report import minibatch_decision
 from furnace.evolution.tracker import Assessment
 from furnace.scoring.fitness import SCORERS
 from furnace.scoring.panel import Panel, judge_scorer
@@ -48,12 +51,23 @@ def individual_assessments(
             out.append(_objective(name, by_scorer.get(name, []), record, judge_model, source=panel_source))
         else:
             out.append(_objective(name, by_scorer.get(name, []), record, judge_model))
-    if record.scored:
+    rejected = _rejected(record)
+    if rejected:
+        out.append(Assessment("fitness", None, error=rejected))
+    elif record.scored:
         out.append(Assessment("fitness", record.fitness, "weighted mean of the objectives", source="furnace.fitness"))
     else:
         why = "; ".join(record.failure_reasons) or "unscored"
         out.append(Assessment("fitness", None, error=f"unscored ({', '.join(record.unscored)}): {why}"[:1000]))
     return out
+
+
+def _rejected(record: IndividualRecord) -> str:
+    """Why ``record`` has no score when it is a reflected child rejected on its minibatch, else ``""``."""
+    decision = minibatch_decision(record)
+    if decision is None or decision["accepted"]:
+        return ""
+    return f"rejected on its minibatch, never evaluated on validation ({decision['reason']})"[:1000]
 
 
 def _judged(
@@ -82,7 +96,8 @@ def _objective(
     metadata = {f"probe.{r.probe}": r.value for r in rows if not r.failed}
     failed = [r for r in rows if r.failed]
     if failed or (value is None and name not in record.objectives):
-        reasons = [f"{r.probe}: {r.reason}" for r in failed] or list(record.failure_reasons) or ["not scored"]
+        reasons = [f"{r.probe}: {r.reason}" for r in failed] or list(record.failure_reasons)
+        reasons = reasons or [_rejected(record) or "not scored"]
         return Assessment(name, None, rationale, error="; ".join(reasons)[:1000], metadata=metadata, **source_of)
     shown = record.objectives[name] if value is None else value
     return Assessment(name, shown, rationale, metadata=metadata, **source_of)

@@ -489,7 +489,14 @@ class Evolution(Guarded):
                     over=self.validation_ids,
                 )
             )
-            root.end({"agent_id": record.agent_id, "fitness": record.fitness, "failures": record.failures})
+            scored = record.scored and not is_rejected(record)  # else its stored figure is no score
+            root.end(
+                {
+                    "agent_id": record.agent_id,
+                    "fitness": record.fitness if scored else None,
+                    "failures": record.failures,
+                }
+            )
         return record
 
     def _evaluate_unit(
