@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from furnace.evolution.records import IndividualRecord, ScoreRow
+from furnace.evolution.report import MINIBATCH
 from furnace.scoring.picks import Pick, new_pick_id
 from furnace.views.picking import calibrate, judge_table, next_pairs, recent
 
@@ -18,11 +20,14 @@ def _record(agent: str, generation: int, scores: dict[str, float], *, failures: 
 
 
 def test_recent_keeps_scored_agents_of_the_last_generations_once() -> None:
+    rejected = _record("rejected", 2, {"p": 0.6})  # a reflected child that lost on its minibatch
+    rejected = replace(rejected, scores=(*rejected.scores, ScoreRow("*", MINIBATCH, 0.0, "child 0.6 vs parent 0.7")))
     records = [
         _record("old", 0, {"p": 0.1}),
         _record("kept", 1, {"p": 0.2}),
         _record("kept", 2, {"p": 0.3}),
         _record("failed", 2, {"p": 0.9}, failures=1),
+        rejected,
         _record("new", 2, {"p": 0.4}),
     ]
     got = recent(records, generations=2)
