@@ -28,6 +28,7 @@ from furnace.evolution.human import Ask, latest_ask, pair_key, weighs_human
 from furnace.evolution.judging import judge_rows
 from furnace.evolution.pairs import BlindPair, Key, judge_table, next_pairs, recent
 from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord
+from furnace.evolution.report import is_rejected
 from furnace.llm.seam import LLM
 from furnace.scoring.agreement import (
     Agreement,
@@ -280,9 +281,11 @@ def experiment_calibration(
 ) -> Calibration:
     """:func:`calibrate` for an experiment: its recorded ``judge`` (scores from ``records``), each judge of
     its panel (``judges: [a, b]``: their own rows) and any ``others`` against the picks not undone; the
-    fitness compared is the latest recorded per agent."""
+    fitness compared is the latest recorded per agent that has a score (a reflected child rejected on its
+    minibatch has none: its stored 0 would rank it last)."""
     picks = [p for p in every_pick if not p.undone]
-    fitness = {r.agent_id: r.fitness for r in sorted(records, key=lambda r: r.generation) if r.scored}
+    ranked = (r for r in sorted(records, key=lambda r: r.generation) if r.scored and not is_rejected(r))
+    fitness = {r.agent_id: r.fitness for r in ranked}
     judges = {judge: judge_table(records), **panel_tables(records), **(others or {})}
     return calibrate(picks, judges, fitness, undone=len(every_pick) - len(picks))
 

@@ -68,3 +68,19 @@ def test_calibration_tells_a_judge_that_follows_people_from_one_that_does_not() 
     assert set(result.by_person) == {"ana", "bo"} and result.picks == 60
     assert result.judge_alpha is not None and result.judge_alpha < 0  # the two judges contradict each other
     assert "agrees with people" in "\n".join(result.lines())
+
+
+def test_people_ranking_is_compared_with_scores_only() -> None:
+    """A reflected child rejected on its minibatch, picked before such children left the pairs, has no score to
+    rank against people's: its stored 0 would put it last and read as a disagreement."""
+    from furnace.views.picking import experiment_calibration
+
+    scored = [_record("a", 1, {"p": 0.8}), _record("b", 1, {"p": 0.6}), _record("c", 1, {"p": 0.4})]
+    rejected = _record("r", 1, {"p": 0.9})
+    rejected = replace(
+        rejected, fitness=0.0, scores=(*rejected.scores, ScoreRow("*", MINIBATCH, 0.0, "child 0.5 vs parent 0.6"))
+    )
+    wins = [("r", "a"), ("r", "b"), ("r", "c"), ("a", "b"), ("a", "c"), ("b", "c")]  # people: r > a > b > c
+    picks = [Pick(new_pick_id(), "exp", "p", w, 1, lose, 1, "A", "ana") for w, lose in wins]
+    got = experiment_calibration([*scored, rejected], picks, "judge")
+    assert got.rank_agreement == 1.0  # people and fitness agree on a > b > c; r has no fitness to rank
