@@ -74,7 +74,6 @@ from furnace.domain.render import render_prompt
 from furnace.evolution.config import parse_config
 from furnace.evolution.evaluate import Evaluation, evaluate_agent
 from furnace.evolution.local import memory_evolution
-from furnace.evolution.report import is_rejected
 from furnace.llm.cache import CachedLLM
 from furnace.llm.fakes import SlowLLM
 from furnace.llm.seam import Completion, LLMRequest
@@ -405,7 +404,7 @@ def _evolution(evo: Any) -> tuple[list[_Candidate], dict[str, Any], str]:
     for gen in gens:
         calls += gen.calls - gen.cached_calls
         for r in records:
-            if r.generation == gen.generation and r.scored and not is_rejected(r):
+            if r.generation == gen.generation and r.has_score:
                 candidates.append(_Candidate(calls, parse_elixir(r.elixir), r.fitness))
     credited = gens[-1].generation if gens else -1
     fitness = {r.agent_id: r.fitness for r in records}

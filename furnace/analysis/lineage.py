@@ -60,8 +60,9 @@ def ancestor_pairs(edges: pd.DataFrame, nodes: Iterable[str] | None = None) -> p
 
 def has_score(individuals: pd.DataFrame) -> pd.Series:
     """Per row, whether its fitness is a score: nothing failed (``failures`` 0) and not a reflected child that
-    lost on its minibatch (``rejected``: never evaluated on validation, its stored 0 is no score). The rule the
-    report, the app and the assistant rank by. A frame without those columns (hand-built) is all scored."""
+    lost on its minibatch (``rejected``: never evaluated on validation, its stored 0 is no score):
+    ``IndividualRecord.has_score`` over a frame, the rule every ranking reads. A frame without those columns
+    (hand-built) is all scored."""
     keep = pd.Series(True, index=individuals.index)
     if "failures" in individuals.columns:
         keep &= individuals["failures"].fillna(0).astype(int) == 0

@@ -63,6 +63,7 @@ from furnace.evolution.judging import fitness_by_judge, judge_fitness, panel_agr
 from furnace.evolution.metering import MeteredLLM, Tally, completion_totals, error_totals
 from furnace.evolution.plans import Plan, plan_key
 from furnace.evolution.records import (
+    MINIBATCH,
     ExperimentRecord,
     ExperimentResults,
     GenerationRecord,
@@ -79,7 +80,7 @@ from furnace.evolution.reflection import (
     parent_picker,
     trace_brief,
 )
-from furnace.evolution.report import MINIBATCH, ExperimentReport, budget_stop, build_report, is_rejected
+from furnace.evolution.report import ExperimentReport, budget_stop, build_report
 from furnace.evolution.scheduler import Schedule
 from furnace.evolution.selection import OperatorBoard, choose_operator, rank_key
 from furnace.evolution.tracker import Assessment, NullTracker, Span, Tracker, log_held_out, start_trace
@@ -489,11 +490,10 @@ class Evolution(Guarded):
                     over=self.validation_ids,
                 )
             )
-            scored = record.scored and not is_rejected(record)  # else its stored figure is no score
             root.end(
                 {
                     "agent_id": record.agent_id,
-                    "fitness": record.fitness if scored else None,
+                    "fitness": record.fitness if record.has_score else None,
                     "failures": record.failures,
                 }
             )
@@ -860,7 +860,7 @@ class Evolution(Guarded):
         everyone: dict[str, IndividualRecord] = {}
         for r in self._stored.individuals(self.experiment_id):
             everyone.setdefault(r.agent_id, r)
-        ranked = sorted((r for r in everyone.values() if r.scored and not is_rejected(r)), key=rank_key)
+        ranked = sorted((r for r in everyone.values() if r.has_score), key=rank_key)
         out: dict[str, Any] = {
             "splits": {name: [p.id for p in probes] for name, probes in self.probes.splits().items()},
             "samples_per_probe": cfg.samples_per_probe,

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from itertools import combinations
 
 from furnace.evolution.records import IndividualRecord
-from furnace.evolution.report import is_rejected
 from furnace.scoring.fitness import SCORERS
 from furnace.scoring.picks import Pick
 
@@ -29,7 +28,7 @@ def recent(records: Iterable[IndividualRecord], generations: int = 2) -> list[In
     """The scored individuals of the last ``generations`` generations, each agent once (its latest record); a
     reflected child rejected on its minibatch is none of them (never evaluated on validation, never in the
     population: people's picks would judge an agent the run dropped)."""
-    scored = [r for r in records if r.scored and not is_rejected(r)]
+    scored = [r for r in records if r.has_score]
     if not scored:
         return []
     last = max(r.generation for r in scored)

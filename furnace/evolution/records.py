@@ -17,6 +17,8 @@ from furnace.scoring.panel import split_scorer
 from furnace.storage.memory import InMemory
 from furnace.storage.protocols import ExperimentResults as ExperimentResults  # declared with every store protocol
 
+MINIBATCH = "minibatch"  # the score row (probe ``*``) of a reflected child's minibatch decision
+
 
 @dataclass(frozen=True)
 class ScoreRow:
@@ -59,6 +61,17 @@ class IndividualRecord:
     def scored(self) -> bool:
         """False when something failed (fusion, an answer or a judgement): kept out of selection."""
         return self.failures == 0
+
+    @property
+    def rejected(self) -> bool:
+        """A reflected child that did not beat its parent on its minibatch: never evaluated on validation and
+        kept out of selection (its stored fitness, 0, is no score)."""
+        return any(s.probe == "*" and s.scorer == MINIBATCH and s.value != 1.0 for s in self.scores)
+
+    @property
+    def has_score(self) -> bool:
+        """Its fitness is a score: nothing failed and not :attr:`rejected`. What every ranking reads."""
+        return self.scored and not self.rejected
 
     @property
     def unscored(self) -> tuple[str, ...]:

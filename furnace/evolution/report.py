@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from furnace.evolution.judging import panel_lines
-from furnace.evolution.records import GenerationRecord, IndividualRecord, resolved_seeds
+from furnace.evolution.records import MINIBATCH, GenerationRecord, IndividualRecord, resolved_seeds
 from furnace.evolution.selection import OperatorBoard, rank_key
 from furnace.scoring.fitness import pareto_front
 
@@ -131,19 +131,10 @@ class ExperimentReport:
         return asdict(self)
 
 
-MINIBATCH = "minibatch"  # the score row (probe ``*``) of a reflected child's minibatch decision
-
-
 def minibatch_decision(record: IndividualRecord) -> dict[str, Any] | None:
     """A reflected child's minibatch decision (``accepted`` and the scores, in ``reason``), or None."""
     row = next((s for s in record.scores if s.probe == "*" and s.scorer == MINIBATCH), None)
     return None if row is None else {"accepted": row.value == 1.0, "reason": row.reason}
-
-
-def is_rejected(record: IndividualRecord) -> bool:
-    """True for a reflected child that did not beat its parent on its minibatch (kept out of selection)."""
-    decision = minibatch_decision(record)
-    return decision is not None and not decision["accepted"]
 
 
 def held_out_summary(report: ExperimentReport) -> dict[str, Any]:
@@ -237,7 +228,7 @@ def build_report(
     for r in records:  # earliest generation wins for lineage
         everyone.setdefault(r.agent_id, r)
     unique = sorted(everyone.values(), key=rank_key)
-    ok = [r for r in unique if r.scored and not is_rejected(r)]  # unscored individuals are listed apart
+    ok = [r for r in unique if r.has_score]  # unscored individuals are listed apart
     leaderboard = [
         {
             "agent_id": r.agent_id,
@@ -314,7 +305,7 @@ def build_report(
         run_spent=dict(run_spent if run_spent is not None else totals),
         untraced=list(untraced),
         held_out=dict(held),
-        rejected=sum(1 for r in unique if is_rejected(r)),
+        rejected=sum(1 for r in unique if r.rejected),
         judges=dict(judges or {}),
         human=dict(human or {}),
     )

@@ -23,7 +23,7 @@ from furnace.evolution.human import (
 from furnace.evolution.plans import Plan, made_by
 from furnace.evolution.records import GenerationRecord, IndividualRecord
 from furnace.evolution.reflection import BreedingMemory
-from furnace.evolution.report import budget_stop, is_rejected
+from furnace.evolution.report import budget_stop
 from furnace.evolution.selection import rank_key, survivors
 from furnace.evolution.units import Finished, Settled, Unit, UnitRunner
 from furnace.llm.cache import CallTotals
@@ -368,7 +368,7 @@ class Schedule:
             self.memory.took(child, plan.parents)
         # an unscored child (failed fusion, answer or judgement) never displaces a member, nor does a
         # reflected child that did not beat its parent on its minibatch
-        if child.scored and not is_rejected(child):
+        if child.has_score:
             self.population = survivors(self.population, [child], cfg.population, cfg.selection.elitism)
         self.taken += 1
         self.progress(generation, slot + 1, self.per_generation)

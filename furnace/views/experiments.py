@@ -13,7 +13,7 @@ from typing import Any
 
 from furnace.domain.errors import SealError
 from furnace.evolution.records import ExperimentRecord, IndividualRecord
-from furnace.evolution.report import HELD_OUT_FIELDS, held_out_columns, is_rejected
+from furnace.evolution.report import HELD_OUT_FIELDS, held_out_columns
 from furnace.llm.cache import CallTotals
 from furnace.scoring.fitness import SCORERS, pareto_front
 from furnace.views.reads import ResultReads
@@ -59,7 +59,7 @@ def operator_rows(results: ResultReads, experiment_id: str) -> list[dict[str, An
     everyone = results.individuals(experiment_id)
     fitness: dict[str, float] = {}
     for r in sorted(everyone, key=lambda r: r.generation):
-        if _ranked(r):
+        if r.has_score:
             fitness.setdefault(r.agent_id, r.fitness)
     stats: dict[tuple[int, str], list[int]] = defaultdict(lambda: [0, 0])
     seen: set[str] = set()
@@ -70,7 +70,7 @@ def operator_rows(results: ResultReads, experiment_id: str) -> list[dict[str, An
         best_parent = max((fitness.get(p, 0.0) for p in r.parents), default=0.0)
         cell = stats[(r.generation, r.operator)]
         cell[0] += 1
-        cell[1] += int(_ranked(r) and r.fitness > best_parent)
+        cell[1] += int(r.has_score and r.fitness > best_parent)
     return [
         {
             "generation": gen,
@@ -83,18 +83,12 @@ def operator_rows(results: ResultReads, experiment_id: str) -> list[dict[str, An
     ]
 
 
-def _ranked(record: IndividualRecord) -> bool:
-    """Whether ``record``'s fitness is a score: nothing failed, and not a reflected child that lost on its
-    minibatch (never evaluated on validation)."""
-    return record.scored and not is_rejected(record)
-
-
 def _best_scored(results: ResultReads, experiment_id: str) -> tuple[dict[str, IndividualRecord], list[Any]]:
     """Each agent's fittest scored record, and the records of agents that were never scored."""
     best: dict[str, IndividualRecord] = {}
     failed: dict[str, IndividualRecord] = {}
     for r in results.individuals(experiment_id):
-        if is_rejected(r):  # a reflected child that lost on its minibatch: never in the population
+        if r.rejected:  # a reflected child that lost on its minibatch: never in the population
             continue
         if not r.scored:
             failed.setdefault(r.agent_id, r)

@@ -28,7 +28,6 @@ from furnace.evolution.human import Ask, latest_ask, pair_key, weighs_human
 from furnace.evolution.judging import judge_rows
 from furnace.evolution.pairs import BlindPair, Key, judge_table, next_pairs, recent
 from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord
-from furnace.evolution.report import is_rejected
 from furnace.llm.seam import LLM
 from furnace.scoring.agreement import (
     Agreement,
@@ -284,7 +283,7 @@ def experiment_calibration(
     fitness compared is the latest recorded per agent that has a score (a reflected child rejected on its
     minibatch has none: its stored 0 would rank it last)."""
     picks = [p for p in every_pick if not p.undone]
-    ranked = (r for r in sorted(records, key=lambda r: r.generation) if r.scored and not is_rejected(r))
+    ranked = (r for r in sorted(records, key=lambda r: r.generation) if r.has_score)
     fitness = {r.agent_id: r.fitness for r in ranked}
     judges = {judge: judge_table(records), **panel_tables(records), **(others or {})}
     return calibrate(picks, judges, fitness, undone=len(every_pick) - len(picks))

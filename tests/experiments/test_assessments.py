@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from furnace.evolution.assessments import individual_assessments
-from furnace.evolution.records import IndividualRecord, ScoreRow
-from furnace.evolution.report import MINIBATCH
+from furnace.evolution.records import MINIBATCH, IndividualRecord, ScoreRow
 
 SCORERS = {"fidelity": 0.5, "tone": 0.3, "constraints": 0.2}
 

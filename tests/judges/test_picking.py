@@ -5,8 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from furnace.evolution.records import IndividualRecord, ScoreRow
-from furnace.evolution.report import MINIBATCH
+from furnace.evolution.records import MINIBATCH, IndividualRecord, ScoreRow
 from furnace.scoring.picks import Pick, new_pick_id
 from furnace.views.picking import calibrate, judge_table, next_pairs, recent
 

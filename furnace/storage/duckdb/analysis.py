@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import duckdb
 import pandas as pd
 
-from furnace.evolution.report import MINIBATCH
+from furnace.evolution.records import MINIBATCH
 
 
 class Queryable(Protocol):

@@ -34,7 +34,7 @@ _TIME = "(CAST(? AS TIMESTAMP) IS NULL OR {col} >= ?) AND (CAST(? AS TIMESTAMP) 
 def _ranked(row: str) -> str:
     """SQL true for an individual (``row``: its alias in ``experiment_individuals``) whose fitness is a score:
     nothing failed, and a reflected child won on its minibatch (a rejected one was never evaluated on
-    validation: its stored 0 is no score). The rule the report and the app rank by (``furnace.views``)."""
+    validation: its stored 0 is no score): ``IndividualRecord.has_score`` in SQL, the rule every ranking reads."""
     return f"({row}.failures = 0 AND NOT {rejected_sql(row)})"
 
 
