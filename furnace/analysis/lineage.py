@@ -71,6 +71,12 @@ def has_score(individuals: pd.DataFrame) -> pd.Series:
     return keep
 
 
+def _scores_only(individuals: pd.DataFrame) -> pd.DataFrame:
+    """``individuals`` with the fitness of each row that has none (:func:`has_score`) as NaN: counted, and left
+    out of every mean, best and worst."""
+    return individuals.assign(fitness=individuals["fitness"].where(has_score(individuals)))
+
+
 def first_records(individuals: pd.DataFrame) -> pd.DataFrame:
     """One row per (experiment, agent): its earliest evaluation (a child bred again later is the same agent)."""
     ordered = individuals.sort_values(["experiment_id", "generation", "agent_id"], kind="stable")
@@ -95,14 +101,15 @@ def with_parent_fitness(individuals: pd.DataFrame) -> pd.DataFrame:
     ``gain`` (child minus that; none for a child without a score) and ``success`` (a scored child strictly
     fitter than every parent: a failed or rejected child is no success)."""
     firsts = first_records(individuals)
-    ranked = firsts[has_score(firsts)]
+    scored = has_score(firsts)
+    ranked = firsts[scored]
     fitness = {(e, a): f for e, a, f in ranked[["experiment_id", "agent_id", "fitness"]].itertuples(index=False)}
     bred = firsts[firsts["operator"] != SEED_OPERATOR].copy()
     bred["parent_best"] = [
         max((fitness.get((exp, p), 0.0) for p in parents), default=0.0)
         for exp, parents in bred[["experiment_id", "parents"]].itertuples(index=False)
     ]
-    bred["gain"] = (bred["fitness"] - bred["parent_best"]).where(has_score(bred))
+    bred["gain"] = (bred["fitness"] - bred["parent_best"]).where(scored)  # aligned on the index bred kept
     bred["success"] = bred["gain"] > 0  # NaN (no score) is no success
     return bred.reset_index(drop=True)
 
@@ -173,7 +180,7 @@ def fitness_by_generation(
         columns={"best_fitness": "best", "mean_fitness": "mean"}
     )
     evaluated = (
-        individuals.assign(fitness=individuals["fitness"].where(has_score(individuals)))  # no score: out of best/worst
+        _scores_only(individuals)  # no score: out of best/worst
         .groupby(keys, sort=True)["fitness"]
         .agg(evaluated="size", evaluated_best="max", evaluated_worst="min")
     )
@@ -187,9 +194,8 @@ def fitness_by_generation(
 def fitness_by_operator(individuals: pd.DataFrame) -> pd.DataFrame:
     """Per operator (``seed`` = the initial population): count, mean and best fitness of first evaluations (the
     mean and best over :func:`has_score` ones: a failed or rejected child is counted, its figure is no score)."""
-    firsts = first_records(individuals)
     out = (
-        firsts.assign(fitness=firsts["fitness"].where(has_score(firsts)))
+        _scores_only(first_records(individuals))
         .groupby("operator", sort=True)["fitness"]
         .agg(count="size", mean="mean", best="max")
     )

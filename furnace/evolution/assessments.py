@@ -20,7 +20,6 @@ from typing import Any
 from furnace.evolution.evaluate import combine
 from furnace.evolution.judging import judge_rows
 from furnace.evolution.records import IndividualRecord, ScoreRow
-from furnace.evolution.report import minibatch_decision
 from furnace.evolution.tracker import Assessment
 from furnace.scoring.fitness import SCORERS
 from furnace.scoring.panel import Panel, judge_scorer
@@ -64,10 +63,10 @@ def individual_assessments(
 
 def _rejected(record: IndividualRecord) -> str:
     """Why ``record`` has no score when it is a reflected child rejected on its minibatch, else ``""``."""
-    decision = minibatch_decision(record)
-    if decision is None or decision["accepted"]:
+    verdict = record.minibatch
+    if verdict is None or not record.rejected:
         return ""
-    return f"rejected on its minibatch, never evaluated on validation ({decision['reason']})"[:1000]
+    return f"rejected on its minibatch, never evaluated on validation ({verdict.reason})"[:1000]
 
 
 def _judged(

@@ -63,10 +63,16 @@ class IndividualRecord:
         return self.failures == 0
 
     @property
+    def minibatch(self) -> ScoreRow | None:
+        """A reflected child's minibatch verdict (1: it beat its parent there, 0: it did not), or None."""
+        return next((s for s in self.scores if s.probe == "*" and s.scorer == MINIBATCH), None)
+
+    @property
     def rejected(self) -> bool:
         """A reflected child that did not beat its parent on its minibatch: never evaluated on validation and
         kept out of selection (its stored fitness, 0, is no score)."""
-        return any(s.probe == "*" and s.scorer == MINIBATCH and s.value != 1.0 for s in self.scores)
+        verdict = self.minibatch
+        return verdict is not None and verdict.value != 1.0
 
     @property
     def has_score(self) -> bool:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from furnace.evolution.judging import panel_lines
-from furnace.evolution.records import MINIBATCH, GenerationRecord, IndividualRecord, resolved_seeds
+from furnace.evolution.records import GenerationRecord, IndividualRecord, resolved_seeds
 from furnace.evolution.selection import OperatorBoard, rank_key
 from furnace.scoring.fitness import pareto_front
 
@@ -133,7 +133,7 @@ class ExperimentReport:
 
 def minibatch_decision(record: IndividualRecord) -> dict[str, Any] | None:
     """A reflected child's minibatch decision (``accepted`` and the scores, in ``reason``), or None."""
-    row = next((s for s in record.scores if s.probe == "*" and s.scorer == MINIBATCH), None)
+    row = record.minibatch
     return None if row is None else {"accepted": row.value == 1.0, "reason": row.reason}
 
 

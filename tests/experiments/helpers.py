@@ -104,3 +104,24 @@ def live_db(home: Path) -> Any:
 
     home.mkdir(parents=True, exist_ok=True)
     return SQLDatabase(sqlite_url(home), home=home)
+
+
+class JudgeOutage:
+    """The offline engine whose judge fails (a rate limit) for a seeded share of its judgements while ``down``
+    (both class attributes: a test sets them with ``monkeypatch.setattr``). Built in place of the runtime's
+    offline engine: ``monkeypatch.setattr(offline, "OfflineEngine", lambda: JudgeOutage(real))``."""
+
+    down = True
+    share = 0.3  # of the judgements that fail while down (each chosen by a seeded draw on its messages)
+
+    def __init__(self, engine: type) -> None:
+        self.inner = engine()
+        self.model_name = self.inner.model_name
+
+    def complete(self, request: LLMRequest) -> Any:
+        from furnace.domain.errors import LLMRateLimit
+
+        key = content_key([m.content for m in request.messages])
+        if JudgeOutage.down and request.task == TaskKind.JUDGE and random.Random(key).random() < JudgeOutage.share:
+            raise LLMRateLimit("429 from the provider")
+        return self.inner.complete(request)

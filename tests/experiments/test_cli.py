@@ -187,36 +187,16 @@ def test_sweep_scores_a_grid_and_stores_it_like_an_experiment(library_home, caps
     assert code == 1 and "--rates" in err
 
 
-class _JudgeOutage:
-    """The offline engine whose judge fails (a rate limit) for a seeded share of its judgements."""
-
-    share = 0.05  # a cell asks ~10 judgements: some cells keep every one, some lose one
-
-    def __init__(self, engine: type) -> None:
-        self.inner = engine()
-        self.model_name = self.inner.model_name
-
-    def complete(self, request):
-        import random
-
-        from furnace.domain.canonical import content_key
-        from furnace.domain.errors import LLMRateLimit
-        from furnace.llm.seam import TaskKind
-
-        key = content_key([m.content for m in request.messages])
-        if request.task == TaskKind.JUDGE and random.Random(key).random() < self.share:
-            raise LLMRateLimit("429 from the provider")
-        return self.inner.complete(request)
-
-
 def test_a_sweep_cell_a_failure_left_unscored_has_no_fitness_and_ranks_last(library_home, capsys, monkeypatch):
     """Its partial figures are no score: fitness and held-out figures null in --json, listed after every
     scored cell (which stay fittest first), `unscored: <reason>` in the table, never the sweep's best."""
     import furnace.llm.offline as offline
+    from experiments.helpers import JudgeOutage
     from furnace.runtime import Runtime
 
     real = offline.OfflineEngine
-    monkeypatch.setattr(offline, "OfflineEngine", lambda: _JudgeOutage(real))  # what the runtime builds offline
+    monkeypatch.setattr(offline, "OfflineEngine", lambda: JudgeOutage(real))  # what the runtime builds offline
+    monkeypatch.setattr(JudgeOutage, "share", 0.05)  # a cell asks ~10 judgements: some keep every one, some lose one
     args = ("sweep", "viral-copywriter", "--rates", "0.1,0.3,0.5", "--seeds", "1,2,3", "--limit", "2", "--no-mlflow")
     code, out, err = run(capsys, *args, "--json")
     assert code == 0, err

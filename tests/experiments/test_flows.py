@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from experiments.helpers import JudgeOutage
+
 CONFIG = Path(__file__).parent / "data" / "small.yaml"
 
 
@@ -126,29 +128,6 @@ def _assert_a_rerun_is_served_from_its_task_cache(config: str, home: str, first:
     assert first["leaderboard"][0]["agent_id"] in str(final.data)
 
 
-class _Outage:
-    """The offline engine whose judge fails (a rate limit) for a seeded share of judgements while ``down``."""
-
-    down = True
-    share = 0.3  # of the judgements that fail while down
-
-    def __init__(self, engine: type) -> None:
-        self.inner = engine()
-        self.model_name = self.inner.model_name
-
-    def complete(self, request):
-        import random
-
-        from furnace.domain.canonical import content_key
-        from furnace.domain.errors import LLMRateLimit
-        from furnace.llm.seam import TaskKind
-
-        key = content_key([m.content for m in request.messages])
-        if _Outage.down and request.task == TaskKind.JUDGE and random.Random(key).random() < _Outage.share:
-            raise LLMRateLimit("429 from the provider")
-        return self.inner.complete(request)
-
-
 def test_under_prefect_a_rerun_retries_unscored_individuals_unless_keep_failures(
     library_home, prefect_harness, monkeypatch, smaller
 ):
@@ -161,8 +140,8 @@ def test_under_prefect_a_rerun_retries_unscored_individuals_unless_keep_failures
     smaller.write_text(smaller.read_text().replace("generations: 2", "generations: 1"))
 
     real = offline.OfflineEngine
-    monkeypatch.setattr(offline, "OfflineEngine", lambda: _Outage(real))  # what the runtime builds offline
-    monkeypatch.setattr(_Outage, "down", True)
+    monkeypatch.setattr(offline, "OfflineEngine", lambda: JudgeOutage(real))  # what the runtime builds offline
+    monkeypatch.setattr(JudgeOutage, "down", True)
     home = str(library_home)
 
     def unscored(exp_id: str) -> int:
@@ -172,7 +151,7 @@ def test_under_prefect_a_rerun_retries_unscored_individuals_unless_keep_failures
     first = evolution_flow(str(smaller), home=home, track=False)
     assert first["unscored"], "the outage should leave some judgements unscored"
     before = unscored(first["experiment_id"])
-    monkeypatch.setattr(_Outage, "down", False)
+    monkeypatch.setattr(JudgeOutage, "down", False)
     kept = evolution_flow(str(smaller), home=home, track=False, keep_failures=True)
     assert len(kept["unscored"]) == len(first["unscored"]) and unscored(first["experiment_id"]) == before
     again = evolution_flow(str(smaller), home=home, track=False)
@@ -302,9 +281,9 @@ def test_an_unscored_fusion_is_never_served_from_the_task_cache(library_home, pr
     from furnace_flows.fusion_generation import fusion_generation
 
     real = offline.OfflineEngine
-    monkeypatch.setattr(offline, "OfflineEngine", lambda: _Outage(real))
-    monkeypatch.setattr(_Outage, "share", 1.0)
-    monkeypatch.setattr(_Outage, "down", True)
+    monkeypatch.setattr(offline, "OfflineEngine", lambda: JudgeOutage(real))
+    monkeypatch.setattr(JudgeOutage, "share", 1.0)
+    monkeypatch.setattr(JudgeOutage, "down", True)
     home = str(library_home)
 
     def fused():
@@ -313,7 +292,7 @@ def test_an_unscored_fusion_is_never_served_from_the_task_cache(library_home, pr
 
     row, states = fused()
     assert row["failures"] and set(states.values()) == {"Failed"}, states  # the flow still returns its row
-    monkeypatch.setattr(_Outage, "down", False)
+    monkeypatch.setattr(JudgeOutage, "down", False)
     row, states = fused()
     assert not row["failures"] and set(states.values()) == {"Completed"}, states  # ran again, not the failure
     _, states = fused()
