@@ -1,7 +1,7 @@
 """Every app page rendered (AppTest) with 1,000 personas and 10,000 lineage edges in the store.
 
-The store is filled in bulk (pandas frames into the DuckDB tables in one
-transaction each, rows shaped exactly as ``DuckDBStore`` writes them), not by
+The runtime's live store is filled in bulk (the rows inserted in one transaction, shaped and sealed
+exactly as ``save_elixir`` / ``save_agent`` write them: :func:`bench.bench_lineage.load`), not by
 thousands of ``save_*`` calls: 1,000 library personas (the 13 sample elixirs
 under new ids) and 5,000 agents over 25 generations, each made from two parents
 of the generation before (the first from the library) -- 10,000 edges. Each
@@ -22,8 +22,9 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from bench.bench_lineage import _seal
+from bench.bench_lineage import load
 from bench.stack import main_for
 from furnace import resources
 
@@ -36,8 +37,15 @@ REPEATS = 3
 PAGES = ["personas", "furnace", "revision", "lineage", "compare", "arena", "assistant"]
 
 
+def _row(elixir: Any, origin: str, body: str, now: datetime) -> tuple:
+    """An ``elixir_versions`` row (its seal added on load)."""
+    e = elixir
+    return (e.id, 1, origin, e.name, e.content_hash, body, now, None, e.language, list(e.expertise))
+
+
 def _rows(seed: int = 0) -> tuple[list[tuple], list[tuple], list[tuple], str]:
-    """(elixir rows, agent rows, edge rows, a mid-DAG agent id)."""
+    """(elixir rows, agent rows, edge rows, a mid-DAG agent id), in :data:`bench.bench_lineage.COLUMNS`' shape
+    (seals added by :func:`bench.bench_lineage.load`)."""
     from furnace.domain.agent import agent_id_for, record_seal
     from furnace.domain.elixir import ElixirRef, parse_elixir
     from furnace.domain.lineage import Lineage
@@ -56,7 +64,7 @@ def _rows(seed: int = 0) -> tuple[list[tuple], list[tuple], list[tuple], str]:
         data.update(id=f"{base.id}-{i:04d}", name=f"{base.name} #{i}")
         stored = as_stored(parse_elixir(data), version=1, created_at=now)
         body = json.dumps(stored.model_dump(mode="json", exclude=exclude), ensure_ascii=False, sort_keys=True)
-        elixirs.append((stored.id, 1, "library", stored.name, stored.content_hash, body, now, None))
+        elixirs.append(_row(stored, "library", body, now))
         library.append(stored.ref)
     previous: list[ElixirRef] = []
     middle = ""
@@ -76,7 +84,7 @@ def _rows(seed: int = 0) -> tuple[list[tuple], list[tuple], list[tuple], str]:
             child_data.update(id=agent_id, name=f"gen {g} child {j}")
             child = as_stored(parse_elixir(child_data), version=1, created_at=now)
             body = json.dumps(child.model_dump(mode="json", exclude=exclude), ensure_ascii=False, sort_keys=True)
-            elixirs.append((agent_id, 1, "agent", child.name, child.content_hash, body, now, None))
+            elixirs.append(_row(child, "agent", body, now))
             prompt = f"prompt of {agent_id}"
             seal = json.dumps(record_seal(lineage, child.content_hash, prompt, (), ()), sort_keys=True)
             agents.append((agent_id, lineage.model_dump_json(), lineage.lineage_hash, 1, prompt, "[]", "[]", now, seal))
@@ -89,42 +97,15 @@ def _rows(seed: int = 0) -> tuple[list[tuple], list[tuple], list[tuple], str]:
 
 
 def _bulk(home: Path) -> tuple[int, int, str]:
-    import pandas as pd
-
     from furnace.runtime import Runtime
     from furnace.settings import FurnaceSettings
 
     elixirs, agents, edges, middle = _rows()
-    db = Runtime(FurnaceSettings(home=home)).db
-    tables = {"elixir_versions": elixirs, "agents": agents}
-    _seal(tables, db)  # the keyed seals save_elixir / save_agent write: every read verifies them
-    elixirs, agents = tables["elixir_versions"], tables["agents"]
-    frames = {
-        "elixir_versions": pd.DataFrame(
-            elixirs,
-            columns=["id", "version", "origin", "name", "content_hash", "body", "created_at", "deleted_at", "seal"],
-        ),
-        "agents": pd.DataFrame(
-            agents,
-            columns=[
-                "id",
-                "lineage",
-                "lineage_hash",
-                "elixir_version",
-                "system_prompt",
-                "tools",
-                "members",
-                "created_at",
-                "seal",
-            ],
-        ),
-        "lineage_edges": pd.DataFrame(edges, columns=["parent", "child", "operator", "op_version", "parent_version"]),
-    }
-    with db.transaction() as con:
-        for table, frame in frames.items():
-            con.register("frame", frame)
-            con.execute(f"INSERT INTO {table} ({', '.join(frame.columns)}) SELECT * FROM frame")
-            con.unregister("frame")
+    runtime = Runtime(FurnaceSettings(home=home))
+    try:
+        load(runtime.sql, {"elixir_versions": elixirs, "agents": agents, "lineage_edges": edges})
+    finally:
+        runtime.close()
     return PERSONAS, len(edges), middle
 
 
@@ -133,7 +114,7 @@ def _time_pages(home: Path, picks: dict[str, object]) -> dict[str, float]:
 
     os.environ["FURNACE_HOME"] = str(home)
     at = AppTest.from_file(str(APP), default_timeout=120)
-    at.run()  # warm-up: imports, cached services, DuckDB file cache
+    at.run()  # warm-up: imports, cached services, the store's first reads
     for page in PAGES[1:]:
         at.switch_page(f"screens/{page}.py").run()
     times: dict[str, list[float]] = {p: [] for p in PAGES}

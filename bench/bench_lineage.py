@@ -176,6 +176,22 @@ def _seal(tables: dict[str, list[tuple[Any, ...]]], db: Any) -> None:
     tables["agents"] = agents
 
 
+def load(db: Any, tables: dict[str, list[tuple[Any, ...]]]) -> None:
+    """Seal the built rows with ``db``'s key (as ``save_elixir``/``save_agent`` do) and insert them in one
+    transaction: the bulk load of a runtime's live store (``runtime.sql``)."""
+    from furnace.storage.sql.schema import metadata
+
+    _seal(tables, db)
+    with db.transaction() as conn:
+        for table, rows in tables.items():
+            dicts = [dict(zip(COLUMNS[table], row, strict=True)) for row in rows]
+            for d in dicts:
+                if "expertise" in d:
+                    d["expertise"] = json.dumps(d["expertise"], ensure_ascii=False)  # a JSON list
+            for start in range(0, len(dicts), 5000):
+                conn.execute(metadata.tables[table].insert(), dicts[start : start + 5000])
+
+
 def _timed(fn: Any) -> tuple[float, float, Any]:
     """Wall and CPU milliseconds of one call, and its result."""
     wall, cpu = time.perf_counter(), time.process_time()
@@ -187,7 +203,6 @@ def run() -> bool:
     """Build the DAG, time the walks, print figures; True when the live store's walk is interactive."""
     from furnace.domain.elixir import parse_elixir
     from furnace.storage.memory import adjacency, bfs
-    from furnace.storage.sql.schema import metadata
 
     started = time.perf_counter()
     tables, real = build_records()
@@ -196,16 +211,8 @@ def run() -> bool:
     deep = real[f"agt-{EXPERIMENTS - 1:03d}-{GENERATIONS - 1:02d}-00"]
     with stack() as built:  # the home ``furnace lineage`` reads (its live store: the rows are bulk-loaded into it)
         db = built.runtime.sql
-        _seal(tables, db)
         started = time.perf_counter()
-        with db.transaction() as conn:
-            for table, rows in tables.items():
-                dicts = [dict(zip(COLUMNS[table], row, strict=True)) for row in rows]
-                for d in dicts:
-                    if "expertise" in d:
-                        d["expertise"] = json.dumps(d["expertise"], ensure_ascii=False)  # a JSON list
-                for start in range(0, len(dicts), 5000):
-                    conn.execute(metadata.tables[table].insert(), dicts[start : start + 5000])
+        load(db, tables)
         load_s = time.perf_counter() - started
         print(
             f"   built {agents:,} sealed agents / {len(tables['lineage_edges']):,} edges in {build_s:.1f}s,"
