@@ -15,26 +15,22 @@ or nothing.
 
 from __future__ import annotations
 
-import contextvars
 import logging
-import os
 import random
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from furnace.domain.agent import Agent, agent_id_for
 from furnace.domain.elixir import Elixir, ElixirRef, parse_elixir, slugify
 from furnace.domain.errors import InputError, LineageError, NotFound
-from furnace.domain.guarded import Guarded
 from furnace.domain.lineage import Lineage
 from furnace.domain.render import render_prompt
-from furnace.domain.threads import Executor, Future, PerKey, Thread, background, pool, wait
+from furnace.domain.threads import Thread, background
 from furnace.fusion.embedding import Embedder
-from furnace.fusion.operators import OPERATORS, OperatorContext, OperatorResult, expertise_distance
+from furnace.fusion.operators import OPERATORS, OperatorContext, expertise_distance
 from furnace.fusion.operators.conflicts import check_hard_conflicts
 from furnace.fusion.operators.prompts import answer_versions
 from furnace.fusion.synthesis import Found, SubResultCache, SynthesisCache, synth_key
@@ -43,8 +39,6 @@ from furnace.settings import FurnaceSettings
 from furnace.storage.store import ElixirStore
 
 log = logging.getLogger("furnace.fusion.fuse")
-
-T = TypeVar("T")
 
 PROMOTE_OPERATOR = "promote"
 PROMOTE_VERSION = "1"
@@ -59,54 +53,6 @@ class FusionResult:
     model_calls: int = 0
 
 
-# the read workers, per process id: a forked child starts its own
-_POOLS: PerKey[int, Executor] = PerKey(lambda _pid: pool(4, name="furnace-fuse-read"))
-
-
-class _Beside(Generic[T]):
-    """A read run beside the caller's work: ``fn()`` handed to a worker thread, or run here.
-
-    ``result()`` runs ``fn`` on the caller's thread when no worker has begun it yet, so a busy
-    machine (where a worker may wait its turn for milliseconds) never makes the caller wait longer
-    than doing the read itself; leaving the ``with`` block waits for a read that did begin, so none
-    outlives its fusion. Workers are kept (a pool per process): handing over a read starts no thread."""
-
-    def __init__(self, fn: Callable[[], T], *, here: bool = False) -> None:
-        self._fn = fn
-        if here:  # read now, on this thread; its error is raised at result(), as a worker's would be
-            self._future: Future[T] = Future()
-            self._run_here()
-        else:
-            self._future = _POOLS.get(os.getpid()).submit(contextvars.copy_context().run, fn)
-
-    def _run_here(self) -> None:
-        try:
-            self._future.set_result(self._fn())
-        except Exception as err:  # kept, and raised at every result()
-            self._future.set_exception(err)
-
-    def result(self) -> T:
-        if self._future.cancel():  # no worker has begun it: the caller reads it itself
-            self._future = Future()
-            self._run_here()
-        return self._future.result()
-
-    def __enter__(self) -> _Beside[T]:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if not self._future.cancel():
-            wait([self._future])
-
-
-def _beside(store: ElixirStore, fn: Callable[[], T]) -> _Beside[T]:
-    """``fn()`` beside the caller when ``store`` reads from a database; at once on the caller's thread when
-    it serves its reads from this process's memory (a :class:`~furnace.domain.guarded.Guarded` object: a
-    store in memory, or a run's view that keeps fusion's reads, ``RunStore``), where a hand-over costs more
-    than the read."""
-    return _Beside(fn, here=isinstance(store, Guarded))
-
-
 def _load_one(store: ElixirStore, parent: str | ElixirRef) -> Elixir:
     if isinstance(parent, str) and "@" in parent:
         id_, _, version = parent.rpartition("@")
@@ -117,16 +63,9 @@ def _load_one(store: ElixirStore, parent: str | ElixirRef) -> Elixir:
 
 
 def load_parents(store: ElixirStore, parents: Sequence[str | ElixirRef]) -> list[Elixir]:
-    """Load each parent for fusion (``id``, ``id@version`` or a ref); withdrawn → LineageError.
-
-    On a store that reads from a file, the parents after the first are read on threads of their own
-    while the first is read here; the first parent (in the given order) that fails raises."""
-    with ExitStack() as stack:
-        rest = [_beside(store, partial(_load_one, store, p)) for p in parents[1:]]
-        for read in rest:
-            stack.enter_context(read)  # each is waited for, even when the first parent fails
-        first = [_load_one(store, parents[0])] if parents else []
-        loaded = first + [r.result() for r in rest]
+    """Load each parent for fusion (``id``, ``id@version`` or a ref), in the given order; withdrawn →
+    LineageError. The first parent that fails raises."""
+    loaded = [_load_one(store, p) for p in parents]
     ids = [e.ref for e in loaded]
     if len(set(ids)) != len(ids):
         raise InputError("the same elixir version is listed twice as a parent", field="parents")
@@ -187,10 +126,6 @@ def _agent_from_value(value: dict[str, Any], lineage_hash: str) -> Agent | None:
     if agent.lineage_hash != lineage_hash or agent.system_prompt != value.get("prompt"):
         raise LineageError(f"synth:{lineage_hash[:12]}…: cached agent does not match its key (altered cache row)")
     return agent
-
-
-class _Stop(Exception):
-    """Stops an operator run before its model call: the agent is cached or stored already."""
 
 
 def plan_fusion(
@@ -303,35 +238,24 @@ def fuse(
         return None if rebuilding[0] else cache.kv.get(synth_key(lineage_hash))
 
     def build() -> dict[str, Any]:
-        # the cache entry and "is it stored already?" are read beside the operator's own work; its model
-        # calls wait for both answers (an entry, a stored agent or a tampered one stops it before any call)
-        with _beside(store, cached_or_none) as entry, _beside(store, stored_or_none) as check:
-
-            def before_call() -> None:
-                if entry.result() is not None or check.result() is not None:
-                    raise _Stop
-
-            ctx = OperatorContext(
-                llm=llm,
-                embedder=embedder,
-                rng=random.Random(seed),
-                params=dict(fixed),
-                child_id=agent_id,
-                subcache=subcache,
-                before_call=before_call,
-            )
-            try:
-                result: OperatorResult | None = op.apply(loaded, ctx)
-            except _Stop:
-                result = None
-            hit, found = entry.result(), check.result()
+        # the cache entry and "is it stored already?" are read before the operator runs: an entry (served as
+        # a hit), a stored agent (served without writing it again) or a tampered one stops it before any call
+        hit, found = cached_or_none(), stored_or_none()
         if found is not None:
             stored_before[:] = [found]
         if hit is not None:
             raise Found(hit)  # served as a cache hit
         if found is not None:
             return _value(found)
-        assert result is not None
+        ctx = OperatorContext(
+            llm=llm,
+            embedder=embedder,
+            rng=random.Random(seed),
+            params=dict(fixed),
+            child_id=agent_id,
+            subcache=subcache,
+        )
+        result = op.apply(loaded, ctx)
         calls[0] = ctx.model_calls
         lineage = plan.model_copy(update={"resolution_notes": tuple(result.notes)})
         agent = Agent(

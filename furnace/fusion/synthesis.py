@@ -179,7 +179,7 @@ class SynthesisCache(Guarded):
         on this build are released only after it returned.
 
         Without ``read``, only the in-process memo is looked at before the build: the build reads
-        the KV itself (``fuse``: beside the operator's work, before any model call) and raises
+        the KV itself (``fuse``: before the operator runs) and raises
         :class:`Found` with the entry it found, which is then served as a hit."""
         key = synth_key(lineage_hash)
         hit = self._lookup(key) if read else self._memo_hit(key)

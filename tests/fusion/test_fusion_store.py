@@ -249,7 +249,7 @@ def test_a_stored_agent_whose_cache_entry_is_gone_is_served_without_a_call(db) -
     db.execute("DELETE FROM kv")  # e.g. `furnace cache clear`, or the entries expired
     llm = counting()
     again = _fuse(db, llm)
-    assert llm.calls == [] and again.model_calls == 0  # the read beside the operator stopped it before its call
+    assert llm.calls == [] and again.model_calls == 0  # the read before the operator stopped it before its call
     assert again.agent.id == first.id and again.agent.system_prompt == first.system_prompt
     assert _counts(db)["agents"] == 1
 
@@ -266,7 +266,7 @@ def test_a_tampered_stored_agent_stops_the_fusion_before_its_call(db) -> None:
 
 
 @pytest.mark.parametrize("parents", [["nobody", "data-coach"], ["data-coach", "nobody"], ["data-coach@9", "nobody"]])
-def test_the_first_parent_that_fails_is_named_though_they_are_read_at_once(db, parents) -> None:
+def test_the_first_parent_that_fails_is_named(db, parents) -> None:
     from furnace.domain.errors import NotFound
 
     first_bad = parents[0] if parents[0] != "data-coach" else parents[1]
@@ -283,7 +283,7 @@ def test_a_withdrawn_second_parent_is_refused(db) -> None:
     assert llm.calls == [] and _counts(db)["kv"] == 0
 
 
-def test_an_altered_cache_row_read_beside_the_operator_is_refused(db) -> None:
+def test_an_altered_cache_row_read_before_the_operator_is_refused(db) -> None:
     first = _fuse(db).agent
     db.execute(
         f"UPDATE kv SET value = {_json_patch(db)}(value, '{{\"prompt\": \"You are evil.\"}}') WHERE key LIKE 'synth:%'"

@@ -43,13 +43,9 @@ class OperatorContext:
     child_id: str
     subcache: SubResultCache | None = None
     model_calls: int = 0
-    before_call: Callable[[], None] | None = None  # runs before each model call; may raise to stop the run
 
     def complete(self, request: LLMRequest) -> Completion:
-        """One model call (counted), after ``before_call`` (``fuse``: the check that the agent is not
-        stored already, read beside the operator's own work)."""
-        if self.before_call is not None:
-            self.before_call()
+        """One model call (counted)."""
         self.model_calls += 1
         return self.llm.complete(request)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, and_, func, or_, select, text, update
+from sqlalchemy import Connection, and_, bindparam, func, or_, select, text, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 import furnace.domain.secrets  # noqa: F401  (the secret scan of every save: imported here, never inside a write transaction)
@@ -53,6 +53,10 @@ T = TypeVar("T")
 CHUNK = 500  # ids per IN (...) list
 _EV = elixir_versions.c
 _ELIXIR_COLS = (_EV.id, _EV.version, _EV.content_hash, _EV.body, _EV.created_at, _EV.deleted_at, _EV.seal)
+# the point reads every load makes, built once (a statement's construction costs as much as its run on SQLite)
+_LATEST_VERSION = select(*_ELIXIR_COLS).where(_EV.id == bindparam("id")).order_by(_EV.version.desc()).limit(1)
+_ONE_VERSION = select(*_ELIXIR_COLS).where(_EV.id == bindparam("id"), _EV.version == bindparam("version"))
+_EDGES_INTO = select(lineage_edges).where(lineage_edges.c.child.in_(bindparam("ids", expanding=True)))
 _BODY_EXCLUDE = {"id", "version", "created_at", "deleted_at", "content_hash"}
 _AGENT_COLS = (
     agent_rows.c.id,
@@ -459,10 +463,10 @@ class SQLStore:
         return stored_elixir(row, self.db.sealer, verify=verify)
 
     def _fetch(self, conn: Connection, id: str, version: int | None) -> Elixir:
-        query = select(*_ELIXIR_COLS).where(_EV.id == id)
-        latest = query.order_by(_EV.version.desc()).limit(1)
-        query = latest if version is None else query.where(_EV.version == version)
-        row = conn.execute(query).first()
+        if version is None:
+            row = conn.execute(_LATEST_VERSION, {"id": id}).first()
+        else:
+            row = conn.execute(_ONE_VERSION, {"id": id, "version": version}).first()
         if row is not None:
             return self._row_to_elixir(row)
         newest = conn.execute(select(func.max(_EV.version)).where(_EV.id == id)).scalar()
@@ -559,11 +563,16 @@ class SQLStore:
         return checked_ref(self.get_elixir(ref.id, ref.version), ref)
 
     def load_for_fusion(self, ref_or_id: ElixirRef | str) -> Elixir:
-        """Like get, but a withdrawn elixir raises LineageError; an agent's whole record is verified."""
-        elixir = self.get_by_ref(ref_or_id) if isinstance(ref_or_id, ElixirRef) else self.get_elixir(ref_or_id)
-        if elixir.withdrawn:
-            raise withdrawn_error(elixir)
-        self._verify_agents_among([elixir.id])
+        """Like get, but a withdrawn elixir raises LineageError; an agent's whole record is verified (in the
+        same read transaction: the version and its verification see one state of the store)."""
+        with self.db.connect() as conn:
+            if isinstance(ref_or_id, ElixirRef):
+                elixir = checked_ref(self._fetch(conn, ref_or_id.id, ref_or_id.version), ref_or_id)
+            else:
+                elixir = self._fetch(conn, ref_or_id, None)
+            if elixir.withdrawn:
+                raise withdrawn_error(elixir)
+            self._verify_in(conn, [elixir.id], None)
         return elixir
 
     def load_many_for_fusion(self, refs: Sequence[ElixirRef]) -> list[Elixir]:
@@ -851,9 +860,7 @@ class SQLStore:
         """``child -> {(parent, operator, op_version, parent_version)}`` of every edge into ``ids``."""
         into: dict[str, set[_Edge]] = {}
         for part in chunks(ids):
-            for parent, child, operator, op_version, parent_version in conn.execute(
-                select(lineage_edges).where(lineage_edges.c.child.in_(part))
-            ):
+            for parent, child, operator, op_version, parent_version in conn.execute(_EDGES_INTO, {"ids": part}):
                 into.setdefault(child, set()).add((parent, operator, op_version, parent_version))
         return {child: frozenset(edges) for child, edges in into.items()}
 
