@@ -222,3 +222,37 @@ def test_a_principle_on_one_topic_is_used_only_for_that_topic():
     assert "fuzz" not in say(p, "How do I speed up our builds?")
     zh = zh_persona(principles=["谈到豆腐时，一定要先焯水。", "用料写清楚克数。"])
     assert "焯水" in say(zh, "麻婆豆腐怎么做？") and "焯水" not in say(zh, "回锅肉怎么做？")
+
+
+@pytest.mark.parametrize(
+    ("verb", "spelled"),
+    [
+        ("open", "opening"),  # stressed on its first syllable: no doubling ("openning" was printed)
+        ("begin", "beginning"),  # stressed on its last: doubled ("begining" was printed)
+        ("cut", "cutting"),
+        ("split", "splitting"),
+        ("omit", "omitting"),
+        ("edit", "editing"),
+        ("visit", "visiting"),
+        ("read", "reading"),
+        ("fix", "fixing"),
+        ("use", "using"),
+        ("lie", "lying"),
+        ("agree", "agreeing"),
+    ],
+)
+def test_the_engines_gerunds_are_spelled_as_english_spells_them(verb, spelled):
+    from furnace.llm.offline.paraphrase import gerund
+
+    assert gerund(verb) == spelled
+    assert gerund(verb.capitalize()) == spelled.capitalize()
+
+
+def test_no_reply_of_the_sample_library_misspells_a_gerund():
+    from furnace.interop.importers import load_elixir_file
+
+    library = [e for p in sorted(LIBRARY.glob("*.yaml")) for e in load_elixir_file(p)]
+    for elixir in library:
+        for message in ("@all hi", "hello", "How should I start?"):
+            text = say(elixir.model_dump(mode="json"), message)
+            assert not re.search(r"\b(openning|begining)\b", text), (elixir.id, text)

@@ -35,6 +35,7 @@ import re
 from typing import Any
 
 from furnace.domain.text import has_cjk, terms
+from furnace.llm.offline.paraphrase import gerund
 from furnace.llm.seam import LLMRequest
 
 # --- identity -------------------------------------------------------------------
@@ -185,18 +186,6 @@ def _reorder(text: str, language: str) -> str | None:
         return None
     main = m.group(3)
     return f"{main[0].upper()}{main[1:]} {m.group(1).lower()} {m.group(2)}{m.group(4) or '.'}"
-
-
-def gerund(verb: str) -> str:
-    """exaggerate → exaggerating, cut → cutting, lie → lying, use → using."""
-    low = verb.lower()
-    if low.endswith("ie"):
-        return verb[:-2] + "ying"
-    if low.endswith("e") and not low.endswith(("ee", "ye", "oe")) and len(low) > 2:
-        return verb[:-1] + "ing"
-    if len(low) <= 4 and re.fullmatch(r"[a-z]*[^aeiou][aeiou][^aeiouwxy]", low):
-        return verb + verb[-1] + "ing"
-    return verb + "ing"
 
 
 def _cap(text: str) -> str:

@@ -128,7 +128,6 @@ _EN_TABLE = re.compile(
     r"\b(" + "|".join(sorted(map(re.escape, [*_EN_PHRASES, *_EN_WORDS]), key=len, reverse=True)) + r")\b", re.I
 )
 _ZH_TABLE = re.compile("|".join(sorted(map(re.escape, _ZH_WORDS), key=len, reverse=True)))
-_VOWELS = "aeiou"
 
 
 def condition(principle: str) -> tuple[str | None, str]:
@@ -147,17 +146,32 @@ def _swap_en(match: re.Match[str]) -> str:
     return new[0].upper() + new[1:] if word[0].isupper() else new
 
 
-def _gerund(word: str) -> str:
-    low = word.casefold()
-    if low.endswith("ing") or not low.isalpha():
-        return word
+# two-syllable verbs stressed on the last syllable (and "quit"): their final consonant doubles
+_DOUBLED = frozenset({
+    "abet", "admit", "begin", "commit", "compel", "control", "deter", "emit", "equip", "expel", "forbid", "forget",
+    "occur", "omit", "patrol", "permit", "prefer", "propel", "quit", "rebut", "recur", "refer", "regret", "submit",
+    "transmit", "upset",
+})  # fmt: skip
+
+
+def gerund(verb: str) -> str:
+    """exaggerate → exaggerating, cut → cutting, lie → lying, open → opening, begin → beginning."""
+    low = verb.lower()
     if low.endswith("ie"):
-        return word[:-2] + "ying"
+        return verb[:-2] + "ying"
     if low.endswith("e") and not low.endswith(("ee", "ye", "oe")) and len(low) > 2:
-        return word[:-1] + "ing"
-    if len(low) in (3, 4) and low[-1] not in _VOWELS + "wxy" and low[-2] in _VOWELS and low[-3] not in _VOWELS:
-        return word + word[-1] + "ing"
-    return word + "ing"
+        return verb[:-1] + "ing"
+    one_syllable = len(re.findall(r"[aeiou]+", low)) == 1
+    if low in _DOUBLED or (one_syllable and re.search(r"[^aeiou][aeiou][^aeiouwxy]$", low)):
+        return verb + verb[-1] + "ing"
+    return verb + "ing"
+
+
+def _gerund(word: str) -> str:
+    """:func:`gerund` of a word that is not one already (nor a number or a symbol)."""
+    if word.casefold().endswith("ing") or not word.isalpha():
+        return word
+    return gerund(word)
 
 
 def express_en(principle: str) -> str:

@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from furnace.domain.text import CONCISE, DETAILED, EMOJI, FORMAL, LENGTH, LIVELY, MORE, TONE, preference
-from furnace.llm.offline.fusion_tasks import gerund
+from furnace.llm.offline.paraphrase import gerund
 from furnace.llm.offline.writing_text import join_paragraphs, join_sentences, split_sentences, topic_emoji
 from furnace.llm.seam import LLMRequest
 
