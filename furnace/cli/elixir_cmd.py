@@ -84,7 +84,7 @@ def report_lines(report: ImportReport) -> str:
         for s, refs in (("created", report.created), ("updated", report.updated), ("unchanged", report.unchanged))
         for r in refs
     ]
-    lines += [f"skipped row {row}: {reason}" for row, reason in report.skipped]
+    lines += [f"skipped row {row}: {reason}" if row else f"skipped: {reason}" for row, reason in report.skipped]
     lines += [f"conflict: {message}" for _, message in report.conflicts]
     lines.append(report.summary())
     return "\n".join(lines)

@@ -146,15 +146,16 @@ def test_import_twice_creates_nothing_new_and_edits_make_versions(tmp_path: Path
     assert len(store.history("ada")) == 2
 
 
-def test_import_refuses_deleted_id_before_writing(tmp_path: Path) -> None:
+def test_import_skips_a_deleted_id_and_imports_the_rest(tmp_path: Path) -> None:
     store = MemoryStore()
     store.save_elixir(parse_elixir({**GOOD, "id": "bea", "name": "Bea"}))
     store.delete_elixir("bea")
     path = write(tmp_path, "two.json", json.dumps([GOOD, {**GOOD, "id": "bea", "name": "Bea", "priority": 5}]))
-    with pytest.raises(InputError, match="'bea' was deleted"):
-        import_file(path, store)
-    with pytest.raises(InputError):
-        store.get_elixir("ada")
+    for new_version in (False, True):  # a withdrawn id never comes back, not even as a new version
+        report = import_file(path, store, new_version=new_version)
+        assert report.skipped == [(0, "two.json: item 2: elixir 'bea' was deleted")]
+        assert len(store.history("bea")) == 1 and store.get_elixir("bea").withdrawn
+    assert [r.id for r in store.list_elixirs()] == ["ada"]
 
 
 def test_register_reader_takes_precedence(tmp_path: Path) -> None:

@@ -66,6 +66,16 @@ def test_import_library_never_replaces_a_users_own_elixir() -> None:
     assert len(report.created) >= 12
 
 
+def test_import_library_skips_a_deleted_elixir_and_imports_the_rest() -> None:
+    store = MemoryStore()
+    import_library(resources.LIBRARY_DIR, store)
+    store.delete_elixir("viral-copywriter")
+    report = import_library(resources.LIBRARY_DIR, store)
+    assert report.skipped == [(0, "viral-copywriter.yaml: elixir 'viral-copywriter' was deleted")]
+    assert len(report.unchanged) >= 12 and not report.created and not report.updated and not report.conflicts
+    assert store.get_elixir("viral-copywriter").withdrawn and len(store.history("viral-copywriter")) == 1
+
+
 def _go_reviewer():
     from furnace.interop.importers import load_elixir_file
 
@@ -86,3 +96,13 @@ def test_cli_reports_and_counts_conflicts_and_new_version_adds(home: Path, tmp_p
     assert len(data["conflicts"]) == 1 and not data["updated"]
     added = json.loads(runner.invoke(cli, ["import", str(path), "--new-version", "--json"]).output)
     assert [r["version"] for r in added["updated"]] == [2] and not added["conflicts"]
+
+
+def test_cli_import_library_after_a_delete_goes_on(home: Path) -> None:
+    runner = CliRunner()
+    assert runner.invoke(cli, ["import", "--library"]).exit_code == 0
+    assert runner.invoke(cli, ["elixir", "delete", "viral-copywriter"]).exit_code == 0
+    result = runner.invoke(cli, ["import", "--library"])
+    assert result.exit_code == 0, result.output
+    assert "skipped: viral-copywriter.yaml: elixir 'viral-copywriter' was deleted" in result.output
+    assert ", skipped 1, conflicts 0" in result.output

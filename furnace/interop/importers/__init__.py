@@ -7,6 +7,7 @@
 - :func:`import_file` — read and validate everything first, then write.
 
 Elixir files are all-or-nothing: one invalid elixir and nothing is written.
+A deleted (withdrawn) id is not invalid: it is skipped and reported, the rest imported.
 The CSV corpus imports its valid rows and reports the rest as ``(row, reason)``.
 Importing the same file twice creates nothing new (the store's identical-content no-op).
 """
@@ -130,15 +131,19 @@ def import_elixirs(
     row_wise: bool = False,
     keep_existing: bool = False,
     new_version: bool = False,
+    skip_withdrawn: bool = False,
     source: str = "",
 ) -> ImportReport:
     """Save already-validated elixirs, reporting what was created, updated, unchanged or in conflict.
 
     Ids are owned: an ``agt-…`` id (an agent's, made by fusion) is refused; an id that was
     deleted is refused. Both are refused before anything is written, or, when ``row_wise``,
-    their rows are skipped with the reason. An id that exists with different content is a
-    **conflict**: left as it is and reported in ``conflicts`` (counted, with a message),
-    unless ``new_version`` adds the content as its next version deliberately. With
+    their rows are skipped with the reason. With ``skip_withdrawn`` (importing files) a
+    deleted id is skipped with the reason too and the rest imported: it was withdrawn on
+    purpose, so it never comes back, but it does not abort the import either. An id that
+    exists with different content is a **conflict**: left as it is and reported in
+    ``conflicts`` (counted, with a message), unless ``new_version`` adds the content as its
+    next version deliberately. With
     ``keep_existing`` (seeding a library) existing ids are reported as unchanged instead.
     """
     report = ImportReport(skipped=list(skipped or []))
@@ -159,10 +164,13 @@ def import_elixirs(
         else:
             todo.append((where, elixir))
             continue
-        if not row_wise:
-            raise InputError(f"{label(where)}: {problem}", field="id")
         row = int(where.removeprefix("row ")) if where.startswith("row ") else 0
-        report.skipped.append((row, problem.partition(";")[0]))
+        if row_wise:
+            report.skipped.append((row, problem.partition(";")[0]))
+        elif skip_withdrawn and current is not None and current.withdrawn:
+            report.skipped.append((row, f"{label(where)}: {problem.partition(';')[0]}"))
+        else:
+            raise InputError(f"{label(where)}: {problem}", field="id")
     report.skipped.sort()
     to_write = []
     for where, elixir in todo:
@@ -188,7 +196,8 @@ def import_file(path: str | Path, store: ElixirStore, *, new_version: bool = Fal
     """Import ``path`` into ``store``: validate everything first, then write.
 
     Elixir files are all-or-nothing; row-wise files (the CSV corpus) import the
-    valid rows and report the others in ``ImportReport.skipped``. Existing ids with
+    valid rows and report the others in ``ImportReport.skipped``. A deleted (withdrawn)
+    id is skipped and reported there too, not imported again. Existing ids with
     different content are conflicts unless ``new_version`` (see :func:`import_elixirs`).
     """
     result = read_file(path)
@@ -198,6 +207,7 @@ def import_file(path: str | Path, store: ElixirStore, *, new_version: bool = Fal
         skipped=result.skipped,
         row_wise=result.row_wise,
         new_version=new_version,
+        skip_withdrawn=True,
         source=Path(path).name,
     )
 
@@ -209,7 +219,8 @@ def import_library(
 
     A user's elixir with the same id and different content is never replaced: it is a
     conflict (``new_version`` adds the library's as the next version; ``keep_existing``
-    reports it as unchanged), see :func:`import_elixirs`.
+    reports it as unchanged), see :func:`import_elixirs`. A library elixir the user deleted
+    is skipped and reported in ``skipped``, never imported again.
     """
     folder = Path(folder)
     if not folder.is_dir():
@@ -226,4 +237,4 @@ def import_library(
                 raise InputError(f"{label}: id {elixir.id!r} already used in {seen[elixir.id]}", field="id")
             seen[elixir.id] = label
             elixirs.append((label, elixir))
-    return import_elixirs(elixirs, store, keep_existing=keep_existing, new_version=new_version)
+    return import_elixirs(elixirs, store, keep_existing=keep_existing, new_version=new_version, skip_withdrawn=True)
