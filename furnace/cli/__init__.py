@@ -5,8 +5,9 @@ command accepts ``--json``. Exit codes (the contract, see docs/reliability.md):
 
 - 0: done;
 - 1: a user error or a failed operation (a :class:`~furnace.domain.errors.FurnaceError`, or an
-  ``OSError`` on the user's input such as a path too long; printed as one line on stderr);
-- 2: a usage error (unknown command or option, bad argument);
+  ``OSError`` on the user's input such as a path too long; printed as one line on stderr), and a usage
+  error (unknown command or option, bad argument): click's message on one line,
+  ``error: <message> (furnace <command> --help)``; a group run without a command prints its help;
 - 3: an internal error (a bug): one line, with a hint to set ``FURNACE_DEBUG=1`` for the traceback.
 """
 
@@ -43,7 +44,8 @@ _GROUPS = [
 ]
 
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_OK, EXIT_FAILED, EXIT_INTERNAL = 0, 1, 3
+EXIT_USAGE = EXIT_FAILED  # a usage error is a user error: one line, exit 1 (the README's promise)
 
 
 def _version() -> str:
@@ -83,6 +85,20 @@ def _register() -> None:
 _register()
 
 
+def usage_error_line(err: click.UsageError) -> str:
+    """Click's message for a usage error on one line, with the help to read: ``No such command 'bogus'
+    (furnace --help)``."""
+    message = " ".join(line.strip() for line in err.format_message().splitlines() if line.strip())
+    message = message.removesuffix(".") or "bad usage"
+    ctx = err.ctx
+    if ctx is None:
+        return message
+    names = ctx.help_option_names
+    if not names:
+        return message
+    return f"{message} ({ctx.command_path} {'--help' if '--help' in names else names[0]})"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI, turning errors into one clear line."""
     try:
@@ -92,8 +108,11 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
-    except click.UsageError as err:
+    except click.exceptions.NoArgsIsHelpError as err:  # ``furnace`` or ``furnace elixir`` alone: the help
         err.show()
+        sys.exit(EXIT_USAGE)
+    except click.UsageError as err:
+        click.echo(f"error: {usage_error_line(err)}", err=True)
         sys.exit(EXIT_USAGE)
     except click.ClickException as err:
         err.show()

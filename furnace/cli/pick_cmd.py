@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import getpass
 import random
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -43,6 +44,16 @@ def _who(who: str | None) -> str:
 
 def _show(text: str) -> str:
     return "\n".join("  " + line for line in text.strip().splitlines()) or "  (empty reply)"
+
+
+def _undo_command(experiment_id: str, who: str | None, *, track: bool) -> str:
+    """The command that takes back the last pick of this session: the same home, the same person."""
+    home = click.get_current_context().find_root().params.get("home")
+    words = ["furnace", *(["--home", home] if home else []), "pick", experiment_id]
+    if who and who.strip():  # else the login name, which --undo defaults to as well
+        words += ["--who", who.strip()]
+    words += ["--undo", *([] if track else ["--no-mlflow"])]
+    return shlex.join(words)
 
 
 def _undo(obj: Runtime, exp: ExperimentRecord, who: str, as_json: bool, track: bool) -> None:
@@ -105,6 +116,7 @@ def _session(
     generations: int,
     track: bool,
     probes_dir: Path | None,
+    undo_command: str,
 ) -> None:
     from furnace.views.picking import as_pick, experiment_probes, pair_replies, recent, reveal, session_pairs
 
@@ -151,7 +163,8 @@ def _session(
         stored = obj.picks.add(as_pick(pair, exp.experiment_id, answer, who, reason))  # type: ignore[arg-type]
         made.append(stored)
         click.echo(f"stored {stored.pick_id}: {reveal(pair)}")
-    click.echo(f"\n{len(made)} picks stored for {who}; furnace pick {exp.experiment_id} --undo takes the last one back")
+    taking_back = f"; {undo_command} takes the last one back" if made else ""
+    click.echo(f"\n{len(made)} picks stored for {who}{taking_back}")
     if made and track:
         slots = {(r.agent_id, r.generation): r.slot for r in records}
         added = obj.log_picks(made, slots)
@@ -216,7 +229,8 @@ def pick_cmd(
     else:
         if as_json:
             raise InputError("picking is interactive; --json goes with --report or --undo", field="json")
-        _session(obj, exp, _who(who), count, seed, generations, not no_mlflow, probes_dir)
+        undo_command = _undo_command(exp.experiment_id, who, track=not no_mlflow)
+        _session(obj, exp, _who(who), count, seed, generations, not no_mlflow, probes_dir, undo_command)
 
 
 def register(cli: click.Group) -> None:

@@ -242,6 +242,10 @@ def load_config(path: str | Path) -> ExperimentConfig:
         raise NotFound(f"experiment file {path} not found")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.MarkedYAMLError as err:  # where it went wrong, as the importer says it
+        mark = err.problem_mark or err.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+        raise InputError(f"{path.name}: {where}{err.problem or err.context or 'not valid YAML'}") from None
     except yaml.YAMLError as err:
         raise InputError(f"{path.name}: not valid YAML ({str(err).splitlines()[0]})") from None
     return parse_config(data, source=path.name)

@@ -86,6 +86,15 @@ def test_an_os_error_on_the_users_output_path_is_a_user_error(capsys, home: Path
     assert str(blocker) in err
 
 
+def test_malformed_experiment_yaml_names_the_line_like_the_importer(capsys, home: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("a: [1, 2\nb: 3\n", encoding="utf-8")
+    err = _one_line_user_error(*_run(capsys, "experiment", "run", str(bad))[::2])
+    assert err.startswith("error: bad.yaml: line 2, column ") and "expected ',' or ']'" in err, err
+    imported = _one_line_user_error(*_run(capsys, "import", str(bad))[::2])
+    assert imported.startswith("error: bad.yaml: line 2: "), imported
+
+
 def _seeded_then_truncated(home: Path, keep: float) -> Path:
     seed_home(home)
     db = home / "furnace.sqlite"

@@ -1,4 +1,5 @@
-"""The CLI contract: exit codes 0/1/2/3, ``--version``, and a FURNACE_HOME that is never silently invented."""
+"""The CLI contract: exit codes 0/1/3 (a usage error is one line, exit 1), ``--version``, and a
+FURNACE_HOME that is never silently invented."""
 
 from __future__ import annotations
 
@@ -16,10 +17,47 @@ def test_version(capsys, home: Path) -> None:
     assert code == EXIT_OK and out.startswith("furnace ") and out.split()[1][0].isdigit()
 
 
-def test_usage_errors_exit_2(capsys, home: Path) -> None:
-    assert _run(capsys, "no-such-command")[0] == EXIT_USAGE
-    assert _run(capsys, "elixir", "list", "--no-such-option")[0] == EXIT_USAGE
-    assert _run(capsys, "export", "x", "--format", "yaml")[0] == EXIT_USAGE
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (("no-such-command",), "error: No such command 'no-such-command' (furnace --help)"),
+        (
+            ("elixir", "list", "--no-such-option"),
+            "error: No such option '--no-such-option' (furnace elixir list --help)",
+        ),
+        (
+            ("elixir", "render", "go-reviewer", "--lang", "fr"),
+            "error: Invalid value for '--lang': 'fr' is not one of 'zh', 'en' (furnace elixir render --help)",
+        ),
+        (("experiment", "show"), "error: Missing argument 'EXPERIMENT_ID' (furnace experiment show --help)"),
+        (("export", "x", "--format", "yaml"), "error: Invalid value for '--format': 'yaml' is not one of"),
+        (("elixir", "render", "go-reviewer", "--lang"), "error: Option '--lang' requires an argument"),
+    ],
+)
+def test_usage_errors_are_one_line_on_stderr_exit_1(capsys, home: Path, argv: tuple[str, ...], line: str) -> None:
+    code, out, err = _run(capsys, *argv)
+    assert code == EXIT_USAGE == EXIT_FAILED
+    assert err.startswith(line) and err.count("\n") == 1, err
+    assert "Usage:" not in err and "Try '" not in err and out == ""
+
+
+def test_a_missing_experiment_file_is_one_line_exit_1(capsys, home: Path, tmp_path: Path) -> None:
+    missing = tmp_path / "missing.yaml"
+    code, _, err = _run(capsys, "experiment", "run", str(missing))
+    assert code == EXIT_FAILED and err.count("\n") == 1, err
+    assert err.startswith("error: Invalid value for 'FILE'") and str(missing) in err and "does not exist" in err
+
+
+def test_help_still_prints_the_full_help_and_exits_0(capsys, home: Path) -> None:
+    code, out, err = _run(capsys, "experiment", "show", "--help")
+    assert code == EXIT_OK and out.startswith("Usage: furnace experiment show [OPTIONS] EXPERIMENT_ID") and err == ""
+    code, out, _ = _run(capsys, "--help")
+    assert code == EXIT_OK and "Commands:" in out and "experiment" in out
+
+
+def test_a_group_without_a_command_prints_its_help_and_exits_1(capsys, home: Path) -> None:
+    code, _, err = _run(capsys, "experiment")
+    assert code == EXIT_FAILED and err.startswith("Usage: furnace experiment") and "Commands:" in err
 
 
 def test_user_errors_exit_1(capsys, home: Path) -> None:

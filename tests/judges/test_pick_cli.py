@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,44 @@ def test_a_session_is_blind_stored_and_undone(
     code, out, _ = run(capsys, "experiment", "show", experiment, "--json")
     shown = json.loads(out)
     assert len(shown["picks"]) == 2 and shown["calibration"]["judges"] == report["judges"]  # exported with it
+
+
+def _undo_hint(out: str, picks: int, who: str) -> list[str]:
+    found = re.search(rf"{picks} picks stored for {who}; (furnace .+) takes the last one back", out)
+    assert found, out
+    return shlex.split(found.group(1))
+
+
+def test_the_undo_hint_names_the_person_and_takes_their_last_pick_back(
+    experiment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(
+        capsys, "pick", experiment, "--who", "ux", "--count", "3", "--seed", "3", stdin="a\nmore concise\nb\n\nq\n"
+    )
+    assert code == 0, err
+    last = re.findall(r"stored (pick-\S+):", out)[-1]
+    argv = _undo_hint(out, 2, "ux")
+    assert argv == ["furnace", "pick", experiment, "--who", "ux", "--undo"]
+    code, out, err = run(capsys, *argv[1:], "--json")
+    assert code == 0, err
+    assert json.loads(out)["undone"] == last
+
+
+def test_the_undo_hint_keeps_the_home_and_is_left_out_when_nothing_was_picked(
+    experiment: str, home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("FURNACE_HOME")
+    monkeypatch.chdir(tmp_path)  # the default home, ./data, does not exist here
+    session = ("--home", str(home), "pick", experiment, "--who", "ux", "--count", "1", "--no-mlflow")
+    code, out, err = run(capsys, *session, stdin="q\n")
+    assert code == 0, err
+    assert out.rstrip().endswith("0 picks stored for ux") and "--undo" not in out
+    code, out, err = run(capsys, *session, stdin="a\n\n")
+    assert code == 0, err
+    argv = _undo_hint(out, 1, "ux")
+    assert argv == ["furnace", "--home", str(home), "pick", experiment, "--who", "ux", "--undo", "--no-mlflow"]
+    code, out, err = run(capsys, *argv[1:])
+    assert code == 0 and out.startswith("undone: pick-"), err
 
 
 def test_report_with_a_second_judge_and_clear_errors(experiment: str, capsys: pytest.CaptureFixture[str]) -> None:
