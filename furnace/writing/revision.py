@@ -26,7 +26,9 @@ character-level — detail) and :func:`rollback` (a new version equal to an old
 one, never a deletion).
 
 Suggestions sent with ``regenerate=False`` stay pending and are applied
-together, in order, by the next edit.
+together, in order, by the next edit. A failed edit leaves its whole batch pending
+(the reply lists it); "drop the pending suggestions" / "清空待改建议" drops it
+(:func:`drop_pending`).
 """
 
 from __future__ import annotations
@@ -88,8 +90,16 @@ log = logging.getLogger(__name__)
 
 PREVIEW_CHARS = 200
 MAX_SUGGESTION = 2000
-# Assistant replies that close a batch of pending suggestions.
-_CLOSING_KINDS = frozenset({"revision", "unchanged", "failure"})
+# Assistant replies that close a batch of pending suggestions. A failure does not: nothing of the
+# batch was saved, so every suggestion of it stays pending for the next edit (or drop_pending).
+_CLOSING_KINDS = frozenset({"revision", "unchanged"})
+# What the user sends to drop every pending suggestion (either language, on any piece).
+DROP_PENDING = {"en": "drop the pending suggestions", "zh": "清空待改建议"}
+_DROP_REQUEST = re.compile(
+    r"(?:please\s+)?(?:drop|clear|discard|forget|cancel)\s+(?:all\s+)?(?:the\s+|my\s+)?pending(?:\s+suggestions?)?"
+    r"|请?(?:清空|放弃|取消|删掉|忘掉)(?:所有|全部)?的?待改的?建议",
+    re.IGNORECASE,
+)
 
 
 class Step(StrEnum):
@@ -196,17 +206,33 @@ def _part(instruction: Instruction, language: str) -> str:
 
 
 def pending_suggestions(messages: list[ChatMessage]) -> list[str]:
-    """User suggestions after the last reply that closed a batch (edit done, unchanged or failed)."""
+    """User suggestions after the last reply that closed a batch (edit done, unchanged or dropped; a
+    failed edit closes nothing). A suggestion sent again while it is pending (a retry) counts once."""
     pending: list[str] = []
     for message in messages:
         if message.role == "assistant" and message.kind in _CLOSING_KINDS:
             pending = []
-        elif message.role == "user" and message.kind == "suggestion":
+        elif message.role == "user" and message.kind == "suggestion" and message.content not in pending:
             pending.append(message.content)
     return pending
 
 
-def _failure_text(err: Exception, version: int, zh: bool) -> str:
+def _pending_text(suggestions: list[str], zh: bool) -> str:
+    """What a failed edit left pending, and how to drop it."""
+    if zh:
+        listed = "".join(f"「{s}」" for s in suggestions)
+        return (
+            f"这 {len(suggestions)} 条建议仍待修改：{listed}，下次修改时会一起处理；"
+            f"发送“{DROP_PENDING['zh']}”可全部放弃。"
+        )
+    listed = "; ".join(f'"{s}"' for s in suggestions)
+    return (
+        f"Still pending ({len(suggestions)}): {listed}; they are applied with your next edit "
+        f'(send "{DROP_PENDING["en"]}" to drop them).'
+    )
+
+
+def _failure_text(err: Exception, version: int, suggestions: list[str], zh: bool) -> str:
     if isinstance(err, LLMTimeout):
         why = "模型响应超时" if zh else "the model timed out"
     elif isinstance(err, LLMRateLimit):
@@ -217,12 +243,12 @@ def _failure_text(err: Exception, version: int, zh: bool) -> str:
         why = "模型调用失败" if zh else "the model call failed"
     if zh:
         return (
-            f"抱歉，这次没能完成修改（{why}）。内容仍是 V{version}，没有任何改动。"
-            "可以换个说法再试一次，比如“第二段再短一点”。"
+            f"抱歉，这次没能完成修改（{why}）。内容仍是 V{version}，没有任何改动；把建议再发一次即可重试。"
+            + _pending_text(suggestions, zh)
         )
     return (
-        f"Sorry, I couldn't make that edit this time ({why}). The text is still V{version}, unchanged. "
-        'Could you try rephrasing it, e.g. "make the second paragraph shorter"?'
+        f"Sorry, I couldn't make that edit this time ({why}). The text is still V{version}, unchanged; "
+        "send your suggestion again to retry. " + _pending_text(suggestions, zh)
     )
 
 
@@ -259,8 +285,8 @@ def _check_suggestion(suggestion: str, language: str) -> str:
     return suggestion
 
 
-def _not_applied_text(problems: list[str], unknown: list[str], version: int, zh: bool) -> str:
-    """Why nothing changed, what was not understood, and which edits exist."""
+def _not_applied_text(problems: list[str], unknown: list[str], version: int, suggestions: list[str], zh: bool) -> str:
+    """Why nothing changed, what was not understood, what is still pending, and which edits exist."""
     parts: list[str] = []
     if zh:
         parts.append(f"未完成，内容仍是 V{version}，没有修改。")
@@ -268,6 +294,7 @@ def _not_applied_text(problems: list[str], unknown: list[str], version: int, zh:
             parts.append("没看懂：" + "；".join(f"「{u}」" for u in unknown) + "。")
         if problems:
             parts.append("无法执行：" + "；".join(problems) + "。")
+        parts.append(_pending_text(suggestions, zh))
         parts.append("可以这样说：\n" + available_operations("zh"))
     else:
         parts.append(f"Not done; the text is still V{version}, unchanged.")
@@ -275,6 +302,7 @@ def _not_applied_text(problems: list[str], unknown: list[str], version: int, zh:
             parts.append("Not understood: " + "; ".join(f'"{u}"' for u in unknown) + ".")
         if problems:
             parts.append("Could not apply: " + "; ".join(problems) + ".")
+        parts.append(_pending_text(suggestions, zh))
         parts.append("Edits I can make:\n" + available_operations("en"))
     return " ".join(parts[:-1]) + "\n" + parts[-1]
 
@@ -302,7 +330,7 @@ def note_suggestion(
     suggestion = _check_suggestion(suggestion, content.language)
     now = clock()
     session, new_session, welcome = open_session(content_store, content, now)
-    pending = pending_suggestions(content_store.messages(session.id)) + [suggestion]
+    pending = list(dict.fromkeys([*pending_suggestions(content_store.messages(session.id)), suggestion]))
     text = (
         f"记下了（共 {len(pending)} 条待改建议），下次修改时会一起处理。"
         if content.language == "zh"
@@ -312,6 +340,34 @@ def note_suggestion(
     noted = ChatMessage(session_id=session.id, role="assistant", kind="noted", content=text, created_at=now)
     stored = content_store.commit(ContentBatch(session=new_session, messages=(*welcome, user, noted)))
     return RevisionOutcome("noted", stored[-2], stored[-1], (Step.SESSION, Step.USER_MESSAGE), pending=tuple(pending))
+
+
+def is_drop_request(suggestion: str) -> bool:
+    """Whether a chat message asks to drop the pending suggestions ("drop the pending suggestions", "清空待改建议")."""
+    return _DROP_REQUEST.fullmatch(suggestion.strip().rstrip(".!。！")) is not None
+
+
+def drop_pending(
+    content_store: ContentStore, content_id: str, request: str | None = None, *, clock: Clock = utc_now
+) -> RevisionOutcome:
+    """Drop every pending suggestion: the user's request and a reply naming what was dropped (which
+    closes the batch), in one commit; no edit."""
+    content = content_store.get_content(content_id)
+    zh = content.language == "zh"
+    now = clock()
+    session, new_session, welcome = open_session(content_store, content, now)
+    dropped = pending_suggestions(content_store.messages(session.id))
+    if zh:
+        listed = "".join(f"「{s}」" for s in dropped)
+        text = f"已放弃 {len(dropped)} 条待改建议：{listed}。" if dropped else "没有待改建议。"
+    else:
+        listed = "; ".join(f'"{s}"' for s in dropped)
+        text = f"Dropped {len(dropped)} pending suggestion(s): {listed}." if dropped else "No suggestion is pending."
+    request = (request or DROP_PENDING[content.language]).strip()
+    user = ChatMessage(session_id=session.id, role="user", kind="suggestion", content=request, created_at=now)
+    reply = ChatMessage(session_id=session.id, role="assistant", kind="unchanged", content=text, created_at=now)
+    stored = content_store.commit(ContentBatch(session=new_session, messages=(*welcome, user, reply)))
+    return RevisionOutcome("unchanged", stored[-2], stored[-1], (Step.SESSION, Step.USER_MESSAGE))
 
 
 def revise(
@@ -328,6 +384,8 @@ def revise(
 ) -> RevisionOutcome:
     """One revision chat turn (steps 1–8 of the module docstring): :func:`start_turn` then
     :func:`finish_turn`, the one model call of the edit made from what the store holds now."""
+    if is_drop_request(suggestion):
+        return drop_pending(content_store, content_id, suggestion, clock=clock)
     if not regenerate:
         return note_suggestion(content_store, content_id, suggestion, clock=clock)
     start = start_turn(content_store, content_id, suggestion, clock=clock)
@@ -349,7 +407,7 @@ def _refuse(
     clock: Clock,
 ) -> RevisionOutcome:
     """A failed turn that changed nothing: the reply says why and which edits exist; no version."""
-    text = _not_applied_text(problems, unknown, version, zh)
+    text = _not_applied_text(problems, unknown, version, suggestions, zh)
     reply = ChatMessage(session_id=session_id, role="assistant", kind="failure", content=text, created_at=clock())
     [reply] = content_store.commit(ContentBatch(messages=(reply,)))
     return RevisionOutcome("failed", user, reply, tuple(steps), pending=tuple(suggestions))
@@ -371,7 +429,8 @@ def _not_done(
     if zh:
         text = f"未完成：{'；'.join(reasons)}。内容仍是 V{version}，这次修改没有保存。"
     else:
-        text = f"Not done: {'; '.join(reasons)}. The text is still V{version}; nothing of this edit was saved."
+        text = f"Not done: {'; '.join(reasons)}. The text is still V{version}; nothing of this edit was saved. "
+    text += _pending_text(suggestions, zh)
     reply = ChatMessage(session_id=session_id, role="assistant", kind="failure", content=text, created_at=clock())
     [reply] = content_store.commit(ContentBatch(messages=(reply,)))
     return RevisionOutcome("failed", user, reply, tuple(steps), pending=tuple(suggestions))
@@ -459,7 +518,7 @@ def _edit(
             session_id=session.id,
             role="assistant",
             kind="failure",
-            content=_failure_text(err, current.version, zh),
+            content=_failure_text(err, current.version, suggestions, zh),
             created_at=clock(),
         )
         [reply] = content_store.commit(ContentBatch(messages=(reply,)))

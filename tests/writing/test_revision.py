@@ -12,7 +12,15 @@ from furnace.llm.fakes import FakeLLM
 from furnace.llm.offline.writing_text import count_emoji
 from furnace.llm.seam import TaskKind
 from furnace.writing.content import generate_content
-from furnace.writing.revision import Step, diff_versions, pending_suggestions, revise, rollback
+from furnace.writing.revision import (
+    DROP_PENDING,
+    Step,
+    diff_versions,
+    is_drop_request,
+    pending_suggestions,
+    revise,
+    rollback,
+)
 
 
 def _piece(store, contents, engine, clock, persona="skin-advisor", topic="夏季防晒推荐"):
@@ -47,11 +55,13 @@ def test_edit_failure_keeps_user_message_leaves_content_and_replies_kindly(error
         ("assistant", "failure"),
     ]
     assert messages[1].content == "太正式了，活泼点"
-    assert "抱歉" in messages[2].content and "V1" in messages[2].content and "换个说法" in messages[2].content
+    assert "抱歉" in messages[2].content and "V1" in messages[2].content and "再发一次即可重试" in messages[2].content
+    assert "这 1 条建议仍待修改：「太正式了，活泼点」" in messages[2].content
     assert store.get_elixir("skin-advisor").version == 1
-    # the failure closed that batch: the next edit applies only the new suggestion
-    ok = revise(store, contents, engine, content.id, "加一个 emoji", clock=clock)
-    assert ok.status == "revised" and ok.revision.suggestions == ("加一个 emoji",)
+    # nothing of the batch was saved, so it stays pending: sending it again retries it, once
+    assert outcome.pending == ("太正式了，活泼点",)
+    ok = revise(store, contents, engine, content.id, "太正式了，活泼点", clock=clock)
+    assert ok.status == "revised" and ok.revision.suggestions == ("太正式了，活泼点",)
 
 
 def test_malformed_structured_output_is_an_edit_failure(store, contents, engine, clock):
@@ -92,6 +102,54 @@ def test_no_regenerate_collects_suggestions_applied_together_next_time(store, co
     prefs = {p.dimension: p.value for p in store.get_elixir("skin-advisor").style_preferences}
     assert prefs == {"tone": "lively", "length": "concise", "emoji": "more"}
     assert pending_suggestions(contents.messages(done.user_message.session_id)) == []
+
+
+def test_a_failed_batch_keeps_every_pending_suggestion_until_they_are_dropped(store, contents, engine, clock):
+    """The user's report: two noted suggestions and a third sent with an edit; one of them cannot be done
+    (the piece has no hashtags). Nothing is saved, and nothing of the batch is lost either."""
+    content, v1 = _piece(store, contents, engine, clock, persona="skin-advisor-en", topic="summer sunscreen")
+    revise(store, contents, engine, content.id, "shorter intro", regenerate=False, clock=clock)
+    revise(store, contents, engine, content.id, "remove the hashtags", regenerate=False, clock=clock)
+    failed = revise(store, contents, engine, content.id, "make the title a question", clock=clock)
+    assert failed.status == "failed" and failed.reply.content.startswith("Not done")
+    assert contents.versions(content.id) == [v1] and contents.revisions(content.id) == []
+    batch = ["shorter intro", "remove the hashtags", "make the title a question"]
+    session_id = failed.user_message.session_id
+    assert pending_suggestions(contents.messages(session_id)) == batch
+    assert failed.pending == tuple(batch)
+    reply = failed.reply.content
+    assert 'Still pending (3): "shorter intro"; "remove the hashtags"; "make the title a question"' in reply
+    assert f'send "{DROP_PENDING["en"]}" to drop them' in reply
+
+    # the next edit still carries the whole batch (and fails again for the same reason)
+    again = revise(store, contents, engine, content.id, "add an emoji", clock=clock)
+    assert again.status == "failed" and again.pending == (*batch, "add an emoji")
+    # dropping them is said and closes the batch; the user notes again what can be done
+    dropped = revise(store, contents, engine, content.id, "drop the pending suggestions", clock=clock)
+    assert dropped.status == "unchanged" and dropped.reply.content.startswith("Dropped 4 pending suggestion(s):")
+    assert pending_suggestions(contents.messages(session_id)) == []
+    revise(store, contents, engine, content.id, "shorter intro", regenerate=False, clock=clock)
+    done = revise(store, contents, engine, content.id, "make the title a question", clock=clock)
+    assert done.status == "revised" and done.revision.suggestions == ("shorter intro", "make the title a question")
+    assert done.version.version == 2 and done.version.title.endswith("?")
+    assert pending_suggestions(contents.messages(session_id)) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "drop"),
+    [
+        ("drop the pending suggestions", True),
+        ("Clear pending.", True),
+        ("forget all my pending suggestions", True),
+        ("清空待改建议", True),
+        ("请放弃所有待改建议。", True),
+        ("drop the last paragraph", False),
+        ("删掉最后一段", False),
+        ("remove the pending tone", False),
+    ],
+)
+def test_only_a_request_to_drop_the_pending_suggestions_drops_them(text, drop):
+    assert is_drop_request(text) is drop
 
 
 def test_unrecognised_suggestion_changes_nothing_and_says_so(store, contents, engine, clock):
