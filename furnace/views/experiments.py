@@ -29,7 +29,7 @@ def held_out_fields(figures: dict[str, Any], agent_id: str) -> dict[str, Any]:
     """One agent's train fitness, test fitness with its 95% interval, and the train-test gap (rounded);
     None where the agent was not scored on test."""
     row = held_out_columns(figures.get("agents", {}).get(agent_id))
-    return {k: (round(row[k], 4) if row.get(k) is not None else None) for k in HELD_OUT_FIELDS}
+    return {k: (round(row[k], 6) if row.get(k) is not None else None) for k in HELD_OUT_FIELDS}
 
 
 def generation_rows(results: ResultReads, experiment_id: str) -> list[dict[str, Any]]:
@@ -39,8 +39,8 @@ def generation_rows(results: ResultReads, experiment_id: str) -> list[dict[str, 
     return [
         {
             "generation": g.generation,
-            "best_fitness": round(g.best_fitness, 4),
-            "mean_fitness": round(g.mean_fitness, 4),
+            "best_fitness": round(g.best_fitness, 6),
+            "mean_fitness": round(g.mean_fitness, 6),
             **{f"best_{k}": v for k, v in held_out_fields(figures, g.survivors[0] if g.survivors else "").items()},
             "calls": g.calls,
             "cached_calls": g.cached_calls,
@@ -113,7 +113,7 @@ def leaderboard_rows(results: ResultReads, experiment_id: str, limit: int = 10) 
             "agent_id": r.agent_id,
             "generation": r.generation,
             "operator": r.operator,
-            "fitness": round(r.fitness, 4),
+            "fitness": round(r.fitness, 6),
             **held_out_fields(figures, r.agent_id),
             **{k: round(v, 3) for k, v in sorted(r.objectives.items())},
             "judge_feedback": judge_feedback(r),
@@ -143,7 +143,7 @@ def feedback_rows(record: IndividualRecord) -> list[dict[str, Any]]:
     weakest first (what was missing or wrong; the score's evidence is its ``reason``)."""
     rows = [s for s in record.scores if s.feedback]
     return [
-        {"probe": s.probe, "scorer": s.scorer, "value": round(s.value, 4), "feedback": s.feedback}
+        {"probe": s.probe, "scorer": s.scorer, "value": round(s.value, 6), "feedback": s.feedback}
         for s in sorted(rows, key=lambda s: (s.value, s.probe, s.scorer))
     ]
 
@@ -171,8 +171,8 @@ def overlay_rows(results: ResultReads, experiment_ids: Sequence[str]) -> list[di
             cost += g.cost_usd
             best = held_out_fields(figures, g.survivors[0] if g.survivors else "")
             measures = [
-                ("best", round(g.best_fitness, 4)),
-                ("mean", round(g.mean_fitness, 4)),
+                ("best", round(g.best_fitness, 6)),
+                ("mean", round(g.mean_fitness, 6)),
                 ("train", best["train_fitness"]),
                 ("test", best["test_fitness"]),
             ]
@@ -232,7 +232,7 @@ def totals_rows(
         row: dict[str, Any] = {
             "experiment": exp_id,
             "generations": len(gens),
-            "best_fitness": round(max(g.best_fitness for g in gens), 4) if gens else None,  # None: not known yet
+            "best_fitness": round(max(g.best_fitness for g in gens), 6) if gens else None,  # None: not known yet
         }
         if exp is not None and all(k in summary for k in LEDGER_TOTALS):
             now = ledger(exp_id)
@@ -282,7 +282,7 @@ def axis_domain(values: Sequence[float], *, pad: float = 0.1, min_span: float = 
     span = max(hi - lo, min_span)
     mid = (lo + hi) / 2
     lo, hi = min(lo, mid - span / 2), max(hi, mid + span / 2)
-    return (round(lo - pad * span, 4), round(hi + pad * span, 4))
+    return (round(lo - pad * span, 6), round(hi + pad * span, 6))
 
 
 def objective_names(results: ResultReads, experiment_ids: Sequence[str]) -> list[str]:
@@ -311,10 +311,10 @@ def pareto_points(results: ResultReads, experiment_ids: Sequence[str], x: str, y
             "experiment": where[a],
             "generation": r.generation,
             "operator": r.operator,
-            "fitness": round(r.fitness, 4),
+            "fitness": round(r.fitness, 6),
             **held_out_fields(figures[where[a]], a),
-            "x": round(r.objectives[x], 4),
-            "y": round(r.objectives[y], 4),
+            "x": round(r.objectives[x], 6),
+            "y": round(r.objectives[y], 6),
             "front": a in front,
         }
         for a, r in sorted(best.items(), key=lambda item: (-item[1].fitness, item[0]))

@@ -170,7 +170,7 @@ def test_leaderboard_has_objective_columns_and_the_judges_feedback(app_unrun, ex
     finally:
         rt.close()
     for row in board.to_dict("records"):
-        assert row["test_fitness"] == round(tested[row["agent_id"]]["test"], 4)
+        assert row["test_fitness"] == round(tested[row["agent_id"]]["test"], 6)
 
 
 @pytest.fixture(scope="module")

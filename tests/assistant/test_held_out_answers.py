@@ -23,8 +23,8 @@ from tests.conftest import seed_home
 def _stored(row: dict[str, Any]) -> dict[str, Any]:
     """An agent's stored held-out figures under the names an answer uses (rounded as every face rounds)."""
     names = {"train": "train_fitness", "test": "test_fitness", "test_low": "test_low", "test_high": "test_high"}
-    out = {name: round(row[key], 4) for key, name in names.items()}
-    return {**out, "train_test_gap": round(row["gap"], 4)}
+    out = {name: round(row[key], 6) for key, name in names.items()}
+    return {**out, "train_test_gap": round(row["gap"], 6)}
 
 
 def _answer(data: DuckDBAssistData, question: str) -> Done:

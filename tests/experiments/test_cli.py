@@ -237,7 +237,8 @@ def test_a_sweep_ranks_without_its_test_probes_and_shows_test_beside_it(library_
         assert {s.probe for s in scores} >= {test_id}  # scored on the test probe too, for the report
         searched = combine([s for s in scores if s.probe != test_id], DEFAULT_SCORERS)
         tested = combine([s for s in scores if s.probe in (test_id, "*")], DEFAULT_SCORERS)
-        assert row["fitness"] == pytest.approx(searched.fitness) == pytest.approx(row["train_fitness"])
+        assert row["fitness"] == pytest.approx(searched.fitness, abs=1e-6)
+        assert row["train_fitness"] == pytest.approx(searched.fitness, abs=1e-6)  # stored to 6 places
         assert row["test_fitness"] == pytest.approx(tested.fitness, abs=1e-6)
         assert row["test_low"] == row["test_fitness"] == row["test_high"]  # one test probe: a point
         assert row["train_test_gap"] == pytest.approx(row["fitness"] - row["test_fitness"], abs=1e-6)
