@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from furnace.domain.errors import FurnaceError
-from furnace.evolution.report import interval_text
+from furnace.evolution.report import interval_text, signed
 from furnace.runtime import self_judging_warning
 from furnace.scoring.probes import PROBES_DIR, load_probe_set
 from furnace.settings import FurnaceSettings
@@ -79,7 +79,7 @@ def agent_panel(svc: Any, agent_id: str, points: list[dict[str, Any]]) -> None:
         gap = point.get("train_test_gap")
         st.markdown(
             f"**{elixir.name}** · `{agent_id}` · {kind} · fitness {fitness_text} · test {held}"
-            + (f" · train − test {gap:+.3f}" if gap is not None else "")
+            + (f" · train − test {signed(gap)}" if gap is not None else "")
         )
         st.caption(f"{point.get('experiment', '')} · generation {point.get('generation')} · {point.get('operator')}")
         with st.expander("System prompt"):

@@ -153,7 +153,7 @@ def run_cmd(
 def list_cmd(obj: Runtime, as_json: bool) -> None:
     """Experiments recorded in DuckDB, newest first: the champion's fitness (validation) and its held-out
     test fitness with its 95% interval and the train-test gap."""
-    from furnace.evolution.report import HELD_OUT_FIELDS, interval_text
+    from furnace.evolution.report import HELD_OUT_FIELDS, interval_text, signed
 
     rows: list[dict[str, Any]] = [
         {
@@ -170,7 +170,7 @@ def list_cmd(obj: Runtime, as_json: bool) -> None:
     ]
     lines = [
         f"{r['experiment_id']:<32} {r['status'][:30]:<30} best {r['best_fitness'] or 0:.3f} {r['best_agent'] or '-'}"
-        + (f"  test {interval_text(r)}  gap {r['train_test_gap']:+.3f}" if r["test_fitness"] is not None else "")
+        + (f"  test {interval_text(r)}  gap {signed(r['train_test_gap'])}" if r["test_fitness"] is not None else "")
         for r in rows
     ] or ["no experiments yet (furnace experiment run FILE)"]
     emit(rows, as_json=as_json, human="\n".join(lines))
@@ -184,7 +184,7 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     """Generations, leaderboard, judge feedback and failures of one experiment."""
     from furnace.evolution.judging import panel_lines
     from furnace.evolution.records import resolved_seeds
-    from furnace.evolution.report import interval_text
+    from furnace.evolution.report import interval_text, reevaluation_text, signed
     from furnace.views.experiments import (
         agent_feedback,
         check_ledger,
@@ -254,7 +254,7 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
 
     def held(row: dict[str, Any]) -> str:
         train = f"{row['train_fitness']:.3f}" if row["train_fitness"] is not None else "-"
-        gap = f"{row['train_test_gap']:+.3f}" if row["train_test_gap"] is not None else "-"
+        gap = signed(row["train_test_gap"]) if row["train_test_gap"] is not None else "-"
         return f"train {train}  test {interval_text(row)}  gap {gap}"
 
     lines += [
@@ -270,8 +270,8 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     again = figures.get("reevaluation")
     if again:
         lines.append(
-            f"re-evaluation with fresh samples: {again['agent_id']} {again['fitness']:.3f} -> "
-            f"{again['reevaluated']:.3f} (drop {again['drop']:+.3f}); champion {figures.get('champion')}"
+            f"re-evaluation with fresh samples: the search's winner {again['agent_id']} {reevaluation_text(again)}; "
+            f"champion {figures.get('champion')}"
         )
     panel = experiment_judges(exp, best)
     if panel is not None:
@@ -355,10 +355,10 @@ def sweep_cmd(
         tracker = obj.new_tracker(track=not no_mlflow)  # the experiments' MLflow experiment
         rows = run_sweep(plan, breeder=obj.fusion_breeder(), llm=obj.llm, results=obj.results, tracker=tracker)
     sweep_id = rows[0]["sweep_id"] if rows else ""
-    from furnace.evolution.report import interval_text
+    from furnace.evolution.report import interval_text, signed
 
     def held(r: dict[str, Any]) -> str:
-        gap = f"{r['train_test_gap']:+.3f}" if r.get("train_test_gap") is not None else "-"
+        gap = signed(r["train_test_gap"]) if r.get("train_test_gap") is not None else "-"
         return f"{r['fitness']:.3f}    {interval_text(r):<22} {gap:>6}"
 
     lines = [f"{'rate':>5} {'seed':>5}  {'agent':<26} fitness  test [95% interval]       gap"] + [

@@ -161,6 +161,20 @@ def held_out_columns(row: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
+def signed(value: float) -> str:
+    """``+0.012`` / ``-0.012`` to 3 places; a value that rounds to zero is ``+0.000``, never ``-0.000``."""
+    return f"{value if round(value, 3) else 0.0:+.3f}"
+
+
+def reevaluation_text(again: dict[str, Any]) -> str:
+    """How the search's winner scored again on fresh samples, as the figures print to 3 places: ``fell from
+    0.691 to 0.680``, ``rose from 0.691 to 0.692`` or ``held at 0.691`` (the exact drop is ``again["drop"]``)."""
+    before, after = f"{again['fitness']:.3f}", f"{again['reevaluated']:.3f}"
+    if before == after:
+        return f"held at {after}"
+    return f"{'fell' if again['reevaluated'] < again['fitness'] else 'rose'} from {before} to {after}"
+
+
 def interval_text(row: dict[str, Any]) -> str:
     """``0.812 [0.770, 0.851]`` for an agent's test fitness and interval, ``-`` when not scored."""
     if row.get("test_fitness") is None:
@@ -380,7 +394,7 @@ def render_report(report: ExperimentReport) -> str:
         if people:
             objs += f" {row['human']:>9.3f}" if row.get("human") is not None else f" {'unpicked':>9}"
         train = f"{row['train_fitness']:.3f}" if row.get("train_fitness") is not None else "-"
-        gap = f"{row['train_test_gap']:+.3f}" if row.get("train_test_gap") is not None else "-"
+        gap = signed(row["train_test_gap"]) if row.get("train_test_gap") is not None else "-"
         lines.append(
             f"  {i:>2} {row['agent_id'][:26]:<26} {row['generation']:>3} {row['operator']:<9} "
             f"{row['fitness']:>7.3f} {train:>6} {interval_text(row):<22} {gap:>6}  {objs}"
@@ -480,14 +494,13 @@ def held_out_lines(report: ExperimentReport) -> list[str]:
             f"champion {best['agent_id']}: validation {best['fitness']:.3f}, train "
             + (f"{train:.3f}" if train is not None else "-")
             + f", test {interval_text(best)}"
-            + (f", train - test gap {gap:+.3f}" if gap is not None else "")
+            + (f", train - test gap {signed(gap)}" if gap is not None else "")
         )
     again = held.get("reevaluation")
     if again:
         chosen = "the champion" if again["agent_id"] == best.get("agent_id") else f"champion {best.get('agent_id')}"
         lines.append(
-            f"re-evaluation with fresh samples: the search's winner {again['agent_id']} fell from "
-            f"{again['fitness']:.3f} to {again['reevaluated']:.3f} (drop {again['drop']:+.3f}); "
+            f"re-evaluation with fresh samples: the search's winner {again['agent_id']} {reevaluation_text(again)}; "
             f"{chosen} is the best of the top {len(again['top'])} re-evaluated"
         )
     if held.get("stopped"):

@@ -372,3 +372,14 @@ def test_reads_once_reads_each_thing_once_per_render_and_the_next_render_afresh(
     results.save_individual(_ind(1, "r", 0.9, ("p",), "mutation"))  # written after this render read
     assert [r["agent_id"] for r in leaderboard_rows(ReadsOnce(Counting()), "x")] == ["r", "q", "p"]
     assert counted.count(("individuals", ("x", None))) == 2  # the next render read the store again
+
+
+def test_held_out_figures_print_as_the_runs_report_prints_them() -> None:
+    from furnace.evolution.report import held_out_columns, interval_text
+    from furnace.views.experiments import held_out_fields
+
+    stored = {"train": 0.8105, "test": 0.689, "test_low": 0.681535, "test_high": 0.6955, "gap": 0.1215}
+    shown = held_out_fields({"agents": {"agt-a": stored}}, "agt-a")
+    # rounded to 4 places and then to 3, 0.681535 printed as 0.681 where the run's report printed 0.682
+    assert interval_text(shown) == interval_text(held_out_columns(stored)) == "0.689 [0.682, 0.696]"
+    assert f"{shown['train_fitness']:.3f}" == f"{stored['train']:.3f}"

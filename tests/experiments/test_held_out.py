@@ -231,7 +231,12 @@ def test_the_report_says_how_much_the_winner_fell_on_re_evaluation():
     top = again["top"]
     assert top[report.held_out["champion"]] == max(top.values())
     text = render_report(report)
-    assert "re-evaluation with fresh samples" in text and f"(drop {again['drop']:+.3f})" in text
+    before, after = f"{again['fitness']:.3f}", f"{again['reevaluated']:.3f}"
+    if before == after:
+        said = f"held at {after}"
+    else:
+        said = f"{'fell' if again['drop'] > 0 else 'rose'} from {before} to {after}"
+    assert f"re-evaluation with fresh samples: the search's winner {again['agent_id']} {said};" in text
     assert "train - test gap" in text and "test [95% interval]" in text
 
 
@@ -420,3 +425,19 @@ def test_minibatch_acceptance_rejects_a_worse_child_and_keeps_a_better_one(bette
         assert not taken and not ({c.agent_id for c in children} & ranked) and report.rejected == len(children)
     lineage = {n["agent_id"]: n for n in report.lineage}
     assert all("minibatch" in lineage[c.agent_id] for c in children if c.agent_id in lineage)
+
+
+@pytest.mark.parametrize(
+    ("fitness", "reevaluated", "said"),
+    [
+        (0.691, 0.6921, "rose from 0.691 to 0.692"),
+        (0.7, 0.68, "fell from 0.700 to 0.680"),
+        (0.668054, 0.668099, "held at 0.668"),
+    ],
+)
+def test_the_re_evaluation_says_whether_the_winner_fell_or_rose(fitness, reevaluated, said) -> None:
+    from furnace.evolution.report import reevaluation_text, signed
+
+    # a winner that scored higher again was said to have "fallen", by a "drop -0.000"
+    assert reevaluation_text({"fitness": fitness, "reevaluated": reevaluated, "drop": fitness - reevaluated}) == said
+    assert signed(-0.0004) == "+0.000" and signed(-0.0125) == "-0.013"
