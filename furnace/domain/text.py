@@ -53,6 +53,16 @@ def detect_language(text: str) -> Language:
 # --- terms ------------------------------------------------------------------------
 
 
+_EN_WORD = re.compile(r"[A-Za-z0-9]+(?:['’-][A-Za-z0-9]+)*")
+
+
+def word_count(text: str, language: str) -> int:
+    """A piece's length as its readers count it: zh, the characters that are not whitespace; en, words."""
+    if language == "zh":
+        return sum(1 for ch in text if not ch.isspace())
+    return len(_EN_WORD.findall(text))
+
+
 def words(text: str) -> list[str]:
     """The casefolded Latin words of ``text``, in order."""
     return _WORD.findall(text.casefold())

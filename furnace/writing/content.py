@@ -15,7 +15,6 @@ new version and the assistant message land together or not at all.
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -26,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from furnace.domain.agent import AGENT_PREFIX
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, LLMMalformedOutput
+from furnace.domain.text import word_count
 from furnace.llm.seam import LLM, Completion, LLMRequest, Message, TaskKind
 from furnace.llm.structured import parse_reply, schema_of
 from furnace.storage.protocols import ContentStore as ContentStore  # declared with every store protocol
@@ -144,15 +144,6 @@ class ContentBatch(_Frozen):
 
 
 # --- counting and ids -------------------------------------------------------
-
-_EN_WORD = re.compile(r"[A-Za-z0-9]+(?:['’-][A-Za-z0-9]+)*")
-
-
-def word_count(text: str, language: str) -> int:
-    """zh: characters that are not whitespace; en: words."""
-    if language == "zh":
-        return sum(1 for ch in text if not ch.isspace())
-    return len(_EN_WORD.findall(text))
 
 
 def session_id_for(content_id: str) -> str:

@@ -172,3 +172,22 @@ def test_a_suggestion_that_asks_several_things_teaches_each(store, contents, eng
     assert learned == {("tone", "lively"), ("emoji", "more")}
     prefs = {p.dimension: p.value for p in store.get_elixir(persona).style_preferences}
     assert prefs == {"tone": "lively", "emoji": "more"}
+
+
+@pytest.mark.parametrize(
+    ("persona", "topic", "suggestion", "unit"),
+    [
+        ("skin-advisor", "夏季防晒推荐", "太长了，短一点", "字"),
+        ("skin-advisor-en", "summer sunscreen", "too long, shorten it", " words"),
+    ],
+)
+def test_a_learned_lengths_evidence_counts_as_the_versions_count(
+    store, contents, engine, clock, persona, topic, suggestion, unit
+):
+    content, _ = generate_content(store, contents, engine, persona_id=persona, topic=topic, clock=clock)
+    out = revise(store, contents, engine, content.id, suggestion, clock=clock)
+    assert out.status == "revised" and out.learned is not None
+    before, after = contents.get_version(content.id, 1), contents.get_version(content.id, 2)
+    said = " ".join(f"{p.evidence}" for p in out.learned.learned)
+    # the evidence counted newlines (250→207字) where the versions say 244→201
+    assert f"{before.word_count}→{after.word_count}{unit}" in said, said

@@ -22,7 +22,7 @@ import random
 import re
 from typing import Any
 
-from furnace.domain.text import detect_language
+from furnace.domain.text import detect_language, word_count
 from furnace.llm.offline.engine import estimate_tokens
 from furnace.llm.offline.writing_generate import generate
 from furnace.llm.offline.writing_revise import revise
@@ -57,9 +57,10 @@ def _observed(kind: str, before: dict[str, str], after: dict[str, str], zh: bool
     if kind.startswith("emoji"):
         b, a = count_emoji(b_text), count_emoji(a_text)
         return (a > b if kind == "emoji_add" else a < b), (f"emoji {b}→{a}")
-    if kind in ("shorten", "lengthen"):
-        b, a = len(before.get("body", "")), len(after.get("body", ""))
-        unit = "字" if zh else " characters"
+    if kind in ("shorten", "lengthen"):  # counted as the piece's versions count their length
+        language = "zh" if zh else "en"
+        b, a = word_count(before.get("body", ""), language), word_count(after.get("body", ""), language)
+        unit = "字" if zh else " words"
         return (a < b if kind == "shorten" else a > b), f"{b}→{a}{unit}"
     changed = b_text != a_text
     return changed, ("正文已改写" if zh else "text reworded") if changed else ("未改动" if zh else "unchanged")
