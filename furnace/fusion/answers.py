@@ -4,8 +4,9 @@
 - **An agent** speaks with its system prompt as the synthesis cache holds it
   (:func:`~furnace.fusion.fuse.cached_prompt`, pre-warmed by the server); a **committee** (an
   ensemble agent, ``agent.members`` set) goes through the ensemble router
-  (:func:`furnace.fusion.operators.ensemble.answer`): one ROUTE call picks the member who leads,
-  who answers the last message in its own voice (the router takes no earlier turns).
+  (:func:`furnace.fusion.operators.ensemble.answer`): given an embedder (the server and the CLI give
+  theirs) it picks the member who leads by meaning, with no model call (without one, a ROUTE call
+  picks), who answers the last message in its own voice (the router takes no earlier turns).
 - **An elixir** (``id`` or ``id@version``, a withdrawn one is not found) speaks with its rendered
   prompt.
 

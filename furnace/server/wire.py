@@ -1,5 +1,8 @@
-"""The OpenAI chat-completions wire format: reading a request body, writing completions, stream chunks
-and error bodies. Plain dicts in and out (no HTTP here), so the shapes are tested on their own."""
+"""The OpenAI chat-completions wire format: reading (and validating) a request body, writing completions,
+stream chunks and error bodies. Plain dicts in and out (no HTTP here), so the shapes are tested on their own.
+
+Every refused body is a 400 in OpenAI's words: ``param`` the field's JSON path, ``code``
+``missing_required_parameter``, ``invalid_type`` or ``invalid_value`` (``invalid_json`` for the body)."""
 
 from __future__ import annotations
 
@@ -48,6 +51,43 @@ def model_not_found(model: str) -> ApiError:
     )
 
 
+def missing_parameter(param: str) -> ApiError:
+    """400 for a required field that is absent (or null)."""
+    return ApiError(400, f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter")
+
+
+def invalid_type(param: str, expected: str, value: Any) -> ApiError:
+    """400 for a field of the wrong JSON type, in OpenAI's words."""
+    return ApiError(
+        400,
+        f"Invalid type for '{param}': expected {expected}, but got {json_kind(value)} instead.",
+        param=param,
+        code="invalid_type",
+    )
+
+
+def invalid_value(param: str, message: str) -> ApiError:
+    """400 for a field of the right type whose value furnace does not take."""
+    return ApiError(400, message, param=param, code="invalid_value")
+
+
+def json_kind(value: Any) -> str:
+    """The JSON type of ``value`` with its article ("an integer", "a string", ...), for an error message."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
 @dataclass(frozen=True)
 class ChatRequest:
     """What furnace reads of a chat-completions body; every other field is accepted and ignored."""
@@ -60,71 +100,133 @@ class ChatRequest:
     seed: int = 0
 
 
+def _quoted(value: str, limit: int = 40) -> str:
+    """A client's string value quoted for a message (cut at ``limit`` characters)."""
+    return f"'{value[:limit]}…'" if len(value) > limit else f"'{value}'"
+
+
+def _string(body: dict[str, Any], key: str, where: str, *, required: bool = False) -> str | None:
+    """``body[key]`` as a string; None when absent or null (a missing-parameter error when ``required``)."""
+    value = body.get(key)
+    if value is None:
+        if required:
+            raise missing_parameter(where)
+        return None
+    if not isinstance(value, str):
+        raise invalid_type(where, "a string", value)
+    return value
+
+
+def _boolean(body: dict[str, Any], key: str, where: str) -> bool:
+    """``body[key]`` as a boolean; False when absent or null."""
+    value = body.get(key)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise invalid_type(where, "a boolean", value)
+    return value
+
+
+def _integer(body: dict[str, Any], key: str, where: str, default: int) -> int:
+    """``body[key]`` as an integer (a boolean is not one); ``default`` when absent or null."""
+    value = body.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise invalid_type(where, "an integer", value)
+    return value
+
+
+def _object(body: dict[str, Any], key: str, where: str) -> dict[str, Any] | None:
+    """``body[key]`` as a JSON object; None when absent or null."""
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise invalid_type(where, "an object", value)
+    return value
+
+
 def _text(content: Any, where: str) -> str:
-    """A message's text: a string, or the text parts of a list of content parts."""
+    """A message's text: a string, or the text parts of an array of content parts (other parts, such
+    as images, are skipped); null is empty."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        parts = [p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text"]
-        return "\n".join(str(p) for p in parts)
-    raise ApiError(400, f"{where}.content must be a string or a list of content parts", param=f"{where}.content")
+    if not isinstance(content, list):
+        raise invalid_type(f"{where}.content", "a string or an array of content parts", content)
+    texts: list[str] = []
+    for j, part in enumerate(content):
+        at = f"{where}.content[{j}]"
+        if not isinstance(part, dict):
+            raise invalid_type(at, "an object", part)
+        kind = _string(part, "type", f"{at}.type", required=True)
+        if kind == "text":
+            texts.append(_string(part, "text", f"{at}.text", required=True) or "")
+    return "\n".join(texts)
+
+
+def _message(item: Any, where: str) -> Message:
+    """One entry of ``messages`` as a :class:`Message` (``developer`` read as ``system``)."""
+    if not isinstance(item, dict):
+        raise invalid_type(where, "an object", item)
+    role = _string(item, "role", f"{where}.role", required=True) or ""
+    if role not in ROLES:
+        raise invalid_value(
+            f"{where}.role",
+            f"Invalid value for '{where}.role': {_quoted(role)} is not supported. "
+            "Supported values are: 'system', 'developer', 'user' and 'assistant'.",
+        )
+    return Message(role=ROLES[role], content=_text(item.get("content"), where))  # type: ignore[arg-type]
 
 
 def parse_chat_request(raw: bytes) -> ChatRequest:
-    """The request body as a :class:`ChatRequest`; an :class:`ApiError` (400) names what is wrong."""
+    """The request body as a :class:`ChatRequest`; an :class:`ApiError` (400) names what is wrong: its
+    ``param`` is the field's JSON path (``messages[0].role``) and its ``code`` one of
+    ``missing_required_parameter`` (absent or null), ``invalid_type`` (the wrong JSON type) and
+    ``invalid_value`` (the right type, a value furnace does not take). Fields are checked in order
+    (``model``, ``messages``, ``n``, ``seed``, ``stream``, ``stream_options``): the first wrong one is named."""
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as err:
         raise ApiError(400, f"We could not parse the JSON body of your request ({err})", code="invalid_json") from None
     if not isinstance(body, dict):
         raise ApiError(400, "The request body must be a JSON object", code="invalid_json")
-    model = body.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise ApiError(400, "Missing required parameter: 'model'.", param="model", code="missing_required_parameter")
+    model = (_string(body, "model", "model", required=True) or "").strip()
+    if not model:
+        raise invalid_value("model", "Invalid value for 'model': it must name a model (see GET /v1/models).")
     messages = body.get("messages")
     if messages is None:
-        raise ApiError(
-            400, "Missing required parameter: 'messages'.", param="messages", code="missing_required_parameter"
+        raise missing_parameter("messages")
+    if not isinstance(messages, list):
+        raise invalid_type("messages", "an array", messages)
+    if not messages:
+        raise invalid_value("messages", "Invalid value for 'messages': expected at least one message, got none.")
+    turns = [_message(item, f"messages[{i}]") for i, item in enumerate(messages)]
+    last, where = turns[-1], f"messages[{len(turns) - 1}]"
+    if last.role != "user":
+        raise invalid_value(f"{where}.role", f"The last message must be the user's ('{where}.role' is {last.role}).")
+    if not last.content.strip():
+        raise invalid_value(f"{where}.content", "The last message (the user's) must not be empty.")
+    n = _integer(body, "n", "n", 1)
+    if n != 1:
+        raise invalid_value("n", f"Invalid value for 'n': only 1 is supported, got {n}.")
+    seed = _integer(body, "seed", "seed", 0)
+    stream = _boolean(body, "stream", "stream")
+    options = _object(body, "stream_options", "stream_options")
+    include_usage = _boolean(options or {}, "include_usage", "stream_options.include_usage")
+    if options is not None and not stream:
+        raise invalid_value(
+            "stream_options", "The 'stream_options' parameter is only allowed when 'stream' is enabled."
         )
-    if not isinstance(messages, list) or not messages:
-        raise ApiError(400, "'messages' must be a non-empty array of messages", param="messages", code="invalid_value")
-    turns: list[Message] = []
-    for i, item in enumerate(messages):
-        where = f"messages[{i}]"
-        if not isinstance(item, dict):
-            raise ApiError(400, f"{where} must be an object with a role and content", param=where, code="invalid_type")
-        role = ROLES.get(str(item.get("role")))
-        if role is None:
-            raise ApiError(
-                400,
-                f"{where}.role {item.get('role')!r} is not supported (system, developer, user, assistant)",
-                param=f"{where}.role",
-                code="invalid_value",
-            )
-        turns.append(Message(role=role, content=_text(item.get("content"), where)))  # type: ignore[arg-type]
-    last = turns[-1]
-    if last.role != "user" or not last.content.strip():
-        raise ApiError(400, "The last message must be a non-empty user message", param="messages", code="invalid_value")
-    n = body.get("n", 1)
-    if n not in (1, None):
-        raise ApiError(400, "Only n=1 is supported", param="n", code="invalid_value")
-    seed = body.get("seed")
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        raise ApiError(400, "'seed' must be an integer", param="seed", code="invalid_type")
-    stream = body.get("stream") or False
-    if not isinstance(stream, bool):
-        raise ApiError(400, "'stream' must be a boolean", param="stream", code="invalid_type")
-    options = body.get("stream_options") or {}
-    include_usage = bool(options.get("include_usage")) if isinstance(options, dict) else False
     return ChatRequest(
-        model=model.strip(),
+        model=model,
         message=last.content,
         history=tuple(turns[:-1]),
         stream=stream,
         include_usage=include_usage,
-        seed=seed or 0,
+        seed=seed,
     )
 
 
@@ -139,13 +241,15 @@ def _usage(answer: AgentAnswer) -> dict[str, int]:
 
 
 def _furnace(answer: AgentAnswer) -> dict[str, Any]:
-    """furnace's own fields on a response: who answered, who led, the model and the calls behind it."""
+    """furnace's own fields on a response: who answered, who led, the model and the calls behind it (not
+    the text: that is the message's ``content``, or the stream's pieces)."""
+    led = {k: v for k, v in answer.transcript().items() if k != "text"}
     return {
         "speaker": answer.speaker,
         "model": answer.model,
         "calls": answer.calls,
         "cached_calls": answer.cached_calls,
-    } | answer.transcript()
+    } | led
 
 
 def completion(cid: str, model: str, answer: AgentAnswer, *, created: int | None = None) -> dict[str, Any]:

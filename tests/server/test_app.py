@@ -3,6 +3,7 @@ cache, earlier turns, pre-warming, the key from FURNACE_SERVE_KEY, model failure
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -129,6 +130,128 @@ def test_bad_requests(rt) -> None:
         assert chat(client, "viral-copywriter@x", ("user", "hi"))["error"]["code"] == "model_not_found"
         assert client.post("/v1/chat/completions", content=b"[1, 2]").json()["error"]["code"] == "invalid_json"
         assert client.get("/v1/nothing-here").json()["error"]["code"] == "not_found"
+
+
+@pytest.fixture(scope="module")
+def plain_client(rt):
+    """One app on the lab's runtime for the validation cases (a refused body makes no call)."""
+    with TestClient(create_app(rt, trace=False)) as client:
+        yield client
+
+
+HI = [{"role": "user", "content": "hi"}]
+MISSING, INVALID_TYPE, INVALID_VALUE = "missing_required_parameter", "invalid_type", "invalid_value"
+DROP = object()  # a field left out of the body
+PYTHON_REPRS = ("None", "True", "False", "{'", "['", "<class", "!r")
+
+BAD_BODIES = {
+    # field: what it is set to -> the code and the param of the 400
+    "model-absent": ({"model": DROP}, MISSING, "model"),
+    "model-null": ({"model": None}, MISSING, "model"),
+    "model-integer": ({"model": 123}, INVALID_TYPE, "model"),
+    "model-blank": ({"model": "  "}, INVALID_VALUE, "model"),
+    "messages-absent": ({"messages": DROP}, MISSING, "messages"),
+    "messages-string": ({"messages": "hi"}, INVALID_TYPE, "messages"),
+    "messages-empty": ({"messages": []}, INVALID_VALUE, "messages"),
+    "message-integer": ({"messages": [5]}, INVALID_TYPE, "messages[0]"),
+    "role-absent": ({"messages": [{"content": "hi"}]}, MISSING, "messages[0].role"),
+    "role-null": ({"messages": [{"role": None, "content": "hi"}]}, MISSING, "messages[0].role"),
+    "role-integer": ({"messages": [{"role": 1, "content": "hi"}]}, INVALID_TYPE, "messages[0].role"),
+    "role-tool": ({"messages": [{"role": "tool", "content": "{}"}, *HI]}, INVALID_VALUE, "messages[0].role"),
+    "content-integer": ({"messages": [{"role": "user", "content": 5}]}, INVALID_TYPE, "messages[0].content"),
+    "content-object": ({"messages": [{"role": "user", "content": {}}]}, INVALID_TYPE, "messages[0].content"),
+    "part-string": ({"messages": [{"role": "user", "content": ["hi"]}]}, INVALID_TYPE, "messages[0].content[0]"),
+    "part-no-type": (
+        {"messages": [{"role": "user", "content": [{"text": "hi"}]}]},
+        MISSING,
+        "messages[0].content[0].type",
+    ),
+    "part-text-integer": (
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": 5}]}]},
+        INVALID_TYPE,
+        "messages[0].content[0].text",
+    ),
+    "last-not-user": (
+        {"messages": [*HI, {"role": "assistant", "content": "hello"}]},
+        INVALID_VALUE,
+        "messages[1].role",
+    ),
+    "last-empty": ({"messages": [{"role": "user", "content": " "}]}, INVALID_VALUE, "messages[0].content"),
+    "n-string": ({"n": "2"}, INVALID_TYPE, "n"),
+    "n-boolean": ({"n": True}, INVALID_TYPE, "n"),
+    "n-decimal": ({"n": 1.5}, INVALID_TYPE, "n"),
+    "n-two": ({"n": 2}, INVALID_VALUE, "n"),
+    "seed-string": ({"seed": "7"}, INVALID_TYPE, "seed"),
+    "stream-string": ({"stream": "yes"}, INVALID_TYPE, "stream"),
+    "stream-zero": ({"stream": 0}, INVALID_TYPE, "stream"),
+    "stream-options-string": ({"stream": True, "stream_options": "x"}, INVALID_TYPE, "stream_options"),
+    "include-usage-string": (
+        {"stream": True, "stream_options": {"include_usage": "yes"}},
+        INVALID_TYPE,
+        "stream_options.include_usage",
+    ),
+    "stream-options-without-stream": ({"stream_options": {"include_usage": True}}, INVALID_VALUE, "stream_options"),
+}
+
+
+@pytest.mark.parametrize(("fields", "code", "param"), list(BAD_BODIES.values()), ids=list(BAD_BODIES))
+def test_a_bad_field_is_named_with_its_path_and_an_openai_code(plain_client, fields, code, param) -> None:
+    body = {"model": "viral-copywriter", "messages": HI} | fields
+    resp = plain_client.post("/v1/chat/completions", json={k: v for k, v in body.items() if v is not DROP})
+    error = resp.json()["error"]
+    assert resp.status_code == 400 and set(error) == {"message", "type", "param", "code"}
+    assert (error["type"], error["code"], error["param"]) == ("invalid_request_error", code, param)
+    assert error["message"] and not any(r in error["message"] for r in PYTHON_REPRS), error["message"]
+    if code == MISSING:
+        assert error["message"] == f"Missing required parameter: '{param}'."
+    if code == INVALID_TYPE:
+        assert error["message"].startswith(f"Invalid type for '{param}': expected ")
+
+
+def test_wrong_types_are_worded_as_openai_words_them(plain_client) -> None:
+    def error(**fields) -> dict:
+        body = {"model": "viral-copywriter", "messages": HI} | fields
+        return plain_client.post("/v1/chat/completions", json=body).json()["error"]
+
+    assert error(model=123)["message"] == "Invalid type for 'model': expected a string, but got an integer instead."
+    assert error(n="2")["message"] == "Invalid type for 'n': expected an integer, but got a string instead."
+    assert error(stream_options="x", stream=True)["message"].endswith("expected an object, but got a string instead.")
+    assert error(n=2)["message"] == "Invalid value for 'n': only 1 is supported, got 2."
+    assert error(stream_options={})["message"] == (
+        "The 'stream_options' parameter is only allowed when 'stream' is enabled."
+    )
+
+
+GOOD_BODIES = {
+    "nulls-are-defaults": {"n": None, "seed": None, "stream": None, "stream_options": None},
+    "n-one": {"n": 1, "stream": False},
+    "developer-and-parts": {
+        "messages": [
+            {"role": "developer", "content": "Be brief."},
+            {
+                "role": "user",
+                "content": [{"type": "image_url", "image_url": {"url": "x"}}, {"type": "text", "text": "hi"}],
+            },
+        ]
+    },
+    "stream-with-options": {"stream": True, "stream_options": {}},
+    "stream-with-usage-null": {"stream": True, "stream_options": {"include_usage": None}},
+}
+
+
+@pytest.mark.parametrize("fields", list(GOOD_BODIES.values()), ids=list(GOOD_BODIES))
+def test_well_typed_bodies_are_answered_and_furnace_does_not_repeat_the_text(plain_client, fields) -> None:
+    body = {"model": "viral-copywriter", "messages": HI} | fields
+    resp = plain_client.post("/v1/chat/completions", json=body)
+    assert resp.status_code == 200, resp.text
+    if body.get("stream"):
+        lines = [line.removeprefix("data: ") for line in resp.text.splitlines() if line.startswith("data: {")]
+        chunks = [json.loads(line) for line in lines]
+        assert "usage" not in chunks[-1]  # include_usage null: no usage chunk
+        [extra] = [c["furnace"] for c in chunks if "furnace" in c]
+    else:
+        extra = resp.json()["furnace"]
+    assert extra["speaker"] == "viral-copywriter@1" and "text" not in extra
 
 
 def test_registry_aliases_are_models(tmp_path, _mlflow_template) -> None:

@@ -65,6 +65,7 @@ def test_a_committee_is_routed_and_says_who_led(client, lab) -> None:
     assert (extra["leader"], extra["reason"]) == (cli["leader"], cli["reason"])
     assert extra["leader"].split("@")[0] in {"data-science-mentor", "viral-copywriter"}
     assert sorted(r.task for r in lab.runtime.llm.ledger.calls(resp.id)) == ["reply"]  # routed by meaning
+    assert extra["calls"] + extra["cached_calls"] == 1 and extra["fallback"] is False and "text" not in extra
 
 
 def test_an_elixir_answers_too_and_a_version_can_be_named(client, lab) -> None:
