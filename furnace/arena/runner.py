@@ -200,7 +200,12 @@ class Arena:
         return self.store.get_run(run_id).plan
 
     def cancel(self, run_id: str) -> None:
-        """Request a cancel; it lands before the run's next speaker."""
+        """Request a cancel; it lands before the run's next speaker. A run that has ended (finished,
+        failed or cancelled) is refused with an InputError and nothing is written."""
+        status = self.store.get_run(run_id).status
+        if status != "running":
+            again = "; resume picks it up again" if status == "cancelled" else ""
+            raise InputError(f"run {run_id} already {status}; nothing to cancel{again}", field="run")
         self.store.request_cancel(run_id)
 
     # --- turns -----------------------------------------------------------------

@@ -4,7 +4,8 @@
 it lands (``--json``: one event per line, JSON Lines), ``resume`` finishes an
 interrupted turn (``say`` and ``resume`` exit 1 when the turn ended with no reply:
 every speaker failed), ``cancel`` asks a running turn to stop before its next
-speaker, ``show`` prints a session's transcript (``--plans`` adds each plan).
+speaker (a turn already finished, failed or cancelled is refused: exit 1, nothing
+written), ``show`` prints a session's transcript (``--plans`` adds each plan).
 
 Test hook: ``FURNACE_ARENA_KILL_AFTER=N`` makes ``say``/``resume`` SIGKILL
 their own process right after the N-th checkpoint of the run (used by the
@@ -135,7 +136,7 @@ def resume(ctx: Runtime, run_id: str, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def cancel(ctx: Runtime, run_id: str, as_json: bool) -> None:
-    """Ask a running turn to stop before its next speaker."""
+    """Ask a running turn to stop before its next speaker (a turn that has ended is refused, exit 1)."""
     _arena(ctx).cancel(run_id)
     emit({"run_id": run_id, "cancel_requested": True}, as_json=as_json, human=f"cancel requested for {run_id}")
 

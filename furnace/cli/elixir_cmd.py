@@ -205,13 +205,19 @@ def render(ctx: Runtime, ref: str, lang: str | None, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def delete(ctx: Runtime, id: str, as_json: bool) -> None:
-    """Soft-delete ID: every version stays readable, none can be fused."""
-    ctx.store.delete_elixir(id)
-    versions = ctx.store.history(id)
+    """Soft-delete ID: every version stays readable, none can be fused. An ID deleted already is left as
+    it is (exit 0, "already deleted", nothing withdrawn)."""
+    versions = ctx.store.history(id)  # NotFound for an unknown id
+    live = sum(1 for v in versions if not v.withdrawn)
+    if live:
+        ctx.store.delete_elixir(id)
+        human = f"deleted {id} ({live} version(s) withdrawn)"
+    else:
+        human = f"{id} was already deleted ({len(versions)} version(s) withdrawn before); nothing changed"
     emit(
-        {"id": id, "deleted": True, "versions": len(versions)},
+        {"id": id, "deleted": True, "versions": len(versions), "withdrawn": live, "already_deleted": not live},
         as_json=as_json,
-        human=f"deleted {id} ({len(versions)} version(s) withdrawn)",
+        human=human,
     )
 
 

@@ -181,10 +181,13 @@ def list_cmd(obj: Runtime, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
-    """Generations, leaderboard, judge feedback and failures of one experiment."""
+    """Generations, the run's totals (the call ledger's), leaderboard, judge feedback and failures of one
+    experiment."""
+    from furnace.evolution.engine import HELD_OUT
     from furnace.evolution.judging import panel_lines
     from furnace.evolution.records import resolved_seeds
-    from furnace.evolution.report import interval_text, reevaluation_text, signed
+    from furnace.evolution.report import interval_text, reevaluation_text, signed, spent_text
+    from furnace.llm.cache import sum_calls
     from furnace.views.experiments import (
         agent_feedback,
         check_ledger,
@@ -199,7 +202,11 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     exp = results.get_experiment(experiment_id)
     if exp is None:
         raise NotFound(f"no experiment {experiment_id!r} (see furnace experiment list)")
-    check_ledger(exp, obj.llm.ledger.totals(experiment_id, family=True))  # the totals shown hold to the ledger
+    ledger = obj.llm.ledger
+    totals = ledger.totals(experiment_id, family=True)  # the run's totals, as its report gives them
+    check_ledger(exp, totals)  # the totals shown hold to the ledger
+    # of them, the evaluation after the search (its ledger rows name the unit "held-out"; in no generation's)
+    held_calls = sum_calls([c for c in ledger.calls(experiment_id) if c.unit == HELD_OUT])
     gens = results.generations(experiment_id)
     seeds = resolved_seeds(results.individuals(experiment_id))
     best = ranked(results, experiment_id)  # scored agents only: a failure is never ranked
@@ -245,6 +252,8 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
         "unscored": unscored,
         "feedback": {r.agent_id: agent_feedback(results, experiment_id, r.agent_id) for r in best[:3]},
         "picks": [asdict(p) for p in every_pick],  # people's (furnace pick)
+        "totals": totals.as_dict(),
+        "held_out_totals": held_calls.as_dict(),
     }
     lines = [
         f"{exp.experiment_id} ({exp.name}) — {exp.status}; model {exp.model}",
@@ -261,6 +270,14 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
         f"{g.generation:>10}  {g.best_fitness:.3f}  {g.mean_fitness:.3f}  {g.calls:>5}  {held(bests[g.generation])}"
         for g in gens
     ]
+    lines.append(f"calls: {spent_text(data['totals'])}")  # the report's totals line
+    if held_calls.calls:
+        held_figures = data["held_out_totals"]
+        lines.append(
+            f"  of them the held-out evaluation after the search (in no generation's calls):"
+            f" {held_figures['calls']} model calls + {held_figures['cached_calls']} cache hits;"
+            f" tokens {held_figures['tokens']}, cost ${held_figures['cost_usd']:.4f}"
+        )
 
     lines += ["leaderboard (fitness: validation; test [95% interval]; gap = train - test)"] + [
         f"  {r.agent_id:<26} gen {r.generation} {r.operator:<9} {r.fitness:.3f}  {held(tested[r.agent_id])}"

@@ -128,3 +128,38 @@ def test_killed_after_speaker_two_resumes_speakers_three_and_four(home: Path) ->
     assert [e for e in again if e["type"] == "final_reply"] == []
     assert db.query("SELECT count(*) FROM arena_replies WHERE run_id = ?", [run_id]) == [(4,)]
     runtime.close()
+
+
+def test_cancel_refuses_a_turn_that_has_ended_and_writes_nothing(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from furnace.arena.models import RunRecord
+
+    _seed_library(home)
+    session = _new_session(home)
+    _invoke(home, "arena", "say", session, "@all count off!")
+    [finished] = json.loads(_invoke(home, "arena", "show", session, "--json"))["runs"]
+    capsys.readouterr()
+
+    def cancel(run_id: str) -> tuple[int, str, str]:
+        with pytest.raises(SystemExit) as exit_:
+            main(["--home", str(home), "arena", "cancel", run_id])
+            raise SystemExit(0)
+        out, err = capsys.readouterr()
+        return int(exit_.value.code or 0), out, err
+
+    run_id = finished["run_id"]
+    assert cancel(run_id) == (1, "", f"error: run {run_id} already finished; nothing to cancel\n")
+    [after] = json.loads(_invoke(home, "arena", "show", session, "--json"))["runs"]
+    assert after["status"] == "finished" and after["cancel_requested"] is False  # nothing written
+
+    # an interrupted turn (still "running") can be cancelled; once cancelled, cancelling it again is refused
+    runtime = Runtime(FurnaceSettings(home=home))
+    store = runtime.arena_store()
+    store.start_run(RunRecord(run_id="run-open", session_id=session, turn=0, message="hi", directive="open"))
+    assert cancel("run-open") == (0, "cancel requested for run-open\n", "")
+    assert store.get_run("run-open").cancel_requested is True
+    store.set_status("run-open", "cancelled")
+    code, out, err = cancel("run-open")
+    assert (code, out) == (1, "") and err.startswith("error: run run-open already cancelled; nothing to cancel")
+    runtime.close()

@@ -122,6 +122,25 @@ def test_list_show_history_diff_render_delete(run: Run, tmp_path: Path) -> None:
     assert "was deleted" in run.fails("elixir", "add", str(write(tmp_path, {**ADA, "priority": 3})))
 
 
+def test_deleting_twice_withdraws_nothing_the_second_time(run: Run, tmp_path: Path) -> None:
+    run.ok("elixir", "add", str(write(tmp_path, ADA)))
+    run.ok("elixir", "add", str(write(tmp_path, {**ADA, "tone": {"humor": 0.9}})))
+    assert run.ok("elixir", "delete", "ada") == "deleted ada (2 version(s) withdrawn)\n"
+    deleted_at = [run.json("elixir", "show", f"ada@{v}")["deleted_at"] for v in (1, 2)]
+
+    again = run.ok("elixir", "delete", "ada")  # an idempotent no-op: exit 0, and it says so
+    assert again == "ada was already deleted (2 version(s) withdrawn before); nothing changed\n"
+    assert "deleted ada (" not in again
+    assert run.json("elixir", "delete", "ada") == {
+        "id": "ada",
+        "deleted": True,
+        "versions": 2,
+        "withdrawn": 0,
+        "already_deleted": True,
+    }
+    assert [run.json("elixir", "show", f"ada@{v}")["deleted_at"] for v in (1, 2)] == deleted_at  # untouched
+
+
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [

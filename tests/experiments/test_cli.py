@@ -117,6 +117,31 @@ def test_show_prints_test_fitness_with_its_interval_and_the_gap_as_the_report_do
     assert f"test {interval_text({k: first[f'best_{k}'] for k in keys})}" in out
 
 
+def test_show_gives_the_runs_totals_as_its_report_does_with_the_held_out_part(library_home, smaller, capsys):
+    """`experiment show` prints the run's totals (the call ledger's) as the report's totals line, and says how
+    many of them the held-out evaluation made: the generations' calls add up to the rest."""
+    code, report_text, err = run(capsys, "experiment", "run", str(smaller), "--no-mlflow")
+    assert code == 0, err
+    [report_line] = [line for line in report_text.splitlines() if line.startswith("calls: ")]
+    exp_id = report_text.split()[1]
+    code, out, err = run(capsys, "experiment", "show", exp_id, "--json")
+    assert code == 0, err
+    shown = json.loads(out)
+    totals, held = shown["totals"], shown["held_out_totals"]
+    assert {k: totals[k] for k in ("calls", "cached_calls", "tokens", "cost_usd")} == {
+        k: shown["summary"][k] for k in ("calls", "cached_calls", "tokens", "cost_usd")
+    }
+    assert held["calls"] > 0 and held["calls"] + sum(g["calls"] for g in shown["generations"]) == totals["calls"]
+    assert held["cached_calls"] + sum(g["cached_calls"] for g in shown["generations"]) == totals["cached_calls"]
+    code, text, err = run(capsys, "experiment", "show", exp_id)
+    assert code == 0, err
+    lines = text.splitlines()
+    assert report_line in lines  # the same line as the run's report
+    after = lines[lines.index(report_line) + 1]
+    assert after.startswith("  of them the held-out evaluation after the search")
+    assert f": {held['calls']} model calls + {held['cached_calls']} cache hits; tokens {held['tokens']}" in after
+
+
 def test_show_lists_unscored_individuals_apart_never_ranked(library_home, smaller, capsys):
     from furnace.evolution.records import IndividualRecord, ScoreRow
     from furnace.runtime import Runtime
