@@ -30,7 +30,15 @@ from furnace.assistant.intent import (
 from furnace.assistant.leads import template_lead
 from furnace.assistant.queries import SHAPES, examples, run_query
 from furnace.assistant.results import AssistData, Query, StructuredResult
-from furnace.assistant.scope import Catalogue, Inferred, Scope, infer_scope, match_names, parse_command
+from furnace.assistant.scope import (
+    Catalogue,
+    Inferred,
+    Scope,
+    infer_scope,
+    match_names,
+    parse_command,
+    without_ids,
+)
 from furnace.domain.errors import LLMError
 from furnace.domain.intents import INTENTS, cost_group, count_subject
 from furnace.domain.text import detect_language
@@ -158,12 +166,11 @@ class Assistant:
         self, question: str, state: AssistantState, catalogue: Catalogue, zh: bool, *, prefix: str = ""
     ) -> Iterator[AnswerEvent]:
         inferred = infer_scope(question, catalogue, self.now())
-        guess = self._reroute(question, classify(question), inferred, catalogue)
+        words = without_ids(question, catalogue)  # what is asked, without the records it is asked about
+        guess = self._reroute(question, classify(question, catalogue), inferred, catalogue)
         if guess.needs_clarification or inferred.unresolved:
             guess, inferred = self._ask_model(question, state, catalogue, guess, inferred)
-        clarify = self._clarification(guess, inferred, catalogue, zh, question) or self._lock_conflict(
-            state, inferred, zh
-        )
+        clarify = self._clarification(guess, inferred, catalogue, zh, words) or self._lock_conflict(state, inferred, zh)
         locked = state.locked or Scope()
         scope = locked.overlaid(inferred.scope)  # this turn only; the lock itself is unchanged
         subjects = self._subjects(question, inferred, catalogue)
@@ -191,9 +198,9 @@ class Assistant:
             versions=tuple(inferred.versions),
             experiments=tuple(named) if len(named) > 1 else (),
             subjects=tuple(subjects) if guess.intent == "compare" else (),
-            counting=count_subject(question),
+            counting=count_subject(words),
             language=inferred.language,
-            group=cost_group(question),
+            group=cost_group(words),
             limit=self.limit,
         )
         result = run_query(self.data, guess.intent, query, zh=zh)
@@ -224,7 +231,8 @@ class Assistant:
             return sure.model_copy(update={"intent": "experiment_compare"})
         if guess.intent == "persona_diff" and subjects >= 2 and not inferred.versions:  # "A 和 B 有什么区别"
             return sure.model_copy(update={"intent": "compare"})
-        if guess.intent == "operators" and re.search(r"\bagents?\b|智能体", question) and inferred.operators:
+        asks_agents = re.search(r"\bagents?\b|智能体", without_ids(question, catalogue))
+        if guess.intent == "operators" and asks_agents and inferred.operators:
             return guess.model_copy(update={"intent": "agents"})  # "agents made by crossover"
         return guess
 
@@ -342,7 +350,7 @@ class Assistant:
             scope=inferred.scope, scope_label=inferred.scope.label(), locked=True, intent=None, intent_source="rules"
         )
         text = f"范围已锁定：{inferred.scope.label()}。" if zh else f"Scope locked: {inferred.scope.label()}."
-        asked = classify(self._residue(target, inferred, catalogue))
+        asked = classify(self._residue(target, inferred, catalogue), catalogue)
         if not asked.needs_clarification and asked.intent not in ("personas", "experiments", "agents", "operators"):
             yield from self._answer(target, state, catalogue, zh, prefix=text + " ")  # "只看 tea-master 的版本"
             return
@@ -479,7 +487,8 @@ class Assistant:
             return (
                 f"我找不到名为“{name}”的{'人设' if what == 'persona' else '实验'}。已有：{hint}。你指的是哪个？"
                 if zh
-                else f"I can't find a {what} called {name!r}. Known: {hint}. Which one do you mean?"
+                else f"I can't find {'an' if what[0] in 'aeiou' else 'a'} {what} called {name!r}. Known: {hint}. "
+                "Which one do you mean?"
             )
         if guess.intent is None and re.search(r"\bhow many\b|\bnumber of\b|\bcount\b|多少|几个", question, re.I):
             return (

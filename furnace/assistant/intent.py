@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from furnace.assistant.scope import Catalogue, without_ids
 from furnace.domain.intents import Intent, rule_matches
 from furnace.llm.structured import schema_of
 
@@ -45,13 +46,17 @@ class IntentGuess(BaseModel):
 _SQL = re.compile(r"^\s*(select|insert|update|delete|drop|create|alter|with)\b.*\b(from|into|table|set)\b", re.I | re.S)
 
 
-def classify(text: str) -> IntentGuess:
+def classify(text: str, catalogue: Catalogue | None = None) -> IntentGuess:
     """The intent the rules read from ``text``, with a confidence (``intent=None`` when no rule matches).
 
-    SQL is not a question: the assistant runs only its own parameterised reads."""
+    The rules read the words around the records named, never an id's own words: every id (``agt-…``,
+    ``exp-…``, a session or content id, and ``catalogue``'s persona and experiment ids) is taken out first
+    (:func:`~furnace.assistant.scope.without_ids`), so "which agents scored best in exp-demo-judges-…" is the
+    best agents of that experiment, not its judge feedback. SQL is not a question: the assistant runs only its
+    own parameterised reads."""
     if _SQL.search(text):
         return IntentGuess(intent=None, confidence=0.0, source="none")
-    matches = rule_matches(text)
+    matches = rule_matches(without_ids(text, catalogue))
     strong = [intent for intent, sure in matches if sure]
     if strong:
         return IntentGuess(intent=strong[0], confidence=STRONG, source="rules", alternatives=tuple(strong[1:3]))

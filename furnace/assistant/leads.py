@@ -73,6 +73,13 @@ def template_lead(result: StructuredResult, zh: bool) -> str:
     if intent == "top_agents":
         best = f"{first['agent_id']} ({_num(first['fitness'])}; {_tested(first, zh)})"
         best_zh = f"{first['agent_id']}（{_num(first['fitness'])}；{_tested(first, zh)}）"
+        agents = len({r.get("agent_id") for r in result.items})  # a row is an agent (the data layer's rule)
+        if agents != n:  # rows per (agent, experiment) from another data layer: never count rows as agents
+            return (
+                f"{agents} 个智能体共 {n} 个得分，最佳是 {best_zh}。"
+                if zh
+                else f"{n} score(s) of {agents} agent(s); the best is {best}."
+            )
         return f"共 {n} 个智能体，最佳是 {best_zh}。" if zh else f"{n} agent(s); the best is {best}."
     if intent == "operators":
         rate = first.get("success_rate")

@@ -442,6 +442,32 @@ def infer_versions(text: str) -> list[int]:
 
 _ID_SHAPED = re.compile(r"(?<![\w-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w-])")
 _RECORD_PREFIXES = ("agt-", "exp-", "ses-", "cnt-", "run-", "rev-")
+_ASCII_ID = "0-9A-Za-z_"
+_RECORD_ID = re.compile(
+    rf"(?<![{_ASCII_ID}-])(?:{'|'.join(p.rstrip('-') for p in _RECORD_PREFIXES)})-[0-9a-z](?:[0-9a-z_-]*[0-9a-z])?",
+    re.I,
+)
+"""A record id by its prefix: agent ``agt-…``, experiment ``exp-…``, session ``ses-…``, content ``cnt-…``, arena
+run ``run-…``, revision ``rev-…`` (ASCII only: "exp-tea里" ends at 里)."""
+_EXPERIMENT_ID = re.compile(rf"(?<![{_ASCII_ID}-])exp-[0-9a-z](?:[0-9a-z_-]*[0-9a-z])?", re.I)
+
+
+def without_ids(text: str, catalogue: Catalogue | None = None) -> str:
+    """``text`` with the records it names taken out, each replaced by a space: every id-prefixed word
+    (:data:`_RECORD_ID`) and, from ``catalogue``, the persona and experiment ids (and their display names when
+    these are id-shaped, "demo-judges"). An id is a subject or a scope, never a question word: the rules read
+    what is asked from what is left, so "which agents scored best in exp-demo-judges-…" asks for the best agents
+    (not judge feedback) and "cost-sweep's best agents" for agents (not costs)."""
+    labels: set[str] = set()
+    for names in (catalogue.personas, catalogue.experiments) if catalogue else ():
+        for ident, name in names.items():
+            labels.add(ident)
+            if name and _ID_SHAPED.fullmatch(name.casefold()):
+                labels.add(name)
+    for label in sorted(filter(None, labels), key=len, reverse=True):
+        if re.search(re.escape(label), text, re.I):
+            text = re.sub(rf"(?<![{_ASCII_ID}-]){re.escape(label)}(?![{_ASCII_ID}-])", " ", text, flags=re.I)
+    return _RECORD_ID.sub(" ", text)
 
 
 def infer_scope(text: str, catalogue: Catalogue, now: datetime) -> Inferred:
@@ -487,11 +513,18 @@ def infer_scope(text: str, catalogue: Catalogue, now: datetime) -> Inferred:
     if "persona" not in fields and not inferred.unresolved and "persona" not in str(inferred.ambiguous):
         # an id-shaped word ("tea-master") that names no persona or experiment: ask, never answer
         # for everything as if no persona had been named
-        known = {*catalogue.personas, *catalogue.experiments}
+        known = {n.casefold() for n in (*catalogue.personas, *catalogue.experiments, *catalogue.experiments.values())}
         for word in _ID_SHAPED.findall(text):
             unknown_id = word not in known and not word.startswith(_RECORD_PREFIXES)
             if unknown_id and not match_names(word, catalogue.personas):
                 inferred.unresolved.append(f"persona {word}")
+                break
+    if not inferred.unresolved and not inferred.ambiguous:
+        # an experiment id ("exp-…") that names no experiment: ask, never answer for everything
+        known_experiments = {e.casefold() for e in catalogue.experiments}
+        for word in _EXPERIMENT_ID.findall(text):
+            if word.casefold() not in known_experiments and not match_names(word, catalogue.experiments):
+                inferred.unresolved.append(f"experiment {word}")
                 break
     if "experiment" not in fields and _LATEST_EXPERIMENT.search(text):
         if catalogue.latest_experiment:

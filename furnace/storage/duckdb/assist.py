@@ -73,6 +73,13 @@ _BRED_FROM = (
 )
 
 
+# One row per agent from per-(agent, experiment) rows: the experiment of its best score (the first scored
+# among equals). What every answer that gives an agent one fitness and one experiment keeps.
+_BEST_EXPERIMENT = (
+    "QUALIFY row_number() OVER (PARTITION BY agent_id ORDER BY fitness DESC NULLS LAST, created_at, experiment_id) = 1"
+)
+
+
 def _kind(node: str) -> str:
     return "agent" if node.startswith("agt-") else "persona"
 
@@ -204,9 +211,13 @@ class DuckDBAssistData:
     # --- agents and operators ---------------------------------------------
 
     def top_agents(self, q: Query) -> list[dict[str, Any]]:
-        """Bred agents by their best score (:func:`_ranked`: a failed or rejected record ranks nowhere)."""
+        """Bred agents by their best score (:func:`_ranked`: a failed or rejected record ranks nowhere), one row
+        per agent: an agent scored in several experiments (its id is its lineage's, so two runs can breed the
+        same agent) is listed once, with the experiment of its best score (:data:`_BEST_EXPERIMENT`) and that
+        experiment's generation, operator and held-out figures; its other experiments' scores are not counted."""
         s = q.scope
         sql = (
+            "SELECT agent_id, experiment_id, fitness, generation, operator, created_at FROM ("
             "SELECT agent_id, experiment_id, max(fitness) AS fitness, min(generation) AS generation, "
             "any_value(operator) AS operator, min(created_at) AS created_at "
             "FROM experiment_individuals i WHERE operator <> 'seed' AND "
@@ -217,7 +228,9 @@ class DuckDBAssistData:
             + _BRED_FROM.format(col="agent_id")
             + " AND "
             + _TIME.format(col="created_at")
-            + " GROUP BY agent_id, experiment_id ORDER BY fitness DESC, agent_id LIMIT ?"
+            + " GROUP BY agent_id, experiment_id) per_experiment "
+            + _BEST_EXPERIMENT
+            + " ORDER BY fitness DESC, agent_id LIMIT ?"
         )
         rows = self._results(sql, [s.experiment, s.experiment, s.persona, s.persona, *self._t(s), q.limit])
         return self._tested(rows)
@@ -225,7 +238,7 @@ class DuckDBAssistData:
     def agents(self, q: Query) -> list[dict[str, Any]]:
         """Every bred agent (the agents table), with the operator and parents that made it and its best
         score in an experiment (None for an agent fused outside one, or never scored there: see :func:`_ranked`),
-        oldest first."""
+        with the experiment (and generation) of that score as :meth:`top_agents` names it, oldest first."""
         s = q.scope
         sql = (
             "SELECT a.id AS agent_id, e.operator, e.parents, i.experiment_id, i.generation, i.fitness, a.created_at "
@@ -233,12 +246,15 @@ class DuckDBAssistData:
             "LEFT JOIN (SELECT child, string_agg(DISTINCT operator, ', ' ORDER BY operator) AS operator, "
             " string_agg(parent, ', ' ORDER BY parent) AS parents FROM lineage_edges GROUP BY child) e "
             " ON e.child = a.id "
-            "LEFT JOIN (SELECT agent_id, min(experiment_id) AS experiment_id, min(generation) AS generation, "
+            "LEFT JOIN (SELECT agent_id, experiment_id, generation, fitness FROM ("
+            "SELECT agent_id, experiment_id, min(generation) AS generation, min(created_at) AS created_at, "
             " max(x.fitness) FILTER (WHERE "
             + _ranked("x")
             + ") AS fitness FROM experiment_individuals x WHERE operator <> 'seed' AND "
             + _EQ.format(col="experiment_id")
-            + " GROUP BY agent_id) i ON i.agent_id = a.id WHERE "
+            + " GROUP BY agent_id, experiment_id) per_experiment "
+            + _BEST_EXPERIMENT
+            + ") i ON i.agent_id = a.id WHERE "
             "(CAST(? AS VARCHAR) IS NULL OR i.agent_id IS NOT NULL) AND "
             + _EQ.format(col="a.id")
             + " AND (CAST(? AS VARCHAR) IS NULL OR list_contains(string_split(e.operator, ', '), ?)) AND "
