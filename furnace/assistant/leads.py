@@ -21,6 +21,8 @@ def _tested(row: dict[str, Any], zh: bool) -> str:
     test, gap = row.get("test"), row.get("train_test_gap")
     if row.get("test_fitness") is None:
         return f"测试集：{test}" if zh else f"test: {test}"
+    if gap is not None and not round(gap, 3):
+        gap = 0.0  # +0.000, never -0.000
     gap_text = f"，训练−测试差 {gap:+.3f}" if zh else f", train − test gap {gap:+.3f}"
     return (f"测试集 {test}" if zh else f"test {test}") + (gap_text if gap is not None else "")
 

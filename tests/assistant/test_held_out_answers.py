@@ -59,7 +59,8 @@ def test_the_best_agent_of_a_run_carries_its_stored_test_figures_and_a_forged_on
     figures = _stored(held["agents"][best["agent_id"]])
     assert {k: best[k] for k in figures} == figures
     assert best["test"] == f"{figures['test_fitness']:.3f} [{figures['test_low']:.3f}, {figures['test_high']:.3f}]"
-    assert best["test"] in done["lead"] and f"train − test gap {figures['train_test_gap']:+.3f}" in done["lead"]
+    gap = figures["train_test_gap"] if round(figures["train_test_gap"], 3) else 0.0  # never -0.000
+    assert best["test"] in done["lead"] and f"train − test gap {gap:+.3f}" in done["lead"]
     for row in rows:  # an agent the run did not score on test says so, with no figure
         if row["agent_id"] not in held["agents"]:
             assert row["test"] == "not tested" and row["test_fitness"] is None and row["train_test_gap"] is None
@@ -153,3 +154,14 @@ def test_on_the_relational_store_a_finished_runs_figures_reach_the_snapshot_ask_
     assert row["status"] == "finished" and row["champion"] == held["champion"]
     stored = _stored(held["agents"][held["champion"]])
     assert {k: row[k] for k in stored} == stored
+
+
+@pytest.mark.parametrize(
+    ("gap", "said"), [(-0.000424, "+0.000"), (0.0004, "+0.000"), (-0.0123, "-0.012"), (0.02, "+0.020")]
+)
+def test_a_gap_that_rounds_to_zero_is_never_said_as_minus_zero(gap: float, said: str) -> None:
+    from furnace.assistant.leads import _tested
+
+    row = {"test": "0.822 [0.822, 0.823]", "test_fitness": 0.822, "train_test_gap": gap}
+    assert _tested(row, zh=False).endswith(f"train − test gap {said}")
+    assert _tested(row, zh=True).endswith(f"训练−测试差 {said}")
