@@ -10,7 +10,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,46 +105,36 @@ def _quoted(value: str, limit: int = 40) -> str:
     return f"'{value[:limit]}…'" if len(value) > limit else f"'{value}'"
 
 
+def _field(body: dict[str, Any], key: str, where: str, kind: str, accepts: Callable[[Any], bool]) -> Any:
+    """``body[key]`` when ``accepts`` it; None when absent or null; else an invalid-type error naming ``kind``."""
+    value = body.get(key)
+    if value is not None and not accepts(value):
+        raise invalid_type(where, kind, value)
+    return value
+
+
 def _string(body: dict[str, Any], key: str, where: str, *, required: bool = False) -> str | None:
     """``body[key]`` as a string; None when absent or null (a missing-parameter error when ``required``)."""
-    value = body.get(key)
-    if value is None:
-        if required:
-            raise missing_parameter(where)
-        return None
-    if not isinstance(value, str):
-        raise invalid_type(where, "a string", value)
+    value = _field(body, key, where, "a string", lambda v: isinstance(v, str))
+    if value is None and required:
+        raise missing_parameter(where)
     return value
 
 
 def _boolean(body: dict[str, Any], key: str, where: str) -> bool:
     """``body[key]`` as a boolean; False when absent or null."""
-    value = body.get(key)
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        raise invalid_type(where, "a boolean", value)
-    return value
+    return bool(_field(body, key, where, "a boolean", lambda v: isinstance(v, bool)))
 
 
 def _integer(body: dict[str, Any], key: str, where: str, default: int) -> int:
     """``body[key]`` as an integer (a boolean is not one); ``default`` when absent or null."""
-    value = body.get(key)
-    if value is None:
-        return default
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise invalid_type(where, "an integer", value)
-    return value
+    value = _field(body, key, where, "an integer", lambda v: isinstance(v, int) and not isinstance(v, bool))
+    return default if value is None else value
 
 
 def _object(body: dict[str, Any], key: str, where: str) -> dict[str, Any] | None:
     """``body[key]`` as a JSON object; None when absent or null."""
-    value = body.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        raise invalid_type(where, "an object", value)
-    return value
+    return _field(body, key, where, "an object", lambda v: isinstance(v, dict))
 
 
 def _text(content: Any, where: str) -> str:
