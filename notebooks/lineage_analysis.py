@@ -179,14 +179,18 @@ plt.show()
 
 # %% [markdown]
 # ## Model calls per run
+#
+# Model calls reached the model; cache hits were served from the response cache (the report's
+# "800 model calls + 90 cache hits"). Calls outside a run (revision chat, arena, a fusion) have no run.
 
 # %%
 calls = q.call_totals(db)
-display(calls.groupby("run_id")[["calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd"]].sum())
+per_run = calls.assign(run_id=calls["run_id"].replace("", "(outside a run)")).groupby("run_id")
+display(per_run[["model_calls", "cached_calls", "prompt_tokens", "completion_tokens", "cost_usd"]].sum())
 print(
     f"SUMMARY ancestry={len(ancestry)} parents_ok={int(parents_ok)} roots_are_seeds={int(roots_are_seeds)} "
     f"operators={len(success)} generations={len(by_generation)} "
-    f"drift={len(drift)} calls={int(calls['calls'].sum()) if len(calls) else 0} "
+    f"drift={len(drift)} calls={int(calls['model_calls'].sum()) if len(calls) else 0} "
     f"best_by_generation={','.join(f'{r.experiment_id}:{r.generation}:{r.best:.4f}' for r in by_generation.itertuples())} "
     f"held_out_by_generation={','.join(f'{r.experiment_id}:{r.generation}:{r.best_train_fitness:.4f}:{r.best_test_fitness:.4f}:{r.best_test_low:.4f}:{r.best_test_high:.4f}:{r.best_train_test_gap:.4f}' for r in by_generation.itertuples())} "
     f"tested={len(held_out)}"

@@ -327,6 +327,7 @@ def judge_feedback(record: IndividualRecord, *, limit: int = 2) -> str:
     for s in record.scores:
         spec = SCORERS.get(s.scorer)
         text = s.feedback or s.reason  # what was missing or wrong, else the verdict's reason
+        text = text.removeprefix(f"{s.scorer}: ")  # a note that names its scorer is shown under that name once
         if spec and spec.kind == "judge" and not s.failed and text and len(by_scorer[s.scorer]) < limit:
             by_scorer[s.scorer].append(text)
     return " · ".join(f"{scorer}: {' / '.join(reasons)}" for scorer, reasons in sorted(by_scorer.items()))

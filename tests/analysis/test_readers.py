@@ -56,6 +56,8 @@ def test_experiment_readers_decode_json_and_filter(lab) -> None:
     assert q.experiments(db).loc[0, "config"] == {"seed": 1}
     calls = q.call_totals(db)
     assert calls["calls"].sum() >= 1 and set(calls["task"]) >= {"identity"}
+    # model calls are the ledger's (what the report and experiment show call model calls), hits apart
+    assert (calls["model_calls"] + calls["cached_calls"] == calls["calls"]).all()
 
 
 def test_revision_readers(lab) -> None:

@@ -383,3 +383,15 @@ def test_held_out_figures_print_as_the_runs_report_prints_them() -> None:
     # rounded to 4 places and then to 3, 0.681535 printed as 0.681 where the run's report printed 0.682
     assert interval_text(shown) == interval_text(held_out_columns(stored)) == "0.689 [0.682, 0.696]"
     assert f"{shown['train_fitness']:.3f}" == f"{stored['train']:.3f}"
+
+
+def test_the_leaderboards_feedback_names_each_scorer_once() -> None:
+    from furnace.views.experiments import judge_feedback
+
+    scores = (
+        ScoreRow("a", "tone", 0.3, "r", feedback="tone: needs humour"),
+        ScoreRow("b", "fidelity", 0.7, "r", feedback="missing: x"),
+    )
+    record = IndividualRecord("x", 0, "p", 0, "seed", (), None, {}, "", 0.5, {}, scores=scores)
+    # the tone judge's note begins with its name: the column said "tone: tone: needs humour"
+    assert judge_feedback(record) == "fidelity: missing: x · tone: needs humour"

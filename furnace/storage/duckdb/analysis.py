@@ -82,6 +82,7 @@ CALL_COLUMNS = [
     "run_id",
     "task",
     "calls",
+    "model_calls",
     "cached_calls",
     "prompt_tokens",
     "completion_tokens",
@@ -271,10 +272,14 @@ def persona_preferences(db: Source, persona_id: str | None = None) -> pd.DataFra
 
 
 def call_totals(db: Source, run_id: str | None = None) -> pd.DataFrame:
-    """Model-call accounting per run and task: calls, cached calls, tokens, cost, latency."""
+    """Model-call accounting per run and task: ``calls`` (every ledger row, cache hits included, as
+    :class:`~furnace.llm.cache.CallTotals` counts them), ``model_calls`` (those that reached the model: what the
+    report, ``experiment show`` and MLflow call model calls), ``cached_calls``, tokens, cost, latency; ``run_id``
+    is empty for calls made outside a run (revision chat, arena, a fusion)."""
     where, params = _where({"run_id": run_id})
     sql = (
-        "SELECT coalesce(run_id, ''), task, count(*), count(*) FILTER (WHERE cached),"
+        "SELECT coalesce(run_id, ''), task, count(*), count(*) FILTER (WHERE NOT cached),"
+        " count(*) FILTER (WHERE cached),"
         " sum(prompt_tokens), sum(completion_tokens), sum(cost_usd), sum(latency_s)"
         f" FROM llm_calls{where} GROUP BY ALL ORDER BY 1, 2"
     )
