@@ -9,7 +9,8 @@ import pandas as pd
 import streamlit as st
 
 from furnace.domain.errors import FurnaceError
-from furnace.evolution.report import interval_text, signed
+from furnace.domain.text import signed
+from furnace.evolution.report import interval_text
 from furnace.runtime import self_judging_warning
 from furnace.scoring.probes import PROBES_DIR, load_probe_set
 from furnace.settings import FurnaceSettings

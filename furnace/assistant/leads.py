@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from furnace.assistant.results import StructuredResult
+from furnace.domain.text import signed
 
 
 def _num(value: Any) -> str:
@@ -21,10 +22,8 @@ def _tested(row: dict[str, Any], zh: bool) -> str:
     test, gap = row.get("test"), row.get("train_test_gap")
     if row.get("test_fitness") is None:
         return f"测试集：{test}" if zh else f"test: {test}"
-    if gap is not None and not round(gap, 3):
-        gap = 0.0  # +0.000, never -0.000
-    gap_text = f"，训练−测试差 {gap:+.3f}" if zh else f", train − test gap {gap:+.3f}"
-    return (f"测试集 {test}" if zh else f"test {test}") + (gap_text if gap is not None else "")
+    gap_text = "" if gap is None else f"，训练−测试差 {signed(gap)}" if zh else f", train − test gap {signed(gap)}"
+    return (f"测试集 {test}" if zh else f"test {test}") + gap_text
 
 
 def template_lead(result: StructuredResult, zh: bool) -> str:

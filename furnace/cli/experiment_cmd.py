@@ -153,7 +153,8 @@ def run_cmd(
 def list_cmd(obj: Runtime, as_json: bool) -> None:
     """Experiments recorded in DuckDB, newest first: the champion's fitness (validation) and its held-out
     test fitness with its 95% interval and the train-test gap."""
-    from furnace.evolution.report import HELD_OUT_FIELDS, interval_text, signed
+    from furnace.domain.text import signed
+    from furnace.evolution.report import HELD_OUT_FIELDS, interval_text
 
     rows: list[dict[str, Any]] = [
         {
@@ -183,10 +184,11 @@ def list_cmd(obj: Runtime, as_json: bool) -> None:
 def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     """Generations, the run's totals (the call ledger's), leaderboard, judge feedback and failures of one
     experiment."""
+    from furnace.domain.text import signed
     from furnace.evolution.engine import HELD_OUT
     from furnace.evolution.judging import panel_lines
     from furnace.evolution.records import resolved_seeds
-    from furnace.evolution.report import interval_text, reevaluation_text, signed, spent_text
+    from furnace.evolution.report import interval_text, reevaluation_text, spent_text
     from furnace.llm.cache import sum_calls
     from furnace.views.experiments import (
         agent_feedback,
@@ -372,7 +374,8 @@ def sweep_cmd(
         tracker = obj.new_tracker(track=not no_mlflow)  # the experiments' MLflow experiment
         rows = run_sweep(plan, breeder=obj.fusion_breeder(), llm=obj.llm, results=obj.results, tracker=tracker)
     sweep_id = rows[0]["sweep_id"] if rows else ""
-    from furnace.evolution.report import interval_text, signed
+    from furnace.domain.text import signed
+    from furnace.evolution.report import interval_text
 
     def held(r: dict[str, Any]) -> str:
         gap = signed(r["train_test_gap"]) if r.get("train_test_gap") is not None else "-"

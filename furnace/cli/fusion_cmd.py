@@ -100,7 +100,8 @@ def _fuse_with_prefect(
             track=track,
         )
     agent = obj.store.get_agent(row["agent_id"])  # read back: verified like every agent read
-    from furnace.evolution.report import HELD_OUT_FIELDS, interval_text, signed
+    from furnace.domain.text import signed
+    from furnace.evolution.report import HELD_OUT_FIELDS, interval_text
 
     scored = {k: row.get(k) for k in ("fitness", *HELD_OUT_FIELDS, "objectives", "failures")}
     data = _agent_data(agent) | {"from_cache": row["from_cache"], "probes": probe_set, **scored}

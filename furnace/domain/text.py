@@ -53,6 +53,12 @@ def detect_language(text: str) -> Language:
 # --- terms ------------------------------------------------------------------------
 
 
+def signed(value: float) -> str:
+    """A signed figure as every face prints one: ``+0.012`` / ``-0.012`` to 3 places; a value that rounds
+    to zero is ``+0.000``, never ``-0.000``."""
+    return f"{value if round(value, 3) else 0.0:+.3f}"
+
+
 _EN_WORD = re.compile(r"[A-Za-z0-9]+(?:['’-][A-Za-z0-9]+)*")
 
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from furnace.domain.text import signed
 from furnace.evolution.judging import panel_lines
 from furnace.evolution.records import GenerationRecord, IndividualRecord, resolved_seeds
 from furnace.evolution.selection import OperatorBoard, rank_key
@@ -159,11 +160,6 @@ def held_out_columns(row: dict[str, Any] | None) -> dict[str, Any]:
     if row.get("reevaluated") is not None:
         out["reevaluated"] = row["reevaluated"]
     return out
-
-
-def signed(value: float) -> str:
-    """``+0.012`` / ``-0.012`` to 3 places; a value that rounds to zero is ``+0.000``, never ``-0.000``."""
-    return f"{value if round(value, 3) else 0.0:+.3f}"
 
 
 def reevaluation_text(again: dict[str, Any]) -> str:

@@ -436,7 +436,8 @@ def test_minibatch_acceptance_rejects_a_worse_child_and_keeps_a_better_one(bette
     ],
 )
 def test_the_re_evaluation_says_whether_the_winner_fell_or_rose(fitness, reevaluated, said) -> None:
-    from furnace.evolution.report import reevaluation_text, signed
+    from furnace.domain.text import signed
+    from furnace.evolution.report import reevaluation_text
 
     # a winner that scored higher again was said to have "fallen", by a "drop -0.000"
     assert reevaluation_text({"fitness": fitness, "reevaluated": reevaluated, "drop": fitness - reevaluated}) == said
