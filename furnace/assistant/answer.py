@@ -167,7 +167,7 @@ class Assistant:
     ) -> Iterator[AnswerEvent]:
         inferred = infer_scope(question, catalogue, self.now())
         words = without_ids(question, catalogue)  # what is asked, without the records it is asked about
-        guess = self._reroute(question, classify(question, catalogue), inferred, catalogue)
+        guess = self._reroute(question, words, classify(question, catalogue), inferred, catalogue)
         if guess.needs_clarification or inferred.unresolved:
             guess, inferred = self._ask_model(question, state, catalogue, guess, inferred)
         clarify = self._clarification(guess, inferred, catalogue, zh, words) or self._lock_conflict(state, inferred, zh)
@@ -217,9 +217,12 @@ class Assistant:
             found.append((min((low.find(x) for x in labels if x in low), default=len(low)), pid))
         return [s for _, s in sorted(found)]
 
-    def _reroute(self, question: str, guess: IntentGuess, inferred: Inferred, catalogue: Catalogue) -> IntentGuess:
+    def _reroute(
+        self, question: str, words: str, guess: IntentGuess, inferred: Inferred, catalogue: Catalogue
+    ) -> IntentGuess:
         """Let the subjects named settle what the words alone cannot: two experiments compared are an
-        experiment comparison, two agents or personas "compared" or "told apart" a side-by-side."""
+        experiment comparison, two agents or personas "compared" or "told apart" a side-by-side (``words``:
+        the question without the ids it names)."""
         named = [e for e in catalogue.experiments if e.casefold() in question.casefold()]
         subjects = len(inferred.agents) + len(inferred.personas)
         sure = guess.model_copy(update={"confidence": max(guess.confidence, STRONG), "source": "rules"})
@@ -231,7 +234,7 @@ class Assistant:
             return sure.model_copy(update={"intent": "experiment_compare"})
         if guess.intent == "persona_diff" and subjects >= 2 and not inferred.versions:  # "A 和 B 有什么区别"
             return sure.model_copy(update={"intent": "compare"})
-        asks_agents = re.search(r"\bagents?\b|智能体", without_ids(question, catalogue))
+        asks_agents = re.search(r"\bagents?\b|智能体", words)
         if guess.intent == "operators" and asks_agents and inferred.operators:
             return guess.model_copy(update={"intent": "agents"})  # "agents made by crossover"
         return guess

@@ -189,7 +189,6 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     from furnace.evolution.judging import panel_lines
     from furnace.evolution.records import resolved_seeds
     from furnace.evolution.report import interval_text, reevaluation_text, spent_text
-    from furnace.llm.cache import sum_calls
     from furnace.views.experiments import (
         agent_feedback,
         check_ledger,
@@ -208,7 +207,7 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     totals = ledger.totals(experiment_id, family=True)  # the run's totals, as its report gives them
     check_ledger(exp, totals)  # the totals shown hold to the ledger
     # of them, the evaluation after the search (its ledger rows name the unit "held-out"; in no generation's)
-    held_calls = sum_calls([c for c in ledger.calls(experiment_id) if c.unit == HELD_OUT])
+    held_calls = ledger.totals(experiment_id, unit=HELD_OUT)
     gens = results.generations(experiment_id)
     seeds = resolved_seeds(results.individuals(experiment_id))
     best = ranked(results, experiment_id)  # scored agents only: a failure is never ranked

@@ -185,9 +185,9 @@ class CallLedger(Protocol):
         """Append one call."""
         ...
 
-    def totals(self, run_id: str | None = None, *, family: bool = False) -> CallTotals:
+    def totals(self, run_id: str | None = None, *, family: bool = False, unit: str | None = None) -> CallTotals:
         """Sums over every call, or over one run's calls (``family``: and its sub-runs', ``run_id/…``,
-        e.g. a sweep's cells)."""
+        e.g. a sweep's cells); with ``unit``, over the calls of that unit of work only (``held-out``)."""
         ...
 
     def calls(self, run_id: str | None = None) -> list[CallRecord]:
@@ -255,11 +255,12 @@ class MemoryCallLedger:
     def calls(self, run_id: str | None = None) -> list[CallRecord]:
         return [r for r in list(self._rows) if run_id is None or r.run_id == run_id]
 
-    def totals(self, run_id: str | None = None, *, family: bool = False) -> CallTotals:
+    def totals(self, run_id: str | None = None, *, family: bool = False, unit: str | None = None) -> CallTotals:
         if not family or run_id is None:
-            return sum_calls(self.calls(run_id))
-        rows = list(self._rows)
-        return sum_calls([r for r in rows if r.run_id == run_id or (r.run_id or "").startswith(run_id + "/")])
+            rows = self.calls(run_id)
+        else:
+            rows = [r for r in list(self._rows) if r.run_id == run_id or (r.run_id or "").startswith(run_id + "/")]
+        return sum_calls([r for r in rows if unit is None or r.unit == unit])
 
 
 class CachedLLM:

@@ -231,3 +231,23 @@ def test_the_driver_path_writes_rows_the_full_path_reads_back_and_defers_a_prese
     assert cache.put(key, _priced("newer")) is True  # the driver's insert changes no row: the full path replaces it
     assert cache.get(key).text == "newer"
     db.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "sql"])
+def test_the_ledgers_totals_of_one_unit_are_its_calls_only(sql_db: Any, kind: str) -> None:
+    from datetime import UTC, datetime
+
+    from furnace.llm.cache import CallRecord, MemoryCallLedger, sum_calls
+
+    ledger = MemoryCallLedger() if kind == "memory" else SQLCallLedger(sql_db)
+    made = [("exp", "held-out"), ("exp", "g1/s0"), ("exp", "held-out"), ("other", "held-out")]
+    rows = [
+        CallRecord(id=f"c{i}", run_id=run, task="reply", model="m", cache_key=f"k{i}", prompt_tokens=i,
+                   cached=i == 2, created_at=datetime.now(UTC), unit=unit)
+        for i, (run, unit) in enumerate(made)
+    ]  # fmt: skip
+    for row in rows:
+        ledger.record(row)
+    held = ledger.totals("exp", unit="held-out")
+    assert held == sum_calls([rows[0], rows[2]])  # the run's held-out calls: not its generation's, nor another run's
+    assert ledger.totals(unit="held-out") == sum_calls([rows[0], rows[2], rows[3]])

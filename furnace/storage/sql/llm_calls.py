@@ -111,8 +111,9 @@ class SQLCallLedger:
             out.append(CallRecord(**data))
         return out
 
-    def totals(self, run_id: str | None = None, *, family: bool = False) -> CallTotals:
-        """Sums over every call, or over one run's calls (``family``: and its sub-runs', ``run_id/…``)."""
+    def totals(self, run_id: str | None = None, *, family: bool = False, unit: str | None = None) -> CallTotals:
+        """Sums over every call, or over one run's calls (``family``: and its sub-runs', ``run_id/…``); with
+        ``unit``, over that unit of work's calls only."""
         self.flush()
         attempts = func.coalesce(_C.attempts, 1)
         query = select(
@@ -138,6 +139,8 @@ class SQLCallLedger:
         where = self._where(run_id, family)
         if where is not None:
             query = query.where(where)
+        if unit is not None:
+            query = query.where(_C.unit == unit)
         row = self.db.query(query)[0]
         return CallTotals.from_row(row)
 
