@@ -244,6 +244,11 @@ with agents_tab:
     cards = st.session_state.get("compare_cards") or []
     if cards:
         st.dataframe(for_table(objective_rows(cards)), width="stretch", hide_index=True)
+        st.caption(
+            "Scored here, now, on the probes shown, with this page's own samples and scorers: an agent's figures "
+            "in its experiment's leaderboard (the Experiments tab) are that run's, on its own probes and "
+            "objectives, and can differ."
+        )
         if any(c.held_out for c in cards):
             st.caption(
                 "fitness (weighted) is over every probe shown; the rows below split off the probe set's held-out "

@@ -48,7 +48,8 @@ class Holder:
 
 def is_free(holder: Holder | None, expires_at: datetime | None, now: datetime, *, finished: bool = False) -> bool:
     """Whether a stored lease may be taken over. The lease of a ``finished`` run is free: the run's
-    last record ends the drive, and its lease's release may still be on its way (written behind)."""
+    last record ends the drive (and removes the lease in its transaction; a lease row left beside a
+    finished run, by an earlier release, holds nothing)."""
     if finished or holder is None or expires_at is None or expires_at <= now:
         return True
     return holder.host == socket.gethostname() and not pid_alive(holder.pid)

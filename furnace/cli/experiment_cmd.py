@@ -151,7 +151,7 @@ def run_cmd(
 @json_option
 @click.pass_obj
 def list_cmd(obj: Runtime, as_json: bool) -> None:
-    """Experiments recorded in DuckDB, newest first: the champion's fitness (validation) and its held-out
+    """Experiments recorded in the store, newest first: the champion's fitness (validation) and its held-out
     test fitness with its 95% interval and the train-test gap."""
     from furnace.domain.text import signed
     from furnace.evolution.report import HELD_OUT_FIELDS, interval_text

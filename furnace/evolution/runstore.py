@@ -1,8 +1,8 @@
 """The store as a run's breeder sees it: parents read once, new agents written behind.
 
-During a run, every fusion loads its parents and persists its child. On DuckDB that is a
-dozen statements per child on the unit's own thread, between its model calls, while the
-other units compete for the same file. :class:`RunStore` keeps them off the unit:
+During a run, every fusion loads its parents and persists its child: a dozen statements per
+child on the unit's own thread, between its model calls, while the other units take their
+turns to write the same file. :class:`RunStore` keeps them off the unit:
 
 - **reads once**: a parent loaded (and verified) from the store is kept for the run; an
   agent bred in this run is served as bred (what the isolated runner's driver does too);

@@ -1,6 +1,6 @@
 """An in-memory :class:`~furnace.writing.content.ContentStore` for unit tests and benchmarks.
 
-Same rules as the DuckDB one: ``commit`` is all-or-nothing (validated first,
+Same rules as the store's (:mod:`furnace.storage.sql.content`): ``commit`` is all-or-nothing (validated first,
 then applied under one lock), versions must follow the latest by exactly one,
 rows with an existing natural key are left as they are.
 """

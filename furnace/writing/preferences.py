@@ -12,9 +12,9 @@
 
 Idempotent per revision: a processed revision is skipped, and a revision whose
 id is already the ``source_revision`` of a stored preference is only marked.
-The version is written before the mark (a batch writes both in one transaction
-on DuckDB; a revision round commits the version and writes the mark behind its
-reply), so a crash between them leaves exactly this case.
+The version and the mark are written in one transaction (:func:`save_learned`),
+so a crash leaves both or neither. The only-marked case is a home written by an
+earlier release, which saved the version first and the mark behind the reply.
 """
 
 from __future__ import annotations

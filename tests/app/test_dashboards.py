@@ -20,6 +20,10 @@ def test_compare_the_top_two_opens_the_side_by_side_comparison(app_unrun, experi
     no_errors(at)
     assert len([m for m in at.metric if m.label == "Fitness"]) == 2
     assert len(at.multiselect(key="compare_ids").value) == 2
+    # the side-by-side scores are this page's own: the caption says where the run's figures are
+    assert any("experiment's leaderboard" in c.value and "can differ" in c.value for c in at.caption), [
+        c.value for c in at.caption
+    ]
 
 
 def test_an_error_on_a_page_is_a_message_not_a_traceback(app_unrun, experiments, monkeypatch):
