@@ -443,13 +443,18 @@ def infer_versions(text: str) -> list[int]:
 _ID_SHAPED = re.compile(r"(?<![\w-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w-])")
 _RECORD_PREFIXES = ("agt-", "exp-", "ses-", "cnt-", "run-", "rev-")
 _ASCII_ID = "0-9A-Za-z_"
-_RECORD_ID = re.compile(
-    rf"(?<![{_ASCII_ID}-])(?:{'|'.join(p.rstrip('-') for p in _RECORD_PREFIXES)})-[0-9a-z](?:[0-9a-z_-]*[0-9a-z])?",
-    re.I,
-)
+
+
+def _prefixed_id(*prefixes: str) -> re.Pattern[str]:
+    """A record id that starts with one of ``prefixes`` (``"exp-"``), ASCII only: "exp-tea里" ends at 里."""
+    heads = "|".join(re.escape(p) for p in prefixes)
+    return re.compile(rf"(?<![{_ASCII_ID}-])(?:{heads})[0-9a-z](?:[0-9a-z_-]*[0-9a-z])?", re.I)
+
+
+_RECORD_ID = _prefixed_id(*_RECORD_PREFIXES)
 """A record id by its prefix: agent ``agt-…``, experiment ``exp-…``, session ``ses-…``, content ``cnt-…``, arena
-run ``run-…``, revision ``rev-…`` (ASCII only: "exp-tea里" ends at 里)."""
-_EXPERIMENT_ID = re.compile(rf"(?<![{_ASCII_ID}-])exp-[0-9a-z](?:[0-9a-z_-]*[0-9a-z])?", re.I)
+run ``run-…``, revision ``rev-…``."""
+_EXPERIMENT_ID = _prefixed_id("exp-")
 
 
 def without_ids(text: str, catalogue: Catalogue | None = None) -> str:

@@ -153,8 +153,7 @@ def run_cmd(
 def list_cmd(obj: Runtime, as_json: bool) -> None:
     """Experiments recorded in the store, newest first: the champion's fitness (validation) and its held-out
     test fitness with its 95% interval and the train-test gap."""
-    from furnace.domain.text import signed
-    from furnace.evolution.report import HELD_OUT_FIELDS, interval_text
+    from furnace.evolution.report import HELD_OUT_FIELDS, gap_text, interval_text
 
     rows: list[dict[str, Any]] = [
         {
@@ -171,7 +170,7 @@ def list_cmd(obj: Runtime, as_json: bool) -> None:
     ]
     lines = [
         f"{r['experiment_id']:<32} {r['status'][:30]:<30} best {r['best_fitness'] or 0:.3f} {r['best_agent'] or '-'}"
-        + (f"  test {interval_text(r)}  gap {signed(r['train_test_gap'])}" if r["test_fitness"] is not None else "")
+        + (f"  test {interval_text(r)}  gap {gap_text(r)}" if r["test_fitness"] is not None else "")
         for r in rows
     ] or ["no experiments yet (furnace experiment run FILE)"]
     emit(rows, as_json=as_json, human="\n".join(lines))
@@ -184,11 +183,10 @@ def list_cmd(obj: Runtime, as_json: bool) -> None:
 def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
     """Generations, the run's totals (the call ledger's), leaderboard, judge feedback and failures of one
     experiment."""
-    from furnace.domain.text import signed
     from furnace.evolution.engine import HELD_OUT
     from furnace.evolution.judging import panel_lines
     from furnace.evolution.records import resolved_seeds
-    from furnace.evolution.report import interval_text, reevaluation_text, spent_text
+    from furnace.evolution.report import gap_text, interval_text, reevaluation_text, spent_text
     from furnace.views.experiments import (
         agent_feedback,
         check_ledger,
@@ -264,8 +262,7 @@ def show_cmd(obj: Runtime, experiment_id: str, as_json: bool) -> None:
 
     def held(row: dict[str, Any]) -> str:
         train = f"{row['train_fitness']:.3f}" if row["train_fitness"] is not None else "-"
-        gap = signed(row["train_test_gap"]) if row["train_test_gap"] is not None else "-"
-        return f"train {train}  test {interval_text(row)}  gap {gap}"
+        return f"train {train}  test {interval_text(row)}  gap {gap_text(row)}"
 
     lines += [
         f"{g.generation:>10}  {g.best_fitness:.3f}  {g.mean_fitness:.3f}  {g.calls:>5}  {held(bests[g.generation])}"
@@ -373,12 +370,10 @@ def sweep_cmd(
         tracker = obj.new_tracker(track=not no_mlflow)  # the experiments' MLflow experiment
         rows = run_sweep(plan, breeder=obj.fusion_breeder(), llm=obj.llm, results=obj.results, tracker=tracker)
     sweep_id = rows[0]["sweep_id"] if rows else ""
-    from furnace.domain.text import signed
-    from furnace.evolution.report import interval_text
+    from furnace.evolution.report import gap_text, interval_text
 
     def held(r: dict[str, Any]) -> str:
-        gap = signed(r["train_test_gap"]) if r.get("train_test_gap") is not None else "-"
-        return f"{r['fitness']:.3f}    {interval_text(r):<22} {gap:>6}"
+        return f"{r['fitness']:.3f}    {interval_text(r):<22} {gap_text(r):>6}"
 
     lines = [f"{'rate':>5} {'seed':>5}  {'agent':<26} fitness  test [95% interval]       gap"] + [
         f"{r['rate']:>5.2f} {r['seed']:>5}  {r['agent_id']:<26} "

@@ -100,14 +100,13 @@ def _fuse_with_prefect(
             track=track,
         )
     agent = obj.store.get_agent(row["agent_id"])  # read back: verified like every agent read
-    from furnace.domain.text import signed
-    from furnace.evolution.report import HELD_OUT_FIELDS, interval_text
+    from furnace.evolution.report import HELD_OUT_FIELDS, gap_text, interval_text
 
     scored = {k: row.get(k) for k in ("fitness", *HELD_OUT_FIELDS, "objectives", "failures")}
     data = _agent_data(agent) | {"from_cache": row["from_cache"], "probes": probe_set, **scored}
     verdict = f"{row['fitness']:.3f} on {probe_set} ({limit} probe(s), test held out)"
     if row.get("test_fitness") is not None:
-        verdict += f"; test {interval_text(row)}, train - test gap {signed(row['train_test_gap'])}"
+        verdict += f"; test {interval_text(row)}, train - test gap {gap_text(row)}"
     if row["failures"]:
         verdict = f"unscored: {row['failures'][0]}"
     human = "\n".join(

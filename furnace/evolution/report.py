@@ -178,6 +178,13 @@ def interval_text(row: dict[str, Any]) -> str:
     return f"{row['test_fitness']:.3f} [{row['test_low']:.3f}, {row['test_high']:.3f}]"
 
 
+def gap_text(row: dict[str, Any]) -> str:
+    """An agent's train - test gap as every face prints it (:func:`~furnace.domain.text.signed`), ``-``
+    when not scored."""
+    gap = row.get("train_test_gap")
+    return "-" if gap is None else signed(gap)
+
+
 def _lineage(best: IndividualRecord | None, everyone: dict[str, IndividualRecord]) -> list[dict[str, Any]]:
     """The best agent and its ancestors inside the experiment (breadth first)."""
     if best is None:
@@ -390,10 +397,9 @@ def render_report(report: ExperimentReport) -> str:
         if people:
             objs += f" {row['human']:>9.3f}" if row.get("human") is not None else f" {'unpicked':>9}"
         train = f"{row['train_fitness']:.3f}" if row.get("train_fitness") is not None else "-"
-        gap = signed(row["train_test_gap"]) if row.get("train_test_gap") is not None else "-"
         lines.append(
             f"  {i:>2} {row['agent_id'][:26]:<26} {row['generation']:>3} {row['operator']:<9} "
-            f"{row['fitness']:>7.3f} {train:>6} {interval_text(row):<22} {gap:>6}  {objs}"
+            f"{row['fitness']:>7.3f} {train:>6} {interval_text(row):<22} {gap_text(row):>6}  {objs}"
         )
     lines += human_lines(report)
     if report.unscored:

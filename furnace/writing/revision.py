@@ -217,15 +217,19 @@ def pending_suggestions(messages: list[ChatMessage]) -> list[str]:
     return pending
 
 
+def _listed(suggestions: list[str], zh: bool) -> str:
+    """Suggestions quoted in a reply: 「a」「b」 (zh), "a"; "b" (en)."""
+    return "".join(f"「{s}」" for s in suggestions) if zh else "; ".join(f'"{s}"' for s in suggestions)
+
+
 def _pending_text(suggestions: list[str], zh: bool) -> str:
     """What a failed edit left pending, and how to drop it."""
+    listed = _listed(suggestions, zh)
     if zh:
-        listed = "".join(f"「{s}」" for s in suggestions)
         return (
             f"这 {len(suggestions)} 条建议仍待修改：{listed}，下次修改时会一起处理；"
             f"发送“{DROP_PENDING['zh']}”可全部放弃。"
         )
-    listed = "; ".join(f'"{s}"' for s in suggestions)
     return (
         f"Still pending ({len(suggestions)}): {listed}; they are applied with your next edit "
         f'(send "{DROP_PENDING["en"]}" to drop them).'
@@ -357,11 +361,10 @@ def drop_pending(
     now = clock()
     session, new_session, welcome = open_session(content_store, content, now)
     dropped = pending_suggestions(content_store.messages(session.id))
+    listed = _listed(dropped, zh)
     if zh:
-        listed = "".join(f"「{s}」" for s in dropped)
         text = f"已放弃 {len(dropped)} 条待改建议：{listed}。" if dropped else "没有待改建议。"
     else:
-        listed = "; ".join(f'"{s}"' for s in dropped)
         text = f"Dropped {len(dropped)} pending suggestion(s): {listed}." if dropped else "No suggestion is pending."
     request = (request or DROP_PENDING[content.language]).strip()
     user = ChatMessage(session_id=session.id, role="user", kind="suggestion", content=request, created_at=now)
