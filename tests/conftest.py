@@ -88,6 +88,7 @@ PREFECT_HARNESS_FILES = frozenset(
         "tests/experiments/test_flows.py",
         "tests/writing/test_flow.py",
         "tests/shipping/test_wheel.py",  # its serve test (the wheel build is a module fixture: the file stays whole)
+        "tests/experiments/test_dask.py",  # a flow on its cluster of 2 worker processes (a module fixture)
     }
 )
 ONE_WORKER_UNITS = {path: "prefect-harness" for path in PREFECT_HARNESS_FILES} | {
@@ -101,7 +102,6 @@ ONE_WORKER_UNITS = {path: "prefect-harness" for path in PREFECT_HARNESS_FILES} |
         "tests/app/test_secrets.py",
         "tests/notebooks/test_notebooks.py",  # the analysis sample home and a kernelspec (session fixtures)
         "tests/experiments/test_search_bench.py",  # the search benchmark's CI run (module fixture)
-        "tests/experiments/test_dask.py",  # a cluster of 2 worker processes (module fixture)
     )
 }
 

@@ -153,6 +153,25 @@ def test_a_retried_unit_is_served_from_the_calls_already_paid(tmp_path, client, 
     assert after.model_calls == paid.model_calls and after.calls > paid.calls  # re-asked, all served by the cache
 
 
+def test_a_prefect_flow_on_the_cluster_at_an_address_gives_the_local_run(
+    tmp_path, monkeypatch, capsys, client, plain_run, smaller, prefect_harness
+):
+    """``--prefect --runner dask`` on a running cluster (``FURNACE_DASK_ADDRESS``, here this file's): Prefect
+    tasks on its 2 worker processes give the plain local run, with the model calls from the flow's ledger."""
+    from furnace_flows.evolution import evolution_flow
+
+    _, _, plain = plain_run
+    home = tmp_path / "flow"
+    _runtime(home).close()  # the library imported, as in the plain run's home
+    monkeypatch.setenv("FURNACE_EMBEDDER", "hash")  # the plain run's embedder, for the flow's runtime
+    monkeypatch.setenv("FURNACE_DASK_ADDRESS", client.scheduler.address)
+    result = evolution_flow(str(smaller), home=str(home), track=False, runner="dask", show=True)
+    assert f"dask: connected to {client.scheduler.address} (2 workers)" in capsys.readouterr().err
+    assert result["status"] == "finished" and result["experiment_id"] == plain.experiment_id
+    assert result["lineage"] == plain.lineage and result["leaderboard"] == plain.leaderboard
+    assert result["totals"]["model_calls"] == plain.totals["model_calls"] > 0
+
+
 # SIGINT handled and unblocked first, as when a shell starts furnace: an ignored or blocked SIGINT is inherited
 # through exec, and the test worker's may have been changed by a library an earlier test ran in it (suspected:
 # in full-suite runs the INT case hung past its wait, never alone).

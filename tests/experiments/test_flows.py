@@ -158,25 +158,6 @@ def test_under_prefect_a_rerun_retries_unscored_individuals_unless_keep_failures
     assert again["unscored"] == [] and unscored(first["experiment_id"]) == 0
 
 
-@pytest.mark.slow
-def test_evolution_flow_on_a_local_dask_cluster(library_home, prefect_harness, tmp_path, monkeypatch, smaller):
-    """Prefect tasks on 2 Dask worker processes: the same experiment as a plain local run."""
-    from furnace.cli.elixir_cmd import LIBRARY_DIR
-    from furnace.cli.experiment_cmd import run_experiment_file
-    from furnace.interop.importers import import_library
-    from furnace.runtime import Runtime
-    from furnace_flows.evolution import evolution_flow
-
-    monkeypatch.setenv("FURNACE_DASK_WORKERS", "2")
-    result = evolution_flow(str(smaller), home=str(library_home), track=False, runner="dask")
-    assert result["status"] == "finished" and result["leaderboard"]
-    other = Runtime.from_env(home=str(tmp_path / "plain"))
-    import_library(LIBRARY_DIR, other.store, keep_existing=True)
-    plain = run_experiment_file(other, str(smaller), track=False, quiet=True)
-    assert plain.lineage == result["lineage"] and plain.leaderboard == result["leaderboard"]
-    assert plain.totals["model_calls"] == result["totals"]["model_calls"] > 0  # from the flow's ledger
-
-
 def test_the_final_leaderboard_artifact_has_test_with_its_interval_beside_train():
     from experiments.test_evolution import make
     from furnace_flows.artifacts import report_rows
@@ -222,13 +203,20 @@ def test_fusion_generation_and_mutation_sweep_flows(library_home, prefect_harnes
     assert [step for step, _ in logged["best_fitness_steps"]] == [0, 1]
 
 
-def _states(state) -> dict[str, str]:
-    """The task runs of the flow run that ended in ``state``: name -> state name (read back from Prefect)."""
+def _runs(state) -> list:
+    """The task runs of the flow run that ended in ``state`` (read back from Prefect), each checked to carry
+    the versions of the code it ran: every furnace task of every flow run these tests make is versioned."""
     from prefect.client.orchestration import get_client
 
     with get_client(sync_client=True) as client:
         runs = _task_runs(client, str(state.state_details.flow_run_id))
-    return {r.name: r.state.name for r in runs}
+    assert all(r.task_version for r in runs), sorted(r.name for r in runs if not r.task_version)
+    return runs
+
+
+def _states(state) -> dict[str, str]:
+    """The task runs of the flow run that ended in ``state``: name -> state name."""
+    return {r.name: r.state.name for r in _runs(state)}
 
 
 def _new_version(home: str, elixir_id: str) -> int:
@@ -262,6 +250,7 @@ def test_fusion_generation_rerun_is_cached_until_an_input_changes(library_home, 
 
     row, states = fused()
     assert sorted(states.values()) == ["Completed", "Completed"] and not row["from_cache"], states
+    assert {name.split("-")[0] for name in states} == {"fuse", "log"}, states
     logged = fusion_runs()
     again, states = fused()
     assert set(states.values()) == {"Cached"} and len(states) == 2, states
@@ -272,8 +261,11 @@ def test_fusion_generation_rerun_is_cached_until_an_input_changes(library_home, 
     assert set(states.values()) == {"Completed"}, states
     assert newer["agent_id"] != row["agent_id"]
     monkeypatch.setenv("FURNACE_MODEL", "furnace-offline-judge2-v1")  # another model: its own key
-    _, states = fused(track=False)
-    assert set(states.values()) == {"Completed"}, states
+    state = fusion_generation(parents, operator="crossover", seed=2, limit=1, home=home, track=False, return_state=True)
+    runs = _runs(state)
+    assert {r.state.name for r in runs} == {"Completed"}, runs
+    [fuse] = [r for r in runs if r.name.startswith("fuse-and-score")]  # its version names operator and scorers
+    assert "crossover:" in fuse.task_version and "scorers[" in fuse.task_version, fuse.task_version
 
 
 def test_an_unscored_fusion_is_never_served_from_the_task_cache(library_home, prefect_harness, monkeypatch):
@@ -310,6 +302,7 @@ def test_mutation_sweep_rerun_is_cached_until_its_base_changes(library_home, pre
 
     rows, states = swept()
     assert len(states) == 4 and set(states.values()) == {"Completed"}, states  # 3 cells and the record
+    assert sorted(name.split("-")[0] for name in states) == ["mutate", "mutate", "mutate", "record"], states
     again, states = swept()
     assert len(states) == 4 and set(states.values()) == {"Cached"}, states
     assert again == rows
@@ -350,26 +343,6 @@ def test_cli_fuse_and_sweep_with_prefect_run_their_flows(library_home, prefect_h
         "--json",
     )
     assert sorted((r["rate"], r["seed"]) for r in rows) == [(0.0, 0), (0.2, 3)]
-
-
-def test_every_task_run_is_versioned(library_home, prefect_harness):
-    """Every furnace task that ran in this session's Prefect API carries the versions of the code it ran."""
-    from prefect.client.orchestration import get_client
-
-    from furnace_flows.fusion_generation import fusion_generation
-    from furnace_flows.mutation_sweep import mutation_sweep
-
-    home = str(library_home)
-    fusion_generation(["viral-copywriter", "data-science-mentor"], operator="crossover", limit=1, home=home)
-    mutation_sweep("viral-copywriter", [0.1], [1], limit=1, home=home, track=False)
-    with get_client(sync_client=True) as client:
-        runs = client.read_task_runs()
-    names = {r.name.split("-")[0] for r in runs}
-    assert {"fuse", "mutate", "log"} <= names, names
-    unversioned = sorted({r.name for r in runs if not r.task_version})
-    assert unversioned == []
-    fuse = next(r for r in runs if r.name.startswith("fuse-and-score"))
-    assert "crossover:" in fuse.task_version and "scorers[" in fuse.task_version
 
 
 def test_each_scheduled_slot_is_a_new_experiment_and_a_retry_resumes_it():
