@@ -91,19 +91,40 @@ PREFECT_HARNESS_FILES = frozenset(
         "tests/experiments/test_dask.py",  # a flow on its cluster of 2 worker processes (a module fixture)
     }
 )
-ONE_WORKER_UNITS = {path: "prefect-harness" for path in PREFECT_HARNESS_FILES} | {
-    path: path
-    for path in (
-        "tests/app/test_dashboards.py",  # two experiments and a 120-node family (module fixtures)
-        "tests/app/test_browser.py",  # one seeded home, app server and chromium (module fixtures)
-        # the module's app home (tests/app/conftest.py): a test may read what an earlier one saved there
-        "tests/app/test_pages.py",
-        "tests/app/test_personas.py",
-        "tests/app/test_secrets.py",
-        "tests/notebooks/test_notebooks.py",  # the analysis sample home and a kernelspec (session fixtures)
-        "tests/experiments/test_search_bench.py",  # the search benchmark's CI run (module fixture)
-    )
-}
+# Test files that import litellm (~4 s of CPU, and openai): one unit, so one worker pays for that import.
+LITELLM_FILES = frozenset(
+    {
+        "tests/llm/test_attempt_budget.py",
+        "tests/llm/test_litellm_client.py",
+        "tests/llm/test_response_zoo.py",
+        "tests/llm/test_secrets.py",
+        "tests/writing/test_tokens.py",
+        "tests/server/test_clients.py",  # also a live server on the module's lab (tests/server/conftest.py)
+    }
+)
+ONE_WORKER_UNITS = (
+    {path: "prefect-harness" for path in PREFECT_HARNESS_FILES}
+    | {path: "litellm" for path in LITELLM_FILES}
+    | {
+        path: path
+        for path in (
+            "tests/app/test_dashboards.py",  # two experiments and a 120-node family (module fixtures)
+            "tests/app/test_browser.py",  # one seeded home, app server and chromium (module fixtures)
+            # the module's app home (tests/app/conftest.py): a test may read what an earlier one saved there
+            "tests/app/test_pages.py",
+            "tests/app/test_personas.py",
+            "tests/app/test_secrets.py",
+            "tests/notebooks/test_notebooks.py",  # the analysis sample home and a kernelspec (session fixtures)
+            "tests/experiments/test_search_bench.py",  # the search benchmark's CI run (module fixture)
+            "tests/app/test_judge.py",  # the module's app home and an experiment in it (module fixtures)
+            "tests/server/test_app.py",  # the module's lab: a seeded home and its runtime (tests/server/conftest.py)
+            "tests/assistant/test_ids_and_shared_agents.py",  # a live store built for the module
+            "tests/assistant/test_scope_everywhere.py",  # a live store built for the module
+            "tests/interop/test_importers.py",  # the corpus read once (module fixture)
+            "tests/interop/test_importers_total.py",  # a store of fuzzed imports (module fixture)
+        )
+    }
+)
 
 
 @pytest.fixture(scope="session")
@@ -145,7 +166,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     First the tests marked ``longest``, then the Prefect harness unit (the biggest), then the other units of
     ONE_WORKER_UNITS and the tests marked ``slow``, then the rest (their order kept within each rank). A test
     that uses ``prefect_harness`` outside PREFECT_HARNESS_FILES is an error: it would start a harness on
-    another worker."""
+    another worker; so is a file in ONE_WORKER_UNITS that does not exist (a moved file would lose its unit)."""
+    missing = sorted(path for path in ONE_WORKER_UNITS if not (REPO / path).is_file())
+    if missing:
+        raise pytest.UsageError(f"ONE_WORKER_UNITS in tests/conftest.py lists files that do not exist: {missing}")
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         if "prefect_harness" in getattr(item, "fixturenames", ()) and path not in PREFECT_HARNESS_FILES:
