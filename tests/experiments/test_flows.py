@@ -214,9 +214,14 @@ def _runs(state) -> list:
     return runs
 
 
+def _named(runs: list) -> dict[str, str]:
+    """Task runs by name: name -> state name."""
+    return {r.name: r.state.name for r in runs}
+
+
 def _states(state) -> dict[str, str]:
     """The task runs of the flow run that ended in ``state``: name -> state name."""
-    return {r.name: r.state.name for r in _runs(state)}
+    return _named(_runs(state))
 
 
 def _new_version(home: str, elixir_id: str) -> int:
@@ -241,28 +246,30 @@ def test_fusion_generation_rerun_is_cached_until_an_input_changes(library_home, 
 
     def fused(**kw):
         state = fusion_generation(parents, operator="crossover", seed=2, limit=1, home=home, return_state=True, **kw)
-        return state.result(), _states(state)
+        return state.result(), _runs(state)
 
     def fusion_runs() -> int:
         client = MlflowClient(FurnaceSettings(home=library_home).tracking_uri)
         found = client.get_experiment_by_name("furnace-fusions")
         return len(client.search_runs([found.experiment_id])) if found else 0
 
-    row, states = fused()
+    row, runs = fused()
+    states = _named(runs)
     assert sorted(states.values()) == ["Completed", "Completed"] and not row["from_cache"], states
     assert {name.split("-")[0] for name in states} == {"fuse", "log"}, states
     logged = fusion_runs()
-    again, states = fused()
+    again, runs = fused()
+    states = _named(runs)
     assert set(states.values()) == {"Cached"} and len(states) == 2, states
     assert again["agent_id"] == row["agent_id"] and again["fitness"] == row["fitness"] and again["from_cache"]
     assert fusion_runs() == logged  # the log task was served too: no second MLflow run of the same fusion
     _new_version(home, "viral-copywriter")  # the id now resolves to a new version: a new key, not a stale child
-    newer, states = fused(track=False)
+    newer, runs = fused(track=False)
+    states = _named(runs)
     assert set(states.values()) == {"Completed"}, states
     assert newer["agent_id"] != row["agent_id"]
     monkeypatch.setenv("FURNACE_MODEL", "furnace-offline-judge2-v1")  # another model: its own key
-    state = fusion_generation(parents, operator="crossover", seed=2, limit=1, home=home, track=False, return_state=True)
-    runs = _runs(state)
+    _, runs = fused(track=False)
     assert {r.state.name for r in runs} == {"Completed"}, runs
     [fuse] = [r for r in runs if r.name.startswith("fuse-and-score")]  # its version names operator and scorers
     assert "crossover:" in fuse.task_version and "scorers[" in fuse.task_version, fuse.task_version
