@@ -199,7 +199,7 @@ def _judged(config: Any, label: str, *, repeats: int = 1, rerun: bool = False) -
     print(
         f"   {label}: {len(run.requests)} model calls, wall {run.window.wall_s:.2f}s"
         f"{f' (median of {len(runs)} runs: {walls}s)' if len(runs) > 1 else ''}, ideal {ideal:.2f}s "
-        f"(calls x {latency * 1000:.0f}ms / {concurrency}) -> {ratio:.2f}x ideal (target <= {target:.2f}x); "
+        f"(calls x {latency * 1000:.0f}ms / {concurrency}) -> {ratio:.3f}x ideal (target <= {target:.2f}x); "
         f"furnace CPU {cpu_ms:.2f} ms per model call"
         f"{f' (median of {len(runs)})' if len(runs) > 1 else ''}; "
         f"model replayed from a warm-up run, {len(replay.misses)} requests not in the recording "

@@ -21,7 +21,9 @@ evolution loop reserves ``max_calls`` unit by unit (``reserving``), no call is r
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
+from typing import Any
 
 from furnace.domain.errors import BudgetExceeded
 from furnace.domain.guarded import Guarded, serialized
@@ -206,7 +208,11 @@ class _AtPriority:
 class MeteredLLM(Guarded):
     """Wraps an LLM (usually the cached one): at most ``concurrency`` calls in flight,
     every call metered, and :class:`BudgetExceeded` raised *before* a call once the
-    budget is spent (so a generation stops between calls, never inside a write)."""
+    budget is spent (so a generation stops between calls, never inside a write).
+
+    Over the cached model a slot is held for the model's own call alone: the cache read before it and
+    the answer's write (with its ledger row) after it, a cache hit and a call joining an identical one
+    in flight hold none, so the store's work for one call overlaps the next call's wait for the model."""
 
     def __init__(self, inner: LLM, *, concurrency: int = 4, budget: Budget | None = None) -> None:
         self.inner = inner
@@ -270,11 +276,14 @@ class MeteredLLM(Guarded):
         return _AtPriority(self, priority)
 
     def complete(self, request: LLMRequest, *, priority: float = 0.0) -> Completion:
-        key = self._key(request) if self._key is not None and request.unit else None
+        key = self._key(request) if self._key is not None else None
         self._take_off()
         try:
-            with self._slots.held(priority):
-                completion = self._answer(request, key)
+            if self._complete_keyed is None:  # a model without a cache below: the slot covers the whole call
+                with self._slots.held(priority):
+                    completion = self._answer(request, key)
+            else:  # the slot covers the model's own call (a cache hit or a shared call takes none)
+                completion = self._answer(request, key, partial(self._slots.held, priority))
         except Exception as err:
             self._failed(error_totals(err))
             raise
@@ -302,10 +311,11 @@ class MeteredLLM(Guarded):
         self._in_flight -= 1
         self._tally.add(spent)
 
-    def _answer(self, request: LLMRequest, key: str | None) -> Completion:
-        """The inner model's answer, noted in the book under ``key`` for the request's unit."""
+    def _answer(self, request: LLMRequest, key: str | None, gate: Callable[[], Any] | None = None) -> Completion:
+        """The inner model's answer, noted in the book under ``key`` for the request's unit; ``gate``
+        (the slot) is entered around the model's own call (only a keyed model below takes one)."""
         if self.book is None or not request.unit:
-            return self.inner.complete(request)
+            return self._ask(request, key, gate)
         unit = request.unit
         if key is None:  # a model with no cache below: no request is shared, the unit pays what it asks
             try:
@@ -317,15 +327,18 @@ class MeteredLLM(Guarded):
             return completion
         self.book.start(key)
         try:
-            if self._complete_keyed is not None:
-                completion = self._complete_keyed(request, key)
-            else:
-                completion = self.inner.complete(request)
+            completion = self._ask(request, key, gate)
         except BaseException as err:
             self.book.land(key, unit, None, error_totals(err))
             raise
         self.book.land(key, unit, completion)
         return completion
+
+    def _ask(self, request: LLMRequest, key: str | None, gate: Callable[[], Any] | None) -> Completion:
+        if gate is not None and key is not None and self._complete_keyed is not None:
+            completion: Completion = self._complete_keyed(request, key, gate=gate)
+            return completion
+        return self.inner.complete(request)
 
     def credit(self, unit: str) -> CallTotals | None:
         """What ``unit`` is credited with (:meth:`CallBook.credit`), or None when no book is kept (a model

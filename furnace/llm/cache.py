@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -310,9 +311,14 @@ class CachedLLM:
         """Serve from cache, join an identical in-flight call, or call the inner model once."""
         return self.complete_keyed(request, self.request_key(request))
 
-    def complete_keyed(self, request: LLMRequest, key: str) -> Completion:
+    def complete_keyed(
+        self, request: LLMRequest, key: str, *, gate: Callable[[], AbstractContextManager[Any]] | None = None
+    ) -> Completion:
         """:meth:`complete` for a caller that has the request's :meth:`request_key` already (the metered
-        model asks it for every call: the key is then computed once, not twice)."""
+        model asks it for every call: the key is then computed once, not twice). ``gate``: entered around
+        the inner model's call alone (the metered model's slot: a cache hit, a call joining another's,
+        the cache read and the answer's write hold none); the time waiting at it is not the call's
+        latency."""
         started = time.perf_counter()
         flight, leader = self._flights.join(key)
         if not leader:
@@ -328,7 +334,13 @@ class CachedLLM:
                 flight.value = hit
                 return self._served(request, key, hit, started)
             try:
-                fresh = self.inner.complete(request)
+                if gate is None:
+                    fresh = self.inner.complete(request)
+                else:
+                    asked = time.perf_counter()
+                    with gate():
+                        started += time.perf_counter() - asked  # waiting for the gate is not the call's
+                        fresh = self.inner.complete(request)
             except BaseException as err:
                 self._record(request, key, started, cached=False, error=err)
                 raise

@@ -1,5 +1,5 @@
-"""The metered model's lock is never held while the model answers, and the call book's credit waits
-for a call of the same request still landing."""
+"""The metered model's lock is never held while the model answers, a model slot is held for the model's
+own call only, and the call book's credit waits for a call of the same request still landing."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from furnace.domain.threads import background
 from furnace.evolution.config import Budget
 from furnace.evolution.metering import CallBook, MeteredLLM, completion_totals
+from furnace.llm.cache import CachedLLM, MemoryCallLedger, MemoryResponseCache
 from furnace.llm.seam import Completion, LLMRequest, TaskKind, Usage, system_user
 
 
@@ -46,6 +47,71 @@ def test_the_meter_is_read_while_a_call_waits_for_the_model_and_the_call_in_flig
     caller.join()
     assert metered.meter.calls == 1 and metered.meter.tokens == 5
     assert metered.exhausted() is None and metered.exhausted(1) == "budget.max_calls 1 reached"
+
+
+class _Echo:
+    """A model that answers at once with the request's user message."""
+
+    model_name = "echo"
+
+    def complete(self, request: LLMRequest) -> Completion:
+        return Completion(
+            text=request.messages[-1].content, model="m", usage=Usage(prompt_tokens=1, completion_tokens=1)
+        )
+
+
+class _HeldWrite(MemoryResponseCache):
+    """A response cache whose write of the answer for ``held`` waits until the test lets it go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: str | None = None
+        self.writing, self.go = threading.Event(), threading.Event()
+
+    def put(self, key: str, completion: Completion, *, task: str = "") -> bool:
+        if key == self.held:
+            self.writing.set()
+            self.go.wait()
+        return super().put(key, completion, task=task)
+
+
+def test_a_cached_answer_waits_for_no_model_slot() -> None:
+    inner = _Blocking()
+    cached = CachedLLM(inner)
+    metered = MeteredLLM(cached, concurrency=1)
+    known = system_user(TaskKind.REPLY, "s", "known")
+    cached.cache.put(cached.request_key(known), Completion(text="stored", model="m"))
+    paid = background(metered.complete, _request(), name="paid")
+    inner.asked.wait()  # the only slot is the paid call's, its model still answering
+    served: list[str] = []
+    hit = background(lambda: served.append(metered.complete(known).text), name="hit")
+    hit.join(10)  # a hit held behind the slot would still be waiting (it is let go below either way)
+    answered = list(served)
+    inner.go.set()
+    paid.join()
+    hit.join()
+    assert answered == ["stored"]
+    assert [(c.cached, c.status) for c in cached.ledger.calls()] == [(True, "ok"), (False, "ok")]
+
+
+def test_the_slot_is_free_while_an_answer_and_its_ledger_row_are_written() -> None:
+    cache, ledger = _HeldWrite(), MemoryCallLedger()
+    cached = CachedLLM(_Echo(), cache, ledger)
+    metered = MeteredLLM(cached, concurrency=1)
+    first, second = system_user(TaskKind.REPLY, "s", "first"), system_user(TaskKind.REPLY, "s", "second")
+    cache.held = cached.request_key(first)
+    writing = background(metered.complete, first, name="first")
+    cache.writing.wait()  # the model answered the first call; its answer is being stored
+    done: list[str] = []
+    other = background(lambda: done.append(metered.complete(second).text), name="second")
+    other.join(10)  # behind a slot held through the write it would still be waiting
+    answered = list(done)
+    cache.go.set()
+    writing.join()
+    other.join()
+    assert answered == ["second"]
+    assert [c.cached for c in ledger.calls()] == [False, False]  # the first was in the ledger before its write
+    assert metered.complete(first).cached and metered.meter.model_calls == 2
 
 
 def test_a_credit_waits_for_the_paid_call_of_a_request_still_landing() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import pytest
 
@@ -201,6 +202,29 @@ def test_a_run_view_joins_the_flight_of_its_parent():
         results = [lead.result(60), follow.result(60)]
     assert inner.calls == 1 and sorted(r.cached for r in results) == [False, True]  # either may lead
     assert sorted(str(r.run_id) for r in llm.ledger.calls()) == ["None", "run-v"]
+
+
+def test_the_gate_covers_the_model_call_alone_and_its_wait_is_not_the_calls_latency(monkeypatch):
+    clock = {"now": 1000.0}
+    monkeypatch.setattr("furnace.llm.cache.time.perf_counter", lambda: clock["now"])
+    entered: list[int] = []
+
+    @contextmanager
+    def gate():  # a slot that took 60 s to come free
+        clock["now"] += 60.0
+        entered.append(len(inner.calls))  # calls the model had had when the gate opened
+        yield
+
+    def answer(request):
+        clock["now"] += 2.0  # the model's own 2 s
+        return "fresh"
+
+    inner = FakeLLM(respond=answer)
+    llm = CachedLLM(inner)
+    fresh = llm.complete_keyed(ask("gated"), llm.request_key(ask("gated")), gate=gate)
+    hit = llm.complete_keyed(ask("gated"), llm.request_key(ask("gated")), gate=gate)
+    assert not fresh.cached and hit.cached and entered == [0]  # the hit never entered the gate
+    assert [c.latency_s for c in llm.ledger.calls()] == [2.0, 0.0]
 
 
 def test_the_stored_cache_survives_a_new_process_view(stored):
