@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from furnace.domain.canonical import content_key
+from furnace.domain.times import UTCStamp
 
 MIN_MEMBERS = 1  # one member = single chat
 MAX_MEMBERS = 8
@@ -28,7 +28,7 @@ class ArenaSession(BaseModel):
     members: tuple[str, ...] = Field(min_length=MIN_MEMBERS, max_length=MAX_MEMBERS)
     model: str
     title: str = ""
-    created_at: datetime | None = None
+    created_at: UTCStamp | None = None
 
     @property
     def primary(self) -> str:
@@ -83,7 +83,7 @@ class RunRecord(BaseModel):
     plan: Plan | None = None
     status: RunStatus = "running"
     cancel_requested: bool = False
-    created_at: datetime | None = None
+    created_at: UTCStamp | None = None
 
 
 class ReplyRecord(BaseModel):
@@ -101,7 +101,7 @@ class ReplyRecord(BaseModel):
     text: str
     ordinal: int | None = None
     corrected: bool = False
-    created_at: datetime | None = None
+    created_at: UTCStamp | None = None
 
 
 class Checkpoint(BaseModel):

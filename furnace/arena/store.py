@@ -17,18 +17,15 @@ the system of record. Rules both keep:
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from furnace.arena.lease import Holder, is_free
 from furnace.arena.models import ArenaSession, Checkpoint, Plan, ReplyRecord, RunRecord, RunStatus
 from furnace.domain.errors import NotFound
 from furnace.domain.guarded import serialized
+from furnace.domain.times import utc_now
 from furnace.storage.memory import InMemory
 from furnace.storage.protocols import ArenaStore as ArenaStore  # declared with every store protocol
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 class InMemoryArenaStore(InMemory):
@@ -43,7 +40,8 @@ class InMemoryArenaStore(InMemory):
 
     @serialized
     def save_session(self, session: ArenaSession) -> None:
-        self._sessions.setdefault(session.id, session.model_copy(update={"created_at": session.created_at or _now()}))
+        stamped = session.model_copy(update={"created_at": session.created_at or utc_now()})
+        self._sessions.setdefault(session.id, stamped)
 
     @serialized
     def get_session(self, session_id: str) -> ArenaSession:
@@ -54,13 +52,13 @@ class InMemoryArenaStore(InMemory):
 
     @serialized
     def list_sessions(self) -> list[ArenaSession]:
-        return sorted(self._sessions.values(), key=lambda s: s.created_at or _now(), reverse=True)
+        return sorted(self._sessions.values(), key=lambda s: s.created_at or utc_now(), reverse=True)
 
     @serialized
     def start_run(self, run: RunRecord) -> RunRecord:
         if run.run_id not in self._runs:
             turn = sum(1 for r in self._runs.values() if r.session_id == run.session_id)
-            self._runs[run.run_id] = run.model_copy(update={"turn": turn, "created_at": run.created_at or _now()})
+            self._runs[run.run_id] = run.model_copy(update={"turn": turn, "created_at": run.created_at or utc_now()})
         return self._runs[run.run_id]
 
     @serialized
@@ -86,7 +84,7 @@ class InMemoryArenaStore(InMemory):
         self, checkpoint: Checkpoint, reply: ReplyRecord | None, *, finish: Holder | None = None
     ) -> bool:
         if reply is not None:
-            self._replies.setdefault(reply.reply_id, reply.model_copy(update={"created_at": _now()}))
+            self._replies.setdefault(reply.reply_id, reply.model_copy(update={"created_at": utc_now()}))
         self._checkpoints.setdefault((checkpoint.run_id, checkpoint.speaker_index), checkpoint)
         run = self._runs[checkpoint.run_id]
         if finish is not None:
@@ -128,7 +126,7 @@ class InMemoryArenaStore(InMemory):
 
     @serialized
     def claim_run(self, run_id: str, holder: Holder, ttl_s: float) -> Holder | None:
-        now = _now()
+        now = utc_now()
         current = self._leases.get(run_id)
         run = self._runs.get(run_id)
         finished = run is not None and run.status in ("finished", "failed")  # the run has ended

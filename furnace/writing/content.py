@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -26,6 +26,8 @@ from furnace.domain.agent import AGENT_PREFIX
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, LLMMalformedOutput
 from furnace.domain.text import word_count
+from furnace.domain.times import UTCStamp
+from furnace.domain.times import utc_now as utc_now  # the clock every writing step takes by default
 from furnace.llm.seam import LLM, Completion, LLMRequest, Message, TaskKind
 from furnace.llm.structured import parse_reply, schema_of
 from furnace.storage.protocols import ContentStore as ContentStore  # declared with every store protocol
@@ -46,11 +48,6 @@ class PieceReply(BaseModel):
 PIECE_SCHEMA: dict[str, Any] = schema_of(PieceReply)
 
 
-def utc_now() -> datetime:
-    """Naive UTC now (what the stores keep)."""
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -63,7 +60,7 @@ class Content(_Frozen):
     persona_version: int
     topic: str
     language: Literal["zh", "en"] = "en"
-    created_at: datetime
+    created_at: UTCStamp
 
 
 class ContentVersion(_Frozen):
@@ -77,7 +74,7 @@ class ContentVersion(_Frozen):
     source: VersionSource = "generate"
     revision_id: str | None = None
     note: str = ""
-    created_at: datetime
+    created_at: UTCStamp
 
     @property
     def label(self) -> str:
@@ -90,7 +87,7 @@ class ChatSession(_Frozen):
     id: str
     content_id: str
     persona_id: str
-    created_at: datetime
+    created_at: UTCStamp
 
 
 MessageKind = Literal["welcome", "suggestion", "noted", "revision", "unchanged", "failure", "rollback"]
@@ -106,7 +103,7 @@ class ChatMessage(_Frozen):
     revision_id: str | None = None
     seq: int = 0
     id: str = ""
-    created_at: datetime
+    created_at: UTCStamp
 
 
 class RevisionRecord(_Frozen):
@@ -125,7 +122,7 @@ class RevisionRecord(_Frozen):
     revised_title: str
     revised_body: str
     model: str = ""
-    created_at: datetime
+    created_at: UTCStamp
 
     @property
     def suggestion(self) -> str:

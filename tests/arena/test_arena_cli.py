@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -61,6 +63,8 @@ def test_count_off_from_the_cli(home: Path) -> None:
 
     shown = json.loads(_invoke(home, "arena", "show", session, "--json"))
     assert [m["role"] for m in shown["messages"]].count("member") == 8
+    stamps = re.findall(r'"created_at": "([^"]+)"', json.dumps(shown))
+    assert stamps and all(datetime.fromisoformat(s).utcoffset() == timedelta(0) for s in stamps)  # UTC, said
     text = _invoke(home, "arena", "show", session, "--plans")
     assert "plan 4. dee" in text
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta
 
 import pytest
 from click.testing import CliRunner
@@ -45,6 +46,8 @@ def test_the_revision_workflow_from_the_cli(run):
     assert "☀️" not in run("content", "show", cid, "--version", "1").output
     history = json.loads(run("content", "history", cid, "--json").output)
     assert [v["version"] for v in history["versions"]] == [1, 2, 3]
+    stamps = [created["content"], *history["versions"], *history["messages"]]
+    assert all(datetime.fromisoformat(x["created_at"]).utcoffset() == timedelta(0) for x in stamps)  # UTC, said
     assert [m["kind"] for m in history["messages"]] == [
         "welcome",
         "suggestion",
