@@ -392,7 +392,7 @@ def _populations() -> bool:
     def figure(name: str) -> str:
         return (
             f"{getattr(large, name).cpu_ms_per_call:.2f} against {getattr(small, name).cpu_ms_per_call:.2f} ms "
-            f"-> {ratios[name]:.2f}x"
+            f"-> {ratios[name]:.3f}x"
         )
 
     print(
