@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from types import SimpleNamespace
 
 import pytest
 
@@ -206,7 +207,8 @@ def test_a_run_view_joins_the_flight_of_its_parent():
 
 def test_the_gate_covers_the_model_call_alone_and_its_wait_is_not_the_calls_latency(monkeypatch):
     clock = {"now": 1000.0}
-    monkeypatch.setattr("furnace.llm.cache.time.perf_counter", lambda: clock["now"])
+    # the cache module's clock only (time.perf_counter itself stays the process's)
+    monkeypatch.setattr("furnace.llm.cache.time", SimpleNamespace(perf_counter=lambda: clock["now"]))
     entered: list[int] = []
 
     @contextmanager
