@@ -991,15 +991,19 @@ class Evolution(Guarded):
         if not jobs:
             return {}
 
-        def score(job: tuple[str, IndividualRecord, ProbeSet]) -> Evaluation:
-            split, record, probes = job
-            return self._extra(llm, record, probes, first[split])
-
         workers = min(len(jobs), self.config.concurrency)
-        scored = parallel_map(score, jobs, workers=workers, name="furnace-held")
+        with pool(workers * self._threads_per_unit, name="furnace-held-probe") as probe_threads:
+
+            def score(job: tuple[str, IndividualRecord, ProbeSet]) -> Evaluation:
+                split, record, probes = job
+                return self._extra(llm, record, probes, first[split], probe_threads)
+
+            scored = parallel_map(score, jobs, workers=workers, name="furnace-held")
         return {(split, r.agent_id): ev for (split, r, _), ev in zip(jobs, scored, strict=True)}
 
-    def _extra(self, llm: LLM, record: IndividualRecord, probes: ProbeSet, first_sample: int) -> Evaluation:
+    def _extra(
+        self, llm: LLM, record: IndividualRecord, probes: ProbeSet, first_sample: int, threads: Executor | None = None
+    ) -> Evaluation:
         """``record`` scored on ``probes`` (samples numbered from ``first_sample``), its per-agent rows
         (diversity) as recorded: the fitness of the same objectives on other probes."""
         per_probe = {k: w for k, w in self.config.scorers.items() if SCORERS[k].per_probe}
@@ -1014,6 +1018,7 @@ class Evolution(Guarded):
             samples=self.config.samples_per_probe,
             first_sample=first_sample,
             panel=self.panel,
+            pool=threads,
         )
         shared = tuple(r for r in record.scores if r.probe == "*" and r.scorer in self.config.scorers)
         return combine((*ev.scores, *shared), self.config.scorers)
