@@ -983,8 +983,9 @@ class Evolution(Guarded):
         self, llm: LLM, steps: Sequence[tuple[str, Sequence[IndividualRecord]]]
     ) -> dict[tuple[str, str], Evaluation]:
         """Each step's members scored on its split (``validation``: with fresh samples, numbered after the
-        search's; ``test`` and ``train``: from sample 0), every member of every step a few at once (the
-        metered model bounds the calls); a split the experiment lacks (no test probes) is skipped."""
+        search's; ``test`` and ``train``: from sample 0), every member of every step a few at once, their
+        probes and judge calls on one set of threads (the metered model bounds the calls); a split the
+        experiment lacks (no test probes) is skipped."""
         first = {"validation": self.config.samples_per_probe, "test": 0, "train": 0}
         splits = {"validation": self.validation, "test": self.test, "train": self.train}
         jobs = [(split, r, on) for split, members in steps if (on := splits[split]) is not None for r in members]
