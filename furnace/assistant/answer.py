@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -42,6 +42,7 @@ from furnace.assistant.scope import (
 from furnace.domain.errors import LLMError
 from furnace.domain.intents import INTENTS, cost_group, count_subject
 from furnace.domain.text import detect_language
+from furnace.domain.times import utc_now
 from furnace.llm.context import build_context
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 from furnace.llm.structured import parse_reply
@@ -131,7 +132,7 @@ class Assistant:
         llm: LLM | None = None,
         *,
         model_lead: bool = False,
-        now: Callable[[], datetime] = lambda: datetime.now(UTC).replace(tzinfo=None),
+        now: Callable[[], datetime] = utc_now,
         context_limit: int = 32_000,
         count_tokens: Callable[[str], int] | None = None,
         limit: int = 50,

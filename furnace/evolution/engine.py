@@ -1003,10 +1003,11 @@ class Evolution(Guarded):
         return {(split, r.agent_id): ev for (split, r, _), ev in zip(jobs, scored, strict=True)}
 
     def _extra(
-        self, llm: LLM, record: IndividualRecord, probes: ProbeSet, first_sample: int, threads: Executor | None = None
+        self, llm: LLM, record: IndividualRecord, probes: ProbeSet, first_sample: int, threads: Executor
     ) -> Evaluation:
-        """``record`` scored on ``probes`` (samples numbered from ``first_sample``), its per-agent rows
-        (diversity) as recorded: the fitness of the same objectives on other probes."""
+        """``record`` scored on ``probes`` (samples numbered from ``first_sample``; its probes and judge calls
+        on ``threads``), its per-agent rows (diversity) as recorded: the fitness of the same objectives on
+        other probes."""
         per_probe = {k: w for k, w in self.config.scorers.items() if SCORERS[k].per_probe}
         ev = evaluate_agent(
             llm,

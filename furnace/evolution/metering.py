@@ -279,11 +279,7 @@ class MeteredLLM(Guarded):
         key = self._key(request) if self._key is not None else None
         self._take_off()
         try:
-            if self._complete_keyed is None:  # a model without a cache below: the slot covers the whole call
-                with self._slots.held(priority):
-                    completion = self._answer(request, key)
-            else:  # the slot covers the model's own call (a cache hit or a shared call takes none)
-                completion = self._answer(request, key, partial(self._slots.held, priority))
+            completion = self._answer(request, key, partial(self._slots.held, priority))
         except Exception as err:
             self._failed(error_totals(err))
             raise
@@ -311,15 +307,15 @@ class MeteredLLM(Guarded):
         self._in_flight -= 1
         self._tally.add(spent)
 
-    def _answer(self, request: LLMRequest, key: str | None, gate: Callable[[], Any] | None = None) -> Completion:
-        """The inner model's answer, noted in the book under ``key`` for the request's unit; ``gate``
-        (the slot) is entered around the model's own call (only a keyed model below takes one)."""
+    def _answer(self, request: LLMRequest, key: str | None, gate: Callable[[], Any]) -> Completion:
+        """The inner model's answer (:meth:`_ask`, holding a slot through ``gate``), noted in the book under
+        ``key`` for the request's unit."""
         if self.book is None or not request.unit:
             return self._ask(request, key, gate)
         unit = request.unit
         if key is None:  # a model with no cache below: no request is shared, the unit pays what it asks
             try:
-                completion = self.inner.complete(request)
+                completion = self._ask(request, key, gate)
             except BaseException as err:
                 self.book.made(unit, error_totals(err))
                 raise
@@ -334,11 +330,15 @@ class MeteredLLM(Guarded):
         self.book.land(key, unit, completion)
         return completion
 
-    def _ask(self, request: LLMRequest, key: str | None, gate: Callable[[], Any] | None) -> Completion:
-        if gate is not None and key is not None and self._complete_keyed is not None:
+    def _ask(self, request: LLMRequest, key: str | None, gate: Callable[[], Any]) -> Completion:
+        """The inner model's answer, ``gate`` (a slot) held for the model's own call: over the cached model
+        only around its call to the model below (the cache's read and write, a hit and a joined call hold
+        none), around the whole call over any other."""
+        if key is not None and self._complete_keyed is not None:
             completion: Completion = self._complete_keyed(request, key, gate=gate)
             return completion
-        return self.inner.complete(request)
+        with gate():
+            return self.inner.complete(request)
 
     def credit(self, unit: str) -> CallTotals | None:
         """What ``unit`` is credited with (:meth:`CallBook.credit`), or None when no book is kept (a model

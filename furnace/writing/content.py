@@ -26,8 +26,7 @@ from furnace.domain.agent import AGENT_PREFIX
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, LLMMalformedOutput
 from furnace.domain.text import word_count
-from furnace.domain.times import UTCStamp
-from furnace.domain.times import utc_now as utc_now  # the clock every writing step takes by default
+from furnace.domain.times import UTCStamp, utc_now
 from furnace.llm.seam import LLM, Completion, LLMRequest, Message, TaskKind
 from furnace.llm.structured import parse_reply, schema_of
 from furnace.storage.protocols import ContentStore as ContentStore  # declared with every store protocol

@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict
 from furnace.domain.canonical import content_key
 from furnace.domain.elixir import Elixir
 from furnace.domain.errors import InputError, LLMError, LLMMalformedOutput, LLMRateLimit, LLMTimeout, StoreError
+from furnace.domain.times import utc_now
 from furnace.llm.seam import LLM, LLMRequest, Message, TaskKind
 from furnace.llm.structured import schema_of
 from furnace.storage.store import ElixirStore, snapshot_soon, unit_of_work
@@ -72,7 +73,6 @@ from furnace.writing.content import (
     parse_piece,
     preview,
     revision_id_for,
-    utc_now,
     word_count,
 )
 from furnace.writing.postconditions import unmet

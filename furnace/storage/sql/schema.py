@@ -11,7 +11,7 @@ its change log); no data, so neither snapshotted nor moved, and not listed here.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import (
     BigInteger,
@@ -30,10 +30,9 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from furnace.domain.times import utc_now
 
-def utcnow() -> datetime:
-    """Now as naive UTC (what every timestamp column holds)."""
-    return datetime.now(UTC).replace(tzinfo=None)
+utcnow = utc_now  # now as naive UTC, what every timestamp column holds (furnace.domain.times)
 
 
 metadata = MetaData()
