@@ -26,11 +26,19 @@ def _names() -> list[str]:
 
 def _run_here(name: str) -> bool:
     """One group in this process: True when it met its targets."""
+    from bench.stack import reference_ms
+
     print(f"== {name.removeprefix('bench_')} ==", flush=True)
+    before = reference_ms()
     started = time.perf_counter()
     module = importlib.import_module(f"bench.{name}")
     ok = module.run()
-    print(f"   ({time.perf_counter() - started:.1f}s)\n", flush=True)
+    elapsed = time.perf_counter() - started
+    print(
+        f"   ({elapsed:.1f}s; the machine's reference workload {before:.1f} ms before, {reference_ms():.1f} ms after:"
+        " compare figures only beside it)\n",
+        flush=True,
+    )
     return ok is True  # a bench that returns nothing has no target it could meet
 
 

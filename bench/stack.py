@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
+import statistics
 import sys
 import tempfile
 import threading
@@ -42,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from furnace.domain.canonical import content_key
 from furnace.llm.seam import LLM, Completion, LLMRequest
 from furnace.runtime import Runtime
 from furnace.settings import FurnaceSettings
@@ -203,6 +206,41 @@ def library(built: Stack, *, language: str | None = None) -> list[Any]:
     return [e for e in found if language is None or e.language == language]
 
 
+# -- the machine's speed beside the figures ---------------------------------------------------------
+
+REFERENCE_ROUNDS = 5
+REFERENCE_CALLS = 3000
+
+
+def reference_ms(rounds: int = REFERENCE_ROUNDS, clock: Callable[[], float] = time.thread_time) -> float:
+    """How fast this machine runs furnace-like work right now, in ms: the median thread CPU of a fixed
+    single-thread workload, ``REFERENCE_CALLS`` times a request's content key, an :class:`LLMRequest`
+    validated and a one-row SQLite insert transaction (in memory). Not judged. On a shared virtual machine
+    the same code's CPU drifts 1.5-2x within hours; a figure is comparable with another only beside this
+    one (docs/benchmarks.md)."""
+    messages = [
+        {"role": "system", "content": "You are a careful reviewer. " * 40},
+        {"role": "user", "content": "Review this launch plan for risks."},
+    ]
+    request = {"model": "offline", "messages": messages, "temperature": 0.7}
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        db.execute("CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT)")
+        spent = []
+        for r in range(rounds):
+            started = clock()
+            for i in range(REFERENCE_CALLS):
+                key = content_key({**request, "seed": r * REFERENCE_CALLS + i})
+                LLMRequest.model_validate({"messages": messages, "temperature": 0.7, "seed": i, "task": "reply"})
+                db.execute("BEGIN IMMEDIATE")
+                db.execute("INSERT INTO t VALUES (?, ?)", (key, "x" * 200))
+                db.execute("COMMIT")
+            spent.append((clock() - started) * 1000)
+    finally:
+        db.close()
+    return statistics.median(spent)
+
+
 # -- ``python -m bench GROUP --json`` ---------------------------------------------------------------
 
 _FIGURES: dict[str, Any] = {}
@@ -215,7 +253,8 @@ def record(**figures: Any) -> None:
 
 def main_for(group: str, run: Callable[[], bool], *, built_on: str = STACK) -> Callable[[Sequence[str]], int]:
     """A group's ``main(argv)``: ``--json`` prints one JSON object (the figures :func:`record` was given,
-    ``stack: "runtime"``, ``met`` and ``cpu_ms_per_call``, null for a group that makes no model call)
+    ``stack: "runtime"``, ``met``, ``cpu_ms_per_call``, null for a group that makes no model call, and
+    ``reference_ms``, :func:`reference_ms` before and after the group)
     on stdout, the human lines going to stderr (``built_on``: what ``stack`` says, for a documented
     exception of the guard test that does not run on the runtime); 0 when every target was
     met, 1 when one was missed."""
@@ -228,8 +267,11 @@ def main_for(group: str, run: Callable[[], bool], *, built_on: str = STACK) -> C
         if "--json" not in argv:
             return 0 if run() else 1
         with redirect_stdout(sys.stderr):
+            before = reference_ms()
             met = run() is True
+            after = reference_ms()
         figures = {"cpu_ms_per_call": None, **_FIGURES}  # None: the group makes no model call
+        figures["reference_ms"] = {"before": round(before, 1), "after": round(after, 1)}
         print(json.dumps({"group": group, "stack": built_on, "met": met, **figures}, sort_keys=True))
         return 0 if met else 1
 

@@ -129,5 +129,28 @@ def test_json_output_says_the_stack_and_the_cpu_per_call(capsys):
     out = capsys.readouterr()
     data = json.loads(out.out)
     assert data["stack"] == "runtime" and data["cpu_ms_per_call"] == 3.5 and data["met"] is False
+    # the machine's reference workload measured before and after the group, beside its figures
+    assert set(data["reference_ms"]) == {"before", "after"} and all(v > 0 for v in data["reference_ms"].values())
     assert "a human line" in out.err and "a human line" not in out.out
     assert bench_stack.main_for("demo", run)(["--nope"]) == 2
+
+
+def test_the_reference_workload_is_the_median_thread_cpu_of_a_fixed_amount_of_work(monkeypatch):
+    """The reference times a fixed amount of work per round on the thread's CPU clock (never wall time) and
+    gives the median round: here each round's keys are counted and the clock is a fake one."""
+    import inspect
+    import itertools
+    import time
+
+    from bench import stack as bench_stack
+
+    keys: list[str] = []
+    real_key = bench_stack.content_key
+    monkeypatch.setattr(bench_stack, "content_key", lambda value: keys.append(real_key(value)) or keys[-1])
+    monkeypatch.setattr(bench_stack, "REFERENCE_CALLS", 7)
+    spans = iter([0.004, 0.001, 0.002])  # CPU seconds per round, read at the start and the end of each
+    readings = itertools.accumulate(itertools.chain.from_iterable((0.0, next(spans)) for _ in range(3)))
+
+    assert bench_stack.reference_ms(rounds=3, clock=lambda: next(readings)) == pytest.approx(2.0)  # median of 4, 1, 2
+    assert inspect.signature(bench_stack.reference_ms).parameters["clock"].default is time.thread_time  # not wall
+    assert len(keys) == 21 and len(set(keys)) == 21  # 3 rounds of 7 distinct requests (every insert is new)
