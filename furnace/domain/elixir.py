@@ -348,9 +348,10 @@ def slugify(name: str) -> str:
     return slug
 
 
-def format_validation_error(err: ValidationError) -> str:
-    """One readable line per problem: ``field.path reason``."""
-    return "; ".join(text for _, text in validation_problems(err))
+def format_validation_error(err: ValidationError, *, root: str = "elixir") -> str:
+    """One readable line per problem: ``field.path reason`` (``root`` names a problem of the whole value:
+    an elixir's, or nothing for a file the caller already names)."""
+    return "; ".join(text for _, text in validation_problems(err, root=root))
 
 
 _EXPECTED = {
@@ -382,18 +383,19 @@ def _relevant(errors: list[Any]) -> list[Any]:
     return errors
 
 
-def validation_problems(err: ValidationError) -> list[tuple[str, str]]:
-    """Each problem as ``(dotted field, readable message)``, for showing next to a field."""
+def validation_problems(err: ValidationError, *, root: str = "elixir") -> list[tuple[str, str]]:
+    """Each problem as ``(dotted field, readable message)``, for showing next to a field; a problem of the
+    whole value (a rule across fields) is at ``root`` ("" for none: the message alone)."""
     lines = []
     for e in _relevant(err.errors()):
-        loc = ".".join(str(p) for p in e["loc"] if p != "__root__") or "elixir"
+        loc = ".".join(str(p) for p in e["loc"] if p != "__root__") or root
         typ, msg, ctx = e["type"], e["msg"], e.get("ctx") or {}
         if typ == "missing":
             text = f"{loc} is required"
         elif typ == "extra_forbidden":
             text = f"{loc} is not a known field"
         elif typ == "value_error":
-            text = f"{loc} {msg.removeprefix('Value error, ')}"
+            text = f"{loc} {msg.removeprefix('Value error, ')}".lstrip()
         elif typ in ("too_short", "too_long"):
             n = ctx.get("actual_length", len(e["input"]) if hasattr(e["input"], "__len__") else "?")
             if typ == "too_short":
@@ -405,7 +407,7 @@ def validation_problems(err: ValidationError) -> list[tuple[str, str]]:
         elif typ in _EXPECTED:
             text = f"{loc} must be {_EXPECTED[typ]}, got {_describe(e['input'])}"
         else:
-            text = f"{loc}: {msg}"
+            text = f"{loc}: {msg}" if loc else msg
         lines.append((loc, text))
     return lines
 

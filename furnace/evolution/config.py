@@ -232,7 +232,7 @@ def parse_config(data: Any, *, source: str = "experiment") -> ExperimentConfig:
         return ExperimentConfig.model_validate(data)
     except ValidationError as err:
         loc = ".".join(str(p) for p in err.errors()[0]["loc"])
-        raise InputError(f"{source}: {format_validation_error(err)}", field=loc or None) from None
+        raise InputError(f"{source}: {format_validation_error(err, root='')}", field=loc or None) from None
 
 
 def load_config(path: str | Path) -> ExperimentConfig:

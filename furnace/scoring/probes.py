@@ -169,7 +169,9 @@ class ProbeSet(BaseModel):
                 }
             )
         except ValidationError as err:
-            raise InputError(f"probe set {self.name}: first {n} probes: {format_validation_error(err)}") from None
+            raise InputError(
+                f"probe set {self.name}: first {n} probes: {format_validation_error(err, root='')}"
+            ) from None
 
 
 def target_inputs(brief: Brief | None, rubric: Rubric | None, language: str = "en") -> dict[str, Any] | None:
@@ -191,7 +193,7 @@ def parse_probe_set(data: Any, *, source: str = "probe set") -> ProbeSet:
         return ProbeSet.model_validate(data)
     except ValidationError as err:
         loc = ".".join(str(p) for p in err.errors()[0]["loc"])
-        raise InputError(f"{source}: {format_validation_error(err)}", field=loc or None) from None
+        raise InputError(f"{source}: {format_validation_error(err, root='')}", field=loc or None) from None
 
 
 def load_probe_set(name_or_path: str | Path, *, search_dir: Path | None = None) -> ProbeSet:

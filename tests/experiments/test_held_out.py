@@ -58,6 +58,14 @@ def test_marks_that_leave_no_test_probe_are_refused():
         _set(2, {0: "test", 1: "validation"})
 
 
+def test_a_rule_across_the_probes_is_refused_in_the_files_name_not_an_elixirs():
+    data = {"name": "edge", "probes": [{"id": "a", "message": "m", "split": "test"}, {"id": "b", "message": "n"}]}
+    with pytest.raises(InputError) as refused:
+        parse_probe_set(data, source="edge.yaml")
+    assert str(refused.value).startswith("edge.yaml: a probe set needs at least one train probe")
+    assert "elixir" not in str(refused.value)
+
+
 @pytest.mark.parametrize("name", ["writing-en", "writing-zh", "support-en"])
 def test_shipped_sets_have_at_least_twelve_probes_and_every_split(name):
     probes = load_probe_set(name)

@@ -214,8 +214,9 @@ def test_the_experiment_id_changes_with_the_judges() -> None:
     ],
 )
 def test_bad_judges_are_refused_naming_why(fields, message) -> None:
-    with pytest.raises(InputError, match=message):
-        parse_config({"name": "bad", **fields})
+    with pytest.raises(InputError, match=message) as refused:
+        parse_config({"name": "bad", **fields}, source="bad.yaml")
+    assert str(refused.value).startswith("bad.yaml: ") and "elixir" not in str(refused.value)  # an experiment's file
 
 
 def test_one_judge_failing_is_a_failure_never_a_score() -> None:
