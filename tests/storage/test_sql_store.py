@@ -251,3 +251,35 @@ def test_the_ledgers_totals_of_one_unit_are_its_calls_only(sql_db: Any, kind: st
     held = ledger.totals("exp", unit="held-out")
     assert held == sum_calls([rows[0], rows[2]])  # the run's held-out calls: not its generation's, nor another run's
     assert ledger.totals(unit="held-out") == sum_calls([rows[0], rows[2], rows[3]])
+
+
+def test_a_server_furnace_cannot_reach_is_a_users_error_naming_it_without_the_password(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A team's store URL pointing where no PostgreSQL answers: ``error:`` and exit 1 (not an internal
+    error), the store named by its URL with the password masked."""
+    import socket
+
+    from furnace.domain.errors import StoreError
+    from furnace.storage.sql.db import SQLDatabase
+    from tests.conftest import run_cli
+
+    pytest.importorskip("psycopg")
+    with socket.socket() as probe:  # a port nothing listens on once this socket is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"postgresql+psycopg://team:s3cret-pw@127.0.0.1:{port}/furnace"
+    with pytest.raises(StoreError) as refused:
+        SQLDatabase(url, home=tmp_path)
+    message = str(refused.value)
+    assert message.startswith(
+        f"cannot connect to the store at postgresql+psycopg://team:***@127.0.0.1:{port}/furnace: "
+    )
+    assert "s3cret-pw" not in message and "FURNACE_DATABASE_URL" in message
+
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("FURNACE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("FURNACE_DATABASE_URL", url)
+    code, out, err = run_cli(capsys, "elixir", "list")
+    assert code == 1 and err.startswith("error: cannot connect to the store at ") and "internal error" not in err
+    assert "s3cret-pw" not in out + err

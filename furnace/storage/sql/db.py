@@ -59,6 +59,7 @@ DAMAGED_HINT = " (if the file is damaged: truncated, or not a furnace database, 
 _SQLITE_DAMAGE = {11, 26}  # SQLITE_CORRUPT ("database disk image is malformed"), SQLITE_NOTADB
 _SQLITE_CANTOPEN = 14  # "unable to open database file"
 _CANTOPEN_HINT = " (a folder in its place, or no permission to read and write it and its folder)"
+_UNREACHABLE_HINT = " (is the server running, and is FURNACE_DATABASE_URL right?)"
 _REVISION = text("SELECT version_num FROM alembic_version")
 HEAD_REVISION = "0006"  # the newest migration's revision (migrations/versions/; a test holds them equal)
 
@@ -144,6 +145,18 @@ def _sqlite_damaged(context: ExceptionContext) -> None:
         raise StoreError(f"cannot {verb} {path.name}: {_first_line(err)}{DAMAGED_HINT}") from None
     if code == _SQLITE_CANTOPEN:
         raise StoreError(f"cannot open {path}: {_first_line(err)}{_CANTOPEN_HINT}") from None
+
+
+def _server_unreachable(context: ExceptionContext) -> None:
+    """A PostgreSQL server furnace cannot connect to (refused, unknown host, wrong password, no such
+    database) is the user's to fix: one :class:`StoreError` naming the store by its URL without the
+    password, raised where the connection is made. A failed pre-ping is left to the pool (it reconnects)."""
+    if context.connection is not None or context.is_pre_ping:
+        return
+    where = context.engine.url.render_as_string(hide_password=True) if context.engine is not None else "the store"
+    raise StoreError(
+        f"cannot connect to the store at {where}: {_first_line(context.original_exception)}{_UNREACHABLE_HINT}"
+    ) from None
 
 
 def _sqlite_events(engine: Engine) -> None:
@@ -254,7 +267,9 @@ class SQLDatabase:
             )
             _sqlite_events(engine)
             return engine
-        return create_engine(self.url, echo=echo, pool_size=8, max_overflow=64, pool_pre_ping=True)
+        engine = create_engine(self.url, echo=echo, pool_size=8, max_overflow=64, pool_pre_ping=True)
+        event.listen(engine, "handle_error", _server_unreachable)
+        return engine
 
     @property
     def statements(self) -> int:
@@ -664,4 +679,6 @@ def single_use(url: str, *, home: Path) -> SQLDatabase:
     db.engine = create_engine(db.url, poolclass=NullPool)
     if db.dialect == "sqlite":
         _sqlite_events(db.engine)
+    else:
+        event.listen(db.engine, "handle_error", _server_unreachable)
     return db
