@@ -982,8 +982,10 @@ def _steps_text(steps: dict[str, Any], top: int = 5) -> str:
 def _seed_list(text: str) -> list[int]:
     """``1-10`` or ``1,2,5``."""
     if re.fullmatch(r"\d+-\d+", text):
-        lo, hi = text.split("-", 1)
-        return list(range(int(lo), int(hi) + 1))
+        lo, hi = (int(x) for x in text.split("-", 1))
+        if lo > hi:
+            raise InputError(f"--seeds {text!r}: the range is empty (give A-B with A <= B)")
+        return list(range(lo, hi + 1))
     if re.fullmatch(r"\d+(,\d+)*", text):
         return [int(x) for x in text.split(",")]
     raise InputError(f"--seeds {text!r}: give a range A-B or a list 1,2,5")

@@ -148,6 +148,8 @@ def test_a_targets_file_is_checked(tmp_path):
         with pytest.raises(InputError, match=words):
             st.load_targets(path, known=known)
     assert bs.main(["--targets", str(tmp_path / "missing.yaml"), "--json"]) == 1
+    for seeds in ("5-3", "a-b", ""):  # an empty or unreadable range: one line, exit 1, before any run
+        assert bs.main(["--seeds", seeds, "--json"]) == 1
 
 
 def test_targets_are_computed_not_asserted():
