@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from furnace.cli.context import ensure_home
+from furnace.cli.listening import ensure_can_listen
 from furnace.domain.errors import InputError
 from furnace.runtime import Runtime
 
@@ -65,6 +66,7 @@ def app(obj: Runtime, host: str | None, port: int | None) -> None:
     env = dict(os.environ, FURNACE_HOME=str(settings.home.resolve()))
     host = host or settings.app_host
     port = port or settings.app_port
+    ensure_can_listen(host, port)
     click.echo(f"furnace app on http://{host}:{port}  (data: {settings.home.resolve()}; Ctrl-C to stop)")
     from furnace.adapters.processes import run_child  # stopped with furnace, even on kill -9
 

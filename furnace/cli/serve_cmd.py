@@ -7,6 +7,7 @@ import ipaddress
 
 import click
 
+from furnace.cli.listening import ensure_can_listen
 from furnace.runtime import Runtime
 
 
@@ -29,6 +30,7 @@ def serve_cmd(obj: Runtime, host: str, port: int, no_mlflow: bool) -> None:
 
     Each agent id, elixir id and Prompt Registry alias (NAME@champion) is a model id; set FURNACE_SERVE_KEY
     to require a bearer key. Each answer is an MLflow trace (experiment furnace-agents). Stop with Ctrl-C."""
+    ensure_can_listen(host, port)
     from furnace.server.app import build_server  # the launcher edge cli -> server (lazy: FastAPI loads only here)
 
     keyed = obj.settings.serve_key is not None and bool(obj.settings.serve_key.get_secret_value())
