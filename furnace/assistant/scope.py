@@ -441,6 +441,14 @@ def infer_versions(text: str) -> list[int]:
 
 
 _ID_SHAPED = re.compile(r"(?<![\w-])[a-z][a-z0-9]*(?:-[a-z0-9]+)+(?![\w-])")
+# Hyphenated words of the questions people ask about experiments, never taken for a persona's id: the
+# held-out evaluation's terms, the search bench's baselines, and ordinary English ("the top-3 agents").
+_PLAIN_HYPHENATED = re.compile(
+    r"(?:top|bottom|first|last|best|worst)-\d+|held-out|hold-out|train-test|test-train|train-validation|"
+    r"in-sample|out-of-sample|re-evaluat\w*|re-run\w*|re-scor\w*|copy-feedback|best-seed|hill-climb\w*|"
+    r"evo-reflect|cross-over|per-probe|per-call|multi-judge|well-known|follow-up|long-term|short-term|"
+    r"step-by-step|real-time|zero-shot|few-shot|state-of-the-art|so-called|non-\w+|self-\w+"
+)
 _RECORD_PREFIXES = ("agt-", "exp-", "ses-", "cnt-", "run-", "rev-")
 _ASCII_ID = "0-9A-Za-z_"
 
@@ -520,6 +528,8 @@ def infer_scope(text: str, catalogue: Catalogue, now: datetime) -> Inferred:
         # for everything as if no persona had been named
         known = {n.casefold() for n in (*catalogue.personas, *catalogue.experiments, *catalogue.experiments.values())}
         for word in _ID_SHAPED.findall(text):
+            if _PLAIN_HYPHENATED.fullmatch(word):
+                continue
             unknown_id = word not in known and not word.startswith(_RECORD_PREFIXES)
             if unknown_id and not match_names(word, catalogue.personas):
                 inferred.unresolved.append(f"persona {word}")

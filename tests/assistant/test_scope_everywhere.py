@@ -120,6 +120,25 @@ def test_bad_input_gets_a_clear_answer_and_writes_nothing(data: DuckDBAssistData
     assert data.db.query("SELECT count(*) FROM agents")[0][0] == len(AGENTS)
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        "show the top-3 agents",
+        "what is the held-out test fitness of the best agent?",
+        "which agents have the largest train-test gap?",
+        "did the copy-feedback baseline beat the best agents?",
+    ],
+)
+def test_hyphenated_words_of_a_researchers_question_are_not_taken_for_a_persona(
+    data: DuckDBAssistData, question: str
+) -> None:
+    """The words "top-3", "held-out" and "train-test" are id-shaped but name no persona: the question is answered, not
+    met with "I can't find a persona called 'held-out'" (as "milk-master" rightly is)."""
+    done, _ = ask(Assistant(data, OfflineEngine(), now=lambda: NOW), AssistantState(), question)
+    assert not done.clarify and done.result is not None and "can't find a persona" not in done.lead
+    assert {r["agent_id"] for r in done.result.items} <= {a[0] for a in data.db.query("SELECT id FROM agents")}
+
+
 def test_nothing_matches_says_what_it_can_answer_with_three_examples(data: DuckDBAssistData) -> None:
     done, _ = ask(Assistant(data, OfflineEngine(), now=lambda: NOW), AssistantState(), "tell me a joke")
     assert done.clarify and done.lead.count("'") >= 6  # three quoted example questions
