@@ -21,8 +21,9 @@ def ensure_can_listen(host: str, port: int) -> None:
     bind: a port left in ``TIME_WAIT`` is free, one another process listens on is not); an
     :class:`InputError` naming ``host:port`` and why when that fails. Port 0 (any free port) checks the
     host alone."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET  # as uvicorn binds: "localhost" is 127.0.0.1
     try:
-        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        found = socket.getaddrinfo(host, port, family=family, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as err:
         raise InputError(f"cannot listen on {host}:{port}: unknown host ({err.strerror})", field="host") from None
     family, kind, proto, _, address = found[0]

@@ -33,6 +33,17 @@ def test_a_port_in_use_is_refused_before_either_server_starts(
     assert len(started) == 1  # the app's server is started when its port is free
 
 
+def test_localhost_is_checked_where_the_servers_bind_it_on_ipv4() -> None:
+    """uvicorn and Streamlit bind "localhost" as 127.0.0.1: a port busy there is busy for "localhost" too,
+    whatever address family the resolver lists first."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(InputError, match=f"cannot listen on localhost:{port}: the port is in use"):
+            ensure_can_listen("localhost", port)
+
+
 def test_a_host_that_is_not_this_machines_is_refused() -> None:
     with pytest.raises(InputError, match="cannot listen on 192.0.2.1:8501: not an address of this machine"):
         ensure_can_listen("192.0.2.1", 8501)  # TEST-NET-1: never a local address
