@@ -10,11 +10,12 @@ import pytest
 from sqlalchemy import update
 
 from furnace.cli import EXIT_OK, main
+from furnace.domain.times import utc_now
 from furnace.llm.seam import Completion
 from furnace.runtime import Runtime
 from furnace.settings import FurnaceSettings
 from furnace.storage.sql.llm_calls import SQLResponseCache
-from furnace.storage.sql.schema import llm_responses, utcnow
+from furnace.storage.sql.schema import llm_responses
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
@@ -35,7 +36,7 @@ def _seed(home: Path, ages_days: dict[str, float]) -> None:
         runtime.sql.execute(
             update(llm_responses)
             .where(llm_responses.c.cache_key == key)
-            .values(created_at=utcnow() - timedelta(days=age))
+            .values(created_at=utc_now() - timedelta(days=age))
         )
     runtime.close()
 

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, delete, func, literal, select, union_all, upd
 from furnace.arena.lease import Holder, is_free
 from furnace.arena.models import ArenaSession, Checkpoint, Plan, ReplyRecord, RunRecord, RunStatus
 from furnace.domain.errors import NotFound
+from furnace.domain.times import utc_now
 from furnace.storage.sql.db import SQLDatabase
 from furnace.storage.sql.schema import (
     arena_checkpoints,
@@ -25,7 +26,6 @@ from furnace.storage.sql.schema import (
     arena_replies,
     arena_runs,
     arena_sessions,
-    utcnow,
 )
 
 _RUN = arena_runs.c
@@ -72,7 +72,7 @@ class SQLArenaStore:
 
     def save_session(self, session: ArenaSession) -> None:
         def work(conn: Connection) -> None:
-            row = {"session_id": session.id, "title": session.title, "model": session.model, "created_at": utcnow()}
+            row = {"session_id": session.id, "title": session.title, "model": session.model, "created_at": utc_now()}
             conn.execute(self.db.insert(arena_sessions).on_conflict_do_nothing(), row)
             members = [{"session_id": session.id, "position": i, "member_id": m} for i, m in enumerate(session.members)]
             if members:
@@ -112,7 +112,7 @@ class SQLArenaStore:
             if conn.execute(select(_RUN.run_id).where(_RUN.run_id == run.run_id)).first() is not None:
                 return  # the run existed: idempotent
             turn = conn.execute(select(func.count()).where(_RUN.session_id == run.session_id)).scalar()
-            now = utcnow()
+            now = utc_now()
             conn.execute(
                 arena_runs.insert(),
                 {
@@ -146,20 +146,20 @@ class SQLArenaStore:
         statement = (
             update(arena_runs)
             .where(_RUN.run_id == run_id, _RUN.plan.is_(None))
-            .values(plan=plan.model_dump_json(), updated_at=utcnow())
+            .values(plan=plan.model_dump_json(), updated_at=utc_now())
         )
         self.db.write(lambda conn: conn.execute(statement))
         return self.get_run(run_id)  # a plan set before stands
 
     def set_status(self, run_id: str, status: RunStatus, *, clear_cancel: bool = False) -> None:
-        values: dict[str, Any] = {"status": status, "updated_at": utcnow()}
+        values: dict[str, Any] = {"status": status, "updated_at": utc_now()}
         if clear_cancel:
             values["cancel_requested"] = False
         self.db.write(lambda conn: conn.execute(update(arena_runs).where(_RUN.run_id == run_id).values(values)))
 
     def request_cancel(self, run_id: str) -> None:
         self.get_run(run_id)
-        statement = update(arena_runs).where(_RUN.run_id == run_id).values(cancel_requested=True, updated_at=utcnow())
+        statement = update(arena_runs).where(_RUN.run_id == run_id).values(cancel_requested=True, updated_at=utc_now())
         self.db.write(lambda conn: conn.execute(statement))
 
     def cancel_requested(self, run_id: str) -> bool:
@@ -172,7 +172,7 @@ class SQLArenaStore:
         """Take (or renew) the run's lease; the current holder when someone else holds it."""
 
         def work(conn: Connection) -> Holder | None:
-            now = utcnow()
+            now = utc_now()
             found = conn.execute(
                 select(_L.token, _L.host, _L.pid, _L.expires_at, _RUN.status)
                 .select_from(arena_leases.outerjoin(arena_runs, _RUN.run_id == _L.run_id))
@@ -214,7 +214,7 @@ class SQLArenaStore:
         def work(conn: Connection) -> None:
             if reply is not None:
                 row = {name: getattr(reply, name) for name in _REPLY_COLS if name != "created_at"}
-                row.update(created_at=utcnow(), attempts=checkpoint.attempts)
+                row.update(created_at=utc_now(), attempts=checkpoint.attempts)
                 conn.execute(self.db.insert(arena_replies).on_conflict_do_nothing(), row)
             done = reply is not None and checkpoint.status == "done" and checkpoint.reply_id == reply.reply_id
             if not done:
@@ -233,14 +233,14 @@ class SQLArenaStore:
                             "reply_id": checkpoint.reply_id,
                             "error": checkpoint.error,
                             "attempts": checkpoint.attempts,
-                            "created_at": utcnow(),
+                            "created_at": utc_now(),
                         },
                     )
             if finish is not None:
                 conn.execute(
                     update(arena_runs)
                     .where(_RUN.run_id == checkpoint.run_id)
-                    .values(status="finished", updated_at=utcnow())
+                    .values(status="finished", updated_at=utc_now())
                 )
                 conn.execute(delete(arena_leases).where(_L.run_id == checkpoint.run_id, _L.token == finish.token))
 

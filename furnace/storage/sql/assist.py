@@ -5,8 +5,9 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from furnace.assistant.answer import AssistantState
+from furnace.domain.times import utc_now
 from furnace.storage.sql.db import SQLDatabase
-from furnace.storage.sql.schema import assistant_sessions, utcnow
+from furnace.storage.sql.schema import assistant_sessions
 
 
 class SQLAssistSessions:
@@ -20,7 +21,7 @@ class SQLAssistSessions:
         return AssistantState.model_validate_json(rows[0][0]) if rows else AssistantState(session_id=session_id)
 
     def save_state(self, state: AssistantState) -> None:
-        row = {"session_id": state.session_id, "state": state.model_dump_json(), "updated_at": utcnow()}
+        row = {"session_id": state.session_id, "state": state.model_dump_json(), "updated_at": utc_now()}
         statement = (
             self.db.insert(assistant_sessions)
             .values(row)

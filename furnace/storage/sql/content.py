@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, func, select
 
 from furnace.domain.errors import NotFound, StoreError
+from furnace.domain.times import utc_now
 from furnace.storage.sql.db import SQLDatabase
 from furnace.storage.sql.schema import (
     chat_messages,
@@ -24,7 +25,6 @@ from furnace.storage.sql.schema import (
     contents,
     processed_revisions,
     revisions,
-    utcnow,
 )
 from furnace.writing.content import ChatMessage, ChatSession, Content, ContentBatch, ContentVersion, RevisionRecord
 
@@ -195,7 +195,7 @@ class SQLContentStore:
             "persona_version": persona_version,
             "preferences": json.dumps(list(preferences), ensure_ascii=False),
             "status": status,
-            "processed_at": utcnow(),
+            "processed_at": utc_now(),
         }
         statement = (
             self.db.insert(processed_revisions).on_conflict_do_nothing().returning(processed_revisions.c.revision_id)

@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, delete, func, or_, select, update
 
+from furnace.domain.times import utc_now
 from furnace.evolution.records import ExperimentRecord, GenerationRecord, IndividualRecord, ScoreRow
 from furnace.storage.seals import check, experiment_seal, generation_seal, individual_seal, summary_seal
 from furnace.storage.sql.db import SQLDatabase
@@ -22,7 +23,6 @@ from furnace.storage.sql.schema import (
     experiment_individuals,
     experiment_scores,
     experiments,
-    utcnow,
 )
 
 _X = experiments.c
@@ -62,7 +62,7 @@ class SQLExperimentResults:
             "seal": experiment_seal(self.db.sealer, record),
             "status": "running",
         }
-        now = utcnow()
+        now = utc_now()
         row.update(created_at=now, updated_at=now)
         statement = (
             self.db.insert(experiments)
@@ -77,7 +77,7 @@ class SQLExperimentResults:
             "status": status,
             "summary": _dump(summary),
             "summary_seal": summary_seal(self.db.sealer, experiment_id, summary),
-            "updated_at": utcnow(),
+            "updated_at": utc_now(),
         }
         self.db.write(
             lambda conn: conn.execute(update(experiments).where(_X.experiment_id == experiment_id).values(values))
@@ -120,7 +120,7 @@ class SQLExperimentResults:
     def _rows(self, records: list[IndividualRecord]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The rows of ``records`` and of their scores, sealed."""
         sealer = self.db.sealer
-        now = utcnow()
+        now = utc_now()
         rows = [
             {
                 "experiment_id": r.experiment_id,
@@ -269,7 +269,7 @@ class SQLExperimentResults:
         }
         statement = (
             self.db.insert(experiment_generations)
-            .values(experiment_id=r.experiment_id, generation=r.generation, finished_at=utcnow(), **values)
+            .values(experiment_id=r.experiment_id, generation=r.generation, finished_at=utc_now(), **values)
             .on_conflict_do_update(index_elements=["experiment_id", "generation"], set_=values)
         )
         self.db.write(lambda conn: conn.execute(statement))

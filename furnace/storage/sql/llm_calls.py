@@ -22,12 +22,13 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, case, delete, func, or_, select, update
 
+from furnace.domain.times import utc_now
 from furnace.llm.cache import CallRecord, CallTotals
 from furnace.llm.seam import Completion
 from furnace.storage.responses import ResponseMemory
 from furnace.storage.seals import response_seal, sealed
 from furnace.storage.sql.db import SQLDatabase
-from furnace.storage.sql.schema import llm_calls, llm_responses, utcnow
+from furnace.storage.sql.schema import llm_calls, llm_responses
 
 DEFAULT_RESPONSE_TTL_S = 90 * 24 * 3600
 _R = llm_responses.c
@@ -167,7 +168,7 @@ class SQLResponseCache(ResponseMemory):
 
     def _cutoff(self, ttl_s: float | None = None) -> datetime:
         ttl = self.ttl_s if ttl_s is None else ttl_s
-        return datetime(1970, 1, 1) if ttl is None else utcnow() - timedelta(seconds=ttl)
+        return datetime(1970, 1, 1) if ttl is None else utc_now() - timedelta(seconds=ttl)
 
     def get(self, key: str) -> Completion | None:
         """The stored completion for ``key``, or None (also for an expired row or one whose seal fails)."""
@@ -208,7 +209,7 @@ class SQLResponseCache(ResponseMemory):
             conn.execute(  # expired, or a row written outside furnace: replaced by this answer
                 update(llm_responses)
                 .where(_R.cache_key == key)
-                .values(completion=text, seal=seal, model=completion.model, task=task, created_at=utcnow())
+                .values(completion=text, seal=seal, model=completion.model, task=task, created_at=utc_now())
             )
             return True, stored
 
@@ -234,7 +235,7 @@ class SQLResponseCache(ResponseMemory):
             "task": task,
             "completion": text,
             "seal": seal,
-            "created_at": utcnow(),
+            "created_at": utc_now(),
         }
         ledger = self.ledger.driver_insert if self.ledger is not None else None
         inserts = [(ledger, held, False)] if held is not None else []

@@ -32,14 +32,11 @@ from sqlalchemy import (
 
 from furnace.domain.times import utc_now
 
-utcnow = utc_now  # now as naive UTC, what every timestamp column holds (furnace.domain.times)
-
-
 metadata = MetaData()
 
 
 def _created() -> Column[datetime]:
-    return Column("created_at", DateTime, nullable=False, default=utcnow)
+    return Column("created_at", DateTime, nullable=False, default=utc_now)
 
 
 # --- the elixir library, agents and the lineage DAG ------------------------------------------------------
@@ -141,7 +138,7 @@ embeddings = Table(
     Column("model", String, nullable=False),
     Column("text_hash", String, nullable=False),
     Column("vector", Text, nullable=False),  # a JSON list of floats: exact (repr round-trips)
-    Column("created_at", DateTime, default=utcnow),
+    Column("created_at", DateTime, default=utc_now),
     PrimaryKeyConstraint("model", "text_hash"),
 )
 
@@ -158,7 +155,7 @@ experiments = Table(
     Column("status", String, nullable=False, default="running"),
     Column("summary", Text),
     _created(),
-    Column("updated_at", DateTime, nullable=False, default=utcnow),
+    Column("updated_at", DateTime, nullable=False, default=utc_now),
     Column("seal", String),
     Column("summary_seal", String),
 )
@@ -176,7 +173,7 @@ experiment_generations = Table(
     Column("cached_calls", Integer, nullable=False, default=0),  # served by the response cache
     Column("tokens", BigInteger, nullable=False, default=0),
     Column("cost_usd", Float, nullable=False, default=0.0),
-    Column("finished_at", DateTime, nullable=False, default=utcnow),
+    Column("finished_at", DateTime, nullable=False, default=utc_now),
     Column("seal", String),
     PrimaryKeyConstraint("experiment_id", "generation"),
 )
@@ -302,7 +299,7 @@ processed_revisions = Table(
     Column("persona_version", Integer),
     Column("preferences", Text, nullable=False),
     Column("status", String, nullable=False),
-    Column("processed_at", DateTime, nullable=False, default=utcnow),
+    Column("processed_at", DateTime, nullable=False, default=utc_now),
 )
 
 # --- the arena ---------------------------------------------------------------------------------------------
@@ -337,7 +334,7 @@ arena_runs = Table(
     Column("status", String, nullable=False, default="running"),
     Column("cancel_requested", Boolean, nullable=False, default=False),
     _created(),
-    Column("updated_at", DateTime, nullable=False, default=utcnow),
+    Column("updated_at", DateTime, nullable=False, default=utc_now),
     Index("arena_runs_session", "session_id"),
 )
 
@@ -389,7 +386,7 @@ assistant_sessions = Table(
     metadata,
     Column("session_id", String, primary_key=True),
     Column("state", Text, nullable=False),
-    Column("updated_at", DateTime, nullable=False, default=utcnow),
+    Column("updated_at", DateTime, nullable=False, default=utc_now),
 )
 
 # --- people's picks (migration 0002) ------------------------------------------------------------------------
