@@ -159,7 +159,12 @@ def _server_unreachable(context: ExceptionContext) -> None:
     ) from None
 
 
-def _sqlite_events(engine: Engine) -> None:
+def _events(engine: Engine) -> None:
+    """What furnace hooks into an engine of its store: on SQLite its pragmas, its write turns and the
+    damaged-file errors; on PostgreSQL the unreachable-server error."""
+    if engine.url.get_backend_name() != "sqlite":
+        event.listen(engine, "handle_error", _server_unreachable)
+        return
     event.listen(engine, "connect", _sqlite_pragmas)
     event.listen(engine, "begin", _sqlite_begin)
     event.listen(engine, "handle_error", _sqlite_damaged)
@@ -265,10 +270,9 @@ class SQLDatabase:
                 pool_reset_on_return=None,
                 connect_args={"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False},
             )
-            _sqlite_events(engine)
-            return engine
-        engine = create_engine(self.url, echo=echo, pool_size=8, max_overflow=64, pool_pre_ping=True)
-        event.listen(engine, "handle_error", _server_unreachable)
+        else:
+            engine = create_engine(self.url, echo=echo, pool_size=8, max_overflow=64, pool_pre_ping=True)
+        _events(engine)
         return engine
 
     @property
@@ -677,8 +681,5 @@ def single_use(url: str, *, home: Path) -> SQLDatabase:
     """A database whose connections are not pooled (a command that opens it once, e.g. ``migrate``)."""
     db = SQLDatabase(url, home=home, migrate=False)
     db.engine = create_engine(db.url, poolclass=NullPool)
-    if db.dialect == "sqlite":
-        _sqlite_events(db.engine)
-    else:
-        event.listen(db.engine, "handle_error", _server_unreachable)
+    _events(db.engine)
     return db
