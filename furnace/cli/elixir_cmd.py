@@ -236,6 +236,8 @@ def delete(ctx: Runtime, id: str, as_json: bool) -> None:
 def import_(ctx: Runtime, file: Path | None, library: bool, new_version: bool, as_json: bool) -> None:
     """Import FILE (.yaml/.yml/.json elixirs, the awesome-chatgpt-prompts .csv, or a character card .json/.png).
 
+    FILE may be a folder: every .yaml/.yml/.json elixir file in it, all validated before
+    any is written (as --library does for the sample library).
     Ids are owned: agent ids (agt-…) are refused, and an existing id with different
     content is reported as a conflict and left as it is unless --new-version.
     """
@@ -243,6 +245,8 @@ def import_(ctx: Runtime, file: Path | None, library: bool, new_version: bool, a
 
     if library and file is None:
         report = import_library(LIBRARY_DIR, ctx.store, new_version=new_version)
+    elif file is not None and not library and file.is_dir():
+        report = import_library(file, ctx.store, new_version=new_version)
     elif file is not None and not library:
         report = import_file(file, ctx.store, new_version=new_version)
     else:

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from furnace.domain.elixir import Elixir
-from furnace.domain.errors import InputError
+from furnace.domain.errors import InputError, NotFound
 from furnace.evolution.config import ExperimentConfig
 from furnace.evolution.records import ExperimentResults, resolved_seeds
 
 _PINNED = re.compile(r"^(?P<id>[^@\s]+)@(?P<version>\d+)$")
+_IMPORT_HINT = "import the sample library: furnace import --library; or your own: furnace import FILE_OR_FOLDER"
 
 
 def parse_seed(ref: str) -> tuple[str, int | None]:
@@ -34,7 +35,10 @@ def select_seeds(store: Any, config: ExperimentConfig) -> list[Elixir]:
     first ``population`` matching ``seeds.query``/``seeds.language``, sorted by id. At least two are needed."""
     s = config.seeds
     if s.ids:
-        found = [store.get_elixir(i, version=v) for i, v in map(parse_seed, s.ids)]
+        try:
+            found = [store.get_elixir(i, version=v) for i, v in map(parse_seed, s.ids)]
+        except NotFound as err:
+            raise NotFound(f"seeds.ids: {err} ({_IMPORT_HINT})", field="seeds.ids") from None
         withdrawn = [e.id for e in found if e.withdrawn]
         if withdrawn:
             raise InputError(f"seeds.ids: {', '.join(withdrawn)} withdrawn from the library", field="seeds.ids")
@@ -48,8 +52,7 @@ def select_seeds(store: Any, config: ExperimentConfig) -> list[Elixir]:
     found = found[: config.population]
     if len(found) < 2:
         raise InputError(
-            f"seeds: the library has {len(found)} matching elixir(s), an experiment needs at least 2 "
-            "(import some: furnace import furnace/resources/elixirs)",
+            f"seeds: the library has {len(found)} matching elixir(s), an experiment needs at least 2 ({_IMPORT_HINT})",
             field="seeds",
         )
     return found

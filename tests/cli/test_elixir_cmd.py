@@ -169,6 +169,25 @@ def test_import_library_twice(run: Run) -> None:
     assert any(e["language"] == "zh" for e in run.json("elixir", "list"))
 
 
+def test_import_a_folder_takes_every_elixir_file_in_it_or_none(run: Run, tmp_path: Path) -> None:
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    write(folder, ADA)
+    (folder / "bea.json").write_text(json.dumps({**ADA, "id": "bea", "name": "Bea"}), encoding="utf-8")
+    (folder / "README.md").write_text("notes, not an elixir", encoding="utf-8")
+    report = run.json("import", str(folder))
+    assert sorted(r["id"] for r in report["created"]) == ["ada", "bea"]
+    assert run.json("import", str(folder))["created"] == []  # again: nothing new
+
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    write(broken, {**ADA, "id": "cid", "name": "Cid"})
+    write(broken, {**ADA, "id": "dee", "tone": {"humor": 7}}, "dee.yaml")
+    line = run.fails("import", str(broken))
+    assert "dee.yaml" in line
+    assert "cid" not in [e["id"] for e in run.json("elixir", "list")]  # validated first: nothing written
+
+
 def test_import_small_csv_reports_skipped_rows(run: Run, tmp_path: Path) -> None:
     csv_path = tmp_path / "mini.csv"
     csv_path.write_text(

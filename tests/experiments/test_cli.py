@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -322,3 +323,22 @@ def test_a_malformed_pin_is_an_input_error(library_home, tmp_path, capsys):
     bad.write_text(CONFIG.read_text().replace("empathetic-coach,", "empathetic-coach@latest,"))
     code, _, err = run(capsys, "experiment", "run", str(bad), "--no-mlflow")
     assert code == 1 and "id@version" in err
+
+
+def test_an_empty_library_names_the_command_that_fills_it(home, monkeypatch, tmp_path, smaller, capsys):
+    """With no elixirs, `experiment run` says how to import some, whether the config names its seeds or asks
+    for a language; the command it names does it (the run then gets as far as its estimate, which a budget of
+    1 call refuses before any call)."""
+    monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
+    named = smaller.read_text().replace("max_calls: 500", "max_calls: 1")
+    smaller.write_text(named)
+    by_language = tmp_path / "by-language.yaml"
+    by_language.write_text(re.sub(r"seeds: \{ids: .*\}", "seeds: {language: en}", named))
+    for config, says in ((smaller, "seeds.ids: no elixir 'viral-copywriter'"), (by_language, "needs at least 2")):
+        code, out, err = run(capsys, "experiment", "run", str(config), "--no-mlflow")
+        assert code == 1 and says in err and "furnace import --library" in err, err
+    code, _, err = run(capsys, "import", "--library")
+    assert code == 0, err
+    for config in (smaller, by_language):
+        code, out, err = run(capsys, "experiment", "run", str(config), "--no-mlflow")
+        assert code == 1 and "estimate exceeds the budget" in err, err
