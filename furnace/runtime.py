@@ -221,10 +221,21 @@ class PreparedExperiment:
         return line
 
     def check_budget(self, *, yes: bool) -> None:
-        """Refuse (BudgetExceeded) when the estimate exceeds the config's budget, unless ``yes``."""
+        """Refuse (BudgetExceeded) when the estimate exceeds the config's budget, unless ``yes``; and, even
+        with ``yes``, when ``budget.max_calls`` cannot cover a new experiment's first unit (scoring its first
+        seed): that run would stop before anything, with nothing to report."""
         from furnace.domain.errors import BudgetExceeded
 
-        over = self.estimate.over_budget(self.evolution.config)
+        evo = self.evolution
+        first = evo.first_unit_calls()
+        max_calls = evo.config.budget.max_calls
+        if max_calls is not None and first > max_calls:
+            raise BudgetExceeded(
+                f"budget.max_calls {max_calls} cannot cover the run's first unit: scoring seed {evo.seeds[0].ref} "
+                f"may make {first} model calls (raise budget.max_calls to at least {first}; "
+                f"the whole run is estimated at ~{self.estimate.calls})"
+            )
+        over = self.estimate.over_budget(evo.config)
         if over and not yes:
             raise BudgetExceeded(
                 "estimate exceeds the budget: " + "; ".join(over) + " (run with --yes to start anyway;"

@@ -432,6 +432,13 @@ class Evolution(Guarded):
             calls += missing * self._answer_calls() + len(batch.probes) - missing
         return calls
 
+    def first_unit_calls(self) -> int:
+        """The most model calls this run's first unit (scoring the first seed) may make; 0 when a previous
+        run of the experiment recorded it. A ``budget.max_calls`` below it stops the run before anything."""
+        if self.results.individuals(self.experiment_id):
+            return 0
+        return self.unit_bound(Plan(0, "seed", elixir=self.seeds[0]))
+
     def _answer_calls(self) -> int:
         """The model calls of one probe's answer: each sample's reply and judge calls."""
         return (1 + judge_calls(self.config.scorers, self.panel)) * max(1, self.config.samples_per_probe)

@@ -342,3 +342,20 @@ def test_an_empty_library_names_the_command_that_fills_it(home, monkeypatch, tmp
     for config in (smaller, by_language):
         code, out, err = run(capsys, "experiment", "run", str(config), "--no-mlflow")
         assert code == 1 and "estimate exceeds the budget" in err, err
+
+
+def test_a_budget_below_the_first_unit_is_refused_before_anything_even_with_yes(library_home, smaller, capsys):
+    """A run whose budget cannot score even its first seed would stop with nothing to report: it is refused
+    before the experiment is recorded, naming the budget that does cover it; that budget starts it."""
+    smaller.write_text(smaller.read_text().replace("max_calls: 500", "max_calls: 2"))
+    code, out, err = run(capsys, "experiment", "run", str(smaller), "--no-mlflow", "--yes")
+    assert code == 1 and "cannot cover the run's first unit" in err, err
+    assert json.loads(run(capsys, "experiment", "list", "--json")[1]) == []
+    needed = int(re.search(r"at least (\d+)", err).group(1))
+    assert needed > 2
+    smaller.write_text(smaller.read_text().replace("max_calls: 2", f"max_calls: {needed}"))
+    code, out, err = run(capsys, "experiment", "run", str(smaller), "--no-mlflow", "--yes", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["status"].startswith("stopped") and len(report["leaderboard"]) == 1
+    assert report["totals"]["calls"] <= needed

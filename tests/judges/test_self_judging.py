@@ -43,7 +43,7 @@ def test_experiment_run_warns_before_anything_runs(
     tight = tmp_path / "tight.yaml"
     tight.write_text(CONFIG.read_text().replace("max_calls: 500", "max_calls: 2"))
     code, _, err = run(capsys, "experiment", "run", str(tight), "--no-mlflow")
-    assert code == 1 and "estimate exceeds the budget" in err
+    assert code == 1 and "cannot cover the run's first unit" in err  # --yes would not help: no call is made
     assert err.count("openai/stub is grading itself") == 1
     monkeypatch.setenv("FURNACE_JUDGE_MODEL", OFFLINE_SECOND_JUDGE)
     code, _, err = run(capsys, "experiment", "run", str(tight), "--no-mlflow")
