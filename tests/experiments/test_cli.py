@@ -341,7 +341,7 @@ def test_an_empty_library_names_the_command_that_fills_it(home, monkeypatch, tmp
     assert code == 0, err
     for config in (smaller, by_language):
         code, out, err = run(capsys, "experiment", "run", str(config), "--no-mlflow")
-        assert code == 1 and "estimate exceeds the budget" in err, err
+        assert code == 1 and "cannot cover the run's first unit: scoring seed" in err, err
 
 
 def test_a_budget_below_the_first_unit_is_refused_before_anything_even_with_yes(library_home, smaller, capsys):
