@@ -327,8 +327,8 @@ def test_a_malformed_pin_is_an_input_error(library_home, tmp_path, capsys):
 
 def test_an_empty_library_names_the_command_that_fills_it(home, monkeypatch, tmp_path, smaller, capsys):
     """With no elixirs, `experiment run` says how to import some, whether the config names its seeds or asks
-    for a language; the command it names does it (the run then gets as far as its estimate, which a budget of
-    1 call refuses before any call)."""
+    for a language; the command it names does it (the run then gets as far as its budget check, which refuses
+    a budget of 1 call before any call)."""
     monkeypatch.setenv("FURNACE_EMBEDDER", "hash")
     named = smaller.read_text().replace("max_calls: 500", "max_calls: 1")
     smaller.write_text(named)
