@@ -29,7 +29,7 @@ from furnace.assistant.intent import (
 )
 from furnace.assistant.leads import template_lead
 from furnace.assistant.queries import SHAPES, examples, run_query
-from furnace.assistant.results import AssistData, Query, StructuredResult
+from furnace.assistant.results import AssistData, GapOrder, Query, StructuredResult
 from furnace.assistant.scope import (
     Catalogue,
     Inferred,
@@ -123,6 +123,28 @@ def _cap(text: str, max_tokens: int, count: Callable[[str], int]) -> str:
     return "".join(pieces).rstrip() + "…"
 
 
+_SMALLEST_GAP = re.compile(
+    r"\b(smallest|lowest|narrowest|least|tiniest)\b[^.?!;]*\bgaps?\b|\bleast over-?fit|差距?最小|差值最小|最不过拟合",
+    re.I,
+)
+_LARGEST_GAP = re.compile(
+    r"\b(largest|biggest|widest|highest|most|greatest)\b[^.?!;]*\bgaps?\b"
+    r"|\b(by|sorted by|order(ed)? by)\b[^.?!;]*\bgaps?\b|\bover-?fit|差距?最大|差值最大|过拟合|按[^。？！]*差",
+    re.I,
+)
+
+
+def gap_order(words: str) -> GapOrder | None:
+    """Whether the question asks for rows by their train-test gap ("the largest train-test gap", "which agents
+    overfit most", "过拟合"), and which end first; None for the intent's own order ("generalises best" is the
+    best by fitness, shown with its test figures)."""
+    if _SMALLEST_GAP.search(words):
+        return "smallest_gap"
+    if _LARGEST_GAP.search(words):
+        return "largest_gap"
+    return None
+
+
 _CHAMPION = re.compile(r"\b(champion|winner|winning agent|best agent)\b|冠军|最佳智能体|最好的智能体", re.I)
 _ABOUT_ONE_AGENT = ("ancestors", "descendants", "judge_feedback")  # intents about one agent's record
 
@@ -210,6 +232,7 @@ class Assistant:
             language=inferred.language,
             group=cost_group(words),
             limit=self.limit,
+            order=gap_order(words),
         )
         result = run_query(self.data, guess.intent, query, zh=zh)
         lead = prefix + self._lead(question, result, zh, used_model=guess.source != "rules")

@@ -26,6 +26,33 @@ def _tested(row: dict[str, Any], zh: bool) -> str:
     return (f"测试集 {test}" if zh else f"test {test}") + gap_text
 
 
+def _gap_lead(result: StructuredResult, zh: bool) -> str:
+    """The lead of rows ordered by their train-test gap: the first one's gap and figures, and how many rows
+    have none (not tested)."""
+    n = len(result.items)
+    first = result.items[0]
+    subject = first.get("agent_id")
+    if subject is None:  # an experiment's row: its champion's figures
+        subject = f"{first.get('experiment_id')} 的冠军 {first.get('champion')}" if zh else f"{first.get('champion')}"
+        subject += "" if zh else f" ({first.get('experiment_id')}'s champion)"
+    largest = result.order == "largest_gap"
+    untested = sum(1 for r in result.items if r.get("train_test_gap") is None)
+    if untested == n:
+        return (
+            f"这 {n} 行都没有测试集成绩，没有训练−测试差可比。"
+            if zh
+            else f"None of the {n} rows was tested: no gap to order by."
+        )
+    train, test = _num(first.get("train_fitness")), first.get("test")
+    gap = signed(first["train_test_gap"])
+    rest = (f"；{untested} 行未测试，排在最后" if zh else f"; {untested} not tested, listed last") if untested else ""
+    if zh:
+        end_zh = "最大" if largest else "最小"
+        return f"共 {n} 行，训练−测试差{end_zh}的是 {subject}（{gap}：训练 {train}，测试集 {test}）{rest}。"
+    end = "largest" if largest else "smallest"
+    return f"{n} row(s); the {end} train − test gap is {subject}: {gap} (train {train}, test {test}){rest}."
+
+
 def template_lead(result: StructuredResult, zh: bool) -> str:
     """A one-sentence lead for ``result`` (by its intent), in zh or en."""
     n = len(result.items)
@@ -33,6 +60,8 @@ def template_lead(result: StructuredResult, zh: bool) -> str:
         return "没有符合范围的记录。" if zh else "Nothing matches this scope yet."
     first = result.items[0]
     intent = result.intent
+    if result.order is not None:
+        return _gap_lead(result, zh)
     if intent == "count":
         what, count = first["what"], first["count"]
         return f"共有 {count} 个{what}。" if zh else f"{count} {what.removesuffix('s')}(s) in all."

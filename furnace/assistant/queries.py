@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from furnace.assistant.results import Action, AssistData, Query, StructuredResult
+from furnace.assistant.results import Action, AssistData, GapOrder, Query, StructuredResult
 from furnace.assistant.scope import Scope
 from furnace.domain.intents import Intent
 
@@ -356,16 +356,35 @@ def _read(data: AssistData, intent: Intent, query: Query) -> tuple[list[dict[str
             language = f"language={query.language}"
         else:
             skipped.append(f"language={query.language}")
-    if filters:
+    by_gap = by_train_test_gap(intent, query)
+    if filters or by_gap:
         update["limit"] = READ_ALL
     ran = query.model_copy(update=update)
     rows: list[dict[str, Any]] = getattr(data, intent)(ran)
     if filters:
-        rows = [r for r in rows if all(_matches(r.get(c), v) for c, v in filters.items())][: query.limit]
+        rows = [r for r in rows if all(_matches(r.get(c), v) for c, v in filters.items())]
+    if by_gap:
+        rows = _by_gap(rows, largest_first=query.order == "largest_gap")
+    if filters or by_gap:
+        rows = rows[: query.limit]
     applied = " · ".join(p for p in (scope.label() if not scope.is_empty() or not language else "", language) if p)
     if skipped:
         applied += " · not applied: " + ", ".join(skipped)
     return rows, ran, applied
+
+
+def by_train_test_gap(intent: str, query: Query) -> bool:
+    """Whether ``query`` orders ``intent``'s rows by the train-test gap: asked for, and a list showing it."""
+    shape = SHAPES.get(intent)
+    return query.order is not None and shape is not None and shape.kind == "list" and "train_test_gap" in shape.columns
+
+
+def _by_gap(rows: list[dict[str, Any]], *, largest_first: bool) -> list[dict[str, Any]]:
+    """``rows`` by their train-test gap (largest or smallest first), the rows without one (not tested) last
+    in their own order."""
+    gapped = [r for r in rows if isinstance(r.get("train_test_gap"), int | float)]
+    gapped.sort(key=lambda r: float(r["train_test_gap"]), reverse=largest_first)
+    return gapped + [r for r in rows if not isinstance(r.get("train_test_gap"), int | float)]
 
 
 def _localised(applied: str, zh: bool) -> str:
@@ -389,15 +408,31 @@ def run_query(data: AssistData, intent: Intent, query: Query, *, zh: bool) -> St
     shown = applied.split(" · 未应用：")[0].split(" · not applied: ")[0]
     if shown != "everything":
         title = f"{title} · {shown}"
+    order = query.order if by_train_test_gap(intent, query) else None
+    if order is not None:
+        largest = order == "largest_gap"
+        title += (
+            f" · 按训练−测试差（{'最大' if largest else '最小'}在前）"
+            if zh
+            else f" · by train − test gap ({'largest' if largest else 'smallest'} first)"
+        )
     if intent == "costs" and scope.persona:
         applied += (
             f"（{scope.persona} 培育出的智能体的花费）" if zh else f" (costs of agents bred from {scope.persona})"
         )
-    return _result(intent, shape, title, columns, rows, applied, zh)
+    return _result(intent, shape, title, columns, rows, applied, zh, order=order)
 
 
 def _result(
-    intent: str, shape: Shape, title: str, columns: list[str], rows: list[dict[str, Any]], applied: str, zh: bool
+    intent: str,
+    shape: Shape,
+    title: str,
+    columns: list[str],
+    rows: list[dict[str, Any]],
+    applied: str,
+    zh: bool,
+    *,
+    order: GapOrder | None = None,
 ) -> StructuredResult:
     return StructuredResult(
         type=shape.kind,
@@ -405,9 +440,10 @@ def _result(
         columns=columns,
         items=[_item(row, columns, zh) for row in rows],
         actions=_actions(intent, rows, zh),
-        context=f"{len(rows)} row(s) for {intent} within {applied}",
+        context=f"{len(rows)} row(s) for {intent} within {applied}" + (f", ordered by {order}" if order else ""),
         intent=intent,
         applied=applied,
+        order=order,
     )
 
 

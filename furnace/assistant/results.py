@@ -20,6 +20,11 @@ class Action(BaseModel):
     target: dict[str, Any]
 
 
+GapOrder = Literal["largest_gap", "smallest_gap"]
+"""Rows ordered by the train-test gap: an agent's (an experiment's champion's) train fitness less its
+held-out test fitness, largest (most overfit) or smallest first; rows not tested last."""
+
+
 class StructuredResult(BaseModel):
     """A table or a set of figures, with actions."""
 
@@ -33,6 +38,7 @@ class StructuredResult(BaseModel):
     context: str = ""  # a short text for the model (and for screen readers)
     intent: str = ""
     applied: str = "everything"  # the scope the query actually applied (always shown)
+    order: GapOrder | None = None  # the rows are by their train-test gap (largest or smallest first)
 
     def summary(self, top: int = 3) -> dict[str, Any]:
         """What the model sees to write its lead: never the whole list."""
@@ -61,6 +67,7 @@ class Query(BaseModel):
     language: Language | None = None  # personas written in this language
     group: CostGroup = "task"
     limit: int = 50
+    order: GapOrder | None = None  # rows by their train-test gap instead of the intent's own order
 
 
 class AssistData(Protocol):
