@@ -35,7 +35,7 @@ use_cjk_font()
 pd.set_option("display.width", 160)
 pd.set_option("display.max_colwidth", 60)
 from furnace.adapters.mlflow_analysis import EXPERIMENT_TAG, fitness_curves, search_runs
-from furnace.adapters.mlflow_prompts import CHAMPION, load_agent, register_agent_prompt
+from furnace.adapters.mlflow_prompts import CHAMPION, load_agent, register_agent_prompt, registered_name
 
 rt = analysis_runtime("mlflow")
 settings, store, db = rt.settings, rt.store, rt.analysis  # db: DuckDB SQL over the live store's snapshot
@@ -109,7 +109,7 @@ plt.show()
 # %% [markdown]
 # ## The champion and its prompt
 #
-# The run with the best final `best_fitness` wins; its best bred agent (a library seed cannot be registered as an agent) is registered in the Prompt Registry (an identical version is reused) and the `champion` alias points at it. Loading `prompts:/NAME@champion` gives back the agent.
+# The run with the best final `best_fitness` wins; its best bred agent (a library seed cannot be registered as an agent) is registered in the Prompt Registry (under the name it already has there, e.g. `furnace-demo-champion` after `make demo`, so an identical version is reused; else a new name) and the `champion` alias points at it. Loading `prompts:/NAME@champion` gives back the agent.
 
 # %%
 winner = fa.pick_champion(runs)
@@ -119,7 +119,8 @@ if not isinstance(agent_id, str) or not agent_id.startswith("agt-"):
     agent_id = fa.best_agent(q.individuals(db, experiment_id), bred_only=True)["agent_id"]
 run_name, best = winner["tags.mlflow.runName"], winner["metrics.best_fitness"]
 print(f"champion run {run_name} (best fitness {best:.3f}); agent {agent_id}")
-registered = register_agent_prompt(store, agent_id, tracking_uri=settings.tracking_uri, alias=CHAMPION)
+name = registered_name(settings.tracking_uri, agent_id)  # its name if it has one (make demo registers its champion)
+registered = register_agent_prompt(store, agent_id, tracking_uri=settings.tracking_uri, name=name, alias=CHAMPION)
 print(registered.as_dict())
 
 # %%
@@ -132,5 +133,5 @@ print(user)
 print(system["content"][:600])
 print(
     f"SUMMARY runs={len(runs)} curves={len(curves)} configs={configs.shape[1]} champion={loaded.agent.id} "
-    f"test_curves={held['test_fitness'].notna().sum().sum()}"
+    f"test_curves={held['test_fitness'].notna().sum().sum()} prompt={registered.name}"
 )

@@ -267,3 +267,12 @@ def aliased_prompts(tracking_uri: str) -> list[RegisteredPrompt]:
                 RegisteredPrompt(name, number, version.tags[TAG_AGENT], version.tags.get(TAG_LINEAGE, ""), aliases)
             )
     return found
+
+
+def registered_name(tracking_uri: str, agent_id: str) -> str | None:
+    """The registry name whose aliased version holds ``agent_id`` (``furnace-demo-champion`` after ``make
+    demo``), the one its ``champion`` alias points at first, then by name; None when no alias points at it.
+    Registering the agent again under that name reuses its version instead of adding a second name."""
+    held = [p for p in aliased_prompts(tracking_uri) if p.agent_id == agent_id]
+    held.sort(key=lambda p: (CHAMPION not in p.aliases, p.name))
+    return held[0].name if held else None

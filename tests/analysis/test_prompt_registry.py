@@ -93,3 +93,29 @@ def test_cli_promote_registers_and_load_gives_back_the_agent(lab, mlflow_ready, 
     assert bad.exit_code != 0
     missing = runner.invoke(cli, ["agent", "load", "prompts:/furnace-lab-star@champion-x"])
     assert missing.exit_code != 0
+
+
+def test_an_agent_registered_under_a_name_is_found_under_it_and_reused_there(lab, mlflow_ready) -> None:
+    """`make demo` registers its champion as furnace-demo-champion; :func:`registered_name` finds that name, and
+    registering the agent again under it reuses its version: no second name holds the agent."""
+    from furnace.adapters import mlflow_prompts as mp
+
+    uri = lab.settings.tracking_uri
+    assert mp.registered_name(uri, lab.grandchild.id) is None
+    mp.register_agent_prompt(
+        lab.store, lab.grandchild.id, tracking_uri=uri, name="furnace-demo-champion", alias="champion"
+    )
+    mp.register_agent_prompt(lab.store, lab.mutant.id, tracking_uri=uri, name="furnace-other", alias="candidate")
+    assert mp.registered_name(uri, lab.grandchild.id) == "furnace-demo-champion"
+    assert mp.registered_name(uri, lab.mutant.id) == "furnace-other"
+    again = mp.register_agent_prompt(
+        lab.store,
+        lab.grandchild.id,
+        tracking_uri=uri,
+        name=mp.registered_name(uri, lab.grandchild.id),
+        alias="champion",
+    )
+    assert (again.name, again.version, again.reused) == ("furnace-demo-champion", 1, True)
+    holding = {p.name for p in mp.aliased_prompts(uri) if p.agent_id == lab.grandchild.id}
+    assert holding == {"furnace-demo-champion"}
+    assert mp.prompt_name(lab.grandchild) != "furnace-demo-champion"  # the default would have added a second name

@@ -145,6 +145,11 @@ def test_mlflow_notebook_picks_champion_and_loads_its_prompt(monkeypatch, jupyte
     assert int(s["runs"]) == 2 and int(s["curves"]) == 8 and int(s["configs"]) >= 2
     assert int(s["test_curves"]) == 8  # every generation's best's test fitness, logged after each search
     assert s["champion"].startswith("agt-")
+    from furnace.adapters.mlflow_prompts import aliased_prompts
+    from furnace.settings import FurnaceSettings
+
+    uri = FurnaceSettings(home=sample_home).tracking_uri
+    assert {p.name for p in aliased_prompts(uri) if p.agent_id == s["champion"]} == {s["prompt"]}  # one name
     assert count(nb, "image/png") >= 1
 
 
