@@ -8,6 +8,7 @@ An experiment's id hashes the seeds' content, so a rerun after a seed was edited
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,11 +52,28 @@ def select_seeds(store: Any, config: ExperimentConfig) -> list[Elixir]:
         found.sort(key=lambda e: e.id)
     found = found[: config.population]
     if len(found) < 2:
-        raise InputError(
-            f"seeds: the library has {len(found)} matching elixir(s), an experiment needs at least 2 ({_IMPORT_HINT})",
-            field="seeds",
-        )
+        raise InputError(_too_few(store, config, len(found)), field="seeds.ids" if s.ids else "seeds")
     return found
+
+
+def _too_few(store: Any, config: ExperimentConfig, matched: int) -> str:
+    """Why fewer than two seeds: ``seeds.ids`` names one; no library to draw from (how to import one); or
+    the library's elixirs that ``seeds.query``/``seeds.language`` leave (and the languages it has)."""
+    s = config.seeds
+    if s.ids:
+        return f"seeds.ids: names {matched} elixir, an experiment needs at least 2"
+    library = store.list_elixirs(origin="library")
+    if len(library) < 2:
+        return f"seeds: the library has {len(library)} elixir(s), an experiment needs at least 2 ({_IMPORT_HINT})"
+    asked = " and ".join(
+        f"{field} {value!r}" for field, value in (("seeds.query", s.query), ("seeds.language", s.language)) if value
+    )
+    languages = Counter(e.language for e in library)
+    has = ", ".join(f"{n} {language}" for language, n in sorted(languages.items()))
+    return (
+        f"seeds: {matched} of the library's {len(library)} elixirs match {asked}, an experiment needs at least 2 "
+        f"(the library has {has})"
+    )
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from furnace import resources
 from furnace.domain.elixir import format_validation_error
-from furnace.domain.errors import InputError, NotFound
+from furnace.domain.errors import InputError, NotFound, short_path
 from furnace.scoring.brief import Brief
 
 PROBES_DIR = resources.PROBES_DIR
@@ -199,15 +199,22 @@ def parse_probe_set(data: Any, *, source: str = "probe set") -> ProbeSet:
 def load_probe_set(name_or_path: str | Path, *, search_dir: Path | None = None) -> ProbeSet:
     """Load a probe set by file path or by name from ``furnace/resources/probes/``."""
     path = Path(name_or_path)
+    bases = [d for d in (search_dir, PROBES_DIR) if d is not None]
     if not path.suffix:
-        for base in [d for d in (search_dir, PROBES_DIR) if d is not None]:
+        for base in bases:
             candidate = base / f"{name_or_path}.yaml"
             if candidate.exists():
                 path = candidate
                 break
-    if not path.exists():
+    if not path.is_file():
+        if path.suffix:
+            raise NotFound(f"probe set file {short_path(path)} not found", field="probes")
+        shipped = ", ".join(sorted(p.stem for p in PROBES_DIR.glob("*.yaml")))
+        folders = " or ".join(short_path(b) for b in dict.fromkeys(bases))
         raise NotFound(
-            f"probe set {str(name_or_path)!r} not found (looked in {search_dir or PROBES_DIR})", field="probes"
+            f"probe set {str(name_or_path)!r} not found: no {name_or_path}.yaml in {folders} (shipped sets: "
+            f"{shipped}; or give a probe file's path)",
+            field="probes",
         )
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -359,3 +359,36 @@ def test_a_budget_below_the_first_unit_is_refused_before_anything_even_with_yes(
     report = json.loads(out)
     assert report["status"].startswith("stopped") and len(report["leaderboard"]) == 1
     assert report["totals"]["calls"] <= needed
+
+
+@pytest.mark.parametrize(
+    ("seeds", "says"),
+    [
+        ("{language: fr}", "seeds: 0 of the library's {total} elixirs match seeds.language 'fr'"),
+        ("{query: zzz-nothing, language: en}", "match seeds.query 'zzz-nothing' and seeds.language 'en'"),
+        ("{ids: [go-reviewer]}", "seeds.ids: names 1 elixir, an experiment needs at least 2"),
+    ],
+)
+def test_too_few_seeds_says_what_the_library_has_not_how_to_import_one(library_home, smaller, capsys, seeds, says):
+    from collections import Counter
+
+    from furnace.runtime import Runtime
+    from furnace.settings import FurnaceSettings
+
+    library = Runtime(FurnaceSettings()).store.list_elixirs(origin="library")
+    languages = ", ".join(f"{n} {lang}" for lang, n in sorted(Counter(e.language for e in library).items()))
+    smaller.write_text(re.sub(r"seeds: \{ids: .*\}", f"seeds: {seeds}", smaller.read_text()))
+    code, _, err = run(capsys, "experiment", "run", str(smaller), "--no-mlflow")
+    assert code == 1 and says.format(total=len(library)) in err and "furnace import" not in err, err
+    if "ids" not in seeds:
+        assert f"(the library has {languages})" in err and len(library) >= 2
+
+
+def test_an_unknown_probe_set_lists_the_shipped_sets(library_home, smaller, capsys):
+    from furnace.scoring.probes import PROBES_DIR
+
+    smaller.write_text(smaller.read_text().replace("set: writing-en", "set: writing-fr"))
+    code, _, err = run(capsys, "experiment", "run", str(smaller), "--no-mlflow")
+    shipped = sorted(p.stem for p in PROBES_DIR.glob("*.yaml"))
+    assert code == 1 and "probe set 'writing-fr' not found: no writing-fr.yaml in" in err
+    assert f"shipped sets: {', '.join(shipped)}" in err and "writing-en" in shipped
