@@ -433,9 +433,9 @@ class Evolution(Guarded):
         return calls
 
     def first_unit_calls(self) -> int:
-        """The most model calls this run's first unit (scoring the first seed) may make; 0 when a previous
-        run of the experiment recorded it. A ``budget.max_calls`` below it stops the run before anything."""
-        if self.results.individuals(self.experiment_id):
+        """The most model calls a new experiment's first unit (scoring the first seed) may make; 0 on a rerun (a
+        previous run may have recorded it). A ``budget.max_calls`` below it stops the run before anything."""
+        if self.results.get_experiment(self.experiment_id) is not None:
             return 0
         return self.unit_bound(Plan(0, "seed", elixir=self.seeds[0]))
 
