@@ -236,8 +236,8 @@ def delete(ctx: Runtime, id: str, as_json: bool) -> None:
 def import_(ctx: Runtime, file: Path | None, library: bool, new_version: bool, as_json: bool) -> None:
     """Import FILE (.yaml/.yml/.json elixirs, the awesome-chatgpt-prompts .csv, or a character card .json/.png).
 
-    FILE may be a folder: every .yaml/.yml/.json elixir file in it, all validated before
-    any is written (as --library does for the sample library).
+    FILE may be a folder: every elixir file and character card in it (.yaml/.yml/.json/.png;
+    a .csv corpus is imported on its own), all validated before any is written.
     Ids are owned: agent ids (agt-…) are refused, and an existing id with different
     content is reported as a conflict and left as it is unless --new-version.
     """

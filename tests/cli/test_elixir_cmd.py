@@ -179,6 +179,14 @@ def test_import_a_folder_takes_every_elixir_file_in_it_or_none(run: Run, tmp_pat
     assert sorted(r["id"] for r in report["created"]) == ["ada", "bea"]
     assert run.json("import", str(folder))["created"] == []  # again: nothing new
 
+    cards = tmp_path / "cards"  # character cards are read as `furnace import CARD` reads them
+    cards.mkdir()
+    run.ok("export", "ada", "--format", "card-v3", "--out", str(cards / "ada-card.json"))
+    run.ok("export", "bea", "--format", "card-png", "--out", str(cards / "bea-card.png"))
+    (cards / "corpus.csv").write_text("act,prompt\nPoet,Write\n", encoding="utf-8")  # imported on its own
+    read = run.json("import", str(cards))
+    assert sorted(r["id"] for r in read["unchanged"]) == ["ada", "bea"] and not read["created"]
+
     broken = tmp_path / "broken"
     broken.mkdir()
     write(broken, {**ADA, "id": "cid", "name": "Cid"})

@@ -215,7 +215,8 @@ def import_file(path: str | Path, store: ElixirStore, *, new_version: bool = Fal
 def import_library(
     folder: str | Path, store: ElixirStore, *, keep_existing: bool = False, new_version: bool = False
 ) -> ImportReport:
-    """Import every ``*.yaml``/``*.yml``/``*.json`` elixir file in ``folder`` (sorted), all validated first.
+    """Import every elixir file (``*.yaml``/``*.yml``/``*.json``) and character card (``.json``/``.png``) in
+    ``folder`` (sorted; other files are left alone: a CSV corpus is imported on its own), all validated first.
 
     A user's elixir with the same id and different content is never replaced: it is a
     conflict (``new_version`` adds the library's as the next version; ``keep_existing``
@@ -225,14 +226,15 @@ def import_library(
     folder = Path(folder)
     if not folder.is_dir():
         raise InputError(f"{folder}: no such folder")
-    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in YAML_SUFFIXES + JSON_SUFFIXES)
+    taken = (*YAML_SUFFIXES, *JSON_SUFFIXES, ".png")
+    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in taken and p.is_file())
     if not files:
-        raise InputError(f"{folder}: holds no elixir files")
+        raise InputError(f"{folder}: holds no elixir file or character card (.yaml, .yml, .json, .png)")
     elixirs: list[tuple[str, Elixir]] = []
     seen: dict[str, str] = {}
     for path in files:
-        for where, elixir in _read_elixir_file(path).elixirs:
-            label = f"{path.name}" + ("" if where == "file" else f" {where}")
+        for where, elixir in read_file(path).elixirs:
+            label = f"{path.name}" + ("" if where in ("file", "card") else f" {where}")
             if elixir.id in seen:
                 raise InputError(f"{label}: id {elixir.id!r} already used in {seen[elixir.id]}", field="id")
             seen[elixir.id] = label
