@@ -112,7 +112,8 @@ def test_same_seed_same_result(method, monkeypatch):
         monkeypatch.setattr(bs, "CONCURRENCY", concurrency)
         runs += [bs.run_one(target, method, 3, 150, 0.0) for _ in range(2)]
     facts = {(r.train, r.validation, r.test, r.calls, tuple(r.curve), r.champion, r.status) for r in runs}
-    assert len(facts) == 1
+    shown = [(c, r.calls, r.champion, r.status, r.test) for c, r in zip((1, 1, 8, 8, 16, 16), runs, strict=True)]
+    assert len(facts) == 1, shown  # which concurrency differed, should timing ever show through
     assert runs[0].calls <= 150
     if method == "evo+reflect":
         assert runs[0].status.startswith("stopped: budget.max_calls")  # stopped by the budget, not its generations
