@@ -203,9 +203,24 @@ class Assistant:
         subjects = self._subjects(question, inferred, catalogue)
         if guess.intent == "compare":  # the subjects are compared, not filtered on
             scope = locked.overlaid(inferred.scope.model_copy(update={"persona": None, "agent": None}))
-        if not clarify and guess.intent in _ABOUT_ONE_AGENT and _CHAMPION.search(words):
-            clarify, scope, champion = self._the_champion(guess.intent, inferred, scope, catalogue, zh)
-            prefix += champion
+        asks_champion = guess.intent in _ABOUT_ONE_AGENT and _CHAMPION.search(words)
+        if not clarify and asks_champion and not (inferred.agents or scope.persona or scope.agent):
+            # "the champion's lineage": the champion of the experiment asked about, else of the latest
+            found = self._champion(scope.experiment or catalogue.latest_experiment)
+            if found is None:
+                clarify = (
+                    "还没有实验选出冠军；请给出一个智能体（agt-…）。"
+                    if zh
+                    else "No experiment has a champion yet; which agent (agt-…) do you mean?"
+                )
+            else:
+                experiment, champion = found
+                inferred.agents = [champion]
+                if guess.intent == "judge_feedback":  # its notes in the experiment it won
+                    scope = scope.model_copy(update={"experiment": experiment})
+                prefix += (
+                    f"{experiment} 的冠军是 {champion}。" if zh else f"The champion of {experiment} is {champion}. "
+                )
         if not clarify and guess.intent is not None:
             clarify = self._missing_subject(guess.intent, scope, inferred, zh, subjects)
         if clarify:
@@ -237,34 +252,6 @@ class Assistant:
         result = run_query(self.data, guess.intent, query, zh=zh)
         lead = prefix + self._lead(question, result, zh, used_model=guess.source != "rules")
         yield from self._finish(state, question, lead, result, scope, applied=result.applied)
-
-    def _the_champion(
-        self, intent: str, inferred: Inferred, scope: Scope, catalogue: Catalogue, zh: bool
-    ) -> tuple[str | None, Scope, str]:
-        """A question about "the champion" (its lineage, its judge's notes) that names no agent or persona:
-        the champion of the experiment in scope, else of the latest, becomes the question's agent. Returns
-        ``(clarification or None, scope, the sentence naming it)``; a judge-feedback question is scoped to
-        the experiment it won."""
-        if inferred.agents or scope.persona or scope.agent:
-            return None, scope, ""
-        found = self._champion(scope.experiment or catalogue.latest_experiment)
-        if found is None:
-            return (
-                "还没有实验选出冠军；请给出一个智能体（agt-…）。"
-                if zh
-                else "No experiment has a champion yet; which agent (agt-…) do you mean?",
-                scope,
-                "",
-            )
-        experiment, champion = found
-        inferred.agents = [champion]
-        if intent == "judge_feedback":
-            scope = scope.model_copy(update={"experiment": experiment})
-        return (
-            None,
-            scope,
-            f"{experiment} 的冠军是 {champion}。" if zh else f"The champion of {experiment} is {champion}. ",
-        )
 
     def _champion(self, experiment: str | None) -> tuple[str, str] | None:
         """``(experiment, its champion)``: the agent its report names best (held out), else its best-scored
